@@ -1,0 +1,311 @@
+/*
+ * ptz/format.h - read .ptz trace files (format version 1).
+ *
+ * Introduction
+ * ------------
+ * A .ptz file is a fixed 4096-byte header followed by chunks. Each chunk is
+ * a self-checksummed header plus one zstd frame of records; event chunks
+ * hold one thread's records in order, meta chunks hold the string, domain,
+ * thread and clock tables. The byte layout is normative in
+ * doc/trace-format.md; this header is the reading API over it.
+ *
+ * The reader never trusts a length: every size is bounded before it is
+ * allocated, decompression is capped at PT_FMT_MAX_CHUNK_RAW_BYTES, and a
+ * damaged region is skipped by resynchronizing on the chunk magic. Every
+ * intact chunk of a torn or corrupt file is still delivered; what was
+ * skipped is listed by pt_reader_problem() with its file offset.
+ *
+ * A trace still being written is read up to the committed length found in
+ * its header when pt_reader_open() ran.
+ *
+ * Time: records carry raw ticks; pt_reader_ticks_to_ns() is the one
+ * conversion to CLOCK_MONOTONIC nanoseconds that every consumer uses.
+ */
+#ifndef PTZ_FORMAT_H
+#define PTZ_FORMAT_H
+
+#include <stddef.h> /* size_t */
+#include <stdint.h> /* uint8_t, uint32_t, uint64_t */
+
+#include "ptz/errors.h" /* PT_API, PT_E* */
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ==== Constants ==== */
+
+#define PT_FMT_VERSION_MAJOR 1
+#define PT_FMT_VERSION_MINOR 0
+#define PT_FMT_HEADER_BYTES 4096u
+#define PT_FMT_CHUNK_HEADER_BYTES 64u
+/* Upper bound of one chunk's decompressed payload (doc/trace-format.md §3). */
+#define PT_FMT_MAX_CHUNK_RAW_BYTES (16u << 20)
+/* Thread index of meta chunks (tables, process-wide losses). */
+#define PT_FMT_META_THREAD 0xffffffffu
+/* pt_reader_next_chunk() selector: every chunk, meta chunks included. */
+#define PT_READER_ALL_CHUNKS 0xfffffffeu
+/* Largest string or domain id a reader accepts (bounds its tables). */
+#define PT_FMT_MAX_STRING_ID (1u << 24)
+
+/** enum pt_record_kind - decoded record kinds (doc/trace-format.md §4). */
+enum pt_record_kind {
+	PT_REC_BEGIN = 0x01,    /* id = section id */
+	PT_REC_END = 0x02,      /* id = section id */
+	PT_REC_METRIC = 0x03,   /* aux = enum pt_metric_kind, value = amount */
+	PT_REC_TRANSFER = 0x04, /* aux = enum pt_direction, value = bytes */
+	PT_REC_COUNTER = 0x05,  /* id = counter name id, value = (int64_t) sample */
+	PT_REC_LOSS = 0x06,     /* value = records lost, value2 = sections lost (whole) */
+	PT_REC_ERROR = 0x07,    /* aux = enum pt_error_code, value = occurrences */
+	/* length-prefixed kinds: readers skip the ones they do not know */
+	PT_REC_INSTANT = 0x40,     /* reserved: id */
+	PT_REC_ASYNC_BEGIN = 0x41, /* reserved: id, value = 64-bit async id */
+	PT_REC_ASYNC_END = 0x42,   /* reserved: id, value = 64-bit async id */
+	PT_REC_GPU_RANGE = 0x43,   /* reserved: id, aux = device, value = gpu start, value2 = gpu end */
+	PT_REC_STRING = 0x80,      /* meta: id, aux = domain id, str = name */
+	PT_REC_DOMAIN = 0x81,      /* meta: id = domain id, str = name */
+	PT_REC_THREAD = 0x82,      /* meta: id = thread index, value = OS tid, ticks = first seen,
+				      value2 = exit ticks (0 = still running), str = name */
+	PT_REC_CLOCK = 0x83        /* meta: ticks, value = CLOCK_MONOTONIC ns,
+				      value2 = CLOCK_REALTIME ns, aux = bracket width in ticks */
+};
+
+/** enum pt_error_code - what a PT_REC_ERROR record counts. */
+enum pt_error_code {
+	PT_ERRC_IMPLICIT_CLOSE = 1, /* pt_stop() closed sections above the one named */
+	PT_ERRC_STOP_NOT_OPEN = 2,  /* pt_stop() named no open section */
+	PT_ERRC_END_UNDERFLOW = 3,  /* pt_end() with no open section on the thread */
+	PT_ERRC_AFTER_EXIT = 4,     /* records from a thread after its ring was retired */
+	PT_ERRC_IO = 5              /* I/O failure; value = errno of the failure */
+};
+
+/* ==== Types ==== */
+
+struct pt_reader;
+
+/**
+ * struct pt_record - one decoded record.
+ * @ticks:   absolute tick value; for METRIC/TRANSFER the tick of the
+ *           preceding timed record of the same thread (they carry no time).
+ * @value:   kind-specific 64-bit payload (see enum pt_record_kind).
+ * @value2:  second payload word.
+ * @id:      section, counter, string, domain or thread id.
+ * @aux:     metric kind, direction, error code, domain, or clock bracket.
+ * @kind:    enum pt_record_kind.
+ * @str:     meta records only: name bytes (not NUL-terminated), valid until
+ *           the next call on the reader; NULL otherwise.
+ * @str_len: length of @str in bytes.
+ */
+struct pt_record {
+	uint64_t ticks;
+	uint64_t value;
+	uint64_t value2;
+	uint32_t id;
+	uint32_t aux;
+	uint32_t kind;
+	uint32_t str_len;
+	const char *str;
+};
+
+/** struct pt_trace_info - the file header and what the reader found. */
+struct pt_trace_info {
+	uint16_t version_major, version_minor;
+	uint32_t clock_source;        /* 1 = x86 TSC, 2 = aarch64 cntvct, 3 = CLOCK_MONOTONIC */
+	uint32_t pid;
+	uint64_t start_ticks;         /* tick at pt_open() */
+	uint64_t start_mono_ns;       /* CLOCK_MONOTONIC at pt_open() */
+	uint64_t start_real_ns;       /* CLOCK_REALTIME at pt_open() (Unix epoch) */
+	const char *process_name;     /* NUL-terminated, owned by the reader */
+	const char *host;
+	const char *cmdline;          /* arguments separated by spaces */
+	const char *recorder_version;
+	uint64_t committed_bytes;     /* header's committed length when opened */
+	uint64_t file_bytes;          /* size of the file when opened */
+	int closed;                   /* 1 if pt_close() finalized the file */
+	uint64_t chunks;              /* valid chunk headers found */
+	uint64_t event_chunks;
+	uint64_t raw_bytes;           /* sum of decompressed payload sizes */
+	uint64_t stored_bytes;        /* sum of stored payload sizes */
+	uint64_t torn_tail_offset;    /* file offset where a torn tail begins, or UINT64_MAX */
+	uint64_t corrupt_regions;     /* damaged regions skipped (not counting a torn tail) */
+};
+
+/** struct pt_chunk_info - one chunk, as its header describes it. */
+struct pt_chunk_info {
+	uint64_t offset;      /* file offset of the chunk header */
+	uint64_t sequence;    /* per-thread sequence number, from 0 */
+	uint64_t first_ticks;
+	uint64_t last_ticks;
+	uint32_t thread;      /* thread index, PT_FMT_META_THREAD for a meta chunk */
+	uint32_t records;
+};
+
+/** struct pt_thread_info - a thread of the traced process. */
+struct pt_thread_info {
+	uint32_t index;       /* recorder-assigned, never reused */
+	uint32_t tid;         /* OS thread id (gettid) */
+	uint64_t start_ticks; /* first record's registration */
+	uint64_t end_ticks;   /* thread exit, 0 if it never exited while recorded */
+	const char *name;     /* NUL-terminated; "" if unnamed */
+};
+
+/* ==== Lifecycle ==== */
+
+/**
+ * pt_reader_open() - Open a .ptz trace and index its chunks.
+ * @path: file path; must not be NULL.
+ * @out:  receives the reader; on a -PT_E* failure it still receives one that
+ *        holds the message (read pt_reader_errmsg(), then pt_reader_close());
+ *        on a -errno failure it receives NULL. Must not be NULL.
+ *
+ * Reads the header, walks every chunk header up to the committed length
+ * (resynchronizing on the chunk magic after damage) and decodes the meta
+ * chunks (strings, domains, threads, clocks). Event payloads are read later,
+ * by pt_reader_next_chunk(), through one buffer of at most
+ * PT_FMT_MAX_CHUNK_RAW_BYTES plus its compressed size.
+ *
+ * Context: any thread; blocking file I/O; allocates.
+ * Return: 0 on success, also when damaged regions were skipped (see
+ *         pt_reader_problem_count()); -errno if the file cannot be opened or
+ *         read (*out = NULL); -PT_ECORRUPT if the header is unreadable or
+ *         fails its checksum, -PT_EVERSION for an unknown major version,
+ *         -PT_ETRUNCATED if the file is shorter than its header (*out set,
+ *         with the message).
+ */
+PT_API int pt_reader_open(const char *path, struct pt_reader **out);
+
+/**
+ * pt_reader_close() - Free a reader.
+ * @r: reader, or NULL (no-op).
+ * Context: any thread.
+ */
+PT_API void pt_reader_close(struct pt_reader *r);
+
+/* ==== Introspection ==== */
+
+/**
+ * pt_reader_errmsg() - The last error or problem, e.g.
+ * "chunk @0x3f200: payload checksum mismatch".
+ * @r: reader, or NULL.
+ * Return: a NUL-terminated string owned by @r ("" if none; "no reader" for NULL).
+ */
+PT_API const char *pt_reader_errmsg(const struct pt_reader *r);
+
+/**
+ * pt_reader_info() - Header fields and what the reader found.
+ * @r: reader; must not be NULL.
+ * Return: pointer owned by @r, valid until pt_reader_close(); the counters
+ *         (chunks, corrupt_regions, ...) grow while chunks are iterated.
+ */
+PT_API const struct pt_trace_info *pt_reader_info(const struct pt_reader *r);
+
+/**
+ * pt_reader_problem_count() - Number of damaged regions and failed chunks met
+ * so far (at open and during iteration).
+ * @r: reader; must not be NULL.
+ */
+PT_API size_t pt_reader_problem_count(const struct pt_reader *r);
+
+/**
+ * pt_reader_problem() - One problem: its message and file offset.
+ * @r:      reader; must not be NULL.
+ * @i:      0 <= @i < pt_reader_problem_count().
+ * @offset: receives the file offset (bytes); may be NULL.
+ * Return: message owned by @r, or NULL when @i is out of range.
+ */
+PT_API const char *pt_reader_problem(const struct pt_reader *r, size_t i, uint64_t *offset);
+
+/**
+ * pt_reader_thread_count() / pt_reader_thread() - The thread table.
+ * @r:   reader; must not be NULL.
+ * @i:   position in the table, 0 <= @i < count (not the thread index).
+ * @out: receives the entry; must not be NULL.
+ * Return: count; for pt_reader_thread() 1 if filled, 0 if @i is out of range.
+ * Threads that appear only in event chunks (their table entry was lost) are
+ * listed with tid 0 and an empty name.
+ */
+PT_API size_t pt_reader_thread_count(const struct pt_reader *r);
+PT_API int pt_reader_thread(const struct pt_reader *r, size_t i, struct pt_thread_info *out);
+
+/**
+ * pt_reader_string() - Name of a section or counter id.
+ * @r:      reader; must not be NULL.
+ * @id:     string id from a record.
+ * @domain: receives the id's timing domain (0 = default); may be NULL.
+ * Return: NUL-terminated name owned by @r, or NULL if the id is unknown
+ *         (its table entry was lost with a damaged chunk).
+ */
+PT_API const char *pt_reader_string(const struct pt_reader *r, uint32_t id, uint32_t *domain);
+
+/**
+ * pt_reader_domain() - Name of timing domain @id ("" for the default domain 0).
+ * Return: NUL-terminated name owned by @r, or NULL if unknown.
+ */
+PT_API const char *pt_reader_domain(const struct pt_reader *r, uint32_t id);
+
+/**
+ * pt_reader_max_string_id() - One more than the largest string id seen.
+ */
+PT_API uint32_t pt_reader_max_string_id(const struct pt_reader *r);
+
+/**
+ * pt_reader_ticks_to_ns() - Convert ticks to CLOCK_MONOTONIC nanoseconds.
+ * @r:     reader; must not be NULL.
+ * @ticks: a tick value from a record or chunk of this trace.
+ *
+ * The mapping is piecewise linear through the trace's clock records
+ * (ticks, CLOCK_MONOTONIC) sorted by ticks, extrapolated with the slope of
+ * the nearest segment; with a single clock record the header's start triple
+ * is the second point; with CLOCK_MONOTONIC ticks it is the identity.
+ * Context: any thread; pure.
+ * Return: nanoseconds on CLOCK_MONOTONIC.
+ */
+PT_API uint64_t pt_reader_ticks_to_ns(const struct pt_reader *r, uint64_t ticks);
+
+/**
+ * pt_reader_ns_per_tick() - Mean slope of the mapping over the trace, for
+ * converting tick differences (durations) consistently with
+ * pt_reader_ticks_to_ns(). 1.0 on a CLOCK_MONOTONIC trace.
+ */
+PT_API double pt_reader_ns_per_tick(const struct pt_reader *r);
+
+/* ==== Iteration ====
+ * Chunks come in file order. Per thread, the recorder writes chunks in
+ * sequence order; a gap in pt_chunk_info.sequence means chunks were lost
+ * (the reader also records a problem for it).
+ */
+
+/**
+ * pt_reader_rewind() - Restart chunk iteration at the first chunk.
+ */
+PT_API void pt_reader_rewind(struct pt_reader *r);
+
+/**
+ * pt_reader_next_chunk() - Advance to the next event chunk and decompress it.
+ * @r:      reader; must not be NULL.
+ * @thread: only event chunks of this thread index; PT_FMT_META_THREAD for
+ *          meta chunks only; PT_READER_ALL_CHUNKS for every chunk. Meta
+ *          chunks carry the tables and process-wide LOSS/ERROR records.
+ * @out:    receives the chunk's header fields; may be NULL.
+ *
+ * A chunk whose payload fails its checksum or decompression is skipped and
+ * recorded as a problem; iteration goes on with the next chunk.
+ * Context: the thread using @r; blocking I/O.
+ * Return: 1 = a chunk is current, 0 = no more chunks, -errno on a read error.
+ */
+PT_API int pt_reader_next_chunk(struct pt_reader *r, uint32_t thread, struct pt_chunk_info *out);
+
+/**
+ * pt_reader_next_record() - Decode the next record of the current chunk.
+ * @r:   reader; must not be NULL.
+ * @out: receives the record; must not be NULL.
+ * Return: 1 = record, 0 = end of the chunk, -PT_ECORRUPT if the payload
+ *         decodes wrongly (the rest of the chunk is dropped and a problem
+ *         recorded), -PT_ESTATE if no chunk is current.
+ */
+PT_API int pt_reader_next_record(struct pt_reader *r, struct pt_record *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* PTZ_FORMAT_H */

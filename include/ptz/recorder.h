@@ -1,0 +1,423 @@
+/*
+ * ptz/recorder.h - record nested, named sections into a .ptz trace.
+ *
+ * Introduction
+ * ------------
+ * Application threads mark sections with pt_begin()/pt_end() (or the
+ * PT_SECTION/PT_SCOPE macros), attach metrics to the innermost open section,
+ * and sample counters. Each thread appends fixed-size records to its own
+ * lock-free ring on the heap; a background flusher thread drains the rings,
+ * transcodes and zstd-compresses them and appends chunks to an mmap'd file.
+ *
+ * Guarantees:
+ *  - Null-safe: every call accepts r == NULL and does nothing (the interning
+ *    calls still return the process-global id).
+ *  - Never blocks, never allocates on the hot path after a thread's first
+ *    record, never fails upward: what cannot be stored is counted
+ *    (pt_stats()) and written into the trace as loss records.
+ *  - Losses keep nesting intact: when a ring is nearly full, new sections are
+ *    dropped whole (begin, metrics, end, and every section nested in them)
+ *    while the ends of recorded sections always fit in reserved headroom.
+ *  - One recorder is open per process at a time. Section ids are
+ *    process-global, interned once, and stay valid across pt_close() and a
+ *    later pt_open().
+ *
+ * Build with -DPT_DISABLE to compile PT_SECTION/PT_SCOPE to empty scopes
+ * with the same break/continue meaning; the functions stay available.
+ *
+ * Environment (read by pt_open() and pt_default()):
+ *   PTZ_TRACE       path template for pt_default(): %p = pid, %h = host name.
+ *   PTZ_RING_BYTES  per-thread ring size in bytes (rounded up to a power of two).
+ *   PTZ_ZSTD_LEVEL  zstd compression level.
+ *   PTZ_FLUSH_MS    upper bound of the flusher's adaptive poll interval.
+ *   PTZ_CLOCK       "monotonic" forces clock_gettime(CLOCK_MONOTONIC) ticks.
+ * Explicit struct pt_options fields win over the environment.
+ */
+#ifndef PTZ_RECORDER_H
+#define PTZ_RECORDER_H
+
+#include <stdbool.h> /* bool */
+#include <stddef.h>  /* size_t */
+#include <stdint.h>  /* uint32_t, uint64_t, int64_t */
+
+#include "ptz/errors.h" /* PT_API */
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ==== Types ==== */
+
+/** typedef pt_recorder - an open recorder (opaque). */
+typedef struct pt_recorder pt_recorder;
+
+/**
+ * struct pt_options - recorder settings; a zero field takes the default.
+ * @ring_bytes:        bytes of each thread's ring; rounded up to a power of
+ *                     two, at least 4 KiB, at most 1 GiB; default 8 MiB
+ *                     (524,288 records of 16 bytes: 13 ms of a 20 M
+ *                     sections/s burst, more than the flusher's longest
+ *                     idle poll).
+ * @zstd_level:        zstd level, 1..19 (negative = zstd's fast levels);
+ *                     default 1 (level 1 compresses ~470 MB/s on one core,
+ *                     level 3 ~130 MB/s: the flusher must keep up with
+ *                     tens of millions of records per second).
+ * @flush_interval_ms: upper bound of the flusher's adaptive poll (1..10 ms
+ *                     by default); also how stale, at most, the file is
+ *                     behind the producers; default 10.
+ * @process_name:      name written in the header; default: the program's
+ *                     name from /proc/self/comm. May be NULL.
+ */
+struct pt_options {
+	size_t ring_bytes;
+	int zstd_level;
+	unsigned flush_interval_ms;
+	const char *process_name;
+};
+
+/** enum pt_metric_kind - what pt_metric() adds to a section. */
+enum pt_metric_kind {
+	PT_METRIC_READ_BYTES = 1, /* bytes read from memory or storage */
+	PT_METRIC_WRITTEN_BYTES,  /* bytes written */
+	PT_METRIC_FLOPS           /* floating-point operations */
+};
+
+/** enum pt_direction - direction of a pt_transfer(), as CUDA names them. */
+enum pt_direction {
+	PT_H2D = 1, /* host to device */
+	PT_D2H,     /* device to host */
+	PT_D2D,     /* device to device, same device */
+	PT_P2P      /* peer to peer, between devices */
+};
+
+/** struct pt_metrics - metrics given to pt_start()/pt_stop() and the macros. */
+struct pt_metrics {
+	uint64_t read_bytes, written_bytes, flops;
+};
+
+/**
+ * struct pt_stats_info - what a recorder has done so far.
+ * @records:       records written to the trace file (decoded count).
+ * @lost_records:  records that could not be stored: full ring (every record
+ *                 of a dropped section counts), records after a thread's
+ *                 exit, records drained after an I/O error.
+ * @lost_sections: sections dropped whole (nested ones included).
+ * @errors:        API misuse counted: pt_end() without an open section,
+ *                 pt_stop() of a name not open, sections pt_stop() closed
+ *                 implicitly.
+ * @chunks:        chunks written (event and meta).
+ * @bytes_written: bytes committed to the file, header included.
+ * @threads:       threads that have recorded.
+ * @last_io_error: errno of the last I/O failure, 0 if none.
+ */
+struct pt_stats_info {
+	uint64_t records, lost_records, lost_sections, errors, chunks, bytes_written, threads;
+	int last_io_error;
+};
+
+/* ==== Lifecycle ==== */
+
+/**
+ * pt_open() - Create a trace file and start recording into it.
+ * @path: file to create; must not exist as a symlink (O_NOFOLLOW); created
+ *        mode 0600, truncated if it exists. "%p" expands to the pid and "%h"
+ *        to the host name; a child after fork() reopens such a path under
+ *        its own pid. Must not be NULL.
+ * @opt:  settings, or NULL for defaults and the environment.
+ *
+ * Writes the header and a first clock triple; starts the flusher thread
+ * (all signals blocked in it). No calibration sleep.
+ * Context: any thread; blocking I/O; allocates. Not async-signal-safe.
+ * Return: the recorder, or NULL with errno set: EBUSY while another recorder
+ *         is open, EINVAL for a NULL path, or the errno of the failed
+ *         open/posix_fallocate/mmap. The program goes on either way.
+ */
+PT_API pt_recorder *pt_open(const char *path, const struct pt_options *opt);
+
+/**
+ * pt_close() - Drain every ring, write the final tables and clock triple,
+ * truncate the file to its committed length and mark it closed.
+ * @r: recorder, or NULL (returns 0).
+ *
+ * Threads that still call in afterwards find a harmless no-op: the handle
+ * stays valid memory.
+ * Context: any thread but the flusher; blocks until the flusher has finished.
+ * Return: 0, or -errno of the last I/O error met while recording.
+ */
+PT_API int pt_close(pt_recorder *r);
+
+/**
+ * pt_default() - The recorder configured by PTZ_TRACE, opened on first call.
+ *
+ * The recorder is finalized at exit (atexit). Later calls return the same
+ * handle.
+ * Context: any thread; the first call does I/O.
+ * Return: the recorder, or NULL if PTZ_TRACE is unset/empty or the open
+ *         failed (errno set; not retried).
+ */
+PT_API pt_recorder *pt_default(void);
+
+/* ==== Naming ==== */
+
+/**
+ * pt_domain() - Intern a timing domain (a namespace for section names, like
+ * an NVTX domain).
+ * @r:    recorder or NULL; the table is process-global.
+ * @name: NUL-terminated, copied; NULL or "" returns 0 (the default domain).
+ * Context: any thread; lock-free lookup, takes a mutex when inserting.
+ * Return: domain id; 0 on allocation failure.
+ */
+PT_API uint32_t pt_domain(pt_recorder *r, const char *name);
+
+/**
+ * pt_intern_in() - Intern section or counter name @name in @domain.
+ * @r:      recorder or NULL; ids are process-global and stable across
+ *          pt_close()/pt_open().
+ * @domain: id from pt_domain(), 0 = default.
+ * @name:   NUL-terminated, copied; NULL is treated as "".
+ * Context: any thread; RCU hash-table lookup (liburcu cds_lfht); a mutex
+ *          and an allocation only the first time a name is seen.
+ * Return: id, never 0 (on allocation failure the id of "(unnamed)").
+ */
+PT_API uint32_t pt_intern_in(pt_recorder *r, uint32_t domain, const char *name);
+
+/** pt_intern() - pt_intern_in(r, 0, name); works with r == NULL. */
+PT_API uint32_t pt_intern(pt_recorder *r, const char *name);
+
+/* ==== Hot path ==== */
+
+/**
+ * pt_begin() - Open section @id on the calling thread.
+ * @r:  recorder from pt_open() or pt_default(); NULL makes this a no-op.
+ * @id: section id from pt_intern().
+ *
+ * Context: any thread; wait-free, never blocks; allocates only on the
+ *          thread's first record (ring registration). If the ring is nearly
+ *          full, or recording is disabled, the whole section is skipped
+ *          (losses are counted in pt_stats()). Not async-signal-safe on a
+ *          thread's first call.
+ */
+PT_API void pt_begin(pt_recorder *r, uint32_t id);
+
+/**
+ * pt_end() - Close the innermost open section of the calling thread.
+ * @r:  recorder or NULL.
+ * @id: the id given to the matching pt_begin(); written as given, so the
+ *      analyzer can report a mismatch.
+ * Context: as pt_begin(); always has room for sections that were recorded.
+ *          With no section open on the thread it counts an error.
+ */
+PT_API void pt_end(pt_recorder *r, uint32_t id);
+
+/**
+ * pt_metric() - Add @value of @kind to this thread's innermost open section.
+ * @r:     recorder or NULL.
+ * @kind:  enum pt_metric_kind.
+ * @value: bytes or floating-point operations.
+ * Context: as pt_begin(). Dropped (and counted) when the section itself was
+ *          skipped or the ring is full. With no section open, the analyzer
+ *          attributes it to the thread.
+ */
+PT_API void pt_metric(pt_recorder *r, enum pt_metric_kind kind, uint64_t value);
+
+/**
+ * pt_transfer() - Record a host/device transfer of @bytes in direction @dir,
+ * attributed to the innermost open section.
+ * @r: recorder or NULL. @bytes: bytes moved. @dir: enum pt_direction.
+ * Context: as pt_metric().
+ */
+PT_API void pt_transfer(pt_recorder *r, uint64_t bytes, enum pt_direction dir);
+
+/**
+ * pt_counter() - Record one timestamped sample of a named counter.
+ * @r:     recorder or NULL.
+ * @id:    counter name id from pt_intern().
+ * @value: sample, signed.
+ * Context: as pt_begin() (one tick read, two record slots).
+ */
+PT_API void pt_counter(pt_recorder *r, uint32_t id, int64_t value);
+
+/**
+ * pt_start() - Open a section by title (interned on every call: prefer
+ * pt_begin() with a cached id, or PT_SECTION, in loops).
+ * @r:    recorder or NULL.
+ * @name: section title; NULL is treated as "".
+ * @m:    metrics added to the section, or NULL.
+ * Context: as pt_begin(), plus an RCU hash lookup.
+ */
+PT_API void pt_start(pt_recorder *r, const char *name, const struct pt_metrics *m);
+
+/**
+ * pt_stop() - Close the innermost open section titled @name, and every
+ * section opened above it.
+ * @r:    recorder or NULL.
+ * @name: section title; NULL is treated as "".
+ * @m:    metrics added to the section before it closes, or NULL.
+ * Context: as pt_start(). Sections closed implicitly count one error each
+ *          (PT_ERRC_IMPLICIT_CLOSE); a name that is not open counts one
+ *          error (PT_ERRC_STOP_NOT_OPEN) and closes nothing. Only the
+ *          innermost 64 open sections are searched.
+ */
+PT_API void pt_stop(pt_recorder *r, const char *name, const struct pt_metrics *m);
+
+/* ==== Introspection and control ==== */
+
+/**
+ * pt_stats() - Snapshot of the recorder's counters.
+ * @r:   recorder, or NULL (fills @out with zeros).
+ * @out: receives the counters; must not be NULL.
+ * Context: any thread; RCU read side over the thread registry; no blocking.
+ * Return: 0; -EINVAL when @r is NULL.
+ */
+PT_API int pt_stats(pt_recorder *r, struct pt_stats_info *out);
+
+/**
+ * pt_set_enabled() - Turn recording on or off for all threads.
+ * @r:  recorder or NULL.
+ * @on: false to skip sections begun from now on (whole, with their nested
+ *      sections and metrics; not counted as losses). Sections already open
+ *      still record their end.
+ * Context: any thread; a relaxed store, seen by other threads promptly.
+ */
+PT_API void pt_set_enabled(pt_recorder *r, bool on);
+
+/* ==== FLOP counting helpers ==== */
+
+/**
+ * pt_flops_matmul() - FLOPs of C[m×n] = A[m×k]·B[k×n]: 2·m·n·k (one multiply
+ * and one add per term; the convention of BLAS benchmarks such as HPL and of
+ * numpy.einsum_path for two operands). Saturates at UINT64_MAX.
+ */
+PT_API uint64_t pt_flops_matmul(uint64_t m, uint64_t n, uint64_t k);
+
+/**
+ * pt_flops_einsum() - FLOPs of an einsum, counted exactly like
+ * numpy.einsum_path's naive count (numpy/core/einsumfunc.py,
+ * _flop_count): size of the full index space × (max(1, operands − 1), plus 1
+ * if some index is summed over, i.e. appears in an input but not in the
+ * output... ) — precisely: size × max(1, n_operands − 1) × ... see below.
+ *
+ * numpy computes: overall_size = product of the sizes of all distinct
+ * indices; op_factor = max(1, n_operands − 1); op_factor += 1 if an index
+ * is contracted (appears in the inputs and not in the output, which
+ * numpy's naive path marks "inner"); result = overall_size × op_factor.
+ * @spec: "ik,ijk,jk->" style; the "->out" part is optional (implicit output:
+ *        indices that appear once, in alphabetical order, as numpy does);
+ *        letters a-z and A-Z; no "...".
+ * @dims: each operand's subscript sizes in order, e.g. "ik,ijk,jk->" takes
+ *        {I,K, I,J,K, J,K}; must hold one entry per subscript letter of the
+ *        inputs. May be NULL only if the spec has no subscripts.
+ * Return: the FLOP count; 0 for a malformed spec or inconsistent sizes;
+ *         saturates at UINT64_MAX.
+ */
+PT_API uint64_t pt_flops_einsum(const char *spec, const int64_t *dims);
+
+/**
+ * pt_flops_elementwise() - n_elements × ops_per_element (saturating).
+ */
+PT_API uint64_t pt_flops_elementwise(uint64_t n_elements, unsigned ops_per_element);
+
+/**
+ * pt_flops_spmm() - FLOPs of a sparse (nnz non-zeros) times dense
+ * (n_dense_cols columns) product: 2·nnz·cols, one multiply and one add per
+ * stored non-zero and dense column (saturating).
+ */
+PT_API uint64_t pt_flops_spmm(uint64_t nnz, uint64_t n_dense_cols);
+
+/* ==== Scope macros ====
+ *
+ * PT_SECTION(r, "name") { ... }
+ * PT_SECTION(r, "name", .flops = f, .read_bytes = b) { ... }     (C)
+ * PT_SECTION(r, "name", read_bytes, written_bytes, flops) { ... } (C++)
+ *   A one-iteration for loop with a cleanup variable: the section ends when
+ *   the body completes or is left by break, continue (both leave the
+ *   section only), return or goto. Metrics are added at the start.
+ *
+ * PT_SCOPE(r, "name", ...);
+ *   Opens a section that ends at the enclosing block's exit.
+ *
+ * "name" is interned once per call site (cached in a static); it must be the
+ * same string every time that call site runs: use pt_start()/pt_stop() for
+ * names computed at run time. In C++ designated metrics need C++20; C++17
+ * takes them positionally.
+ */
+
+/* Internal to the macros; not API. */
+struct pt__scope {
+	pt_recorder *r;
+	uint32_t id;
+	int once;
+	uint64_t read_bytes, written_bytes, flops;
+};
+PT_API void pt__scope_begin(struct pt__scope *s);
+PT_API void pt__scope_end(struct pt__scope *s);
+
+#define PT__CAT2(a, b) a##b
+#define PT__CAT(a, b) PT__CAT2(a, b)
+#define PT__UNIQ(base) PT__CAT(base, __LINE__)
+
+/* Interns once per call site; relaxed atomics because every thread that
+ * races stores the same process-global id. */
+#define PT__SITE_ID(pt__r_, pt__name_)                                                 \
+	__extension__({                                                      \
+		static uint32_t pt__site_id_;                                \
+		uint32_t pt__v_ = __atomic_load_n(&pt__site_id_, __ATOMIC_RELAXED); \
+		if (__builtin_expect(pt__v_ == 0, 0)) {                      \
+			pt__v_ = pt_intern((pt__r_), (pt__name_));                     \
+			__atomic_store_n(&pt__site_id_, pt__v_, __ATOMIC_RELAXED); \
+		}                                                            \
+		pt__v_;                                                      \
+	})
+
+#ifdef __cplusplus
+} /* extern "C" */
+
+/* C++: a destructor closes the section. The trailing 0u the macros append
+ * keeps the argument list non-empty; @pad absorbs it when all three metrics
+ * are given. */
+struct pt__cxx_scope {
+	pt__scope s;
+	pt__cxx_scope(pt_recorder *r, uint32_t id, uint64_t rb, uint64_t wb = 0, uint64_t fl = 0,
+		      unsigned pad = 0)
+	{
+		(void)pad;
+		s.r = r;
+		s.id = id;
+		s.once = 1;
+		s.read_bytes = rb;
+		s.written_bytes = wb;
+		s.flops = fl;
+		pt__scope_begin(&s);
+	}
+	~pt__cxx_scope() { pt__scope_end(&s); }
+	pt__cxx_scope(const pt__cxx_scope &) = delete;
+	pt__cxx_scope &operator=(const pt__cxx_scope &) = delete;
+};
+#define PT__SECTION_IMPL(var, pt__r_, pt__name_, ...)                                          \
+	for (pt__cxx_scope var((pt__r_), PT__SITE_ID(pt__r_, pt__name_), __VA_ARGS__); var.s.once; var.s.once = 0)
+#define PT__SCOPE_IMPL(var, pt__r_, pt__name_, ...) pt__cxx_scope var((pt__r_), PT__SITE_ID(pt__r_, pt__name_), __VA_ARGS__)
+#define PT__TAIL 0u
+#else
+/* The metrics fields come last in struct pt__scope so that C designators
+ * after .once are in declaration order; the trailing empty argument keeps
+ * __VA_ARGS__ non-empty under -std=c11 -Wpedantic. */
+#define PT__SECTION_IMPL(var, pt__r_, pt__name_, ...)                                          \
+	for (struct pt__scope var __attribute__((cleanup(pt__scope_end))) =             \
+		     { .r = (pt__r_), .id = PT__SITE_ID(pt__r_, pt__name_), .once = 1, __VA_ARGS__ };     \
+	     var.once && (pt__scope_begin(&var), 1); var.once = 0)
+#define PT__SCOPE_IMPL(var, pt__r_, pt__name_, ...)                                            \
+	struct pt__scope var __attribute__((cleanup(pt__scope_end))) =                 \
+		{ .r = (pt__r_), .id = PT__SITE_ID(pt__r_, pt__name_), .once = 1, __VA_ARGS__ };        \
+	pt__scope_begin(&var)
+#define PT__TAIL
+#endif
+
+#if defined(PT_DISABLE)
+#define PT_SECTION(...) for (int PT__UNIQ(pt__off_) = 1; PT__UNIQ(pt__off_); PT__UNIQ(pt__off_) = 0)
+#define PT_SCOPE(...) ((void)0)
+#else
+#define PT_SECTION(...) PT__SECTION_IMPL(PT__UNIQ(pt__sec_), __VA_ARGS__, PT__TAIL)
+#define PT_SCOPE(...) PT__SCOPE_IMPL(PT__UNIQ(pt__scp_), __VA_ARGS__, PT__TAIL)
+#endif
+
+#endif /* PTZ_RECORDER_H */

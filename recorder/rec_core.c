@@ -1,0 +1,748 @@
+/*
+ * recorder/rec_core.c - the public recorder API: lifecycle, the hot path,
+ * and the thread registry.
+ *
+ * Hot path (pt_begin/pt_end/pt_metric after a thread's first call): one TLS
+ * load, one relaxed load of the recorder generation, one tick read, one
+ * 16-byte slot store, one release store of head. No locks, syscalls,
+ * allocation or string work. Everything else (first call on a thread,
+ * recording disabled, recorder closed, ring nearly full) leaves through a
+ * cold out-of-line function.
+ *
+ * Registry: rings are heap objects linked into r->rings, an RCU list
+ * (urcu-bp). A thread registers on its first record (mutex-protected
+ * cds_list_add_tail_rcu). At thread exit a pthread key destructor marks the
+ * ring OWNER_EXITED; the flusher drains it a last time, unlinks it and frees
+ * it with call_rcu. pt_close() marks rings of live threads OWNER_DETACHED:
+ * their threads free them on their next call or at exit.
+ *
+ * Memory order tags: [P1]/[C1] head, [C2]/[P2] tail (see rec_internal.h),
+ * [X1]/[X2] owner_state.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "recorder/rec_internal.h"
+
+static struct pt_recorder the_recorder = {
+	.reg_lock = PTHREAD_MUTEX_INITIALIZER,
+};
+static pthread_mutex_t open_lock = PTHREAD_MUTEX_INITIALIZER;
+static bool is_open;
+static uint64_t gen_counter;
+static pthread_key_t ring_key;
+static pthread_once_t global_once = PTHREAD_ONCE_INIT;
+
+/* A ring no real ring can match: its gen is never a recorder generation.
+ * Threads whose ring was retired point here so late calls (from other TLS
+ * destructors) take the slow path and are counted. */
+static struct rec_ring dead_ring = { .gen = UINT64_MAX };
+
+static __thread struct rec_ring *rec_tls __attribute__((tls_model("initial-exec")));
+
+/* ---------------------------------------------------------------- slow paths */
+
+static void ring_retire(void *p);
+
+static void atfork_child(void)
+{
+	/* The child must never write into the parent's file: turn the handle
+	 * into a no-op. Nothing is freed: the state is a copy of the
+	 * parent's, and its flusher does not exist here. */
+	struct pt_recorder *r = &the_recorder;
+	atomic_store_explicit(&r->hot_gen, 0, memory_order_relaxed);
+	atomic_store_explicit(&r->gen, 0, memory_order_relaxed);
+	r->forked = true;
+	rec_tls = NULL;
+}
+
+static void global_init(void)
+{
+	pthread_key_create(&ring_key, ring_retire);
+	pthread_atfork(NULL, NULL, atfork_child);
+	rec_clock_init();
+	CDS_INIT_LIST_HEAD(&the_recorder.rings);
+}
+
+static void count_after_exit(struct pt_recorder *r)
+{
+	atomic_fetch_add_explicit(&r->after_exit, 1, memory_order_relaxed);
+}
+
+static void free_ring(struct rec_ring *g)
+{
+	free(g->slots);
+	free(g);
+}
+
+void rec_ring_free_rcu(struct rcu_head *h)
+{
+	free_ring(caa_container_of(h, struct rec_ring, rcu));
+}
+
+/*
+ * Registers a ring for the calling thread in generation @gen.
+ * Returns NULL (and the call is dropped) on allocation failure.
+ */
+static PT_COLD struct rec_ring *ring_attach(struct pt_recorder *r, uint64_t gen)
+{
+	struct rec_ring *old = rec_tls;
+	if (old == &dead_ring) {
+		count_after_exit(r);
+		return NULL;
+	}
+	if (old) {
+		int st = atomic_load_explicit(&old->owner_state, memory_order_acquire); /* [X2] */
+		if (st == OWNER_DETACHED)
+			free_ring(old); /* its recorder closed: ours to free */
+		rec_tls = NULL;
+	}
+	struct rec_ring *g = aligned_alloc(64, sizeof(*g));
+	if (!g)
+		return NULL;
+	memset(g, 0, sizeof(*g));
+	size_t cap = r->ring_bytes / sizeof(struct rec_slot);
+	g->slots = malloc(cap * sizeof(struct rec_slot));
+	if (!g->slots) {
+		free(g);
+		return NULL;
+	}
+	g->cap = cap;
+	g->mask = cap - 1;
+	g->gen = gen;
+	g->tid = (uint32_t)syscall(SYS_gettid);
+	pthread_getname_np(pthread_self(), g->name, sizeof(g->name));
+	g->start_ticks = rec_ticks();
+	pthread_mutex_lock(&r->reg_lock);
+	if (atomic_load_explicit(&r->gen, memory_order_relaxed) != gen) {
+		/* closed while we were allocating */
+		pthread_mutex_unlock(&r->reg_lock);
+		free_ring(g);
+		return NULL;
+	}
+	g->index = atomic_fetch_add_explicit(&r->next_thread_index, 1, memory_order_relaxed);
+	cds_list_add_tail_rcu(&g->node, &r->rings);
+	atomic_fetch_add_explicit(&r->threads, 1, memory_order_relaxed);
+	pthread_mutex_unlock(&r->reg_lock);
+	PT_TESTPOINT("ring registered");
+	pthread_setspecific(ring_key, g);
+	rec_tls = g;
+	return g;
+}
+
+/* TLS destructor: the thread is exiting. */
+static void ring_retire(void *p)
+{
+	struct rec_ring *g = p;
+	rec_tls = &dead_ring;
+	if (!g)
+		return;
+	g->end_ticks = rec_ticks();
+	pthread_getname_np(pthread_self(), g->name, sizeof(g->name));
+	int expect = OWNER_ACTIVE;
+	/* [X1] release: end_ticks, name and every slot store before the
+	 * flusher sees the ring as exited. Pairs with [X3] in rec_flush.c. */
+	if (!atomic_compare_exchange_strong_explicit(&g->owner_state, &expect, OWNER_EXITED,
+						     memory_order_acq_rel, memory_order_acquire))
+		free_ring(g); /* OWNER_DETACHED: the recorder let go of it */
+}
+
+/* Returns the calling thread's ring for the open recorder, or NULL. */
+static PT_COLD struct rec_ring *ring_for(struct pt_recorder *r)
+{
+	struct rec_ring *g = rec_tls;
+	uint64_t gen = atomic_load_explicit(&r->gen, memory_order_acquire);
+	if (gen == 0)
+		return NULL; /* closed (or in a forked child) */
+	if (g == &dead_ring) {
+		count_after_exit(r);
+		return NULL;
+	}
+	if (g && g->gen == gen)
+		return g;
+	return ring_attach(r, gen);
+}
+
+static inline bool room(struct rec_ring *g, uint64_t h, uint64_t need)
+{
+	if (likely(h - g->tail_cache + need <= g->cap))
+		return true;
+	/* [P2] acquire: the flusher finished reading slots before it moved
+	 * tail. Pairs with [C2] in rec_flush.c. */
+	g->tail_cache = atomic_load_explicit(&g->tail, memory_order_acquire);
+	return h - g->tail_cache + need <= g->cap;
+}
+
+static inline void bump(_Atomic uint64_t *c, uint64_t n)
+{
+	/* single writer (the owner): a relaxed load+store is an increment
+	 * that readers see whole (no torn 64-bit values) */
+	atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + n, memory_order_relaxed);
+}
+
+static inline void publish(struct rec_ring *g, uint64_t h)
+{
+	g->head_own = h;
+	/* [P1] release: slot contents before head. Pairs with [C1] in
+	 * rec_flush.c drain(). */
+	atomic_store_explicit(&g->head, h, memory_order_release);
+}
+
+static PT_COLD void begin_slow(struct pt_recorder *r, uint32_t id)
+{
+	struct rec_ring *g = ring_for(r);
+	if (!g)
+		return;
+	if (g->skip_depth) {
+		g->skip_depth++;
+		if (g->skip_lost) {
+			bump(&g->lost_records, 1);
+			bump(&g->lost_sections, 1);
+		}
+		return;
+	}
+	if (!atomic_load_explicit(&r->enabled, memory_order_relaxed)) {
+		g->skip_depth = 1;
+		g->skip_lost = false;
+		return;
+	}
+	uint64_t h = g->head_own;
+	if (!room(g, h, g->depth + 2 + REC_SLACK)) {
+		g->skip_depth = 1;
+		g->skip_lost = true;
+		bump(&g->lost_records, 1);
+		bump(&g->lost_sections, 1);
+		return;
+	}
+	struct rec_slot *s = &g->slots[h & g->mask];
+	s->a = rec_ticks();
+	s->b = SLOT_BEGIN;
+	s->c = id;
+	if (g->depth < REC_STOP_STACK)
+		g->open_ids[g->depth] = id;
+	g->depth++;
+	publish(g, h + 1);
+}
+
+/* ---------------------------------------------------------------- hot path */
+
+void pt_begin(pt_recorder *r, uint32_t id)
+{
+	if (unlikely(!r))
+		return;
+	struct rec_ring *g = rec_tls;
+	/* relaxed: a stale generation only sends this call to the slow path,
+	 * which rechecks with acquire */
+	if (unlikely(!g || g->gen != atomic_load_explicit(&r->hot_gen, memory_order_relaxed) || g->skip_depth)) {
+		begin_slow(r, id);
+		return;
+	}
+	uint64_t h = g->head_own;
+	if (unlikely(h - g->tail_cache + g->depth + 2 + REC_SLACK > g->cap)) {
+		begin_slow(r, id);
+		return;
+	}
+	struct rec_slot *s = &g->slots[h & g->mask];
+	s->a = rec_ticks();
+	s->b = SLOT_BEGIN;
+	s->c = id;
+	if (likely(g->depth < REC_STOP_STACK))
+		g->open_ids[g->depth] = id;
+	g->depth++;
+	publish(g, h + 1);
+}
+
+static PT_COLD void end_slow(struct pt_recorder *r, uint32_t id);
+
+static inline void end_record(struct rec_ring *g, uint32_t id)
+{
+	uint64_t h = g->head_own;
+	/* room reserved at BEGIN: no check needed */
+	struct rec_slot *s = &g->slots[h & g->mask];
+	s->a = rec_ticks();
+	s->b = SLOT_END;
+	s->c = id;
+	g->depth--;
+	publish(g, h + 1);
+}
+
+static void error_record(struct rec_ring *g, uint32_t code, uint32_t count)
+{
+	bump(&g->errors, count);
+	uint64_t h = g->head_own;
+	if (!room(g, h, g->depth + 1)) {
+		bump(&g->lost_records, 1);
+		return;
+	}
+	struct rec_slot *s = &g->slots[h & g->mask];
+	s->a = rec_ticks();
+	s->b = SLOT_ERROR | code << 8;
+	s->c = count;
+	publish(g, h + 1);
+}
+
+void pt_end(pt_recorder *r, uint32_t id)
+{
+	if (unlikely(!r))
+		return;
+	struct rec_ring *g = rec_tls;
+	if (unlikely(!g || g->gen != atomic_load_explicit(&r->gen, memory_order_relaxed) || g->skip_depth ||
+		     g->depth == 0)) {
+		end_slow(r, id);
+		return;
+	}
+	end_record(g, id);
+}
+
+static PT_COLD void end_slow(struct pt_recorder *r, uint32_t id)
+{
+	struct rec_ring *g = ring_for(r);
+	if (!g)
+		return;
+	if (g->skip_depth) {
+		g->skip_depth--;
+		if (g->skip_lost)
+			bump(&g->lost_records, 1);
+		return;
+	}
+	if (g->depth == 0) {
+		error_record(g, PT_ERRC_END_UNDERFLOW, 1);
+		return;
+	}
+	end_record(g, id);
+}
+
+static PT_COLD void payload_slow(struct pt_recorder *r, uint32_t kind, uint64_t v)
+{
+	struct rec_ring *g = ring_for(r);
+	if (!g)
+		return;
+	if (g->skip_depth) {
+		if (g->skip_lost)
+			bump(&g->lost_records, 1);
+		return;
+	}
+	uint64_t h = g->head_own;
+	if (!room(g, h, g->depth + 1)) {
+		bump(&g->lost_records, 1);
+		return;
+	}
+	struct rec_slot *s = &g->slots[h & g->mask];
+	s->a = v;
+	s->b = kind;
+	s->c = 0;
+	publish(g, h + 1);
+}
+
+static inline void payload(struct pt_recorder *r, uint32_t kind, uint64_t v)
+{
+	if (unlikely(!r))
+		return;
+	struct rec_ring *g = rec_tls;
+	if (unlikely(!g || g->gen != atomic_load_explicit(&r->gen, memory_order_relaxed) || g->skip_depth)) {
+		payload_slow(r, kind, v);
+		return;
+	}
+	uint64_t h = g->head_own;
+	if (unlikely(h - g->tail_cache + g->depth + 1 > g->cap)) {
+		payload_slow(r, kind, v);
+		return;
+	}
+	struct rec_slot *s = &g->slots[h & g->mask];
+	s->a = v;
+	s->b = kind;
+	s->c = 0;
+	publish(g, h + 1);
+}
+
+void pt_metric(pt_recorder *r, enum pt_metric_kind kind, uint64_t value)
+{
+	payload(r, SLOT_METRIC | (uint32_t)kind << 8, value);
+}
+
+void pt_transfer(pt_recorder *r, uint64_t bytes, enum pt_direction dir)
+{
+	payload(r, SLOT_TRANSFER | (uint32_t)dir << 8, bytes);
+}
+
+void pt_counter(pt_recorder *r, uint32_t id, int64_t value)
+{
+	if (unlikely(!r))
+		return;
+	struct rec_ring *g = ring_for(r);
+	if (!g)
+		return;
+	if (g->skip_depth && g->skip_lost) {
+		/* counters are not part of the skipped section, but the ring
+		 * was full moments ago: try anyway below */
+	}
+	uint64_t h = g->head_own;
+	if (!room(g, h, g->depth + 2)) {
+		bump(&g->lost_records, 1);
+		return;
+	}
+	struct rec_slot *s = &g->slots[h & g->mask];
+	s->a = rec_ticks();
+	s->b = SLOT_COUNTER;
+	s->c = id;
+	s = &g->slots[(h + 1) & g->mask];
+	s->a = (uint64_t)value;
+	s->b = 0;
+	s->c = 0;
+	publish(g, h + 2);
+}
+
+/* ---------------------------------------------------------------- by title */
+
+static void add_metrics(pt_recorder *r, const struct pt_metrics *m)
+{
+	if (!m)
+		return;
+	if (m->read_bytes)
+		pt_metric(r, PT_METRIC_READ_BYTES, m->read_bytes);
+	if (m->written_bytes)
+		pt_metric(r, PT_METRIC_WRITTEN_BYTES, m->written_bytes);
+	if (m->flops)
+		pt_metric(r, PT_METRIC_FLOPS, m->flops);
+}
+
+void pt_start(pt_recorder *r, const char *name, const struct pt_metrics *m)
+{
+	if (!r)
+		return;
+	pt_begin(r, pt_intern(r, name));
+	add_metrics(r, m);
+}
+
+void pt_stop(pt_recorder *r, const char *name, const struct pt_metrics *m)
+{
+	if (!r)
+		return;
+	struct rec_ring *g = ring_for(r);
+	if (!g)
+		return;
+	if (g->skip_depth) {
+		/* inside a skipped section: the matching begin was skipped too */
+		pt_end(r, 0);
+		return;
+	}
+	uint32_t id = rec_intern_lookup(0, name);
+	uint32_t tracked = g->depth < REC_STOP_STACK ? g->depth : REC_STOP_STACK;
+	uint32_t top = g->depth; /* open_ids[k] holds the section at depth k+1 */
+	int found = -1;
+	for (int k = (int)tracked - 1; k >= 0 && id; k--)
+		if (g->open_ids[k] == id) {
+			found = k;
+			break;
+		}
+	if (found < 0) {
+		error_record(g, PT_ERRC_STOP_NOT_OPEN, 1);
+		return;
+	}
+	uint32_t implicit = top - (uint32_t)found - 1;
+	if (implicit)
+		error_record(g, PT_ERRC_IMPLICIT_CLOSE, implicit);
+	for (uint32_t i = 0; i < implicit; i++) {
+		uint32_t d = g->depth - 1;
+		pt_end(r, d < REC_STOP_STACK ? g->open_ids[d] : 0);
+	}
+	add_metrics(r, m);
+	pt_end(r, id);
+}
+
+void pt__scope_begin(struct pt__scope *s)
+{
+	pt_begin(s->r, s->id);
+	if (s->read_bytes | s->written_bytes | s->flops) {
+		struct pt_metrics m = { s->read_bytes, s->written_bytes, s->flops };
+		add_metrics(s->r, &m);
+	}
+}
+
+void pt__scope_end(struct pt__scope *s) { pt_end(s->r, s->id); }
+
+/* ---------------------------------------------------------------- lifecycle */
+
+static size_t env_size(const char *name, size_t dflt)
+{
+	const char *e = getenv(name);
+	if (!e || !*e)
+		return dflt;
+	char *end;
+	unsigned long long v = strtoull(e, &end, 0);
+	if (*end == 'k' || *end == 'K')
+		v <<= 10;
+	else if (*end == 'm' || *end == 'M')
+		v <<= 20;
+	return v ? (size_t)v : dflt;
+}
+
+static size_t pow2_ring(size_t bytes)
+{
+	if (bytes < REC_MIN_RING)
+		bytes = REC_MIN_RING;
+	if (bytes > REC_MAX_RING)
+		bytes = REC_MAX_RING;
+	size_t p = REC_MIN_RING;
+	while (p < bytes)
+		p <<= 1;
+	return p;
+}
+
+static void read_cmdline(char *buf, size_t cap)
+{
+	buf[0] = 0;
+	FILE *f = fopen("/proc/self/cmdline", "re");
+	if (!f)
+		return;
+	size_t n = fread(buf, 1, cap - 1, f);
+	fclose(f);
+	for (size_t i = 0; i + 1 < n; i++)
+		if (buf[i] == 0)
+			buf[i] = ' ';
+	buf[n] = 0;
+}
+
+static void read_comm(char *buf, size_t cap)
+{
+	buf[0] = 0;
+	FILE *f = fopen("/proc/self/comm", "re");
+	if (!f)
+		return;
+	if (fgets(buf, (int)cap, f))
+		buf[strcspn(buf, "\n")] = 0;
+	fclose(f);
+}
+
+/* Expands %p (pid) and %h (host) into @out. */
+static int expand_path(const char *in, char *out, size_t cap)
+{
+	size_t o = 0;
+	for (const char *p = in; *p; p++) {
+		char tmp[256];
+		const char *ins = NULL;
+		if (p[0] == '%' && p[1] == 'p') {
+			snprintf(tmp, sizeof(tmp), "%d", (int)getpid());
+			ins = tmp;
+		} else if (p[0] == '%' && p[1] == 'h') {
+			if (gethostname(tmp, sizeof(tmp)) != 0)
+				strcpy(tmp, "host");
+			tmp[sizeof(tmp) - 1] = 0;
+			ins = tmp;
+		}
+		if (ins) {
+			size_t n = strlen(ins);
+			if (o + n >= cap)
+				return -ENAMETOOLONG;
+			memcpy(out + o, ins, n);
+			o += n;
+			p++;
+		} else {
+			if (o + 1 >= cap)
+				return -ENAMETOOLONG;
+			out[o++] = *p;
+		}
+	}
+	out[o] = 0;
+	return 0;
+}
+
+pt_recorder *pt_open(const char *path, const struct pt_options *opt)
+{
+	if (!path) {
+		errno = EINVAL;
+		return NULL;
+	}
+	pthread_once(&global_once, global_init);
+	struct pt_recorder *r = &the_recorder;
+	pthread_mutex_lock(&open_lock);
+	if (is_open || r->forked) {
+		pthread_mutex_unlock(&open_lock);
+		errno = EBUSY;
+		return NULL;
+	}
+	char fpath[4096];
+	int rc = expand_path(path, fpath, sizeof(fpath));
+	if (rc) {
+		pthread_mutex_unlock(&open_lock);
+		errno = -rc;
+		return NULL;
+	}
+	struct pt_options o = opt ? *opt : (struct pt_options){ 0 };
+	r->ring_bytes = pow2_ring(o.ring_bytes ? o.ring_bytes : env_size("PTZ_RING_BYTES", REC_DEFAULT_RING));
+	r->zstd_level = o.zstd_level ? o.zstd_level : (int)env_size("PTZ_ZSTD_LEVEL", 1);
+	r->flush_ms = o.flush_interval_ms ? o.flush_interval_ms : (unsigned)env_size("PTZ_FLUSH_MS", 10);
+	if (r->flush_ms > 10000)
+		r->flush_ms = 10000;
+
+	char pname[256], host[256], cmd[3072];
+	if (o.process_name)
+		snprintf(pname, sizeof(pname), "%s", o.process_name);
+	else
+		read_comm(pname, sizeof(pname));
+	if (gethostname(host, sizeof(host)) != 0)
+		host[0] = 0;
+	host[sizeof(host) - 1] = 0;
+	read_cmdline(cmd, sizeof(cmd));
+	struct fmt_writer_hdr hd = {
+		.clock_source = (uint32_t)rec_clock_source,
+		.pid = (uint32_t)getpid(),
+		.process_name = pname,
+		.host = host,
+		.cmdline = cmd,
+		.recorder_version = REC_VERSION,
+	};
+	uint32_t bracket;
+	rec_clock_triple(&hd.start_ticks, &hd.start_mono_ns, &hd.start_real_ns, &bracket);
+	rc = fmt_writer_open(fpath, &hd, &r->w);
+	if (rc) {
+		pthread_mutex_unlock(&open_lock);
+		errno = -rc;
+		return NULL;
+	}
+	atomic_store_explicit(&r->stop, false, memory_order_relaxed);
+	atomic_store_explicit(&r->next_thread_index, 0, memory_order_relaxed);
+	atomic_store_explicit(&r->threads, 0, memory_order_relaxed);
+	atomic_store_explicit(&r->records_written, 0, memory_order_relaxed);
+	atomic_store_explicit(&r->chunks_written, 0, memory_order_relaxed);
+	atomic_store_explicit(&r->bytes_written, PT_FMT_HEADER_BYTES, memory_order_relaxed);
+	atomic_store_explicit(&r->io_lost_records, 0, memory_order_relaxed);
+	atomic_store_explicit(&r->after_exit, 0, memory_order_relaxed);
+	atomic_store_explicit(&r->closed_lost, 0, memory_order_relaxed);
+	atomic_store_explicit(&r->closed_lost_sections, 0, memory_order_relaxed);
+	atomic_store_explicit(&r->closed_errors, 0, memory_order_relaxed);
+	atomic_store_explicit(&r->last_io_error, 0, memory_order_relaxed);
+	atomic_store_explicit(&r->enabled, true, memory_order_relaxed);
+	r->cur_gen = ++gen_counter;
+	rc = rec_flusher_start(r);
+	if (rc) {
+		fmt_writer_close(r->w);
+		r->w = NULL;
+		unlink(fpath);
+		pthread_mutex_unlock(&open_lock);
+		errno = -rc;
+		return NULL;
+	}
+	/* release: settings and writer before threads may attach (they load
+	 * gen with acquire in ring_for()) */
+	atomic_store_explicit(&r->gen, r->cur_gen, memory_order_release);
+	atomic_store_explicit(&r->hot_gen, r->cur_gen, memory_order_release);
+	is_open = true;
+	pthread_mutex_unlock(&open_lock);
+	return r;
+}
+
+int pt_close(pt_recorder *r)
+{
+	if (!r)
+		return 0;
+	pthread_mutex_lock(&open_lock);
+	if (!is_open || r->forked) {
+		pthread_mutex_unlock(&open_lock);
+		return 0;
+	}
+	/* New calls become no-ops; the registry is frozen under reg_lock so
+	 * no ring joins after the final drain. */
+	pthread_mutex_lock(&r->reg_lock);
+	atomic_store_explicit(&r->hot_gen, 0, memory_order_relaxed);
+	atomic_store_explicit(&r->gen, 0, memory_order_release);
+	pthread_mutex_unlock(&r->reg_lock);
+	rec_flusher_stop(r); /* final drain, final tables, joins */
+
+	pthread_mutex_lock(&r->reg_lock);
+	struct rec_ring *g, *tmp;
+	cds_list_for_each_entry_safe(g, tmp, &r->rings, node) {
+		cds_list_del_rcu(&g->node);
+		int expect = OWNER_ACTIVE;
+		/* [X1'] the owner frees it from now on; if it already exited
+		 * (lost the race with its destructor), we free it. */
+		if (!atomic_compare_exchange_strong_explicit(&g->owner_state, &expect, OWNER_DETACHED,
+							     memory_order_acq_rel, memory_order_acquire))
+			urcu_bp_call_rcu(&g->rcu, rec_ring_free_rcu);
+	}
+	pthread_mutex_unlock(&r->reg_lock);
+	urcu_bp_barrier(); /* frees queued by call_rcu are done before we return */
+	int rc = -atomic_load_explicit(&r->last_io_error, memory_order_relaxed);
+	int crc = fmt_writer_close(r->w);
+	r->w = NULL;
+	if (!rc && crc)
+		rc = crc;
+	is_open = false;
+	pthread_mutex_unlock(&open_lock);
+	return rc;
+}
+
+static pthread_once_t default_once = PTHREAD_ONCE_INIT;
+static pt_recorder *default_recorder;
+
+static void default_close(void)
+{
+	pt_recorder *r = default_recorder;
+	default_recorder = NULL;
+	pt_close(r);
+}
+
+static void default_open(void)
+{
+	const char *p = getenv("PTZ_TRACE");
+	if (!p || !*p)
+		return;
+	default_recorder = pt_open(p, NULL);
+	if (default_recorder)
+		atexit(default_close);
+}
+
+pt_recorder *pt_default(void)
+{
+	pthread_once(&default_once, default_open);
+	return default_recorder;
+}
+
+void pt_set_enabled(pt_recorder *r, bool on)
+{
+	if (!r)
+		return;
+	pthread_mutex_lock(&open_lock);
+	atomic_store_explicit(&r->enabled, on, memory_order_relaxed);
+	if (is_open)
+		atomic_store_explicit(&r->hot_gen, on ? r->cur_gen : 0, memory_order_relaxed);
+	pthread_mutex_unlock(&open_lock);
+}
+
+int pt_stats(pt_recorder *r, struct pt_stats_info *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (!r)
+		return -EINVAL;
+	if (r->forked)
+		return 0;
+	uint64_t lost = atomic_load_explicit(&r->closed_lost, memory_order_relaxed) +
+			atomic_load_explicit(&r->after_exit, memory_order_relaxed) +
+			atomic_load_explicit(&r->io_lost_records, memory_order_relaxed);
+	uint64_t lost_sec = atomic_load_explicit(&r->closed_lost_sections, memory_order_relaxed);
+	uint64_t errs = atomic_load_explicit(&r->closed_errors, memory_order_relaxed);
+	pthread_once(&global_once, global_init);
+	urcu_bp_read_lock();
+	struct rec_ring *g;
+	cds_list_for_each_entry_rcu(g, &r->rings, node) {
+		lost += atomic_load_explicit(&g->lost_records, memory_order_relaxed);
+		lost_sec += atomic_load_explicit(&g->lost_sections, memory_order_relaxed);
+		errs += atomic_load_explicit(&g->errors, memory_order_relaxed);
+	}
+	urcu_bp_read_unlock();
+	out->records = atomic_load_explicit(&r->records_written, memory_order_relaxed);
+	out->lost_records = lost;
+	out->lost_sections = lost_sec;
+	out->errors = errs;
+	out->chunks = atomic_load_explicit(&r->chunks_written, memory_order_relaxed);
+	out->bytes_written = atomic_load_explicit(&r->bytes_written, memory_order_relaxed);
+	out->threads = atomic_load_explicit(&r->threads, memory_order_relaxed);
+	out->last_io_error = atomic_load_explicit(&r->last_io_error, memory_order_relaxed);
+	return 0;
+}

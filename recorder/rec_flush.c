@@ -1,0 +1,405 @@
+/*
+ * recorder/rec_flush.c - the flusher thread.
+ *
+ * One background thread (all signals blocked) polls every ring of the
+ * registry under rcu_read_lock. A ring is drained when it holds at least
+ * 1/16 of its capacity or its last drain is older than the flush interval;
+ * draining copies slots into a chunk encoder (transcoding to delta ticks
+ * and varints, doc/trace-format.md §4), releases the slots [C2], then
+ * compresses and appends the chunk. Before an event chunk is appended, any
+ * string, domain or thread not yet in the file is written in a meta chunk,
+ * so tables precede the chunks that use them; the full tables are repeated
+ * every REPEAT_BYTES of output so one bad chunk never strips every name.
+ *
+ * Poll interval is adaptive between 1 ms and flush_ms: it halves while
+ * rings are found busy and doubles while idle. Producers never make a
+ * syscall to wake it.
+ *
+ * Failure behaviour: a chunk that cannot be written (ENOSPC, EIO...) is
+ * counted in io_lost_records and its error kept in last_io_error; draining
+ * continues so producers keep recording (and losing) without blocking. At
+ * stop, the final meta chunk (threads, clock, losses, errors) is written
+ * into the space the writer keeps in reserve.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "recorder/rec_internal.h"
+
+#define RAW_CAP (1u << 20)          /* raw payload per chunk */
+#define REPEAT_BYTES (64ull << 20)  /* full tables repeated after this much output */
+
+struct flusher {
+	struct pt_recorder *r;
+	uint8_t *raw;           /* event chunk buffer */
+	uint8_t *meta;          /* meta chunk buffer */
+	struct fmt_enc enc, menc;
+	uint64_t meta_seq;
+	uint32_t str_next;      /* lowest string id possibly not yet emitted */
+	uint32_t dom_next;      /* next domain id to emit */
+	uint64_t last_repeat_bytes;
+	uint64_t next_clock_ns;
+	uint64_t clock_step_ns;
+};
+
+static void io_error(struct pt_recorder *r, int rc, uint64_t lost)
+{
+	atomic_store_explicit(&r->last_io_error, -rc, memory_order_relaxed);
+	atomic_fetch_add_explicit(&r->io_lost_records, lost, memory_order_relaxed);
+}
+
+static void account(struct pt_recorder *r, uint64_t records)
+{
+	atomic_fetch_add_explicit(&r->records_written, records, memory_order_relaxed);
+	atomic_fetch_add_explicit(&r->chunks_written, 1, memory_order_relaxed);
+	atomic_store_explicit(&r->bytes_written, fmt_writer_committed(r->w), memory_order_relaxed);
+}
+
+static void meta_flush(struct flusher *f, int final)
+{
+	struct fmt_enc *m = &f->menc;
+	if (m->records == 0)
+		return;
+	struct fmt_chunk_hdr h = {
+		.kind = FMT_CHUNK_META,
+		.thread = PT_FMT_META_THREAD,
+		.records = m->records,
+		.sequence = f->meta_seq,
+		.first_ticks = m->first_ticks,
+		.last_ticks = m->last_ticks,
+	};
+	size_t len = (size_t)(m->pos - m->buf);
+	int rc = final ? fmt_writer_append_final(f->r->w, &h, m->buf, len, f->r->zstd_level)
+		       : fmt_writer_append(f->r->w, &h, m->buf, len, f->r->zstd_level);
+	if (rc)
+		io_error(f->r, rc, 0); /* tables are repeated later; not records */
+	else {
+		f->meta_seq++;
+		account(f->r, 0);
+	}
+	fmt_enc_reset(m, f->meta, RAW_CAP);
+}
+
+/* Makes room for a meta record of @need bytes. */
+static void meta_room(struct flusher *f, size_t need)
+{
+	if (!fmt_enc_room(&f->menc, need + 16))
+		meta_flush(f, 0);
+}
+
+static void emit_clock(struct flusher *f)
+{
+	uint64_t t, mono, real;
+	uint32_t br;
+	rec_clock_triple(&t, &mono, &real, &br);
+	meta_room(f, 64);
+	fmt_enc_clock(&f->menc, t, mono, real, br);
+}
+
+static void emit_thread(struct flusher *f, struct rec_ring *g, uint64_t end_ticks)
+{
+	meta_room(f, 64 + sizeof(g->name));
+	fmt_enc_thread(&f->menc, g->index, g->tid, g->start_ticks, end_ticks, g->name,
+		       strnlen(g->name, sizeof(g->name)));
+}
+
+/* Emits strings/domains not yet in this file (all of them if @all). */
+static void emit_tables(struct flusher *f, int all)
+{
+	uint64_t gen = f->r->cur_gen;
+	uint32_t nd = rec_domain_count();
+	for (uint32_t d = all ? 1 : f->dom_next; d < nd; d++) {
+		const char *n = rec_domain_name(d);
+		size_t len = strlen(n);
+		meta_room(f, len + 16);
+		fmt_enc_domain(&f->menc, d, n, len);
+	}
+	f->dom_next = nd;
+	uint32_t next = rec_intern_next_id();
+	uint32_t first_gap = 0;
+	for (uint32_t id = all ? 1 : f->str_next; id < next; id++) {
+		struct rec_str *s = rec_intern_get(id);
+		if (!s) {
+			if (!first_gap)
+				first_gap = id; /* being published right now */
+			continue;
+		}
+		if (!all && s->emitted_gen == gen)
+			continue;
+		size_t len = s->len > 65536 ? 65536 : s->len;
+		meta_room(f, len + 24);
+		fmt_enc_string(&f->menc, id, s->domain, s->name, len);
+		s->emitted_gen = gen;
+	}
+	f->str_next = first_gap ? first_gap : next;
+}
+
+static void emit_repeat_if_due(struct flusher *f)
+{
+	uint64_t out = fmt_writer_committed(f->r->w);
+	if (out - f->last_repeat_bytes < REPEAT_BYTES)
+		return;
+	f->last_repeat_bytes = out;
+	emit_tables(f, 1);
+	struct rec_ring *g;
+	cds_list_for_each_entry_rcu(g, &f->r->rings, node) if (g->announced) emit_thread(f, g, 0);
+}
+
+/* Appends the event chunk in f->enc for ring @g. */
+static void event_flush(struct flusher *f, struct rec_ring *g)
+{
+	struct fmt_enc *e = &f->enc;
+	uint64_t lr = atomic_load_explicit(&g->lost_records, memory_order_relaxed);
+	uint64_t ls = atomic_load_explicit(&g->lost_sections, memory_order_relaxed);
+	if (lr != g->reported_lost_records || ls != g->reported_lost_sections) {
+		uint64_t t = e->have_ticks ? e->prev_ticks : rec_ticks();
+		fmt_enc_loss(e, t, lr - g->reported_lost_records, ls - g->reported_lost_sections);
+		g->reported_lost_records = lr;
+		g->reported_lost_sections = ls;
+	}
+	if (e->records == 0)
+		return;
+	/* tables first: every id in this chunk was interned before its slot
+	 * was published, so emit_tables() sees it */
+	emit_tables(f, 0);
+	if (!g->announced) {
+		emit_thread(f, g, 0);
+		g->announced = true;
+	}
+	meta_flush(f, 0);
+	struct fmt_chunk_hdr h = {
+		.kind = FMT_CHUNK_EVENTS,
+		.thread = g->index,
+		.records = e->records,
+		.sequence = g->seq,
+		.first_ticks = e->first_ticks,
+		.last_ticks = e->last_ticks,
+	};
+	int rc = fmt_writer_append(f->r->w, &h, e->buf, (size_t)(e->pos - e->buf), f->r->zstd_level);
+	if (rc)
+		io_error(f->r, rc, e->records);
+	else
+		account(f->r, e->records);
+	g->seq++; /* a failed chunk leaves a visible sequence gap */
+	fmt_enc_reset(e, f->raw, RAW_CAP);
+}
+
+/*
+ * Drains ring @g. Returns the number of slots consumed.
+ */
+static uint64_t drain(struct flusher *f, struct rec_ring *g, uint64_t now_ns, int force)
+{
+	/* [C1] acquire: pairs with [P1]; the slots below head are complete. */
+	uint64_t head = atomic_load_explicit(&g->head, memory_order_acquire);
+	uint64_t t = g->tail_own, n = head - t;
+	int lost_pending = atomic_load_explicit(&g->lost_records, memory_order_relaxed) != g->reported_lost_records;
+	if (n == 0 && !lost_pending)
+		return 0;
+	if (!force && n < g->cap / 16 && now_ns - g->last_drain_ns < (uint64_t)f->r->flush_ms * 1000000u)
+		return 0;
+	g->last_drain_ns = now_ns;
+	struct fmt_enc *e = &f->enc;
+	while (t < head) {
+		if (!fmt_enc_room(e, 2 * FMT_MAX_RECORD_BYTES)) {
+			/* [C2] release: done reading these slots. Pairs with [P2]. */
+			atomic_store_explicit(&g->tail, t, memory_order_release);
+			event_flush(f, g);
+		}
+		const struct rec_slot *s = &g->slots[t & g->mask];
+		switch (s->b & 0xff) {
+		case SLOT_BEGIN:
+			fmt_enc_begin(e, s->a, s->c);
+			break;
+		case SLOT_END:
+			fmt_enc_end(e, s->a, s->c);
+			break;
+		case SLOT_METRIC:
+			fmt_enc_metric(e, s->b >> 8, s->a);
+			break;
+		case SLOT_TRANSFER:
+			fmt_enc_transfer(e, s->b >> 8, s->a);
+			break;
+		case SLOT_COUNTER: {
+			/* published together with its value slot */
+			const struct rec_slot *v = &g->slots[(t + 1) & g->mask];
+			fmt_enc_counter(e, s->a, s->c, (int64_t)v->a);
+			t++;
+			break;
+		}
+		case SLOT_ERROR:
+			fmt_enc_error(e, s->a, s->b >> 8, s->c);
+			break;
+		default:
+			break; /* cannot happen: the owner writes only the kinds above */
+		}
+		t++;
+	}
+	g->tail_own = t;
+	/* [C2] release: pairs with [P2] in rec_core.c room(). */
+	atomic_store_explicit(&g->tail, t, memory_order_release);
+	event_flush(f, g);
+	return n;
+}
+
+/* Final pass over rings whose threads exited: drain, announce the exit, unlink, free. */
+static void reap(struct flusher *f, uint64_t now_ns)
+{
+	struct pt_recorder *r = f->r;
+	struct rec_ring *g, *tmp;
+	int any = 0;
+	cds_list_for_each_entry(g, &r->rings, node)
+		any |= atomic_load_explicit(&g->owner_state, memory_order_relaxed) == OWNER_EXITED;
+	if (!any)
+		return;
+	pthread_mutex_lock(&r->reg_lock);
+	cds_list_for_each_entry_safe(g, tmp, &r->rings, node) {
+		/* [X3] acquire: pairs with [X1] in ring_retire(); the owner's last
+		 * slots, end_ticks and name are visible. */
+		if (atomic_load_explicit(&g->owner_state, memory_order_acquire) != OWNER_EXITED)
+			continue;
+		drain(f, g, now_ns, 1);
+		if (!g->announced && g->seq == 0 && g->head_own == 0) {
+			/* never recorded anything the file knows of */
+		}
+		emit_thread(f, g, g->end_ticks ? g->end_ticks : 1);
+		g->announced = true;
+		atomic_fetch_add_explicit(&r->closed_lost, atomic_load_explicit(&g->lost_records, memory_order_relaxed),
+					  memory_order_relaxed);
+		atomic_fetch_add_explicit(&r->closed_lost_sections,
+					  atomic_load_explicit(&g->lost_sections, memory_order_relaxed),
+					  memory_order_relaxed);
+		atomic_fetch_add_explicit(&r->closed_errors, atomic_load_explicit(&g->errors, memory_order_relaxed),
+					  memory_order_relaxed);
+		cds_list_del_rcu(&g->node);
+		urcu_bp_call_rcu(&g->rcu, rec_ring_free_rcu);
+	}
+	pthread_mutex_unlock(&r->reg_lock);
+	meta_flush(f, 0);
+}
+
+static void clock_if_due(struct flusher *f, uint64_t now_ns)
+{
+	if (now_ns < f->next_clock_ns)
+		return;
+	emit_clock(f);
+	/* 10 ms, 100 ms, 1 s after open, then every second: a crashed short
+	 * trace still has two calibration points */
+	if (f->clock_step_ns < 1000000000u)
+		f->clock_step_ns *= 10;
+	f->next_clock_ns = now_ns + f->clock_step_ns;
+	meta_flush(f, 0);
+}
+
+static void final_meta(struct flusher *f)
+{
+	struct pt_recorder *r = f->r;
+	emit_tables(f, 0);
+	struct rec_ring *g;
+	cds_list_for_each_entry(g, &r->rings, node) emit_thread(f, g, 0);
+	emit_clock(f);
+	uint64_t t = rec_ticks();
+	uint64_t io = atomic_load_explicit(&r->io_lost_records, memory_order_relaxed);
+	uint64_t ae = atomic_load_explicit(&r->after_exit, memory_order_relaxed);
+	meta_room(f, 64);
+	if (io || ae)
+		fmt_enc_loss(&f->menc, t, io + ae, 0);
+	if (ae)
+		fmt_enc_error(&f->menc, t, PT_ERRC_AFTER_EXIT, ae);
+	int err = atomic_load_explicit(&r->last_io_error, memory_order_relaxed);
+	if (err)
+		fmt_enc_error(&f->menc, t, PT_ERRC_IO, (uint64_t)err);
+	meta_flush(f, 1);
+}
+
+static void *flusher_main(void *arg)
+{
+	struct flusher *f = arg;
+	struct pt_recorder *r = f->r;
+	unsigned sleep_us = 1000;
+	const unsigned max_us = r->flush_ms * 1000u;
+	f->clock_step_ns = 10000000u; /* first periodic triple 10 ms after open */
+	f->next_clock_ns = rec_mono_ns() + f->clock_step_ns;
+	emit_clock(f);
+	emit_tables(f, 1);
+	meta_flush(f, 0);
+	for (;;) {
+		int stopping = atomic_load_explicit(&r->stop, memory_order_acquire);
+		uint64_t now = rec_mono_ns();
+		uint64_t busiest = 0, drained = 0;
+		urcu_bp_read_lock();
+		struct rec_ring *g;
+		cds_list_for_each_entry_rcu(g, &r->rings, node) {
+			uint64_t head = atomic_load_explicit(&g->head, memory_order_relaxed);
+			uint64_t fill = (head - g->tail_own) * 16 / g->cap;
+			busiest = PT_MAX(busiest, fill);
+			drained += drain(f, g, now, stopping);
+		}
+		emit_repeat_if_due(f);
+		urcu_bp_read_unlock();
+		reap(f, now);
+		clock_if_due(f, now);
+		if (stopping)
+			break;
+		if (busiest >= 4) /* a ring was >= 1/4 full: go again at once */
+			continue;
+		sleep_us = busiest >= 1 || drained ? PT_MAX(sleep_us / 2, 1000u) : PT_MIN(sleep_us * 2, max_us);
+		struct timespec ts = { sleep_us / 1000000u, (long)(sleep_us % 1000000u) * 1000 };
+		nanosleep(&ts, NULL);
+	}
+	final_meta(f);
+	return NULL;
+}
+
+static struct flusher *the_flusher;
+
+int rec_flusher_start(struct pt_recorder *r)
+{
+	struct flusher *f = calloc(1, sizeof(*f));
+	if (!f)
+		return -ENOMEM;
+	f->r = r;
+	f->raw = malloc(RAW_CAP);
+	f->meta = malloc(RAW_CAP);
+	if (!f->raw || !f->meta) {
+		free(f->raw);
+		free(f->meta);
+		free(f);
+		return -ENOMEM;
+	}
+	fmt_enc_reset(&f->enc, f->raw, RAW_CAP);
+	fmt_enc_reset(&f->menc, f->meta, RAW_CAP);
+	f->str_next = 1;
+	f->dom_next = 1;
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	int rc = pthread_create(&r->flusher, NULL, flusher_main, f);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc) {
+		free(f->raw);
+		free(f->meta);
+		free(f);
+		return -rc;
+	}
+	pthread_setname_np(r->flusher, "ptz-flusher");
+	the_flusher = f;
+	r->flusher_running = true;
+	return 0;
+}
+
+void rec_flusher_stop(struct pt_recorder *r)
+{
+	if (!r->flusher_running)
+		return;
+	atomic_store_explicit(&r->stop, true, memory_order_release);
+	pthread_join(r->flusher, NULL);
+	r->flusher_running = false;
+	struct flusher *f = the_flusher;
+	the_flusher = NULL;
+	free(f->raw);
+	free(f->meta);
+	free(f);
+}

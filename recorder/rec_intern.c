@@ -1,0 +1,197 @@
+/*
+ * recorder/rec_intern.c - process-global intern table for section/counter
+ * names and timing domains.
+ *
+ * Lookup is lock-free: a liburcu RCU hash table (cds_lfht, urcu-bp flavor)
+ * keyed by XXH3 of (domain, name). Insertion takes a mutex, rechecks, then
+ * publishes in this order: the id->string slot [I1] (release), then the hash
+ * node. A thread can only learn an id through the table or through its own
+ * earlier insertion, so anyone holding an id (and the flusher, which sees
+ * ids through ring records published after they were obtained) finds its
+ * slot filled. Strings are never freed: ids stay valid across
+ * pt_close()/pt_open() for the life of the process.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <xxhash.h>
+
+#include "recorder/rec_internal.h"
+
+#define SEG_BITS 12
+#define SEG_SIZE (1u << SEG_BITS)
+#define MAX_SEGS (PT_FMT_MAX_STRING_ID / SEG_SIZE)
+#define MAX_DOMAINS 4096
+
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static struct cds_lfht *table;
+typedef _Atomic(struct rec_str *) str_slot;
+static _Atomic(str_slot *) segs[MAX_SEGS]; /* written under lock (release), read with acquire */
+static _Atomic uint32_t next_id = 1;                  /* [I2] release after the slot */
+static char *domains[MAX_DOMAINS];
+static _Atomic uint32_t ndomains = 1;                 /* id 0 = default domain */
+static uint32_t unnamed_id;
+
+static void init(void)
+{
+	table = cds_lfht_new(1024, 1024, 0, CDS_LFHT_AUTO_RESIZE | CDS_LFHT_ACCOUNTING, NULL);
+}
+
+struct key {
+	uint32_t domain;
+	const char *name;
+	size_t len;
+};
+
+static int match(struct cds_lfht_node *node, const void *k)
+{
+	const struct rec_str *s = caa_container_of(node, struct rec_str, node);
+	const struct key *key = k;
+	return s->domain == key->domain && s->len == key->len && memcmp(s->name, key->name, key->len) == 0;
+}
+
+static unsigned long hash_key(const struct key *k)
+{
+	return (unsigned long)XXH3_64bits_withSeed(k->name, k->len, k->domain);
+}
+
+static uint32_t find(const struct key *k, unsigned long h)
+{
+	struct cds_lfht_iter it;
+	uint32_t id = 0;
+	urcu_bp_read_lock();
+	cds_lfht_lookup(table, h, match, k, &it);
+	struct cds_lfht_node *n = cds_lfht_iter_get_node(&it);
+	if (n)
+		id = caa_container_of(n, struct rec_str, node)->id;
+	urcu_bp_read_unlock();
+	return id;
+}
+
+static uint32_t insert(const struct key *k, unsigned long h)
+{
+	pthread_mutex_lock(&lock);
+	uint32_t id = find(k, h);
+	if (id)
+		goto out;
+	id = atomic_load_explicit(&next_id, memory_order_relaxed); /* writers hold the lock */
+	if (id >= PT_FMT_MAX_STRING_ID) {
+		id = 0;
+		goto out;
+	}
+	struct rec_str *s = calloc(1, sizeof(*s) + k->len + 1);
+	unsigned seg = id >> SEG_BITS;
+	str_slot *slots = atomic_load_explicit(&segs[seg], memory_order_relaxed); /* lock held */
+	if (s && !slots) {
+		slots = calloc(SEG_SIZE, sizeof(*slots));
+		/* release: the zeroed segment before its pointer (pairs with [I3]) */
+		if (slots)
+			atomic_store_explicit(&segs[seg], slots, memory_order_release);
+	}
+	if (!s || !slots) {
+		free(s);
+		id = 0;
+		goto out;
+	}
+	s->id = id;
+	s->domain = k->domain;
+	s->len = k->len;
+	memcpy(s->name, k->name, k->len);
+	/* [I1] release: the string's bytes before its slot pointer.
+	 * Pairs with [I3] in rec_intern_get(). */
+	atomic_store_explicit(&slots[id & (SEG_SIZE - 1)], s, memory_order_release);
+	/* [I2] release: the slot before the count that covers it. Pairs with
+	 * [I4] in rec_intern_next_id(). */
+	atomic_store_explicit(&next_id, id + 1, memory_order_release);
+	cds_lfht_node_init(&s->node);
+	urcu_bp_read_lock();
+	cds_lfht_add(table, h, &s->node);
+	urcu_bp_read_unlock();
+out:
+	pthread_mutex_unlock(&lock);
+	return id;
+}
+
+static uint32_t intern(uint32_t domain, const char *name)
+{
+	pthread_once(&once, init);
+	if (!name)
+		name = "";
+	struct key k = { domain, name, strlen(name) };
+	unsigned long h = hash_key(&k);
+	uint32_t id = find(&k, h);
+	if (!id)
+		id = insert(&k, h);
+	if (!id) { /* allocation failure or table full: never return 0 */
+		if (!unnamed_id) {
+			struct key u = { 0, "(unnamed)", 9 };
+			uint32_t v = insert(&u, hash_key(&u));
+			__atomic_store_n(&unnamed_id, v ? v : 1, __ATOMIC_RELAXED);
+		}
+		id = __atomic_load_n(&unnamed_id, __ATOMIC_RELAXED);
+	}
+	return id;
+}
+
+uint32_t rec_intern_lookup(uint32_t domain, const char *name)
+{
+	pthread_once(&once, init);
+	if (!name)
+		name = "";
+	struct key k = { domain, name, strlen(name) };
+	return find(&k, hash_key(&k));
+}
+
+uint32_t pt_intern_in(pt_recorder *r, uint32_t domain, const char *name)
+{
+	(void)r;
+	return intern(domain, name);
+}
+
+uint32_t pt_intern(pt_recorder *r, const char *name)
+{
+	(void)r;
+	return intern(0, name);
+}
+
+uint32_t pt_domain(pt_recorder *r, const char *name)
+{
+	(void)r;
+	if (!name || !*name)
+		return 0;
+	pthread_mutex_lock(&lock);
+	uint32_t n = atomic_load_explicit(&ndomains, memory_order_relaxed), id = 0;
+	for (uint32_t i = 1; i < n; i++)
+		if (strcmp(domains[i], name) == 0) {
+			id = i;
+			goto out;
+		}
+	if (n < MAX_DOMAINS && (domains[n] = strdup(name))) {
+		id = n;
+		/* release: the name before the count (pairs with rec_domain_count) */
+		atomic_store_explicit(&ndomains, n + 1, memory_order_release);
+	}
+out:
+	pthread_mutex_unlock(&lock);
+	return id;
+}
+
+uint32_t rec_domain_count(void) { return atomic_load_explicit(&ndomains, memory_order_acquire); }
+const char *rec_domain_name(uint32_t id) { return domains[id]; }
+
+uint32_t rec_intern_next_id(void)
+{
+	/* [I4] acquire: pairs with [I2]. */
+	return atomic_load_explicit(&next_id, memory_order_acquire);
+}
+
+struct rec_str *rec_intern_get(uint32_t id)
+{
+	if (id >= PT_FMT_MAX_STRING_ID)
+		return NULL;
+	str_slot *seg = atomic_load_explicit(&segs[id >> SEG_BITS], memory_order_acquire);
+	if (!seg)
+		return NULL;
+	/* [I3] acquire: pairs with [I1]. */
+	return atomic_load_explicit(&seg[id & (SEG_SIZE - 1)], memory_order_acquire);
+}

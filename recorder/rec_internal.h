@@ -1,0 +1,200 @@
+/*
+ * recorder/rec_internal.h - recorder internals: per-thread rings, the
+ * registry, the flusher, clocks and the intern table.
+ *
+ * Ring (single producer = owning thread, single consumer = flusher)
+ * ------------------------------------------------------------------
+ * Free-running uint64_t indices: head (next slot the owner writes) and tail
+ * (next slot the flusher reads); invariant 0 <= head - tail <= capacity.
+ * A slot is 16 bytes (struct rec_slot). The owner writes slot contents with
+ * plain stores, then publishes them with a release store of head [P1]; the
+ * flusher loads head with acquire [C1], copies the slots out, and frees them
+ * with a release store of tail [C2]; the owner reloads tail with acquire [P2]
+ * only when its cached copy says the ring is too full.
+ *
+ * Overflow policy (losses keep nesting intact): the owner tracks `depth`,
+ * the number of recorded sections still open. A BEGIN is admitted only if,
+ * after it, the ring still has room for every pending END (depth + 1) plus
+ * REC_SLACK; otherwise the section is dropped whole: skip_depth counts the
+ * dropped section and everything begun inside it, whose records are counted
+ * in lost_records/lost_sections and never written. END of a recorded
+ * section always fits because its slot was reserved at BEGIN.
+ *
+ * Synchronization table (X = needs outside exclusion):
+ *
+ *                 | owner write | flusher drain | register | retire | close
+ *   owner write   |      -      |               |          |   X(1) |
+ *   flusher drain |             |      X(2)     |          |        |  X(2)
+ *   register      |             |               |   mutex  |        |  mutex
+ *
+ *   (1) retire runs on the owner thread itself (TLS destructor).
+ *   (2) only the flusher drains; pt_close() joins the flusher first.
+ * The registry list is an RCU list (urcu-bp): writers hold rec->reg_lock,
+ * readers (flusher, pt_stats) use rcu_read_lock. Rings are freed through
+ * call_rcu after removal.
+ */
+#ifndef PTZ_REC_INTERNAL_H
+#define PTZ_REC_INTERNAL_H
+
+#include <pthread.h>
+#include <stdalign.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <urcu-bp.h>        /* must precede the cds headers: selects the flavor */
+#include <urcu/rculfhash.h> /* cds_lfht */
+#include <urcu/rculist.h>   /* cds_list_*_rcu */
+
+#include "common/compiler.h"
+#include "ptz/recorder.h"
+#include "trace-format/fmt_internal.h"
+
+#define REC_VERSION "0.1.0"
+#define REC_SLACK 8         /* slots kept free beyond pending ENDs */
+#define REC_STOP_STACK 64   /* open ids remembered for pt_stop() */
+#define REC_DEFAULT_RING (8u << 20)
+#define REC_MIN_RING (4u << 10)
+#define REC_MAX_RING (1u << 30)
+
+/* Slot kinds (ring only; the flusher transcodes them to §4 records). */
+enum rec_slot_kind {
+	SLOT_BEGIN = 1,   /* a = ticks, c = id */
+	SLOT_END = 2,     /* a = ticks, c = id */
+	SLOT_METRIC = 3,  /* a = value, b>>8 = metric kind */
+	SLOT_TRANSFER = 4,/* a = bytes, b>>8 = direction */
+	SLOT_COUNTER = 5, /* a = ticks, c = id; next slot: a = value */
+	SLOT_ERROR = 7    /* a = ticks, b>>8 = error code, c = count */
+};
+
+struct rec_slot {
+	uint64_t a;
+	uint32_t b;
+	uint32_t c;
+};
+
+enum rec_owner_state {
+	OWNER_ACTIVE = 0,   /* thread alive, ring in the registry */
+	OWNER_EXITED = 1,   /* thread gone; flusher drains, unlinks and frees */
+	OWNER_DETACHED = 2  /* recorder closed; the thread frees the ring */
+};
+
+struct rec_ring {
+	/* --- owner-hot: written and read only by the owning thread --- */
+	alignas(64) struct rec_slot *slots;
+	uint64_t mask;            /* capacity - 1 */
+	uint64_t cap;
+	uint64_t head_own;        /* owner's copy of head */
+	uint64_t tail_cache;      /* owner's last view of tail */
+	uint64_t gen;             /* recorder generation this ring belongs to */
+	uint32_t depth;           /* recorded sections open */
+	uint32_t skip_depth;      /* >0: inside a skipped section */
+	bool skip_lost;           /* the skip is a loss (else: disabled) */
+	uint32_t open_ids[REC_STOP_STACK];
+
+	/* --- producer-published: owner writes, flusher/stats read --- */
+	alignas(64) _Atomic uint64_t head;       /* [P1] release / [C1] acquire */
+	_Atomic uint64_t lost_records;           /* owner: relaxed load+store (single writer); readers relaxed */
+	_Atomic uint64_t lost_sections;          /* idem */
+	_Atomic uint64_t errors;                 /* idem */
+	_Atomic int owner_state;                 /* enum rec_owner_state; CAS by owner and pt_close */
+
+	/* --- consumer: flusher writes; owner reads tail --- */
+	alignas(64) _Atomic uint64_t tail;       /* [C2] release / [P2] acquire */
+	uint64_t tail_own;        /* flusher's copy */
+	uint64_t seq;             /* next chunk sequence number */
+	uint64_t reported_lost_records, reported_lost_sections;
+	uint64_t last_drain_ns;
+	bool announced;           /* thread record written */
+
+	/* --- set at registration, read by anyone --- */
+	uint32_t index, tid;
+	uint64_t start_ticks;
+	uint64_t end_ticks;       /* written by the owner before OWNER_EXITED (release) */
+	char name[32];
+	struct cds_list_head node;
+	struct rcu_head rcu;
+};
+
+struct pt_recorder {
+	/* read on every hot-path call */
+	alignas(64) _Atomic uint64_t hot_gen; /* gen while open and enabled, else 0; relaxed: a stale
+					       * value only delays the switch by one call */
+	_Atomic uint64_t gen;                  /* gen while open, else 0 */
+	alignas(64) pthread_mutex_t reg_lock;  /* registry writers, open/close */
+	struct cds_list_head rings;            /* RCU list of struct rec_ring */
+	uint64_t cur_gen;
+	_Atomic bool enabled;
+	bool forked;
+
+	/* settings */
+	size_t ring_bytes;
+	int zstd_level;
+	unsigned flush_ms;
+
+	/* flusher */
+	pthread_t flusher;
+	bool flusher_running;
+	_Atomic bool stop;
+	struct fmt_writer *w;
+	_Atomic uint32_t next_thread_index;
+	_Atomic uint64_t threads;
+	_Atomic uint64_t records_written, chunks_written, bytes_written;
+	_Atomic uint64_t io_lost_records;     /* drained but not written */
+	_Atomic uint64_t after_exit;          /* records from retired threads */
+	_Atomic uint64_t closed_lost;         /* lost/error counters of rings already freed */
+	_Atomic uint64_t closed_lost_sections, closed_errors;
+	_Atomic int last_io_error;
+};
+
+/* ---- clocks (rec_clock.c) ---- */
+extern PT_INTERNAL int rec_clock_source; /* 1 = TSC, 2 = cntvct, 3 = CLOCK_MONOTONIC */
+PT_INTERNAL void rec_clock_init(void);
+PT_INTERNAL uint64_t rec_ticks_slow(void);
+PT_INTERNAL uint64_t rec_mono_ns(void);
+/* Bracketed (ticks, CLOCK_MONOTONIC, CLOCK_REALTIME), best of several reads. */
+PT_INTERNAL void rec_clock_triple(uint64_t *ticks, uint64_t *mono, uint64_t *real, uint32_t *bracket);
+
+#if defined(__x86_64__)
+#include <x86intrin.h>
+static inline uint64_t rec_ticks(void)
+{
+	if (likely(rec_clock_source == 1))
+		return __rdtsc();
+	return rec_ticks_slow();
+}
+#elif defined(__aarch64__)
+static inline uint64_t rec_ticks(void)
+{
+	if (likely(rec_clock_source == 2)) {
+		uint64_t v;
+		__asm__ __volatile__("isb; mrs %0, cntvct_el0" : "=r"(v)::"memory");
+		return v;
+	}
+	return rec_ticks_slow();
+}
+#else
+static inline uint64_t rec_ticks(void) { return rec_ticks_slow(); }
+#endif
+
+/* ---- intern table (rec_intern.c) ---- */
+struct rec_str {
+	struct cds_lfht_node node;
+	struct rcu_head rcu;
+	uint64_t emitted_gen; /* flusher only */
+	uint32_t id, domain;
+	size_t len;
+	char name[];
+};
+PT_INTERNAL uint32_t rec_intern_next_id(void);  /* acquire */
+PT_INTERNAL struct rec_str *rec_intern_get(uint32_t id); /* NULL if not yet published */
+PT_INTERNAL uint32_t rec_domain_count(void);
+PT_INTERNAL const char *rec_domain_name(uint32_t id);
+PT_INTERNAL uint32_t rec_intern_lookup(uint32_t domain, const char *name); /* 0 if absent */
+
+/* ---- flusher (rec_flush.c) ---- */
+PT_INTERNAL int rec_flusher_start(struct pt_recorder *r);
+PT_INTERNAL void rec_flusher_stop(struct pt_recorder *r);
+PT_INTERNAL void rec_ring_free_rcu(struct rcu_head *h);
+
+#endif /* PTZ_REC_INTERNAL_H */

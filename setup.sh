@@ -1,0 +1,22 @@
+#!/bin/sh
+# setup.sh - install what ptz needs to build and test on Debian 12.
+# As root it runs apt-get; otherwise it prints the exact command and stops.
+# It never installs CUDA (used where installed, through CUDA_HOME).
+set -eu
+PKGS="meson ninja-build pkg-config gcc g++ libzstd-dev liburcu-dev libxxhash-dev libcmocka-dev
+libjansson-dev libprotobuf-c-dev protobuf-c-compiler protobuf-compiler libopenblas-dev
+python3-numpy python3-protobuf"
+missing=""
+for p in $PKGS; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+done
+[ -z "$missing" ] && exit 0
+if [ "$(id -u)" -ne 0 ]; then
+	echo "setup.sh: missing packages:$missing" >&2
+	echo "run: sudo apt-get update && sudo apt-get install -y$missing" >&2
+	exit 1
+fi
+echo "setup.sh: installing$missing" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -q >/dev/null
+apt-get install -y -q --no-install-recommends $missing >/dev/null

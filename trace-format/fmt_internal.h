@@ -1,0 +1,268 @@
+/*
+ * trace-format/fmt_internal.h - encoder, chunk framing and file writer of
+ * the .ptz format (internal to libptz; the recorder and tests use it).
+ *
+ * Layout facts cited as §N refer to doc/trace-format.md, which is normative.
+ */
+#ifndef PTZ_FMT_INTERNAL_H
+#define PTZ_FMT_INTERNAL_H
+
+#include <stddef.h> /* size_t */
+#include <stdint.h> /* uint*_t */
+#include <string.h> /* memcpy */
+
+#include "common/compiler.h"
+#include "ptz/format.h"
+
+/* §2 header field offsets. */
+#define FMT_MAGIC "PTZTRACE"
+#define FMT_OFF_VERSION_MAJOR 8
+#define FMT_OFF_VERSION_MINOR 10
+#define FMT_OFF_HEADER_BYTES 12
+#define FMT_OFF_CLOCK_SOURCE 16
+#define FMT_OFF_PID 20
+#define FMT_OFF_START_TICKS 24
+#define FMT_OFF_START_MONO 32
+#define FMT_OFF_START_REAL 40
+#define FMT_OFF_PROCESS 64   /* u16 length + 254 bytes */
+#define FMT_OFF_HOST 320     /* u16 length + 254 bytes */
+#define FMT_OFF_VERSION 576  /* u16 length + 62 bytes */
+#define FMT_OFF_CMDLINE 640  /* u16 length + 3070 bytes */
+#define FMT_SHORT_FIELD 256
+#define FMT_VERSION_FIELD 64
+#define FMT_CMDLINE_FIELD 3072
+#define FMT_OFF_HEADER_XXH 4000 /* XXH3-64 of bytes [0, 4000) */
+#define FMT_OFF_COMMITTED 4032  /* u64, mutable */
+#define FMT_OFF_FLAGS 4040      /* u64, mutable; bit 0 = closed */
+#define FMT_FLAG_CLOSED 1u
+
+/* §3 chunk header. */
+#define FMT_CHUNK_MAGIC "PTZC"
+#define FMT_CHUNK_EVENTS 1
+#define FMT_CHUNK_META 2
+#define FMT_COMP_NONE 0
+#define FMT_COMP_ZSTD 1
+#define FMT_CK_OFF_KIND 4
+#define FMT_CK_OFF_COMP 5
+#define FMT_CK_OFF_HDRLEN 6
+#define FMT_CK_OFF_THREAD 8
+#define FMT_CK_OFF_RECORDS 12
+#define FMT_CK_OFF_SEQ 16
+#define FMT_CK_OFF_FIRST 24
+#define FMT_CK_OFF_LAST 32
+#define FMT_CK_OFF_RAW 40
+#define FMT_CK_OFF_STORED 44
+#define FMT_CK_OFF_PAYLOAD_XXH 48
+#define FMT_CK_OFF_HEADER_XXH 56 /* XXH3-64 of bytes [0, 56) */
+
+/* §4 wire tags that differ from enum pt_record_kind. */
+#define FMT_TAG_END_TOP 0x08     /* END of the innermost section begun in this chunk */
+#define FMT_TAG_LEN_FIRST 0x40   /* tags >= this carry a varint length */
+#define FMT_MAX_RECORD_BYTES 40  /* longest fixed-layout record: tag + 3 varints */
+#define FMT_CHUNK_STACK 256      /* in-chunk stack depth that END_TOP may refer to */
+
+/* Little-endian fixed-width access. */
+static inline void fmt_put16(uint8_t *p, uint16_t v) { p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8); }
+static inline void fmt_put32(uint8_t *p, uint32_t v)
+{
+	for (int i = 0; i < 4; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+static inline void fmt_put64(uint8_t *p, uint64_t v)
+{
+	for (int i = 0; i < 8; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+static inline uint16_t fmt_get16(const uint8_t *p) { return (uint16_t)(p[0] | p[1] << 8); }
+static inline uint32_t fmt_get32(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+static inline uint64_t fmt_get64(const uint8_t *p)
+{
+	return (uint64_t)fmt_get32(p) | (uint64_t)fmt_get32(p + 4) << 32;
+}
+
+/* LEB128 unsigned varint (§4.1); at most 10 bytes. */
+static inline uint8_t *fmt_put_varint(uint8_t *p, uint64_t v)
+{
+	while (v >= 0x80) {
+		*p++ = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	*p++ = (uint8_t)v;
+	return p;
+}
+static inline uint64_t fmt_zigzag(int64_t v) { return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63); }
+static inline int64_t fmt_unzigzag(uint64_t v) { return (int64_t)(v >> 1) ^ -(int64_t)(v & 1); }
+
+/*
+ * struct fmt_enc - builds one chunk's raw payload (§4). Event chunks encode
+ * ticks as deltas from the previous timed record (the first from
+ * first_ticks) and END records whose section was begun in the same chunk
+ * as the one-byte-id-less END_TOP. The chunk is self-contained: decoding
+ * needs nothing from other chunks.
+ */
+struct fmt_enc {
+	uint8_t *buf, *pos, *end; /* caller-owned buffer */
+	uint64_t first_ticks, last_ticks, prev_ticks;
+	uint32_t records;
+	uint32_t depth;                    /* sections begun in this chunk and still open */
+	uint32_t stack[FMT_CHUNK_STACK];   /* their ids, innermost last */
+	int have_ticks;
+};
+
+/* Room left for at least one more fixed-layout record? */
+static inline int fmt_enc_room(const struct fmt_enc *e, size_t need)
+{
+	return (size_t)(e->end - e->pos) >= need;
+}
+PT_INTERNAL void fmt_enc_reset(struct fmt_enc *e, uint8_t *buf, size_t cap);
+
+/* Delta of @t from the previous timed record; clamps a backwards step to 0
+ * (a thread's ticks never go back on an invariant TSC; §4.2). */
+static inline uint64_t fmt_enc_dt(struct fmt_enc *e, uint64_t t)
+{
+	uint64_t dt;
+	if (unlikely(!e->have_ticks)) {
+		e->first_ticks = e->prev_ticks = t;
+		e->have_ticks = 1;
+	}
+	dt = t >= e->prev_ticks ? t - e->prev_ticks : 0;
+	e->prev_ticks += dt;
+	e->last_ticks = e->prev_ticks;
+	return dt;
+}
+
+static inline void fmt_enc_begin(struct fmt_enc *e, uint64_t t, uint32_t id)
+{
+	uint64_t dt = fmt_enc_dt(e, t);
+	*e->pos++ = PT_REC_BEGIN;
+	e->pos = fmt_put_varint(e->pos, dt);
+	e->pos = fmt_put_varint(e->pos, id);
+	if (e->depth < FMT_CHUNK_STACK)
+		e->stack[e->depth] = id;
+	e->depth++;
+	e->records++;
+}
+
+static inline void fmt_enc_end(struct fmt_enc *e, uint64_t t, uint32_t id)
+{
+	uint64_t dt = fmt_enc_dt(e, t);
+	if (e->depth > 0 && e->depth <= FMT_CHUNK_STACK && e->stack[e->depth - 1] == id) {
+		*e->pos++ = FMT_TAG_END_TOP;
+		e->pos = fmt_put_varint(e->pos, dt);
+	} else {
+		*e->pos++ = PT_REC_END;
+		e->pos = fmt_put_varint(e->pos, dt);
+		e->pos = fmt_put_varint(e->pos, id);
+	}
+	if (e->depth > 0)
+		e->depth--;
+	e->records++;
+}
+
+static inline void fmt_enc_pair(struct fmt_enc *e, uint8_t tag, uint64_t a, uint64_t b)
+{
+	*e->pos++ = tag;
+	e->pos = fmt_put_varint(e->pos, a);
+	e->pos = fmt_put_varint(e->pos, b);
+	e->records++;
+}
+
+/* METRIC and TRANSFER carry no time (§4.3). */
+static inline void fmt_enc_metric(struct fmt_enc *e, uint32_t kind, uint64_t v)
+{
+	fmt_enc_pair(e, PT_REC_METRIC, kind, v);
+}
+static inline void fmt_enc_transfer(struct fmt_enc *e, uint32_t dir, uint64_t bytes)
+{
+	fmt_enc_pair(e, PT_REC_TRANSFER, dir, bytes);
+}
+static inline void fmt_enc_timed3(struct fmt_enc *e, uint8_t tag, uint64_t t, uint64_t a, uint64_t b)
+{
+	uint64_t dt = fmt_enc_dt(e, t);
+	*e->pos++ = tag;
+	e->pos = fmt_put_varint(e->pos, dt);
+	e->pos = fmt_put_varint(e->pos, a);
+	e->pos = fmt_put_varint(e->pos, b);
+	e->records++;
+}
+static inline void fmt_enc_counter(struct fmt_enc *e, uint64_t t, uint32_t id, int64_t v)
+{
+	fmt_enc_timed3(e, PT_REC_COUNTER, t, id, fmt_zigzag(v));
+}
+static inline void fmt_enc_loss(struct fmt_enc *e, uint64_t t, uint64_t records, uint64_t sections)
+{
+	fmt_enc_timed3(e, PT_REC_LOSS, t, records, sections);
+}
+static inline void fmt_enc_error(struct fmt_enc *e, uint64_t t, uint32_t code, uint64_t count)
+{
+	fmt_enc_timed3(e, PT_REC_ERROR, t, code, count);
+}
+
+/* Length-prefixed records (§4.4); return 0 or -PT_ETOOBIG if out of room. */
+PT_INTERNAL int fmt_enc_string(struct fmt_enc *e, uint32_t id, uint32_t domain, const char *s, size_t len);
+PT_INTERNAL int fmt_enc_domain(struct fmt_enc *e, uint32_t id, const char *s, size_t len);
+PT_INTERNAL int fmt_enc_thread(struct fmt_enc *e, uint32_t index, uint32_t tid, uint64_t start_ticks,
+			       uint64_t end_ticks, const char *name, size_t len);
+PT_INTERNAL int fmt_enc_clock(struct fmt_enc *e, uint64_t ticks, uint64_t mono_ns, uint64_t real_ns,
+			      uint32_t bracket_ticks);
+/* Any length-prefixed record, for reserved kinds and tests (§4.4). */
+PT_INTERNAL int fmt_enc_raw(struct fmt_enc *e, uint8_t tag, const uint8_t *payload, size_t len);
+/* Encode one decoded record (tests, tools). */
+PT_INTERNAL int fmt_enc_record(struct fmt_enc *e, const struct pt_record *rec);
+
+/* Decoder over one raw payload (§4). */
+struct fmt_dec {
+	const uint8_t *pos, *end;
+	uint64_t ticks;
+	uint32_t depth;
+	uint32_t stack[FMT_CHUNK_STACK];
+};
+PT_INTERNAL void fmt_dec_init(struct fmt_dec *d, const uint8_t *p, size_t len, uint64_t first_ticks);
+/* 1 = record, 0 = end, -PT_ECORRUPT */
+PT_INTERNAL int fmt_dec_next(struct fmt_dec *d, struct pt_record *out);
+
+/* Chunk framing (§3). */
+struct fmt_chunk_hdr {
+	uint8_t kind, comp;
+	uint32_t thread, records, raw_bytes, stored_bytes;
+	uint64_t sequence, first_ticks, last_ticks, payload_xxh;
+};
+PT_INTERNAL void fmt_chunk_hdr_write(uint8_t out[PT_FMT_CHUNK_HEADER_BYTES], const struct fmt_chunk_hdr *h);
+/* 0, or -PT_ECORRUPT / -PT_ECHECKSUM / -PT_ETOOBIG with *why set */
+PT_INTERNAL int fmt_chunk_hdr_parse(const uint8_t in[PT_FMT_CHUNK_HEADER_BYTES], struct fmt_chunk_hdr *h,
+				    const char **why);
+
+/*
+ * struct fmt_writer - appends chunks to a .ptz file through a sliding mmap
+ * window over space reserved with posix_fallocate (§5). Not thread-safe:
+ * one writer thread (the flusher) at a time.
+ */
+struct fmt_writer_hdr {
+	uint32_t clock_source, pid;
+	uint64_t start_ticks, start_mono_ns, start_real_ns;
+	const char *process_name, *host, *cmdline, *recorder_version;
+};
+struct fmt_writer;
+/* Creates @path (O_CREAT|O_TRUNC|O_NOFOLLOW|O_CLOEXEC, 0600). 0 or -errno. */
+PT_INTERNAL int fmt_writer_open(const char *path, const struct fmt_writer_hdr *hdr, struct fmt_writer **out);
+/* Compresses @raw (@raw_len bytes) at @level and appends the chunk; the
+ * committed length advances only after the whole chunk is in place.
+ * @scratch must hold ZSTD_compressBound(PT_FMT_MAX_CHUNK_RAW_BYTES) bytes or
+ * be NULL (the writer then uses its own). 0, -errno (ENOSPC...) or -PT_ETOOBIG. */
+PT_INTERNAL int fmt_writer_append(struct fmt_writer *w, const struct fmt_chunk_hdr *h, const uint8_t *raw,
+				  size_t raw_len, int level);
+/* Like fmt_writer_append but may use the reserve kept for final records. */
+PT_INTERNAL int fmt_writer_append_final(struct fmt_writer *w, const struct fmt_chunk_hdr *h,
+					const uint8_t *raw, size_t raw_len, int level);
+PT_INTERNAL uint64_t fmt_writer_committed(const struct fmt_writer *w);
+PT_INTERNAL uint64_t fmt_writer_chunks(const struct fmt_writer *w);
+/* Marks the file closed, truncates to the committed length, unmaps, closes.
+ * 0 or -errno. Frees @w in every case. NULL-safe. */
+PT_INTERNAL int fmt_writer_close(struct fmt_writer *w);
+/* Drops the mapping and descriptor without finalizing (after fork). */
+PT_INTERNAL void fmt_writer_abandon(struct fmt_writer *w);
+
+#endif /* PTZ_FMT_INTERNAL_H */

@@ -1,0 +1,705 @@
+/*
+ * trace-format/fmt_reader.c - read .ptz files (doc/trace-format.md §2-§6).
+ *
+ * Pass 1 (pt_reader_open): walk chunk headers from the end of the file
+ * header up to the committed length, keeping an index of chunk offsets,
+ * and decode meta chunks into the string, domain, thread and clock
+ * tables. A header that fails validation starts a resynchronization:
+ * scan forward for the chunk magic and accept the first candidate whose
+ * header checksum and bounds hold. A chunk that runs past the end of the
+ * file is a torn tail. Pass 2 (pt_reader_next_chunk) reads and
+ * decompresses event payloads one at a time through reused buffers.
+ *
+ * Allocation bounds: the chunk index grows with the number of valid
+ * headers (each at least 64 bytes of file); payload buffers are capped by
+ * PT_FMT_MAX_CHUNK_RAW_BYTES and ZSTD_compressBound of it; tables by
+ * PT_FMT_MAX_STRING_ID. Decompression is checked to yield exactly the
+ * header's raw size, which is itself bounded.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <xxhash.h>
+#include <zstd.h>
+
+#include "trace-format/fmt_internal.h"
+
+struct rd_chunk {
+	uint64_t off;
+	struct fmt_chunk_hdr h;
+};
+struct rd_string {
+	char *name;
+	uint32_t domain;
+};
+struct rd_clock {
+	uint64_t ticks, ns;
+};
+struct rd_problem {
+	uint64_t off;
+	char *msg;
+};
+
+struct pt_reader {
+	int fd;
+	char errmsg[512];
+	struct pt_trace_info info;
+	char process_name[FMT_SHORT_FIELD], host[FMT_SHORT_FIELD], version[FMT_VERSION_FIELD];
+	char cmdline[FMT_CMDLINE_FIELD];
+	uint64_t limit; /* bytes of the file that are read */
+
+	struct rd_chunk *chunks;
+	size_t nchunks, chunks_cap, cur;
+	int have_chunk;
+	uint8_t *stored, *raw;
+	size_t stored_cap, raw_cap;
+	ZSTD_DCtx *dctx;
+	struct fmt_dec dec;
+	struct fmt_chunk_hdr cur_h;
+	uint64_t cur_off;
+
+	struct rd_string *strings;
+	uint32_t nstrings; /* allocated entries */
+	uint32_t max_string;
+	char **domains;
+	uint32_t ndomains;
+	struct pt_thread_info *threads;
+	size_t nthreads, threads_cap;
+	struct rd_clock *clocks;
+	size_t nclocks, clocks_cap;
+	double slope_all;
+	struct rd_problem *problems;
+	size_t nproblems, problems_cap;
+};
+
+static void problem(struct pt_reader *r, uint64_t off, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(r->errmsg, sizeof(r->errmsg), fmt, ap);
+	va_end(ap);
+	if (r->nproblems == r->problems_cap) {
+		size_t nc = r->problems_cap ? r->problems_cap * 2 : 8;
+		struct rd_problem *p = realloc(r->problems, nc * sizeof(*p));
+		if (!p)
+			return;
+		r->problems = p;
+		r->problems_cap = nc;
+	}
+	char *m = strdup(r->errmsg);
+	if (!m)
+		return;
+	r->problems[r->nproblems].off = off;
+	r->problems[r->nproblems].msg = m;
+	r->nproblems++;
+}
+
+static int grow(void **p, size_t *cap, size_t need, size_t elem)
+{
+	if (need <= *cap)
+		return 0;
+	size_t nc = *cap ? *cap : 16;
+	while (nc < need)
+		nc *= 2;
+	void *q = realloc(*p, nc * elem);
+	if (!q)
+		return -ENOMEM;
+	*p = q;
+	*cap = nc;
+	return 0;
+}
+
+static int pread_full(int fd, void *buf, size_t len, uint64_t off)
+{
+	uint8_t *b = buf;
+	while (len) {
+		ssize_t n = pread(fd, b, len, (off_t)off);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (n == 0)
+			return -PT_ETRUNCATED;
+		b += n;
+		len -= (size_t)n;
+		off += (uint64_t)n;
+	}
+	return 0;
+}
+
+static void get_str(char *dst, size_t field, const uint8_t *h, size_t off)
+{
+	size_t n = fmt_get16(h + off);
+	if (n > field - 2)
+		n = field - 2;
+	memcpy(dst, h + off + 2, n);
+	dst[n] = 0;
+	for (size_t i = 0; i < n; i++) /* keep reports printable */
+		if ((unsigned char)dst[i] < 0x20)
+			dst[i] = '?';
+}
+
+/* Reads and checks one chunk's payload into r->raw. 0 or <0 (problem recorded). */
+static int load_payload(struct pt_reader *r, uint64_t off, const struct fmt_chunk_hdr *h)
+{
+	int rc;
+	if ((rc = grow((void **)&r->stored, &r->stored_cap, h->stored_bytes ? h->stored_bytes : 1, 1)) ||
+	    (rc = grow((void **)&r->raw, &r->raw_cap, h->raw_bytes ? h->raw_bytes : 1, 1)))
+		return rc;
+	rc = pread_full(r->fd, r->stored, h->stored_bytes, off + PT_FMT_CHUNK_HEADER_BYTES);
+	if (rc) {
+		problem(r, off, "chunk @0x%llx: payload unreadable: %s", (unsigned long long)off, pt_strerror(rc));
+		return rc;
+	}
+	if (XXH3_64bits(r->stored, h->stored_bytes) != h->payload_xxh) {
+		problem(r, off, "chunk @0x%llx: payload checksum mismatch", (unsigned long long)off);
+		return -PT_ECHECKSUM;
+	}
+	if (h->comp == FMT_COMP_NONE) {
+		memcpy(r->raw, r->stored, h->stored_bytes);
+		return 0;
+	}
+	unsigned long long fcs = ZSTD_getFrameContentSize(r->stored, h->stored_bytes);
+	if (fcs != h->raw_bytes) {
+		problem(r, off, "chunk @0x%llx: zstd frame size disagrees with header", (unsigned long long)off);
+		return -PT_ECORRUPT;
+	}
+	size_t n = ZSTD_decompressDCtx(r->dctx, r->raw, h->raw_bytes, r->stored, h->stored_bytes);
+	if (ZSTD_isError(n) || n != h->raw_bytes) {
+		problem(r, off, "chunk @0x%llx: decompression failed: %s", (unsigned long long)off,
+			ZSTD_isError(n) ? ZSTD_getErrorName(n) : "short output");
+		return -PT_ECORRUPT;
+	}
+	return 0;
+}
+
+static struct pt_thread_info *thread_slot(struct pt_reader *r, uint32_t index)
+{
+	for (size_t i = 0; i < r->nthreads; i++)
+		if (r->threads[i].index == index)
+			return &r->threads[i];
+	if (grow((void **)&r->threads, &r->threads_cap, r->nthreads + 1, sizeof(*r->threads)))
+		return NULL;
+	struct pt_thread_info *t = &r->threads[r->nthreads++];
+	memset(t, 0, sizeof(*t));
+	t->index = index;
+	t->name = "";
+	return t;
+}
+
+static char *dup_bytes(const char *s, size_t n)
+{
+	char *d = malloc(n + 1);
+	if (!d)
+		return NULL;
+	memcpy(d, s, n);
+	d[n] = 0;
+	return d;
+}
+
+static void meta_record(struct pt_reader *r, const struct pt_record *rec)
+{
+	switch (rec->kind) {
+	case PT_REC_STRING: {
+		if (rec->id == 0 || rec->id >= PT_FMT_MAX_STRING_ID)
+			return;
+		if (rec->id >= r->nstrings) {
+			uint32_t nc = r->nstrings ? r->nstrings : 256;
+			while (nc <= rec->id)
+				nc *= 2;
+			struct rd_string *s = realloc(r->strings, nc * sizeof(*s));
+			if (!s)
+				return;
+			memset(s + r->nstrings, 0, (nc - r->nstrings) * sizeof(*s));
+			r->strings = s;
+			r->nstrings = nc;
+		}
+		if (r->strings[rec->id].name)
+			return; /* repeated table entry */
+		r->strings[rec->id].name = dup_bytes(rec->str, rec->str_len);
+		r->strings[rec->id].domain = rec->aux;
+		if (rec->id + 1 > r->max_string)
+			r->max_string = rec->id + 1;
+		return;
+	}
+	case PT_REC_DOMAIN: {
+		if (rec->id == 0 || rec->id >= PT_FMT_MAX_STRING_ID)
+			return;
+		if (rec->id >= r->ndomains) {
+			uint32_t nc = r->ndomains ? r->ndomains : 16;
+			while (nc <= rec->id)
+				nc *= 2;
+			char **d = realloc(r->domains, nc * sizeof(*d));
+			if (!d)
+				return;
+			memset(d + r->ndomains, 0, (nc - r->ndomains) * sizeof(*d));
+			r->domains = d;
+			r->ndomains = nc;
+		}
+		if (!r->domains[rec->id])
+			r->domains[rec->id] = dup_bytes(rec->str, rec->str_len);
+		return;
+	}
+	case PT_REC_THREAD: {
+		struct pt_thread_info *t = thread_slot(r, rec->id);
+		if (!t)
+			return;
+		t->tid = (uint32_t)rec->value;
+		if (!t->start_ticks || rec->ticks < t->start_ticks)
+			t->start_ticks = rec->ticks;
+		if (rec->value2)
+			t->end_ticks = rec->value2;
+		if (rec->str_len && t->name[0] == 0) {
+			char *n = dup_bytes(rec->str, rec->str_len);
+			if (n)
+				t->name = n;
+		}
+		return;
+	}
+	case PT_REC_CLOCK:
+		if (grow((void **)&r->clocks, &r->clocks_cap, r->nclocks + 1, sizeof(*r->clocks)))
+			return;
+		r->clocks[r->nclocks].ticks = rec->ticks;
+		r->clocks[r->nclocks].ns = rec->value;
+		r->nclocks++;
+		return;
+	default:
+		return;
+	}
+}
+
+static void decode_meta(struct pt_reader *r, uint64_t off, const struct fmt_chunk_hdr *h)
+{
+	if (load_payload(r, off, h))
+		return;
+	struct fmt_dec d;
+	struct pt_record rec;
+	int rc;
+	fmt_dec_init(&d, r->raw, h->raw_bytes, h->first_ticks);
+	while ((rc = fmt_dec_next(&d, &rec)) == 1)
+		meta_record(r, &rec);
+	if (rc < 0)
+		problem(r, off, "chunk @0x%llx: meta payload does not decode at byte %llu", (unsigned long long)off,
+			(unsigned long long)(d.pos - r->raw));
+}
+
+/* Scans forward from @from for a valid chunk header. Returns its offset or @limit. */
+static uint64_t resync(struct pt_reader *r, uint64_t from)
+{
+	enum { BLK = 1 << 16 };
+	uint8_t *buf = malloc(BLK + 3);
+	if (!buf)
+		return r->limit;
+	uint64_t pos = from;
+	while (pos + PT_FMT_CHUNK_HEADER_BYTES <= r->limit) {
+		size_t n = (size_t)PT_MIN((uint64_t)BLK + 3, r->limit - pos);
+		if (pread_full(r->fd, buf, n, pos))
+			break;
+		for (size_t i = 0; i + 4 <= n; i++) {
+			if (memcmp(buf + i, FMT_CHUNK_MAGIC, 4) != 0)
+				continue;
+			uint8_t hb[PT_FMT_CHUNK_HEADER_BYTES];
+			struct fmt_chunk_hdr h;
+			const char *why;
+			uint64_t cand = pos + i;
+			if (cand + sizeof(hb) > r->limit)
+				break;
+			if (pread_full(r->fd, hb, sizeof(hb), cand) == 0 && fmt_chunk_hdr_parse(hb, &h, &why) == 0) {
+				free(buf);
+				return cand;
+			}
+		}
+		pos += n > 3 ? n - 3 : n;
+	}
+	free(buf);
+	return r->limit;
+}
+
+static int cmp_clock(const void *a, const void *b)
+{
+	const struct rd_clock *x = a, *y = b;
+	return x->ticks < y->ticks ? -1 : x->ticks > y->ticks;
+}
+
+static void build_clock(struct pt_reader *r)
+{
+	if (r->info.clock_source != 3 && r->info.start_mono_ns &&
+	    !grow((void **)&r->clocks, &r->clocks_cap, r->nclocks + 1, sizeof(*r->clocks))) {
+		r->clocks[r->nclocks].ticks = r->info.start_ticks;
+		r->clocks[r->nclocks].ns = r->info.start_mono_ns;
+		r->nclocks++;
+	}
+	qsort(r->clocks, r->nclocks, sizeof(*r->clocks), cmp_clock);
+	/* keep strictly increasing points: equal ticks or ns going back are noise */
+	size_t k = 0;
+	for (size_t i = 0; i < r->nclocks; i++) {
+		if (k && (r->clocks[i].ticks <= r->clocks[k - 1].ticks || r->clocks[i].ns < r->clocks[k - 1].ns))
+			continue;
+		r->clocks[k++] = r->clocks[i];
+	}
+	r->nclocks = k;
+	r->slope_all = 1.0;
+	if (k >= 2)
+		r->slope_all = (double)(r->clocks[k - 1].ns - r->clocks[0].ns) /
+			       (double)(r->clocks[k - 1].ticks - r->clocks[0].ticks);
+	else if (r->info.clock_source != 3)
+		problem(r, 0, "clock: fewer than two calibration points; durations assume 1 tick = 1 ns");
+}
+
+uint64_t pt_reader_ticks_to_ns(const struct pt_reader *r, uint64_t t)
+{
+	if (r->info.clock_source == 3 || r->nclocks == 0)
+		return t;
+	const struct rd_clock *c = r->clocks;
+	size_t n = r->nclocks;
+	if (n == 1)
+		return c[0].ns + (uint64_t)((double)((int64_t)(t - c[0].ticks)));
+	size_t lo = 0, hi = n - 1; /* segment [lo, lo+1] containing t, clamped to the ends */
+	if (t <= c[0].ticks)
+		hi = 1;
+	else if (t >= c[n - 1].ticks)
+		lo = n - 2;
+	else {
+		while (hi - lo > 1) {
+			size_t mid = (lo + hi) / 2;
+			if (c[mid].ticks <= t)
+				lo = mid;
+			else
+				hi = mid;
+		}
+	}
+	if (hi != lo + 1)
+		hi = lo + 1;
+	double slope = (double)(c[hi].ns - c[lo].ns) / (double)(c[hi].ticks - c[lo].ticks);
+	double d = (double)(int64_t)(t - c[lo].ticks) * slope;
+	int64_t ns = (int64_t)c[lo].ns + (int64_t)(d < 0 ? d - 0.5 : d + 0.5);
+	return ns < 0 ? 0 : (uint64_t)ns;
+}
+
+double pt_reader_ns_per_tick(const struct pt_reader *r)
+{
+	return r->info.clock_source == 3 ? 1.0 : r->slope_all;
+}
+
+static int add_chunk(struct pt_reader *r, uint64_t off, const struct fmt_chunk_hdr *h)
+{
+	if (grow((void **)&r->chunks, &r->chunks_cap, r->nchunks + 1, sizeof(*r->chunks)))
+		return -ENOMEM;
+	r->chunks[r->nchunks].off = off;
+	r->chunks[r->nchunks].h = *h;
+	r->nchunks++;
+	r->info.chunks++;
+	r->info.raw_bytes += h->raw_bytes;
+	r->info.stored_bytes += h->stored_bytes;
+	if (h->kind == FMT_CHUNK_EVENTS)
+		r->info.event_chunks++;
+	return 0;
+}
+
+/* Reports per-thread sequence gaps (lost or damaged chunks). */
+static void check_sequences(struct pt_reader *r)
+{
+	for (size_t t = 0; t < r->nthreads; t++) {
+		uint32_t idx = r->threads[t].index;
+		uint64_t expect = 0;
+		int any = 0;
+		for (size_t i = 0; i < r->nchunks; i++) {
+			const struct fmt_chunk_hdr *h = &r->chunks[i].h;
+			if (h->kind != FMT_CHUNK_EVENTS || h->thread != idx)
+				continue;
+			if (h->sequence != expect)
+				problem(r, r->chunks[i].off, "thread %u: chunk sequence %llu follows %llu%s", idx,
+					(unsigned long long)h->sequence,
+					any ? (unsigned long long)expect - 1 : 0ull,
+					any ? " (chunks missing)" : " (earlier chunks missing)");
+			expect = h->sequence + 1;
+			any = 1;
+		}
+	}
+}
+
+static int scan(struct pt_reader *r)
+{
+	uint64_t off = PT_FMT_HEADER_BYTES;
+	uint8_t hb[PT_FMT_CHUNK_HEADER_BYTES];
+	while (off < r->limit) {
+		struct fmt_chunk_hdr h;
+		const char *why;
+		if (off + sizeof(hb) > r->limit) {
+			r->info.torn_tail_offset = off;
+			problem(r, off, "torn tail @0x%llx: %llu bytes, less than a chunk header",
+				(unsigned long long)off, (unsigned long long)(r->limit - off));
+			break;
+		}
+		int rc = pread_full(r->fd, hb, sizeof(hb), off);
+		if (rc)
+			return rc;
+		rc = fmt_chunk_hdr_parse(hb, &h, &why);
+		if (rc == 0) {
+			uint64_t end = off + sizeof(hb) + h.stored_bytes;
+			if (end <= r->limit) {
+				if ((rc = add_chunk(r, off, &h)))
+					return rc;
+				if (h.kind == FMT_CHUNK_META)
+					decode_meta(r, off, &h);
+				else if (h.thread == PT_FMT_META_THREAD || h.thread >= PT_FMT_MAX_STRING_ID)
+					problem(r, off, "chunk @0x%llx: event chunk with thread index %u",
+						(unsigned long long)off, h.thread);
+				else
+					thread_slot(r, h.thread);
+				off = end;
+				continue;
+			}
+			/* A valid header whose payload runs past the end: a torn
+			 * tail if nothing valid follows it. */
+			uint64_t next = resync(r, off + 1);
+			if (next >= r->limit) {
+				r->info.torn_tail_offset = off;
+				problem(r, off, "torn tail @0x%llx: chunk needs %llu bytes, %llu remain",
+					(unsigned long long)off, (unsigned long long)(end - off),
+					(unsigned long long)(r->limit - off));
+				break;
+			}
+			why = "chunk length runs into the next chunk";
+		}
+		uint64_t next = resync(r, off + 1);
+		r->info.corrupt_regions++;
+		problem(r, off, "chunk @0x%llx: %s; skipped %llu bytes to %s", (unsigned long long)off, why,
+			(unsigned long long)(next - off), next >= r->limit ? "the end" : "the next chunk");
+		off = next;
+	}
+	return 0;
+}
+
+int pt_reader_open(const char *path, struct pt_reader **out)
+{
+	*out = NULL;
+	if (!path)
+		return -EINVAL;
+	struct pt_reader *r = calloc(1, sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	r->fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (r->fd < 0) {
+		int e = -errno;
+		free(r);
+		return e;
+	}
+	r->info.torn_tail_offset = UINT64_MAX;
+	r->info.process_name = r->process_name;
+	r->info.host = r->host;
+	r->info.cmdline = r->cmdline;
+	r->info.recorder_version = r->version;
+	struct stat st;
+	int rc;
+	if (fstat(r->fd, &st) != 0) {
+		rc = -errno;
+		pt_reader_close(r);
+		return rc;
+	}
+	r->info.file_bytes = (uint64_t)st.st_size;
+	r->dctx = ZSTD_createDCtx();
+	uint8_t *h = malloc(PT_FMT_HEADER_BYTES);
+	if (!r->dctx || !h) {
+		free(h);
+		pt_reader_close(r);
+		return -ENOMEM;
+	}
+	*out = r;
+	if (r->info.file_bytes < PT_FMT_HEADER_BYTES || pread_full(r->fd, h, PT_FMT_HEADER_BYTES, 0)) {
+		snprintf(r->errmsg, sizeof(r->errmsg), "header @0x0: file has %llu bytes, the header needs %u",
+			 (unsigned long long)r->info.file_bytes, PT_FMT_HEADER_BYTES);
+		free(h);
+		return -PT_ETRUNCATED;
+	}
+	if (memcmp(h, FMT_MAGIC, 8) != 0) {
+		snprintf(r->errmsg, sizeof(r->errmsg), "header @0x0: bad magic (not a .ptz trace)");
+		free(h);
+		return -PT_ECORRUPT;
+	}
+	int header_ok = fmt_get64(h + FMT_OFF_HEADER_XXH) == XXH3_64bits(h, FMT_OFF_HEADER_XXH);
+	r->info.version_major = fmt_get16(h + FMT_OFF_VERSION_MAJOR);
+	r->info.version_minor = fmt_get16(h + FMT_OFF_VERSION_MINOR);
+	if (header_ok && r->info.version_major != PT_FMT_VERSION_MAJOR) {
+		snprintf(r->errmsg, sizeof(r->errmsg), "header @0x0: format version %u.%u, this reader reads %u.x",
+			 r->info.version_major, r->info.version_minor, PT_FMT_VERSION_MAJOR);
+		free(h);
+		return -PT_EVERSION;
+	}
+	if (header_ok) {
+		r->info.clock_source = fmt_get32(h + FMT_OFF_CLOCK_SOURCE);
+		r->info.pid = fmt_get32(h + FMT_OFF_PID);
+		r->info.start_ticks = fmt_get64(h + FMT_OFF_START_TICKS);
+		r->info.start_mono_ns = fmt_get64(h + FMT_OFF_START_MONO);
+		r->info.start_real_ns = fmt_get64(h + FMT_OFF_START_REAL);
+		get_str(r->process_name, sizeof(r->process_name), h, FMT_OFF_PROCESS);
+		get_str(r->host, sizeof(r->host), h, FMT_OFF_HOST);
+		get_str(r->version, sizeof(r->version), h, FMT_OFF_VERSION);
+		get_str(r->cmdline, sizeof(r->cmdline), h, FMT_OFF_CMDLINE);
+	} else {
+		/* Static fields are untrustworthy; chunks are checked on their own. */
+		problem(r, 0, "header @0x0: checksum mismatch; process metadata ignored, chunks still read");
+	}
+	r->info.committed_bytes = fmt_get64(h + FMT_OFF_COMMITTED);
+	r->info.closed = (fmt_get64(h + FMT_OFF_FLAGS) & FMT_FLAG_CLOSED) != 0;
+	free(h);
+	r->limit = r->info.committed_bytes;
+	if (r->limit < PT_FMT_HEADER_BYTES || r->limit > r->info.file_bytes) {
+		if (r->limit > r->info.file_bytes && r->limit >= PT_FMT_HEADER_BYTES)
+			problem(r, r->info.file_bytes,
+				"file truncated @0x%llx: header commits %llu bytes, file has %llu",
+				(unsigned long long)r->info.file_bytes, (unsigned long long)r->limit,
+				(unsigned long long)r->info.file_bytes);
+		else
+			problem(r, FMT_OFF_COMMITTED, "header: committed length %llu invalid; reading the whole file",
+				(unsigned long long)r->limit);
+		r->limit = r->info.file_bytes;
+	}
+	rc = scan(r);
+	if (rc < 0) {
+		snprintf(r->errmsg, sizeof(r->errmsg), "read error: %s", pt_strerror(rc));
+		*out = NULL;
+		pt_reader_close(r);
+		return rc;
+	}
+	build_clock(r);
+	check_sequences(r);
+	if (r->nproblems == 0)
+		r->errmsg[0] = 0;
+	return 0;
+}
+
+void pt_reader_close(struct pt_reader *r)
+{
+	if (!r)
+		return;
+	if (r->fd >= 0)
+		close(r->fd);
+	free(r->chunks);
+	free(r->stored);
+	free(r->raw);
+	ZSTD_freeDCtx(r->dctx);
+	for (uint32_t i = 0; i < r->nstrings; i++)
+		free(r->strings[i].name);
+	free(r->strings);
+	for (uint32_t i = 0; i < r->ndomains; i++)
+		free(r->domains[i]);
+	free(r->domains);
+	for (size_t i = 0; i < r->nthreads; i++)
+		if (r->threads[i].name[0])
+			free((char *)r->threads[i].name);
+	free(r->threads);
+	free(r->clocks);
+	for (size_t i = 0; i < r->nproblems; i++)
+		free(r->problems[i].msg);
+	free(r->problems);
+	free(r);
+}
+
+const char *pt_reader_errmsg(const struct pt_reader *r) { return r ? r->errmsg : "no reader"; }
+const struct pt_trace_info *pt_reader_info(const struct pt_reader *r) { return &r->info; }
+size_t pt_reader_problem_count(const struct pt_reader *r) { return r->nproblems; }
+
+const char *pt_reader_problem(const struct pt_reader *r, size_t i, uint64_t *offset)
+{
+	if (i >= r->nproblems)
+		return NULL;
+	if (offset)
+		*offset = r->problems[i].off;
+	return r->problems[i].msg;
+}
+
+static int cmp_thread(const void *a, const void *b)
+{
+	const struct pt_thread_info *x = a, *y = b;
+	return x->index < y->index ? -1 : x->index > y->index;
+}
+
+size_t pt_reader_thread_count(const struct pt_reader *r) { return r->nthreads; }
+
+int pt_reader_thread(const struct pt_reader *r, size_t i, struct pt_thread_info *out)
+{
+	if (i >= r->nthreads)
+		return 0;
+	/* sorted lazily; the table is small */
+	qsort(((struct pt_reader *)r)->threads, r->nthreads, sizeof(*r->threads), cmp_thread);
+	*out = r->threads[i];
+	return 1;
+}
+
+const char *pt_reader_string(const struct pt_reader *r, uint32_t id, uint32_t *domain)
+{
+	if (id >= r->nstrings || !r->strings[id].name)
+		return NULL;
+	if (domain)
+		*domain = r->strings[id].domain;
+	return r->strings[id].name;
+}
+
+const char *pt_reader_domain(const struct pt_reader *r, uint32_t id)
+{
+	if (id == 0)
+		return "";
+	if (id >= r->ndomains)
+		return NULL;
+	return r->domains[id];
+}
+
+uint32_t pt_reader_max_string_id(const struct pt_reader *r) { return r->max_string; }
+
+void pt_reader_rewind(struct pt_reader *r)
+{
+	r->cur = 0;
+	r->have_chunk = 0;
+}
+
+int pt_reader_next_chunk(struct pt_reader *r, uint32_t thread, struct pt_chunk_info *out)
+{
+	r->have_chunk = 0;
+	while (r->cur < r->nchunks) {
+		const struct rd_chunk *c = &r->chunks[r->cur++];
+		int is_meta = c->h.kind == FMT_CHUNK_META;
+		if (thread == PT_FMT_META_THREAD ? !is_meta
+		    : thread != PT_READER_ALL_CHUNKS ? (is_meta || c->h.thread != thread) : 0)
+			continue;
+		int rc = load_payload(r, c->off, &c->h);
+		if (rc == -ENOMEM || (rc < 0 && rc > -PT_EBASE && rc != -PT_ETRUNCATED))
+			return rc;
+		if (rc)
+			continue; /* damaged chunk: problem recorded, go on */
+		r->cur_h = c->h;
+		r->cur_off = c->off;
+		fmt_dec_init(&r->dec, r->raw, c->h.raw_bytes, c->h.first_ticks);
+		r->have_chunk = 1;
+		if (out) {
+			out->offset = c->off;
+			out->sequence = c->h.sequence;
+			out->first_ticks = c->h.first_ticks;
+			out->last_ticks = c->h.last_ticks;
+			out->thread = is_meta ? PT_FMT_META_THREAD : c->h.thread;
+			out->records = c->h.records;
+		}
+		return 1;
+	}
+	return 0;
+}
+
+int pt_reader_next_record(struct pt_reader *r, struct pt_record *out)
+{
+	if (!r->have_chunk)
+		return -PT_ESTATE;
+	int rc = fmt_dec_next(&r->dec, out);
+	if (rc < 0) {
+		problem(r, r->cur_off, "chunk @0x%llx: payload does not decode at byte %llu; rest of chunk dropped",
+			(unsigned long long)r->cur_off, (unsigned long long)(r->dec.pos - r->raw));
+		r->have_chunk = 0;
+	}
+	if (rc == 0)
+		r->have_chunk = 0;
+	return rc;
+}
