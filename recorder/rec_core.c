@@ -567,6 +567,7 @@ pt_recorder *pt_open(const char *path, const struct pt_options *opt)
 		errno = EBUSY;
 		return NULL;
 	}
+	rec_clock_init(); /* PTZ_CLOCK is read at every open */
 	char fpath[4096];
 	int rc = expand_path(path, fpath, sizeof(fpath));
 	if (rc) {
@@ -658,6 +659,14 @@ int pt_close(pt_recorder *r)
 	pthread_mutex_lock(&r->reg_lock);
 	struct rec_ring *g, *tmp;
 	cds_list_for_each_entry_safe(g, tmp, &r->rings, node) {
+		/* keep the totals for pt_stats() after close */
+		atomic_fetch_add_explicit(&r->closed_lost, atomic_load_explicit(&g->lost_records, memory_order_relaxed),
+					  memory_order_relaxed);
+		atomic_fetch_add_explicit(&r->closed_lost_sections,
+					  atomic_load_explicit(&g->lost_sections, memory_order_relaxed),
+					  memory_order_relaxed);
+		atomic_fetch_add_explicit(&r->closed_errors, atomic_load_explicit(&g->errors, memory_order_relaxed),
+					  memory_order_relaxed);
 		cds_list_del_rcu(&g->node);
 		int expect = OWNER_ACTIVE;
 		/* [X1'] the owner frees it from now on; if it already exited

@@ -43,6 +43,9 @@ struct flusher {
 	uint64_t last_repeat_bytes;
 	uint64_t next_clock_ns;
 	uint64_t clock_step_ns;
+	/* ring losses whose LOSS record could not be written (I/O error) and
+	 * whose ring is gone: written with the final tables */
+	uint64_t orphan_lost_records, orphan_lost_sections;
 };
 
 static void io_error(struct pt_recorder *r, int rc, uint64_t lost)
@@ -154,11 +157,12 @@ static void event_flush(struct flusher *f, struct rec_ring *g)
 	struct fmt_enc *e = &f->enc;
 	uint64_t lr = atomic_load_explicit(&g->lost_records, memory_order_relaxed);
 	uint64_t ls = atomic_load_explicit(&g->lost_sections, memory_order_relaxed);
-	if (lr != g->reported_lost_records || ls != g->reported_lost_sections) {
+	uint64_t new_lr = lr - g->reported_lost_records, new_ls = ls - g->reported_lost_sections;
+	uint32_t loss_records = 0;
+	if (new_lr || new_ls) {
 		uint64_t t = e->have_ticks ? e->prev_ticks : rec_ticks();
-		fmt_enc_loss(e, t, lr - g->reported_lost_records, ls - g->reported_lost_sections);
-		g->reported_lost_records = lr;
-		g->reported_lost_sections = ls;
+		fmt_enc_loss(e, t, new_lr, new_ls);
+		loss_records = 1;
 	}
 	if (e->records == 0)
 		return;
@@ -179,10 +183,15 @@ static void event_flush(struct flusher *f, struct rec_ring *g)
 		.last_ticks = e->last_ticks,
 	};
 	int rc = fmt_writer_append(f->r->w, &h, e->buf, (size_t)(e->pos - e->buf), f->r->zstd_level);
-	if (rc)
-		io_error(f->r, rc, e->records);
-	else
-		account(f->r, e->records);
+	if (rc) {
+		/* the application's records are lost; the loss counts stay
+		 * unreported and go into a later chunk */
+		io_error(f->r, rc, e->records - loss_records);
+	} else {
+		account(f->r, e->records - loss_records);
+		g->reported_lost_records = lr;
+		g->reported_lost_sections = ls;
+	}
 	g->seq++; /* a failed chunk leaves a visible sequence gap */
 	fmt_enc_reset(e, f->raw, RAW_CAP);
 }
@@ -250,8 +259,10 @@ static void reap(struct flusher *f, uint64_t now_ns)
 	struct pt_recorder *r = f->r;
 	struct rec_ring *g, *tmp;
 	int any = 0;
-	cds_list_for_each_entry(g, &r->rings, node)
+	urcu_bp_read_lock();
+	cds_list_for_each_entry_rcu(g, &r->rings, node)
 		any |= atomic_load_explicit(&g->owner_state, memory_order_relaxed) == OWNER_EXITED;
+	urcu_bp_read_unlock();
 	if (!any)
 		return;
 	pthread_mutex_lock(&r->reg_lock);
@@ -261,11 +272,12 @@ static void reap(struct flusher *f, uint64_t now_ns)
 		if (atomic_load_explicit(&g->owner_state, memory_order_acquire) != OWNER_EXITED)
 			continue;
 		drain(f, g, now_ns, 1);
-		if (!g->announced && g->seq == 0 && g->head_own == 0) {
-			/* never recorded anything the file knows of */
-		}
 		emit_thread(f, g, g->end_ticks ? g->end_ticks : 1);
 		g->announced = true;
+		f->orphan_lost_records += atomic_load_explicit(&g->lost_records, memory_order_relaxed) -
+					  g->reported_lost_records;
+		f->orphan_lost_sections += atomic_load_explicit(&g->lost_sections, memory_order_relaxed) -
+					   g->reported_lost_sections;
 		atomic_fetch_add_explicit(&r->closed_lost, atomic_load_explicit(&g->lost_records, memory_order_relaxed),
 					  memory_order_relaxed);
 		atomic_fetch_add_explicit(&r->closed_lost_sections,
@@ -297,15 +309,22 @@ static void final_meta(struct flusher *f)
 {
 	struct pt_recorder *r = f->r;
 	emit_tables(f, 0);
+	uint64_t ring_lr = f->orphan_lost_records, ring_ls = f->orphan_lost_sections;
 	struct rec_ring *g;
-	cds_list_for_each_entry(g, &r->rings, node) emit_thread(f, g, 0);
+	urcu_bp_read_lock();
+	cds_list_for_each_entry_rcu(g, &r->rings, node) {
+		emit_thread(f, g, 0);
+		ring_lr += atomic_load_explicit(&g->lost_records, memory_order_relaxed) - g->reported_lost_records;
+		ring_ls += atomic_load_explicit(&g->lost_sections, memory_order_relaxed) - g->reported_lost_sections;
+	}
+	urcu_bp_read_unlock();
 	emit_clock(f);
 	uint64_t t = rec_ticks();
 	uint64_t io = atomic_load_explicit(&r->io_lost_records, memory_order_relaxed);
 	uint64_t ae = atomic_load_explicit(&r->after_exit, memory_order_relaxed);
 	meta_room(f, 64);
-	if (io || ae)
-		fmt_enc_loss(&f->menc, t, io + ae, 0);
+	if (io || ae || ring_lr || ring_ls)
+		fmt_enc_loss(&f->menc, t, io + ae + ring_lr, ring_ls);
 	if (ae)
 		fmt_enc_error(&f->menc, t, PT_ERRC_AFTER_EXIT, ae);
 	int err = atomic_load_explicit(&r->last_io_error, memory_order_relaxed);

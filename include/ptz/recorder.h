@@ -97,7 +97,8 @@ struct pt_metrics {
 
 /**
  * struct pt_stats_info - what a recorder has done so far.
- * @records:       records written to the trace file (decoded count).
+ * @records:       event records (sections, metrics, counters...) written
+ *                 to the trace file; table and clock records not counted.
  * @lost_records:  records that could not be stored: full ring (every record
  *                 of a dropped section counts), records after a thread's
  *                 exit, records drained after an I/O error.
