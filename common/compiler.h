@@ -25,4 +25,22 @@
 #define PT_TESTPOINT(label) ((void)0)
 #endif
 
+/*
+ * PT_TSAN_RELEASE / PT_TSAN_ACQUIRE - tell ThreadSanitizer about a
+ * happens-before edge it cannot see. liburcu 0.13 publishes through
+ * rcu_assign_pointer (cmm_smp_wmb + a plain store) and subscribes through
+ * rcu_dereference (a volatile load): real ordering, but invisible to TSan
+ * (liburcu gains annotations only in 0.15). We annotate our own publish and
+ * subscribe sites instead of suppressing our frames. No-ops elsewhere.
+ */
+#if defined(__SANITIZE_THREAD__)
+void __tsan_acquire(void *addr);
+void __tsan_release(void *addr);
+#define PT_TSAN_RELEASE(p) __tsan_release((void *)(p))
+#define PT_TSAN_ACQUIRE(p) __tsan_acquire((void *)(p))
+#else
+#define PT_TSAN_RELEASE(p) ((void)0)
+#define PT_TSAN_ACQUIRE(p) ((void)0)
+#endif
+
 #endif /* PTZ_COMMON_COMPILER_H */

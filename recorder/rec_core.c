@@ -103,8 +103,8 @@ static PT_COLD struct rec_ring *ring_attach(struct pt_recorder *r, uint64_t gen)
 			free_ring(old); /* its recorder closed: ours to free */
 		rec_tls = NULL;
 	}
-	struct rec_ring *g = aligned_alloc(64, sizeof(*g));
-	if (!g)
+	struct rec_ring *g;
+	if (posix_memalign((void **)&g, REC_LINE, sizeof(*g)) != 0)
 		return NULL;
 	memset(g, 0, sizeof(*g));
 	size_t cap = r->ring_bytes / sizeof(struct rec_slot);
@@ -127,6 +127,7 @@ static PT_COLD struct rec_ring *ring_attach(struct pt_recorder *r, uint64_t gen)
 		return NULL;
 	}
 	g->index = atomic_fetch_add_explicit(&r->next_thread_index, 1, memory_order_relaxed);
+	PT_TSAN_RELEASE(g); /* the ring's fields before its list link (rcu_assign_pointer) */
 	cds_list_add_tail_rcu(&g->node, &r->rings);
 	atomic_fetch_add_explicit(&r->threads, 1, memory_order_relaxed);
 	pthread_mutex_unlock(&r->reg_lock);
@@ -144,7 +145,7 @@ static void ring_retire(void *p)
 	if (!g)
 		return;
 	g->end_ticks = rec_ticks();
-	pthread_getname_np(pthread_self(), g->name, sizeof(g->name));
+	pthread_getname_np(pthread_self(), g->exit_name, sizeof(g->exit_name));
 	int expect = OWNER_ACTIVE;
 	/* [X1] release: end_ticks, name and every slot store before the
 	 * flusher sees the ring as exited. Pairs with [X3] in rec_flush.c. */
@@ -740,6 +741,7 @@ int pt_stats(pt_recorder *r, struct pt_stats_info *out)
 	urcu_bp_read_lock();
 	struct rec_ring *g;
 	cds_list_for_each_entry_rcu(g, &r->rings, node) {
+		PT_TSAN_ACQUIRE(g);
 		lost += atomic_load_explicit(&g->lost_records, memory_order_relaxed);
 		lost_sec += atomic_load_explicit(&g->lost_sections, memory_order_relaxed);
 		errs += atomic_load_explicit(&g->errors, memory_order_relaxed);

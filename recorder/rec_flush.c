@@ -102,11 +102,11 @@ static void emit_clock(struct flusher *f)
 	fmt_enc_clock(&f->menc, t, mono, real, br);
 }
 
-static void emit_thread(struct flusher *f, struct rec_ring *g, uint64_t end_ticks)
+/* @name: g->name, or g->exit_name once OWNER_EXITED was acquired */
+static void emit_thread(struct flusher *f, struct rec_ring *g, uint64_t end_ticks, const char *name)
 {
 	meta_room(f, 64 + sizeof(g->name));
-	fmt_enc_thread(&f->menc, g->index, g->tid, g->start_ticks, end_ticks, g->name,
-		       strnlen(g->name, sizeof(g->name)));
+	fmt_enc_thread(&f->menc, g->index, g->tid, g->start_ticks, end_ticks, name, strnlen(name, sizeof(g->name)));
 }
 
 /* Emits strings/domains not yet in this file (all of them if @all). */
@@ -148,7 +148,11 @@ static void emit_repeat_if_due(struct flusher *f)
 	f->last_repeat_bytes = out;
 	emit_tables(f, 1);
 	struct rec_ring *g;
-	cds_list_for_each_entry_rcu(g, &f->r->rings, node) if (g->announced) emit_thread(f, g, 0);
+	cds_list_for_each_entry_rcu(g, &f->r->rings, node) {
+		PT_TSAN_ACQUIRE(g);
+		if (g->announced)
+			emit_thread(f, g, 0, g->name);
+	}
 }
 
 /* Appends the event chunk in f->enc for ring @g. */
@@ -170,7 +174,7 @@ static void event_flush(struct flusher *f, struct rec_ring *g)
 	 * was published, so emit_tables() sees it */
 	emit_tables(f, 0);
 	if (!g->announced) {
-		emit_thread(f, g, 0);
+		emit_thread(f, g, 0, g->name);
 		g->announced = true;
 	}
 	meta_flush(f, 0);
@@ -260,8 +264,10 @@ static void reap(struct flusher *f, uint64_t now_ns)
 	struct rec_ring *g, *tmp;
 	int any = 0;
 	urcu_bp_read_lock();
-	cds_list_for_each_entry_rcu(g, &r->rings, node)
+	cds_list_for_each_entry_rcu(g, &r->rings, node) {
+		PT_TSAN_ACQUIRE(g);
 		any |= atomic_load_explicit(&g->owner_state, memory_order_relaxed) == OWNER_EXITED;
+	}
 	urcu_bp_read_unlock();
 	if (!any)
 		return;
@@ -272,7 +278,7 @@ static void reap(struct flusher *f, uint64_t now_ns)
 		if (atomic_load_explicit(&g->owner_state, memory_order_acquire) != OWNER_EXITED)
 			continue;
 		drain(f, g, now_ns, 1);
-		emit_thread(f, g, g->end_ticks ? g->end_ticks : 1);
+		emit_thread(f, g, g->end_ticks ? g->end_ticks : 1, g->exit_name[0] ? g->exit_name : g->name);
 		g->announced = true;
 		f->orphan_lost_records += atomic_load_explicit(&g->lost_records, memory_order_relaxed) -
 					  g->reported_lost_records;
@@ -313,7 +319,8 @@ static void final_meta(struct flusher *f)
 	struct rec_ring *g;
 	urcu_bp_read_lock();
 	cds_list_for_each_entry_rcu(g, &r->rings, node) {
-		emit_thread(f, g, 0);
+		PT_TSAN_ACQUIRE(g);
+		emit_thread(f, g, 0, g->name);
 		ring_lr += atomic_load_explicit(&g->lost_records, memory_order_relaxed) - g->reported_lost_records;
 		ring_ls += atomic_load_explicit(&g->lost_sections, memory_order_relaxed) - g->reported_lost_sections;
 	}
@@ -351,6 +358,7 @@ static void *flusher_main(void *arg)
 		urcu_bp_read_lock();
 		struct rec_ring *g;
 		cds_list_for_each_entry_rcu(g, &r->rings, node) {
+			PT_TSAN_ACQUIRE(g);
 			uint64_t head = atomic_load_explicit(&g->head, memory_order_relaxed);
 			uint64_t fill = (head - g->tail_own) * 16 / g->cap;
 			busiest = PT_MAX(busiest, fill);

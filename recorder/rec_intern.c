@@ -62,8 +62,10 @@ static uint32_t find(const struct key *k, unsigned long h)
 	urcu_bp_read_lock();
 	cds_lfht_lookup(table, h, match, k, &it);
 	struct cds_lfht_node *n = cds_lfht_iter_get_node(&it);
-	if (n)
+	if (n) {
+		PT_TSAN_ACQUIRE(n);
 		id = caa_container_of(n, struct rec_str, node)->id;
+	}
 	urcu_bp_read_unlock();
 	return id;
 }
@@ -104,6 +106,7 @@ static uint32_t insert(const struct key *k, unsigned long h)
 	 * [I4] in rec_intern_next_id(). */
 	atomic_store_explicit(&next_id, id + 1, memory_order_release);
 	cds_lfht_node_init(&s->node);
+	PT_TSAN_RELEASE(&s->node); /* node contents before cds_lfht_add publishes it */
 	urcu_bp_read_lock();
 	cds_lfht_add(table, h, &s->node);
 	urcu_bp_read_unlock();

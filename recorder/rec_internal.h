@@ -40,6 +40,7 @@
 #include <stdalign.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h> /* offsetof */
 #include <stdint.h>
 
 #include <urcu-bp.h>        /* must precede the cds headers: selects the flavor */
@@ -79,42 +80,69 @@ enum rec_owner_state {
 	OWNER_DETACHED = 2  /* recorder closed; the thread frees the ring */
 };
 
+/*
+ * Cache-line groups are padded unions rather than alignas(64) members: the
+ * urcu list macros compute container_of() of the list head (which lives in
+ * struct pt_recorder), and a 64-byte-aligned type would make that pointer
+ * formally misaligned. Rings are allocated with aligned_alloc(64), so each
+ * group below starts on its own cache line (static-asserted).
+ */
+#define REC_LINE 64
 struct rec_ring {
 	/* --- owner-hot: written and read only by the owning thread --- */
-	alignas(64) struct rec_slot *slots;
-	uint64_t mask;            /* capacity - 1 */
-	uint64_t cap;
-	uint64_t head_own;        /* owner's copy of head */
-	uint64_t tail_cache;      /* owner's last view of tail */
-	uint64_t gen;             /* recorder generation this ring belongs to */
-	uint32_t depth;           /* recorded sections open */
-	uint32_t skip_depth;      /* >0: inside a skipped section */
-	bool skip_lost;           /* the skip is a loss (else: disabled) */
-	uint32_t open_ids[REC_STOP_STACK];
+	union {
+		struct {
+			struct rec_slot *slots;
+			uint64_t mask;            /* capacity - 1 */
+			uint64_t cap;
+			uint64_t head_own;        /* owner's copy of head */
+			uint64_t tail_cache;      /* owner's last view of tail */
+			uint64_t gen;             /* recorder generation this ring belongs to */
+			uint32_t depth;           /* recorded sections open */
+			uint32_t skip_depth;      /* >0: inside a skipped section */
+			bool skip_lost;           /* the skip is a loss (else: disabled) */
+			uint32_t open_ids[REC_STOP_STACK];
+		};
+		char owner_line_[6 * REC_LINE];
+	};
 
 	/* --- producer-published: owner writes, flusher/stats read --- */
-	alignas(64) _Atomic uint64_t head;       /* [P1] release / [C1] acquire */
-	_Atomic uint64_t lost_records;           /* owner: relaxed load+store (single writer); readers relaxed */
-	_Atomic uint64_t lost_sections;          /* idem */
-	_Atomic uint64_t errors;                 /* idem */
-	_Atomic int owner_state;                 /* enum rec_owner_state; CAS by owner and pt_close */
+	union {
+		struct {
+			_Atomic uint64_t head;          /* [P1] release / [C1] acquire */
+			_Atomic uint64_t lost_records;  /* owner: relaxed load+store (single writer); readers relaxed */
+			_Atomic uint64_t lost_sections; /* idem */
+			_Atomic uint64_t errors;        /* idem */
+			_Atomic int owner_state;        /* enum rec_owner_state; CAS by owner and pt_close */
+		};
+		char pub_line_[REC_LINE];
+	};
 
 	/* --- consumer: flusher writes; owner reads tail --- */
-	alignas(64) _Atomic uint64_t tail;       /* [C2] release / [P2] acquire */
-	uint64_t tail_own;        /* flusher's copy */
-	uint64_t seq;             /* next chunk sequence number */
-	uint64_t reported_lost_records, reported_lost_sections;
-	uint64_t last_drain_ns;
-	bool announced;           /* thread record written */
+	union {
+		struct {
+			_Atomic uint64_t tail;    /* [C2] release / [P2] acquire */
+			uint64_t tail_own;        /* flusher's copy */
+			uint64_t seq;             /* next chunk sequence number */
+			uint64_t reported_lost_records, reported_lost_sections;
+			uint64_t last_drain_ns;
+			bool announced;           /* thread record written */
+		};
+		char cons_line_[REC_LINE];
+	};
 
 	/* --- set at registration, read by anyone --- */
 	uint32_t index, tid;
 	uint64_t start_ticks;
 	uint64_t end_ticks;       /* written by the owner before OWNER_EXITED (release) */
-	char name[32];
+	char name[32];            /* at registration; immutable afterwards */
+	char exit_name[32];       /* at exit, before OWNER_EXITED (release): names set later */
 	struct cds_list_head node;
 	struct rcu_head rcu;
 };
+_Static_assert(offsetof(struct rec_ring, head) % REC_LINE == 0, "producer group on its own line");
+_Static_assert(offsetof(struct rec_ring, tail) % REC_LINE == 0, "consumer group on its own line");
+_Static_assert(offsetof(struct rec_ring, index) % REC_LINE == 0, "shared group on its own line");
 
 struct pt_recorder {
 	/* read on every hot-path call */

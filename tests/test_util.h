@@ -56,7 +56,7 @@ static inline int tu_scale(int pct_of)
 	return v < 1 ? 1 : (int)v;
 }
 
-/* One thread's records, in file order. */
+/* One thread's records, in file order (LOSS records are summed in tu_trace). */
 struct tu_thread {
 	uint32_t index;
 	struct pt_record *recs;
@@ -104,10 +104,10 @@ static inline void tu_read(const char *path, struct tu_trace *tr)
 			}
 			if (rec.kind == PT_REC_ERROR && rec.aux != PT_ERRC_IO)
 				tr->errors += rec.value;
-			if (!t)
+			/* LOSS records are the recorder's bookkeeping, summed above */
+			if (!t || rec.kind == PT_REC_LOSS)
 				continue;
-			if (rec.kind != PT_REC_LOSS)
-				tr->event_records++; /* LOSS records are the recorder's bookkeeping */
+			tr->event_records++;
 			if (t->n == t->cap) {
 				t->cap = t->cap ? t->cap * 2 : 1024;
 				t->recs = realloc(t->recs, t->cap * sizeof(*t->recs));

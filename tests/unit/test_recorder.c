@@ -331,7 +331,7 @@ static void check_full_disk_trace(const char *path, pt_recorder *r, uint64_t emi
 {
 	struct pt_stats_info st;
 	pt_stats(r, &st);
-	print_message("emitted %llu written %llu lost %llu bytes %llu close %d\n", (unsigned long long)emitted,
+	print_message("# emitted %llu written %llu lost %llu bytes %llu close %d\n", (unsigned long long)emitted,
 		      (unsigned long long)st.records, (unsigned long long)st.lost_records,
 		      (unsigned long long)st.bytes_written, close_rc);
 	assert_int_equal(close_rc, -ENOSPC);
@@ -372,13 +372,13 @@ static void test_disk_full_real_tmpfs(void **state)
 {
 	(void)state;
 	if (geteuid() != 0) {
-		print_message("not root: the real-tmpfs full-disk case is skipped\n");
+		print_message("# not root: the real-tmpfs full-disk case is skipped\n");
 		skip();
 	}
 	const char *dir = tu_path("tmpfs");
 	mkdir(dir, 0700);
 	if (mount("tmpfs", dir, "tmpfs", 0, "size=1m") != 0) {
-		print_message("mount tmpfs failed (%s): skipped\n", strerror(errno));
+		print_message("# mount tmpfs failed (%s): skipped\n", strerror(errno));
 		skip();
 	}
 	char path[4300];

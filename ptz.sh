@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# ptz.sh - the README's two commands.
+#   ./ptz.sh demo   install what is missing, build, record real workloads, report
+#   ./ptz.sh test   install what is missing, build, run every test suite
+# Extra arguments after 'test' go to `meson test` (e.g. --suite unit).
+set -euo pipefail
+cd "$(dirname "$0")"
+BUILD=${PTZ_BUILD_DIR:-build}
+
+# PTZ_MESON_ARGS: extra `meson setup` options (CI adds -Dwerror=true).
+configure() {
+	./setup.sh
+	if [ -f "$BUILD/build.ninja" ]; then
+		meson setup --reconfigure "$BUILD" ${PTZ_MESON_ARGS:-} >/dev/null
+	else
+		meson setup "$BUILD" ${PTZ_MESON_ARGS:-} >/dev/null
+	fi
+	ninja -C "$BUILD" >/dev/null
+}
+
+# Prints "N passed, N failed, N skipped" from a build dir's meson test log.
+summary() {
+	python3 - "$1/meson-logs/testlog.json" <<'PY'
+import json, sys
+p = f = s = 0
+for line in open(sys.argv[1]):
+    r = json.loads(line)["result"]
+    if r in ("OK", "EXPECTEDFAIL"): p += 1
+    elif r == "SKIP": s += 1
+    else: f += 1
+print(f"{p} passed, {f} failed, {s} skipped")
+PY
+}
+
+case "${1:-}" in
+test)
+	shift
+	configure
+	rc=0
+	meson test -C "$BUILD" --print-errorlogs --num-processes 2 "$@" || rc=$?
+	summary "$BUILD"
+	exit $rc
+	;;
+demo)
+	configure
+	exec "$BUILD/examples/ptz-demo" "$BUILD"
+	;;
+*)
+	echo "usage: $0 test [meson test args...] | demo" >&2
+	exit 2
+	;;
+esac
