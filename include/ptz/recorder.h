@@ -293,23 +293,20 @@ PT_API uint64_t pt_flops_matmul(uint64_t m, uint64_t n, uint64_t k);
 
 /**
  * pt_flops_einsum() - FLOPs of an einsum, counted exactly like
- * numpy.einsum_path's naive count (numpy/core/einsumfunc.py,
- * _flop_count): size of the full index space × (max(1, operands − 1), plus 1
- * if some index is summed over, i.e. appears in an input but not in the
- * output... ) — precisely: size × max(1, n_operands − 1) × ... see below.
- *
- * numpy computes: overall_size = product of the sizes of all distinct
- * indices; op_factor = max(1, n_operands − 1); op_factor += 1 if an index
- * is contracted (appears in the inputs and not in the output, which
- * numpy's naive path marks "inner"); result = overall_size × op_factor.
- * @spec: "ik,ijk,jk->" style; the "->out" part is optional (implicit output:
- *        indices that appear once, in alphabetical order, as numpy does);
- *        letters a-z and A-Z; no "...".
+ * numpy.einsum_path's naive count (numpy/core/einsumfunc.py, _flop_count):
+ * size × (max(1, n_operands − 1) + inner), where size is the product of the
+ * sizes of all distinct input indices and inner is 1 when some index appears
+ * in two or more operands (numpy: sum of each operand's distinct indices >
+ * number of distinct indices), else 0. The output subscripts do not enter
+ * the count: "ij->" counts 1·I·J, "ij,ij->ij" counts 2·I·J.
+ * @spec: "ik,ijk,jk->" style; the "->out" part is optional (implicit output,
+ *        as numpy); letters a-z and A-Z; spaces ignored; no "...".
  * @dims: each operand's subscript sizes in order, e.g. "ik,ijk,jk->" takes
  *        {I,K, I,J,K, J,K}; must hold one entry per subscript letter of the
  *        inputs. May be NULL only if the spec has no subscripts.
- * Return: the FLOP count; 0 for a malformed spec or inconsistent sizes;
- *         saturates at UINT64_MAX.
+ * Return: the FLOP count; 0 for a malformed spec or inconsistent sizes
+ *         (unlike numpy, a size-1 dimension is not broadcast); saturates at
+ *         UINT64_MAX.
  */
 PT_API uint64_t pt_flops_einsum(const char *spec, const int64_t *dims);
 
@@ -355,7 +352,8 @@ PT_API void pt__scope_end(struct pt__scope *s);
 
 #define PT__CAT2(a, b) a##b
 #define PT__CAT(a, b) PT__CAT2(a, b)
-#define PT__UNIQ(base) PT__CAT(base, __LINE__)
+/* __COUNTER__ (GCC, Clang): unique even for two uses on one line. */
+#define PT__UNIQ(base) PT__CAT(base, __COUNTER__)
 
 /* Interns once per call site; relaxed atomics because every thread that
  * races stores the same process-global id. */
@@ -373,21 +371,23 @@ PT_API void pt__scope_end(struct pt__scope *s);
 #ifdef __cplusplus
 } /* extern "C" */
 
-/* C++: a destructor closes the section. The trailing 0u the macros append
- * keeps the argument list non-empty; @pad absorbs it when all three metrics
- * are given. */
+/* C++: a destructor closes the section. The metrics are a braced aggregate,
+ * so they may be positional (read_bytes, written_bytes, flops; any prefix)
+ * or, from C++20, designated; the default member initializers keep
+ * -Wmissing-field-initializers quiet for the fields left out. */
+struct pt__cxx_metrics {
+	uint64_t read_bytes = 0, written_bytes = 0, flops = 0;
+};
 struct pt__cxx_scope {
 	pt__scope s;
-	pt__cxx_scope(pt_recorder *r, uint32_t id, uint64_t rb, uint64_t wb = 0, uint64_t fl = 0,
-		      unsigned pad = 0)
+	pt__cxx_scope(pt_recorder *r, uint32_t id, const pt__cxx_metrics &m)
 	{
-		(void)pad;
 		s.r = r;
 		s.id = id;
 		s.once = 1;
-		s.read_bytes = rb;
-		s.written_bytes = wb;
-		s.flops = fl;
+		s.read_bytes = m.read_bytes;
+		s.written_bytes = m.written_bytes;
+		s.flops = m.flops;
 		pt__scope_begin(&s);
 	}
 	~pt__cxx_scope() { pt__scope_end(&s); }
@@ -395,9 +395,11 @@ struct pt__cxx_scope {
 	pt__cxx_scope &operator=(const pt__cxx_scope &) = delete;
 };
 #define PT__SECTION_IMPL(var, pt__r_, pt__name_, ...)                                          \
-	for (pt__cxx_scope var((pt__r_), PT__SITE_ID(pt__r_, pt__name_), __VA_ARGS__); var.s.once; var.s.once = 0)
-#define PT__SCOPE_IMPL(var, pt__r_, pt__name_, ...) pt__cxx_scope var((pt__r_), PT__SITE_ID(pt__r_, pt__name_), __VA_ARGS__)
-#define PT__TAIL 0u
+	for (pt__cxx_scope var((pt__r_), PT__SITE_ID(pt__r_, pt__name_), pt__cxx_metrics{ __VA_ARGS__ }); \
+	     var.s.once; var.s.once = 0)
+#define PT__SCOPE_IMPL(var, pt__r_, pt__name_, ...) \
+	pt__cxx_scope var((pt__r_), PT__SITE_ID(pt__r_, pt__name_), pt__cxx_metrics{ __VA_ARGS__ })
+#define PT__TAIL
 #else
 /* The metrics fields come last in struct pt__scope so that C designators
  * after .once are in declaration order; the trailing empty argument keeps
@@ -414,8 +416,20 @@ struct pt__cxx_scope {
 #endif
 
 #if defined(PT_DISABLE)
-#define PT_SECTION(...) for (int PT__UNIQ(pt__off_) = 1; PT__UNIQ(pt__off_); PT__UNIQ(pt__off_) = 0)
-#define PT_SCOPE(...) ((void)0)
+/* The arguments stay in an unevaluated sizeof: no code, no side effects,
+ * but variables that only feed the macros are not reported unused. */
+#ifdef __cplusplus
+#define PT__OFF_USE(pt__r_, pt__name_, ...) \
+	((void)sizeof(pt__r_), (void)sizeof(pt__name_), (void)sizeof(pt__cxx_metrics{ __VA_ARGS__ }))
+#else
+#define PT__OFF_USE(pt__r_, pt__name_, ...) \
+	((void)sizeof(pt__r_), (void)sizeof(pt__name_), \
+	 (void)sizeof((struct pt__scope){ .r = 0, .id = 0, .once = 1, __VA_ARGS__ }))
+#endif
+/* One PT__UNIQ() per expansion: every __COUNTER__ read is a new number. */
+#define PT__OFF_SECTION(var, ...) for (int var = (PT__OFF_USE(__VA_ARGS__, PT__TAIL), 1); var; var = 0)
+#define PT_SECTION(...) PT__OFF_SECTION(PT__UNIQ(pt__off_), __VA_ARGS__)
+#define PT_SCOPE(...) PT__OFF_USE(__VA_ARGS__, PT__TAIL)
 #else
 #define PT_SECTION(...) PT__SECTION_IMPL(PT__UNIQ(pt__sec_), __VA_ARGS__, PT__TAIL)
 #define PT_SCOPE(...) PT__SCOPE_IMPL(PT__UNIQ(pt__scp_), __VA_ARGS__, PT__TAIL)
