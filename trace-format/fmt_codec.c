@@ -247,8 +247,10 @@ static int dec_lp(struct fmt_dec *d, uint8_t tag, struct pt_record *o)
 		o->ticks = f[4];
 		break;
 	}
-	o->str = (const char *)p;
-	o->str_len = (uint32_t)(end - p);
+	if (tag == PT_REC_STRING || tag == PT_REC_DOMAIN || tag == PT_REC_THREAD) {
+		o->str = (const char *)p;
+		o->str_len = (uint32_t)(end - p);
+	}
 	return 1;
 }
 

@@ -178,6 +178,8 @@ static int load_payload(struct pt_reader *r, uint64_t off, const struct fmt_chun
 	return 0;
 }
 
+static const char no_name[] = ""; /* names not pointing here are owned */
+
 static struct pt_thread_info *thread_slot(struct pt_reader *r, uint32_t index)
 {
 	for (size_t i = 0; i < r->nthreads; i++)
@@ -188,7 +190,7 @@ static struct pt_thread_info *thread_slot(struct pt_reader *r, uint32_t index)
 	struct pt_thread_info *t = &r->threads[r->nthreads++];
 	memset(t, 0, sizeof(*t));
 	t->index = index;
-	t->name = "";
+	t->name = no_name;
 	return t;
 }
 
@@ -254,7 +256,7 @@ static void meta_record(struct pt_reader *r, const struct pt_record *rec)
 			t->start_ticks = rec->ticks;
 		if (rec->value2)
 			t->end_ticks = rec->value2;
-		if (rec->str_len && t->name[0] == 0) {
+		if (rec->str_len && t->name == no_name) {
 			char *n = dup_bytes(rec->str, rec->str_len);
 			if (n)
 				t->name = n;
@@ -351,14 +353,25 @@ static void build_clock(struct pt_reader *r)
 		problem(r, 0, "clock: fewer than two calibration points; durations assume 1 tick = 1 ns");
 }
 
+/* Converts a double ns value to uint64_t, clamped (crafted clock tables
+ * must not cause undefined conversions). */
+static uint64_t clamp_ns(double v)
+{
+	if (!(v > 0.0))
+		return 0;
+	if (v >= 18446744073709549568.0)
+		return UINT64_MAX;
+	return (uint64_t)(v + 0.5);
+}
+
 uint64_t pt_reader_ticks_to_ns(const struct pt_reader *r, uint64_t t)
 {
 	if (r->info.clock_source == 3 || r->nclocks == 0)
 		return t;
 	const struct rd_clock *c = r->clocks;
 	size_t n = r->nclocks;
-	if (n == 1)
-		return c[0].ns + (uint64_t)((double)((int64_t)(t - c[0].ticks)));
+	if (n == 1) /* one point: 1 tick = 1 ns (a problem was recorded) */
+		return clamp_ns((double)c[0].ns + ((double)t - (double)c[0].ticks));
 	size_t lo = 0, hi = n - 1; /* segment [lo, lo+1] containing t, clamped to the ends */
 	if (t <= c[0].ticks)
 		hi = 1;
@@ -375,10 +388,8 @@ uint64_t pt_reader_ticks_to_ns(const struct pt_reader *r, uint64_t t)
 	}
 	if (hi != lo + 1)
 		hi = lo + 1;
-	double slope = (double)(c[hi].ns - c[lo].ns) / (double)(c[hi].ticks - c[lo].ticks);
-	double d = (double)(int64_t)(t - c[lo].ticks) * slope;
-	int64_t ns = (int64_t)c[lo].ns + (int64_t)(d < 0 ? d - 0.5 : d + 0.5);
-	return ns < 0 ? 0 : (uint64_t)ns;
+	double slope = ((double)c[hi].ns - (double)c[lo].ns) / ((double)c[hi].ticks - (double)c[lo].ticks);
+	return clamp_ns((double)c[lo].ns + ((double)t - (double)c[lo].ticks) * slope);
 }
 
 double pt_reader_ns_per_tick(const struct pt_reader *r)
@@ -510,8 +521,14 @@ int pt_reader_open(const char *path, struct pt_reader **out)
 		pt_reader_close(r);
 		return -ENOMEM;
 	}
+	rc = r->info.file_bytes >= PT_FMT_HEADER_BYTES ? pread_full(r->fd, h, PT_FMT_HEADER_BYTES, 0) : 0;
+	if (rc < 0 && rc > -PT_EBASE) { /* not a short file: the OS said no (EISDIR, EIO...) */
+		free(h);
+		pt_reader_close(r);
+		return rc;
+	}
 	*out = r;
-	if (r->info.file_bytes < PT_FMT_HEADER_BYTES || pread_full(r->fd, h, PT_FMT_HEADER_BYTES, 0)) {
+	if (r->info.file_bytes < PT_FMT_HEADER_BYTES || rc) {
 		snprintf(r->errmsg, sizeof(r->errmsg), "header @0x0: file has %llu bytes, the header needs %u",
 			 (unsigned long long)r->info.file_bytes, PT_FMT_HEADER_BYTES);
 		free(h);
@@ -591,7 +608,7 @@ void pt_reader_close(struct pt_reader *r)
 		free(r->domains[i]);
 	free(r->domains);
 	for (size_t i = 0; i < r->nthreads; i++)
-		if (r->threads[i].name[0])
+		if (r->threads[i].name != no_name)
 			free((char *)r->threads[i].name);
 	free(r->threads);
 	free(r->clocks);

@@ -85,15 +85,18 @@ struct pt_reader;
 
 /**
  * struct pt_record - one decoded record.
- * @ticks:   absolute tick value; for METRIC/TRANSFER the tick of the
- *           preceding timed record of the same thread (they carry no time).
+ * @ticks:   absolute tick value. METRIC and TRANSFER carry no time of their
+ *           own: they report the preceding timed record of the same chunk,
+ *           or the chunk's first tick when none precedes them (0 in a chunk
+ *           without timed records). Attribute them by nesting, not time.
  * @value:   kind-specific 64-bit payload (see enum pt_record_kind).
  * @value2:  second payload word.
  * @id:      section, counter, string, domain or thread id.
  * @aux:     metric kind, direction, error code, domain, or clock bracket.
  * @kind:    enum pt_record_kind.
- * @str:     meta records only: name bytes (not NUL-terminated), valid until
- *           the next call on the reader; NULL otherwise.
+ * @str:     STRING, DOMAIN and THREAD records only: name bytes (not
+ *           NUL-terminated), valid until the next call on the reader; NULL
+ *           for every other kind.
  * @str_len: length of @str in bytes.
  */
 struct pt_record {
@@ -166,9 +169,12 @@ struct pt_thread_info {
  *
  * Context: any thread; blocking file I/O; allocates.
  * Return: 0 on success, also when damaged regions were skipped (see
- *         pt_reader_problem_count()); -errno if the file cannot be opened or
- *         read (*out = NULL); -PT_ECORRUPT if the header is unreadable or
- *         fails its checksum, -PT_EVERSION for an unknown major version,
+ *         pt_reader_problem_count()). A header that fails its checksum is
+ *         such a problem, not a failure: its process metadata is ignored
+ *         and every chunk, checked on its own, is still read. -errno if the
+ *         file cannot be opened or read (*out = NULL); -PT_ECORRUPT if the
+ *         magic is not a .ptz magic, -PT_EVERSION for a major version other
+ *         than PT_FMT_VERSION_MAJOR in a header whose checksum holds,
  *         -PT_ETRUNCATED if the file is shorter than its header (*out set,
  *         with the message).
  */

@@ -391,6 +391,55 @@ static void test_reader_open_missing_file_errno(void **state)
 	assert_string_equal(pt_strerror(-ENOENT), "No such file or directory");
 }
 
+static void test_reader_open_directory_is_errno(void **state)
+{
+	(void)state;
+	struct pt_reader *rd = (struct pt_reader *)1;
+	assert_int_equal(pt_reader_open(tu_tmpdir(), &rd), -EISDIR);
+	assert_null(rd);
+}
+
+/* Crafted tables: a clock slope of 2^62 ns per tick, one point only, a
+ * thread name starting with NUL. Under UBSan/ASan these caught undefined
+ * float->int conversions and a leaked name. */
+static void test_reader_crafted_tables_are_safe(void **state)
+{
+	(void)state;
+	const char *path = tu_path("crafted.ptz");
+	struct fmt_writer_hdr hd = { .clock_source = 1 };
+	struct fmt_writer *w;
+	assert_int_equal(fmt_writer_open(path, &hd, &w), 0);
+	uint8_t buf[256];
+	struct fmt_enc e;
+	fmt_enc_reset(&e, buf, sizeof(buf));
+	fmt_enc_clock(&e, 0, 0, 0, 1);
+	fmt_enc_clock(&e, 1, 1ull << 62, 0, 1);
+	fmt_enc_thread(&e, 0, 10, 5, 0, "\0x", 2);
+	fmt_enc_thread(&e, 0, 10, 5, 0, "\0y", 2);
+	struct fmt_chunk_hdr mh = { .kind = FMT_CHUNK_META, .thread = PT_FMT_META_THREAD, .records = e.records };
+	assert_int_equal(fmt_writer_append(w, &mh, buf, (size_t)(e.pos - buf), 1), 0);
+	assert_int_equal(fmt_writer_close(w), 0);
+	struct pt_reader *rd;
+	assert_int_equal(pt_reader_open(path, &rd), 0);
+	assert_int_equal(pt_reader_ticks_to_ns(rd, 100), UINT64_MAX); /* clamped, not undefined */
+	assert_int_equal(pt_reader_ticks_to_ns(rd, 0), 0);
+	pt_reader_close(rd);
+
+	/* a single calibration point: 1 tick = 1 ns, clamped at 0 below it */
+	path = tu_path("onepoint.ptz");
+	assert_int_equal(fmt_writer_open(path, &hd, &w), 0);
+	fmt_enc_reset(&e, buf, sizeof(buf));
+	fmt_enc_clock(&e, 5000, 9000, 0, 1);
+	mh.records = e.records;
+	assert_int_equal(fmt_writer_append(w, &mh, buf, (size_t)(e.pos - buf), 1), 0);
+	assert_int_equal(fmt_writer_close(w), 0);
+	assert_int_equal(pt_reader_open(path, &rd), 0);
+	assert_int_equal(pt_reader_ticks_to_ns(rd, 10), 4010);
+	assert_int_equal(pt_reader_ticks_to_ns(rd, 6000), 10000);
+	assert_true(pt_reader_problem_count(rd) >= 1); /* the single point is reported */
+	pt_reader_close(rd);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -401,6 +450,8 @@ int main(void)
 		cmocka_unit_test(test_chunk_hdr_roundtrip_and_rejects),
 		cmocka_unit_test(test_writer_reader_file_roundtrip),
 		cmocka_unit_test(test_reader_open_missing_file_errno),
+		cmocka_unit_test(test_reader_open_directory_is_errno),
+		cmocka_unit_test(test_reader_crafted_tables_are_safe),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
