@@ -157,6 +157,7 @@ static int load_payload(struct pt_reader *r, uint64_t off, const struct fmt_chun
 		return rc;
 	}
 	if (XXH3_64bits(r->stored, h->stored_bytes) != h->payload_xxh) {
+		r->info.damaged_chunks++;
 		problem(r, off, "chunk @0x%llx: payload checksum mismatch", (unsigned long long)off);
 		return -PT_ECHECKSUM;
 	}
@@ -166,11 +167,13 @@ static int load_payload(struct pt_reader *r, uint64_t off, const struct fmt_chun
 	}
 	unsigned long long fcs = ZSTD_getFrameContentSize(r->stored, h->stored_bytes);
 	if (fcs != h->raw_bytes) {
+		r->info.damaged_chunks++;
 		problem(r, off, "chunk @0x%llx: zstd frame size disagrees with header", (unsigned long long)off);
 		return -PT_ECORRUPT;
 	}
 	size_t n = ZSTD_decompressDCtx(r->dctx, r->raw, h->raw_bytes, r->stored, h->stored_bytes);
 	if (ZSTD_isError(n) || n != h->raw_bytes) {
+		r->info.damaged_chunks++;
 		problem(r, off, "chunk @0x%llx: decompression failed: %s", (unsigned long long)off,
 			ZSTD_isError(n) ? ZSTD_getErrorName(n) : "short output");
 		return -PT_ECORRUPT;
@@ -285,9 +288,11 @@ static void decode_meta(struct pt_reader *r, uint64_t off, const struct fmt_chun
 	fmt_dec_init(&d, r->raw, h->raw_bytes, h->first_ticks);
 	while ((rc = fmt_dec_next(&d, &rec)) == 1)
 		meta_record(r, &rec);
-	if (rc < 0)
+	if (rc < 0) {
+		r->info.damaged_chunks++;
 		problem(r, off, "chunk @0x%llx: meta payload does not decode at byte %llu", (unsigned long long)off,
 			(unsigned long long)(d.pos - r->raw));
+	}
 }
 
 /* Scans forward from @from for a valid chunk header. Returns its offset or @limit. */
@@ -712,6 +717,7 @@ int pt_reader_next_record(struct pt_reader *r, struct pt_record *out)
 		return -PT_ESTATE;
 	int rc = fmt_dec_next(&r->dec, out);
 	if (rc < 0) {
+		r->info.damaged_chunks++;
 		problem(r, r->cur_off, "chunk @0x%llx: payload does not decode at byte %llu; rest of chunk dropped",
 			(unsigned long long)r->cur_off, (unsigned long long)(r->dec.pos - r->raw));
 		r->have_chunk = 0;

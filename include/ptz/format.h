@@ -131,6 +131,8 @@ struct pt_trace_info {
 	uint64_t stored_bytes;        /* sum of stored payload sizes */
 	uint64_t torn_tail_offset;    /* file offset where a torn tail begins, or UINT64_MAX */
 	uint64_t corrupt_regions;     /* damaged regions skipped (not counting a torn tail) */
+	uint64_t damaged_chunks;      /* chunks whose payload failed its checksum,
+				       * decompression or decoding (counted when met) */
 };
 
 /** struct pt_chunk_info - one chunk, as its header describes it. */

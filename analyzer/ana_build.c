@@ -1,0 +1,558 @@
+/*
+ * analyzer/ana_build.c - one streaming pass over a trace: rebuild nested
+ * sections per thread and aggregate them by call path and by name.
+ *
+ * Per thread: a stack of open frames. BEGIN pushes the call-path node
+ * child(top, id); END pops it and folds its duration, self time
+ * (duration minus the children's durations), metrics and transfers into the
+ * node's aggregate and into the flat by-name aggregate. A metric or
+ * transfer belongs to the innermost open frame; at END the frame's
+ * inclusive amounts roll up into its parent (doc/analyzer-output.md §2).
+ *
+ * Recursion: the flat by-name total adds a section's inclusive time only
+ * when no other section of the same name is open below it on the stack
+ * (open_by_id counts them), so a section nested in itself is not counted
+ * twice. Self time and counts always add.
+ *
+ * Misuse and damage: an END that does not match the innermost section
+ * closes it if the name is open deeper (the frames above count as
+ * unmatched), else it is counted and ignored; a per-thread chunk sequence
+ * gap drops the open stack (its frames count as lost to the gap); frames
+ * still open at the end are counted, not aggregated. A LOSS record marks
+ * every frame open at that point: their rows are flagged.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analyzer/ana.h"
+
+struct frame {
+	uint32_t node, id;
+	uint64_t start, child_ticks;
+	uint64_t metric_self[ANA_NMETRIC], metric_incl[ANA_NMETRIC];
+	uint64_t xfer_self[ANA_DIRS], xfer_incl[ANA_DIRS], xfer_count[ANA_DIRS];
+	bool lossy;
+};
+
+struct tstate {
+	struct frame *st;
+	uint32_t depth, cap;
+	uint32_t *open_by_id;
+	uint32_t nopen;
+	struct ana_agg *flat; /* by name id */
+	uint32_t nflat;
+	uint64_t next_seq;
+	bool seen;
+	uint64_t first_ticks, last_ticks;
+};
+
+uint32_t ana_tree_child(struct ana_tree *t, uint32_t parent, uint32_t id)
+{
+	struct ana_node *p = &t->n[parent];
+	if (p->nchild && t->n[p->child[p->last_child]].id == id)
+		return p->child[p->last_child];
+	uint32_t lo = 0, hi = p->nchild;
+	while (lo < hi) {
+		uint32_t mid = (lo + hi) / 2;
+		if (t->n[p->child[mid]].id < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo < p->nchild && t->n[p->child[lo]].id == id) {
+		p->last_child = lo;
+		return p->child[lo];
+	}
+	if (t->count == t->cap) {
+		uint32_t nc = t->cap ? t->cap * 2 : 64;
+		struct ana_node *n = realloc(t->n, nc * sizeof(*n));
+		if (!n)
+			return UINT32_MAX;
+		t->n = n;
+		t->cap = nc;
+		p = &t->n[parent];
+	}
+	if (p->nchild == p->cchild) {
+		uint32_t nc = p->cchild ? p->cchild * 2 : 4;
+		uint32_t *c = realloc(p->child, nc * sizeof(*c));
+		if (!c)
+			return UINT32_MAX;
+		p->child = c;
+		p->cchild = nc;
+	}
+	uint32_t idx = t->count++;
+	struct ana_node *n = &t->n[idx];
+	memset(n, 0, sizeof(*n));
+	n->id = id;
+	n->parent = parent;
+	n->depth = t->n[parent].depth + 1;
+	memmove(&p->child[lo + 1], &p->child[lo], (p->nchild - lo) * sizeof(*p->child));
+	p->child[lo] = idx;
+	p->nchild++;
+	p->last_child = lo;
+	return idx;
+}
+
+static int tree_init(struct ana_tree *t)
+{
+	t->cap = 64;
+	t->n = calloc(t->cap, sizeof(*t->n));
+	if (!t->n)
+		return -ENOMEM;
+	t->count = 1; /* root */
+	return 0;
+}
+
+void ana_tree_free(struct ana_tree *t)
+{
+	for (uint32_t i = 0; i < t->count; i++) {
+		free(t->n[i].child);
+		ana_agg_free(&t->n[i].agg);
+	}
+	free(t->n);
+	memset(t, 0, sizeof(*t));
+}
+
+struct ctx {
+	struct ana_result *res;
+	const struct ana_options *opt;
+	struct tstate *ts;
+	double ns_per_tick;
+	uint64_t since_ticks, until_ticks;
+	uint64_t rng;
+	uint32_t *domain_of; /* name id -> domain, for the filter */
+};
+
+static struct ana_thread *thread_of(struct ctx *c, uint32_t index, struct tstate **ts)
+{
+	struct ana_result *res = c->res;
+	for (size_t i = 0; i < res->nthreads; i++)
+		if (res->threads[i].index == index) {
+			*ts = &c->ts[i];
+			return &res->threads[i];
+		}
+	return NULL;
+}
+
+static int grow_u32(uint32_t **p, uint32_t *n, uint32_t need)
+{
+	if (need <= *n)
+		return 0;
+	uint32_t nc = *n ? *n : 256;
+	while (nc < need)
+		nc *= 2;
+	uint32_t *q = realloc(*p, nc * sizeof(*q));
+	if (!q)
+		return -ENOMEM;
+	memset(q + *n, 0, (nc - *n) * sizeof(*q));
+	*p = q;
+	*n = nc;
+	return 0;
+}
+
+static struct ana_agg *flat_of(struct tstate *ts, uint32_t id)
+{
+	if (id >= ts->nflat) {
+		uint32_t nc = ts->nflat ? ts->nflat : 256;
+		while (nc <= id)
+			nc *= 2;
+		struct ana_agg *f = realloc(ts->flat, nc * sizeof(*f));
+		if (!f)
+			return NULL;
+		memset(f + ts->nflat, 0, (nc - ts->nflat) * sizeof(*f));
+		ts->flat = f;
+		ts->nflat = nc;
+	}
+	return &ts->flat[id];
+}
+
+static void agg_add(struct ctx *c, struct ana_agg *a, const struct frame *f, uint64_t dur_ns, uint64_t self_ns,
+		    bool add_total)
+{
+	if (a->count == 0 || dur_ns < a->min_ns)
+		a->min_ns = dur_ns;
+	if (dur_ns > a->max_ns)
+		a->max_ns = dur_ns;
+	if (a->count == 0 || f->start < a->first_start_ns) {
+		a->first_start_ns = f->start; /* ticks while building; ns after */
+		a->first_ns = dur_ns;
+	}
+	a->count++;
+	if (add_total)
+		a->total_ns += dur_ns;
+	a->self_ns += self_ns;
+	ana_welford_add(&a->all, (double)dur_ns);
+	ana_hist_add(&a->hist, dur_ns, 1);
+	ana_reservoir_add(&a->res, dur_ns, &c->rng);
+	for (int k = 0; k < ANA_NMETRIC; k++) {
+		a->metric_self[k] += f->metric_self[k];
+		a->metric_incl[k] += f->metric_incl[k];
+	}
+	for (int k = 0; k < ANA_DIRS; k++) {
+		a->xfer_self[k] += f->xfer_self[k];
+		a->xfer_incl[k] += f->xfer_incl[k];
+		a->xfer_count[k] += f->xfer_count[k];
+	}
+	a->lossy += f->lossy;
+}
+
+static uint64_t ticks_ns(const struct ctx *c, uint64_t ticks)
+{
+	return (uint64_t)((double)ticks * c->ns_per_tick + 0.5);
+}
+
+/* Pops the top frame, closing it at @end. */
+static void close_top(struct ctx *c, struct ana_thread *th, struct tstate *ts, uint64_t end)
+{
+	struct frame *f = &ts->st[--ts->depth];
+	uint64_t dur = end >= f->start ? end - f->start : 0;
+	uint64_t self = dur >= f->child_ticks ? dur - f->child_ticks : 0;
+	uint64_t dur_ns = ticks_ns(c, dur), self_ns = ticks_ns(c, self);
+	if (ts->depth > 0) {
+		struct frame *p = &ts->st[ts->depth - 1];
+		p->child_ticks += dur;
+		for (int k = 0; k < ANA_NMETRIC; k++)
+			p->metric_incl[k] += f->metric_incl[k];
+		for (int k = 0; k < ANA_DIRS; k++)
+			p->xfer_incl[k] += f->xfer_incl[k];
+		p->lossy |= f->lossy;
+	}
+	uint32_t id = f->id;
+	bool outermost = id < ts->nopen && ts->open_by_id[id] == 1;
+	if (id < ts->nopen && ts->open_by_id[id])
+		ts->open_by_id[id]--;
+	th->sections++;
+	bool in_window = f->start >= c->since_ticks && end <= c->until_ticks;
+	bool in_domain = c->res->domain_filter == UINT32_MAX ||
+			 (c->domain_of && id < c->res->nnames && c->domain_of[id] == c->res->domain_filter);
+	if (!in_window || !in_domain)
+		return;
+	agg_add(c, &th->tree.n[f->node].agg, f, dur_ns, self_ns, true);
+	struct ana_agg *fa = flat_of(ts, id);
+	if (fa)
+		agg_add(c, fa, f, dur_ns, self_ns, outermost);
+}
+
+static void on_record(struct ctx *c, struct ana_thread *th, struct tstate *ts, const struct pt_record *r)
+{
+	if (!ts->seen) {
+		ts->seen = true;
+		ts->first_ticks = r->ticks;
+	}
+	if (r->kind == PT_REC_BEGIN || r->kind == PT_REC_END || r->kind == PT_REC_COUNTER)
+		ts->last_ticks = r->ticks;
+	th->records++;
+	switch (r->kind) {
+	case PT_REC_BEGIN: {
+		uint32_t parent = ts->depth ? ts->st[ts->depth - 1].node : 0;
+		uint32_t node = ana_tree_child(&th->tree, parent, r->id);
+		if (node == UINT32_MAX)
+			return;
+		if (ts->depth == ts->cap) {
+			uint32_t nc = ts->cap ? ts->cap * 2 : 64;
+			struct frame *s = realloc(ts->st, nc * sizeof(*s));
+			if (!s)
+				return;
+			ts->st = s;
+			ts->cap = nc;
+		}
+		struct frame *f = &ts->st[ts->depth++];
+		memset(f, 0, sizeof(*f));
+		f->node = node;
+		f->id = r->id;
+		f->start = r->ticks;
+		if (grow_u32(&ts->open_by_id, &ts->nopen, r->id + 1) == 0)
+			ts->open_by_id[r->id]++;
+		return;
+	}
+	case PT_REC_END: {
+		if (ts->depth == 0) {
+			th->unmatched_ends++;
+			return;
+		}
+		if (ts->st[ts->depth - 1].id != r->id) {
+			int k = (int)ts->depth - 2;
+			while (k >= 0 && ts->st[k].id != r->id)
+				k--;
+			if (k < 0) {
+				th->unmatched_ends++;
+				return;
+			}
+			while ((int)ts->depth - 1 > k) { /* sections never ended: closed here */
+				th->unmatched_ends++;
+				close_top(c, th, ts, r->ticks);
+			}
+		}
+		close_top(c, th, ts, r->ticks);
+		return;
+	}
+	case PT_REC_METRIC:
+		if (r->aux < 1 || r->aux > ANA_NMETRIC)
+			return;
+		if (ts->depth) {
+			ts->st[ts->depth - 1].metric_self[r->aux - 1] += r->value;
+			ts->st[ts->depth - 1].metric_incl[r->aux - 1] += r->value;
+		} else {
+			th->unattributed[r->aux - 1] += r->value;
+		}
+		return;
+	case PT_REC_TRANSFER:
+		if (r->aux < 1 || r->aux > ANA_DIRS || !ts->depth)
+			return;
+		ts->st[ts->depth - 1].xfer_self[r->aux - 1] += r->value;
+		ts->st[ts->depth - 1].xfer_incl[r->aux - 1] += r->value;
+		ts->st[ts->depth - 1].xfer_count[r->aux - 1]++;
+		return;
+	case PT_REC_COUNTER: {
+		struct ana_counter *k = NULL;
+		for (size_t i = 0; i < th->ncounters; i++)
+			if (th->counters[i].id == r->id)
+				k = &th->counters[i];
+		if (!k) {
+			struct ana_counter *n = realloc(th->counters, (th->ncounters + 1) * sizeof(*n));
+			if (!n)
+				return;
+			th->counters = n;
+			k = &th->counters[th->ncounters++];
+			memset(k, 0, sizeof(*k));
+			k->id = r->id;
+			k->min = INT64_MAX;
+			k->max = INT64_MIN;
+		}
+		int64_t v = (int64_t)r->value;
+		k->samples++;
+		k->last = v;
+		k->last_ns = r->ticks;
+		if (v < k->min)
+			k->min = v;
+		if (v > k->max)
+			k->max = v;
+		return;
+	}
+	case PT_REC_LOSS:
+		th->records--;
+		th->lost_records += r->value;
+		th->lost_sections += r->value2;
+		for (uint32_t i = 0; i < ts->depth; i++)
+			ts->st[i].lossy = true;
+		return;
+	case PT_REC_ERROR:
+		if (r->aux != PT_ERRC_IO)
+			th->misuse_errors += r->value;
+		return;
+	default:
+		return;
+	}
+}
+
+static void drop_stack(struct ana_thread *th, struct tstate *ts, uint64_t *counter)
+{
+	*counter += ts->depth;
+	for (uint32_t i = 0; i < ts->depth; i++)
+		if (ts->st[i].id < ts->nopen && ts->open_by_id[ts->st[i].id])
+			ts->open_by_id[ts->st[i].id]--;
+	ts->depth = 0;
+	(void)th;
+}
+
+static void merge_tree(struct ana_tree *dst, const struct ana_tree *src, uint32_t s, uint32_t d, uint64_t *rng)
+{
+	const struct ana_node *sn = &src->n[s];
+	ana_agg_merge(&dst->n[d].agg, &sn->agg, rng);
+	for (uint32_t i = 0; i < sn->nchild; i++) {
+		uint32_t sc = sn->child[i];
+		uint32_t dc = ana_tree_child(dst, d, src->n[sc].id);
+		if (dc != UINT32_MAX)
+			merge_tree(dst, src, sc, dc, rng);
+	}
+}
+
+static void finish_agg(struct ctx *c, struct ana_agg *a)
+{
+	/* first_start_ns held ticks while building */
+	a->first_start_ns = a->count ? pt_reader_ticks_to_ns(c->res->rd, a->first_start_ns) : 0;
+}
+
+int ana_run(const char *path, const struct ana_options *opt, struct ana_result *res, char *err, size_t errlen)
+{
+	memset(res, 0, sizeof(*res));
+	res->domain_filter = UINT32_MAX;
+	int rc = pt_reader_open(path, &res->rd);
+	if (rc) {
+		snprintf(err, errlen, "%s", res->rd ? pt_reader_errmsg(res->rd) : pt_strerror(rc));
+		return rc;
+	}
+	struct ctx c = { .res = res, .opt = opt, .rng = 0x5eed };
+	const struct pt_trace_info *info = pt_reader_info(res->rd);
+	c.ns_per_tick = pt_reader_ns_per_tick(res->rd);
+	res->nnames = pt_reader_max_string_id(res->rd);
+	if (opt->domain) {
+		res->domain_filter = 0;
+		if (*opt->domain) {
+			res->domain_filter = UINT32_MAX - 1; /* matches nothing unless found */
+			for (uint32_t d = 1; d < 4096; d++) {
+				const char *n = pt_reader_domain(res->rd, d);
+				if (n && strcmp(n, opt->domain) == 0) {
+					res->domain_filter = d;
+					break;
+				}
+			}
+		}
+		c.domain_of = calloc(res->nnames ? res->nnames : 1, sizeof(*c.domain_of));
+		for (uint32_t id = 1; c.domain_of && id < res->nnames; id++)
+			pt_reader_string(res->rd, id, &c.domain_of[id]);
+	}
+	/* threads, by table order */
+	res->nthreads = pt_reader_thread_count(res->rd);
+	res->threads = calloc(res->nthreads ? res->nthreads : 1, sizeof(*res->threads));
+	c.ts = calloc(res->nthreads ? res->nthreads : 1, sizeof(*c.ts));
+	if (!res->threads || !c.ts) {
+		free(c.ts);
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < res->nthreads; i++) {
+		struct pt_thread_info ti;
+		pt_reader_thread(res->rd, i, &ti);
+		res->threads[i].index = ti.index;
+		res->threads[i].tid = ti.tid;
+		snprintf(res->threads[i].name, sizeof(res->threads[i].name), "%s", ti.name);
+		if (tree_init(&res->threads[i].tree)) {
+			free(c.ts);
+			return -ENOMEM;
+		}
+	}
+	/* time window in ticks (mean slope; doc/analyzer-output.md §4) */
+	uint64_t t0 = info->start_ticks;
+	c.since_ticks = opt->since_ns ? t0 + (uint64_t)((double)opt->since_ns / c.ns_per_tick) : 0;
+	c.until_ticks = opt->until_ns ? t0 + (uint64_t)((double)opt->until_ns / c.ns_per_tick) : UINT64_MAX;
+
+	struct pt_chunk_info ci;
+	struct pt_record r;
+	uint64_t done = 0, total = info->committed_bytes;
+	while ((rc = pt_reader_next_chunk(res->rd, PT_READER_ALL_CHUNKS, &ci)) == 1) {
+		if (opt->progress && (++done & 63) == 0)
+			opt->progress(opt->progress_ctx, ci.offset, total);
+		if (ci.thread == PT_FMT_META_THREAD) {
+			while (pt_reader_next_record(res->rd, &r) == 1) {
+				if (r.kind == PT_REC_LOSS) {
+					res->process_lost_records += r.value;
+					res->lost_sections += r.value2;
+				} else if (r.kind == PT_REC_ERROR && r.aux != PT_ERRC_IO) {
+					res->misuse_errors += r.value;
+				}
+			}
+			continue;
+		}
+		struct tstate *ts;
+		struct ana_thread *th = thread_of(&c, ci.thread, &ts);
+		if (!th)
+			continue;
+		if (opt->thread >= 0 && (uint32_t)opt->thread != th->index)
+			continue;
+		if (ci.sequence != ts->next_seq) {
+			th->gaps++;
+			drop_stack(th, ts, &th->open_at_end);
+		}
+		ts->next_seq = ci.sequence + 1;
+		while ((rc = pt_reader_next_record(res->rd, &r)) == 1)
+			on_record(&c, th, ts, &r);
+		if (rc < 0) /* the rest of the chunk is gone: its open frames are unreliable */
+			th->gaps++;
+	}
+	if (opt->progress)
+		opt->progress(opt->progress_ctx, total, total);
+	/* totals, spans, merged views */
+	res->start_ns = UINT64_MAX;
+	for (size_t i = 0; i < res->nthreads; i++) {
+		struct ana_thread *th = &res->threads[i];
+		struct tstate *ts = &c.ts[i];
+		th->open_at_end += ts->depth;
+		ts->depth = 0;
+		if (ts->seen) {
+			th->first_ns = pt_reader_ticks_to_ns(res->rd, ts->first_ticks);
+			th->last_ns = pt_reader_ticks_to_ns(res->rd, ts->last_ticks);
+			if (th->first_ns < res->start_ns)
+				res->start_ns = th->first_ns;
+			if (th->last_ns > res->end_ns)
+				res->end_ns = th->last_ns;
+			res->thread_span_sum_ns += th->last_ns - th->first_ns;
+		}
+		res->records += th->records;
+		res->sections += th->sections;
+		res->lost_records += th->lost_records;
+		res->lost_sections += th->lost_sections;
+		res->unmatched_ends += th->unmatched_ends;
+		res->open_at_end += th->open_at_end;
+		res->misuse_errors += th->misuse_errors;
+		for (uint32_t n = 0; n < th->tree.count; n++)
+			finish_agg(&c, &th->tree.n[n].agg);
+		for (uint32_t id = 0; id < ts->nflat; id++)
+			finish_agg(&c, &ts->flat[id]);
+	}
+	res->lost_records += res->process_lost_records;
+	if (res->start_ns == UINT64_MAX)
+		res->start_ns = res->end_ns = 0;
+	if (tree_init(&res->merged))
+		return -ENOMEM;
+	uint32_t maxid = res->nnames;
+	for (size_t i = 0; i < res->nthreads; i++) {
+		merge_tree(&res->merged, &res->threads[i].tree, 0, 0, &c.rng);
+		if (c.ts[i].nflat > maxid)
+			maxid = c.ts[i].nflat;
+	}
+	res->nnames = maxid;
+	res->by_name = calloc(maxid ? maxid : 1, sizeof(*res->by_name));
+	res->by_name_thread = calloc(res->nthreads ? res->nthreads : 1, sizeof(*res->by_name_thread));
+	for (size_t i = 0; i < res->nthreads; i++) {
+		res->by_name_thread[i] = calloc(maxid ? maxid : 1, sizeof(struct ana_agg));
+		for (uint32_t id = 0; id < c.ts[i].nflat; id++) {
+			/* ownership moves to the result */
+			res->by_name_thread[i][id] = c.ts[i].flat[id];
+			ana_agg_merge(&res->by_name[id], &c.ts[i].flat[id], &c.rng);
+		}
+		free(c.ts[i].flat);
+		free(c.ts[i].st);
+		free(c.ts[i].open_by_id);
+	}
+	free(c.ts);
+	free(c.domain_of);
+	/* damage inside the file, as opposed to a torn tail (a crashed writer) */
+	res->corrupt = info->corrupt_regions > 0 || info->damaged_chunks > 0;
+	res->torn_tail = info->torn_tail_offset != UINT64_MAX;
+	return 0;
+}
+
+void ana_result_free(struct ana_result *res)
+{
+	for (size_t i = 0; i < res->nthreads; i++) {
+		ana_tree_free(&res->threads[i].tree);
+		free(res->threads[i].counters);
+		if (res->by_name_thread && res->by_name_thread[i]) {
+			for (uint32_t id = 0; id < res->nnames; id++)
+				ana_agg_free(&res->by_name_thread[i][id]);
+			free(res->by_name_thread[i]);
+		}
+	}
+	free(res->by_name_thread);
+	free(res->threads);
+	ana_tree_free(&res->merged);
+	if (res->by_name)
+		for (uint32_t id = 0; id < res->nnames; id++)
+			ana_agg_free(&res->by_name[id]);
+	free(res->by_name);
+	pt_reader_close(res->rd);
+	memset(res, 0, sizeof(*res));
+}
+
+const char *ana_name(const struct ana_result *res, uint32_t id)
+{
+	static __thread char buf[48];
+	const char *n = pt_reader_string(res->rd, id, NULL);
+	if (n)
+		return n;
+	snprintf(buf, sizeof(buf), "(unknown id %u)", id);
+	return buf;
+}

@@ -1,0 +1,539 @@
+/*
+ * analyzer/ana_output.c - derived figures and the report, CSV and JSON
+ * outputs. Definitions: doc/analyzer-output.md.
+ */
+#include <inttypes.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "analyzer/ana.h"
+
+void ana_row_compute(const struct ana_result *res, const struct ana_agg *a, struct ana_row *w)
+{
+	memset(w, 0, sizeof(*w));
+	w->a = a;
+	if (!a->count)
+		return;
+	w->p50 = ana_hist_quantile(&a->hist, 0.50, a->count, a->min_ns, a->max_ns);
+	w->p90 = ana_hist_quantile(&a->hist, 0.90, a->count, a->min_ns, a->max_ns);
+	w->p99 = ana_hist_quantile(&a->hist, 0.99, a->count, a->min_ns, a->max_ns);
+	w->mean = a->all.mean;
+	w->std = ana_welford_std(&a->all);
+	w->share = res->thread_span_sum_ns ? (double)a->total_ns / (double)res->thread_span_sum_ns : 0.0;
+	struct ana_welford rest = ana_welford_without(&a->all, (double)a->first_ns);
+	w->rest_mean = rest.mean;
+	w->rest_std = ana_welford_std(&rest);
+	w->first_over_rest = rest.n && rest.mean > 0 ? (double)a->first_ns / rest.mean : 0.0;
+	double t = (double)a->total_ns; /* rates use inclusive time: bytes/ns = GB/s */
+	uint64_t bytes = a->metric_incl[ANA_READ] + a->metric_incl[ANA_WRITTEN];
+	if (t > 0) {
+		w->gbps = (double)bytes / t;
+		w->gflops = (double)a->metric_incl[ANA_FLOPS] / t;
+		for (int d = 0; d < ANA_DIRS; d++)
+			w->xfer_gbps[d] = (double)a->xfer_incl[d] / t;
+	}
+	w->intensity = bytes ? (double)a->metric_incl[ANA_FLOPS] / (double)bytes : 0.0;
+}
+
+/* ---------------------------------------------------------------- text */
+
+static const char *dur(char *buf, size_t n, double ns)
+{
+	if (ns < 1e3)
+		snprintf(buf, n, "%.0f ns", ns);
+	else if (ns < 1e6)
+		snprintf(buf, n, "%.2f us", ns / 1e3);
+	else if (ns < 1e9)
+		snprintf(buf, n, "%.2f ms", ns / 1e6);
+	else
+		snprintf(buf, n, "%.3f s", ns / 1e9);
+	return buf;
+}
+
+static double sort_key(const struct ana_agg *a, enum ana_sort s)
+{
+	switch (s) {
+	case ANA_SORT_SELF: return (double)a->self_ns;
+	case ANA_SORT_FLOPS: return (double)a->metric_incl[ANA_FLOPS];
+	case ANA_SORT_COUNT: return (double)a->count;
+	default: return (double)a->total_ns;
+	}
+}
+
+struct sort_ctx {
+	const struct ana_result *res;
+	const struct ana_tree *tree; /* NULL: items are name ids */
+	const struct ana_agg *flat;
+	enum ana_sort sort;
+};
+static struct sort_ctx g_sort; /* qsort has no context argument in C11 */
+
+static const struct ana_agg *item_agg(uint32_t i)
+{
+	return g_sort.tree ? &g_sort.tree->n[i].agg : &g_sort.flat[i];
+}
+static uint32_t item_id(uint32_t i) { return g_sort.tree ? g_sort.tree->n[i].id : i; }
+
+static int cmp_items(const void *pa, const void *pb)
+{
+	uint32_t a = *(const uint32_t *)pa, b = *(const uint32_t *)pb;
+	if (g_sort.sort == ANA_SORT_NAME) {
+		int c = strcmp(ana_name(g_sort.res, item_id(a)), ana_name(g_sort.res, item_id(b)));
+		if (c)
+			return c;
+	} else {
+		double ka = sort_key(item_agg(a), g_sort.sort), kb = sort_key(item_agg(b), g_sort.sort);
+		if (ka != kb)
+			return ka < kb ? 1 : -1;
+	}
+	return a < b ? -1 : a > b; /* stable, deterministic */
+}
+
+static void sorted(const struct ana_result *res, const struct ana_tree *tree, const struct ana_agg *flat,
+		   enum ana_sort s, uint32_t *items, uint32_t n)
+{
+	g_sort = (struct sort_ctx){ res, tree, flat, s };
+	qsort(items, n, sizeof(*items), cmp_items);
+}
+
+#define HDR_FMT "%-40s %8s %10s %10s %6s %10s %10s %10s %10s %10s %10s %7s %8s %8s %6s\n"
+
+static void text_row(FILE *out, const struct ana_result *res, const char *label, int indent, const struct ana_agg *a)
+{
+	struct ana_row w;
+	ana_row_compute(res, a, &w);
+	char name[256], b[10][32];
+	snprintf(name, sizeof(name), "%*s%s%s", indent * 2, "", a->lossy ? "!" : "", label);
+	char first_rest[16] = "-", gb[16] = "-", gf[16] = "-", ai[16] = "-";
+	if (w.first_over_rest > 0)
+		snprintf(first_rest, sizeof(first_rest), "%.2fx", w.first_over_rest);
+	if (w.gbps > 0)
+		snprintf(gb, sizeof(gb), "%.2f", w.gbps);
+	if (w.gflops > 0)
+		snprintf(gf, sizeof(gf), "%.2f", w.gflops);
+	if (w.intensity > 0)
+		snprintf(ai, sizeof(ai), "%.2f", w.intensity);
+	fprintf(out, "%-40s %8" PRIu64 " %10s %10s %5.1f%% %10s %10s %10s %10s %10s %10s %7s %8s %8s %6s\n", name,
+		a->count, dur(b[0], 32, (double)a->total_ns), dur(b[1], 32, (double)a->self_ns), 100.0 * w.share,
+		dur(b[2], 32, w.mean), dur(b[3], 32, w.std), dur(b[4], 32, (double)w.p50), dur(b[5], 32, (double)w.p90),
+		dur(b[6], 32, (double)w.p99), dur(b[7], 32, (double)a->first_ns), first_rest, gb, gf, ai);
+	for (int d = 0; d < ANA_DIRS; d++) {
+		static const char *dn[] = { "H2D", "D2H", "D2D", "P2P" };
+		if (a->xfer_incl[d])
+			fprintf(out, "%*s  transfers %s: %" PRIu64 " bytes (%" PRIu64 " self), %.2f GB/s over the section\n",
+				indent * 2, "", dn[d], a->xfer_incl[d], a->xfer_self[d], w.xfer_gbps[d]);
+	}
+}
+
+static void tree_print(FILE *out, const struct ana_result *res, const struct ana_tree *t, uint32_t node,
+		       const struct ana_report_opts *o, int indent)
+{
+	const struct ana_node *n = &t->n[node];
+	uint32_t *kids = malloc((n->nchild ? n->nchild : 1) * sizeof(*kids));
+	if (!kids)
+		return;
+	memcpy(kids, n->child, n->nchild * sizeof(*kids));
+	sorted(res, t, NULL, o->sort, kids, n->nchild);
+	uint32_t shown = 0;
+	for (uint32_t i = 0; i < n->nchild; i++) {
+		const struct ana_node *c = &t->n[kids[i]];
+		if (!c->agg.count && !c->nchild)
+			continue;
+		struct ana_row w;
+		ana_row_compute(res, &c->agg, &w);
+		if (c->agg.count && 100.0 * w.share < o->min_pct)
+			continue;
+		if (o->top && shown++ >= (uint32_t)o->top)
+			break;
+		if (c->agg.count)
+			text_row(out, res, ana_name(res, c->id), indent, &c->agg);
+		if (!o->depth || (int)c->depth < o->depth)
+			tree_print(out, res, t, kids[i], o, c->agg.count ? indent + 1 : indent);
+	}
+	free(kids);
+}
+
+static const struct ana_tree *view_tree(const struct ana_result *res, int thread, const struct ana_agg **flat,
+					uint32_t *nflat)
+{
+	if (thread >= 0)
+		for (size_t i = 0; i < res->nthreads; i++)
+			if (res->threads[i].index == (uint32_t)thread) {
+				*flat = res->by_name_thread[i];
+				*nflat = res->nnames;
+				return &res->threads[i].tree;
+			}
+	*flat = res->by_name;
+	*nflat = res->nnames;
+	return &res->merged;
+}
+
+void ana_info_text(FILE *out, const struct ana_result *res)
+{
+	const struct pt_trace_info *in = pt_reader_info(res->rd);
+	char b[3][32];
+	static const char *clocks[] = { "unknown", "x86 TSC", "aarch64 cntvct", "CLOCK_MONOTONIC" };
+	fprintf(out, "process:      %s (pid %u)\n", in->process_name[0] ? in->process_name : "?", in->pid);
+	fprintf(out, "host:         %s\n", in->host);
+	fprintf(out, "command line: %s\n", in->cmdline);
+	fprintf(out, "recorder:     %s, format %u.%u, %s\n", in->recorder_version, in->version_major,
+		in->version_minor, in->closed ? "closed cleanly" : "not closed (crashed or still recording)");
+	fprintf(out, "clock:        %s, %.4f ns/tick\n", clocks[in->clock_source < 4 ? in->clock_source : 0],
+		pt_reader_ns_per_tick(res->rd));
+	time_t secs = (time_t)(in->start_real_ns / 1000000000u);
+	struct tm tm;
+	char when[64] = "?";
+	if (gmtime_r(&secs, &tm))
+		strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S UTC", &tm);
+	fprintf(out, "started:      %s\n", when);
+	fprintf(out, "span:         %s (wall), %s summed over threads\n",
+		dur(b[0], 32, (double)(res->end_ns - res->start_ns)), dur(b[1], 32, (double)res->thread_span_sum_ns));
+	fprintf(out, "size:         %" PRIu64 " bytes, %" PRIu64 " chunks, payload %" PRIu64 " -> %" PRIu64
+		     " bytes (compression %.1fx)\n",
+		in->file_bytes, in->chunks, in->raw_bytes, in->stored_bytes,
+		in->stored_bytes ? (double)in->raw_bytes / (double)in->stored_bytes : 0.0);
+	fprintf(out, "records:      %" PRIu64 " (%" PRIu64 " sections), %.2f bytes/record on disk\n", res->records,
+		res->sections, res->records ? (double)in->file_bytes / (double)res->records : 0.0);
+	fprintf(out, "losses:       %" PRIu64 " records, %" PRIu64 " sections\n", res->lost_records,
+		res->lost_sections);
+	fprintf(out, "errors:       %" PRIu64 " unmatched ends, %" PRIu64 " sections open at end, %" PRIu64
+		     " counted by the recorder\n",
+		res->unmatched_ends, res->open_at_end, res->misuse_errors);
+	fprintf(out, "threads:      %zu\n", res->nthreads);
+	for (size_t i = 0; i < res->nthreads; i++) {
+		const struct ana_thread *t = &res->threads[i];
+		fprintf(out, "  #%-4u tid %-8u %-16s %10" PRIu64 " records %8" PRIu64 " sections  span %s%s\n",
+			t->index, t->tid, t->name[0] ? t->name : "-", t->records, t->sections,
+			dur(b[2], 32, (double)(t->last_ns - t->first_ns)),
+			t->lost_records ? "  (losses)" : "");
+	}
+	for (size_t i = 0; i < pt_reader_problem_count(res->rd); i++)
+		fprintf(out, "problem:      %s\n", pt_reader_problem(res->rd, i, NULL));
+}
+
+void ana_report_text(FILE *out, const struct ana_result *res, const struct ana_report_opts *o)
+{
+	const struct pt_trace_info *in = pt_reader_info(res->rd);
+	char b[4][32];
+	fprintf(out, "process %s (pid %u) on %s; %zu threads; wall span %s; sum of thread spans %s\n",
+		in->process_name[0] ? in->process_name : "?", in->pid, in->host, res->nthreads,
+		dur(b[0], 32, (double)(res->end_ns - res->start_ns)), dur(b[1], 32, (double)res->thread_span_sum_ns));
+	fprintf(out, "sections %" PRIu64 ", records %" PRIu64 ", lost %" PRIu64 " records / %" PRIu64
+		     " sections; errors: %" PRIu64 " unmatched ends, %" PRIu64 " open at end, %" PRIu64
+		     " recorder-counted\n",
+		res->sections, res->records, res->lost_records, res->lost_sections, res->unmatched_ends,
+		res->open_at_end, res->misuse_errors);
+	if (res->lost_records)
+		fprintf(out, "rows marked ! were open while records were lost: their self time includes lost children\n");
+	const struct ana_agg *flat;
+	uint32_t nflat;
+	const struct ana_tree *t = view_tree(res, o->thread, &flat, &nflat);
+	static const char *sorts[] = { "total", "self", "flops", "count", "name" };
+	fprintf(out, "\n%s (%s%s), sorted by %s; share = total / sum of thread spans; percentiles within %.1f%%\n",
+		o->flat ? "Sections by name (recursion-safe totals)" : "Call tree", o->thread >= 0 ? "thread " : "all threads",
+		o->thread >= 0 ? "" : "", sorts[o->sort], 100.0 * ANA_HIST_REL_ERROR);
+	if (o->thread >= 0)
+		fprintf(out, "thread %d\n", o->thread);
+	fprintf(out, HDR_FMT, "name", "count", "total", "self", "share", "mean", "std", "p50", "p90", "p99", "first",
+		"1st/rest", "GB/s", "GFLOP/s", "FLOP/B");
+	if (!o->flat) {
+		tree_print(out, res, t, 0, o, 0);
+	} else {
+		uint32_t *ids = malloc((nflat ? nflat : 1) * sizeof(*ids)), n = 0;
+		for (uint32_t id = 0; ids && id < nflat; id++)
+			if (flat[id].count)
+				ids[n++] = id;
+		sorted(res, NULL, flat, o->sort, ids, n);
+		for (uint32_t i = 0; i < n && (!o->top || i < (uint32_t)o->top); i++) {
+			struct ana_row w;
+			ana_row_compute(res, &flat[ids[i]], &w);
+			if (100.0 * w.share < o->min_pct)
+				continue;
+			text_row(out, res, ana_name(res, ids[i]), 0, &flat[ids[i]]);
+		}
+		free(ids);
+	}
+	if (o->bottlenecks) {
+		uint32_t *ids = malloc((nflat ? nflat : 1) * sizeof(*ids)), n = 0;
+		for (uint32_t id = 0; ids && id < nflat; id++)
+			if (flat[id].count)
+				ids[n++] = id;
+		sorted(res, NULL, flat, ANA_SORT_SELF, ids, n);
+		fprintf(out, "\nBottlenecks: top %d by self time (share of the sum of thread spans)\n", o->bottlenecks);
+		for (uint32_t i = 0; i < n && i < (uint32_t)o->bottlenecks; i++)
+			fprintf(out, "  %2u. %-40s self %10s  %5.1f%%  (%" PRIu64 " calls)\n", i + 1, ana_name(res, ids[i]),
+				dur(b[2], 32, (double)flat[ids[i]].self_ns),
+				res->thread_span_sum_ns ? 100.0 * (double)flat[ids[i]].self_ns / (double)res->thread_span_sum_ns
+							: 0.0,
+				flat[ids[i]].count);
+		free(ids);
+	}
+	int header = 0;
+	for (size_t i = 0; i < res->nthreads; i++)
+		for (size_t k = 0; k < res->threads[i].ncounters; k++) {
+			const struct ana_counter *c = &res->threads[i].counters[k];
+			if (!header++)
+				fprintf(out, "\nCounters\n  %-32s %6s %10s %14s %14s %14s\n", "name", "thread", "samples", "last",
+					"min", "max");
+			fprintf(out, "  %-32s %6u %10" PRIu64 " %14" PRId64 " %14" PRId64 " %14" PRId64 "\n",
+				ana_name(res, c->id), res->threads[i].index, c->samples, c->last, c->min, c->max);
+		}
+}
+
+/* ---------------------------------------------------------------- CSV */
+
+static void csv_str(FILE *out, const char *s)
+{
+	/* RFC 4180: quote fields holding a comma, quote, CR or LF; double quotes */
+	if (!strpbrk(s, ",\"\r\n")) {
+		fputs(s, out);
+		return;
+	}
+	fputc('"', out);
+	for (; *s; s++) {
+		if (*s == '"')
+			fputc('"', out);
+		fputc(*s, out);
+	}
+	fputc('"', out);
+}
+
+static const char *const csv_cols =
+	"view,thread,path,depth,name,domain,count,total_ns,self_ns,share,mean_ns,std_ns,min_ns,max_ns,p50_ns,"
+	"p90_ns,p99_ns,first_ns,first_start_ns,rest_mean_ns,rest_std_ns,first_over_rest,read_bytes,written_bytes,"
+	"flops,self_read_bytes,self_written_bytes,self_flops,gb_per_s,gflop_per_s,flop_per_byte,h2d_bytes,"
+	"d2h_bytes,d2d_bytes,p2p_bytes,h2d_gb_per_s,d2h_gb_per_s,d2d_gb_per_s,p2p_gb_per_s,lossy";
+
+static void path_of(const struct ana_result *res, const struct ana_tree *t, uint32_t node, char *buf, size_t n)
+{
+	uint32_t chain[512];
+	int k = 0;
+	for (uint32_t x = node; x != 0 && k < 512; x = t->n[x].parent)
+		chain[k++] = x;
+	size_t o = 0;
+	buf[0] = 0;
+	while (k-- > 0 && o < n) {
+		int w = snprintf(buf + o, n - o, "%s%s", o ? ";" : "", ana_name(res, t->n[chain[k]].id));
+		if (w < 0)
+			break;
+		o += (size_t)w;
+	}
+}
+
+static void csv_row(FILE *out, const struct ana_result *res, const char *view, const char *thread,
+		    const char *path, uint32_t depth, uint32_t id, const struct ana_agg *a)
+{
+	struct ana_row w;
+	ana_row_compute(res, a, &w);
+	uint32_t dom = 0;
+	pt_reader_string(res->rd, id, &dom);
+	const char *dn = pt_reader_domain(res->rd, dom);
+	fprintf(out, "%s,%s,", view, thread);
+	csv_str(out, path);
+	fprintf(out, ",%u,", depth);
+	csv_str(out, ana_name(res, id));
+	fputc(',', out);
+	csv_str(out, dn ? dn : "");
+	fprintf(out,
+		",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%.6f,%.0f,%.0f,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64
+		",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%.0f,%.0f,%.6f",
+		a->count, a->total_ns, a->self_ns, w.share, w.mean, w.std, a->min_ns, a->max_ns, w.p50, w.p90, w.p99,
+		a->first_ns, a->first_start_ns, w.rest_mean, w.rest_std, w.first_over_rest);
+	for (int k = 0; k < ANA_NMETRIC; k++)
+		fprintf(out, ",%" PRIu64, a->metric_incl[k]);
+	for (int k = 0; k < ANA_NMETRIC; k++)
+		fprintf(out, ",%" PRIu64, a->metric_self[k]);
+	fprintf(out, ",%.6f,%.6f,%.6f", w.gbps, w.gflops, w.intensity);
+	for (int d = 0; d < ANA_DIRS; d++)
+		fprintf(out, ",%" PRIu64, a->xfer_incl[d]);
+	for (int d = 0; d < ANA_DIRS; d++)
+		fprintf(out, ",%.6f", w.xfer_gbps[d]);
+	fprintf(out, ",%d\n", a->lossy ? 1 : 0);
+}
+
+static void csv_tree(FILE *out, const struct ana_result *res, const struct ana_tree *t, const char *thread)
+{
+	char path[4096];
+	for (uint32_t i = 1; i < t->count; i++) {
+		if (!t->n[i].agg.count)
+			continue;
+		path_of(res, t, i, path, sizeof(path));
+		csv_row(out, res, "tree", thread, path, t->n[i].depth, t->n[i].id, &t->n[i].agg);
+	}
+}
+
+int ana_write_csv(FILE *out, const struct ana_result *res, const struct ana_report_opts *o)
+{
+	(void)o;
+	fprintf(out, "%s\n", csv_cols);
+	csv_tree(out, res, &res->merged, "all");
+	for (uint32_t id = 0; id < res->nnames; id++)
+		if (res->by_name[id].count)
+			csv_row(out, res, "flat", "all", ana_name(res, id), 1, id, &res->by_name[id]);
+	for (size_t i = 0; i < res->nthreads; i++) {
+		char th[16];
+		snprintf(th, sizeof(th), "%u", res->threads[i].index);
+		csv_tree(out, res, &res->threads[i].tree, th);
+		for (uint32_t id = 0; id < res->nnames; id++)
+			if (res->by_name_thread[i][id].count)
+				csv_row(out, res, "flat", th, ana_name(res, id), 1, id, &res->by_name_thread[i][id]);
+	}
+	return ferror(out) ? -1 : 0;
+}
+
+/* ---------------------------------------------------------------- JSON */
+
+static json_t *json_row(const struct ana_result *res, const struct ana_tree *t, uint32_t node, uint32_t id,
+			const struct ana_agg *a)
+{
+	struct ana_row w;
+	ana_row_compute(res, a, &w);
+	json_t *r = json_object();
+	json_object_set_new(r, "name", json_string(ana_name(res, id)));
+	uint32_t dom = 0;
+	pt_reader_string(res->rd, id, &dom);
+	const char *dn = pt_reader_domain(res->rd, dom);
+	json_object_set_new(r, "domain", json_string(dn ? dn : ""));
+	if (t) {
+		json_t *p = json_array();
+		uint32_t chain[512];
+		int k = 0;
+		for (uint32_t x = node; x != 0 && k < 512; x = t->n[x].parent)
+			chain[k++] = x;
+		while (k-- > 0)
+			json_array_append_new(p, json_string(ana_name(res, t->n[chain[k]].id)));
+		json_object_set_new(r, "path", p);
+		json_object_set_new(r, "depth", json_integer(t->n[node].depth));
+	}
+#define JI(k, v) json_object_set_new(r, k, json_integer((json_int_t)(v)))
+#define JR(k, v) json_object_set_new(r, k, json_real(v))
+	JI("count", a->count);
+	JI("total_ns", a->total_ns);
+	JI("self_ns", a->self_ns);
+	JR("share", w.share);
+	JR("mean_ns", w.mean);
+	JR("std_ns", w.std);
+	JI("min_ns", a->min_ns);
+	JI("max_ns", a->max_ns);
+	JI("p50_ns", w.p50);
+	JI("p90_ns", w.p90);
+	JI("p99_ns", w.p99);
+	JI("first_ns", a->first_ns);
+	JI("first_start_ns", a->first_start_ns);
+	JR("rest_mean_ns", w.rest_mean);
+	JR("rest_std_ns", w.rest_std);
+	JR("first_over_rest", w.first_over_rest);
+	JI("read_bytes", a->metric_incl[ANA_READ]);
+	JI("written_bytes", a->metric_incl[ANA_WRITTEN]);
+	JI("flops", a->metric_incl[ANA_FLOPS]);
+	JI("self_read_bytes", a->metric_self[ANA_READ]);
+	JI("self_written_bytes", a->metric_self[ANA_WRITTEN]);
+	JI("self_flops", a->metric_self[ANA_FLOPS]);
+	JR("gb_per_s", w.gbps);
+	JR("gflop_per_s", w.gflops);
+	JR("flop_per_byte", w.intensity);
+	static const char *dn2[] = { "h2d", "d2h", "d2d", "p2p" };
+	for (int d = 0; d < ANA_DIRS; d++) {
+		char k1[32], k2[32];
+		snprintf(k1, sizeof(k1), "%s_bytes", dn2[d]);
+		snprintf(k2, sizeof(k2), "%s_gb_per_s", dn2[d]);
+		JI(k1, a->xfer_incl[d]);
+		JR(k2, w.xfer_gbps[d]);
+	}
+	json_object_set_new(r, "lossy", json_boolean(a->lossy > 0));
+#undef JI
+#undef JR
+	return r;
+}
+
+static json_t *json_tree(const struct ana_result *res, const struct ana_tree *t)
+{
+	json_t *a = json_array();
+	for (uint32_t i = 1; i < t->count; i++)
+		if (t->n[i].agg.count)
+			json_array_append_new(a, json_row(res, t, i, t->n[i].id, &t->n[i].agg));
+	return a;
+}
+
+static json_t *json_flat(const struct ana_result *res, const struct ana_agg *flat)
+{
+	json_t *a = json_array();
+	for (uint32_t id = 0; id < res->nnames; id++)
+		if (flat[id].count)
+			json_array_append_new(a, json_row(res, NULL, 0, id, &flat[id]));
+	return a;
+}
+
+int ana_write_json(FILE *out, const struct ana_result *res, const struct ana_report_opts *o)
+{
+	(void)o;
+	const struct pt_trace_info *in = pt_reader_info(res->rd);
+	json_t *root = json_object();
+	json_object_set_new(root, "schema", json_string("ptanalyze-report/1"));
+	json_t *tr = json_object();
+	json_object_set_new(tr, "process", json_string(in->process_name));
+	json_object_set_new(tr, "pid", json_integer(in->pid));
+	json_object_set_new(tr, "host", json_string(in->host));
+	json_object_set_new(tr, "cmdline", json_string(in->cmdline));
+	json_object_set_new(tr, "closed", json_boolean(in->closed));
+	json_object_set_new(tr, "start_realtime_ns", json_integer((json_int_t)in->start_real_ns));
+	json_object_set_new(tr, "start_ns", json_integer((json_int_t)res->start_ns));
+	json_object_set_new(tr, "wall_span_ns", json_integer((json_int_t)(res->end_ns - res->start_ns)));
+	json_object_set_new(tr, "thread_span_sum_ns", json_integer((json_int_t)res->thread_span_sum_ns));
+	json_object_set_new(tr, "sections", json_integer((json_int_t)res->sections));
+	json_object_set_new(tr, "records", json_integer((json_int_t)res->records));
+	json_object_set_new(tr, "lost_records", json_integer((json_int_t)res->lost_records));
+	json_object_set_new(tr, "lost_sections", json_integer((json_int_t)res->lost_sections));
+	json_object_set_new(tr, "unmatched_ends", json_integer((json_int_t)res->unmatched_ends));
+	json_object_set_new(tr, "open_at_end", json_integer((json_int_t)res->open_at_end));
+	json_object_set_new(tr, "recorder_errors", json_integer((json_int_t)res->misuse_errors));
+	json_object_set_new(tr, "percentile_relative_error", json_real(ANA_HIST_REL_ERROR));
+	json_object_set_new(tr, "torn_tail", json_boolean(res->torn_tail));
+	json_object_set_new(tr, "corrupt", json_boolean(res->corrupt));
+	json_t *probs = json_array();
+	for (size_t i = 0; i < pt_reader_problem_count(res->rd); i++) {
+		uint64_t off;
+		const char *m = pt_reader_problem(res->rd, i, &off);
+		json_t *p = json_object();
+		json_object_set_new(p, "offset", json_integer((json_int_t)off));
+		json_object_set_new(p, "message", json_string(m));
+		json_array_append_new(probs, p);
+	}
+	json_object_set_new(tr, "problems", probs);
+	json_object_set_new(root, "trace", tr);
+	json_t *threads = json_array();
+	for (size_t i = 0; i < res->nthreads; i++) {
+		const struct ana_thread *t = &res->threads[i];
+		json_t *j = json_object();
+		json_object_set_new(j, "index", json_integer(t->index));
+		json_object_set_new(j, "tid", json_integer(t->tid));
+		json_object_set_new(j, "name", json_string(t->name));
+		json_object_set_new(j, "span_ns", json_integer((json_int_t)(t->last_ns - t->first_ns)));
+		json_object_set_new(j, "sections", json_integer((json_int_t)t->sections));
+		json_object_set_new(j, "records", json_integer((json_int_t)t->records));
+		json_object_set_new(j, "lost_records", json_integer((json_int_t)t->lost_records));
+		json_object_set_new(j, "tree", json_tree(res, &t->tree));
+		json_object_set_new(j, "flat", json_flat(res, res->by_name_thread[i]));
+		json_t *cs = json_array();
+		for (size_t k = 0; k < t->ncounters; k++) {
+			json_t *c = json_object();
+			json_object_set_new(c, "name", json_string(ana_name(res, t->counters[k].id)));
+			json_object_set_new(c, "samples", json_integer((json_int_t)t->counters[k].samples));
+			json_object_set_new(c, "last", json_integer(t->counters[k].last));
+			json_object_set_new(c, "min", json_integer(t->counters[k].min));
+			json_object_set_new(c, "max", json_integer(t->counters[k].max));
+			json_array_append_new(cs, c);
+		}
+		json_object_set_new(j, "counters", cs);
+		json_array_append_new(threads, j);
+	}
+	json_object_set_new(root, "threads", threads);
+	json_object_set_new(root, "tree", json_tree(res, &res->merged));
+	json_object_set_new(root, "flat", json_flat(res, res->by_name));
+	int rc = json_dumpf(root, out, JSON_INDENT(1) | JSON_REAL_PRECISION(12)) == 0 && fputc('\n', out) != EOF ? 0 : -1;
+	json_decref(root);
+	return rc;
+}

@@ -1,0 +1,261 @@
+/*
+ * cli/cli_main.c - ptanalyze, the command-line analyzer.
+ *
+ * Exit codes: 0 = clean trace, or a torn tail recovered (warning names the
+ * offset: every crashed production trace looks like that); 1 = damage
+ * inside the file (the report of every intact chunk is still printed) or
+ * the trace cannot be read; 2 = usage error.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "analyzer/ana.h"
+
+#define PROG "ptanalyze"
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+		"usage: " PROG " TRACE.ptz --report [options]     report (also: " PROG " report TRACE.ptz)\n"
+		"       " PROG " info TRACE.ptz                   header, threads, losses, compression\n"
+		"       " PROG " --help | --version\n"
+		"\n"
+		"Report options:\n"
+		"  --report             print the call-tree report (the default action)\n"
+		"  --flat               aggregate by section name instead of call path\n"
+		"  --sort KEY           time (inclusive, default) | self | flops | count | name\n"
+		"  --top N              at most N rows per tree level (N rows in --flat)\n"
+		"  --depth N            call-tree depth limit (1 = top-level sections)\n"
+		"  --min-pct P          hide rows below P%% of the sum of thread spans\n"
+		"  --thread N           one thread (its recorder index, see 'info')\n"
+		"  --domain NAME        sections of one timing domain ('' = default domain)\n"
+		"  --bottlenecks N      also list the top N sections by self time\n"
+		"  --since T, --until T keep sections lying within [T, T'] seconds from the trace start\n"
+		"  --csv FILE           write every row (tree and flat, merged and per thread) as CSV; - = stdout\n"
+		"  --json FILE          write the report as JSON; - = stdout\n"
+		"  --no-progress        no progress bar (shown on a terminal for large traces)\n"
+		"\n"
+		"Columns and formulas: doc/analyzer-output.md. Exit codes: 0 clean or torn tail recovered,\n"
+		"1 damaged trace (intact chunks still reported) or unreadable, 2 usage error.\n");
+}
+
+static int usage_error(const char *fmt, const char *arg)
+{
+	fprintf(stderr, PROG ": ");
+	fprintf(stderr, fmt, arg);
+	fprintf(stderr, "\n");
+	usage(stderr);
+	return 2;
+}
+
+static int parse_int(const char *s, int lo, int hi, int *out)
+{
+	char *end;
+	errno = 0;
+	long v = strtol(s, &end, 10);
+	if (errno || *end || end == s || v < lo || v > hi)
+		return -1;
+	*out = (int)v;
+	return 0;
+}
+
+static int parse_seconds(const char *s, uint64_t *ns)
+{
+	char *end;
+	errno = 0;
+	double v = strtod(s, &end);
+	if (errno || *end || end == s || !(v >= 0) || v > 1e9)
+		return -1;
+	*ns = (uint64_t)llround(v * 1e9);
+	return 0;
+}
+
+static void progress(void *ctx, uint64_t done, uint64_t total)
+{
+	(void)ctx;
+	int pct = total ? (int)(100.0 * (double)done / (double)total) : 100;
+	fprintf(stderr, "\r" PROG ": reading %3d%%", pct);
+	if (done >= total)
+		fprintf(stderr, "\r                         \r");
+}
+
+static FILE *open_out(const char *path)
+{
+	if (strcmp(path, "-") == 0)
+		return stdout;
+	return fopen(path, "w");
+}
+
+enum { OPT_REPORT = 256, OPT_FLAT, OPT_SORT, OPT_TOP, OPT_DEPTH, OPT_MINPCT, OPT_THREAD, OPT_DOMAIN,
+       OPT_BOTTLENECKS, OPT_SINCE, OPT_UNTIL, OPT_CSV, OPT_JSON, OPT_NOPROGRESS, OPT_VERSION };
+
+int main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, OPT_VERSION },
+		{ "report", no_argument, NULL, OPT_REPORT },
+		{ "flat", no_argument, NULL, OPT_FLAT },
+		{ "sort", required_argument, NULL, OPT_SORT },
+		{ "top", required_argument, NULL, OPT_TOP },
+		{ "depth", required_argument, NULL, OPT_DEPTH },
+		{ "min-pct", required_argument, NULL, OPT_MINPCT },
+		{ "thread", required_argument, NULL, OPT_THREAD },
+		{ "domain", required_argument, NULL, OPT_DOMAIN },
+		{ "bottlenecks", required_argument, NULL, OPT_BOTTLENECKS },
+		{ "since", required_argument, NULL, OPT_SINCE },
+		{ "until", required_argument, NULL, OPT_UNTIL },
+		{ "csv", required_argument, NULL, OPT_CSV },
+		{ "json", required_argument, NULL, OPT_JSON },
+		{ "no-progress", no_argument, NULL, OPT_NOPROGRESS },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct ana_options ao = { .thread = -1 };
+	struct ana_report_opts ro = { .sort = ANA_SORT_TIME, .thread = -1 };
+	const char *csv = NULL, *json = NULL;
+	int show_progress = isatty(2), c;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'h':
+			usage(stdout);
+			return 0;
+		case OPT_VERSION:
+			printf(PROG " 0.1.0 (reads .ptz format %d.x)\n", PT_FMT_VERSION_MAJOR);
+			return 0;
+		case OPT_REPORT:
+			break;
+		case OPT_FLAT:
+			ro.flat = true;
+			break;
+		case OPT_SORT: {
+			static const char *keys[] = { "time", "self", "flops", "count", "name" };
+			int k = -1;
+			for (int i = 0; i < 5; i++)
+				if (strcmp(optarg, keys[i]) == 0)
+					k = i;
+			if (k < 0)
+				return usage_error("--sort: unknown key '%s'", optarg);
+			ro.sort = (enum ana_sort)k;
+			break;
+		}
+		case OPT_TOP:
+			if (parse_int(optarg, 1, 1 << 30, &ro.top))
+				return usage_error("--top: expected a positive integer, got '%s'", optarg);
+			break;
+		case OPT_DEPTH:
+			if (parse_int(optarg, 1, 1 << 20, &ro.depth))
+				return usage_error("--depth: expected a positive integer, got '%s'", optarg);
+			break;
+		case OPT_MINPCT: {
+			char *end;
+			ro.min_pct = strtod(optarg, &end);
+			if (*end || end == optarg || !(ro.min_pct >= 0 && ro.min_pct <= 100))
+				return usage_error("--min-pct: expected a percentage 0..100, got '%s'", optarg);
+			break;
+		}
+		case OPT_THREAD:
+			if (parse_int(optarg, 0, 1 << 30, &ro.thread))
+				return usage_error("--thread: expected a thread index, got '%s'", optarg);
+			ao.thread = ro.thread;
+			break;
+		case OPT_DOMAIN:
+			ao.domain = optarg;
+			break;
+		case OPT_BOTTLENECKS:
+			if (parse_int(optarg, 1, 1 << 20, &ro.bottlenecks))
+				return usage_error("--bottlenecks: expected a positive integer, got '%s'", optarg);
+			break;
+		case OPT_SINCE:
+			if (parse_seconds(optarg, &ao.since_ns))
+				return usage_error("--since: expected seconds, got '%s'", optarg);
+			break;
+		case OPT_UNTIL:
+			if (parse_seconds(optarg, &ao.until_ns))
+				return usage_error("--until: expected seconds, got '%s'", optarg);
+			break;
+		case OPT_CSV:
+			csv = optarg;
+			break;
+		case OPT_JSON:
+			json = optarg;
+			break;
+		case OPT_NOPROGRESS:
+			show_progress = 0;
+			break;
+		default:
+			return usage_error("unknown or incomplete option '%s'", argv[optind - 1]);
+		}
+	}
+	const char *cmd = "report", *path = NULL;
+	int rest = argc - optind;
+	if (rest >= 1 && (strcmp(argv[optind], "report") == 0 || strcmp(argv[optind], "info") == 0)) {
+		cmd = argv[optind++];
+		rest--;
+	}
+	if (rest != 1)
+		return usage_error("%s", rest ? "expected exactly one trace file" : "no trace file given");
+	path = argv[optind];
+	if (ao.until_ns && ao.until_ns <= ao.since_ns)
+		return usage_error("%s", "--until must be later than --since");
+	if (show_progress) {
+		FILE *f = fopen(path, "rb");
+		if (f) {
+			fseek(f, 0, SEEK_END);
+			if (ftell(f) > (64l << 20))
+				ao.progress = progress;
+			fclose(f);
+		}
+	}
+
+	struct ana_result res;
+	char err[512];
+	int rc = ana_run(path, &ao, &res, err, sizeof(err));
+	if (rc) {
+		fprintf(stderr, PROG ": %s: %s\n", path, err);
+		if (res.rd)
+			ana_result_free(&res);
+		return 1;
+	}
+	const struct pt_trace_info *in = pt_reader_info(res.rd);
+	if (strcmp(cmd, "info") == 0) {
+		ana_info_text(stdout, &res);
+	} else {
+		if (csv) {
+			FILE *f = open_out(csv);
+			if (!f || ana_write_csv(f, &res, &ro) || (f != stdout && fclose(f))) {
+				fprintf(stderr, PROG ": %s: cannot write CSV: %s\n", csv, strerror(errno));
+				ana_result_free(&res);
+				return 1;
+			}
+		}
+		if (json) {
+			FILE *f = open_out(json);
+			if (!f || ana_write_json(f, &res, &ro) || (f != stdout && fclose(f))) {
+				fprintf(stderr, PROG ": %s: cannot write JSON: %s\n", json, strerror(errno));
+				ana_result_free(&res);
+				return 1;
+			}
+		}
+		if ((!csv || strcmp(csv, "-")) && (!json || strcmp(json, "-")))
+			ana_report_text(stdout, &res, &ro);
+	}
+	/* problems go to stderr with offsets: they never hide in the report */
+	for (size_t i = 0; i < pt_reader_problem_count(res.rd); i++) {
+		uint64_t off;
+		const char *m = pt_reader_problem(res.rd, i, &off);
+		fprintf(stderr, PROG ": %s: %s: %s\n", path, res.corrupt ? "error" : "warning", m);
+	}
+	if (!in->closed && !res.corrupt)
+		fprintf(stderr, PROG ": %s: warning: trace was not closed (the recorder crashed or is still "
+				"writing); read up to its committed length, %llu bytes\n",
+			path, (unsigned long long)in->committed_bytes);
+	int code = res.corrupt ? 1 : 0;
+	ana_result_free(&res);
+	return code;
+}
