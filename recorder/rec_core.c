@@ -13,8 +13,9 @@
  * (urcu-bp). A thread registers on its first record (mutex-protected
  * cds_list_add_tail_rcu). At thread exit a pthread key destructor marks the
  * ring OWNER_EXITED; the flusher drains it a last time, unlinks it and frees
- * it with call_rcu. pt_close() marks rings of live threads OWNER_DETACHED:
- * their threads free them on their next call or at exit.
+ * it with call_rcu. pt_close() unlinks every ring, waits one grace period,
+ * then marks rings of live threads OWNER_DETACHED (their threads free them
+ * on their next call or at exit) and frees the others.
  *
  * Memory order tags: [P1]/[C1] head, [C2]/[P2] tail (see rec_internal.h),
  * [X1]/[X2] owner_state.
@@ -32,6 +33,7 @@
 
 static struct pt_recorder the_recorder = {
 	.reg_lock = PTHREAD_MUTEX_INITIALIZER,
+	.stop_lock = PTHREAD_MUTEX_INITIALIZER,
 };
 static pthread_mutex_t open_lock = PTHREAD_MUTEX_INITIALIZER;
 static bool is_open;
@@ -64,6 +66,11 @@ static void atfork_child(void)
 
 static void global_init(void)
 {
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&the_recorder.stop_cond, &ca);
+	pthread_condattr_destroy(&ca);
 	pthread_key_create(&ring_key, ring_retire);
 	pthread_atfork(NULL, NULL, atfork_child);
 	rec_clock_init();
@@ -240,7 +247,8 @@ void pt_begin(pt_recorder *r, uint32_t id)
 	struct rec_ring *g = rec_tls;
 	/* relaxed: a stale generation only sends this call to the slow path,
 	 * which rechecks with acquire */
-	if (unlikely(!g || g->gen != atomic_load_explicit(&r->hot_gen, memory_order_relaxed) || g->skip_depth)) {
+	if (unlikely(!g || g->gen != atomic_load_explicit(&r->hot_gen, memory_order_relaxed) || g->skip_depth ||
+		     !rec_ticks_inline_ok())) {
 		begin_slow(r, id);
 		return;
 	}
@@ -250,7 +258,7 @@ void pt_begin(pt_recorder *r, uint32_t id)
 		return;
 	}
 	struct rec_slot *s = &g->slots[h & g->mask];
-	s->a = rec_ticks();
+	s->a = rec_ticks_inline();
 	s->b = SLOT_BEGIN;
 	s->c = id;
 	if (likely(g->depth < REC_STOP_STACK))
@@ -261,12 +269,12 @@ void pt_begin(pt_recorder *r, uint32_t id)
 
 static PT_COLD void end_slow(struct pt_recorder *r, uint32_t id);
 
-static inline void end_record(struct rec_ring *g, uint32_t id)
+static inline void end_record(struct rec_ring *g, uint32_t id, uint64_t t)
 {
 	uint64_t h = g->head_own;
 	/* room reserved at BEGIN: no check needed */
 	struct rec_slot *s = &g->slots[h & g->mask];
-	s->a = rec_ticks();
+	s->a = t;
 	s->b = SLOT_END;
 	s->c = id;
 	g->depth--;
@@ -294,11 +302,11 @@ void pt_end(pt_recorder *r, uint32_t id)
 		return;
 	struct rec_ring *g = rec_tls;
 	if (unlikely(!g || g->gen != atomic_load_explicit(&r->gen, memory_order_relaxed) || g->skip_depth ||
-		     g->depth == 0)) {
+		     g->depth == 0 || !rec_ticks_inline_ok())) {
 		end_slow(r, id);
 		return;
 	}
-	end_record(g, id);
+	end_record(g, id, rec_ticks_inline());
 }
 
 static PT_COLD void end_slow(struct pt_recorder *r, uint32_t id)
@@ -316,7 +324,7 @@ static PT_COLD void end_slow(struct pt_recorder *r, uint32_t id)
 		error_record(g, PT_ERRC_END_UNDERFLOW, 1);
 		return;
 	}
-	end_record(g, id);
+	end_record(g, id, rec_ticks());
 }
 
 static PT_COLD void payload_slow(struct pt_recorder *r, uint32_t kind, uint64_t v)
@@ -657,9 +665,25 @@ int pt_close(pt_recorder *r)
 	pthread_mutex_unlock(&r->reg_lock);
 	rec_flusher_stop(r); /* final drain, final tables, joins */
 
+	/* Unlink every ring, wait one grace period so no pt_stats() walker
+	 * still holds one, then hand each to its thread (OWNER_DETACHED) or,
+	 * if the thread already exited, free it here. */
 	pthread_mutex_lock(&r->reg_lock);
-	struct rec_ring *g, *tmp;
+	struct rec_ring *g, *tmp, **gone = NULL;
+	size_t ngone = 0, cgone = 0;
 	cds_list_for_each_entry_safe(g, tmp, &r->rings, node) {
+		/* the node's links stay untouched until the grace period ends: a
+		 * reader may be standing on it */
+		if (ngone == cgone) {
+			size_t nc = cgone ? cgone * 2 : 16;
+			struct rec_ring **p = realloc(gone, nc * sizeof(*p));
+			if (!p) { /* out of memory: unlink and leak it, never free early */
+				cds_list_del_rcu(&g->node);
+				continue;
+			}
+			gone = p;
+			cgone = nc;
+		}
 		/* keep the totals for pt_stats() after close */
 		atomic_fetch_add_explicit(&r->closed_lost, atomic_load_explicit(&g->lost_records, memory_order_relaxed),
 					  memory_order_relaxed);
@@ -669,15 +693,20 @@ int pt_close(pt_recorder *r)
 		atomic_fetch_add_explicit(&r->closed_errors, atomic_load_explicit(&g->errors, memory_order_relaxed),
 					  memory_order_relaxed);
 		cds_list_del_rcu(&g->node);
-		int expect = OWNER_ACTIVE;
-		/* [X1'] the owner frees it from now on; if it already exited
-		 * (lost the race with its destructor), we free it. */
-		if (!atomic_compare_exchange_strong_explicit(&g->owner_state, &expect, OWNER_DETACHED,
-							     memory_order_acq_rel, memory_order_acquire))
-			urcu_bp_call_rcu(&g->rcu, rec_ring_free_rcu);
+		gone[ngone++] = g;
 	}
 	pthread_mutex_unlock(&r->reg_lock);
-	urcu_bp_barrier(); /* frees queued by call_rcu are done before we return */
+	urcu_bp_synchronize_rcu();
+	for (size_t i = 0; i < ngone; i++) {
+		g = gone[i];
+		int expect = OWNER_ACTIVE;
+		/* [X1'] from now on the owner frees it; if it already exited
+		 * (it won the race with us), we do. */
+		if (!atomic_compare_exchange_strong_explicit(&g->owner_state, &expect, OWNER_DETACHED,
+							     memory_order_acq_rel, memory_order_acquire))
+			free_ring(g);
+	}
+	free(gone);
 	int rc = -atomic_load_explicit(&r->last_io_error, memory_order_relaxed);
 	int crc = fmt_writer_close(r->w);
 	r->w = NULL;

@@ -215,13 +215,18 @@ static uint64_t drain(struct flusher *f, struct rec_ring *g, uint64_t now_ns, in
 		return 0;
 	g->last_drain_ns = now_ns;
 	struct fmt_enc *e = &f->enc;
+	/* Locals: g->slots and g->mask share a cache line with fields the
+	 * owner writes on every record; stores through e->pos (uint8_t *) may
+	 * alias them, so without locals they are reloaded for every slot. */
+	const struct rec_slot *const slots = g->slots;
+	const uint64_t mask = g->mask;
 	while (t < head) {
 		if (!fmt_enc_room(e, 2 * FMT_MAX_RECORD_BYTES)) {
 			/* [C2] release: done reading these slots. Pairs with [P2]. */
 			atomic_store_explicit(&g->tail, t, memory_order_release);
 			event_flush(f, g);
 		}
-		const struct rec_slot *s = &g->slots[t & g->mask];
+		const struct rec_slot *s = &slots[t & mask];
 		switch (s->b & 0xff) {
 		case SLOT_BEGIN:
 			fmt_enc_begin(e, s->a, s->c);
@@ -237,7 +242,7 @@ static uint64_t drain(struct flusher *f, struct rec_ring *g, uint64_t now_ns, in
 			break;
 		case SLOT_COUNTER: {
 			/* published together with its value slot */
-			const struct rec_slot *v = &g->slots[(t + 1) & g->mask];
+			const struct rec_slot *v = &slots[(t + 1) & mask];
 			fmt_enc_counter(e, s->a, s->c, (int64_t)v->a);
 			t++;
 			break;
@@ -373,8 +378,16 @@ static void *flusher_main(void *arg)
 		if (busiest >= 4) /* a ring was >= 1/4 full: go again at once */
 			continue;
 		sleep_us = busiest >= 1 || drained ? PT_MAX(sleep_us / 2, 1000u) : PT_MIN(sleep_us * 2, max_us);
-		struct timespec ts = { sleep_us / 1000000u, (long)(sleep_us % 1000000u) * 1000 };
-		nanosleep(&ts, NULL);
+		/* a timed wait that pt_close() can cut short */
+		struct timespec ts;
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		ts.tv_nsec += (long)sleep_us * 1000;
+		ts.tv_sec += ts.tv_nsec / 1000000000;
+		ts.tv_nsec %= 1000000000;
+		pthread_mutex_lock(&r->stop_lock);
+		if (!atomic_load_explicit(&r->stop, memory_order_relaxed))
+			pthread_cond_timedwait(&r->stop_cond, &r->stop_lock, &ts);
+		pthread_mutex_unlock(&r->stop_lock);
 	}
 	final_meta(f);
 	return NULL;
@@ -421,7 +434,10 @@ void rec_flusher_stop(struct pt_recorder *r)
 {
 	if (!r->flusher_running)
 		return;
+	pthread_mutex_lock(&r->stop_lock);
 	atomic_store_explicit(&r->stop, true, memory_order_release);
+	pthread_cond_signal(&r->stop_cond);
+	pthread_mutex_unlock(&r->stop_lock);
 	pthread_join(r->flusher, NULL);
 	r->flusher_running = false;
 	struct flusher *f = the_flusher;

@@ -92,9 +92,6 @@ struct rec_ring {
 	/* --- owner-hot: written and read only by the owning thread --- */
 	union {
 		struct {
-			struct rec_slot *slots;
-			uint64_t mask;            /* capacity - 1 */
-			uint64_t cap;
 			uint64_t head_own;        /* owner's copy of head */
 			uint64_t tail_cache;      /* owner's last view of tail */
 			uint64_t gen;             /* recorder generation this ring belongs to */
@@ -131,7 +128,11 @@ struct rec_ring {
 		char cons_line_[REC_LINE];
 	};
 
-	/* --- set at registration, read by anyone --- */
+	/* --- immutable after registration, read by anyone: kept off the
+	 * owner's line so the flusher reading them does not bounce it --- */
+	struct rec_slot *slots;
+	uint64_t mask;            /* capacity - 1 */
+	uint64_t cap;
 	uint32_t index, tid;
 	uint64_t start_ticks;
 	uint64_t end_ticks;       /* written by the owner before OWNER_EXITED (release) */
@@ -142,7 +143,7 @@ struct rec_ring {
 };
 _Static_assert(offsetof(struct rec_ring, head) % REC_LINE == 0, "producer group on its own line");
 _Static_assert(offsetof(struct rec_ring, tail) % REC_LINE == 0, "consumer group on its own line");
-_Static_assert(offsetof(struct rec_ring, index) % REC_LINE == 0, "shared group on its own line");
+_Static_assert(offsetof(struct rec_ring, slots) % REC_LINE == 0, "immutable group on its own line");
 
 struct pt_recorder {
 	/* read on every hot-path call */
@@ -164,6 +165,8 @@ struct pt_recorder {
 	pthread_t flusher;
 	bool flusher_running;
 	_Atomic bool stop;
+	pthread_mutex_t stop_lock;    /* with stop_cond: wakes the flusher's poll sleep at close only */
+	pthread_cond_t stop_cond;     /* (producers never signal it) */
 	struct fmt_writer *w;
 	_Atomic uint32_t next_thread_index;
 	_Atomic uint64_t threads;
@@ -203,6 +206,25 @@ static inline uint64_t rec_ticks(void)
 }
 #else
 static inline uint64_t rec_ticks(void) { return rec_ticks_slow(); }
+#endif
+
+/* Hot path only: true when the tick source can be read inline, so pt_begin()
+ * and pt_end() make no call and need no stack frame; otherwise they take the
+ * cold path, which uses rec_ticks(). */
+#if defined(__x86_64__)
+static inline bool rec_ticks_inline_ok(void) { return likely(rec_clock_source == 1); }
+static inline uint64_t rec_ticks_inline(void) { return __rdtsc(); }
+#elif defined(__aarch64__)
+static inline bool rec_ticks_inline_ok(void) { return likely(rec_clock_source == 2); }
+static inline uint64_t rec_ticks_inline(void)
+{
+	uint64_t v;
+	__asm__ __volatile__("isb; mrs %0, cntvct_el0" : "=r"(v)::"memory");
+	return v;
+}
+#else
+static inline bool rec_ticks_inline_ok(void) { return false; }
+static inline uint64_t rec_ticks_inline(void) { return 0; }
 #endif
 
 /* ---- intern table (rec_intern.c) ---- */

@@ -56,9 +56,14 @@ static inline int tu_scale(int pct_of)
 	return v < 1 ? 1 : (int)v;
 }
 
+/* Kind of the marker tu_read() inserts where a thread's chunk sequence has
+ * a gap (a chunk lost to an I/O error or damage): nesting restarts there. */
+#define TU_GAP 0u
+
 /* One thread's records, in file order (LOSS records are summed in tu_trace). */
 struct tu_thread {
 	uint32_t index;
+	uint64_t next_seq, gaps;
 	struct pt_record *recs;
 	size_t n, cap;
 	uint64_t lost_records, lost_sections, errors;
@@ -96,6 +101,19 @@ static inline void tu_read(const char *path, struct tu_trace *tr)
 	struct pt_record rec;
 	while (pt_reader_next_chunk(tr->rd, PT_READER_ALL_CHUNKS, &ci) == 1) {
 		struct tu_thread *t = ci.thread == PT_FMT_META_THREAD ? NULL : tu_thread_get(tr, ci.thread);
+		if (t && ci.sequence != t->next_seq) {
+			struct pt_record gap = { .kind = TU_GAP };
+			if (t->n == t->cap) {
+				t->cap = t->cap ? t->cap * 2 : 1024;
+				t->recs = realloc(t->recs, t->cap * sizeof(*t->recs));
+			}
+			if (t->n)
+				gap.ticks = t->recs[t->n - 1].ticks;
+			t->recs[t->n++] = gap;
+			t->gaps++;
+		}
+		if (t)
+			t->next_seq = ci.sequence + 1;
 		while ((rc = pt_reader_next_record(tr->rd, &rec)) == 1) {
 			tr->records++;
 			if (rec.kind == PT_REC_LOSS) {
@@ -130,7 +148,9 @@ static inline void tu_free(struct tu_trace *tr)
 
 /*
  * Checks that every END matches the innermost open BEGIN (same id) and
- * ticks never decrease. Returns the number of complete sections; fails the
+ * ticks never decrease; a TU_GAP marker restarts the stack: after it, an
+ * END that finds the stack empty closes a section begun before the gap
+ * (whose BEGIN was lost with the missing chunk) and is allowed. Returns the number of complete sections; fails the
  * test on a violation. Sections still open at the end count in *open_out.
  */
 static inline size_t tu_check_nesting(const struct tu_thread *t, size_t *open_out)
@@ -138,16 +158,24 @@ static inline size_t tu_check_nesting(const struct tu_thread *t, size_t *open_ou
 	uint32_t stack[4096];
 	size_t depth = 0, sections = 0;
 	uint64_t last = 0;
+	int after_gap = 0;
 	for (size_t i = 0; i < t->n; i++) {
 		const struct pt_record *r = &t->recs[i];
 		if (r->ticks < last)
 			fail_msg("thread %u record %zu: ticks go back", t->index, i);
 		last = r->ticks;
+		if (r->kind == TU_GAP) {
+			depth = 0;
+			after_gap = 1;
+			continue;
+		}
 		if (r->kind == PT_REC_BEGIN) {
 			if (depth == 4096)
 				fail_msg("nesting too deep");
 			stack[depth++] = r->id;
 		} else if (r->kind == PT_REC_END) {
+			if (depth == 0 && after_gap)
+				continue;
 			if (depth == 0)
 				fail_msg("thread %u record %zu: END %u without BEGIN", t->index, i, r->id);
 			if (stack[depth - 1] != r->id)

@@ -1,0 +1,198 @@
+/*
+ * bench/bench_analyze.c - ptanalyze throughput and memory on recorder-made
+ * traces (issue: >= 50 M records/s on one core; RSS at 100 M records within
+ * 10% of RSS at 10 M).
+ *
+ * For each size, a child process records the trace with libptz (8 threads,
+ * 1,000 names, random nesting to depth 10, a metric on every 4th section),
+ * then another child runs the analysis (ana_run + the text report to
+ * /dev/null) and reports its wall time, CPU time and peak RSS (wait4's
+ * ru_maxrss). Children keep the two measurements apart. Prints a table;
+ * not a test.
+ *
+ * usage: bench-analyze [--quick] [--keep DIR]
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "analyzer/ana.h"
+#include "ptz/recorder.h"
+
+#define THREADS 8
+#define NAMES 1000
+#define MAX_DEPTH 10
+
+static pt_recorder *R;
+static uint32_t ids[NAMES];
+static uint64_t per_thread_records;
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static uint64_t xs(uint64_t *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 7;
+	*s ^= *s << 17;
+	return *s;
+}
+
+static void *producer(void *arg)
+{
+	uint64_t s = 0x9e3779b97f4a7c15ull * ((uintptr_t)arg + 1), emitted = 0;
+	uint32_t stack[MAX_DEPTH];
+	int depth = 0;
+	while (emitted < per_thread_records) {
+		uint64_t x = xs(&s);
+		/* walk: go deeper while below 3, then random up/down, capped at MAX_DEPTH */
+		int open = depth < 3 || (depth < MAX_DEPTH && (x & 1));
+		if (open) {
+			uint32_t id = ids[(x >> 8) % NAMES];
+			stack[depth++] = id;
+			pt_begin(R, id);
+			emitted++;
+			if (((x >> 20) & 3) == 0) {
+				pt_metric(R, PT_METRIC_READ_BYTES, (x >> 24) & 0xffff);
+				emitted++;
+			}
+		} else {
+			pt_end(R, stack[--depth]);
+			emitted++;
+		}
+		if ((emitted & 4095) == 0) { /* keep the flusher ahead: a trace without losses */
+			struct timespec ts = { 0, 200000 };
+			nanosleep(&ts, NULL);
+		}
+	}
+	while (depth)
+		pt_end(R, stack[--depth]);
+	return NULL;
+}
+
+static int record(const char *path, uint64_t records)
+{
+	R = pt_open(path, NULL);
+	if (!R) {
+		perror("pt_open");
+		return 1;
+	}
+	for (int i = 0; i < NAMES; i++) {
+		char n[32];
+		snprintf(n, sizeof(n), "section-%04d", i);
+		ids[i] = pt_intern(R, n);
+	}
+	per_thread_records = records / THREADS;
+	pthread_t t[THREADS];
+	for (uintptr_t i = 0; i < THREADS; i++)
+		pthread_create(&t[i], NULL, producer, (void *)i);
+	for (int i = 0; i < THREADS; i++)
+		pthread_join(t[i], NULL);
+	struct pt_stats_info st;
+	pt_stats(R, &st);
+	pt_close(R);
+	pt_stats(R, &st);
+	fprintf(stderr, "  recorded %s: %llu records, %llu lost\n", path, (unsigned long long)st.records,
+		(unsigned long long)st.lost_records);
+	return 0;
+}
+
+struct result {
+	double wall, cpu;
+	uint64_t records;
+	long maxrss_kb;
+};
+
+static int analyze(const char *path, struct result *out, int fd)
+{
+	struct ana_options ao = { .thread = -1 };
+	struct ana_result res;
+	char err[256];
+	double t0 = now_s();
+	int rc = ana_run(path, &ao, &res, err, sizeof(err));
+	if (rc) {
+		fprintf(stderr, "ana_run: %s\n", err);
+		return 1;
+	}
+	FILE *null = fopen("/dev/null", "w");
+	struct ana_report_opts ro = { .thread = -1 };
+	ana_report_text(null, &res, &ro);
+	fclose(null);
+	struct result r = { .wall = now_s() - t0, .records = res.records };
+	struct rusage ru;
+	getrusage(RUSAGE_SELF, &ru);
+	r.cpu = (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + (double)ru.ru_stime.tv_sec +
+		ru.ru_stime.tv_usec / 1e6;
+	ana_result_free(&res);
+	if (write(fd, &r, sizeof(r)) != (ssize_t)sizeof(r))
+		return 1;
+	(void)out;
+	return 0;
+}
+
+static int in_child(int (*fn)(const char *, uint64_t), const char *path, uint64_t n)
+{
+	pid_t p = fork();
+	if (p == 0)
+		_exit(fn(path, n));
+	int st;
+	waitpid(p, &st, 0);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 1;
+}
+
+int main(int argc, char **argv)
+{
+#ifndef __OPTIMIZE__
+	fprintf(stderr, "bench-analyze: built without optimization; use the default debugoptimized build\n");
+	return 2;
+#endif
+	int quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
+	char dir[] = "/tmp/ptz-bench-analyze-XXXXXX";
+	if (!mkdtemp(dir))
+		return 1;
+	uint64_t sizes[2] = { quick ? 1000000 : 10000000, quick ? 10000000 : 100000000 };
+	struct result r[2];
+	for (int i = 0; i < 2; i++) {
+		char path[256];
+		snprintf(path, sizeof(path), "%s/trace-%llu.ptz", dir, (unsigned long long)sizes[i]);
+		if (in_child(record, path, sizes[i]))
+			return 1;
+		int fds[2];
+		if (pipe(fds))
+			return 1;
+		pid_t p = fork();
+		if (p == 0) {
+			close(fds[0]);
+			_exit(analyze(path, NULL, fds[1]));
+		}
+		close(fds[1]);
+		int st;
+		struct rusage ru;
+		wait4(p, &st, 0, &ru);
+		if (read(fds[0], &r[i], sizeof(r[i])) != (ssize_t)sizeof(r[i]))
+			return 1;
+		close(fds[0]);
+		r[i].maxrss_kb = ru.ru_maxrss;
+		struct stat sb;
+		stat(path, &sb);
+		printf("%-10llu records  file %7.1f MB  analysis wall %6.2f s  cpu %6.2f s  %6.1f M records/s (cpu)  "
+		       "peak RSS %7.1f MB\n",
+		       (unsigned long long)r[i].records, sb.st_size / 1e6, r[i].wall, r[i].cpu,
+		       r[i].records / r[i].cpu / 1e6, r[i].maxrss_kb / 1024.0);
+		unlink(path);
+	}
+	printf("RSS ratio (larger / smaller trace): %.3f  (target <= 1.10)\n",
+	       (double)r[1].maxrss_kb / (double)r[0].maxrss_kb);
+	rmdir(dir);
+	return 0;
+}
