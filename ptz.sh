@@ -43,7 +43,18 @@ test)
 	;;
 demo)
 	configure
-	exec "$BUILD/examples/ptz-demo" "$BUILD"
+	out=${PTZ_DEMO_DIR:-$BUILD/demo}
+	mkdir -p "$out"
+	for ex in led_optimizer compress_corpus; do
+		[ -x "$BUILD/examples/$ex" ] || { echo "ptz.sh: $ex was not built" >&2; continue; }
+		echo "== $ex: recording $out/$ex.ptz"
+		"$BUILD/examples/$ex" --trace "$out/$ex.ptz"
+		echo
+		echo "== $BUILD/cli/ptanalyze $out/$ex.ptz --report --bottlenecks 5 --csv $out/$ex.csv --json $out/$ex.json"
+		"$BUILD/cli/ptanalyze" "$out/$ex.ptz" --report --bottlenecks 5 --no-progress \
+			--csv "$out/$ex.csv" --json "$out/$ex.json"
+		echo
+	done
 	;;
 *)
 	echo "usage: $0 test [meson test args...] | demo" >&2

@@ -21,20 +21,20 @@
 /* ---- statistics building blocks (ana_stats.c) ---- */
 
 /*
- * Sparse log-linear histogram of durations in ns: values < 2^ANA_SUB_BITS
- * are exact; above, each power of two is split into 2^ANA_SUB_BITS equal
- * buckets, so a bucket's width is at most 2^-ANA_SUB_BITS of its lower bound.
- * Reporting a bucket's midpoint bounds the relative error of a percentile
- * by 2^-(ANA_SUB_BITS+1) = 0.39% (HdrHistogram's scheme, sparse storage).
+ * Log-linear histogram of durations in ns: values < 2^ANA_SUB_BITS are
+ * exact; above, each power of two is split into 2^ANA_SUB_BITS equal
+ * buckets, so a bucket's width is at most 2^-ANA_SUB_BITS of its lower
+ * bound. Reporting a bucket's midpoint bounds the relative error of a
+ * percentile by 2^-(ANA_SUB_BITS+1) = 0.39% (HdrHistogram's scheme).
+ * Storage is lazy and sparse in the sense that matters: only the range of
+ * bucket indexes a path has actually used is allocated (one counter for a
+ * path seen once), and an add is O(1).
  */
 #define ANA_SUB_BITS 7
 #define ANA_HIST_REL_ERROR (1.0 / (1u << (ANA_SUB_BITS + 1)))
 struct ana_hist {
-	uint32_t n, cap;
-	struct ana_bucket {
-		uint32_t idx;
-		uint32_t count;
-	} *b; /* sorted by idx */
+	uint32_t *cnt; /* counts of bucket indexes [lo, lo + len) */
+	uint32_t lo, len;
 };
 void ana_hist_add(struct ana_hist *h, uint64_t v, uint32_t count);
 void ana_hist_merge(struct ana_hist *dst, const struct ana_hist *src);
@@ -44,7 +44,6 @@ void ana_hist_free(struct ana_hist *h);
 uint32_t ana_hist_index(uint64_t v);
 uint64_t ana_hist_lower(uint32_t idx);
 uint64_t ana_hist_upper(uint32_t idx); /* exclusive */
-
 /* Welford running mean and M2 (sum of squared deviations), in double. */
 struct ana_welford {
 	uint64_t n;

@@ -9,9 +9,9 @@
  * transfer belongs to the innermost open frame; at END the frame's
  * inclusive amounts roll up into its parent (doc/analyzer-output.md §2).
  *
- * Recursion: the flat by-name total adds a section's inclusive time only
- * when no other section of the same name is open below it on the stack
- * (open_by_id counts them), so a section nested in itself is not counted
+ * Recursion: the flat by-name view is built from the finished tree; a
+ * node adds its inclusive time only when no ancestor has its name (a
+ * property of the path), so a section nested in itself is not counted
  * twice. Self time and counts always add.
  *
  * Misuse and damage: an END that does not match the innermost section
@@ -39,9 +39,7 @@ struct frame {
 struct tstate {
 	struct frame *st;
 	uint32_t depth, cap;
-	uint32_t *open_by_id;
-	uint32_t nopen;
-	struct ana_agg *flat; /* by name id */
+	struct ana_agg *flat; /* by name id, built from the tree at the end */
 	uint32_t nflat;
 	uint64_t next_seq;
 	bool seen;
@@ -136,22 +134,6 @@ static struct ana_thread *thread_of(struct ctx *c, uint32_t index, struct tstate
 	return NULL;
 }
 
-static int grow_u32(uint32_t **p, uint32_t *n, uint32_t need)
-{
-	if (need <= *n)
-		return 0;
-	uint32_t nc = *n ? *n : 256;
-	while (nc < need)
-		nc *= 2;
-	uint32_t *q = realloc(*p, nc * sizeof(*q));
-	if (!q)
-		return -ENOMEM;
-	memset(q + *n, 0, (nc - *n) * sizeof(*q));
-	*p = q;
-	*n = nc;
-	return 0;
-}
-
 static struct ana_agg *flat_of(struct tstate *ts, uint32_t id)
 {
 	if (id >= ts->nflat) {
@@ -203,7 +185,7 @@ static uint64_t ticks_ns(const struct ctx *c, uint64_t ticks)
 	return (uint64_t)((double)ticks * c->ns_per_tick + 0.5);
 }
 
-/* Pops the top frame, closing it at @end. */
+/* Pops the top frame, closing it at @end, into its call-path node. */
 static void close_top(struct ctx *c, struct ana_thread *th, struct tstate *ts, uint64_t end)
 {
 	struct frame *f = &ts->st[--ts->depth];
@@ -220,9 +202,6 @@ static void close_top(struct ctx *c, struct ana_thread *th, struct tstate *ts, u
 		p->lossy |= f->lossy;
 	}
 	uint32_t id = f->id;
-	bool outermost = id < ts->nopen && ts->open_by_id[id] == 1;
-	if (id < ts->nopen && ts->open_by_id[id])
-		ts->open_by_id[id]--;
 	th->sections++;
 	bool in_window = f->start >= c->since_ticks && end <= c->until_ticks;
 	bool in_domain = c->res->domain_filter == UINT32_MAX ||
@@ -230,9 +209,6 @@ static void close_top(struct ctx *c, struct ana_thread *th, struct tstate *ts, u
 	if (!in_window || !in_domain)
 		return;
 	agg_add(c, &th->tree.n[f->node].agg, f, dur_ns, self_ns, true);
-	struct ana_agg *fa = flat_of(ts, id);
-	if (fa)
-		agg_add(c, fa, f, dur_ns, self_ns, outermost);
 }
 
 static void on_record(struct ctx *c, struct ana_thread *th, struct tstate *ts, const struct pt_record *r)
@@ -263,8 +239,6 @@ static void on_record(struct ctx *c, struct ana_thread *th, struct tstate *ts, c
 		f->node = node;
 		f->id = r->id;
 		f->start = r->ticks;
-		if (grow_u32(&ts->open_by_id, &ts->nopen, r->id + 1) == 0)
-			ts->open_by_id[r->id]++;
 		return;
 	}
 	case PT_REC_END: {
@@ -347,14 +321,41 @@ static void on_record(struct ctx *c, struct ana_thread *th, struct tstate *ts, c
 	}
 }
 
-static void drop_stack(struct ana_thread *th, struct tstate *ts, uint64_t *counter)
+static void drop_stack(struct tstate *ts, uint64_t *counter)
 {
 	*counter += ts->depth;
-	for (uint32_t i = 0; i < ts->depth; i++)
-		if (ts->st[i].id < ts->nopen && ts->open_by_id[ts->st[i].id])
-			ts->open_by_id[ts->st[i].id]--;
 	ts->depth = 0;
-	(void)th;
+}
+
+/*
+ * Flat by-name aggregates from a finished tree (doc/analyzer-output.md §2):
+ * every node adds its count, self time and histogram to its name; only an
+ * outermost node (no ancestor of the same name: a property of the path)
+ * adds its inclusive time and inclusive metrics, so recursion is not
+ * counted twice.
+ */
+static void flat_from_tree(struct ctx *c, const struct ana_tree *t, struct tstate *ts)
+{
+	for (uint32_t i = 1; i < t->count; i++) {
+		const struct ana_node *n = &t->n[i];
+		if (!n->agg.count)
+			continue;
+		bool outermost = true;
+		for (uint32_t p = n->parent; p != 0 && outermost; p = t->n[p].parent)
+			outermost = t->n[p].id != n->id;
+		struct ana_agg *fa = flat_of(ts, n->id);
+		if (!fa)
+			continue;
+		uint64_t total = fa->total_ns, incl[ANA_NMETRIC], xincl[ANA_DIRS];
+		memcpy(incl, fa->metric_incl, sizeof(incl));
+		memcpy(xincl, fa->xfer_incl, sizeof(xincl));
+		ana_agg_merge(fa, &n->agg, &c->rng);
+		if (!outermost) { /* keep count, self, distribution; undo the inclusive sums */
+			fa->total_ns = total;
+			memcpy(fa->metric_incl, incl, sizeof(incl));
+			memcpy(fa->xfer_incl, xincl, sizeof(xincl));
+		}
+	}
 }
 
 static void merge_tree(struct ana_tree *dst, const struct ana_tree *src, uint32_t s, uint32_t d, uint64_t *rng)
@@ -454,7 +455,7 @@ int ana_run(const char *path, const struct ana_options *opt, struct ana_result *
 			continue;
 		if (ci.sequence != ts->next_seq) {
 			th->gaps++;
-			drop_stack(th, ts, &th->open_at_end);
+			drop_stack(ts, &th->open_at_end);
 		}
 		ts->next_seq = ci.sequence + 1;
 		while ((rc = pt_reader_next_record(res->rd, &r)) == 1)
@@ -489,8 +490,7 @@ int ana_run(const char *path, const struct ana_options *opt, struct ana_result *
 		res->misuse_errors += th->misuse_errors;
 		for (uint32_t n = 0; n < th->tree.count; n++)
 			finish_agg(&c, &th->tree.n[n].agg);
-		for (uint32_t id = 0; id < ts->nflat; id++)
-			finish_agg(&c, &ts->flat[id]);
+		flat_from_tree(&c, &th->tree, ts);
 	}
 	res->lost_records += res->process_lost_records;
 	if (res->start_ns == UINT64_MAX)
@@ -515,7 +515,6 @@ int ana_run(const char *path, const struct ana_options *opt, struct ana_result *
 		}
 		free(c.ts[i].flat);
 		free(c.ts[i].st);
-		free(c.ts[i].open_by_id);
 	}
 	free(c.ts);
 	free(c.domain_of);

@@ -135,7 +135,8 @@ static void tree_print(FILE *out, const struct ana_result *res, const struct ana
 	uint32_t *kids = malloc((n->nchild ? n->nchild : 1) * sizeof(*kids));
 	if (!kids)
 		return;
-	memcpy(kids, n->child, n->nchild * sizeof(*kids));
+	if (n->nchild)
+		memcpy(kids, n->child, n->nchild * sizeof(*kids));
 	sorted(res, t, NULL, o->sort, kids, n->nchild);
 	uint32_t shown = 0;
 	for (uint32_t i = 0; i < n->nchild; i++) {
@@ -232,11 +233,12 @@ void ana_report_text(FILE *out, const struct ana_result *res, const struct ana_r
 	uint32_t nflat;
 	const struct ana_tree *t = view_tree(res, o->thread, &flat, &nflat);
 	static const char *sorts[] = { "total", "self", "flops", "count", "name" };
-	fprintf(out, "\n%s (%s%s), sorted by %s; share = total / sum of thread spans; percentiles within %.1f%%\n",
-		o->flat ? "Sections by name (recursion-safe totals)" : "Call tree", o->thread >= 0 ? "thread " : "all threads",
-		o->thread >= 0 ? "" : "", sorts[o->sort], 100.0 * ANA_HIST_REL_ERROR);
+	char scope[32] = "all threads";
 	if (o->thread >= 0)
-		fprintf(out, "thread %d\n", o->thread);
+		snprintf(scope, sizeof(scope), "thread %d", o->thread);
+	fprintf(out, "\n%s (%s), sorted by %s; share = total / sum of thread spans; percentiles within %.1f%%\n",
+		o->flat ? "Sections by name (recursion-safe totals)" : "Call tree", scope, sorts[o->sort],
+		100.0 * ANA_HIST_REL_ERROR);
 	fprintf(out, HDR_FMT, "name", "count", "total", "self", "share", "mean", "std", "p50", "p90", "p99", "first",
 		"1st/rest", "GB/s", "GFLOP/s", "FLOP/B");
 	if (!o->flat) {

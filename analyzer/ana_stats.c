@@ -15,6 +15,11 @@
 
 #include "analyzer/ana.h"
 
+#define PT_MIN_U32(a, b) ((a) < (b) ? (a) : (b))
+#define PT_MAX_U32(a, b) ((a) > (b) ? (a) : (b))
+#define unlikely_(x) __builtin_expect(!!(x), 0)
+__extension__ typedef unsigned __int128 u128; /* GCC/Clang: the 64x64->128 product */
+
 #define SUB (1u << ANA_SUB_BITS)
 
 uint32_t ana_hist_index(uint64_t v)
@@ -44,62 +49,59 @@ uint64_t ana_hist_upper(uint32_t idx)
 	return lo + w < lo ? UINT64_MAX : lo + w;
 }
 
-static struct ana_bucket *hist_slot(struct ana_hist *h, uint32_t idx)
+/* Makes [lo, lo+len) cover [a, b); grows with slack on the side that moved. */
+static int hist_cover(struct ana_hist *h, uint32_t a, uint32_t b)
 {
-	uint32_t lo = 0, hi = h->n;
-	while (lo < hi) {
-		uint32_t mid = (lo + hi) / 2;
-		if (h->b[mid].idx < idx)
-			lo = mid + 1;
-		else
-			hi = mid;
+	if (h->len && a >= h->lo && b <= h->lo + h->len)
+		return 0;
+	uint32_t nlo = h->len ? PT_MIN_U32(h->lo, a) : a, nhi = h->len ? PT_MAX_U32(h->lo + h->len, b) : b;
+	if (h->len) { /* slack: a path's durations drift; avoid a realloc per new bucket */
+		if (nlo < h->lo)
+			nlo = nlo > 32 ? nlo - 32 : 0;
+		if (nhi > h->lo + h->len)
+			nhi += 32;
 	}
-	if (lo < h->n && h->b[lo].idx == idx)
-		return &h->b[lo];
-	if (h->n == h->cap) {
-		uint32_t nc = h->cap ? h->cap * 2 : 4;
-		struct ana_bucket *b = realloc(h->b, nc * sizeof(*b));
-		if (!b)
-			return NULL;
-		h->b = b;
-		h->cap = nc;
-	}
-	memmove(&h->b[lo + 1], &h->b[lo], (h->n - lo) * sizeof(*h->b));
-	h->b[lo].idx = idx;
-	h->b[lo].count = 0;
-	h->n++;
-	return &h->b[lo];
+	uint32_t *c = calloc(nhi - nlo, sizeof(*c));
+	if (!c)
+		return -1;
+	if (h->len)
+		memcpy(c + (h->lo - nlo), h->cnt, h->len * sizeof(*c));
+	free(h->cnt);
+	h->cnt = c;
+	h->lo = nlo;
+	h->len = nhi - nlo;
+	return 0;
 }
 
 void ana_hist_add(struct ana_hist *h, uint64_t v, uint32_t count)
 {
-	struct ana_bucket *b = hist_slot(h, ana_hist_index(v));
-	if (b)
-		b->count += count;
+	uint32_t i = ana_hist_index(v);
+	if (unlikely_(i < h->lo || i >= h->lo + h->len) && hist_cover(h, i, i + 1))
+		return;
+	h->cnt[i - h->lo] += count;
 }
 
 void ana_hist_merge(struct ana_hist *dst, const struct ana_hist *src)
 {
-	for (uint32_t i = 0; i < src->n; i++) {
-		struct ana_bucket *b = hist_slot(dst, src->b[i].idx);
-		if (b)
-			b->count += src->b[i].count;
-	}
+	if (!src->len || hist_cover(dst, src->lo, src->lo + src->len))
+		return;
+	for (uint32_t i = 0; i < src->len; i++)
+		dst->cnt[src->lo - dst->lo + i] += src->cnt[i];
 }
 
 uint64_t ana_hist_quantile(const struct ana_hist *h, double q, uint64_t total, uint64_t lo, uint64_t hi)
 {
-	if (total == 0 || h->n == 0)
+	if (total == 0 || h->len == 0)
 		return 0;
 	/* nearest rank: the smallest value with at least ceil(q * n) values <= it */
 	uint64_t rank = (uint64_t)ceil(q * (double)total);
 	if (rank < 1)
 		rank = 1;
 	uint64_t seen = 0, v = hi;
-	for (uint32_t i = 0; i < h->n; i++) {
-		seen += h->b[i].count;
+	for (uint32_t i = 0; i < h->len; i++) {
+		seen += h->cnt[i];
 		if (seen >= rank) {
-			uint64_t l = ana_hist_lower(h->b[i].idx), u = ana_hist_upper(h->b[i].idx);
+			uint64_t l = ana_hist_lower(h->lo + i), u = ana_hist_upper(h->lo + i);
 			v = l + (u - 1 - l) / 2;
 			break;
 		}
@@ -109,7 +111,7 @@ uint64_t ana_hist_quantile(const struct ana_hist *h, double q, uint64_t total, u
 
 void ana_hist_free(struct ana_hist *h)
 {
-	free(h->b);
+	free(h->cnt);
 	memset(h, 0, sizeof(*h));
 }
 
@@ -185,7 +187,8 @@ void ana_reservoir_add(struct ana_reservoir *r, uint64_t v, uint64_t *rng)
 		res_push(r, v);
 		return;
 	}
-	uint64_t j = rnd(rng) % r->seen;
+	/* uniform in [0, seen) by Lemire's multiply-shift (no 64-bit division) */
+	uint64_t j = (uint64_t)(((u128)rnd(rng) * r->seen) >> 64);
 	if (j < ANA_RESERVOIR_CAP)
 		r->v[j] = v;
 }

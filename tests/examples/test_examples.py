@@ -1,0 +1,196 @@
+#!/usr/bin/env python3
+"""tests/examples/test_examples.py - run the instrumented examples and check
+that ptanalyze's totals equal the totals each program computes on its own.
+
+usage: test_examples.py BUILD_DIR
+
+For each example (BUILD/examples/led_optimizer, BUILD/examples/compress_corpus):
+  1. run it with --small, the trace in a temporary directory, and parse its
+     totals line ("NAME: ... total_read_bytes=N total_written_bytes=N sections=N",
+     plus total_flops=N for led_optimizer; compress_corpus records no FLOPs);
+  2. run `ptanalyze TRACE --json OUT.json` and `--csv OUT.csv`;
+  3. assert exact equality, in the JSON and in the CSV, of
+       - the sum over depth-1 rows of the merged tree of the inclusive
+         flops / read_bytes / written_bytes (metrics roll up to ancestors,
+         so only top-level rows are summed),
+       - the sum over all merged tree rows of self_flops / self_read_bytes /
+         self_written_bytes,
+       - the sum of count over all merged tree rows, against "sections",
+     and the same for each thread's own tree and for the flat (by name)
+     view's self sums and counts; plus the trace's lost_records == 0.
+Prints one line per check and a final "N passed, N failed"; exits 1 on any
+failure. Standard library only.
+"""
+import csv
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+METRICS = ("flops", "read_bytes", "written_bytes")
+
+passed = 0
+failed = 0
+
+
+def check(name, ok, detail=""):
+    global passed, failed
+    if ok:
+        passed += 1
+        print(f"ok   {name}")
+    else:
+        failed += 1
+        print(f"FAIL {name}{': ' + detail if detail else ''}")
+    return ok
+
+
+def check_eq(name, got, want):
+    return check(name, got == want, f"got {got}, want {want}")
+
+
+def run(cmd, cwd, timeout=300):
+    try:
+        p = subprocess.run(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return None
+    return p
+
+
+def parse_totals(prog, stdout):
+    """The program's own totals: the last line that starts with 'PROG: ' and
+    holds total_read_bytes=; every key=N pair of it."""
+    line = None
+    for ln in stdout.splitlines():
+        if ln.startswith(prog + ": ") and " total_read_bytes=" in ln:
+            line = ln
+    if line is None:
+        return None
+    want = (r"^%s: (?:total_flops=(\d+)|files=(\d+)) total_read_bytes=(\d+) "
+            r"total_written_bytes=(\d+) sections=(\d+)$" % re.escape(prog))
+    m = re.match(want, line)
+    if not m:
+        return None
+    return {
+        "flops": int(m.group(1)) if m.group(1) is not None else 0,
+        "files": int(m.group(2)) if m.group(2) is not None else None,
+        "read_bytes": int(m.group(3)),
+        "written_bytes": int(m.group(4)),
+        "sections": int(m.group(5)),
+    }
+
+
+def sums(rows, get, depth_of):
+    """(inclusive sums over depth-1 rows, self sums over all rows, count sum)"""
+    top = {k: 0 for k in METRICS}
+    self_ = {k: 0 for k in METRICS}
+    count = 0
+    for r in rows:
+        count += int(get(r, "count"))
+        for k in METRICS:
+            self_[k] += int(get(r, "self_" + k))
+            if depth_of is not None and depth_of(r) == 1:
+                top[k] += int(get(r, k))
+    return top, self_, count
+
+
+def check_rows(label, rows, get, depth_of, totals, flat=False):
+    top, self_, count = sums(rows, get, depth_of)
+    for k in METRICS:
+        if not flat:
+            check_eq(f"{label}: sum of depth-1 {k} = program's total", top[k], totals[k])
+        check_eq(f"{label}: sum of self_{k} over all rows = program's total", self_[k], totals[k])
+    check_eq(f"{label}: sum of count = program's sections", count, totals["sections"])
+
+
+def test_example(build, prog, tmp):
+    exe = os.path.join(build, "examples", prog)
+    ana = os.path.join(build, "cli", "ptanalyze")
+    if not os.path.exists(exe):
+        print(f"skip {prog}: {exe} was not built (for led_optimizer: OpenBLAS not found)")
+        return
+    trace = os.path.join(tmp, prog + ".ptz")
+    p = run([exe, "--small", "--trace", trace], cwd=tmp)
+    if not check(f"{prog} --small exits 0", p is not None and p.returncode == 0,
+                 "timed out" if p is None else f"status {p.returncode}: {p.stderr.strip()}"):
+        return
+    sys.stdout.write("".join(f"     | {ln}\n" for ln in p.stdout.splitlines()))
+    totals = parse_totals(prog, p.stdout)
+    if not check(f"{prog}: totals line parsed", totals is not None, "no totals line in:\n" + p.stdout):
+        return
+    check(f"{prog}: non-trivial totals", totals["read_bytes"] > 0 and totals["sections"] > 0
+          and (prog != "led_optimizer" or totals["flops"] > 0), str(totals))
+    check(f"{prog}: prints recorder lost_records=0", re.search(r"\blost_records=0\b", p.stdout) is not None)
+
+    out_json = os.path.join(tmp, prog + ".json")
+    out_csv = os.path.join(tmp, prog + ".csv")
+    for flag, out in (("--json", out_json), ("--csv", out_csv)):
+        q = run([ana, trace, flag, out, "--no-progress"], cwd=tmp)
+        check(f"{prog}: ptanalyze {flag} exits 0", q is not None and q.returncode == 0,
+              "timed out" if q is None else f"status {q.returncode}: {q.stderr.strip()}")
+
+    # ---- JSON
+    try:
+        with open(out_json) as f:
+            doc = json.load(f)
+    except (OSError, ValueError) as e:
+        check(f"{prog}: JSON readable", False, str(e))
+        doc = None
+    if doc is not None:
+        tr = doc.get("trace", {})
+        check_eq(f"{prog}: JSON trace.lost_records", tr.get("lost_records"), 0)
+        check_eq(f"{prog}: JSON trace.lost_sections", tr.get("lost_sections"), 0)
+        check_eq(f"{prog}: JSON trace.closed", tr.get("closed"), True)
+        check_eq(f"{prog}: JSON trace.sections = program's sections", tr.get("sections"), totals["sections"])
+        jget = lambda r, k: r[k]  # noqa: E731
+        jdepth = lambda r: r["depth"]  # noqa: E731
+        check_rows(f"{prog}: JSON merged tree", doc.get("tree", []), jget, jdepth, totals)
+        check_rows(f"{prog}: JSON flat", doc.get("flat", []), jget, None, totals, flat=True)
+        threads = doc.get("threads", [])
+        per_thread = []
+        for t in threads:
+            per_thread.extend(t.get("tree", []))
+        check_rows(f"{prog}: JSON per-thread trees", per_thread, jget, jdepth, totals)
+        check_eq(f"{prog}: JSON sum of threads[].sections", sum(t.get("sections", 0) for t in threads),
+                 totals["sections"])
+
+    # ---- CSV
+    try:
+        with open(out_csv, newline="") as f:
+            rows = list(csv.DictReader(f))
+    except OSError as e:
+        check(f"{prog}: CSV readable", False, str(e))
+        rows = None
+    if rows is not None:
+        cget = lambda r, k: r[k]  # noqa: E731
+        cdepth = lambda r: int(r["depth"])  # noqa: E731
+        merged = [r for r in rows if r["view"] == "tree" and r["thread"] == "all"]
+        check(f"{prog}: CSV has merged tree rows", len(merged) > 0)
+        check_rows(f"{prog}: CSV merged tree (view=tree, thread=all)", merged, cget, cdepth, totals)
+        flat = [r for r in rows if r["view"] == "flat" and r["thread"] == "all"]
+        check_rows(f"{prog}: CSV flat (view=flat, thread=all)", flat, cget, None, totals, flat=True)
+        per_thread = [r for r in rows if r["view"] == "tree" and r["thread"] != "all"]
+        check_rows(f"{prog}: CSV per-thread trees", per_thread, cget, cdepth, totals)
+        if doc is not None:
+            check_eq(f"{prog}: CSV merged rows = JSON merged rows", len(merged), len(doc.get("tree", [])))
+
+
+def main():
+    if len(sys.argv) != 2:
+        print("usage: test_examples.py BUILD_DIR", file=sys.stderr)
+        return 2
+    build = os.path.abspath(sys.argv[1])
+    if not check("ptanalyze built", os.path.exists(os.path.join(build, "cli", "ptanalyze"))):
+        print(f"{passed} passed, {failed} failed")
+        return 1
+    with tempfile.TemporaryDirectory(prefix="ptz-examples-") as tmp:
+        for prog in ("led_optimizer", "compress_corpus"):
+            test_example(build, prog, tmp)
+    print(f"{passed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
