@@ -330,11 +330,16 @@ int main(int argc, char **argv)
 		c.dirs[c.ndirs++] = "/usr/include";
 	}
 
+#ifdef PT_DISABLE
+	/* the uninstrumented build of bench/overhead.py: no recorder at all */
+	pt_recorder *r = NULL;
+#else
 	pt_recorder *r = pt_open(c.trace, NULL);
 	if (!r) {
 		fprintf(stderr, PROG ": %s: cannot open trace: %s\n", c.trace, strerror(errno));
 		return 1;
 	}
+#endif
 	const double t0 = now_s();
 	uint64_t sections = 0, scanned = 0, chosen_bytes = 0;
 	size_t nfiles = 0;

@@ -371,11 +371,16 @@ int main(int argc, char **argv)
 			p.B[(size_t)f * (size_t)c.m + (size_t)i] = unit(&fs) * 0.5 * (double)c.n;
 	}
 
+#ifdef PT_DISABLE
+	/* the uninstrumented build of bench/overhead.py: no recorder at all */
+	pt_recorder *r = NULL;
+#else
 	pt_recorder *r = pt_open(c.trace, NULL);
 	if (!r) {
 		fprintf(stderr, PROG ": %s: cannot open trace: %s\n", c.trace, strerror(errno));
 		return 1;
 	}
+#endif
 	p.r = r;
 	const double t0 = now_s();
 	const uint64_t M = (uint64_t)c.m, N = (uint64_t)c.n;
