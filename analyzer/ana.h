@@ -71,15 +71,16 @@ void ana_reservoir_free(struct ana_reservoir *r);
 enum { ANA_READ, ANA_WRITTEN, ANA_FLOPS, ANA_NMETRIC };
 enum { ANA_DIRS = 4 }; /* PT_H2D..PT_P2P, index dir-1 */
 
+/* Hot fields (touched by every END) first; metric and transfer sums after. */
 struct ana_agg {
 	uint64_t count;
 	uint64_t total_ns;   /* inclusive */
 	uint64_t self_ns;
 	uint64_t min_ns, max_ns;
+	uint64_t first_start_ns, first_ns; /* earliest occurrence by start time */
 	struct ana_welford all;
 	struct ana_hist hist;
 	struct ana_reservoir res;
-	uint64_t first_start_ns, first_ns; /* earliest occurrence by start time */
 	uint64_t metric_self[ANA_NMETRIC], metric_incl[ANA_NMETRIC];
 	uint64_t xfer_self[ANA_DIRS], xfer_incl[ANA_DIRS];
 	uint64_t xfer_count[ANA_DIRS];
@@ -148,6 +149,7 @@ struct ana_result {
 	uint64_t lost_records, lost_sections, process_lost_records;
 	uint64_t unmatched_ends, open_at_end, misuse_errors;
 	uint32_t domain_filter;      /* UINT32_MAX = none */
+	uint64_t total_records_hint; /* event records announced by chunk headers (progress) */
 	int corrupt;                 /* damaged regions inside the file */
 	int torn_tail;
 };

@@ -28,17 +28,45 @@
 
 #include "analyzer/ana.h"
 
+/* Metric and transfer sums of an open section; zeroed only when the first
+ * one arrives (most sections carry none), flagged by frame.has_m. */
+struct frame_m {
+	uint64_t metric_self[ANA_NMETRIC], metric_incl[ANA_NMETRIC];
+	uint64_t xfer_self[ANA_DIRS], xfer_incl[ANA_DIRS], xfer_count[ANA_DIRS];
+};
+
 struct frame {
 	uint32_t node, id;
 	uint64_t start, child_ticks;
-	uint64_t metric_self[ANA_NMETRIC], metric_incl[ANA_NMETRIC];
-	uint64_t xfer_self[ANA_DIRS], xfer_incl[ANA_DIRS], xfer_count[ANA_DIRS];
-	bool lossy;
+	int32_t prev_same;        /* innermost open frame of the same name below this one, or -1 */
+	bool lossy, has_m, has_pending;
+	/* recursion-safe flat sums of kept same-name descendants whose own
+	 * same-name ancestors were not kept (doc/analyzer-output.md §2) */
+	uint64_t pending_ns;
+	uint64_t pending_incl[ANA_NMETRIC], pending_xfer[ANA_DIRS];
+	struct frame_m m;
+};
+
+static inline struct frame_m *frame_m(struct frame *f)
+{
+	if (!f->has_m) {
+		memset(&f->m, 0, sizeof(f->m));
+		f->has_m = true;
+	}
+	return &f->m;
+}
+
+struct flat_incl { /* recursion-safe inclusive sums per name, from the pass */
+	uint64_t total_ns, metric_incl[ANA_NMETRIC], xfer_incl[ANA_DIRS];
 };
 
 struct tstate {
 	struct frame *st;
 	uint32_t depth, cap;
+	int32_t *open_top;    /* by name id: innermost open frame index, -1 = none */
+	uint32_t nopen_top;
+	struct flat_incl *fi; /* by name id */
+	uint32_t nfi;
 	struct ana_agg *flat; /* by name id, built from the tree at the end */
 	uint32_t nflat;
 	uint64_t next_seq;
@@ -123,15 +151,67 @@ struct ctx {
 	uint32_t *domain_of; /* name id -> domain, for the filter */
 };
 
-static struct ana_thread *thread_of(struct ctx *c, uint32_t index, struct tstate **ts)
+static int32_t *open_top_of(struct tstate *ts, uint32_t id)
 {
-	struct ana_result *res = c->res;
-	for (size_t i = 0; i < res->nthreads; i++)
-		if (res->threads[i].index == index) {
-			*ts = &c->ts[i];
-			return &res->threads[i];
+	if (id >= ts->nopen_top) {
+		uint32_t nc = ts->nopen_top ? ts->nopen_top : 256;
+		while (nc <= id)
+			nc *= 2;
+		int32_t *p = realloc(ts->open_top, nc * sizeof(*p));
+		if (!p)
+			return NULL;
+		for (uint32_t i = ts->nopen_top; i < nc; i++)
+			p[i] = -1;
+		ts->open_top = p;
+		ts->nopen_top = nc;
+	}
+	return &ts->open_top[id];
+}
+
+static struct flat_incl *fi_of(struct tstate *ts, uint32_t id)
+{
+	if (id >= ts->nfi) {
+		uint32_t nc = ts->nfi ? ts->nfi : 256;
+		while (nc <= id)
+			nc *= 2;
+		struct flat_incl *p = realloc(ts->fi, nc * sizeof(*p));
+		if (!p)
+			return NULL;
+		memset(p + ts->nfi, 0, (nc - ts->nfi) * sizeof(*p));
+		ts->fi = p;
+		ts->nfi = nc;
+	}
+	return &ts->fi[id];
+}
+
+/* Hands recursion-safe inclusive sums up to the nearest open same-name
+ * frame (which, if kept, will count itself instead), or into the total. */
+static void flat_pass_up(struct tstate *ts, uint32_t id, int32_t prev_same, uint64_t ns, const uint64_t *incl,
+			 const uint64_t *xfer)
+{
+	if (prev_same >= 0) {
+		struct frame *a = &ts->st[prev_same];
+		if (!a->has_pending) {
+			a->has_pending = true;
+			a->pending_ns = 0;
+			memset(a->pending_incl, 0, sizeof(a->pending_incl));
+			memset(a->pending_xfer, 0, sizeof(a->pending_xfer));
 		}
-	return NULL;
+		a->pending_ns += ns;
+		for (int k = 0; k < ANA_NMETRIC; k++)
+			a->pending_incl[k] += incl[k];
+		for (int k = 0; k < ANA_DIRS; k++)
+			a->pending_xfer[k] += xfer[k];
+		return;
+	}
+	struct flat_incl *fi = fi_of(ts, id);
+	if (!fi)
+		return;
+	fi->total_ns += ns;
+	for (int k = 0; k < ANA_NMETRIC; k++)
+		fi->metric_incl[k] += incl[k];
+	for (int k = 0; k < ANA_DIRS; k++)
+		fi->xfer_incl[k] += xfer[k];
 }
 
 static struct ana_agg *flat_of(struct tstate *ts, uint32_t id)
@@ -168,16 +248,18 @@ static void agg_add(struct ctx *c, struct ana_agg *a, const struct frame *f, uin
 	ana_welford_add(&a->all, (double)dur_ns);
 	ana_hist_add(&a->hist, dur_ns, 1);
 	ana_reservoir_add(&a->res, dur_ns, &c->rng);
+	a->lossy += f->lossy;
+	if (!f->has_m)
+		return;
 	for (int k = 0; k < ANA_NMETRIC; k++) {
-		a->metric_self[k] += f->metric_self[k];
-		a->metric_incl[k] += f->metric_incl[k];
+		a->metric_self[k] += f->m.metric_self[k];
+		a->metric_incl[k] += f->m.metric_incl[k];
 	}
 	for (int k = 0; k < ANA_DIRS; k++) {
-		a->xfer_self[k] += f->xfer_self[k];
-		a->xfer_incl[k] += f->xfer_incl[k];
-		a->xfer_count[k] += f->xfer_count[k];
+		a->xfer_self[k] += f->m.xfer_self[k];
+		a->xfer_incl[k] += f->m.xfer_incl[k];
+		a->xfer_count[k] += f->m.xfer_count[k];
 	}
-	a->lossy += f->lossy;
 }
 
 static uint64_t ticks_ns(const struct ctx *c, uint64_t ticks)
@@ -195,19 +277,32 @@ static void close_top(struct ctx *c, struct ana_thread *th, struct tstate *ts, u
 	if (ts->depth > 0) {
 		struct frame *p = &ts->st[ts->depth - 1];
 		p->child_ticks += dur;
-		for (int k = 0; k < ANA_NMETRIC; k++)
-			p->metric_incl[k] += f->metric_incl[k];
-		for (int k = 0; k < ANA_DIRS; k++)
-			p->xfer_incl[k] += f->xfer_incl[k];
+		if (f->has_m) {
+			struct frame_m *pm = frame_m(p);
+			for (int k = 0; k < ANA_NMETRIC; k++)
+				pm->metric_incl[k] += f->m.metric_incl[k];
+			for (int k = 0; k < ANA_DIRS; k++)
+				pm->xfer_incl[k] += f->m.xfer_incl[k];
+		}
 		p->lossy |= f->lossy;
 	}
 	uint32_t id = f->id;
 	th->sections++;
+	int32_t *top = open_top_of(ts, id);
+	if (top)
+		*top = f->prev_same;
 	bool in_window = f->start >= c->since_ticks && end <= c->until_ticks;
 	bool in_domain = c->res->domain_filter == UINT32_MAX ||
 			 (c->domain_of && id < c->res->nnames && c->domain_of[id] == c->res->domain_filter);
-	if (!in_window || !in_domain)
+	static const uint64_t zero[ANA_DIRS]; /* ANA_DIRS (4) >= ANA_NMETRIC (3) */
+	if (!in_window || !in_domain) {
+		/* not kept: kept same-name descendants count on their own */
+		if (f->has_pending)
+			flat_pass_up(ts, id, f->prev_same, f->pending_ns, f->pending_incl, f->pending_xfer);
 		return;
+	}
+	/* kept: its own inclusive time covers any pending descendants */
+	flat_pass_up(ts, id, f->prev_same, dur_ns, f->has_m ? f->m.metric_incl : zero, f->has_m ? f->m.xfer_incl : zero);
 	agg_add(c, &th->tree.n[f->node].agg, f, dur_ns, self_ns, true);
 }
 
@@ -234,11 +329,17 @@ static void on_record(struct ctx *c, struct ana_thread *th, struct tstate *ts, c
 			ts->st = s;
 			ts->cap = nc;
 		}
-		struct frame *f = &ts->st[ts->depth++];
-		memset(f, 0, sizeof(*f));
+		int32_t *top = open_top_of(ts, r->id);
+		struct frame *f = &ts->st[ts->depth];
 		f->node = node;
 		f->id = r->id;
 		f->start = r->ticks;
+		f->child_ticks = 0;
+		f->lossy = f->has_m = f->has_pending = false;
+		f->prev_same = top ? *top : -1;
+		if (top)
+			*top = (int32_t)ts->depth;
+		ts->depth++;
 		return;
 	}
 	case PT_REC_END: {
@@ -266,8 +367,9 @@ static void on_record(struct ctx *c, struct ana_thread *th, struct tstate *ts, c
 		if (r->aux < 1 || r->aux > ANA_NMETRIC)
 			return;
 		if (ts->depth) {
-			ts->st[ts->depth - 1].metric_self[r->aux - 1] += r->value;
-			ts->st[ts->depth - 1].metric_incl[r->aux - 1] += r->value;
+			struct frame_m *m = frame_m(&ts->st[ts->depth - 1]);
+			m->metric_self[r->aux - 1] += r->value;
+			m->metric_incl[r->aux - 1] += r->value;
 		} else {
 			th->unattributed[r->aux - 1] += r->value;
 		}
@@ -275,9 +377,12 @@ static void on_record(struct ctx *c, struct ana_thread *th, struct tstate *ts, c
 	case PT_REC_TRANSFER:
 		if (r->aux < 1 || r->aux > ANA_DIRS || !ts->depth)
 			return;
-		ts->st[ts->depth - 1].xfer_self[r->aux - 1] += r->value;
-		ts->st[ts->depth - 1].xfer_incl[r->aux - 1] += r->value;
-		ts->st[ts->depth - 1].xfer_count[r->aux - 1]++;
+		{
+			struct frame_m *m = frame_m(&ts->st[ts->depth - 1]);
+			m->xfer_self[r->aux - 1] += r->value;
+			m->xfer_incl[r->aux - 1] += r->value;
+			m->xfer_count[r->aux - 1]++;
+		}
 		return;
 	case PT_REC_COUNTER: {
 		struct ana_counter *k = NULL;
@@ -298,7 +403,7 @@ static void on_record(struct ctx *c, struct ana_thread *th, struct tstate *ts, c
 		int64_t v = (int64_t)r->value;
 		k->samples++;
 		k->last = v;
-		k->last_ns = r->ticks;
+		k->last_ns = pt_reader_ticks_to_ns(c->res->rd, r->ticks);
 		if (v < k->min)
 			k->min = v;
 		if (v > k->max)
@@ -324,15 +429,20 @@ static void on_record(struct ctx *c, struct ana_thread *th, struct tstate *ts, c
 static void drop_stack(struct tstate *ts, uint64_t *counter)
 {
 	*counter += ts->depth;
+	for (uint32_t i = 0; i < ts->depth; i++) {
+		int32_t *top = open_top_of(ts, ts->st[i].id);
+		if (top)
+			*top = -1;
+	}
 	ts->depth = 0;
 }
 
 /*
- * Flat by-name aggregates from a finished tree (doc/analyzer-output.md §2):
- * every node adds its count, self time and histogram to its name; only an
- * outermost node (no ancestor of the same name: a property of the path)
- * adds its inclusive time and inclusive metrics, so recursion is not
- * counted twice.
+ * Flat by-name aggregates (doc/analyzer-output.md §2): counts, self time
+ * and distributions merge from every node of the finished tree; the
+ * inclusive sums come from the pass (flat_pass_up), where an occurrence
+ * counts its inclusive time only if no kept occurrence of the same name
+ * encloses it, so recursion is not counted twice, also within a window.
  */
 static void flat_from_tree(struct ctx *c, const struct ana_tree *t, struct tstate *ts)
 {
@@ -340,21 +450,20 @@ static void flat_from_tree(struct ctx *c, const struct ana_tree *t, struct tstat
 		const struct ana_node *n = &t->n[i];
 		if (!n->agg.count)
 			continue;
-		bool outermost = true;
-		for (uint32_t p = n->parent; p != 0 && outermost; p = t->n[p].parent)
-			outermost = t->n[p].id != n->id;
 		struct ana_agg *fa = flat_of(ts, n->id);
-		if (!fa)
+		if (fa)
+			ana_agg_merge(fa, &n->agg, &c->rng);
+	}
+	for (uint32_t id = 0; id < ts->nflat; id++) {
+		struct ana_agg *fa = &ts->flat[id];
+		if (!fa->count)
 			continue;
-		uint64_t total = fa->total_ns, incl[ANA_NMETRIC], xincl[ANA_DIRS];
-		memcpy(incl, fa->metric_incl, sizeof(incl));
-		memcpy(xincl, fa->xfer_incl, sizeof(xincl));
-		ana_agg_merge(fa, &n->agg, &c->rng);
-		if (!outermost) { /* keep count, self, distribution; undo the inclusive sums */
-			fa->total_ns = total;
-			memcpy(fa->metric_incl, incl, sizeof(incl));
-			memcpy(fa->xfer_incl, xincl, sizeof(xincl));
-		}
+		const struct flat_incl *fi = id < ts->nfi ? &ts->fi[id] : NULL;
+		fa->total_ns = fi ? fi->total_ns : 0;
+		for (int k = 0; k < ANA_NMETRIC; k++)
+			fa->metric_incl[k] = fi ? fi->metric_incl[k] : 0;
+		for (int k = 0; k < ANA_DIRS; k++)
+			fa->xfer_incl[k] = fi ? fi->xfer_incl[k] : 0;
 	}
 }
 
@@ -425,46 +534,59 @@ int ana_run(const char *path, const struct ana_options *opt, struct ana_result *
 			return -ENOMEM;
 		}
 	}
+	/* progress is counted in records, from the chunk headers */
+	{
+		struct pt_chunk_info hi;
+		pt_reader_rewind(res->rd);
+		while (pt_reader_next_chunk_header(res->rd, &hi) == 1)
+			if (hi.thread != PT_FMT_META_THREAD)
+				res->total_records_hint += hi.records;
+		pt_reader_rewind(res->rd);
+	}
 	/* time window in ticks (mean slope; doc/analyzer-output.md §4) */
 	uint64_t t0 = info->start_ticks;
 	c.since_ticks = opt->since_ns ? t0 + (uint64_t)((double)opt->since_ns / c.ns_per_tick) : 0;
 	c.until_ticks = opt->until_ns ? t0 + (uint64_t)((double)opt->until_ns / c.ns_per_tick) : UINT64_MAX;
 
+	/* Meta chunks first (process-wide losses and errors), then one thread
+	 * at a time through the reader's chunk index: only that thread's tree
+	 * is hot in the cache, instead of every thread's at once. */
 	struct pt_chunk_info ci;
 	struct pt_record r;
 	uint64_t done = 0, total = info->committed_bytes;
-	while ((rc = pt_reader_next_chunk(res->rd, PT_READER_ALL_CHUNKS, &ci)) == 1) {
-		if (opt->progress && (++done & 63) == 0)
-			opt->progress(opt->progress_ctx, ci.offset, total);
-		if (ci.thread == PT_FMT_META_THREAD) {
-			while (pt_reader_next_record(res->rd, &r) == 1) {
-				if (r.kind == PT_REC_LOSS) {
-					res->process_lost_records += r.value;
-					res->lost_sections += r.value2;
-				} else if (r.kind == PT_REC_ERROR && r.aux != PT_ERRC_IO) {
-					res->misuse_errors += r.value;
-				}
+	while ((rc = pt_reader_next_chunk(res->rd, PT_FMT_META_THREAD, &ci)) == 1)
+		while (pt_reader_next_record(res->rd, &r) == 1) {
+			if (r.kind == PT_REC_LOSS) {
+				res->process_lost_records += r.value;
+				res->lost_sections += r.value2;
+			} else if (r.kind == PT_REC_ERROR && r.aux != PT_ERRC_IO) {
+				res->misuse_errors += r.value;
 			}
-			continue;
 		}
-		struct tstate *ts;
-		struct ana_thread *th = thread_of(&c, ci.thread, &ts);
-		if (!th)
-			continue;
+	for (size_t i = 0; i < res->nthreads; i++) {
+		struct ana_thread *th = &res->threads[i];
+		struct tstate *ts = &c.ts[i];
 		if (opt->thread >= 0 && (uint32_t)opt->thread != th->index)
 			continue;
-		if (ci.sequence != ts->next_seq) {
-			th->gaps++;
-			drop_stack(ts, &th->open_at_end);
+		pt_reader_rewind(res->rd);
+		while ((rc = pt_reader_next_chunk(res->rd, th->index, &ci)) == 1) {
+			done += ci.records;
+			if (opt->progress && (done & ~(uint64_t)0xffff) != ((done - ci.records) & ~(uint64_t)0xffff))
+				opt->progress(opt->progress_ctx, done, res->total_records_hint);
+			if (ci.sequence != ts->next_seq) {
+				th->gaps++;
+				drop_stack(ts, &th->open_at_end);
+			}
+			ts->next_seq = ci.sequence + 1;
+			while ((rc = pt_reader_next_record(res->rd, &r)) == 1)
+				on_record(&c, th, ts, &r);
+			if (rc < 0) /* the rest of the chunk is gone: its open frames are unreliable */
+				th->gaps++;
 		}
-		ts->next_seq = ci.sequence + 1;
-		while ((rc = pt_reader_next_record(res->rd, &r)) == 1)
-			on_record(&c, th, ts, &r);
-		if (rc < 0) /* the rest of the chunk is gone: its open frames are unreliable */
-			th->gaps++;
 	}
+	(void)total;
 	if (opt->progress)
-		opt->progress(opt->progress_ctx, total, total);
+		opt->progress(opt->progress_ctx, res->total_records_hint, res->total_records_hint);
 	/* totals, spans, merged views */
 	res->start_ns = UINT64_MAX;
 	for (size_t i = 0; i < res->nthreads; i++) {
@@ -515,11 +637,13 @@ int ana_run(const char *path, const struct ana_options *opt, struct ana_result *
 		}
 		free(c.ts[i].flat);
 		free(c.ts[i].st);
+		free(c.ts[i].open_top);
+		free(c.ts[i].fi);
 	}
 	free(c.ts);
 	free(c.domain_of);
 	/* damage inside the file, as opposed to a torn tail (a crashed writer) */
-	res->corrupt = info->corrupt_regions > 0 || info->damaged_chunks > 0;
+	res->corrupt = info->corrupt_regions > 0 || info->damaged_chunks > 0 || info->header_damaged;
 	res->torn_tail = info->torn_tail_offset != UINT64_MAX;
 	return 0;
 }

@@ -229,6 +229,13 @@ void ana_report_text(FILE *out, const struct ana_result *res, const struct ana_r
 		res->open_at_end, res->misuse_errors);
 	if (res->lost_records)
 		fprintf(out, "rows marked ! were open while records were lost: their self time includes lost children\n");
+	for (size_t i = 0; i < res->nthreads; i++) {
+		const uint64_t *u = res->threads[i].unattributed;
+		if (u[ANA_READ] | u[ANA_WRITTEN] | u[ANA_FLOPS])
+			fprintf(out, "thread %u: metrics recorded outside any section: %" PRIu64 " bytes read, %" PRIu64
+				     " written, %" PRIu64 " FLOPs\n",
+				res->threads[i].index, u[ANA_READ], u[ANA_WRITTEN], u[ANA_FLOPS]);
+	}
 	const struct ana_agg *flat;
 	uint32_t nflat;
 	const struct ana_tree *t = view_tree(res, o->thread, &flat, &nflat);
@@ -237,7 +244,7 @@ void ana_report_text(FILE *out, const struct ana_result *res, const struct ana_r
 	if (o->thread >= 0)
 		snprintf(scope, sizeof(scope), "thread %d", o->thread);
 	fprintf(out, "\n%s (%s), sorted by %s; share = total / sum of thread spans; percentiles within %.1f%%\n",
-		o->flat ? "Sections by name (recursion-safe totals)" : "Call tree", scope, sorts[o->sort],
+		o->flat ? "Sections by name, recursion-safe totals" : "Call tree", scope, sorts[o->sort],
 		100.0 * ANA_HIST_REL_ERROR);
 	fprintf(out, HDR_FMT, "name", "count", "total", "self", "share", "mean", "std", "p50", "p90", "p99", "first",
 		"1st/rest", "GB/s", "GFLOP/s", "FLOP/B");
@@ -249,12 +256,14 @@ void ana_report_text(FILE *out, const struct ana_result *res, const struct ana_r
 			if (flat[id].count)
 				ids[n++] = id;
 		sorted(res, NULL, flat, o->sort, ids, n);
-		for (uint32_t i = 0; i < n && (!o->top || i < (uint32_t)o->top); i++) {
+		uint32_t shown = 0;
+		for (uint32_t i = 0; i < n && (!o->top || shown < (uint32_t)o->top); i++) {
 			struct ana_row w;
 			ana_row_compute(res, &flat[ids[i]], &w);
 			if (100.0 * w.share < o->min_pct)
-				continue;
+				continue; /* hidden rows do not use up --top */
 			text_row(out, res, ana_name(res, ids[i]), 0, &flat[ids[i]]);
+			shown++;
 		}
 		free(ids);
 	}
@@ -517,6 +526,10 @@ int ana_write_json(FILE *out, const struct ana_result *res, const struct ana_rep
 		json_object_set_new(j, "sections", json_integer((json_int_t)t->sections));
 		json_object_set_new(j, "records", json_integer((json_int_t)t->records));
 		json_object_set_new(j, "lost_records", json_integer((json_int_t)t->lost_records));
+		json_object_set_new(j, "unattributed_read_bytes", json_integer((json_int_t)t->unattributed[ANA_READ]));
+		json_object_set_new(j, "unattributed_written_bytes",
+				    json_integer((json_int_t)t->unattributed[ANA_WRITTEN]));
+		json_object_set_new(j, "unattributed_flops", json_integer((json_int_t)t->unattributed[ANA_FLOPS]));
 		json_object_set_new(j, "tree", json_tree(res, &t->tree));
 		json_object_set_new(j, "flat", json_flat(res, res->by_name_thread[i]));
 		json_t *cs = json_array();

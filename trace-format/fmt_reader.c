@@ -31,6 +31,7 @@
 struct rd_chunk {
 	uint64_t off;
 	struct fmt_chunk_hdr h;
+	int bad; /* payload failed once: skipped, not reported again */
 };
 struct rd_string {
 	char *name;
@@ -280,8 +281,10 @@ static void meta_record(struct pt_reader *r, const struct pt_record *rec)
 
 static void decode_meta(struct pt_reader *r, uint64_t off, const struct fmt_chunk_hdr *h)
 {
-	if (load_payload(r, off, h))
+	if (load_payload(r, off, h)) {
+		r->chunks[r->nchunks - 1].bad = 1; /* reported once, here */
 		return;
+	}
 	struct fmt_dec d;
 	struct pt_record rec;
 	int rc;
@@ -408,6 +411,7 @@ static int add_chunk(struct pt_reader *r, uint64_t off, const struct fmt_chunk_h
 		return -ENOMEM;
 	r->chunks[r->nchunks].off = off;
 	r->chunks[r->nchunks].h = *h;
+	r->chunks[r->nchunks].bad = 0;
 	r->nchunks++;
 	r->info.chunks++;
 	r->info.raw_bytes += h->raw_bytes;
@@ -565,6 +569,7 @@ int pt_reader_open(const char *path, struct pt_reader **out)
 		get_str(r->cmdline, sizeof(r->cmdline), h, FMT_OFF_CMDLINE);
 	} else {
 		/* Static fields are untrustworthy; chunks are checked on their own. */
+		r->info.header_damaged = 1;
 		problem(r, 0, "header @0x0: checksum mismatch; process metadata ignored, chunks still read");
 	}
 	r->info.committed_bytes = fmt_get64(h + FMT_OFF_COMMITTED);
@@ -684,12 +689,16 @@ int pt_reader_next_chunk(struct pt_reader *r, uint32_t thread, struct pt_chunk_i
 {
 	r->have_chunk = 0;
 	while (r->cur < r->nchunks) {
-		const struct rd_chunk *c = &r->chunks[r->cur++];
+		struct rd_chunk *c = &r->chunks[r->cur++];
 		int is_meta = c->h.kind == FMT_CHUNK_META;
 		if (thread == PT_FMT_META_THREAD ? !is_meta
 		    : thread != PT_READER_ALL_CHUNKS ? (is_meta || c->h.thread != thread) : 0)
 			continue;
+		if (c->bad)
+			continue;
 		int rc = load_payload(r, c->off, &c->h);
+		if (rc && rc != -ENOMEM)
+			c->bad = 1;
 		if (rc == -ENOMEM || (rc < 0 && rc > -PT_EBASE && rc != -PT_ETRUNCATED))
 			return rc;
 		if (rc)
@@ -709,6 +718,21 @@ int pt_reader_next_chunk(struct pt_reader *r, uint32_t thread, struct pt_chunk_i
 		return 1;
 	}
 	return 0;
+}
+
+int pt_reader_next_chunk_header(struct pt_reader *r, struct pt_chunk_info *out)
+{
+	r->have_chunk = 0;
+	if (r->cur >= r->nchunks)
+		return 0;
+	const struct rd_chunk *c = &r->chunks[r->cur++];
+	out->offset = c->off;
+	out->sequence = c->h.sequence;
+	out->first_ticks = c->h.first_ticks;
+	out->last_ticks = c->h.last_ticks;
+	out->thread = c->h.kind == FMT_CHUNK_META ? PT_FMT_META_THREAD : c->h.thread;
+	out->records = c->h.records;
+	return 1;
 }
 
 int pt_reader_next_record(struct pt_reader *r, struct pt_record *out)

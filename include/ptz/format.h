@@ -132,7 +132,8 @@ struct pt_trace_info {
 	uint64_t torn_tail_offset;    /* file offset where a torn tail begins, or UINT64_MAX */
 	uint64_t corrupt_regions;     /* damaged regions skipped (not counting a torn tail) */
 	uint64_t damaged_chunks;      /* chunks whose payload failed its checksum,
-				       * decompression or decoding (counted when met) */
+				       * decompression or decoding (each counted once) */
+	int header_damaged;           /* the file header failed its checksum */
 };
 
 /** struct pt_chunk_info - one chunk, as its header describes it. */
@@ -302,6 +303,17 @@ PT_API void pt_reader_rewind(struct pt_reader *r);
  * Return: 1 = a chunk is current, 0 = no more chunks, -errno on a read error.
  */
 PT_API int pt_reader_next_chunk(struct pt_reader *r, uint32_t thread, struct pt_chunk_info *out);
+
+/**
+ * pt_reader_next_chunk_header() - Advance to the next chunk (any kind)
+ * without reading its payload: its header fields only, from the index built
+ * at open. No chunk becomes current for pt_reader_next_record().
+ * @r:   reader; must not be NULL.
+ * @out: receives the header fields; must not be NULL.
+ * Context: the thread using @r; no I/O.
+ * Return: 1 = filled, 0 = no more chunks.
+ */
+PT_API int pt_reader_next_chunk_header(struct pt_reader *r, struct pt_chunk_info *out);
 
 /**
  * pt_reader_next_record() - Decode the next record of the current chunk.

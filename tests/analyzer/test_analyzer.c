@@ -1,0 +1,1713 @@
+/*
+ * tests/analyzer/test_analyzer.c - libptanalyze against traces written with
+ * the internal writer at chosen ticks, so that every figure is known.
+ *
+ * The traces map 1 tick = 1 ns (clock source 1 with clock records (0, 0) and
+ * (1e9, 1e9) and the header's start triple on the same line), start at
+ * T0 = 1 ms of ticks, and are built from small scripts of records whose
+ * expected statistics are worked out by hand in the tables below.
+ *
+ * Invariants covered (analyzer/ana.h, analyzer/ana_build.c):
+ *  - nesting and recursion (A > A > B) rebuild the right call paths; counts,
+ *    inclusive total_ns, self_ns (total minus the children), min/max;
+ *  - share = total / sum of thread spans, a thread's span being its last
+ *    BEGIN/END/COUNTER tick minus its first record's tick;
+ *  - first occurrence = the one that started earliest, across threads too;
+ *    rest mean and sample std of the other occurrences;
+ *  - flat by-name totals are recursion-safe (only the outermost A counts),
+ *    self time and counts always add, and so are a flat row's inclusive
+ *    metrics and transfers;
+ *  - metrics and transfers belong to the innermost open section (self) and
+ *    roll up to every ancestor (inclusive); GB/s = inclusive (read +
+ *    written) bytes / inclusive ns, GFLOP/s = flops / ns, FLOP/B, and the
+ *    per-direction transfer rates;
+ *  - counters per thread (samples, last, min, max);
+ *  - an END with nothing open and an END closing deeper frames count as
+ *    unmatched; sections open at the end are counted, never aggregated;
+ *    a per-thread chunk sequence gap drops the open stack (open at end);
+ *    a LOSS record flags every section open at that point (and only them);
+ *    LOSS in a meta chunk counts as process-wide loss; ERROR records count
+ *    except I/O errors; a metric with nothing open is unattributed;
+ *  - percentiles lie within ANA_HIST_REL_ERROR of the true nearest-rank
+ *    percentile (1000 occurrences over two threads and several chunks),
+ *    and are exact below 2^ANA_SUB_BITS ns;
+ *  - --since/--until keep only sections lying fully inside the window,
+ *    measured from the header's start tick, ends included; a recursive
+ *    section whose outer occurrence the window drops is outermost in the
+ *    window's flat total;
+ *  - --thread analyzes one thread; the merged view equals the sum of the
+ *    per-thread views; --domain keeps one timing domain;
+ *  - the text report's figures, '!' flags, transfers, bottlenecks and
+ *    counters; --depth, --top (rows shown, not rows hidden) and --min-pct;
+ *  - the CSV (read back with an RFC 4180 reader: a name holding a comma and
+ *    a double quote) and the JSON (read back with jansson) carry the same
+ *    numbers as the API;
+ *  - tests/data/golden/small.ptz is what the generator writes today
+ *    (`test-analyzer --write-golden DIR` regenerates it; see
+ *    scripts/update-golden.sh).
+ */
+#include <jansson.h>
+#include <math.h>
+
+#include "tests/test_util.h"
+#include "analyzer/ana.h"
+#include "ptz/recorder.h" /* PT_METRIC_*, PT_H2D, PT_D2H */
+#include "trace-format/fmt_internal.h"
+
+/* ==== Trace scripts ==== */
+
+#define T0 1000000ull                     /* header start tick: trace time 0 */
+#define REAL_NS 1700000000000000000ull    /* 2023-11-14 22:13:20 UTC */
+#define ZSTD_LEVEL 3
+
+enum {
+	ID_A = 1,
+	ID_B,
+	ID_C,
+	ID_KERN,
+	ID_LOSSY,
+	ID_E,
+	ID_OPEN,
+	ID_D,
+	ID_MEM,
+	ID_QUEUE,
+	ID_P,
+	ID_S,
+	NIDS
+};
+#define KERN "kern, \"q\"" /* CSV must quote it */
+static const char *const names[NIDS] = { NULL,   "A",    "B",        "C",     KERN, "lossy", "E",
+					 "open", "D",    "mem_used", "queue", "P",  "S" };
+
+enum { OP_B = 1, OP_E, OP_M, OP_X, OP_K, OP_L, OP_ERR, OP_CUT };
+struct op {
+	uint8_t k;
+	uint32_t id; /* section or counter id; metric kind; direction; error code */
+	uint64_t t;  /* ticks (absolute) */
+	int64_t v;
+	uint64_t v2;
+};
+#define B(t, id) { OP_B, (id), T0 + (t), 0, 0 }
+#define E(t, id) { OP_E, (id), T0 + (t), 0, 0 }
+#define M(kind, v) { OP_M, (kind), 0, (v), 0 }
+#define X(dir, v) { OP_X, (dir), 0, (v), 0 }
+#define K(t, id, v) { OP_K, (id), T0 + (t), (v), 0 }
+#define L(t, recs, secs) { OP_L, 0, T0 + (t), (recs), (secs) }
+#define ERR(t, code, n) { OP_ERR, (code), T0 + (t), (n), 0 }
+#define CUT { OP_CUT, 0, 0, 0, 0 } /* next chunk of the same thread */
+
+enum { RD = PT_METRIC_READ_BYTES, WR = PT_METRIC_WRITTEN_BYTES, FL = PT_METRIC_FLOPS };
+enum { H2D = PT_H2D, D2H = PT_D2H };
+
+/*
+ * The basic trace (also tests/data/golden/small.ptz). Times are ns after T0.
+ *
+ * thread 0 "main":   A[0,3000] { A[100,1000] { B[200,700] {r1000 w500 f4000} r200 }
+ *                                C[1500,2500] {H2D 3000, D2H 1000} }
+ *                    counters; END D at 3400 (nothing open: unmatched);
+ *                    3 x KERN (250, 150, 200); "open" begun at 7000, never ended.
+ *                    span 8000 (last record: a counter at 8000)
+ * thread 1 "worker-1": A[50,1050] { B[150,450] {f2000} }
+ *                    lossy[1100,2100] { B[1200,1400] LOSS(5, 2)@1300 }
+ *                    B[2200,2300]; counter; E[3000,3700]. span 3700 - 50 = 3650
+ * thread 2 "worker-2": E[20,420]; r64 with nothing open (unattributed);
+ *                    2 ERROR records (one I/O: not counted);
+ *                    A[500,900] { C[600,...] } closed by END A at 900
+ *                    (C closed there too, unmatched); END E at 1000
+ *                    (nothing open: unmatched); E[1100,1300]. span 1280
+ * meta: LOSS(3, 1) process-wide.
+ */
+static const struct op th0_ops[] = {
+	B(0, ID_A),
+	B(100, ID_A),
+	B(200, ID_B), M(RD, 1000), M(WR, 500), M(FL, 4000), E(700, ID_B),
+	M(RD, 200), E(1000, ID_A),
+	B(1500, ID_C), CUT, X(H2D, 3000), X(D2H, 1000), E(2500, ID_C),
+	E(3000, ID_A),
+	K(3100, ID_MEM, 10), K(3200, ID_MEM, -5), K(3300, ID_MEM, 7),
+	E(3400, ID_D),
+	B(4000, ID_KERN), E(4250, ID_KERN), B(5000, ID_KERN), E(5150, ID_KERN), B(6000, ID_KERN), E(6200, ID_KERN),
+	B(7000, ID_OPEN),
+	K(8000, ID_QUEUE, 3),
+};
+static const struct op th1_ops[] = {
+	B(50, ID_A), B(150, ID_B), M(FL, 2000), E(450, ID_B), E(1050, ID_A),
+	B(1100, ID_LOSSY), B(1200, ID_B), L(1300, 5, 2), E(1400, ID_B), E(2100, ID_LOSSY),
+	B(2200, ID_B), E(2300, ID_B),
+	K(2500, ID_QUEUE, 42),
+	B(3000, ID_E), E(3700, ID_E),
+};
+static const struct op th2_ops[] = {
+	B(20, ID_E), E(420, ID_E),
+	M(RD, 64),
+	ERR(450, PT_ERRC_END_UNDERFLOW, 2), ERR(460, PT_ERRC_IO, 5),
+	B(500, ID_A), B(600, ID_C), E(900, ID_A),
+	E(1000, ID_E),
+	B(1100, ID_E), E(1300, ID_E),
+};
+#define SPAN0 8000u
+#define SPAN1 3650u
+#define SPAN2 1280u
+#define SPAN_SUM (SPAN0 + SPAN1 + SPAN2)
+
+struct tb {
+	struct fmt_writer *w;
+	struct fmt_enc e;
+	uint8_t *buf;
+	size_t cap;
+	uint64_t seq[4];
+};
+
+static void tb_open(struct tb *b, const char *path, const char *cmdline)
+{
+	const struct fmt_writer_hdr hd = {
+		.clock_source = 1,
+		.pid = 4242,
+		.start_ticks = T0,
+		.start_mono_ns = T0, /* on the identity line */
+		.start_real_ns = REAL_NS,
+		.process_name = "ana-test",
+		.host = "testhost",
+		.cmdline = cmdline,
+		.recorder_version = "ptz-test 1",
+	};
+	memset(b, 0, sizeof(*b));
+	b->cap = 1 << 20;
+	b->buf = malloc(b->cap);
+	assert_non_null(b->buf);
+	assert_int_equal(fmt_writer_open(path, &hd, &b->w), 0);
+}
+
+static void tb_flush(struct tb *b, uint8_t kind, uint32_t thread)
+{
+	if (b->e.records == 0)
+		return;
+	const struct fmt_chunk_hdr h = {
+		.kind = kind,
+		.thread = thread,
+		.records = b->e.records,
+		.sequence = thread == PT_FMT_META_THREAD ? 0 : b->seq[thread]++,
+		.first_ticks = b->e.first_ticks,
+		.last_ticks = b->e.last_ticks,
+	};
+	assert_int_equal(fmt_writer_append(b->w, &h, b->buf, (size_t)(b->e.pos - b->buf), ZSTD_LEVEL), 0);
+	fmt_enc_reset(&b->e, b->buf, b->cap);
+}
+
+/* Meta chunk: the string table (KERN in domain "gpu"), threads, clocks and
+ * a process-wide LOSS of 3 records / 1 section. */
+static void tb_meta(struct tb *b, uint32_t nthreads)
+{
+	static const char *const tnames[] = { "main", "worker-1", "worker-2" };
+	fmt_enc_reset(&b->e, b->buf, b->cap);
+	assert_int_equal(fmt_enc_domain(&b->e, 1, "gpu", 3), 0);
+	for (uint32_t id = 1; id < NIDS; id++)
+		assert_int_equal(fmt_enc_string(&b->e, id, id == ID_KERN, names[id], strlen(names[id])), 0);
+	for (uint32_t t = 0; t < nthreads; t++)
+		assert_int_equal(fmt_enc_thread(&b->e, t, 100 + t, T0, 0, tnames[t], strlen(tnames[t])), 0);
+	assert_int_equal(fmt_enc_clock(&b->e, 0, 0, REAL_NS - T0, 1), 0);
+	assert_int_equal(fmt_enc_clock(&b->e, 1000000000, 1000000000, REAL_NS - T0 + 1000000000, 1), 0);
+	fmt_enc_loss(&b->e, T0, 3, 1);
+	tb_flush(b, FMT_CHUNK_META, PT_FMT_META_THREAD);
+}
+
+/* Encodes ops[from..] into chunks of @thread up to the end or a CUT; returns
+ * the index after it. */
+static size_t tb_events(struct tb *b, uint32_t thread, const struct op *ops, size_t n, size_t from)
+{
+	fmt_enc_reset(&b->e, b->buf, b->cap);
+	size_t i = from;
+	for (; i < n; i++) {
+		const struct op *o = &ops[i];
+		assert_true(fmt_enc_room(&b->e, FMT_MAX_RECORD_BYTES));
+		if (o->k == OP_CUT) {
+			i++;
+			break;
+		}
+		switch (o->k) {
+		case OP_B: fmt_enc_begin(&b->e, o->t, o->id); break;
+		case OP_E: fmt_enc_end(&b->e, o->t, o->id); break;
+		case OP_M: fmt_enc_metric(&b->e, o->id, (uint64_t)o->v); break;
+		case OP_X: fmt_enc_transfer(&b->e, o->id, (uint64_t)o->v); break;
+		case OP_K: fmt_enc_counter(&b->e, o->t, o->id, o->v); break;
+		case OP_L: fmt_enc_loss(&b->e, o->t, (uint64_t)o->v, o->v2); break;
+		case OP_ERR: fmt_enc_error(&b->e, o->t, o->id, (uint64_t)o->v); break;
+		default: fail();
+		}
+	}
+	tb_flush(b, FMT_CHUNK_EVENTS, thread);
+	return i;
+}
+
+static void tb_close(struct tb *b)
+{
+	assert_int_equal(fmt_writer_close(b->w), 0);
+	free(b->buf);
+}
+
+/* Writes the basic trace. File order: t0 seq 0, t1, t2, t0 seq 1 (so the
+ * sections A and C of thread 0 span two chunks, their ENDs carry ids). */
+static void write_basic(const char *path)
+{
+	struct tb b;
+	tb_open(&b, path, "ana-test --basic");
+	tb_meta(&b, 3);
+	size_t next0 = tb_events(&b, 0, th0_ops, PT_ARRAY_SIZE(th0_ops), 0);
+	assert_true(next0 < PT_ARRAY_SIZE(th0_ops));
+	assert_int_equal(tb_events(&b, 1, th1_ops, PT_ARRAY_SIZE(th1_ops), 0), PT_ARRAY_SIZE(th1_ops));
+	assert_int_equal(tb_events(&b, 2, th2_ops, PT_ARRAY_SIZE(th2_ops), 0), PT_ARRAY_SIZE(th2_ops));
+	assert_int_equal(tb_events(&b, 0, th0_ops, PT_ARRAY_SIZE(th0_ops), next0), PT_ARRAY_SIZE(th0_ops));
+	tb_close(&b);
+}
+
+/* ==== Expected rows ==== */
+
+/*
+ * One expected row. Durations are listed earliest start first, so d[0] is
+ * the first occurrence; count, min, max, mean, std, first, rest mean/std and
+ * the percentiles follow from them. total is explicit (flat rows under
+ * recursion count only the outermost occurrence).
+ */
+struct xr {
+	const char *key; /* tree: path "A;A;B"; flat: name */
+	uint64_t d[8];
+	int nd;
+	uint64_t total, self;
+	uint64_t incl[3], selfm[3];   /* read, written, flops */
+	uint64_t xfer[2], xfer_self[2]; /* H2D, D2H */
+	int lossy;
+};
+
+/* merged call tree */
+static const struct xr x_tree_all[] = {
+	{ "A", { 3000, 1000, 400 }, 3, 4400, 1900, { 1200, 500, 6000 }, { 0 }, { 3000, 1000 }, { 0 }, 0 },
+	{ "A;A", { 900 }, 1, 900, 400, { 1200, 500, 4000 }, { 200, 0, 0 }, { 0 }, { 0 }, 0 },
+	{ "A;A;B", { 500 }, 1, 500, 500, { 1000, 500, 4000 }, { 1000, 500, 4000 }, { 0 }, { 0 }, 0 },
+	{ "A;C", { 300, 1000 }, 2, 1300, 1300, { 0 }, { 0 }, { 3000, 1000 }, { 3000, 1000 }, 0 },
+	{ "A;B", { 300 }, 1, 300, 300, { 0, 0, 2000 }, { 0, 0, 2000 }, { 0 }, { 0 }, 0 },
+	{ KERN, { 250, 150, 200 }, 3, 600, 600, { 0 }, { 0 }, { 0 }, { 0 }, 0 },
+	{ "lossy", { 1000 }, 1, 1000, 800, { 0 }, { 0 }, { 0 }, { 0 }, 1 },
+	{ "lossy;B", { 200 }, 1, 200, 200, { 0 }, { 0 }, { 0 }, { 0 }, 1 },
+	{ "B", { 100 }, 1, 100, 100, { 0 }, { 0 }, { 0 }, { 0 }, 0 },
+	{ "E", { 400, 200, 700 }, 3, 1300, 1300, { 0 }, { 0 }, { 0 }, { 0 }, 0 },
+};
+/* merged flat */
+static const struct xr x_flat_all[] = {
+	{ "A", { 3000, 900, 1000, 400 }, 4, 4400, 2300, { 1200, 500, 6000 }, { 200, 0, 0 }, { 3000, 1000 }, { 0 }, 0 },
+	{ "B", { 300, 500, 200, 100 }, 4, 1100, 1100, { 1000, 500, 6000 }, { 1000, 500, 6000 }, { 0 }, { 0 }, 1 },
+	{ "C", { 300, 1000 }, 2, 1300, 1300, { 0 }, { 0 }, { 3000, 1000 }, { 3000, 1000 }, 0 },
+	{ KERN, { 250, 150, 200 }, 3, 600, 600, { 0 }, { 0 }, { 0 }, { 0 }, 0 },
+	{ "lossy", { 1000 }, 1, 1000, 800, { 0 }, { 0 }, { 0 }, { 0 }, 1 },
+	{ "E", { 400, 200, 700 }, 3, 1300, 1300, { 0 }, { 0 }, { 0 }, { 0 }, 0 },
+};
+static const struct xr x_tree_t0[] = {
+	{ "A", { 3000 }, 1, 3000, 1100, { 1200, 500, 4000 }, { 0 }, { 3000, 1000 }, { 0 }, 0 },
+	{ "A;A", { 900 }, 1, 900, 400, { 1200, 500, 4000 }, { 200, 0, 0 }, { 0 }, { 0 }, 0 },
+	{ "A;A;B", { 500 }, 1, 500, 500, { 1000, 500, 4000 }, { 1000, 500, 4000 }, { 0 }, { 0 }, 0 },
+	{ "A;C", { 1000 }, 1, 1000, 1000, { 0 }, { 0 }, { 3000, 1000 }, { 3000, 1000 }, 0 },
+	{ KERN, { 250, 150, 200 }, 3, 600, 600, { 0 }, { 0 }, { 0 }, { 0 }, 0 },
+};
+static const struct xr x_flat_t0[] = {
+	{ "A", { 3000, 900 }, 2, 3000, 1500, { 1200, 500, 4000 }, { 200, 0, 0 }, { 3000, 1000 }, { 0 }, 0 },
+	{ "B", { 500 }, 1, 500, 500, { 1000, 500, 4000 }, { 1000, 500, 4000 }, { 0 }, { 0 }, 0 },
+	{ "C", { 1000 }, 1, 1000, 1000, { 0 }, { 0 }, { 3000, 1000 }, { 3000, 1000 }, 0 },
+	{ KERN, { 250, 150, 200 }, 3, 600, 600, { 0 }, { 0 }, { 0 }, { 0 }, 0 },
+};
+static const struct xr x_tree_t1[] = {
+	{ "A", { 1000 }, 1, 1000, 700, { 0, 0, 2000 }, { 0 }, { 0 }, { 0 }, 0 },
+	{ "A;B", { 300 }, 1, 300, 300, { 0, 0, 2000 }, { 0, 0, 2000 }, { 0 }, { 0 }, 0 },
+	{ "lossy", { 1000 }, 1, 1000, 800, { 0 }, { 0 }, { 0 }, { 0 }, 1 },
+	{ "lossy;B", { 200 }, 1, 200, 200, { 0 }, { 0 }, { 0 }, { 0 }, 1 },
+	{ "B", { 100 }, 1, 100, 100, { 0 }, { 0 }, { 0 }, { 0 }, 0 },
+	{ "E", { 700 }, 1, 700, 700, { 0 }, { 0 }, { 0 }, { 0 }, 0 },
+};
+static const struct xr x_flat_t1[] = {
+	{ "A", { 1000 }, 1, 1000, 700, { 0, 0, 2000 }, { 0 }, { 0 }, { 0 }, 0 },
+	{ "B", { 300, 200, 100 }, 3, 600, 600, { 0, 0, 2000 }, { 0, 0, 2000 }, { 0 }, { 0 }, 1 },
+	{ "lossy", { 1000 }, 1, 1000, 800, { 0 }, { 0 }, { 0 }, { 0 }, 1 },
+	{ "E", { 700 }, 1, 700, 700, { 0 }, { 0 }, { 0 }, { 0 }, 0 },
+};
+static const struct xr x_tree_t2[] = {
+	{ "E", { 400, 200 }, 2, 600, 600, { 0 }, { 0 }, { 0 }, { 0 }, 0 },
+	{ "A", { 400 }, 1, 400, 100, { 0 }, { 0 }, { 0 }, { 0 }, 0 },
+	{ "A;C", { 300 }, 1, 300, 300, { 0 }, { 0 }, { 0 }, { 0 }, 0 },
+};
+static const struct xr x_flat_t2[] = {
+	{ "E", { 400, 200 }, 2, 600, 600, { 0 }, { 0 }, { 0 }, { 0 }, 0 },
+	{ "A", { 400 }, 1, 400, 100, { 0 }, { 0 }, { 0 }, { 0 }, 0 },
+	{ "C", { 300 }, 1, 300, 300, { 0 }, { 0 }, { 0 }, { 0 }, 0 },
+};
+
+struct view {
+	const char *thread; /* "all" or the index */
+	int index;          /* -1 = merged */
+	const struct xr *tree, *flat;
+	size_t ntree, nflat;
+};
+static const struct view views[] = {
+	{ "all", -1, x_tree_all, x_flat_all, PT_ARRAY_SIZE(x_tree_all), PT_ARRAY_SIZE(x_flat_all) },
+	{ "0", 0, x_tree_t0, x_flat_t0, PT_ARRAY_SIZE(x_tree_t0), PT_ARRAY_SIZE(x_flat_t0) },
+	{ "1", 1, x_tree_t1, x_flat_t1, PT_ARRAY_SIZE(x_tree_t1), PT_ARRAY_SIZE(x_flat_t1) },
+	{ "2", 2, x_tree_t2, x_flat_t2, PT_ARRAY_SIZE(x_tree_t2), PT_ARRAY_SIZE(x_flat_t2) },
+};
+
+/* Figures derived by hand from an expected row. */
+struct xd {
+	uint64_t min, max, p50, p90, p99;
+	double mean, std, rest_mean, rest_std, first_over_rest, share, gbps, gflops, intensity, xgbps[2];
+};
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* Nearest-rank percentile of sorted @v: the ceil(pct/100 * n)-th value. */
+static uint64_t nearest_rank(const uint64_t *v, size_t n, unsigned pct)
+{
+	size_t rank = (pct * n + 99) / 100;
+	return v[rank ? rank - 1 : 0];
+}
+
+static void mean_std(const uint64_t *v, size_t n, double *mean, double *std)
+{
+	double s = 0, q = 0;
+	for (size_t i = 0; i < n; i++)
+		s += (double)v[i];
+	*mean = n ? s / (double)n : 0.0;
+	for (size_t i = 0; i < n; i++)
+		q += ((double)v[i] - *mean) * ((double)v[i] - *mean);
+	*std = n > 1 ? sqrt(q / (double)(n - 1)) : 0.0;
+}
+
+static void derive(const struct xr *x, uint64_t span_sum, struct xd *o)
+{
+	uint64_t s[8];
+	memcpy(s, x->d, sizeof(s));
+	qsort(s, (size_t)x->nd, sizeof(*s), cmp_u64);
+	o->min = s[0];
+	o->max = s[x->nd - 1];
+	o->p50 = nearest_rank(s, (size_t)x->nd, 50);
+	o->p90 = nearest_rank(s, (size_t)x->nd, 90);
+	o->p99 = nearest_rank(s, (size_t)x->nd, 99);
+	mean_std(x->d, (size_t)x->nd, &o->mean, &o->std);
+	mean_std(x->d + 1, (size_t)x->nd - 1, &o->rest_mean, &o->rest_std);
+	o->first_over_rest = x->nd > 1 ? (double)x->d[0] / o->rest_mean : 0.0;
+	o->share = (double)x->total / (double)span_sum;
+	double t = (double)x->total;
+	o->gbps = (double)(x->incl[0] + x->incl[1]) / t;
+	o->gflops = (double)x->incl[2] / t;
+	o->intensity = x->incl[0] + x->incl[1] ? (double)x->incl[2] / (double)(x->incl[0] + x->incl[1]) : 0.0;
+	o->xgbps[0] = (double)x->xfer[0] / t;
+	o->xgbps[1] = (double)x->xfer[1] / t;
+}
+
+/* The row being checked, named in every failure message of the checkers. */
+static char g_ctx[160];
+
+#define assert_near(a, b, tol)                                                                                \
+	do {                                                                                                  \
+		double a_ = (a), b_ = (b);                                                                    \
+		if (!(fabs(a_ - b_) <= (tol)))                                                                \
+			fail_msg("%s: %s = %.9g, expected %.9g (+-%g)", g_ctx, #a, a_, b_, (double)(tol));   \
+	} while (0)
+#define EQ(a, b)                                                                                              \
+	do {                                                                                                  \
+		uint64_t a_ = (uint64_t)(a), b_ = (uint64_t)(b);                                              \
+		if (a_ != b_)                                                                                 \
+			fail_msg("%s: %s = %llu, expected %llu", g_ctx, #a, (unsigned long long)a_,           \
+				 (unsigned long long)b_);                                                     \
+	} while (0)
+#define STREQ(a, b)                                                                                           \
+	do {                                                                                                  \
+		const char *a_ = (a), *b_ = (b);                                                              \
+		if (!a_ || strcmp(a_, b_) != 0)                                                               \
+			fail_msg("%s: %s = '%s', expected '%s'", g_ctx, #a, a_ ? a_ : "(null)", b_);          \
+	} while (0)
+#define REL(x) (1e-9 * fabs(x) + 1e-9)
+
+/* A percentile is within ANA_HIST_REL_ERROR of the true one. */
+static void check_pct(const char *what, uint64_t got, uint64_t want)
+{
+	double err = fabs((double)got - (double)want);
+	if (err > ANA_HIST_REL_ERROR * (double)want)
+		fail_msg("%s: %s: percentile %llu, true %llu: error beyond %.4f%%", g_ctx, what, (unsigned long long)got,
+			 (unsigned long long)want, 100.0 * ANA_HIST_REL_ERROR);
+}
+
+/* ==== Looking rows up in a result ==== */
+
+static uint32_t id_of(const struct ana_result *res, const char *name)
+{
+	for (uint32_t id = 1; id < res->nnames; id++) {
+		const char *n = pt_reader_string(res->rd, id, NULL);
+		if (n && strcmp(n, name) == 0)
+			return id;
+	}
+	fail_msg("no string id for '%s'", name);
+	return 0;
+}
+
+/* Tree node for "A;A;B", or UINT32_MAX. */
+static uint32_t node_of(const struct ana_result *res, const struct ana_tree *t, const char *path)
+{
+	uint32_t node = 0;
+	char buf[256];
+	snprintf(buf, sizeof(buf), "%s", path);
+	char *save = NULL;
+	for (char *part = strtok_r(buf, ";", &save); part; part = strtok_r(NULL, ";", &save)) {
+		uint32_t id = id_of(res, part), next = UINT32_MAX;
+		for (uint32_t i = 0; i < t->n[node].nchild; i++)
+			if (t->n[t->n[node].child[i]].id == id)
+				next = t->n[node].child[i];
+		if (next == UINT32_MAX)
+			return UINT32_MAX;
+		node = next;
+	}
+	return node;
+}
+
+static const struct ana_tree *tree_of(const struct ana_result *res, int index)
+{
+	if (index < 0)
+		return &res->merged;
+	for (size_t i = 0; i < res->nthreads; i++)
+		if ((int)res->threads[i].index == index)
+			return &res->threads[i].tree;
+	fail_msg("no thread %d", index);
+	return NULL;
+}
+
+static const struct ana_agg *flat_of(const struct ana_result *res, int index)
+{
+	if (index < 0)
+		return res->by_name;
+	for (size_t i = 0; i < res->nthreads; i++)
+		if ((int)res->threads[i].index == index)
+			return res->by_name_thread[i];
+	fail_msg("no thread %d", index);
+	return NULL;
+}
+
+static const struct ana_agg *tree_agg(const struct ana_result *res, int index, const char *path)
+{
+	const struct ana_tree *t = tree_of(res, index);
+	uint32_t n = node_of(res, t, path);
+	if (n == UINT32_MAX)
+		fail_msg("thread %d: no call path %s", index, path);
+	return &t->n[n].agg;
+}
+
+static const struct ana_agg *flat_agg(const struct ana_result *res, int index, const char *name)
+{
+	return &flat_of(res, index)[id_of(res, name)];
+}
+
+/* Checks an aggregate and its derived row against @x. */
+static void check_agg(const struct ana_result *res, const struct ana_agg *a, const struct xr *x, const char *what)
+{
+	struct xd d;
+	struct ana_row w;
+	derive(x, res->thread_span_sum_ns, &d);
+	ana_row_compute(res, a, &w);
+	snprintf(g_ctx, sizeof(g_ctx), "%s", what);
+	EQ(a->count, (uint64_t)x->nd);
+	EQ(a->total_ns, x->total);
+	EQ(a->self_ns, x->self);
+	EQ(a->min_ns, d.min);
+	EQ(a->max_ns, d.max);
+	EQ(a->first_ns, x->d[0]);
+	for (int k = 0; k < 3; k++) {
+		EQ(a->metric_incl[k], x->incl[k]);
+		EQ(a->metric_self[k], x->selfm[k]);
+	}
+	for (int k = 0; k < 2; k++) {
+		EQ(a->xfer_incl[k], x->xfer[k]);
+		EQ(a->xfer_self[k], x->xfer_self[k]);
+	}
+	EQ(a->lossy > 0, x->lossy);
+	assert_near(w.mean, d.mean, REL(d.mean));
+	assert_near(w.std, d.std, REL(d.std) + 1e-6);
+	assert_near(w.rest_mean, d.rest_mean, REL(d.rest_mean) + 1e-6);
+	assert_near(w.rest_std, d.rest_std, REL(d.rest_std) + 1e-6);
+	assert_near(w.first_over_rest, d.first_over_rest, REL(d.first_over_rest));
+	assert_near(w.share, d.share, 1e-15);
+	assert_near(w.gbps, d.gbps, 1e-15);
+	assert_near(w.gflops, d.gflops, 1e-15);
+	assert_near(w.intensity, d.intensity, 1e-15);
+	assert_near(w.xfer_gbps[0], d.xgbps[0], 1e-15);
+	assert_near(w.xfer_gbps[1], d.xgbps[1], 1e-15);
+	check_pct("p50", w.p50, d.p50);
+	check_pct("p90", w.p90, d.p90);
+	check_pct("p99", w.p99, d.p99);
+}
+
+static void run(const char *path, const struct ana_options *opt, struct ana_result *res)
+{
+	char err[256] = "";
+	int rc = ana_run(path, opt, res, err, sizeof(err));
+	if (rc)
+		fail_msg("ana_run(%s) = %d: %s", path, rc, err);
+}
+
+static const struct ana_options all_opts = { .thread = -1 };
+
+/* ==== Fixture: the basic trace, analyzed once ==== */
+
+struct basic {
+	char path[4200];
+	struct ana_result res;
+};
+
+static int setup_basic(void **state)
+{
+	struct basic *b = calloc(1, sizeof(*b));
+	if (!b)
+		return -1;
+	snprintf(b->path, sizeof(b->path), "%s", tu_path("basic.ptz"));
+	write_basic(b->path);
+	run(b->path, &all_opts, &b->res);
+	*state = b;
+	return 0;
+}
+
+static int teardown_basic(void **state)
+{
+	struct basic *b = *state;
+	ana_result_free(&b->res);
+	unlink(b->path);
+	free(b);
+	return 0;
+}
+
+/* ==== API ==== */
+
+static void test_ana_run_totals(void **state)
+{
+	const struct basic *b = *state;
+	const struct ana_result *r = &b->res;
+	assert_int_equal(r->nthreads, 3);
+	assert_int_equal(r->start_ns, T0);
+	assert_int_equal(r->end_ns, T0 + SPAN0);
+	assert_int_equal(r->thread_span_sum_ns, SPAN_SUM);
+	assert_int_equal(r->sections, 17);
+	assert_int_equal(r->records, 51);
+	assert_int_equal(r->lost_records, 8);       /* 5 in thread 1, 3 process-wide */
+	assert_int_equal(r->lost_sections, 3);
+	assert_int_equal(r->process_lost_records, 3);
+	assert_int_equal(r->unmatched_ends, 3);
+	assert_int_equal(r->open_at_end, 1);
+	assert_int_equal(r->misuse_errors, 2);      /* the I/O error is not misuse */
+	assert_false(r->corrupt);
+	assert_false(r->torn_tail);
+	assert_int_equal(pt_reader_problem_count(r->rd), 0);
+
+	static const struct {
+		uint32_t tid;
+		const char *name;
+		uint64_t first, last, sections, records, lost, lost_sec, unmatched, open, errors;
+	} xt[] = {
+		{ 100, "main", T0, T0 + 8000, 7, 26, 0, 0, 1, 1, 0 },
+		{ 101, "worker-1", T0 + 50, T0 + 3700, 6, 14, 5, 2, 0, 0, 0 },
+		{ 102, "worker-2", T0 + 20, T0 + 1300, 4, 11, 0, 0, 2, 0, 2 },
+	};
+	for (size_t i = 0; i < 3; i++) {
+		const struct ana_thread *t = &r->threads[i];
+		assert_int_equal(t->index, i);
+		assert_int_equal(t->tid, xt[i].tid);
+		assert_string_equal(t->name, xt[i].name);
+		assert_int_equal(t->first_ns, xt[i].first);
+		assert_int_equal(t->last_ns, xt[i].last);
+		assert_int_equal(t->sections, xt[i].sections);
+		assert_int_equal(t->records, xt[i].records);
+		assert_int_equal(t->lost_records, xt[i].lost);
+		assert_int_equal(t->lost_sections, xt[i].lost_sec);
+		assert_int_equal(t->unmatched_ends, xt[i].unmatched);
+		assert_int_equal(t->open_at_end, xt[i].open);
+		assert_int_equal(t->misuse_errors, xt[i].errors);
+		assert_int_equal(t->gaps, 0);
+		/* a metric with nothing open: thread 2's r64 */
+		assert_int_equal(t->unattributed[ANA_READ], i == 2 ? 64 : 0);
+		assert_int_equal(t->unattributed[ANA_WRITTEN], 0);
+		assert_int_equal(t->unattributed[ANA_FLOPS], 0);
+	}
+}
+
+static void test_ana_run_tree_and_flat_rows(void **state)
+{
+	const struct basic *b = *state;
+	char what[128];
+	for (size_t v = 0; v < PT_ARRAY_SIZE(views); v++) {
+		for (size_t i = 0; i < views[v].ntree; i++) {
+			snprintf(what, sizeof(what), "tree %s %s", views[v].thread, views[v].tree[i].key);
+			check_agg(&b->res, tree_agg(&b->res, views[v].index, views[v].tree[i].key), &views[v].tree[i], what);
+		}
+		for (size_t i = 0; i < views[v].nflat; i++) {
+			snprintf(what, sizeof(what), "flat %s %s", views[v].thread, views[v].flat[i].key);
+			check_agg(&b->res, flat_agg(&b->res, views[v].index, views[v].flat[i].key), &views[v].flat[i], what);
+		}
+	}
+}
+
+/* Every row with a count is one of the expected rows: nothing extra. */
+static void test_ana_run_no_unexpected_rows(void **state)
+{
+	const struct basic *b = *state;
+	for (size_t v = 0; v < PT_ARRAY_SIZE(views); v++) {
+		const struct ana_tree *t = tree_of(&b->res, views[v].index);
+		size_t rows = 0;
+		for (uint32_t n = 1; n < t->count; n++)
+			rows += t->n[n].agg.count > 0;
+		assert_int_equal(rows, views[v].ntree);
+		const struct ana_agg *f = flat_of(&b->res, views[v].index);
+		rows = 0;
+		for (uint32_t id = 0; id < b->res.nnames; id++)
+			rows += f[id].count > 0;
+		assert_int_equal(rows, views[v].nflat);
+	}
+	/* the section still open at the end has a node but no occurrence */
+	uint32_t n = node_of(&b->res, &b->res.merged, "open");
+	assert_int_not_equal(n, UINT32_MAX);
+	assert_int_equal(b->res.merged.n[n].agg.count, 0);
+	assert_int_equal(b->res.by_name[ID_OPEN].count, 0);
+	/* the unmatched END D made no row */
+	assert_int_equal(node_of(&b->res, &b->res.merged, "D"), UINT32_MAX);
+}
+
+/* The merged tree is the per-thread trees added up. */
+static void test_ana_run_merged_is_sum_of_threads(void **state)
+{
+	const struct basic *b = *state;
+	const struct ana_tree *m = &b->res.merged;
+	char path[512];
+	for (uint32_t n = 1; n < m->count; n++) {
+		/* rebuild the path of node n */
+		uint32_t chain[32];
+		int k = 0;
+		for (uint32_t x = n; x != 0; x = m->n[x].parent)
+			chain[k++] = x;
+		path[0] = 0;
+		while (k-- > 0) {
+			if (path[0])
+				strcat(path, ";");
+			strcat(path, ana_name(&b->res, m->n[chain[k]].id));
+		}
+		uint64_t count = 0, total = 0, self = 0, fl = 0;
+		for (size_t i = 0; i < b->res.nthreads; i++) {
+			uint32_t tn = node_of(&b->res, &b->res.threads[i].tree, path);
+			if (tn == UINT32_MAX)
+				continue;
+			const struct ana_agg *a = &b->res.threads[i].tree.n[tn].agg;
+			count += a->count;
+			total += a->total_ns;
+			self += a->self_ns;
+			fl += a->metric_incl[ANA_FLOPS];
+		}
+		assert_int_equal(m->n[n].agg.count, count);
+		assert_int_equal(m->n[n].agg.total_ns, total);
+		assert_int_equal(m->n[n].agg.self_ns, self);
+		assert_int_equal(m->n[n].agg.metric_incl[ANA_FLOPS], fl);
+	}
+}
+
+static void test_ana_run_counters(void **state)
+{
+	const struct basic *b = *state;
+	const struct ana_thread *t0 = &b->res.threads[0], *t1 = &b->res.threads[1], *t2 = &b->res.threads[2];
+	assert_int_equal(t0->ncounters, 2);
+	assert_int_equal(t0->counters[0].id, ID_MEM);
+	assert_int_equal(t0->counters[0].samples, 3);
+	assert_int_equal(t0->counters[0].last, 7);
+	assert_int_equal(t0->counters[0].min, -5);
+	assert_int_equal(t0->counters[0].max, 10);
+	assert_int_equal(t0->counters[1].id, ID_QUEUE);
+	assert_int_equal(t0->counters[1].samples, 1);
+	assert_int_equal(t0->counters[1].last, 3);
+	assert_int_equal(t1->ncounters, 1);
+	assert_int_equal(t1->counters[0].id, ID_QUEUE);
+	assert_int_equal(t1->counters[0].last, 42);
+	assert_int_equal(t1->counters[0].min, 42);
+	assert_int_equal(t1->counters[0].max, 42);
+	assert_int_equal(t2->ncounters, 0);
+}
+
+/*
+ * Regression: flat rows are recursion-safe for time (only the outermost A
+ * adds to the total), so their inclusive metrics and transfers must be too
+ * (doc/analyzer-output.md §2, fixed in b47a325): otherwise
+ * GB/s = inclusive bytes / inclusive ns divides the bytes of A and of the
+ * inner A (which are already inside the outer A's) by the outer A's time
+ * alone. Thread 0: outer A holds r1200 w500 f4000 in all, the inner A the
+ * same amounts: the flat row of A must read 1200/500/4000, not twice that.
+ */
+static void test_ana_run_flat_metrics_recursion_safe(void **state)
+{
+	const struct basic *b = *state;
+	const struct ana_agg *a0 = flat_agg(&b->res, 0, "A"), *a = flat_agg(&b->res, -1, "A");
+	snprintf(g_ctx, sizeof(g_ctx), "flat A");
+	assert_int_equal(a0->metric_incl[ANA_READ], 1200);
+	assert_int_equal(a0->metric_incl[ANA_WRITTEN], 500);
+	assert_int_equal(a0->metric_incl[ANA_FLOPS], 4000);
+	assert_int_equal(a->metric_incl[ANA_READ], 1200);
+	assert_int_equal(a->metric_incl[ANA_WRITTEN], 500);
+	assert_int_equal(a->metric_incl[ANA_FLOPS], 6000);
+	struct ana_row w;
+	ana_row_compute(&b->res, a, &w);
+	assert_near(w.gbps, 1700.0 / 4400.0, 1e-15);
+	assert_near(w.gflops, 6000.0 / 4400.0, 1e-15);
+}
+
+/*
+ * A per-thread chunk sequence gap drops the thread's open stack: those
+ * sections count as open at end and are not aggregated; an END after the
+ * gap whose BEGIN was before it is unmatched; sections after the gap start
+ * a fresh call path. Thread 0: seq 0 = A[0, ...] { B[100,200] }, seq 2 =
+ * C[1000,1100], END A at 1200; seq 1 is missing.
+ */
+static void test_ana_run_sequence_gap_drops_stack(void **state)
+{
+	(void)state;
+	static const struct op ops0[] = { B(0, ID_A), B(100, ID_B), E(200, ID_B) };
+	static const struct op ops2[] = { B(1000, ID_C), E(1100, ID_C), E(1200, ID_A) };
+	const char *path = tu_path("gap.ptz");
+	struct tb b;
+	tb_open(&b, path, "ana-test --gap");
+	tb_meta(&b, 1);
+	tb_events(&b, 0, ops0, PT_ARRAY_SIZE(ops0), 0);
+	b.seq[0]++; /* seq 1 never written */
+	tb_events(&b, 0, ops2, PT_ARRAY_SIZE(ops2), 0);
+	tb_close(&b);
+	struct ana_result r;
+	run(path, &all_opts, &r);
+	assert_int_equal(r.threads[0].gaps, 1);
+	assert_int_equal(r.open_at_end, 1);
+	assert_int_equal(r.unmatched_ends, 1);
+	assert_int_equal(r.sections, 2);
+	assert_false(r.corrupt);
+	assert_true(pt_reader_problem_count(r.rd) >= 1);
+	assert_int_equal(tree_agg(&r, -1, "A;B")->count, 1);
+	assert_int_equal(tree_agg(&r, -1, "A")->count, 0);
+	assert_int_equal(tree_agg(&r, -1, "C")->count, 1);
+	assert_int_equal(tree_agg(&r, -1, "C")->total_ns, 100);
+	assert_int_equal(node_of(&r, &r.merged, "A;C"), UINT32_MAX);
+	assert_int_equal(r.thread_span_sum_ns, 1200);
+	ana_result_free(&r);
+	unlink(path);
+}
+
+/* ==== Options: thread, window, domain ==== */
+
+static void test_ana_run_one_thread(void **state)
+{
+	const struct basic *b = *state;
+	struct ana_options o = all_opts;
+	struct ana_result r;
+	o.thread = 1;
+	run(b->path, &o, &r);
+	assert_int_equal(r.thread_span_sum_ns, SPAN1);
+	assert_int_equal(r.sections, 6);
+	assert_int_equal(r.records, 14);
+	assert_int_equal(r.unmatched_ends, 0);
+	assert_int_equal(r.open_at_end, 0);
+	assert_int_equal(r.threads[0].sections, 0);
+	assert_int_equal(r.threads[2].sections, 0);
+	/* the merged view and thread 1's view are thread 1's rows, share over its span */
+	char what[64];
+	for (size_t i = 0; i < PT_ARRAY_SIZE(x_tree_t1); i++) {
+		snprintf(what, sizeof(what), "--thread 1: tree %s", x_tree_t1[i].key);
+		check_agg(&r, tree_agg(&r, -1, x_tree_t1[i].key), &x_tree_t1[i], what);
+		check_agg(&r, tree_agg(&r, 1, x_tree_t1[i].key), &x_tree_t1[i], what);
+	}
+	for (size_t i = 0; i < PT_ARRAY_SIZE(x_flat_t1); i++) {
+		snprintf(what, sizeof(what), "--thread 1: flat %s", x_flat_t1[i].key);
+		check_agg(&r, flat_agg(&r, -1, x_flat_t1[i].key), &x_flat_t1[i], what);
+	}
+	assert_int_equal(r.by_name[ID_KERN].count, 0);
+	assert_int_equal(r.by_name[ID_C].count, 0);
+	ana_result_free(&r);
+}
+
+/* Sections lying fully in [since, until] (ns after the header's start
+ * tick, ends included); the spans, the share denominator, are unchanged. */
+static void test_ana_run_window(void **state)
+{
+	const struct basic *b = *state;
+	struct ana_options o = all_opts;
+	struct ana_result r;
+	o.since_ns = 1000;
+	o.until_ns = 3000;
+	run(b->path, &o, &r);
+	static const struct xr tree[] = {
+		{ "A;C", { 1000 }, 1, 1000, 1000, { 0 }, { 0 }, { 3000, 1000 }, { 3000, 1000 }, 0 },
+		{ "lossy", { 1000 }, 1, 1000, 800, { 0 }, { 0 }, { 0 }, { 0 }, 1 },
+		{ "lossy;B", { 200 }, 1, 200, 200, { 0 }, { 0 }, { 0 }, { 0 }, 1 },
+		{ "B", { 100 }, 1, 100, 100, { 0 }, { 0 }, { 0 }, { 0 }, 0 },
+		{ "E", { 200 }, 1, 200, 200, { 0 }, { 0 }, { 0 }, { 0 }, 0 },
+	};
+	static const struct xr flat[] = {
+		{ "C", { 1000 }, 1, 1000, 1000, { 0 }, { 0 }, { 3000, 1000 }, { 3000, 1000 }, 0 },
+		{ "lossy", { 1000 }, 1, 1000, 800, { 0 }, { 0 }, { 0 }, { 0 }, 1 },
+		{ "B", { 200, 100 }, 2, 300, 300, { 0 }, { 0 }, { 0 }, { 0 }, 1 },
+		{ "E", { 200 }, 1, 200, 200, { 0 }, { 0 }, { 0 }, { 0 }, 0 },
+	};
+	char what[64];
+	for (size_t i = 0; i < PT_ARRAY_SIZE(tree); i++) {
+		snprintf(what, sizeof(what), "window tree %s", tree[i].key);
+		check_agg(&r, tree_agg(&r, -1, tree[i].key), &tree[i], what);
+	}
+	for (size_t i = 0; i < PT_ARRAY_SIZE(flat); i++) {
+		snprintf(what, sizeof(what), "window flat %s", flat[i].key);
+		check_agg(&r, flat_agg(&r, -1, flat[i].key), &flat[i], what);
+	}
+	assert_int_equal(tree_agg(&r, -1, "A")->count, 0);
+	assert_int_equal(tree_agg(&r, -1, "A;A")->count, 0);
+	assert_int_equal(r.by_name[ID_A].count, 0);
+	assert_int_equal(r.by_name[ID_KERN].count, 0);
+	assert_int_equal(r.thread_span_sum_ns, SPAN_SUM);
+	ana_result_free(&r);
+
+	/* ends are included: [0, 3000] holds thread 0's outer A, [1500, ...] C at 1500 */
+	o.since_ns = 0;
+	o.until_ns = 3000;
+	run(b->path, &o, &r);
+	assert_int_equal(tree_agg(&r, -1, "A")->count, 3);
+	assert_int_equal(tree_agg(&r, -1, "A")->total_ns, 4400);
+	assert_int_equal(tree_agg(&r, -1, "E")->count, 2); /* thread 1's E ends at 3700 */
+	ana_result_free(&r);
+	o.since_ns = 1500;
+	o.until_ns = 0; /* no limit */
+	run(b->path, &o, &r);
+	assert_int_equal(tree_agg(&r, -1, "A;C")->count, 1);
+	assert_int_equal(tree_agg(&r, -1, KERN)->count, 3);
+	assert_int_equal(tree_agg(&r, -1, "E")->count, 1); /* 3000..3700; 1100..1300 starts too early */
+	ana_result_free(&r);
+	o.since_ns = 1501;
+	run(b->path, &o, &r);
+	assert_int_equal(tree_agg(&r, -1, "A;C")->count, 0);
+	ana_result_free(&r);
+}
+
+/*
+ * With a window that cuts off an outer A, the inner A (fully inside) is the
+ * outermost A that the window keeps: its time belongs in the flat total.
+ * [100, 1000]: thread 0's inner A (900 ns, inside the outer A 0..3000) and
+ * thread 2's A (400 ns): flat A = 2 occurrences, 1300 ns, and the inner A's
+ * inclusive metrics. Counting the inner A as nested (its outer A is open on
+ * the stack, though outside the window) leaves the window's flat A with
+ * 400 ns and no metrics while A ran through the whole window.
+ */
+static void test_ana_run_window_flat_recursion(void **state)
+{
+	const struct basic *b = *state;
+	struct ana_options o = all_opts;
+	struct ana_result r;
+	o.since_ns = 100;
+	o.until_ns = 1000;
+	run(b->path, &o, &r);
+	snprintf(g_ctx, sizeof(g_ctx), "--since 100ns --until 1000ns, flat A");
+	EQ(tree_agg(&r, -1, "A;A")->count, 1);
+	EQ(tree_agg(&r, -1, "A;A")->total_ns, 900);
+	EQ(tree_agg(&r, -1, "A")->total_ns, 400);
+	EQ(r.by_name[ID_A].count, 2);
+	EQ(r.by_name[ID_A].self_ns, 400 + 100);
+	EQ(r.by_name[ID_A].total_ns, 900 + 400);
+	EQ(r.by_name[ID_A].metric_incl[ANA_READ], 1200); /* the inner A's r1000 + r200 */
+	EQ(r.by_name[ID_A].metric_incl[ANA_FLOPS], 4000);
+	ana_result_free(&r);
+}
+
+static void test_ana_run_domain(void **state)
+{
+	const struct basic *b = *state;
+	struct ana_options o = all_opts;
+	struct ana_result r;
+	o.domain = "gpu";
+	run(b->path, &o, &r);
+	for (uint32_t id = 1; id < r.nnames; id++)
+		assert_int_equal(r.by_name[id].count, id == ID_KERN ? 3 : 0);
+	check_agg(&r, tree_agg(&r, -1, KERN), &x_tree_all[5], "domain gpu");
+	ana_result_free(&r);
+	o.domain = ""; /* the default domain: everything but KERN */
+	run(b->path, &o, &r);
+	assert_int_equal(r.by_name[ID_KERN].count, 0);
+	assert_int_equal(r.by_name[ID_A].count, 4);
+	ana_result_free(&r);
+	o.domain = "nosuch";
+	run(b->path, &o, &r);
+	for (uint32_t id = 1; id < r.nnames; id++)
+		assert_int_equal(r.by_name[id].count, 0);
+	ana_result_free(&r);
+}
+
+/* ==== Percentiles ==== */
+
+#define NP 1000u
+static uint64_t p_dur(uint32_t i) { return 1000u + 13u * (uint64_t)i * i; } /* 1 us .. 13 ms */
+
+/* P: 1000 occurrences, alternately on threads 0 and 1 (thread 1 starts
+ * 5 ns later), in scrambled order, in chunks of about 150 sections cut
+ * between a BEGIN and its END. S: durations 1..100 ns on
+ * thread 0 (exact buckets). */
+static void write_pct(const char *path)
+{
+	struct tb b;
+	size_t cap = 2 * NP + 400;
+	struct op *ops[2] = { calloc(cap, sizeof(struct op)), calloc(cap, sizeof(struct op)) };
+	size_t n[2] = { 0, 0 };
+	uint64_t cur[2] = { 0, 5 };
+	assert_non_null(ops[0]);
+	assert_non_null(ops[1]);
+	for (uint32_t j = 0; j < NP; j++) {
+		uint32_t i = (j * 379u) % NP, t = j % 2;
+		ops[t][n[t]++] = (struct op)B(cur[t], ID_P);
+		if (j % 150 == 149) /* this section's END goes to the next chunk */
+			ops[t][n[t]++] = (struct op)CUT;
+		ops[t][n[t]++] = (struct op)E(cur[t] + p_dur(i), ID_P);
+		cur[t] += p_dur(i) + 10;
+	}
+	for (uint32_t v = 1; v <= 100; v++) {
+		ops[0][n[0]++] = (struct op)B(cur[0], ID_S);
+		ops[0][n[0]++] = (struct op)E(cur[0] + v, ID_S);
+		cur[0] += v + 10;
+	}
+	tb_open(&b, path, "ana-test --percentiles");
+	tb_meta(&b, 2);
+	size_t pos[2] = { 0, 0 };
+	while (pos[0] < n[0] || pos[1] < n[1])
+		for (uint32_t t = 0; t < 2; t++)
+			if (pos[t] < n[t])
+				pos[t] = tb_events(&b, t, ops[t], n[t], pos[t]);
+	tb_close(&b);
+	free(ops[0]);
+	free(ops[1]);
+}
+
+static void test_ana_hist_quantile_within_error(void **state)
+{
+	(void)state;
+	const char *path = tu_path("pct.ptz");
+	snprintf(g_ctx, sizeof(g_ctx), "percentile trace");
+	write_pct(path);
+	struct ana_result r;
+	run(path, &all_opts, &r);
+	uint64_t *v = malloc(NP * sizeof(*v));
+	assert_non_null(v);
+	for (uint32_t i = 0; i < NP; i++)
+		v[i] = p_dur(i);
+	double mean, std;
+	mean_std(v, NP, &mean, &std);
+	const struct ana_agg *p = &r.by_name[ID_P];
+	struct ana_row w;
+	ana_row_compute(&r, p, &w);
+	assert_int_equal(p->count, NP);
+	assert_int_equal(p->min_ns, p_dur(0));
+	assert_int_equal(p->max_ns, p_dur(NP - 1));
+	assert_int_equal(p->first_ns, p_dur(0)); /* thread 0's first, 5 ns before thread 1's */
+	assert_near(w.mean, mean, 1e-9 * mean);
+	assert_near(w.std, std, 1e-9 * std);
+	uint64_t sum = 0;
+	for (uint32_t i = 0; i < NP; i++)
+		sum += v[i];
+	assert_int_equal(p->total_ns, sum);
+	assert_near(w.rest_mean, (double)(sum - p_dur(0)) / (NP - 1), 1e-6);
+	check_pct("P p50", w.p50, nearest_rank(v, NP, 50)); /* v is sorted: p_dur grows */
+	check_pct("P p90", w.p90, nearest_rank(v, NP, 90));
+	check_pct("P p99", w.p99, nearest_rank(v, NP, 99));
+	/* same for each thread's half and for every percentile 1..100 of the merged histogram */
+	for (unsigned q = 1; q <= 100; q++) {
+		uint64_t got = ana_hist_quantile(&p->hist, q / 100.0, p->count, p->min_ns, p->max_ns);
+		char what[32];
+		snprintf(what, sizeof(what), "P p%u", q);
+		check_pct(what, got, nearest_rank(v, NP, q));
+	}
+	for (uint32_t t = 0; t < 2; t++) {
+		uint64_t h[NP / 2];
+		size_t k = 0;
+		for (uint32_t j = t; j < NP; j += 2)
+			h[k++] = p_dur((j * 379u) % NP);
+		qsort(h, k, sizeof(*h), cmp_u64);
+		ana_row_compute(&r, &r.by_name_thread[t][ID_P], &w);
+		check_pct("thread P p50", w.p50, nearest_rank(h, k, 50));
+		check_pct("thread P p90", w.p90, nearest_rank(h, k, 90));
+		check_pct("thread P p99", w.p99, nearest_rank(h, k, 99));
+	}
+	/* below 2^ANA_SUB_BITS ns the buckets are exact */
+	ana_row_compute(&r, &r.by_name[ID_S], &w);
+	assert_int_equal(r.by_name[ID_S].count, 100);
+	assert_int_equal(w.p50, 50);
+	assert_int_equal(w.p90, 90);
+	assert_int_equal(w.p99, 99);
+	assert_int_equal(r.unmatched_ends, 0);
+	assert_int_equal(r.open_at_end, 0);
+	assert_int_equal(r.sections, NP + 100);
+	free(v);
+	ana_result_free(&r);
+	unlink(path);
+}
+
+/* ==== CSV ==== */
+
+struct csv {
+	char **f;     /* fields, row-major */
+	size_t *nf;   /* fields per row */
+	size_t *first; /* index of each row's first field */
+	size_t rows, nfields;
+};
+
+/* RFC 4180: fields separated by commas, records by LF or CRLF; a quoted
+ * field may hold commas, CR, LF and doubled quotes. */
+static void csv_load(const char *path, struct csv *c)
+{
+	memset(c, 0, sizeof(*c));
+	FILE *in = fopen(path, "rb");
+	assert_non_null(in);
+	size_t cap = 0, fcap = 0, rcap = 0, len = 0;
+	char *cur = NULL;
+	int ch, quoted = 0, in_q = 0, field_open = 0;
+	size_t row_start = 0;
+#define PUSH_CHAR(x)                                                   \
+	do {                                                           \
+		if (len + 2 > cap) {                                   \
+			cap = cap ? cap * 2 : 64;                      \
+			cur = realloc(cur, cap);                       \
+			assert_non_null(cur);                          \
+		}                                                      \
+		cur[len++] = (char)(x);                                \
+	} while (0)
+#define END_FIELD()                                                         \
+	do {                                                                \
+		if (c->nfields == fcap) {                                   \
+			fcap = fcap ? fcap * 2 : 256;                       \
+			c->f = realloc(c->f, fcap * sizeof(*c->f));         \
+			assert_non_null(c->f);                              \
+		}                                                           \
+		PUSH_CHAR(0);                                               \
+		c->f[c->nfields++] = strdup(cur);                           \
+		len = 0;                                                    \
+		quoted = 0;                                                 \
+		field_open = 0;                                             \
+	} while (0)
+#define END_ROW()                                                                         \
+	do {                                                                              \
+		if (c->rows == rcap) {                                                    \
+			rcap = rcap ? rcap * 2 : 64;                                      \
+			c->nf = realloc(c->nf, rcap * sizeof(*c->nf));                    \
+			c->first = realloc(c->first, rcap * sizeof(*c->first));          \
+			assert_non_null(c->nf);                                           \
+			assert_non_null(c->first);                                        \
+		}                                                                         \
+		c->first[c->rows] = row_start;                                            \
+		c->nf[c->rows++] = c->nfields - row_start;                                \
+		row_start = c->nfields;                                                   \
+	} while (0)
+	while ((ch = fgetc(in)) != EOF) {
+		if (in_q) {
+			if (ch == '"') {
+				int nx = fgetc(in);
+				if (nx == '"') {
+					PUSH_CHAR('"');
+					continue;
+				}
+				in_q = 0;
+				if (nx == EOF)
+					break;
+				ch = nx;
+			} else {
+				PUSH_CHAR(ch);
+				continue;
+			}
+		}
+		if (ch == '"' && !field_open && len == 0 && !quoted) {
+			in_q = quoted = field_open = 1;
+		} else if (ch == ',') {
+			END_FIELD();
+		} else if (ch == '\r') {
+			continue;
+		} else if (ch == '\n') {
+			END_FIELD();
+			END_ROW();
+		} else {
+			if (quoted)
+				fail_msg("%s: character after a closing quote", path);
+			field_open = 1;
+			PUSH_CHAR(ch);
+		}
+	}
+	assert_false(in_q);
+	if (field_open || len || c->nfields > row_start) {
+		END_FIELD();
+		END_ROW();
+	}
+#undef PUSH_CHAR
+#undef END_FIELD
+#undef END_ROW
+	free(cur);
+	fclose(in);
+}
+
+static void csv_free(struct csv *c)
+{
+	for (size_t i = 0; i < c->nfields; i++)
+		free(c->f[i]);
+	free(c->f);
+	free(c->nf);
+	free(c->first);
+}
+
+static const char *csv_at(const struct csv *c, size_t row, const char *col)
+{
+	for (size_t k = 0; k < c->nf[0]; k++)
+		if (strcmp(c->f[k], col) == 0) {
+			assert_true(k < c->nf[row]);
+			return c->f[c->first[row] + k];
+		}
+	fail_msg("CSV has no column %s", col);
+	return NULL;
+}
+
+static uint64_t csv_u64(const struct csv *c, size_t row, const char *col)
+{
+	const char *s = csv_at(c, row, col);
+	char *end;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (*s == 0 || *end)
+		fail_msg("CSV %s = '%s' is not an integer", col, s);
+	return v;
+}
+
+static double csv_dbl(const struct csv *c, size_t row, const char *col)
+{
+	const char *s = csv_at(c, row, col);
+	char *end;
+	double v = strtod(s, &end);
+	if (*s == 0 || *end)
+		fail_msg("CSV %s = '%s' is not a number", col, s);
+	return v;
+}
+
+/* Row of (view, thread, key) where key is the path (tree) or the name (flat). */
+static size_t csv_find(const struct csv *c, const char *view, const char *thread, const char *key)
+{
+	size_t found = 0;
+	for (size_t r = 1; r < c->rows; r++)
+		if (strcmp(csv_at(c, r, "view"), view) == 0 && strcmp(csv_at(c, r, "thread"), thread) == 0 &&
+		    strcmp(csv_at(c, r, strcmp(view, "tree") == 0 ? "path" : "name"), key) == 0) {
+			if (found)
+				fail_msg("CSV: two rows for %s %s %s", view, thread, key);
+			found = r;
+		}
+	if (!found)
+		fail_msg("CSV: no row for %s %s %s", view, thread, key);
+	return found;
+}
+
+static const char *last_name(const char *path)
+{
+	const char *s = strrchr(path, ';');
+	return s ? s + 1 : path;
+}
+
+static void check_csv_row(const struct csv *c, size_t r, const struct xr *x, uint64_t span_sum, int tree)
+{
+	struct xd d;
+	derive(x, span_sum, &d);
+	snprintf(g_ctx, sizeof(g_ctx), "CSV %s %s %s", csv_at(c, r, "view"), csv_at(c, r, "thread"), x->key);
+	STREQ(csv_at(c, r, "name"), tree ? last_name(x->key) : x->key);
+	STREQ(csv_at(c, r, "domain"), strcmp(last_name(x->key), KERN) == 0 ? "gpu" : "");
+	if (tree) {
+		size_t depth = 1;
+		for (const char *p = x->key; *p; p++)
+			depth += *p == ';';
+		EQ(csv_u64(c, r, "depth"), depth);
+	}
+	EQ(csv_u64(c, r, "count"), (uint64_t)x->nd);
+	EQ(csv_u64(c, r, "total_ns"), x->total);
+	EQ(csv_u64(c, r, "self_ns"), x->self);
+	EQ(csv_u64(c, r, "min_ns"), d.min);
+	EQ(csv_u64(c, r, "max_ns"), d.max);
+	EQ(csv_u64(c, r, "first_ns"), x->d[0]);
+	check_pct("CSV p50", csv_u64(c, r, "p50_ns"), d.p50);
+	check_pct("CSV p90", csv_u64(c, r, "p90_ns"), d.p90);
+	check_pct("CSV p99", csv_u64(c, r, "p99_ns"), d.p99);
+	assert_near(csv_dbl(c, r, "share"), d.share, 5e-7);
+	assert_near(csv_dbl(c, r, "mean_ns"), d.mean, 0.5 + 1e-6);
+	assert_near(csv_dbl(c, r, "std_ns"), d.std, 0.5 + 1e-6);
+	assert_near(csv_dbl(c, r, "rest_mean_ns"), d.rest_mean, 0.5 + 1e-6);
+	assert_near(csv_dbl(c, r, "rest_std_ns"), d.rest_std, 0.5 + 1e-6);
+	assert_near(csv_dbl(c, r, "first_over_rest"), d.first_over_rest, 5e-7);
+	static const char *const mcol[] = { "read_bytes", "written_bytes", "flops" };
+	static const char *const scol[] = { "self_read_bytes", "self_written_bytes", "self_flops" };
+	for (int k = 0; k < 3; k++) {
+		EQ(csv_u64(c, r, mcol[k]), x->incl[k]);
+		EQ(csv_u64(c, r, scol[k]), x->selfm[k]);
+	}
+	assert_near(csv_dbl(c, r, "gb_per_s"), d.gbps, 5e-7);
+	assert_near(csv_dbl(c, r, "gflop_per_s"), d.gflops, 5e-7);
+	assert_near(csv_dbl(c, r, "flop_per_byte"), d.intensity, 5e-7);
+	EQ(csv_u64(c, r, "h2d_bytes"), x->xfer[0]);
+	EQ(csv_u64(c, r, "d2h_bytes"), x->xfer[1]);
+	EQ(csv_u64(c, r, "d2d_bytes"), 0);
+	EQ(csv_u64(c, r, "p2p_bytes"), 0);
+	assert_near(csv_dbl(c, r, "h2d_gb_per_s"), d.xgbps[0], 5e-7);
+	assert_near(csv_dbl(c, r, "d2h_gb_per_s"), d.xgbps[1], 5e-7);
+	EQ(csv_u64(c, r, "lossy"), (uint64_t)x->lossy);
+}
+
+static void test_ana_write_csv_reads_back(void **state)
+{
+	const struct basic *b = *state;
+	const char *path = tu_path("basic.csv");
+	struct ana_report_opts ro = { .sort = ANA_SORT_TIME, .thread = -1 };
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	assert_int_equal(ana_write_csv(f, &b->res, &ro), 0);
+	assert_int_equal(fclose(f), 0);
+
+	struct csv c;
+	csv_load(path, &c);
+	assert_true(c.rows > 1);
+	assert_int_equal(c.nf[0], 40);
+	assert_string_equal(c.f[0], "view");
+	size_t expected_rows = 0;
+	for (size_t v = 0; v < PT_ARRAY_SIZE(views); v++) {
+		for (size_t i = 0; i < views[v].ntree; i++)
+			check_csv_row(&c, csv_find(&c, "tree", views[v].thread, views[v].tree[i].key),
+				      &views[v].tree[i], SPAN_SUM, 1);
+		for (size_t i = 0; i < views[v].nflat; i++)
+			check_csv_row(&c, csv_find(&c, "flat", views[v].thread, views[v].flat[i].key),
+				      &views[v].flat[i], SPAN_SUM, 0);
+		expected_rows += views[v].ntree + views[v].nflat;
+	}
+	assert_int_equal(c.rows, 1 + expected_rows); /* header + rows with a count, no more */
+	for (size_t r = 0; r < c.rows; r++)
+		assert_int_equal(c.nf[r], 40);
+	/* the quoting itself: "kern, ""q""" */
+	FILE *in = fopen(path, "r");
+	char line[4096];
+	int quoted = 0;
+	while (fgets(line, sizeof(line), in))
+		quoted |= strstr(line, ",\"kern, \"\"q\"\"\",") != NULL;
+	fclose(in);
+	assert_true(quoted);
+	csv_free(&c);
+	unlink(path);
+}
+
+/* ==== JSON ==== */
+
+static json_t *jget(json_t *o, const char *k)
+{
+	json_t *v = json_object_get(o, k);
+	if (!v)
+		fail_msg("JSON: no key %s", k);
+	return v;
+}
+static uint64_t ju(json_t *o, const char *k)
+{
+	json_t *v = jget(o, k);
+	if (!json_is_integer(v))
+		fail_msg("JSON: %s is not an integer", k);
+	return (uint64_t)json_integer_value(v);
+}
+static double jd(json_t *o, const char *k)
+{
+	json_t *v = jget(o, k);
+	if (!json_is_number(v))
+		fail_msg("JSON: %s is not a number", k);
+	return json_number_value(v);
+}
+
+static json_t *json_find(json_t *rows, const char *key, int tree)
+{
+	size_t i;
+	json_t *r, *found = NULL;
+	json_array_foreach(rows, i, r) {
+		char k[512] = "";
+		if (tree) {
+			size_t j;
+			json_t *p;
+			json_array_foreach(jget(r, "path"), j, p) {
+				if (j)
+					strcat(k, ";");
+				strcat(k, json_string_value(p));
+			}
+		} else {
+			snprintf(k, sizeof(k), "%s", json_string_value(jget(r, "name")));
+		}
+		if (strcmp(k, key) == 0) {
+			if (found)
+				fail_msg("JSON: two rows for %s", key);
+			found = r;
+		}
+	}
+	if (!found)
+		fail_msg("JSON: no row for %s", key);
+	return found;
+}
+
+static void check_json_row(json_t *r, const struct xr *x, uint64_t span_sum, int tree)
+{
+	struct xd d;
+	derive(x, span_sum, &d);
+	snprintf(g_ctx, sizeof(g_ctx), "JSON %s", x->key);
+	STREQ(json_string_value(jget(r, "name")), tree ? last_name(x->key) : x->key);
+	STREQ(json_string_value(jget(r, "domain")), strcmp(last_name(x->key), KERN) == 0 ? "gpu" : "");
+	EQ(ju(r, "count"), (uint64_t)x->nd);
+	EQ(ju(r, "total_ns"), x->total);
+	EQ(ju(r, "self_ns"), x->self);
+	EQ(ju(r, "min_ns"), d.min);
+	EQ(ju(r, "max_ns"), d.max);
+	EQ(ju(r, "first_ns"), x->d[0]);
+	check_pct("JSON p50", ju(r, "p50_ns"), d.p50);
+	check_pct("JSON p90", ju(r, "p90_ns"), d.p90);
+	check_pct("JSON p99", ju(r, "p99_ns"), d.p99);
+	assert_near(jd(r, "share"), d.share, REL(d.share));
+	assert_near(jd(r, "mean_ns"), d.mean, REL(d.mean));
+	assert_near(jd(r, "std_ns"), d.std, REL(d.std) + 1e-6);
+	assert_near(jd(r, "rest_mean_ns"), d.rest_mean, REL(d.rest_mean) + 1e-6);
+	assert_near(jd(r, "rest_std_ns"), d.rest_std, REL(d.rest_std) + 1e-6);
+	assert_near(jd(r, "first_over_rest"), d.first_over_rest, REL(d.first_over_rest));
+	static const char *const mcol[] = { "read_bytes", "written_bytes", "flops" };
+	static const char *const scol[] = { "self_read_bytes", "self_written_bytes", "self_flops" };
+	for (int k = 0; k < 3; k++) {
+		EQ(ju(r, mcol[k]), x->incl[k]);
+		EQ(ju(r, scol[k]), x->selfm[k]);
+	}
+	assert_near(jd(r, "gb_per_s"), d.gbps, REL(d.gbps));
+	assert_near(jd(r, "gflop_per_s"), d.gflops, REL(d.gflops));
+	assert_near(jd(r, "flop_per_byte"), d.intensity, REL(d.intensity));
+	EQ(ju(r, "h2d_bytes"), x->xfer[0]);
+	EQ(ju(r, "d2h_bytes"), x->xfer[1]);
+	assert_near(jd(r, "h2d_gb_per_s"), d.xgbps[0], REL(d.xgbps[0]));
+	assert_near(jd(r, "d2h_gb_per_s"), d.xgbps[1], REL(d.xgbps[1]));
+	EQ(json_is_true(jget(r, "lossy")), x->lossy);
+	if (tree) {
+		size_t depth = 1;
+		for (const char *p = x->key; *p; p++)
+			depth += *p == ';';
+		EQ(ju(r, "depth"), depth);
+	}
+}
+
+static void test_ana_write_json_reads_back(void **state)
+{
+	const struct basic *b = *state;
+	const char *path = tu_path("basic.json");
+	struct ana_report_opts ro = { .sort = ANA_SORT_TIME, .thread = -1 };
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	assert_int_equal(ana_write_json(f, &b->res, &ro), 0);
+	assert_int_equal(fclose(f), 0);
+
+	json_error_t jerr;
+	json_t *root = json_load_file(path, 0, &jerr);
+	if (!root)
+		fail_msg("%s:%d: %s", path, jerr.line, jerr.text);
+	assert_string_equal(json_string_value(jget(root, "schema")), "ptanalyze-report/1");
+	json_t *tr = jget(root, "trace");
+	assert_string_equal(json_string_value(jget(tr, "process")), "ana-test");
+	assert_string_equal(json_string_value(jget(tr, "host")), "testhost");
+	assert_int_equal(ju(tr, "pid"), 4242);
+	assert_true(json_is_true(jget(tr, "closed")));
+	assert_int_equal(ju(tr, "start_realtime_ns"), REAL_NS);
+	assert_int_equal(ju(tr, "start_ns"), T0);
+	assert_int_equal(ju(tr, "wall_span_ns"), SPAN0);
+	assert_int_equal(ju(tr, "thread_span_sum_ns"), SPAN_SUM);
+	assert_int_equal(ju(tr, "sections"), 17);
+	assert_int_equal(ju(tr, "records"), 51);
+	assert_int_equal(ju(tr, "lost_records"), 8);
+	assert_int_equal(ju(tr, "lost_sections"), 3);
+	assert_int_equal(ju(tr, "unmatched_ends"), 3);
+	assert_int_equal(ju(tr, "open_at_end"), 1);
+	assert_int_equal(ju(tr, "recorder_errors"), 2);
+	assert_near(jd(tr, "percentile_relative_error"), ANA_HIST_REL_ERROR, 1e-12);
+	assert_true(json_is_false(jget(tr, "torn_tail")));
+	assert_true(json_is_false(jget(tr, "corrupt")));
+	assert_int_equal(json_array_size(jget(tr, "problems")), 0);
+
+	json_t *threads = jget(root, "threads");
+	assert_int_equal(json_array_size(threads), 3);
+	static const struct {
+		const char *name;
+		uint64_t tid, span, sections, records, lost;
+	} xt[] = { { "main", 100, SPAN0, 7, 26, 0 }, { "worker-1", 101, SPAN1, 6, 14, 5 }, { "worker-2", 102, SPAN2, 4, 11, 0 } };
+	for (size_t i = 0; i < 3; i++) {
+		json_t *t = json_array_get(threads, i);
+		assert_int_equal(ju(t, "index"), i);
+		assert_string_equal(json_string_value(jget(t, "name")), xt[i].name);
+		assert_int_equal(ju(t, "tid"), xt[i].tid);
+		assert_int_equal(ju(t, "span_ns"), xt[i].span);
+		assert_int_equal(ju(t, "sections"), xt[i].sections);
+		assert_int_equal(ju(t, "records"), xt[i].records);
+		assert_int_equal(ju(t, "lost_records"), xt[i].lost);
+	}
+	json_t *c0 = jget(json_array_get(threads, 0), "counters");
+	assert_int_equal(json_array_size(c0), 2);
+	json_t *mem = json_array_get(c0, 0);
+	assert_string_equal(json_string_value(jget(mem, "name")), "mem_used");
+	assert_int_equal(ju(mem, "samples"), 3);
+	assert_int_equal(json_integer_value(jget(mem, "last")), 7);
+	assert_int_equal(json_integer_value(jget(mem, "min")), -5);
+	assert_int_equal(json_integer_value(jget(mem, "max")), 10);
+	json_t *q1 = json_array_get(jget(json_array_get(threads, 1), "counters"), 0);
+	assert_string_equal(json_string_value(jget(q1, "name")), "queue");
+	assert_int_equal(json_integer_value(jget(q1, "last")), 42);
+	assert_int_equal(json_array_size(jget(json_array_get(threads, 2), "counters")), 0);
+
+	for (size_t v = 0; v < PT_ARRAY_SIZE(views); v++) {
+		json_t *holder = views[v].index < 0 ? root : json_array_get(threads, (size_t)views[v].index);
+		json_t *tree = jget(holder, "tree"), *flat = jget(holder, "flat");
+		assert_int_equal(json_array_size(tree), views[v].ntree);
+		assert_int_equal(json_array_size(flat), views[v].nflat);
+		for (size_t i = 0; i < views[v].ntree; i++)
+			check_json_row(json_find(tree, views[v].tree[i].key, 1), &views[v].tree[i], SPAN_SUM, 1);
+		for (size_t i = 0; i < views[v].nflat; i++)
+			check_json_row(json_find(flat, views[v].flat[i].key, 0), &views[v].flat[i], SPAN_SUM, 0);
+	}
+	json_decref(root);
+	unlink(path);
+}
+
+/* ==== Text report: the figures a reader sees ==== */
+
+static char *report(const struct ana_result *res, const struct ana_report_opts *o)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	assert_non_null(f);
+	ana_report_text(f, res, o);
+	assert_int_equal(fclose(f), 0);
+	return buf;
+}
+
+/* The line of the report whose name column (after indentation and "!") is @name. */
+static const char *report_line(const char *text, const char *name, int lossy, char *line, size_t n)
+{
+	for (const char *p = text; *p;) {
+		const char *e = strchr(p, '\n');
+		size_t l = e ? (size_t)(e - p) : strlen(p);
+		const char *s = p;
+		while (*s == ' ' && s < p + l)
+			s++;
+		char want[128];
+		snprintf(want, sizeof(want), "%s%s ", lossy ? "!" : "", name);
+		if ((size_t)(p + l - s) > strlen(want) && strncmp(s, want, strlen(want)) == 0 && l < n) {
+			memcpy(line, p, l);
+			line[l] = 0;
+			return line;
+		}
+		p = e ? e + 1 : p + l;
+	}
+	fail_msg("report has no row for %s%s:\n%s", lossy ? "!" : "", name, text);
+	return NULL;
+}
+
+static void test_ana_report_text_rows(void **state)
+{
+	const struct basic *b = *state;
+	struct ana_report_opts o = { .sort = ANA_SORT_TIME, .thread = -1, .bottlenecks = 3 };
+	char *t = report(&b->res, &o), line[512];
+	assert_non_null(strstr(t, "sections 17, records 51, lost 8 records / 3 sections; errors: 3 unmatched ends, "
+				  "1 open at end, 2 recorder-counted\n"));
+	assert_non_null(strstr(t, "rows marked ! were open while records were lost"));
+	/* lossy rows are flagged, the others are not */
+	report_line(t, "lossy", 1, line, sizeof(line));
+	report_line(t, "B", 1, line, sizeof(line)); /* lossy;B */
+	report_line(t, "A", 0, line, sizeof(line));
+	/* A: 3 calls, 4.40 us total, 1.90 us self, 34.0% of 12.93 us, first 3.00 us, 3000/700 = 4.29x */
+	report_line(t, "A", 0, line, sizeof(line));
+	assert_non_null(strstr(line, "       3    4.40 us    1.90 us  34.0%"));
+	assert_non_null(strstr(line, "4.29x"));
+	/* A;A;B: GB/s 1500/500 = 3.00, GFLOP/s 8.00, FLOP/B 2.67 */
+	assert_non_null(strstr(t, "3.00     8.00   2.67\n"));
+	/* A;C: the transfers under it */
+	assert_non_null(strstr(t, "transfers H2D: 3000 bytes (3000 self), 2.31 GB/s over the section\n"));
+	assert_non_null(strstr(t, "transfers D2H: 1000 bytes (1000 self), 0.77 GB/s over the section\n"));
+	/* bottlenecks by flat self time: A 2300, C 1300, E 1300 (C first: lower id) */
+	assert_non_null(strstr(t, "   1. A "));
+	assert_non_null(strstr(t, "   2. C "));
+	assert_non_null(strstr(t, "   3. E "));
+	/* counters */
+	assert_non_null(strstr(t, "\nCounters\n"));
+	report_line(t, "mem_used", 0, line, sizeof(line));
+	assert_non_null(strstr(line, " 0          3              7             -5             10"));
+	free(t);
+	/* one thread */
+	o.thread = 2;
+	t = report(&b->res, &o);
+	report_line(t, "E", 0, line, sizeof(line));
+	assert_non_null(strstr(line, "       2     600 ns     600 ns"));
+	assert_null(strstr(t, "lossy"));
+	free(t);
+}
+
+/* Table rows of a report: lines after the column header up to the first
+ * blank line, transfer lines left out. */
+static int table_rows(const char *text, char rows[][64], int max)
+{
+	const char *p = strstr(text, "\nname ");
+	int n = 0;
+	if (!p)
+		return 0;
+	p = strchr(p + 1, '\n') + 1;
+	while (*p && *p != '\n' && n < max) {
+		const char *e = strchr(p, '\n');
+		size_t l = e ? (size_t)(e - p) : strlen(p);
+		if (!strstr(p, "transfers ") || strstr(p, "transfers ") > p + l) {
+			const char *s = p;
+			while (*s == ' ')
+				s++;
+			size_t k = 0;
+			while (s + k < p + l && !(s[k] == ' ' && s[k + 1] == ' ') && k < 63)
+				k++;
+			memcpy(rows[n], s, k);
+			rows[n++][k] = 0;
+		}
+		p = e ? e + 1 : p + l;
+	}
+	return n;
+}
+
+/* --depth, --top and --min-pct in the tree; --top N in --flat shows the
+ * first N rows that pass --min-pct, as in the tree (hidden rows do not use
+ * up the limit). */
+static void test_ana_report_text_limits(void **state)
+{
+	const struct basic *b = *state;
+	char rows[32][64];
+	struct ana_report_opts o = { .sort = ANA_SORT_TIME, .thread = -1, .depth = 1 };
+	char *t = report(&b->res, &o);
+	assert_int_equal(table_rows(t, rows, 32), 5); /* A, E, lossy, KERN, B */
+	assert_string_equal(rows[0], "A");
+	assert_string_equal(rows[1], "E");
+	assert_string_equal(rows[2], "!lossy");
+	assert_string_equal(rows[3], KERN);
+	assert_string_equal(rows[4], "B");
+	free(t);
+	o = (struct ana_report_opts){ .sort = ANA_SORT_NAME, .thread = -1, .top = 2, .min_pct = 9 };
+	t = report(&b->res, &o);
+	assert_int_equal(table_rows(t, rows, 32), 3); /* A { C (10.1%); A;A 7.0% hidden }, E */
+	assert_string_equal(rows[0], "A");
+	assert_string_equal(rows[1], "C");
+	assert_string_equal(rows[2], "E");
+	free(t);
+	/* flat by name: A 34.0%, B 8.5% (hidden), C 10.1%, E 10.1%, ... */
+	o.flat = true;
+	t = report(&b->res, &o);
+	int n = table_rows(t, rows, 32);
+	if (n != 2)
+		fail_msg("--flat --sort name --top 2 --min-pct 9 shows %d row(s) (first: %s), expected A and C", n,
+			 n ? rows[0] : "none");
+	assert_string_equal(rows[0], "A");
+	assert_string_equal(rows[1], "C");
+	free(t);
+}
+
+/* ==== Golden trace ==== */
+
+#ifdef PT_GOLDEN_DIR
+/* The checked-in small.ptz decodes to exactly what the generator writes
+ * today (records, tables, header), so it cannot go stale. Payload bytes
+ * are not compared: another zstd may compress differently. */
+static void test_golden_trace_is_generated(void **state)
+{
+	(void)state;
+	const char *fresh = tu_path("small.ptz");
+	write_basic(fresh);
+	struct tu_trace a, g;
+	tu_read(fresh, &a);
+	tu_read(PT_GOLDEN_DIR "/small.ptz", &g);
+	const struct pt_trace_info *ia = pt_reader_info(a.rd), *ig = pt_reader_info(g.rd);
+	assert_int_equal(ia->clock_source, ig->clock_source);
+	assert_int_equal(ia->start_ticks, ig->start_ticks);
+	assert_int_equal(ia->start_mono_ns, ig->start_mono_ns);
+	assert_int_equal(ia->start_real_ns, ig->start_real_ns);
+	assert_int_equal(ia->pid, ig->pid);
+	assert_string_equal(ia->process_name, ig->process_name);
+	assert_string_equal(ia->host, ig->host);
+	assert_string_equal(ia->cmdline, ig->cmdline);
+	assert_string_equal(ia->recorder_version, ig->recorder_version);
+	assert_int_equal(ia->chunks, ig->chunks);
+	assert_int_equal(a.records, g.records);
+	assert_int_equal(a.lost_records, g.lost_records);
+	assert_int_equal(a.nt, g.nt);
+	for (size_t i = 0; i < a.nt; i++) {
+		assert_int_equal(a.t[i].index, g.t[i].index);
+		assert_int_equal(a.t[i].n, g.t[i].n);
+		for (size_t k = 0; k < a.t[i].n; k++) {
+			const struct pt_record *x = &a.t[i].recs[k], *y = &g.t[i].recs[k];
+			if (x->kind != y->kind || x->ticks != y->ticks || x->id != y->id || x->aux != y->aux ||
+			    x->value != y->value || x->value2 != y->value2)
+				fail_msg("small.ptz is stale at thread %zu record %zu: run scripts/update-golden.sh", i, k);
+		}
+	}
+	assert_int_equal(pt_reader_thread_count(a.rd), pt_reader_thread_count(g.rd));
+	for (size_t i = 0; i < pt_reader_thread_count(a.rd); i++) {
+		struct pt_thread_info x, y;
+		pt_reader_thread(a.rd, i, &x);
+		pt_reader_thread(g.rd, i, &y);
+		assert_int_equal(x.index, y.index);
+		assert_int_equal(x.tid, y.tid);
+		assert_string_equal(x.name, y.name);
+	}
+	for (uint32_t id = 0; id < NIDS; id++) {
+		const char *x = pt_reader_string(a.rd, id, NULL), *y = pt_reader_string(g.rd, id, NULL);
+		if (x || y) {
+			assert_non_null(x);
+			assert_non_null(y);
+			assert_string_equal(x, y);
+		}
+	}
+	tu_free(&a);
+	tu_free(&g);
+	unlink(fresh);
+}
+#endif
+
+/* --write-golden DIR: writes DIR/small.ptz (scripts/update-golden.sh then
+ * renders the expected outputs with the built ptanalyze). */
+static int write_golden(const char *dir)
+{
+	char p[4200];
+	snprintf(p, sizeof(p), "%s/small.ptz", dir);
+	write_basic(p);
+	printf("wrote %s\n", p);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc == 3 && strcmp(argv[1], "--write-golden") == 0)
+		return write_golden(argv[2]);
+	if (argc != 1) {
+		fprintf(stderr, "usage: %s [--write-golden DIR]\n", argv[0]);
+		return 2;
+	}
+	/* one group (one TAP plan): the basic trace is written and analyzed once */
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_ana_run_totals),
+		cmocka_unit_test(test_ana_run_tree_and_flat_rows),
+		cmocka_unit_test(test_ana_run_no_unexpected_rows),
+		cmocka_unit_test(test_ana_run_merged_is_sum_of_threads),
+		cmocka_unit_test(test_ana_run_counters),
+		cmocka_unit_test(test_ana_run_flat_metrics_recursion_safe),
+		cmocka_unit_test(test_ana_run_sequence_gap_drops_stack),
+		cmocka_unit_test(test_ana_run_one_thread),
+		cmocka_unit_test(test_ana_run_window),
+		cmocka_unit_test(test_ana_run_window_flat_recursion),
+		cmocka_unit_test(test_ana_run_domain),
+		cmocka_unit_test(test_ana_write_csv_reads_back),
+		cmocka_unit_test(test_ana_write_json_reads_back),
+		cmocka_unit_test(test_ana_report_text_rows),
+		cmocka_unit_test(test_ana_report_text_limits),
+		cmocka_unit_test(test_ana_hist_quantile_within_error),
+#ifdef PT_GOLDEN_DIR
+		cmocka_unit_test(test_golden_trace_is_generated),
+#endif
+	};
+	int failed = cmocka_run_group_tests(tests, setup_basic, teardown_basic);
+	rmdir(tu_tmpdir());
+	return failed ? 1 : 0;
+}
