@@ -26,15 +26,21 @@
  * buckets, so a bucket's width is at most 2^-ANA_SUB_BITS of its lower
  * bound. Reporting a bucket's midpoint bounds the relative error of a
  * percentile by 2^-(ANA_SUB_BITS+1) = 0.39% (HdrHistogram's scheme).
- * Storage is lazy and sparse in the sense that matters: only the range of
- * bucket indexes a path has actually used is allocated (one counter for a
- * path seen once), and an add is O(1).
+ * Storage is lazy and sparse: up to ANA_HIST_SPARSE distinct buckets are
+ * kept as (index, count) pairs in one small block (most call paths, seen a
+ * few times); beyond, each power of two that holds a value gets its own
+ * block of 2^ANA_SUB_BITS counters (O(1) adds; an outlier costs one block,
+ * not the range up to it). At most ANA_HIST_OCTAVES blocks: memory per
+ * path is bounded and stops growing once its distribution is seen.
  */
 #define ANA_SUB_BITS 7
 #define ANA_HIST_REL_ERROR (1.0 / (1u << (ANA_SUB_BITS + 1)))
+#define ANA_HIST_SPARSE 16
+#define ANA_HIST_OCTAVES (64 - ANA_SUB_BITS + 1) /* exact block + one per power of two */
 struct ana_hist {
-	uint32_t *cnt; /* counts of bucket indexes [lo, lo + len) */
-	uint32_t lo, len;
+	uint32_t *sp;   /* sparse: nsp pairs {bucket index, count}; NULL once dense */
+	uint32_t nsp;
+	uint32_t **blk; /* dense: ANA_HIST_OCTAVES block pointers, blocks allocated on use */
 };
 void ana_hist_add(struct ana_hist *h, uint64_t v, uint32_t count);
 void ana_hist_merge(struct ana_hist *dst, const struct ana_hist *src);

@@ -15,9 +15,8 @@
 
 #include "analyzer/ana.h"
 
-#define PT_MIN_U32(a, b) ((a) < (b) ? (a) : (b))
-#define PT_MAX_U32(a, b) ((a) > (b) ? (a) : (b))
 #define unlikely_(x) __builtin_expect(!!(x), 0)
+#define likely_(x) __builtin_expect(!!(x), 1)
 __extension__ typedef unsigned __int128 u128; /* GCC/Clang: the 64x64->128 product */
 
 #define SUB (1u << ANA_SUB_BITS)
@@ -49,69 +48,138 @@ uint64_t ana_hist_upper(uint32_t idx)
 	return lo + w < lo ? UINT64_MAX : lo + w;
 }
 
-/* Makes [lo, lo+len) cover [a, b); grows with slack on the side that moved. */
-static int hist_cover(struct ana_hist *h, uint32_t a, uint32_t b)
+#define SUBN (1u << ANA_SUB_BITS)
+
+/* Dense mode: counter of bucket @i, allocating its octave's block. */
+static uint32_t *dense_slot(struct ana_hist *h, uint32_t i)
 {
-	if (h->len && a >= h->lo && b <= h->lo + h->len)
-		return 0;
-	uint32_t nlo = h->len ? PT_MIN_U32(h->lo, a) : a, nhi = h->len ? PT_MAX_U32(h->lo + h->len, b) : b;
-	if (h->len) { /* slack: a path's durations drift; avoid a realloc per new bucket */
-		if (nlo < h->lo)
-			nlo = nlo > 32 ? nlo - 32 : 0;
-		if (nhi > h->lo + h->len)
-			nhi += 32;
-	}
-	uint32_t *c = calloc(nhi - nlo, sizeof(*c));
-	if (!c)
+	uint32_t o = i / SUBN; /* index layout of ana_hist_index(): one block per octave */
+	if (unlikely_(!h->blk[o]) && !(h->blk[o] = calloc(SUBN, sizeof(uint32_t))))
+		return NULL;
+	return &h->blk[o][i % SUBN];
+}
+
+/* Leaves sparse mode. 0 or -1 (out of memory: stays sparse). */
+static int hist_densify(struct ana_hist *h)
+{
+	uint32_t **blk = calloc(ANA_HIST_OCTAVES, sizeof(*blk));
+	if (!blk)
 		return -1;
-	if (h->len)
-		memcpy(c + (h->lo - nlo), h->cnt, h->len * sizeof(*c));
-	free(h->cnt);
-	h->cnt = c;
-	h->lo = nlo;
-	h->len = nhi - nlo;
+	struct ana_hist d = { .blk = blk };
+	for (uint32_t k = 0; k < h->nsp; k++) {
+		uint32_t *c = dense_slot(&d, h->sp[2 * k]);
+		if (c)
+			*c += h->sp[2 * k + 1];
+	}
+	free(h->sp);
+	*h = d;
 	return 0;
+}
+
+static void hist_add_idx(struct ana_hist *h, uint32_t i, uint32_t count)
+{
+	if (likely_(h->blk != NULL)) {
+		uint32_t *c = dense_slot(h, i);
+		if (c)
+			*c += count;
+		return;
+	}
+	for (uint32_t k = 0; k < h->nsp; k++)
+		if (h->sp[2 * k] == i) {
+			h->sp[2 * k + 1] += count;
+			return;
+		}
+	if (h->nsp == ANA_HIST_SPARSE) {
+		if (hist_densify(h) == 0)
+			hist_add_idx(h, i, count);
+		return;
+	}
+	if (!h->sp && !(h->sp = malloc(2 * ANA_HIST_SPARSE * sizeof(*h->sp))))
+		return;
+	h->sp[2 * h->nsp] = i;
+	h->sp[2 * h->nsp + 1] = count;
+	h->nsp++;
 }
 
 void ana_hist_add(struct ana_hist *h, uint64_t v, uint32_t count)
 {
-	uint32_t i = ana_hist_index(v);
-	if (unlikely_(i < h->lo || i >= h->lo + h->len) && hist_cover(h, i, i + 1))
-		return;
-	h->cnt[i - h->lo] += count;
+	hist_add_idx(h, ana_hist_index(v), count);
 }
 
 void ana_hist_merge(struct ana_hist *dst, const struct ana_hist *src)
 {
-	if (!src->len || hist_cover(dst, src->lo, src->lo + src->len))
+	if (!src->blk) {
+		for (uint32_t k = 0; k < src->nsp; k++)
+			hist_add_idx(dst, src->sp[2 * k], src->sp[2 * k + 1]);
 		return;
-	for (uint32_t i = 0; i < src->len; i++)
-		dst->cnt[src->lo - dst->lo + i] += src->cnt[i];
+	}
+	if (!dst->blk && hist_densify(dst))
+		return;
+	for (uint32_t o = 0; o < ANA_HIST_OCTAVES; o++) {
+		if (!src->blk[o])
+			continue;
+		if (!dst->blk[o] && !(dst->blk[o] = calloc(SUBN, sizeof(uint32_t))))
+			continue;
+		for (uint32_t j = 0; j < SUBN; j++)
+			dst->blk[o][j] += src->blk[o][j];
+	}
+}
+
+static int cmp_pair(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	return x < y ? -1 : x > y;
 }
 
 uint64_t ana_hist_quantile(const struct ana_hist *h, double q, uint64_t total, uint64_t lo, uint64_t hi)
 {
-	if (total == 0 || h->len == 0)
+	if (total == 0 || (!h->blk && h->nsp == 0))
 		return 0;
 	/* nearest rank: the smallest value with at least ceil(q * n) values <= it */
 	uint64_t rank = (uint64_t)ceil(q * (double)total);
 	if (rank < 1)
 		rank = 1;
 	uint64_t seen = 0, v = hi;
-	for (uint32_t i = 0; i < h->len; i++) {
-		seen += h->cnt[i];
-		if (seen >= rank) {
-			uint64_t l = ana_hist_lower(h->lo + i), u = ana_hist_upper(h->lo + i);
-			v = l + (u - 1 - l) / 2;
-			break;
+	int found = 0;
+	uint32_t idx = 0;
+	if (h->blk) {
+		for (uint32_t o = 0; o < ANA_HIST_OCTAVES && !found; o++) {
+			if (!h->blk[o])
+				continue;
+			for (uint32_t j = 0; j < SUBN && !found; j++) {
+				seen += h->blk[o][j];
+				if (seen >= rank) {
+					idx = o * SUBN + j;
+					found = 1;
+				}
+			}
 		}
+	} else {
+		uint32_t pairs[2 * ANA_HIST_SPARSE];
+		memcpy(pairs, h->sp, 2 * h->nsp * sizeof(*pairs));
+		qsort(pairs, h->nsp, 2 * sizeof(*pairs), cmp_pair);
+		for (uint32_t k = 0; k < h->nsp && !found; k++) {
+			seen += pairs[2 * k + 1];
+			if (seen >= rank) {
+				idx = pairs[2 * k];
+				found = 1;
+			}
+		}
+	}
+	if (found) {
+		uint64_t l = ana_hist_lower(idx), u = ana_hist_upper(idx);
+		v = l + (u - 1 - l) / 2;
 	}
 	return v < lo ? lo : v > hi ? hi : v;
 }
 
 void ana_hist_free(struct ana_hist *h)
 {
-	free(h->cnt);
+	free(h->sp);
+	if (h->blk)
+		for (uint32_t o = 0; o < ANA_HIST_OCTAVES; o++)
+			free(h->blk[o]);
+	free(h->blk);
 	memset(h, 0, sizeof(*h));
 }
 

@@ -88,7 +88,7 @@ static void *producer(void *arg)
 			emitted++;
 		}
 		if ((emitted & 2047) == 0) { /* keep the flusher ahead: a trace without losses */
-			struct timespec ts = { 0, 500000 };
+			struct timespec ts = { 0, 1000000 };
 			nanosleep(&ts, NULL);
 		}
 	}
