@@ -1,0 +1,20 @@
+/* A user program built only from the installed header and ptz.pc. */
+#include <ptz/recorder.h>
+#include <stdio.h>
+
+int main(int argc, char **argv)
+{
+	pt_recorder *r = pt_open(argc > 1 ? argv[1] : "app.ptz", NULL);
+	if (!r) {
+		perror("pt_open");
+		return 1;
+	}
+	for (int i = 0; i < 1000; i++) {
+		PT_SECTION(r, "outer", .flops = pt_flops_matmul(2, 2, 2)) {
+			PT_SCOPE(r, "inner");
+		}
+	}
+	struct pt_stats_info st;
+	pt_stats(r, &st);
+	return pt_close(r) == 0 ? 0 : 1;
+}
