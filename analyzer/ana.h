@@ -61,7 +61,9 @@ double ana_welford_std(const struct ana_welford *w);                       /* sa
 /* Statistics of all values but @x (which must be one of them): reverse Welford. */
 struct ana_welford ana_welford_without(const struct ana_welford *w, double x);
 
-/* Bounded uniform reservoir of per-occurrence durations (Vitter's algorithm R). */
+/* Bounded uniform reservoir of per-occurrence durations (Vitter's algorithm
+ * R), one per call path over the whole process: kept in the merged tree's
+ * nodes only (per-thread and flat aggregates leave it empty). */
 #define ANA_RESERVOIR_CAP 512
 struct ana_reservoir {
 	uint64_t seen;
@@ -102,6 +104,7 @@ struct ana_node {
 	uint32_t nchild, cchild;
 	uint32_t *child;   /* node indexes, sorted by name id */
 	uint32_t last_child;
+	uint32_t merged;   /* per-thread trees: this path's node in the merged tree */
 	struct ana_agg agg;
 };
 

@@ -114,6 +114,7 @@ uint32_t ana_tree_child(struct ana_tree *t, uint32_t parent, uint32_t id)
 	n->id = id;
 	n->parent = parent;
 	n->depth = t->n[parent].depth + 1;
+	n->merged = UINT32_MAX;
 	memmove(&p->child[lo + 1], &p->child[lo], (p->nchild - lo) * sizeof(*p->child));
 	p->child[lo] = idx;
 	p->nchild++;
@@ -247,7 +248,6 @@ static void agg_add(struct ctx *c, struct ana_agg *a, const struct frame *f, uin
 	a->self_ns += self_ns;
 	ana_welford_add(&a->all, (double)dur_ns);
 	ana_hist_add(&a->hist, dur_ns, 1);
-	ana_reservoir_add(&a->res, dur_ns, &c->rng);
 	a->lossy += f->lossy;
 	if (!f->has_m)
 		return;
@@ -303,7 +303,10 @@ static void close_top(struct ctx *c, struct ana_thread *th, struct tstate *ts, u
 	}
 	/* kept: its own inclusive time covers any pending descendants */
 	flat_pass_up(ts, id, f->prev_same, dur_ns, f->has_m ? f->m.metric_incl : zero, f->has_m ? f->m.xfer_incl : zero);
-	agg_add(c, &th->tree.n[f->node].agg, f, dur_ns, self_ns, true);
+	struct ana_node *n = &th->tree.n[f->node];
+	agg_add(c, &n->agg, f, dur_ns, self_ns, true);
+	if (n->merged != UINT32_MAX) /* one reservoir per path, process-wide */
+		ana_reservoir_add(&c->res->merged.n[n->merged].agg.res, dur_ns, &c->rng);
 }
 
 static void on_record(struct ctx *c, struct ana_thread *th, struct tstate *ts, const struct pt_record *r)
@@ -321,6 +324,11 @@ static void on_record(struct ctx *c, struct ana_thread *th, struct tstate *ts, c
 		uint32_t node = ana_tree_child(&th->tree, parent, r->id);
 		if (node == UINT32_MAX)
 			return;
+		if (th->tree.n[node].merged == UINT32_MAX) { /* new path on this thread */
+			uint32_t mp = parent ? th->tree.n[parent].merged : 0;
+			th->tree.n[node].merged = mp == UINT32_MAX ? UINT32_MAX
+							       : ana_tree_child(&c->res->merged, mp, r->id);
+		}
 		if (ts->depth == ts->cap) {
 			uint32_t nc = ts->cap ? ts->cap * 2 : 64;
 			struct frame *s = realloc(ts->st, nc * sizeof(*s));
@@ -534,6 +542,10 @@ int ana_run(const char *path, const struct ana_options *opt, struct ana_result *
 			return -ENOMEM;
 		}
 	}
+	if (tree_init(&res->merged)) {
+		free(c.ts);
+		return -ENOMEM;
+	}
 	/* progress is counted in records, from the chunk headers */
 	{
 		struct pt_chunk_info hi;
@@ -617,8 +629,6 @@ int ana_run(const char *path, const struct ana_options *opt, struct ana_result *
 	res->lost_records += res->process_lost_records;
 	if (res->start_ns == UINT64_MAX)
 		res->start_ns = res->end_ns = 0;
-	if (tree_init(&res->merged))
-		return -ENOMEM;
 	uint32_t maxid = res->nnames;
 	for (size_t i = 0; i < res->nthreads; i++) {
 		merge_tree(&res->merged, &res->threads[i].tree, 0, 0, &c.rng);
