@@ -475,6 +475,51 @@ static void test_default_from_env(void **state)
 	tu_free(&tr);
 }
 
+/* Burst of @n sections without pausing; returns lost records. */
+static uint64_t burst(const char *path, int n, uint64_t *file_bytes)
+{
+	pt_recorder *r = pt_open(path, NULL);
+	assert_non_null(r);
+	uint32_t id = pt_intern(r, "burst");
+	uint64_t x = 1;
+	for (int i = 0; i < n; i++) {
+		pt_begin(r, id);
+		x = x * 6364136223846793005ull + 1442695040888963407ull;
+		pt_metric(r, PT_METRIC_READ_BYTES, (x >> 40) & 0xff); /* a little entropy */
+		pt_end(r, id);
+	}
+	assert_int_equal(pt_close(r), 0);
+	struct pt_stats_info st;
+	pt_stats(r, &st);
+	struct stat sb;
+	assert_int_equal(stat(path, &sb), 0);
+	*file_bytes = (uint64_t)sb.st_size;
+	return st.lost_records;
+}
+
+static void test_env_knobs_ring_zstd_flush(void **state)
+{
+	(void)state;
+	uint64_t size_fast, size_strong;
+	/* PTZ_RING_BYTES: a 4 KiB ring cannot hold a 20,000-section burst */
+	setenv("PTZ_RING_BYTES", "4096", 1);
+	setenv("PTZ_FLUSH_MS", "1000", 1); /* and the flusher will not come in time */
+	assert_true(burst(tu_path("knob-ring.ptz"), 20000, &size_fast) > 0);
+	unsetenv("PTZ_RING_BYTES");
+	/* default ring (8 MiB) holds it all */
+	assert_int_equal(burst(tu_path("knob-default.ptz"), 20000, &size_fast), 0);
+	unsetenv("PTZ_FLUSH_MS");
+	/* PTZ_ZSTD_LEVEL: level 19 stores the same records in fewer bytes than -7 */
+	setenv("PTZ_ZSTD_LEVEL", "-7", 1);
+	assert_int_equal(burst(tu_path("knob-fast.ptz"), 20000, &size_fast), 0);
+	setenv("PTZ_ZSTD_LEVEL", "19", 1);
+	assert_int_equal(burst(tu_path("knob-strong.ptz"), 20000, &size_strong), 0);
+	unsetenv("PTZ_ZSTD_LEVEL");
+	print_message("# zstd -7: %llu bytes, zstd 19: %llu bytes\n", (unsigned long long)size_fast,
+		      (unsigned long long)size_strong);
+	assert_true(size_strong < size_fast);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -490,6 +535,7 @@ int main(void)
 		cmocka_unit_test(test_thread_exit_and_late_calls),
 		cmocka_unit_test(test_reopen_keeps_ids_and_names),
 		cmocka_unit_test(test_default_from_env),
+		cmocka_unit_test(test_env_knobs_ring_zstd_flush),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
