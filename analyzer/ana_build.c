@@ -28,6 +28,8 @@
 
 #include "analyzer/ana.h"
 
+#define PT_NOINLINE_ __attribute__((noinline))
+
 /* Metric and transfer sums of an open section; zeroed only when the first
  * one arrives (most sections carry none), flagged by frame.has_m. */
 struct frame_m {
@@ -115,6 +117,7 @@ uint32_t ana_tree_child(struct ana_tree *t, uint32_t parent, uint32_t id)
 	n->parent = parent;
 	n->depth = t->n[parent].depth + 1;
 	n->merged = UINT32_MAX;
+	n->last_id = UINT32_MAX;
 	memmove(&p->child[lo + 1], &p->child[lo], (p->nchild - lo) * sizeof(*p->child));
 	p->child[lo] = idx;
 	p->nchild++;
@@ -152,9 +155,17 @@ struct ctx {
 	uint32_t *domain_of; /* name id -> domain, for the filter */
 };
 
-static int32_t *open_top_of(struct tstate *ts, uint32_t id)
+static PT_NOINLINE_ int32_t *open_top_grow(struct tstate *ts, uint32_t id);
+static inline int32_t *open_top_of(struct tstate *ts, uint32_t id)
 {
-	if (id >= ts->nopen_top) {
+	if (__builtin_expect(id < ts->nopen_top, 1))
+		return &ts->open_top[id];
+	return open_top_grow(ts, id);
+}
+
+static int32_t *open_top_grow(struct tstate *ts, uint32_t id)
+{
+	{
 		uint32_t nc = ts->nopen_top ? ts->nopen_top : 256;
 		while (nc <= id)
 			nc *= 2;
@@ -169,9 +180,17 @@ static int32_t *open_top_of(struct tstate *ts, uint32_t id)
 	return &ts->open_top[id];
 }
 
-static struct flat_incl *fi_of(struct tstate *ts, uint32_t id)
+static PT_NOINLINE_ struct flat_incl *fi_grow(struct tstate *ts, uint32_t id);
+static inline struct flat_incl *fi_of(struct tstate *ts, uint32_t id)
 {
-	if (id >= ts->nfi) {
+	if (__builtin_expect(id < ts->nfi, 1))
+		return &ts->fi[id];
+	return fi_grow(ts, id);
+}
+
+static struct flat_incl *fi_grow(struct tstate *ts, uint32_t id)
+{
+	{
 		uint32_t nc = ts->nfi ? ts->nfi : 256;
 		while (nc <= id)
 			nc *= 2;
@@ -321,9 +340,18 @@ static void on_record(struct ctx *c, struct ana_thread *th, struct tstate *ts, c
 	switch (r->kind) {
 	case PT_REC_BEGIN: {
 		uint32_t parent = ts->depth ? ts->st[ts->depth - 1].node : 0;
-		uint32_t node = ana_tree_child(&th->tree, parent, r->id);
-		if (node == UINT32_MAX)
-			return;
+		struct ana_node *pn = &th->tree.n[parent];
+		uint32_t node;
+		if (pn->last_id == r->id) { /* loops re-enter the same child: one cache line */
+			node = pn->last_node;
+		} else {
+			node = ana_tree_child(&th->tree, parent, r->id);
+			if (node == UINT32_MAX)
+				return;
+			pn = &th->tree.n[parent]; /* the node array may have moved */
+			pn->last_id = r->id;
+			pn->last_node = node;
+		}
 		if (th->tree.n[node].merged == UINT32_MAX) { /* new path on this thread */
 			uint32_t mp = parent ? th->tree.n[parent].merged : 0;
 			th->tree.n[node].merged = mp == UINT32_MAX ? UINT32_MAX
@@ -564,7 +592,7 @@ int ana_run(const char *path, const struct ana_options *opt, struct ana_result *
 	 * at a time through the reader's chunk index: only that thread's tree
 	 * is hot in the cache, instead of every thread's at once. */
 	struct pt_chunk_info ci;
-	struct pt_record r;
+	struct pt_record r, batch[256];
 	uint64_t done = 0, total = info->committed_bytes;
 	while ((rc = pt_reader_next_chunk(res->rd, PT_FMT_META_THREAD, &ci)) == 1)
 		while (pt_reader_next_record(res->rd, &r) == 1) {
@@ -590,8 +618,9 @@ int ana_run(const char *path, const struct ana_options *opt, struct ana_result *
 				drop_stack(ts, &th->open_at_end);
 			}
 			ts->next_seq = ci.sequence + 1;
-			while ((rc = pt_reader_next_record(res->rd, &r)) == 1)
-				on_record(&c, th, ts, &r);
+			while ((rc = pt_reader_next_records(res->rd, batch, 256)) > 0)
+				for (int k = 0; k < rc; k++)
+					on_record(&c, th, ts, &batch[k]);
 			if (rc < 0) /* the rest of the chunk is gone: its open frames are unreliable */
 				th->gaps++;
 		}

@@ -62,6 +62,7 @@ struct pt_reader {
 	struct fmt_dec dec;
 	struct fmt_chunk_hdr cur_h;
 	uint64_t cur_off;
+	int pending_corrupt; /* batch decode met damage after returning records */
 
 	struct rd_string *strings;
 	uint32_t nstrings; /* allocated entries */
@@ -688,6 +689,7 @@ void pt_reader_rewind(struct pt_reader *r)
 int pt_reader_next_chunk(struct pt_reader *r, uint32_t thread, struct pt_chunk_info *out)
 {
 	r->have_chunk = 0;
+	r->pending_corrupt = 0;
 	while (r->cur < r->nchunks) {
 		struct rd_chunk *c = &r->chunks[r->cur++];
 		int is_meta = c->h.kind == FMT_CHUNK_META;
@@ -749,4 +751,36 @@ int pt_reader_next_record(struct pt_reader *r, struct pt_record *out)
 	if (rc == 0)
 		r->have_chunk = 0;
 	return rc;
+}
+
+int pt_reader_next_records(struct pt_reader *r, struct pt_record *out, size_t max)
+{
+	if (r->pending_corrupt) {
+		r->pending_corrupt = 0;
+		r->have_chunk = 0;
+		return -PT_ECORRUPT;
+	}
+	if (!r->have_chunk)
+		return -PT_ESTATE;
+	size_t n = 0;
+	while (n < max) {
+		int rc = fmt_dec_next(&r->dec, &out[n]);
+		if (rc == 1) {
+			n++;
+			continue;
+		}
+		if (rc < 0) {
+			r->info.damaged_chunks++;
+			problem(r, r->cur_off, "chunk @0x%llx: payload does not decode at byte %llu; rest of chunk dropped",
+				(unsigned long long)r->cur_off, (unsigned long long)(r->dec.pos - r->raw));
+		}
+		if (n > 0) { /* return what decoded; the end or the damage comes next call */
+			if (rc < 0)
+				r->pending_corrupt = 1;
+			break;
+		}
+		r->have_chunk = 0;
+		return rc; /* 0 = end of the chunk, or the damage */
+	}
+	return (int)n;
 }

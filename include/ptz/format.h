@@ -325,6 +325,20 @@ PT_API int pt_reader_next_chunk_header(struct pt_reader *r, struct pt_chunk_info
  */
 PT_API int pt_reader_next_record(struct pt_reader *r, struct pt_record *out);
 
+/**
+ * pt_reader_next_records() - Decode up to @max records of the current chunk
+ * at once (the same records pt_reader_next_record() returns, without a call
+ * per record).
+ * @r:   reader; must not be NULL.
+ * @out: array of @max records; must not be NULL. @str fields point into
+ *       the chunk buffer, valid until the next call on the reader.
+ * @max: capacity of @out, >= 1.
+ * Return: number of records stored (0 = end of the chunk), or
+ *         -PT_ECORRUPT / -PT_ESTATE as pt_reader_next_record(); records
+ *         decoded before a corrupt one are returned first.
+ */
+PT_API int pt_reader_next_records(struct pt_reader *r, struct pt_record *out, size_t max);
+
 #ifdef __cplusplus
 }
 #endif

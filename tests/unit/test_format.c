@@ -381,6 +381,39 @@ static void test_writer_reader_file_roundtrip(void **state)
 	free(buf);
 }
 
+/* The batch call returns the same records as the one-at-a-time call, then
+ * 0 at the end of each chunk, whatever the batch size. */
+static void test_reader_next_records_batches_match(void **state)
+{
+	(void)state;
+	const char *path = tu_path("roundtrip.ptz"); /* written by the file round trip above */
+	for (size_t batch = 1; batch <= 300; batch += 37) {
+		struct pt_reader *a, *b;
+		assert_int_equal(pt_reader_open(path, &a), 0);
+		assert_int_equal(pt_reader_open(path, &b), 0);
+		struct pt_record ra, rb[300];
+		size_t total = 0;
+		while (pt_reader_next_chunk(a, PT_READER_ALL_CHUNKS, NULL) == 1) {
+			assert_int_equal(pt_reader_next_chunk(b, PT_READER_ALL_CHUNKS, NULL), 1);
+			int n;
+			while ((n = pt_reader_next_records(b, rb, batch)) > 0)
+				for (int k = 0; k < n; k++) {
+					assert_int_equal(pt_reader_next_record(a, &ra), 1);
+					assert_int_equal(ra.kind, rb[k].kind);
+					assert_int_equal(ra.ticks, rb[k].ticks);
+					assert_int_equal(ra.value, rb[k].value);
+					assert_int_equal(ra.id, rb[k].id);
+					total++;
+				}
+			assert_int_equal(n, 0);
+			assert_int_equal(pt_reader_next_record(a, &ra), 0);
+		}
+		assert_true(total > 60000);
+		pt_reader_close(a);
+		pt_reader_close(b);
+	}
+}
+
 static void test_reader_open_missing_file_errno(void **state)
 {
 	(void)state;
@@ -449,6 +482,7 @@ int main(void)
 		cmocka_unit_test(test_dec_bad_input_is_corrupt),
 		cmocka_unit_test(test_chunk_hdr_roundtrip_and_rejects),
 		cmocka_unit_test(test_writer_reader_file_roundtrip),
+		cmocka_unit_test(test_reader_next_records_batches_match),
 		cmocka_unit_test(test_reader_open_missing_file_errno),
 		cmocka_unit_test(test_reader_open_directory_is_errno),
 		cmocka_unit_test(test_reader_crafted_tables_are_safe),
