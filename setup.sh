@@ -5,11 +5,14 @@
 set -eu
 PKGS="meson ninja-build pkg-config gcc g++ libzstd-dev liburcu-dev libxxhash-dev libcmocka-dev
 libjansson-dev libprotobuf-c-dev protobuf-c-compiler protobuf-compiler libopenblas-dev
-python3-numpy python3-protobuf"
+python3-numpy python3-protobuf chromium-headless-shell"
 missing=""
 for p in $PKGS; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
 done
+# npm (for the speedscope browser check) only if none is on PATH: a node
+# installed outside Debian may conflict with Debian's npm package
+command -v npm >/dev/null 2>&1 || missing="$missing npm"
 [ -z "$missing" ] && exit 0
 if [ "$(id -u)" -ne 0 ]; then
 	echo "setup.sh: missing packages:$missing" >&2

@@ -397,17 +397,52 @@ int ana_write_csv(FILE *out, const struct ana_result *res, const struct ana_repo
 
 /* ---------------------------------------------------------------- JSON */
 
+/* A JSON string of @s with bytes that are not valid UTF-8 replaced by '?':
+ * jansson rejects invalid UTF-8 (json_string returns NULL), and a name
+ * must never vanish from a row or a path. */
+static json_t *jstr(const char *s)
+{
+	json_t *j = json_string(s);
+	if (j)
+		return j;
+	size_t n = strlen(s);
+	char *c = malloc(n + 1);
+	if (!c)
+		return json_string("?");
+	const unsigned char *p = (const unsigned char *)s;
+	size_t o = 0;
+	for (size_t i = 0; i < n;) {
+		unsigned b = p[i];
+		size_t len = b < 0x80 ? 1 : (b >> 5) == 6 ? 2 : (b >> 4) == 14 ? 3 : (b >> 3) == 30 ? 4 : 0;
+		int ok = len && i + len <= n;
+		for (size_t k = 1; ok && k < len; k++)
+			ok = (p[i + k] & 0xc0) == 0x80;
+		if (ok) {
+			memcpy(c + o, p + i, len);
+			o += len;
+			i += len;
+		} else {
+			c[o++] = '?';
+			i++;
+		}
+	}
+	c[o] = 0;
+	j = json_string(c);
+	free(c);
+	return j ? j : json_string("?");
+}
+
 static json_t *json_row(const struct ana_result *res, const struct ana_tree *t, uint32_t node, uint32_t id,
 			const struct ana_agg *a)
 {
 	struct ana_row w;
 	ana_row_compute(res, a, &w);
 	json_t *r = json_object();
-	json_object_set_new(r, "name", json_string(ana_name(res, id)));
+	json_object_set_new(r, "name", jstr(ana_name(res, id)));
 	uint32_t dom = 0;
 	pt_reader_string(res->rd, id, &dom);
 	const char *dn = pt_reader_domain(res->rd, dom);
-	json_object_set_new(r, "domain", json_string(dn ? dn : ""));
+	json_object_set_new(r, "domain", jstr(dn ? dn : ""));
 	if (t) {
 		json_t *p = json_array();
 		uint32_t chain[512];
@@ -415,7 +450,7 @@ static json_t *json_row(const struct ana_result *res, const struct ana_tree *t, 
 		for (uint32_t x = node; x != 0 && k < 512; x = t->n[x].parent)
 			chain[k++] = x;
 		while (k-- > 0)
-			json_array_append_new(p, json_string(ana_name(res, t->n[chain[k]].id)));
+			json_array_append_new(p, jstr(ana_name(res, t->n[chain[k]].id)));
 		json_object_set_new(r, "path", p);
 		json_object_set_new(r, "depth", json_integer(t->n[node].depth));
 	}
@@ -485,10 +520,10 @@ int ana_write_json(FILE *out, const struct ana_result *res, const struct ana_rep
 	json_t *root = json_object();
 	json_object_set_new(root, "schema", json_string("ptanalyze-report/1"));
 	json_t *tr = json_object();
-	json_object_set_new(tr, "process", json_string(in->process_name));
+	json_object_set_new(tr, "process", jstr(in->process_name));
 	json_object_set_new(tr, "pid", json_integer(in->pid));
-	json_object_set_new(tr, "host", json_string(in->host));
-	json_object_set_new(tr, "cmdline", json_string(in->cmdline));
+	json_object_set_new(tr, "host", jstr(in->host));
+	json_object_set_new(tr, "cmdline", jstr(in->cmdline));
 	json_object_set_new(tr, "closed", json_boolean(in->closed));
 	json_object_set_new(tr, "start_realtime_ns", json_integer((json_int_t)in->start_real_ns));
 	json_object_set_new(tr, "start_ns", json_integer((json_int_t)res->start_ns));
@@ -510,7 +545,7 @@ int ana_write_json(FILE *out, const struct ana_result *res, const struct ana_rep
 		const char *m = pt_reader_problem(res->rd, i, &off);
 		json_t *p = json_object();
 		json_object_set_new(p, "offset", json_integer((json_int_t)off));
-		json_object_set_new(p, "message", json_string(m));
+		json_object_set_new(p, "message", jstr(m));
 		json_array_append_new(probs, p);
 	}
 	json_object_set_new(tr, "problems", probs);
@@ -521,7 +556,7 @@ int ana_write_json(FILE *out, const struct ana_result *res, const struct ana_rep
 		json_t *j = json_object();
 		json_object_set_new(j, "index", json_integer(t->index));
 		json_object_set_new(j, "tid", json_integer(t->tid));
-		json_object_set_new(j, "name", json_string(t->name));
+		json_object_set_new(j, "name", jstr(t->name));
 		json_object_set_new(j, "span_ns", json_integer((json_int_t)(t->last_ns - t->first_ns)));
 		json_object_set_new(j, "sections", json_integer((json_int_t)t->sections));
 		json_object_set_new(j, "records", json_integer((json_int_t)t->records));
@@ -535,7 +570,7 @@ int ana_write_json(FILE *out, const struct ana_result *res, const struct ana_rep
 		json_t *cs = json_array();
 		for (size_t k = 0; k < t->ncounters; k++) {
 			json_t *c = json_object();
-			json_object_set_new(c, "name", json_string(ana_name(res, t->counters[k].id)));
+			json_object_set_new(c, "name", jstr(ana_name(res, t->counters[k].id)));
 			json_object_set_new(c, "samples", json_integer((json_int_t)t->counters[k].samples));
 			json_object_set_new(c, "last", json_integer(t->counters[k].last));
 			json_object_set_new(c, "min", json_integer(t->counters[k].min));

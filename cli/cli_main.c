@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "analyzer/ana.h"
+#include "viewer-export/pfx.h"
 
 #define PROG "ptanalyze"
 
@@ -23,6 +24,7 @@ static void usage(FILE *out)
 	fprintf(out,
 		"usage: " PROG " TRACE.ptz --report [options]     report (also: " PROG " report TRACE.ptz)\n"
 		"       " PROG " info TRACE.ptz                   header, threads, losses, compression\n"
+		"       " PROG " export --perfetto OUT TRACE.ptz  export for viewers (also: " PROG " TRACE.ptz --perfetto OUT)\n"
 		"       " PROG " --help | --version\n"
 		"\n"
 		"Report options:\n"
@@ -39,6 +41,12 @@ static void usage(FILE *out)
 		"  --csv FILE           write every row (tree and flat, merged and per thread) as CSV; - = stdout\n"
 		"  --json FILE          write the report as JSON; - = stdout\n"
 		"  --no-progress        no progress bar (shown on a terminal for large traces)\n"
+		"\n"
+		"Export options (any of them, together; - = stdout for one of them; doc/export.md):\n"
+		"  --perfetto FILE      Perfetto protobuf trace, for ui.perfetto.dev\n"
+		"  --chrome FILE        Chrome trace-event JSON, for chrome://tracing, Perfetto and speedscope\n"
+		"  --folded FILE        folded stacks 'a;b;c SELF_NS', for flamegraph.pl, inferno and speedscope\n"
+		"  --since T, --until T apply to every export; --thread N and --domain NAME to --folded only\n"
 		"\n"
 		"Columns and formulas: doc/analyzer-output.md. Exit codes: 0 clean or torn tail recovered,\n"
 		"1 damaged trace (intact chunks still reported) or unreadable, 2 usage error.\n");
@@ -92,7 +100,112 @@ static FILE *open_out(const char *path)
 }
 
 enum { OPT_REPORT = 256, OPT_FLAT, OPT_SORT, OPT_TOP, OPT_DEPTH, OPT_MINPCT, OPT_THREAD, OPT_DOMAIN,
-       OPT_BOTTLENECKS, OPT_SINCE, OPT_UNTIL, OPT_CSV, OPT_JSON, OPT_NOPROGRESS, OPT_VERSION };
+       OPT_BOTTLENECKS, OPT_SINCE, OPT_UNTIL, OPT_CSV, OPT_JSON, OPT_NOPROGRESS, OPT_VERSION, OPT_PERFETTO,
+       OPT_CHROME, OPT_FOLDED };
+
+/* Prints the reader's problems the way every command does; 1 if the trace is damaged inside. */
+static int report_problems(const char *path, struct pt_reader *rd)
+{
+	const struct pt_trace_info *in = pt_reader_info(rd);
+	int corrupt = in->corrupt_regions > 0 || in->damaged_chunks > 0 || in->header_damaged;
+	for (size_t i = 0; i < pt_reader_problem_count(rd); i++) {
+		uint64_t off;
+		const char *m = pt_reader_problem(rd, i, &off);
+		fprintf(stderr, PROG ": %s: %s: %s\n", path, corrupt ? "error" : "warning", m);
+	}
+	if (!in->closed && !corrupt)
+		fprintf(stderr, PROG ": %s: warning: trace was not closed (the recorder crashed or is still "
+				"writing); read up to its committed length, %llu bytes\n",
+			path, (unsigned long long)in->committed_bytes);
+	return corrupt;
+}
+
+enum { EXP_PERFETTO, EXP_CHROME, EXP_FOLDED, EXP_N };
+static const char *const exp_what[EXP_N] = { "Perfetto trace", "Chrome JSON", "folded stacks" };
+
+/* Writes one export to @out_path ("-" = stdout); a failed file is removed. */
+static int export_one(int kind, const char *path, const char *out_path, const struct pfx_opts *po,
+		      const struct ana_result *res, int thread)
+{
+	FILE *f = open_out(out_path);
+	char err[512] = "";
+	if (!f) {
+		fprintf(stderr, PROG ": %s: cannot write %s: %s\n", out_path, exp_what[kind], strerror(errno));
+		return 1;
+	}
+	int rc;
+	if (kind == EXP_PERFETTO)
+		rc = pfx_write_perfetto(path, f, po, err, sizeof(err));
+	else if (kind == EXP_CHROME)
+		rc = pfx_write_chrome(path, f, po, err, sizeof(err));
+	else if ((rc = pfx_write_folded(res, f, thread)) == -ENOENT)
+		snprintf(err, sizeof(err), "no thread with index %d (see 'info')", thread);
+	else if (rc)
+		snprintf(err, sizeof(err), "%s", strerror(-rc));
+	if (f != stdout && fclose(f) && !rc) {
+		rc = -errno;
+		snprintf(err, sizeof(err), "%s", strerror(errno));
+	}
+	if (rc) {
+		fprintf(stderr, PROG ": %s: cannot write %s from %s: %s\n", out_path, exp_what[kind], path, err);
+		if (f != stdout)
+			unlink(out_path);
+		return 1;
+	}
+	return 0;
+}
+
+/*
+ * ptanalyze export: the exporters read the trace themselves and take every
+ * intact chunk; the damage they met is found again here (a reader pass
+ * decoding every chunk, much cheaper than writing any export) so that
+ * exit codes and messages are those of the report.
+ */
+static int run_export(const char *path, const char *const outs[EXP_N], const struct ana_options *ao)
+{
+	struct pt_reader *rd = NULL;
+	int rc = pt_reader_open(path, &rd);
+	if (rc) {
+		fprintf(stderr, PROG ": %s: %s\n", path, rd ? pt_reader_errmsg(rd) : pt_strerror(rc));
+		pt_reader_close(rd);
+		return 1;
+	}
+	const struct pfx_opts po = { .since_ns = ao->since_ns, .until_ns = ao->until_ns };
+	struct ana_result res;
+	int failed = 0, analyzed = 0;
+	memset(&res, 0, sizeof(res));
+	for (int k = 0; k < EXP_N && !failed; k++) {
+		if (!outs[k])
+			continue;
+		if (k == EXP_FOLDED) {
+			char err[512];
+			if (ana_run(path, ao, &res, err, sizeof(err))) {
+				fprintf(stderr, PROG ": %s: %s\n", path, err);
+				failed = 1;
+				break;
+			}
+			analyzed = 1;
+		}
+		failed = export_one(k, path, outs[k], &po, &res, ao->thread);
+	}
+	int corrupt = 0;
+	if (!failed) {
+		if (analyzed) {
+			corrupt = report_problems(path, res.rd);
+		} else {
+			struct pt_chunk_info ci;
+			struct pt_record r;
+			while (pt_reader_next_chunk(rd, PT_READER_ALL_CHUNKS, &ci) == 1)
+				while (pt_reader_next_record(rd, &r) == 1)
+					;
+			corrupt = report_problems(path, rd);
+		}
+	}
+	if (analyzed)
+		ana_result_free(&res);
+	pt_reader_close(rd);
+	return failed || corrupt ? 1 : 0;
+}
 
 int main(int argc, char **argv)
 {
@@ -113,12 +226,16 @@ int main(int argc, char **argv)
 		{ "csv", required_argument, NULL, OPT_CSV },
 		{ "json", required_argument, NULL, OPT_JSON },
 		{ "no-progress", no_argument, NULL, OPT_NOPROGRESS },
+		{ "perfetto", required_argument, NULL, OPT_PERFETTO },
+		{ "chrome", required_argument, NULL, OPT_CHROME },
+		{ "folded", required_argument, NULL, OPT_FOLDED },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct ana_options ao = { .thread = -1 };
 	struct ana_report_opts ro = { .sort = ANA_SORT_TIME, .thread = -1 };
 	const char *csv = NULL, *json = NULL;
-	int show_progress = isatty(2), c;
+	const char *outs[EXP_N] = { NULL, NULL, NULL };
+	int show_progress = isatty(2), c, report_flag = 0, nexports = 0;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
 		switch (c) {
@@ -129,6 +246,7 @@ int main(int argc, char **argv)
 			printf(PROG " 0.1.0 (reads .ptz format %d.x)\n", PT_FMT_VERSION_MAJOR);
 			return 0;
 		case OPT_REPORT:
+			report_flag = 1;
 			break;
 		case OPT_FLAT:
 			ro.flat = true;
@@ -188,13 +306,21 @@ int main(int argc, char **argv)
 		case OPT_NOPROGRESS:
 			show_progress = 0;
 			break;
+		case OPT_PERFETTO:
+		case OPT_CHROME:
+		case OPT_FOLDED:
+			nexports += !outs[c - OPT_PERFETTO];
+			outs[c - OPT_PERFETTO] = optarg;
+			break;
 		default:
 			return usage_error("unknown or incomplete option '%s'", argv[optind - 1]);
 		}
 	}
 	const char *cmd = "report", *path = NULL;
 	int rest = argc - optind;
-	if (rest >= 1 && (strcmp(argv[optind], "report") == 0 || strcmp(argv[optind], "info") == 0)) {
+	if (rest >= 1 && (strcmp(argv[optind], "report") == 0 || strcmp(argv[optind], "info") == 0 ||
+			  strcmp(argv[optind], "export") == 0)) {
+		report_flag |= strcmp(argv[optind], "report") == 0;
 		cmd = argv[optind++];
 		rest--;
 	}
@@ -203,6 +329,22 @@ int main(int argc, char **argv)
 	path = argv[optind];
 	if (ao.until_ns && ao.until_ns <= ao.since_ns)
 		return usage_error("%s", "--until must be later than --since");
+	if (strcmp(cmd, "export") == 0 && !nexports)
+		return usage_error("%s", "export: give at least one of --perfetto, --chrome, --folded FILE");
+	if (nexports) {
+		int stdouts = 0;
+		for (int k = 0; k < EXP_N; k++)
+			stdouts += outs[k] && strcmp(outs[k], "-") == 0;
+		if (strcmp(cmd, "info") == 0)
+			return usage_error("%s", "info takes no export option");
+		if (report_flag || csv || json)
+			return usage_error("%s", "export options do not combine with the report (report, --report, --csv, --json)");
+		if (stdouts > 1)
+			return usage_error("%s", "only one export may go to stdout ('-')");
+		if (!outs[EXP_FOLDED] && (ao.thread >= 0 || ao.domain))
+			return usage_error("%s", "--thread and --domain apply to --folded only");
+		return run_export(path, outs, &ao);
+	}
 	if (show_progress) {
 		FILE *f = fopen(path, "rb");
 		if (f) {

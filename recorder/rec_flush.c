@@ -211,6 +211,8 @@ static uint64_t drain(struct flusher *f, struct rec_ring *g, uint64_t now_ns, in
 	int lost_pending = atomic_load_explicit(&g->lost_records, memory_order_relaxed) != g->reported_lost_records;
 	if (n == 0 && !lost_pending)
 		return 0;
+	if (g->last_drain_ns == 0) /* age counts from when the flusher first saw data here */
+		g->last_drain_ns = now_ns;
 	if (!force && n < g->cap / 16 && now_ns - g->last_drain_ns < (uint64_t)f->r->flush_ms * 1000000u)
 		return 0;
 	g->last_drain_ns = now_ns;

@@ -1,0 +1,334 @@
+#!/usr/bin/env python3
+"""tests/export/chrome/check_exports.py PTANALYZE GEN_EDGE_TRACE DATA_DIR BUILD_ROOT
+
+The Chrome JSON and folded-stack exports (doc/export.md), on:
+  - tests/data/golden/small.ptz (unmatched ends, a section open at the end,
+    losses, counters, a second timing domain),
+  - the trace written by gen_edge_trace (1/3 ns per tick at a large
+    CLOCK_MONOTONIC offset, thousands of nested sections ending in the same
+    nanosecond, awkward names, a thread without tid or name),
+  - the example workloads at --small size, when they were built.
+
+Chrome JSON: parses with python's json; every X event has name, ph, ts, dur,
+pid, tid; X events carry no args (so nothing varies per call); the
+thread_name events name exactly the trace's threads; per thread, events
+nest exactly (ts + dur in double arithmetic, as consumers compute it); the
+call paths rebuilt from that nesting have exactly the counts of the
+analyzer's per-thread tree; with --since/--until, the per-name counts equal
+the analyzer's flat counts under the same window.
+Folded: each line is 'path weight'; the weight per path equals self_ns of
+the analyzer's merged tree (joined by ';', names sanitized as documented)
+exactly, also per thread and within a window.
+CLI: usage errors exit 2, unreadable traces 1 without creating the output,
+damaged traces 1 with the output written, a torn tail 0 with a warning.
+Output is TAP. Standard library only.
+"""
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections import Counter, defaultdict
+
+n = 0
+failed = 0
+
+
+def check(desc, ok, detail=""):
+    global n, failed
+    n += 1
+    if ok:
+        print(f"ok {n} - {desc}")
+    else:
+        failed += 1
+        print(f"not ok {n} - {desc}")
+        for line in str(detail).splitlines()[:20]:
+            print(f"# {line}")
+    return ok
+
+
+def run(args, **kw):
+    return subprocess.run(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120, **kw)
+
+
+def sanitize(name):
+    """doc/export.md, folded stacks: ';' -> ':', control characters -> ' ', '' -> '(empty)'."""
+    if name == "":
+        return "(empty)"
+    return "".join(":" if c == ";" else " " if (ord(c) < 0x20 or ord(c) == 0x7F) else c for c in name)
+
+
+def analyzer_json(ana, trace, *extra):
+    p = run([ana, trace, "--json", "-", *extra])
+    if p.returncode not in (0,):
+        raise RuntimeError(f"ptanalyze --json failed ({p.returncode}): {p.stderr.decode(errors='replace')}")
+    # the analyzer writes names as UTF-8 with invalid bytes replaced
+    return json.loads(p.stdout.decode("utf-8", errors="replace"))
+
+
+def nest_paths(events):
+    """Rebuild call paths of one thread's X events; returns (Counter of paths, errors).
+
+    Events are written at each END, so a parent comes after its children in
+    the file: that order breaks ties of equal ts and end (zero-length
+    sections, sections ending in the same nanosecond)."""
+    order = sorted(range(len(events)), key=lambda i: (events[i]["ts"], -(events[i]["ts"] + events[i]["dur"]), -i))
+    stack = []  # (index, ts, end, path)
+    paths = Counter()
+    errors = []
+    for i in order:
+        e = events[i]
+        ts, end = e["ts"], e["ts"] + e["dur"]
+        while stack:
+            j, pts, pend, _ = stack[-1]
+            if pts <= ts and end <= pend and i < j:
+                break
+            if ts < pend and end > pend and i < j:
+                errors.append(f"{e['name']!r} [{ts!r}, {end!r}] overlaps the end of {events[j]['name']!r} "
+                              f"[{pts!r}, {pend!r}]")
+            stack.pop()
+        path = (stack[-1][3] if stack else ()) + (e["name"],)
+        paths[path] += 1
+        stack.append((i, ts, end, path))
+    return paths, errors
+
+
+def check_chrome(ana, trace, label, tmp):
+    out = os.path.join(tmp, label + ".json")
+    p = run([ana, "export", "--chrome", out, trace])
+    if not check(f"{label}: export --chrome exits 0, quiet", p.returncode == 0 and not p.stderr,
+                 p.stderr.decode(errors="replace")):
+        return None
+    try:
+        with open(out, encoding="utf-8") as f:
+            ev = json.load(f)
+    except (ValueError, UnicodeDecodeError) as ex:
+        check(f"{label}: Chrome JSON parses", False, ex)
+        return None
+    check(f"{label}: Chrome JSON parses as an array", isinstance(ev, list))
+    xs = [e for e in ev if e.get("ph") == "X"]
+    bad = [e for e in xs if not all(k in e for k in ("name", "ph", "ts", "dur", "pid", "tid"))
+           or not isinstance(e["ts"], (int, float)) or not isinstance(e["dur"], (int, float)) or e["dur"] < 0]
+    check(f"{label}: {len(xs)} X events, each with name/ph/ts/dur/pid/tid", xs and not bad, bad[:3])
+    withargs = [e for e in xs if "args" in e]
+    cats = defaultdict(set)
+    for e in xs:
+        cats[e["name"]].add(e.get("cat"))
+    check(f"{label}: no args on X events, one category per name",
+          not withargs and all(len(c) == 1 for c in cats.values()), withargs[:3])
+
+    rep = analyzer_json(ana, trace)
+    want_threads = {}
+    for t in rep["threads"]:
+        tid = t["tid"] if t["tid"] else 4194304 + t["index"]
+        want_threads[tid] = t["name"] if t["name"] else f"thread {t['index']}"
+    got_threads = {e["tid"]: e["args"]["name"] for e in ev if e.get("ph") == "M" and e["name"] == "thread_name"}
+    check(f"{label}: thread_name events name the trace's {len(want_threads)} threads",
+          got_threads == want_threads, f"got {got_threads}\nwant {want_threads}")
+    procs = [e for e in ev if e.get("ph") == "M" and e["name"] == "process_name"]
+    check(f"{label}: one process_name, pid {rep['trace']['pid']}",
+          len(procs) == 1 and procs[0]["args"]["name"] == rep["trace"]["process"]
+          and all(e["pid"] == rep["trace"]["pid"] for e in ev if "pid" in e), procs)
+
+    by_tid = defaultdict(list)
+    for e in xs:
+        by_tid[e["tid"]].append(e)
+    for t in rep["threads"]:
+        tid = t["tid"] if t["tid"] else 4194304 + t["index"]
+        paths, errors = nest_paths(by_tid.get(tid, []))
+        check(f"{label}: thread {t['index']}: X events nest exactly", not errors, "\n".join(errors[:5]))
+        want = Counter({tuple(r["path"]): r["count"] for r in t["tree"] if r["count"]})
+        diff = [(k, paths.get(k, 0), want.get(k, 0)) for k in set(paths) | set(want) if paths.get(k, 0) != want.get(k, 0)]
+        check(f"{label}: thread {t['index']}: path counts equal the analyzer's tree ({sum(want.values())} sections)",
+              not diff, "\n".join(f"{k}: export {a}, analyzer {b}" for k, a, b in diff[:10]))
+    return ev, rep
+
+
+def check_window(ana, trace, label, tmp, rep_full):
+    # the window is counted from the trace start (pt_open), which these traces
+    # record just before their first section: the middle half of the span
+    span = rep_full["trace"]["wall_span_ns"]
+    since_s = round(span * 0.25) / 1e9
+    until_s = round(span * 0.75) / 1e9
+    if until_s <= since_s:
+        return
+    win = ["--since", repr(since_s), "--until", repr(until_s)]
+    out = os.path.join(tmp, label + ".win.json")
+    p = run([ana, trace, "--chrome", out, *win])
+    if not check(f"{label}: --chrome with a window exits 0", p.returncode == 0, p.stderr.decode(errors="replace")):
+        return
+    with open(out, encoding="utf-8") as f:
+        ev = json.load(f)
+    got = Counter(e["name"] for e in ev if e.get("ph") == "X")
+    rep = analyzer_json(ana, trace, *win)
+    want = Counter({r["name"]: r["count"] for r in rep["flat"] if r["count"]})
+    check(f"{label}: window {since_s:.6g}..{until_s:.6g} s: per-name counts equal the analyzer's flat counts "
+          f"({sum(want.values())} of {sum(r['count'] for r in rep_full['flat'])})", got == want,
+          f"export {dict(got)}\nanalyzer {dict(want)}")
+    fold = os.path.join(tmp, label + ".win.folded")
+    p = run([ana, trace, "--folded", fold, *win])
+    check_folded_file(fold, rep["tree"], f"{label}: window: folded")
+
+
+def folded_sums(path):
+    sums = Counter()
+    bad = []
+    with open(path, "rb") as f:
+        for line in f.read().decode("utf-8", errors="replace").split("\n"):
+            if not line:
+                continue
+            m = re.fullmatch(r"(.+) (\d+)", line)
+            if not m or int(m.group(2)) == 0:
+                bad.append(line)
+                continue
+            sums[m.group(1)] += int(m.group(2))
+    return sums, bad
+
+
+def check_folded_file(path, tree_rows, desc):
+    got, bad = folded_sums(path)
+    want = Counter()
+    for r in tree_rows:
+        if r["self_ns"]:
+            want[";".join(sanitize(x) for x in r["path"])] += r["self_ns"]
+    diff = [(k, got.get(k, 0), want.get(k, 0)) for k in set(got) | set(want) if got.get(k, 0) != want.get(k, 0)]
+    check(f"{desc}: {len(got)} paths, self time per path equals the analyzer's ({sum(want.values())} ns)",
+          not diff and not bad, "\n".join([f"bad line {b!r}" for b in bad[:5]] +
+                                          [f"{k!r}: folded {a}, analyzer {b}" for k, a, b in diff[:10]]))
+
+
+def check_folded(ana, trace, label, tmp, rep):
+    out = os.path.join(tmp, label + ".folded")
+    p = run([ana, "export", "--folded", out, trace])
+    if not check(f"{label}: export --folded exits 0, quiet", p.returncode == 0 and not p.stderr,
+                 p.stderr.decode(errors="replace")):
+        return
+    check_folded_file(out, rep["tree"], f"{label}: folded (all threads)")
+    for t in rep["threads"][:3]:
+        p = run([ana, trace, "--folded", "-", "--thread", str(t["index"])])
+        f = os.path.join(tmp, f"{label}.t{t['index']}.folded")
+        with open(f, "wb") as fh:
+            fh.write(p.stdout)
+        repT = analyzer_json(ana, trace, "--thread", str(t["index"]))
+        check_folded_file(f, repT["tree"], f"{label}: folded --thread {t['index']}")
+
+
+def check_cli(ana, data, tmp):
+    small = os.path.join(data, "golden", "small.ptz")
+    out = os.path.join(tmp, "cli.json")
+    usage = [
+        (["export", small], "export: give at least one of"),
+        (["export", small, "--chrome"], "unknown or incomplete option '--chrome'"),
+        (["export", "--chrome", out], "no trace file given"),
+        ([small, "--chrome", "-", "--folded", "-"], "only one export may go to stdout"),
+        (["info", small, "--chrome", out], "info takes no export option"),
+        ([small, "--chrome", out, "--csv", "-"], "export options do not combine with the report"),
+        (["report", small, "--folded", out], "export options do not combine with the report"),
+        ([small, "--chrome", out, "--thread", "1"], "--thread and --domain apply to --folded only"),
+        ([small, "--chrome", out, "--since", "x"], "--since: expected seconds"),
+        ([small, "--folded", out, "--since", "2", "--until", "1"], "--until must be later than --since"),
+        ([os.path.join(tmp, "nosuch.ptz"), "--chrome", out, "--sort", "x"], "--sort: unknown key"),
+    ]
+    for args, msg in usage:
+        if os.path.exists(out):
+            os.unlink(out)
+        p = run([ana, *args])
+        err = p.stderr.decode(errors="replace")
+        check(f"usage error exits 2: {' '.join(os.path.basename(a) for a in args)}",
+              p.returncode == 2 and f"ptanalyze: {msg}" in err and "usage: ptanalyze" in err and not p.stdout
+              and not os.path.exists(out), f"exit {p.returncode}\n{err}")
+    p = run([ana, "--help"])
+    h = p.stdout.decode()
+    check("--help documents export, --perfetto, --chrome, --folded",
+          all(s in h for s in ("ptanalyze export --perfetto", "--perfetto FILE", "--chrome FILE", "--folded FILE")))
+    # unreadable: exit 1, the output is not created
+    for bad in ("bad-magic.ptz", "empty.ptz"):
+        path = os.path.join(data, "corrupt", bad)
+        if os.path.exists(out):
+            os.unlink(out)
+        p = run([ana, "export", "--chrome", out, path])
+        err = p.stderr.decode(errors="replace")
+        check(f"unreadable {bad}: exit 1, 'ptanalyze: PATH: ...', no output file",
+              p.returncode == 1 and err.startswith(f"ptanalyze: {path}: ") and not os.path.exists(out), err)
+    # damage inside: the export of the intact chunks is written, exit 1
+    path = os.path.join(data, "corrupt", "crc-mismatch-payload-zstd.ptz")
+    for opt in ("--chrome", "--folded"):
+        p = run([ana, path, opt, out])
+        err = p.stderr.decode(errors="replace")
+        check(f"damaged trace {opt}: written, exit 1, the problem with its offset",
+              p.returncode == 1 and os.path.getsize(out) > 0
+              and f"ptanalyze: {path}: error: chunk @0x10ab: payload checksum mismatch" in err, err)
+    path = os.path.join(data, "corrupt", "trunc-payload.ptz")
+    p = run([ana, path, "--chrome", out, "--folded", os.path.join(tmp, "t.folded")])
+    err = p.stderr.decode(errors="replace")
+    check("torn tail: exit 0, warning names the offset",
+          p.returncode == 0 and "warning: torn tail @0x12b5" in err and ": error: " not in err, err)
+    p = run([ana, small, "--chrome", os.path.join(tmp, "nosuchdir", "x.json")])
+    err = p.stderr.decode(errors="replace")
+    check("unwritable output: exit 1", p.returncode == 1 and "cannot write Chrome JSON" in err, err)
+    p = run([ana, small, "--chrome", "-"])
+    try:
+        ok = p.returncode == 0 and isinstance(json.loads(p.stdout), list)
+    except ValueError:
+        ok = False
+    check("--chrome - writes the JSON to stdout", ok)
+
+
+def main():
+    if len(sys.argv) != 5:
+        print(__doc__, file=sys.stderr)
+        return 2
+    ana, gen, data, build = (os.path.abspath(a) for a in sys.argv[1:])
+    tmp = tempfile.mkdtemp(prefix="ptz-export-", dir=os.environ.get("PTZ_TEST_TMPDIR"))
+    try:
+        traces = [("small", os.path.join(data, "golden", "small.ptz"))]
+        edge = os.path.join(tmp, "edge.ptz")
+        p = run([gen, edge])
+        if check("gen_edge_trace writes its trace", p.returncode == 0, p.stderr.decode(errors="replace")):
+            traces.append(("edge", edge))
+        for name, args in (("led_optimizer", ["--small"]), ("compress_corpus", ["--small"])):
+            exe = os.path.join(build, "examples", name)
+            if os.path.exists(exe):
+                t = os.path.join(tmp, name + ".ptz")
+                p = run([exe, *args, "--trace", t], cwd=tmp)
+                if check(f"{name} --small writes a trace", p.returncode == 0, p.stderr.decode(errors="replace")):
+                    traces.append((name, t))
+            else:
+                print(f"# {name} not built: skipped")
+        for label, t in traces:
+            r = check_chrome(ana, t, label, tmp)
+            if r:
+                check_window(ana, t, label, tmp, r[1])
+                check_folded(ana, t, label, tmp, r[1])
+        # sanitized names reach the folded output, and the JSON keeps them
+        edge_folded = os.path.join(tmp, "edge.folded")
+        if os.path.exists(edge_folded):
+            text = open(edge_folded, "rb").read().decode("utf-8", errors="replace")
+            check("edge: folded names sanitized (';' -> ':', newline and tab -> ' ', '' -> '(empty)')",
+                  "semi:colon" in text and "new line" in text and "tab here" in text and "(empty)" in text
+                  and "\t" not in text, text[:300])
+            ev = json.load(open(os.path.join(tmp, "edge.json"), encoding="utf-8"))
+            names = {e["name"] for e in ev if e.get("ph") == "X"}
+            check("edge: Chrome JSON keeps names exactly (';', newline, tab, quote, '', UTF-8)",
+                  {"semi;colon", "new\nline", "tab\there", "quote\"q", "", "\u00fcn\u00ef"} <= names, sorted(names))
+        bad = os.path.join(tmp, "bad-utf8.ptz")
+        p = run([gen, bad, "--bad-utf8"])
+        out = os.path.join(tmp, "bad-utf8.json")
+        p2 = run([ana, bad, "--chrome", out])
+        try:
+            names = {e["name"] for e in json.load(open(out, encoding="utf-8")) if e.get("ph") == "X"}
+        except (OSError, ValueError) as ex:
+            names = {str(ex)}
+        check("a name that is not UTF-8: valid JSON, the bad byte written as '?'",
+              p.returncode == 0 and p2.returncode == 0 and "bad? byte" in names, sorted(names))
+        check_cli(ana, data, tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    print(f"1..{n}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

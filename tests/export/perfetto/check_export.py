@@ -1,0 +1,347 @@
+#!/usr/bin/python3
+"""tests/export/perfetto/check_export.py - offline checks of the Perfetto
+exporter (issue 4, "Checks" 1-3), TAP output. Run with /usr/bin/python3
+(Debian's python3-protobuf).
+
+usage: check_export.py SRC_DIR BUILD_ROOT EXPORTER PTANALYZE TMPDIR
+
+  1. Schema: our .proto's descriptor (protoc --descriptor_set_out) equals
+     schema_fields.tsv (transcribed from reference perfetto-fields.md) in
+     (message, field, number, type, label), nothing packed; the flows fixture
+     decoded with `protoc --decode_raw` shows fields 47/48 as fixed64; every
+     export decodes with `protoc --decode=perfetto.protos.Trace` with no
+     unknown (numeric) field.
+  2. Fixtures: fixtures/*.textproto (the crafted traces of reference
+     perfetto-validation.md, with the real trace processor's verdicts in
+     fixtures/cases.tsv), encoded with `protoc --encode`; pftrace_check.py
+     must reach the same verdict and name the rule. Then every export must
+     pass the checker (warnings allowed).
+  3. Round trip: each export decoded with python3-protobuf from our .proto;
+     slices rebuilt per track after sorting by (timestamp, file order);
+     per thread and call path: count, total/min/max duration and the
+     inclusive metrics on the ENDs, compared with `ptanalyze --json` of the
+     same trace (and window); ENDs marked ptz.open_at_end / ptz.cut_by_gap
+     (sections the analyzer counts as open, not as sections) are left out.
+     Traces: tests/data/golden/small.ptz (whole, and windows), the corrupt
+     corpus's readable files, and the example programs' --small traces.
+"""
+import json
+import os
+import re
+import subprocess
+import sys
+from collections import defaultdict
+
+SRC, BUILD, EXPORTER, PTANALYZE, TMP = sys.argv[1:6]
+HERE = os.path.join(SRC, "tests/export/perfetto")
+PROTO_DIR = os.path.join(SRC, "viewer-export/perfetto/protos")
+PROTO = "perfetto_trace_subset.proto"
+os.makedirs(TMP, exist_ok=True)
+PB2 = os.path.join(TMP, "pb2")
+os.makedirs(PB2, exist_ok=True)
+subprocess.run(["protoc", "-I", PROTO_DIR, "--python_out=" + PB2, PROTO], check=True)
+sys.path.insert(0, PB2)
+sys.path.insert(0, HERE)
+import perfetto_trace_subset_pb2 as pb  # noqa: E402
+import pftrace_check  # noqa: E402
+
+n_test = 0
+n_fail = 0
+
+
+def tap(ok, name, diag=""):
+    global n_test, n_fail
+    n_test += 1
+    if not ok:
+        n_fail += 1
+    print(f"{'ok' if ok else 'not ok'} {n_test} - {name}")
+    if diag and not ok:
+        for line in str(diag).splitlines()[:40]:
+            print(f"# {line}")
+    return ok
+
+
+def protoc(*args, stdin=None):
+    return subprocess.run(["protoc", "-I", PROTO_DIR, *args], input=stdin, capture_output=True)
+
+
+# ==== 1. schema ====
+def check_schema():
+    from google.protobuf import descriptor_pb2 as d
+    desc = os.path.join(TMP, "subset.desc")
+    r = protoc("--descriptor_set_out=" + desc, PROTO)
+    tap(r.returncode == 0, "schema: protoc --descriptor_set_out", r.stderr.decode())
+    fs = d.FileDescriptorSet()
+    with open(desc, "rb") as fh:
+        fs.ParseFromString(fh.read())
+    T = {v: k[5:].lower() for k, v in d.FieldDescriptorProto.Type.items()}
+    L = {v: k[6:].lower() for k, v in d.FieldDescriptorProto.Label.items()}
+    got, packed = set(), []
+    fd = fs.file[0]
+
+    def walk(m, pre):
+        name = pre + m.name
+        for f in m.field:
+            tn = f.type_name.replace(".perfetto.protos.", "") if f.type_name else "-"
+            got.add((name, f.name, str(f.number), T[f.type], L[f.label], tn))
+            if f.options.HasField("packed") and f.options.packed:
+                packed.append(f"{name}.{f.name}")
+        for n in m.nested_type:
+            walk(n, name + ".")
+
+    for m in fd.message_type:
+        walk(m, "")
+    want = set()
+    with open(os.path.join(HERE, "schema_fields.tsv")) as fh:
+        for line in fh:
+            if line.startswith("#") or not line.strip():
+                continue
+            want.add(tuple(line.rstrip("\n").split("\t")))
+    tap(fd.package == "perfetto.protos" and fd.syntax in ("", "proto2"), "schema: package perfetto.protos, proto2",
+        f"{fd.package} {fd.syntax}")
+    tap(got == want, f"schema: {len(want)} fields match schema_fields.tsv",
+        "missing: " + repr(sorted(want - got)) + "\nextra: " + repr(sorted(got - want)))
+    tap(not packed, "schema: no [packed=true]", repr(packed))
+
+
+UNKNOWN = re.compile(r"^\s*[0-9]+:", re.M)
+
+
+def decode_clean(path, name):
+    with open(path, "rb") as fh:
+        data = fh.read()
+    r = protoc("--decode=perfetto.protos.Trace", PROTO, stdin=data)
+    ok = r.returncode == 0 and not UNKNOWN.search(r.stdout.decode())
+    return tap(ok, f"{name}: protoc --decode, no unknown fields",
+               r.stderr.decode() + "\n".join(UNKNOWN.findall(r.stdout.decode())[:5]))
+
+
+# ==== 2. fixtures ====
+def check_fixtures():
+    cases = []
+    with open(os.path.join(HERE, "fixtures/cases.tsv")) as fh:
+        for line in fh:
+            if line.startswith("#") or not line.strip():
+                continue
+            name, verdict, rule, _ = line.rstrip("\n").split("\t")
+            cases.append((name, verdict, rule))
+    for name, verdict, rule in cases:
+        with open(os.path.join(HERE, "fixtures", name + ".textproto"), "rb") as fh:
+            r = protoc("--encode=perfetto.protos.Trace", PROTO, stdin=fh.read())
+        if not tap(r.returncode == 0, f"fixture {name}: protoc --encode", r.stderr.decode()):
+            continue
+        out = os.path.join(TMP, name + ".pftrace")
+        with open(out, "wb") as fh:
+            fh.write(r.stdout)
+        t = pb.Trace()
+        t.ParseFromString(r.stdout)
+        fs = pftrace_check.check(t)
+        v = pftrace_check.verdict(fs)
+        rules = {x.rule for x in fs}
+        ok = v == verdict and (rule == "-" or rule in rules)
+        tap(ok, f"fixture {name}: checker says {verdict}" + ("" if rule == "-" else f" ({rule})"),
+            f"got {v}: " + ", ".join(sorted(rules)))
+        if name == "clean":
+            # flows are fixed64: decode_raw prints fixed64 as 0x..., varints as decimal
+            raw = subprocess.run(["protoc", "--decode_raw"], input=r.stdout, capture_output=True).stdout.decode()
+            f47 = re.findall(r"^\s*47: (\S+)", raw, re.M)
+            f48 = re.findall(r"^\s*48: (\S+)", raw, re.M)
+            tap(len(f47) == 3 and len(f48) == 3 and all(x.startswith("0x") for x in f47 + f48),
+                "schema: decode_raw shows flow_ids (47) / terminating_flow_ids (48) as fixed64", f"{f47} {f48}")
+            decode_clean(out, "fixture clean")
+
+
+# ==== 3. exports: decode, checker, round trip ====
+def rebuild(t):
+    """Per thread track: {path tuple: [count, total, min, max, read, written, flops]} and extras."""
+    thread_tracks = {}
+    for p in t.packet:
+        if p.HasField("track_descriptor") and p.track_descriptor.HasField("thread"):
+            thread_tracks[p.track_descriptor.uuid] = p.track_descriptor
+    names = defaultdict(dict)
+    defaults = {}
+    evs = []
+    for i, p in enumerate(t.packet):
+        seq = p.trusted_packet_sequence_id
+        if p.sequence_flags & 1:
+            names[seq] = {}
+        for n in p.interned_data.event_names:
+            names[seq][n.iid] = n.name
+        if p.HasField("trace_packet_defaults"):
+            defaults[seq] = p.trace_packet_defaults.track_event_defaults.track_uuid
+        if p.HasField("track_event"):
+            te = p.track_event
+            track = te.track_uuid if te.HasField("track_uuid") else defaults.get(seq, 0)
+            name = names[seq].get(te.name_iid) if te.HasField("name_iid") else te.name
+            ann = {a.name: getattr(a, a.WhichOneof("value")) for a in te.debug_annotations}
+            evs.append((p.timestamp, i, track, te.type, name, ann))
+    evs.sort(key=lambda e: (e[0], e[1]))
+    stacks = defaultdict(list)
+    rows = defaultdict(lambda: defaultdict(lambda: [0, 0, None, None, 0, 0, 0]))
+    marked = 0
+    for ts, i, track, typ, name, ann in evs:
+        if track not in thread_tracks or typ not in (1, 2):
+            continue
+        st = stacks[track]
+        if typ == 1:
+            st.append((name, ts))
+            continue
+        if not st:
+            raise AssertionError(f"END on an empty stack at {ts}")
+        path = tuple(n for n, _ in st)
+        name0, t0 = st.pop()
+        if ann.get("ptz.open_at_end") or ann.get("ptz.cut_by_gap"):
+            marked += 1
+            continue
+        d = ts - t0
+        r = rows[track][path]
+        r[0] += 1
+        r[1] += d
+        r[2] = d if r[2] is None else min(r[2], d)
+        r[3] = d if r[3] is None else max(r[3], d)
+        r[4] += ann.get("read_bytes", 0)
+        r[5] += ann.get("written_bytes", 0)
+        r[6] += ann.get("flops", 0)
+    open_left = sum(len(s) for s in stacks.values())
+    return thread_tracks, rows, marked, open_left
+
+
+def by_leaf(rows):
+    out = {}
+    for path, r in rows.items():
+        o = out.setdefault(path[-1:], [0, 0, None, None, 0, 0, 0])
+        o[0] += r[0]
+        o[1] += r[1]
+        o[2] = r[2] if o[2] is None else min(o[2], r[2])
+        o[3] = r[3] if o[3] is None else max(o[3], r[3])
+        for k in (4, 5, 6):
+            o[k] += r[k]
+    return out
+
+
+def analyzer_rows(trace, extra):
+    r = subprocess.run([PTANALYZE, trace, "--json", "-", "--no-progress"] + extra, capture_output=True)
+    if r.returncode not in (0, 1):
+        raise RuntimeError(r.stderr.decode())
+    j = json.loads(r.stdout)
+    out = {}
+    for th in j["threads"]:
+        rows = {}
+        for row in th["tree"]:
+            rows[tuple(row["path"])] = [row["count"], row["total_ns"], row["min_ns"], row["max_ns"],
+                                        row["read_bytes"], row["written_bytes"], row["flops"]]
+        out[th["index"]] = rows
+    return out, j
+
+
+def export_and_check(trace, name, window=None, exact=True):
+    out = os.path.join(TMP, name + ".pftrace")
+    args = [EXPORTER, trace, out]
+    if window:
+        args += [str(window[0]), str(window[1])]
+    r = subprocess.run(args, capture_output=True)
+    if not tap(r.returncode == 0, f"{name}: export", r.stderr.decode()):
+        return
+    decode_clean(out, name)
+    t = pb.Trace()
+    with open(out, "rb") as fh:
+        t.ParseFromString(fh.read())
+    fs = pftrace_check.check(t)
+    v = pftrace_check.verdict(fs)
+    tap(v in ("ok", "warning"), f"{name}: semantic checker accepts it ({v})",
+        "\n".join(f"{x.severity} {x.rule} {x.packet} {x.msg}" for x in fs if x.severity != "warning"))
+    # issue 4 layout: one process track, unique thread uuids, real tids, flags
+    tds = [p.track_descriptor for p in t.packet if p.HasField("track_descriptor")]
+    procs = [d for d in tds if d.HasField("process")]
+    ths = [d for d in tds if d.HasField("thread")]
+    tap(len(procs) == 1 and len({d.uuid for d in tds}) == len(tds) and all(d.thread.tid != 0 for d in ths),
+        f"{name}: one process track, unique uuids, nonzero tids")
+    first = {}
+    bad = []
+    for i, p in enumerate(t.packet):
+        s = p.trusted_packet_sequence_id
+        if s not in first:
+            first[s] = i
+            if s != 1 and p.sequence_flags != 3:
+                bad.append(f"packet {i}: first on sequence {s} has flags {p.sequence_flags}")
+        elif p.HasField("track_event") and p.track_event.type in (1, 2) and p.sequence_flags != 2:
+            bad.append(f"packet {i}: slice event flags {p.sequence_flags}")
+        if p.HasField("track_event") and p.track_event.type == 2:
+            te = p.track_event
+            if te.HasField("name_iid") or te.HasField("name") or te.categories or te.category_iids:
+                bad.append(f"packet {i}: END carries a name or category")
+        if p.HasField("timestamp_clock_id") or p.HasField("clock_snapshot"):
+            bad.append(f"packet {i}: clock id / snapshot")
+    tap(not bad, f"{name}: sequence flags, bare ENDs, no clock id", "\n".join(bad[:10]))
+    try:
+        tracks, rows, marked, open_left = rebuild(t)
+    except AssertionError as e:
+        tap(False, f"{name}: round trip rebuild", str(e))
+        return
+    tap(open_left == 0, f"{name}: every slice ends", f"{open_left} open")
+    extra = []
+    if window:
+        extra = ["--since", f"{window[0] / 1e9:.9f}", "--until", f"{window[1] / 1e9:.9f}"]
+    want, j = analyzer_rows(trace, extra)
+    if window:
+        # a window drops ancestors the analyzer still names in its call
+        # paths: compare per section name (leaf of the path) instead
+        rows = {u: by_leaf(r) for u, r in rows.items()}
+        want = {i: by_leaf(r) for i, r in want.items()}
+    diffs = []
+    for uuid, td in tracks.items():
+        index = uuid & ((1 << 58) - 1)
+        got = {k: v for k, v in rows.get(uuid, {}).items()}
+        exp = want.get(index, {})
+        if set(got) != set(exp):
+            diffs.append(f"thread {index}: paths differ: only export {sorted(set(got) - set(exp))[:5]}, "
+                         f"only analyzer {sorted(set(exp) - set(got))[:5]}")
+            continue
+        for path, g in got.items():
+            e = exp[path]
+            if g[0] != e[0] or g[4:] != e[4:]:
+                diffs.append(f"thread {index} {'/'.join(path)}: count/metrics {g} vs {e}")
+                continue
+            tol = 0 if exact else 2 * g[0] + 1e-3 * e[1]
+            for k in (1, 2, 3):
+                if abs(g[k] - e[k]) > (tol if k == 1 else (0 if exact else 2 + 1e-3 * e[k])):
+                    diffs.append(f"thread {index} {'/'.join(path)}: durations {g[1:4]} vs {e[1:4]}")
+                    break
+    tap(not diffs and tracks, f"{name}: round trip equals ptanalyze --json "
+        f"({sum(len(r) for r in rows.values())} paths, {marked} marked ENDs)", "\n".join(diffs[:20]))
+    if not window:
+        tap(marked == j["trace"]["open_at_end"] or j["trace"]["corrupt"],
+            f"{name}: marked ENDs = analyzer's open_at_end ({marked})", f"{marked} vs {j['trace']['open_at_end']}")
+
+
+def main():
+    print("TAP version 13")
+    check_schema()
+    check_fixtures()
+    small = os.path.join(SRC, "tests/data/golden/small.ptz")
+    export_and_check(small, "small")
+    # windows in ns after the trace start (small.ptz: 1 tick = 1 ns)
+    export_and_check(small, "small-window-100-2500", window=(100, 2500))
+    export_and_check(small, "small-window-0-1050", window=(0, 1050))
+    export_and_check(small, "small-window-1100-9000", window=(1100, 9000))
+    for f in sorted(os.listdir(os.path.join(SRC, "tests/data/corrupt"))):
+        if f.endswith(".ptz") and f in ("sequence-gap.ptz", "crc-mismatch-payload-zstd.ptz", "trunc-payload.ptz",
+                                        "garbage-between-chunks.ptz", "unknown-record-kind.ptz",
+                                        "reserved-record-kind.ptz"):
+            export_and_check(os.path.join(SRC, "tests/data/corrupt", f), "corrupt-" + f[:-4])
+    for prog in ("led_optimizer", "compress_corpus"):
+        exe = os.path.join(BUILD, "examples", prog)
+        if not os.path.exists(exe):
+            tap(True, f"{prog} # SKIP not built")
+            continue
+        trace = os.path.join(TMP, prog + ".ptz")
+        r = subprocess.run([exe, "--small", "--trace", trace], capture_output=True, cwd=TMP)
+        if tap(r.returncode == 0, f"{prog} --small", r.stderr.decode()[-2000:]):
+            export_and_check(trace, prog, exact=False)
+    print(f"1..{n_test}")
+    print(f"# {n_test - n_fail} passed, {n_fail} failed")
+    return 1 if n_fail else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

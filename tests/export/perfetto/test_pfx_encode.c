@@ -1,0 +1,167 @@
+/*
+ * tests/export/perfetto/test_pfx_encode.c - the hand encoder of the hot
+ * Perfetto packets (viewer-export/perfetto/pfx_perfetto_enc.h) against its
+ * oracle, protobuf-c packing the same TracePacket from our .proto.
+ *
+ * Invariants covered:
+ *  - a BEGIN (interned name) and a bare END are byte-identical to
+ *    protobuf-c's output, framed as one Trace.packet (0x0a, varint length),
+ *    for timestamps, sequence ids and iids at every varint length boundary;
+ *  - the encoded length never exceeds PFX_HOT_MAX_BYTES;
+ *  - an END with debug annotations (bool, uint, double, string values, in
+ *    the writer's order) is byte-identical to protobuf-c's, and its size is
+ *    what pfx_end_annot_size() announces, also past 127 bytes.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+#include <string.h>
+
+#include "perfetto_trace_subset.pb-c.h" /* generated in this test's private dir */
+#include "viewer-export/perfetto/pfx_perfetto_enc.h"
+
+static size_t oracle(uint8_t *buf, uint64_t ts, uint32_t seq, uint64_t iid)
+{
+	Perfetto__Protos__TrackEvent te = PERFETTO__PROTOS__TRACK_EVENT__INIT;
+	Perfetto__Protos__TracePacket p = PERFETTO__PROTOS__TRACE_PACKET__INIT;
+	te.has_type = 1;
+	te.type = iid ? PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_BEGIN
+		      : PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_END;
+	if (iid) {
+		te.name_field_case = PERFETTO__PROTOS__TRACK_EVENT__NAME_FIELD_NAME_IID;
+		te.name_iid = iid;
+	}
+	p.has_timestamp = 1;
+	p.timestamp = ts;
+	p.optional_trusted_packet_sequence_id_case =
+		PERFETTO__PROTOS__TRACE_PACKET__OPTIONAL_TRUSTED_PACKET_SEQUENCE_ID_TRUSTED_PACKET_SEQUENCE_ID;
+	p.trusted_packet_sequence_id = seq;
+	p.has_sequence_flags = 1;
+	p.sequence_flags = PERFETTO__PROTOS__TRACE_PACKET__SEQUENCE_FLAGS__SEQ_NEEDS_INCREMENTAL_STATE;
+	p.data_case = PERFETTO__PROTOS__TRACE_PACKET__DATA_TRACK_EVENT;
+	p.track_event = &te;
+	uint8_t body[128];
+	size_t n = perfetto__protos__trace_packet__get_packed_size(&p);
+	assert_true(n <= sizeof(body));
+	assert_int_equal(perfetto__protos__trace_packet__pack(&p, body), n);
+	uint8_t *e = buf;
+	*e++ = 0x0a;
+	e = pfx_put_varint(e, n);
+	memcpy(e, body, n);
+	return (size_t)(e - buf) + n;
+}
+
+static const uint64_t vals[] = { 0, 1, 127, 128, 16383, 16384, 1000000, (1ull << 32) - 1, 1ull << 32,
+				 1ull << 56, (1ull << 63) - 1, 1ull << 63, UINT64_MAX };
+
+static void test_enc_slice_matches_protobuf_c(void **state)
+{
+	(void)state;
+	static const uint32_t seqs[] = { 1, 2, 127, 128, 70000, UINT32_MAX };
+	for (size_t a = 0; a < sizeof(vals) / sizeof(vals[0]); a++)
+		for (size_t s = 0; s < sizeof(seqs) / sizeof(seqs[0]); s++)
+			for (size_t b = 0; b < sizeof(vals) / sizeof(vals[0]); b++) {
+				uint8_t want[256], got[PFX_HOT_MAX_BYTES + 16];
+				memset(got, 0xee, sizeof(got));
+				size_t n = oracle(want, vals[a], seqs[s], vals[b]);
+				uint8_t *e = pfx_enc_slice(got, vals[a], seqs[s], vals[b]);
+				assert_true((size_t)(e - got) <= PFX_HOT_MAX_BYTES);
+				assert_int_equal((size_t)(e - got), n);
+				assert_memory_equal(got, want, n);
+			}
+}
+
+static size_t oracle_end(uint8_t *buf, uint64_t ts, uint32_t seq, const struct pfx_annot *a, size_t n)
+{
+	Perfetto__Protos__DebugAnnotation d[16], *dp[16];
+	Perfetto__Protos__TrackEvent te = PERFETTO__PROTOS__TRACK_EVENT__INIT;
+	Perfetto__Protos__TracePacket p = PERFETTO__PROTOS__TRACE_PACKET__INIT;
+	for (size_t i = 0; i < n; i++) {
+		d[i] = (Perfetto__Protos__DebugAnnotation)PERFETTO__PROTOS__DEBUG_ANNOTATION__INIT;
+		d[i].name_field_case = PERFETTO__PROTOS__DEBUG_ANNOTATION__NAME_FIELD_NAME;
+		d[i].name = (char *)a[i].name;
+		switch (a[i].kind) {
+		case PFX_A_BOOL:
+			d[i].value_case = PERFETTO__PROTOS__DEBUG_ANNOTATION__VALUE_BOOL_VALUE;
+			d[i].bool_value = a[i].u != 0;
+			break;
+		case PFX_A_UINT:
+			d[i].value_case = PERFETTO__PROTOS__DEBUG_ANNOTATION__VALUE_UINT_VALUE;
+			d[i].uint_value = a[i].u;
+			break;
+		case PFX_A_DOUBLE:
+			d[i].value_case = PERFETTO__PROTOS__DEBUG_ANNOTATION__VALUE_DOUBLE_VALUE;
+			d[i].double_value = a[i].d;
+			break;
+		default:
+			d[i].value_case = PERFETTO__PROTOS__DEBUG_ANNOTATION__VALUE_STRING_VALUE;
+			d[i].string_value = (char *)a[i].s;
+			break;
+		}
+		dp[i] = &d[i];
+	}
+	te.has_type = 1;
+	te.type = PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_END;
+	te.n_debug_annotations = n;
+	te.debug_annotations = dp;
+	p.has_timestamp = 1;
+	p.timestamp = ts;
+	p.optional_trusted_packet_sequence_id_case =
+		PERFETTO__PROTOS__TRACE_PACKET__OPTIONAL_TRUSTED_PACKET_SEQUENCE_ID_TRUSTED_PACKET_SEQUENCE_ID;
+	p.trusted_packet_sequence_id = seq;
+	p.has_sequence_flags = 1;
+	p.sequence_flags = PERFETTO__PROTOS__TRACE_PACKET__SEQUENCE_FLAGS__SEQ_NEEDS_INCREMENTAL_STATE;
+	p.data_case = PERFETTO__PROTOS__TRACE_PACKET__DATA_TRACK_EVENT;
+	p.track_event = &te;
+	uint8_t body[2048];
+	size_t len = perfetto__protos__trace_packet__get_packed_size(&p);
+	assert_true(len <= sizeof(body));
+	assert_int_equal(perfetto__protos__trace_packet__pack(&p, body), len);
+	uint8_t *e = buf;
+	*e++ = 0x0a;
+	e = pfx_put_varint(e, len);
+	memcpy(e, body, len);
+	return (size_t)(e - buf) + len;
+}
+
+static void test_enc_end_annot_matches_protobuf_c(void **state)
+{
+	(void)state;
+	const struct pfx_annot all[] = {
+		{ .name = "ptz.open_at_end", .kind = PFX_A_BOOL, .u = 1 },
+		{ .name = "read_bytes", .kind = PFX_A_UINT, .u = 0 },
+		{ .name = "self_read_bytes", .kind = PFX_A_UINT, .u = UINT64_MAX },
+		{ .name = "flops", .kind = PFX_A_UINT, .u = 128 },
+		{ .name = "gb_per_s", .kind = PFX_A_DOUBLE, .d = 3.25 },
+		{ .name = "gflop_per_s", .kind = PFX_A_DOUBLE, .d = -0.0 },
+		{ .name = "x", .kind = PFX_A_DOUBLE, .d = 1e300 },
+		{ .name = "error", .kind = PFX_A_STRING, .s = "end_underflow" },
+		{ .name = "", .kind = PFX_A_STRING, .s = "" },
+		{ .name = "h2d_bytes", .kind = PFX_A_UINT, .u = 1ull << 40 },
+	};
+	const size_t nall = sizeof(all) / sizeof(all[0]);
+	for (size_t a = 0; a < sizeof(vals) / sizeof(vals[0]); a++)
+		for (size_t n = 0; n <= nall; n++)
+			for (size_t first = 0; first + n <= nall; first += n ? n : 1) {
+				uint8_t want[4096], got[4096];
+				size_t wn = oracle_end(want, vals[a], 7, all + first, n);
+				size_t sz = pfx_end_annot_size(vals[a], 7, all + first, n);
+				uint8_t *e = pfx_enc_end_annot(got, vals[a], 7, all + first, n);
+				assert_int_equal((size_t)(e - got), wn);
+				assert_int_equal(sz, wn);
+				assert_memory_equal(got, want, wn);
+				if (!n)
+					break;
+			}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_enc_slice_matches_protobuf_c),
+		cmocka_unit_test(test_enc_end_annot_matches_protobuf_c),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,777 @@
+/*
+ * viewer-export/perfetto/pfx_perfetto.c - stream a .ptz trace out as a
+ * Perfetto protobuf trace (ui.perfetto.dev, trace_processor).
+ *
+ * Output layout (the rules it obeys are cited from Perfetto's trace
+ * processor, "TP", in tests/export/perfetto/README.md):
+ *
+ *   sequence 1 (process):  ProcessDescriptor track, uuid PFX_UUID_PROCESS,
+ *                          first packet SEQ_INCREMENTAL_STATE_CLEARED; then
+ *                          process-wide LOSS/ERROR as TYPE_INSTANT events
+ *                          (non-interned names, explicit track_uuid).
+ *   sequence 2 + i (thread table position i), in table order:
+ *     first packet: the thread's TrackDescriptor (real pid/tid, name) with
+ *       flags CLEARED|NEEDS and TracePacketDefaults.track_event_defaults.
+ *       track_uuid = the thread track, so events omit the uuid;
+ *     then one packet per event, flags NEEDS:
+ *       BEGIN  TYPE_SLICE_BEGIN, name_iid (InternedData.event_names in the
+ *              same packet on the name's first use on the sequence;
+ *              iid = string id + 1, since iid 0 means "unset");
+ *       END    TYPE_SLICE_END with only type and timestamp (the track comes
+ *              from the defaults; a name or category on an END would make
+ *              TP match it against a different slice), plus, when the
+ *              section carried metrics, debug_annotations that TP merges
+ *              into the slice's args (SliceTracker::End binds the END's
+ *              args to the slice it closes, "so all its args merge into one
+ *              set");
+ *       COUNTER the counter's TrackDescriptor (parent = thread track) just
+ *              before its first value, then TYPE_COUNTER with counter_value;
+ *       LOSS / ERROR  TYPE_INSTANT on the thread track with the counts as
+ *              debug annotations.
+ *
+ * Track uuids: PFX_UUID_* below. GPU device/stream tracks and flows are
+ * reserved (not emitted yet): a device group track (kind 4, parent = the
+ * process track, so its streams nest under it) and stream tracks (kind 5,
+ * parent = the device track); flows carry flow_ids / terminating_flow_ids
+ * (fixed64) = (device << 48) | correlation id, the launch's BEGIN being
+ * the source and the kernel's BEGIN (clamped to >= the launch) the sink.
+ *
+ * Clock: timestamps are CLOCK_MONOTONIC ns from pt_reader_ticks_to_ns()
+ * with no timestamp_clock_id and no ClockSnapshot. TP then uses them as-is
+ * (trace-file clock); a timestamp_clock_id of MONOTONIC without a snapshot
+ * would drop every packet, and a truthful snapshot needs a BOOTTIME reading
+ * that .ptz files do not hold. Merging with a system trace would need one.
+ *
+ * Slices follow the analyzer's nesting rules (analyzer/ana_build.c) so the
+ * export and `ptanalyze` agree: an END that matches no open section is
+ * dropped (never an END on an empty stack); an END matching a deeper
+ * section closes the ones above it first, at the same timestamp; sections
+ * open when a thread's records end, or at a chunk-sequence gap, get an END
+ * at the thread's last timestamp carrying `ptz.open_at_end` (or
+ * `ptz.cut_by_gap`) = true, so the trace stays valid and the UI shows where
+ * the thread stopped; the analyzer counts these as open, not as sections.
+ * Beyond depth PFX_MAX_DEPTH (TP's limit) sections are not written.
+ *
+ * Window (pfx_opts, ns after the header's start_mono_ns): as in the
+ * analyzer, a section is written only if it lies fully inside
+ * [since, until]. A BEGIN is written when read, so with an `until` a first
+ * pass over the thread finds the sections still open when its records
+ * first pass `until` (a stack, bounded by the depth) and the second pass
+ * skips them. Counters and instants are kept when their time is inside.
+ *
+ * Memory is constant in the number of events: per thread, one stack of
+ * open sections, a bitmap of interned names and the list of counters seen;
+ * one output buffer; one reused packing buffer.
+ *
+ * Failure: an I/O error on @out or a reader error stops the export with
+ * -errno or -PT_E* and a message; what was written until then is a valid
+ * prefix except for the open slices.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <protobuf-c/protobuf-c.h>
+
+#include "perfetto_trace_subset.pb-c.h" /* generated in this target's private dir */
+#include "ptz/errors.h"
+#include "ptz/format.h"
+#include "viewer-export/perfetto/pfx_perfetto_enc.h"
+#include "viewer-export/pfx.h"
+
+#define PFX_MAX_DEPTH 512u /* TP's SliceTracker::kMaxDepth */
+#define PFX_SEQ_PROCESS 1u
+#define PFX_SEQ_THREAD0 2u
+#define PFX_OUT_BYTES (64u << 10)
+
+/* Track uuids: kind in bits 58..61 (small kinds keep varints short). */
+#define PFX_UUID_PROCESS 1u
+#define PFX_UUID_THREAD(index) ((2ull << 58) | (uint64_t)(index))
+#define PFX_UUID_COUNTER(index, id) ((3ull << 58) | ((uint64_t)(index) << 24) | ((id) & 0xffffffu))
+/* reserved: (4 << 58) | device = GPU device group; (5 << 58) | device << 32 | stream */
+
+enum { M_READ, M_WRITTEN, M_FLOPS, NM };
+enum { NDIR = 4 };
+
+struct frame {
+	uint64_t start_ticks;
+	uint64_t ord;      /* BEGIN ordinal in the thread's records (pass-stable) */
+	uint32_t id;
+	bool emitted, has_m;
+	uint64_t m_self[NM], m_incl[NM], x_incl[NDIR];
+};
+
+struct pctx {
+	struct pt_reader *rd;
+	const struct pt_trace_info *info;
+	FILE *f;
+	uint8_t *out;     /* PFX_OUT_BYTES */
+	size_t nout;
+	uint8_t *pk;      /* protobuf-c packing buffer */
+	size_t pkcap;
+	int err;          /* first error, sticky */
+	char *msg;
+	size_t msglen;
+
+	uint64_t since_abs_ns, until_abs_ns;
+	bool until_set;
+	int32_t pid;
+
+	/* per thread */
+	struct frame *st;
+	uint32_t depth, cap, emitted_depth;
+	uint64_t *interned; /* bitmap of string ids interned on this sequence */
+	uint32_t interned_words;
+	uint32_t *counters;
+	size_t ncounters, ccap;
+	uint64_t *drop;     /* BEGIN ordinals pass 1 found open at `until` */
+	size_t ndrop, dcap, kdrop;
+	uint64_t ord, last_ticks;
+	bool seen;
+	uint32_t seq;
+	uint64_t track;
+	uint32_t index, tid;
+};
+
+static int fail(struct pctx *c, int err, const char *fmt, const char *arg)
+{
+	if (!c->err) {
+		c->err = err;
+		snprintf(c->msg, c->msglen, fmt, arg);
+	}
+	return err;
+}
+
+/* ==== Output ==== */
+
+static int out_flush(struct pctx *c)
+{
+	if (c->nout && !c->err && fwrite(c->out, 1, c->nout, c->f) != c->nout)
+		fail(c, errno ? -errno : -EIO, "cannot write the trace: %s", strerror(errno ? errno : EIO));
+	c->nout = 0;
+	return c->err;
+}
+
+static inline uint8_t *out_room(struct pctx *c, size_t need)
+{
+	if (PFX_OUT_BYTES - c->nout < need)
+		out_flush(c);
+	return c->out + c->nout;
+}
+
+/* Packs @p with protobuf-c and writes it as one Trace.packet entry. */
+static void put_packet(struct pctx *c, const Perfetto__Protos__TracePacket *p)
+{
+	size_t n = perfetto__protos__trace_packet__get_packed_size(p);
+	if (n > c->pkcap) {
+		size_t cap = n * 2;
+		uint8_t *b = realloc(c->pk, cap);
+		if (!b) {
+			fail(c, -ENOMEM, "out of memory%s", "");
+			return;
+		}
+		c->pk = b;
+		c->pkcap = cap;
+	}
+	perfetto__protos__trace_packet__pack(p, c->pk);
+	uint8_t *o = out_room(c, 11);
+	uint8_t *e = o;
+	*e++ = 0x0a;
+	e = pfx_put_varint(e, n);
+	c->nout += (size_t)(e - o);
+	if (n > PFX_OUT_BYTES - c->nout) {
+		out_flush(c);
+		if (!c->err && fwrite(c->pk, 1, n, c->f) != n)
+			fail(c, errno ? -errno : -EIO, "cannot write the trace: %s", strerror(errno ? errno : EIO));
+		return;
+	}
+	memcpy(c->out + c->nout, c->pk, n);
+	c->nout += n;
+}
+
+static void packet_init(Perfetto__Protos__TracePacket *p, uint32_t seq, uint64_t ts_ns, uint32_t flags)
+{
+	*p = (Perfetto__Protos__TracePacket)PERFETTO__PROTOS__TRACE_PACKET__INIT;
+	p->optional_trusted_packet_sequence_id_case =
+		PERFETTO__PROTOS__TRACE_PACKET__OPTIONAL_TRUSTED_PACKET_SEQUENCE_ID_TRUSTED_PACKET_SEQUENCE_ID;
+	p->trusted_packet_sequence_id = seq;
+	p->has_timestamp = 1;
+	p->timestamp = ts_ns;
+	if (flags) {
+		p->has_sequence_flags = 1;
+		p->sequence_flags = flags;
+	}
+}
+
+/* ==== Names ==== */
+
+static const char *name_of(struct pctx *c, uint32_t id, char *tmp, size_t n)
+{
+	const char *s = pt_reader_string(c->rd, id, NULL);
+	if (s)
+		return s;
+	snprintf(tmp, n, "(unknown id %" PRIu32 ")", id);
+	return tmp;
+}
+
+/* 1 if @id still needs interning on this sequence (and marks it), 0 if done, <0 on ENOMEM. */
+static int intern_mark(struct pctx *c, uint32_t id)
+{
+	uint32_t w = id / 64;
+	if (w >= c->interned_words) {
+		uint32_t nw = c->interned_words ? c->interned_words : 64;
+		while (nw <= w)
+			nw *= 2;
+		uint64_t *b = realloc(c->interned, nw * sizeof(*b));
+		if (!b)
+			return fail(c, -ENOMEM, "out of memory%s", "");
+		memset(b + c->interned_words, 0, (nw - c->interned_words) * sizeof(*b));
+		c->interned = b;
+		c->interned_words = nw;
+	}
+	uint64_t bit = 1ull << (id % 64);
+	if (c->interned[w] & bit)
+		return 0;
+	c->interned[w] |= bit;
+	return 1;
+}
+
+/* ==== Events ==== */
+
+static inline uint64_t ns_of(const struct pctx *c, uint64_t ticks)
+{
+	return pt_reader_ticks_to_ns(c->rd, ticks);
+}
+
+static void emit_begin(struct pctx *c, uint64_t ts, uint32_t id)
+{
+	int k = intern_mark(c, id);
+	if (k < 0)
+		return;
+	if (k == 0) { /* hot path: name already interned on this sequence */
+		uint8_t *o = out_room(c, PFX_HOT_MAX_BYTES);
+		c->nout += (size_t)(pfx_enc_slice(o, ts, c->seq, (uint64_t)id + 1) - o);
+		return;
+	}
+	char tmp[48];
+	Perfetto__Protos__EventName en = PERFETTO__PROTOS__EVENT_NAME__INIT;
+	Perfetto__Protos__EventName *ens[1] = { &en };
+	Perfetto__Protos__InternedData in = PERFETTO__PROTOS__INTERNED_DATA__INIT;
+	Perfetto__Protos__TrackEvent te = PERFETTO__PROTOS__TRACK_EVENT__INIT;
+	Perfetto__Protos__TracePacket p;
+	en.has_iid = 1;
+	en.iid = (uint64_t)id + 1;
+	en.name = (char *)name_of(c, id, tmp, sizeof(tmp));
+	in.n_event_names = 1;
+	in.event_names = ens;
+	te.has_type = 1;
+	te.type = PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_BEGIN;
+	te.name_field_case = PERFETTO__PROTOS__TRACK_EVENT__NAME_FIELD_NAME_IID;
+	te.name_iid = (uint64_t)id + 1;
+	packet_init(&p, c->seq, ts, PERFETTO__PROTOS__TRACE_PACKET__SEQUENCE_FLAGS__SEQ_NEEDS_INCREMENTAL_STATE);
+	p.interned_data = &in;
+	p.data_case = PERFETTO__PROTOS__TRACE_PACKET__DATA_TRACK_EVENT;
+	p.track_event = &te;
+	put_packet(c, &p);
+}
+
+struct annots {
+	Perfetto__Protos__DebugAnnotation a[16];
+	Perfetto__Protos__DebugAnnotation *p[16];
+	size_t n;
+};
+
+static void annot_u(struct annots *an, const char *name, uint64_t v)
+{
+	Perfetto__Protos__DebugAnnotation *d = &an->a[an->n];
+	*d = (Perfetto__Protos__DebugAnnotation)PERFETTO__PROTOS__DEBUG_ANNOTATION__INIT;
+	d->name_field_case = PERFETTO__PROTOS__DEBUG_ANNOTATION__NAME_FIELD_NAME;
+	d->name = (char *)name;
+	d->value_case = PERFETTO__PROTOS__DEBUG_ANNOTATION__VALUE_UINT_VALUE;
+	d->uint_value = v;
+	an->p[an->n] = d;
+	an->n++;
+}
+
+static void annot_s(struct annots *an, const char *name, const char *v)
+{
+	annot_u(an, name, 0);
+	an->a[an->n - 1].value_case = PERFETTO__PROTOS__DEBUG_ANNOTATION__VALUE_STRING_VALUE;
+	an->a[an->n - 1].string_value = (char *)v;
+}
+
+/* END of @f at @end_ns; metrics (inclusive, plus self where it differs)
+ * and the derived rates over the slice's duration; @mark flags an END the
+ * trace did not hold. Hand-encoded (pfx_perfetto_enc.h). */
+static void emit_end(struct pctx *c, const struct frame *f, uint64_t end_ns, const char *mark)
+{
+	if (!f->has_m && !mark) {
+		uint8_t *o = out_room(c, PFX_HOT_MAX_BYTES);
+		c->nout += (size_t)(pfx_enc_slice(o, end_ns, c->seq, 0) - o);
+		return;
+	}
+	static const char *const mnames[NM] = { "read_bytes", "written_bytes", "flops" };
+	static const char *const snames[NM] = { "self_read_bytes", "self_written_bytes", "self_flops" };
+	static const char *const xnames[NDIR] = { "h2d_bytes", "d2h_bytes", "d2d_bytes", "p2p_bytes" };
+	struct pfx_annot a[16];
+	size_t n = 0;
+	if (mark)
+		a[n++] = (struct pfx_annot){ .name = mark, .kind = PFX_A_BOOL, .u = 1 };
+	if (f->has_m) {
+		uint64_t start_ns = ns_of(c, f->start_ticks);
+		double dur = end_ns > start_ns ? (double)(end_ns - start_ns) : 0.0;
+		for (int k = 0; k < NM; k++) {
+			if (f->m_incl[k])
+				a[n++] = (struct pfx_annot){ .name = mnames[k], .kind = PFX_A_UINT, .u = f->m_incl[k] };
+			if (f->m_self[k] != f->m_incl[k])
+				a[n++] = (struct pfx_annot){ .name = snames[k], .kind = PFX_A_UINT, .u = f->m_self[k] };
+		}
+		for (int k = 0; k < NDIR; k++)
+			if (f->x_incl[k])
+				a[n++] = (struct pfx_annot){ .name = xnames[k], .kind = PFX_A_UINT, .u = f->x_incl[k] };
+		uint64_t bytes = f->m_incl[M_READ] + f->m_incl[M_WRITTEN];
+		if (dur > 0 && bytes) /* bytes/ns = GB/s */
+			a[n++] = (struct pfx_annot){ .name = "gb_per_s", .kind = PFX_A_DOUBLE, .d = (double)bytes / dur };
+		if (dur > 0 && f->m_incl[M_FLOPS])
+			a[n++] = (struct pfx_annot){ .name = "gflop_per_s",
+						     .kind = PFX_A_DOUBLE,
+						     .d = (double)f->m_incl[M_FLOPS] / dur };
+	}
+	const size_t need = pfx_end_annot_size(end_ns, c->seq, a, n);
+	uint8_t *o = out_room(c, need); /* need < 1 KB << PFX_OUT_BYTES */
+	c->nout += (size_t)(pfx_enc_end_annot(o, end_ns, c->seq, a, n) - o);
+}
+
+/* TYPE_INSTANT named @name on @track (0 = the sequence's default track). */
+static void emit_instant(struct pctx *c, uint32_t seq, uint64_t track, uint64_t ts, const char *name,
+			 const struct annots *an)
+{
+	Perfetto__Protos__TrackEvent te = PERFETTO__PROTOS__TRACK_EVENT__INIT;
+	Perfetto__Protos__TracePacket p;
+	te.has_type = 1;
+	te.type = PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_INSTANT;
+	te.name_field_case = PERFETTO__PROTOS__TRACK_EVENT__NAME_FIELD_NAME;
+	te.name = (char *)name;
+	if (track) {
+		te.has_track_uuid = 1;
+		te.track_uuid = track;
+	}
+	te.n_debug_annotations = an->n;
+	te.debug_annotations = (Perfetto__Protos__DebugAnnotation **)an->p;
+	packet_init(&p, seq, ts,
+		    track ? 0 : PERFETTO__PROTOS__TRACE_PACKET__SEQUENCE_FLAGS__SEQ_NEEDS_INCREMENTAL_STATE);
+	p.data_case = PERFETTO__PROTOS__TRACE_PACKET__DATA_TRACK_EVENT;
+	p.track_event = &te;
+	put_packet(c, &p);
+}
+
+static const char *errc_name(uint32_t code)
+{
+	switch (code) {
+	case PT_ERRC_IMPLICIT_CLOSE: return "implicit_close";
+	case PT_ERRC_STOP_NOT_OPEN: return "stop_not_open";
+	case PT_ERRC_END_UNDERFLOW: return "end_underflow";
+	case PT_ERRC_AFTER_EXIT: return "after_exit";
+	case PT_ERRC_IO: return "io";
+	default: return "unknown";
+	}
+}
+
+static void emit_loss_or_error(struct pctx *c, uint32_t seq, uint64_t track, const struct pt_record *r)
+{
+	struct annots an = { .n = 0 };
+	uint64_t ts = ns_of(c, r->ticks);
+	if (r->kind == PT_REC_LOSS) {
+		annot_u(&an, "records_lost", r->value);
+		annot_u(&an, "sections_lost", r->value2);
+		emit_instant(c, seq, track, ts, "ptz: records lost", &an);
+	} else {
+		annot_s(&an, "error", errc_name(r->aux));
+		annot_u(&an, r->aux == PT_ERRC_IO ? "errno" : "count", r->value);
+		emit_instant(c, seq, track, ts, "ptz: recorder error", &an);
+	}
+}
+
+static void emit_counter(struct pctx *c, uint64_t ts, uint32_t id, int64_t v)
+{
+	const uint64_t uuid = PFX_UUID_COUNTER(c->index, id);
+	bool known = false;
+	for (size_t i = 0; i < c->ncounters; i++)
+		if (c->counters[i] == id)
+			known = true;
+	if (!known) { /* TP needs the descriptor before the first value, in file order */
+		if (c->ncounters == c->ccap) {
+			size_t nc = c->ccap ? c->ccap * 2 : 8;
+			uint32_t *n = realloc(c->counters, nc * sizeof(*n));
+			if (!n) {
+				fail(c, -ENOMEM, "out of memory%s", "");
+				return;
+			}
+			c->counters = n;
+			c->ccap = nc;
+		}
+		c->counters[c->ncounters++] = id;
+		char tmp[48], name[300];
+		snprintf(name, sizeof(name), "%s (tid %" PRIu32 ")", name_of(c, id, tmp, sizeof(tmp)), c->tid);
+		Perfetto__Protos__CounterDescriptor cd = PERFETTO__PROTOS__COUNTER_DESCRIPTOR__INIT;
+		Perfetto__Protos__TrackDescriptor td = PERFETTO__PROTOS__TRACK_DESCRIPTOR__INIT;
+		Perfetto__Protos__TracePacket p;
+		td.has_uuid = 1;
+		td.uuid = uuid;
+		td.has_parent_uuid = 1;
+		td.parent_uuid = c->track;
+		td.static_or_dynamic_name_case = PERFETTO__PROTOS__TRACK_DESCRIPTOR__STATIC_OR_DYNAMIC_NAME_NAME;
+		td.name = name;
+		td.counter = &cd;
+		packet_init(&p, c->seq, ts, 0);
+		p.data_case = PERFETTO__PROTOS__TRACE_PACKET__DATA_TRACK_DESCRIPTOR;
+		p.track_descriptor = &td;
+		put_packet(c, &p);
+	}
+	Perfetto__Protos__TrackEvent te = PERFETTO__PROTOS__TRACK_EVENT__INIT;
+	Perfetto__Protos__TracePacket p;
+	te.has_type = 1;
+	te.type = PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_COUNTER;
+	te.has_track_uuid = 1;
+	te.track_uuid = uuid;
+	te.counter_value_field_case = PERFETTO__PROTOS__TRACK_EVENT__COUNTER_VALUE_FIELD_COUNTER_VALUE;
+	te.counter_value = v;
+	packet_init(&p, c->seq, ts, 0);
+	p.data_case = PERFETTO__PROTOS__TRACE_PACKET__DATA_TRACK_EVENT;
+	p.track_event = &te;
+	put_packet(c, &p);
+}
+
+/* ==== Descriptors ==== */
+
+static void emit_process(struct pctx *c)
+{
+	const struct pt_trace_info *in = c->info;
+	char *cmd = strdup(in->cmdline ? in->cmdline : "");
+	char *args[64];
+	size_t nargs = 0;
+	if (!cmd) {
+		fail(c, -ENOMEM, "out of memory%s", "");
+		return;
+	}
+	for (char *save = NULL, *t = strtok_r(cmd, " ", &save); t && nargs < 64; t = strtok_r(NULL, " ", &save))
+		args[nargs++] = t;
+	Perfetto__Protos__ProcessDescriptor pd = PERFETTO__PROTOS__PROCESS_DESCRIPTOR__INIT;
+	Perfetto__Protos__TrackDescriptor td = PERFETTO__PROTOS__TRACK_DESCRIPTOR__INIT;
+	Perfetto__Protos__TracePacket p;
+	pd.has_pid = 1;
+	pd.pid = c->pid;
+	pd.n_cmdline = nargs;
+	pd.cmdline = args;
+	pd.process_name = (char *)(in->process_name && *in->process_name ? in->process_name : "ptz process");
+	td.has_uuid = 1;
+	td.uuid = PFX_UUID_PROCESS;
+	td.process = &pd;
+	packet_init(&p, PFX_SEQ_PROCESS, in->start_mono_ns,
+		    PERFETTO__PROTOS__TRACE_PACKET__SEQUENCE_FLAGS__SEQ_INCREMENTAL_STATE_CLEARED);
+	p.data_case = PERFETTO__PROTOS__TRACE_PACKET__DATA_TRACK_DESCRIPTOR;
+	p.track_descriptor = &td;
+	put_packet(c, &p);
+	free(cmd);
+}
+
+/* The sequence's first packet: thread track, CLEARED|NEEDS, defaults. */
+static void emit_thread(struct pctx *c, const struct pt_thread_info *ti)
+{
+	char name[64];
+	/* tid 0 means the table entry was lost; TP reads tid 0 as the idle task */
+	int64_t tid = ti->tid ? (int64_t)ti->tid : (int64_t)(0x40000000u + ti->index);
+	if (ti->name && *ti->name)
+		snprintf(name, sizeof(name), "%s", ti->name);
+	else
+		snprintf(name, sizeof(name), "thread %" PRIu32 "%s", ti->index, ti->tid ? "" : " (tid lost)");
+	Perfetto__Protos__ThreadDescriptor thd = PERFETTO__PROTOS__THREAD_DESCRIPTOR__INIT;
+	Perfetto__Protos__TrackDescriptor td = PERFETTO__PROTOS__TRACK_DESCRIPTOR__INIT;
+	Perfetto__Protos__TrackEventDefaults ted = PERFETTO__PROTOS__TRACK_EVENT_DEFAULTS__INIT;
+	Perfetto__Protos__TracePacketDefaults dfl = PERFETTO__PROTOS__TRACE_PACKET_DEFAULTS__INIT;
+	Perfetto__Protos__TracePacket p;
+	thd.has_pid = 1;
+	thd.pid = c->pid;
+	thd.has_tid = 1;
+	thd.tid = tid;
+	thd.thread_name = name;
+	td.has_uuid = 1;
+	td.uuid = c->track;
+	td.thread = &thd;
+	ted.has_track_uuid = 1;
+	ted.track_uuid = c->track;
+	dfl.track_event_defaults = &ted;
+	packet_init(&p, c->seq, c->info->start_mono_ns,
+		    PERFETTO__PROTOS__TRACE_PACKET__SEQUENCE_FLAGS__SEQ_INCREMENTAL_STATE_CLEARED |
+			    PERFETTO__PROTOS__TRACE_PACKET__SEQUENCE_FLAGS__SEQ_NEEDS_INCREMENTAL_STATE);
+	p.data_case = PERFETTO__PROTOS__TRACE_PACKET__DATA_TRACK_DESCRIPTOR;
+	p.track_descriptor = &td;
+	p.trace_packet_defaults = &dfl;
+	put_packet(c, &p);
+}
+
+/* ==== Per-thread nesting (analyzer/ana_build.c rules) ==== */
+
+static inline bool in_window(const struct pctx *c, uint64_t ns)
+{
+	return ns >= c->since_abs_ns && ns <= c->until_abs_ns;
+}
+
+/* Pops the top frame, closed at @end_ticks; @emit = pass 2. */
+static void close_top(struct pctx *c, uint64_t end_ticks, bool emit, const char *mark)
+{
+	struct frame *f = &c->st[--c->depth];
+	if (c->depth && f->has_m) { /* inclusive amounts roll up into the parent */
+		struct frame *pa = &c->st[c->depth - 1];
+		if (!pa->has_m) {
+			memset(pa->m_self, 0, sizeof(pa->m_self));
+			memset(pa->m_incl, 0, sizeof(pa->m_incl));
+			memset(pa->x_incl, 0, sizeof(pa->x_incl));
+			pa->has_m = true;
+		}
+		for (int k = 0; k < NM; k++)
+			pa->m_incl[k] += f->m_incl[k];
+		for (int k = 0; k < NDIR; k++)
+			pa->x_incl[k] += f->x_incl[k];
+	}
+	if (emit && f->emitted) {
+		c->emitted_depth--;
+		emit_end(c, f, ns_of(c, end_ticks), mark);
+	}
+}
+
+static void close_all(struct pctx *c, bool emit, const char *mark)
+{
+	while (c->depth)
+		close_top(c, c->last_ticks, emit, mark);
+}
+
+static struct frame *push(struct pctx *c)
+{
+	if (c->depth == c->cap) {
+		uint32_t nc = c->cap ? c->cap * 2 : 64;
+		struct frame *s = realloc(c->st, nc * sizeof(*s));
+		if (!s) {
+			fail(c, -ENOMEM, "out of memory%s", "");
+			return NULL;
+		}
+		c->st = s;
+		c->cap = nc;
+	}
+	return &c->st[c->depth++];
+}
+
+static inline struct frame *frame_m(struct frame *f)
+{
+	if (!f->has_m) {
+		memset(f->m_self, 0, sizeof(f->m_self));
+		memset(f->m_incl, 0, sizeof(f->m_incl));
+		memset(f->x_incl, 0, sizeof(f->x_incl));
+		f->has_m = true;
+	}
+	return f;
+}
+
+/*
+ * One pass over a thread's records. Pass 1 (@emit false, only with an
+ * `until`) stops at the first timed record after `until` and stores the
+ * BEGIN ordinals of the sections open there in c->drop. Pass 2 writes.
+ */
+static int thread_pass(struct pctx *c, bool emit)
+{
+	struct pt_chunk_info ci;
+	struct pt_record r;
+	uint64_t next_seq = 0;
+	int rc;
+	c->depth = c->emitted_depth = 0;
+	c->ord = 0;
+	c->seen = false;
+	c->last_ticks = 0;
+	c->kdrop = 0;
+	pt_reader_rewind(c->rd);
+	while ((rc = pt_reader_next_chunk(c->rd, c->index, &ci)) == 1) {
+		if (ci.sequence != next_seq) /* chunks lost: the open stack is unreliable */
+			close_all(c, emit, "ptz.cut_by_gap");
+		next_seq = ci.sequence + 1;
+		while ((rc = pt_reader_next_record(c->rd, &r)) == 1) {
+			const bool timed = r.kind != PT_REC_METRIC && r.kind != PT_REC_TRANSFER;
+			uint64_t ns = 0;
+			if (timed && r.kind < PT_REC_INSTANT) {
+				ns = ns_of(c, r.ticks);
+				if (!emit && ns > c->until_abs_ns) {
+					c->ndrop = 0;
+					for (uint32_t i = 0; i < c->depth; i++) {
+						if (c->ndrop == c->dcap) {
+							size_t nc = c->dcap ? c->dcap * 2 : 64;
+							uint64_t *d = realloc(c->drop, nc * sizeof(*d));
+							if (!d)
+								return fail(c, -ENOMEM, "out of memory%s", "");
+							c->drop = d;
+							c->dcap = nc;
+						}
+						c->drop[c->ndrop++] = c->st[i].ord;
+					}
+					return 0;
+				}
+				if (!c->seen || r.ticks > c->last_ticks)
+					c->last_ticks = r.ticks;
+				c->seen = true;
+			}
+			switch (r.kind) {
+			case PT_REC_BEGIN: {
+				struct frame *f = push(c);
+				if (!f)
+					return c->err;
+				f->id = r.id;
+				f->start_ticks = r.ticks;
+				f->ord = c->ord++;
+				f->has_m = false;
+				f->emitted = false;
+				if (!emit)
+					break;
+				bool dropped = false;
+				while (c->kdrop < c->ndrop && c->drop[c->kdrop] < f->ord)
+					c->kdrop++;
+				if (c->kdrop < c->ndrop && c->drop[c->kdrop] == f->ord)
+					dropped = true;
+				if (!dropped && in_window(c, ns) && c->emitted_depth < PFX_MAX_DEPTH) {
+					f->emitted = true;
+					c->emitted_depth++;
+					emit_begin(c, ns, r.id);
+				}
+				break;
+			}
+			case PT_REC_END: {
+				if (c->depth == 0)
+					break; /* nothing open: never an END on an empty stack */
+				if (c->st[c->depth - 1].id != r.id) {
+					int k = (int)c->depth - 2;
+					while (k >= 0 && c->st[k].id != r.id)
+						k--;
+					if (k < 0)
+						break; /* matches no open section: dropped */
+					while ((int)c->depth - 1 > k)
+						close_top(c, r.ticks, emit, NULL);
+				}
+				close_top(c, r.ticks, emit, NULL);
+				break;
+			}
+			case PT_REC_METRIC:
+				if (c->depth && r.aux >= 1 && r.aux <= NM) {
+					struct frame *f = frame_m(&c->st[c->depth - 1]);
+					f->m_self[r.aux - 1] += r.value;
+					f->m_incl[r.aux - 1] += r.value;
+				}
+				break;
+			case PT_REC_TRANSFER:
+				if (c->depth && r.aux >= 1 && r.aux <= NDIR)
+					frame_m(&c->st[c->depth - 1])->x_incl[r.aux - 1] += r.value;
+				break;
+			case PT_REC_COUNTER:
+				if (emit && in_window(c, ns))
+					emit_counter(c, ns, r.id, (int64_t)r.value);
+				break;
+			case PT_REC_LOSS:
+			case PT_REC_ERROR:
+				if (emit && in_window(c, ns))
+					emit_loss_or_error(c, c->seq, 0, &r);
+				break;
+			default: /* reserved kinds: not exported yet */
+				break;
+			}
+			if (c->err)
+				return c->err;
+		}
+		if (rc < 0 && rc != -PT_ECORRUPT)
+			break;
+	}
+	if (rc < 0)
+		return fail(c, rc, "%s", pt_reader_errmsg(c->rd));
+	if (!emit) {
+		c->ndrop = 0; /* never passed `until`: nothing to drop */
+		return 0;
+	}
+	close_all(c, emit, "ptz.open_at_end");
+	return c->err;
+}
+
+static int export_thread(struct pctx *c, size_t pos, const struct pt_thread_info *ti)
+{
+	c->seq = PFX_SEQ_THREAD0 + (uint32_t)pos;
+	c->index = ti->index;
+	c->tid = ti->tid;
+	c->track = PFX_UUID_THREAD(ti->index);
+	c->ncounters = 0;
+	c->ndrop = 0;
+	if (c->interned)
+		memset(c->interned, 0, c->interned_words * sizeof(*c->interned));
+	emit_thread(c, ti);
+	if (c->until_set) {
+		int rc = thread_pass(c, false);
+		if (rc)
+			return rc;
+	}
+	return thread_pass(c, true);
+}
+
+int pfx_write_perfetto(const char *trace_path, FILE *out, const struct pfx_opts *o, char *err, size_t errlen)
+{
+	struct pctx c = { .f = out, .msg = err, .msglen = errlen };
+	static char dummy[1];
+	if (!c.msg || !c.msglen) {
+		c.msg = dummy;
+		c.msglen = sizeof(dummy);
+	}
+	c.msg[0] = '\0';
+	int rc = pt_reader_open(trace_path, &c.rd);
+	if (rc) {
+		snprintf(c.msg, c.msglen, "%s", c.rd ? pt_reader_errmsg(c.rd) : strerror(-rc));
+		pt_reader_close(c.rd);
+		return rc;
+	}
+	c.info = pt_reader_info(c.rd);
+	c.pid = c.info->pid ? (int32_t)c.info->pid : 4194305; /* above Linux's largest pid_max */
+	c.since_abs_ns = c.info->start_mono_ns + (o ? o->since_ns : 0);
+	c.until_set = o && o->until_ns;
+	c.until_abs_ns = c.until_set ? c.info->start_mono_ns + o->until_ns : UINT64_MAX;
+	c.out = malloc(PFX_OUT_BYTES);
+	if (!c.out) {
+		fail(&c, -ENOMEM, "out of memory%s", "");
+		goto done;
+	}
+
+	emit_process(&c);
+	/* process-wide LOSS / ERROR records from the meta chunks */
+	{
+		struct pt_chunk_info ci;
+		struct pt_record r;
+		while (!c.err && (rc = pt_reader_next_chunk(c.rd, PT_FMT_META_THREAD, &ci)) == 1)
+			while (!c.err && pt_reader_next_record(c.rd, &r) == 1)
+				if ((r.kind == PT_REC_LOSS || r.kind == PT_REC_ERROR) &&
+				    in_window(&c, ns_of(&c, r.ticks)))
+					emit_loss_or_error(&c, PFX_SEQ_PROCESS, PFX_UUID_PROCESS, &r);
+		if (rc < 0)
+			fail(&c, rc, "%s", pt_reader_errmsg(c.rd));
+	}
+	const size_t nthreads = pt_reader_thread_count(c.rd);
+	for (size_t i = 0; i < nthreads && !c.err; i++) {
+		struct pt_thread_info ti;
+		if (pt_reader_thread(c.rd, i, &ti) == 1)
+			export_thread(&c, i, &ti);
+	}
+	out_flush(&c);
+	if (!c.err && fflush(out))
+		fail(&c, errno ? -errno : -EIO, "cannot write the trace: %s", strerror(errno ? errno : EIO));
+done:
+	free(c.out);
+	free(c.pk);
+	free(c.st);
+	free(c.interned);
+	free(c.counters);
+	free(c.drop);
+	pt_reader_close(c.rd);
+	return c.err;
+}

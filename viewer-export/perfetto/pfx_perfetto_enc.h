@@ -1,0 +1,193 @@
+/*
+ * viewer-export/perfetto/pfx_perfetto_enc.h - hand encoder for the two hot
+ * TracePackets of the Perfetto writer: a slice BEGIN whose name is already
+ * interned on the sequence, and a slice END without annotations.
+ *
+ * A third form, an END with debug annotations (the section's metrics), is
+ * hand-encoded too: every ancestor of a section with metrics carries the
+ * rolled-up amounts, so in compute-heavy traces these are common.
+ *
+ * Every other packet goes through protobuf-c. These are most of a
+ * trace, and protobuf-c's generic packer (get_packed_size + pack, each a
+ * walk over the descriptors) costs several times more than writing the
+ * ~12 bytes directly. protobuf-c stays the oracle: test_pfx_encode.c packs
+ * the same messages with it and requires identical bytes, so a change here
+ * that drifts from the schema fails the suite.
+ *
+ * Layout (field numbers from protos/perfetto_trace_subset.proto), in the
+ * order protobuf-c writes them (ascending field number):
+ *   Trace.packet (1, LEN) {
+ *     TracePacket.timestamp (8, varint)
+ *     TracePacket.trusted_packet_sequence_id (10, varint)
+ *     TracePacket.track_event (11, LEN) {
+ *       TrackEvent.type (9, varint)        SLICE_BEGIN = 1 / SLICE_END = 2
+ *       TrackEvent.name_iid (10, varint)   BEGIN only
+ *     }
+ *     TracePacket.sequence_flags (13, varint) = SEQ_NEEDS_INCREMENTAL_STATE
+ *   }
+ * and for the annotated END, TrackEvent starts with its debug_annotations
+ * (4, LEN) { value: bool_value 2 | uint_value 3 | double_value 5 (fixed64
+ * LE) | string_value 6; name (10, LEN) } before type (9).
+ */
+#ifndef PTZ_PFX_PERFETTO_ENC_H
+#define PTZ_PFX_PERFETTO_ENC_H
+
+#include <stddef.h> /* size_t */
+#include <stdint.h> /* uint8_t, uint64_t */
+#include <string.h> /* memcpy, strlen */
+
+/* Longest packet these write, Trace.packet framing included. */
+#define PFX_HOT_MAX_BYTES 48
+
+static inline uint8_t *pfx_put_varint(uint8_t *p, uint64_t v)
+{
+	while (v >= 0x80) {
+		*p++ = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	*p++ = (uint8_t)v;
+	return p;
+}
+
+static inline size_t pfx_varint_len(uint64_t v)
+{
+	size_t n = 1;
+	while (v >= 0x80) {
+		v >>= 7;
+		n++;
+	}
+	return n;
+}
+
+/*
+ * pfx_enc_slice() - Encode one framed BEGIN (@name_iid != 0) or END
+ * (@name_iid == 0) packet at @p, which must have PFX_HOT_MAX_BYTES of room.
+ * Return: the end of what was written.
+ */
+static inline uint8_t *pfx_enc_slice(uint8_t *p, uint64_t ts_ns, uint32_t seq, uint64_t name_iid)
+{
+	const size_t te_len = name_iid ? 2 + 1 + pfx_varint_len(name_iid) : 2;
+	const size_t pkt_len = 1 + pfx_varint_len(ts_ns) + 1 + pfx_varint_len(seq) + 1 + 1 + te_len + 2;
+	*p++ = 0x0a; /* Trace.packet, LEN */
+	p = pfx_put_varint(p, pkt_len); /* < 128: one byte */
+	*p++ = 0x40; /* timestamp */
+	p = pfx_put_varint(p, ts_ns);
+	*p++ = 0x50; /* trusted_packet_sequence_id */
+	p = pfx_put_varint(p, seq);
+	*p++ = 0x5a; /* track_event, LEN */
+	*p++ = (uint8_t)te_len;
+	*p++ = 0x48; /* TrackEvent.type */
+	*p++ = name_iid ? 1 : 2;
+	if (name_iid) {
+		*p++ = 0x50; /* TrackEvent.name_iid */
+		p = pfx_put_varint(p, name_iid);
+	}
+	*p++ = 0x68; /* sequence_flags */
+	*p++ = 2;    /* SEQ_NEEDS_INCREMENTAL_STATE */
+	return p;
+}
+
+enum pfx_annot_kind { PFX_A_BOOL, PFX_A_UINT, PFX_A_DOUBLE, PFX_A_STRING };
+
+/* One top-level DebugAnnotation with a literal name. */
+struct pfx_annot {
+	const char *name;
+	enum pfx_annot_kind kind;
+	uint64_t u;    /* PFX_A_BOOL (0/1), PFX_A_UINT */
+	double d;      /* PFX_A_DOUBLE */
+	const char *s; /* PFX_A_STRING */
+};
+
+static inline size_t pfx_len_field(size_t len)
+{
+	return 1 + pfx_varint_len(len) + len;
+}
+
+static inline size_t pfx_annot_body(const struct pfx_annot *a)
+{
+	size_t v;
+	switch (a->kind) {
+	case PFX_A_BOOL: v = 2; break;
+	case PFX_A_UINT: v = 1 + pfx_varint_len(a->u); break;
+	case PFX_A_DOUBLE: v = 9; break;
+	default: v = pfx_len_field(strlen(a->s)); break;
+	}
+	return v + pfx_len_field(strlen(a->name));
+}
+
+static inline size_t pfx_end_te_len(const struct pfx_annot *a, size_t n)
+{
+	size_t te = 2;
+	for (size_t i = 0; i < n; i++)
+		te += pfx_len_field(pfx_annot_body(&a[i]));
+	return te;
+}
+
+/* Framed size of pfx_enc_end_annot()'s packet. */
+static inline size_t pfx_end_annot_size(uint64_t ts_ns, uint32_t seq, const struct pfx_annot *a, size_t n)
+{
+	const size_t pkt = 1 + pfx_varint_len(ts_ns) + 1 + pfx_varint_len(seq) + pfx_len_field(pfx_end_te_len(a, n)) + 2;
+	return 1 + pfx_varint_len(pkt) + pkt;
+}
+
+static inline uint8_t *pfx_put_str(uint8_t *p, uint8_t tag, const char *s)
+{
+	size_t len = strlen(s);
+	*p++ = tag;
+	p = pfx_put_varint(p, len);
+	memcpy(p, s, len);
+	return p + len;
+}
+
+/*
+ * pfx_enc_end_annot() - Encode one framed END packet carrying @n debug
+ * annotations at @p, which must have pfx_end_annot_size() bytes of room.
+ * Return: the end of what was written.
+ */
+static inline uint8_t *pfx_enc_end_annot(uint8_t *p, uint64_t ts_ns, uint32_t seq, const struct pfx_annot *a,
+					 size_t n)
+{
+	const size_t te_len = pfx_end_te_len(a, n);
+	const size_t pkt = 1 + pfx_varint_len(ts_ns) + 1 + pfx_varint_len(seq) + pfx_len_field(te_len) + 2;
+	*p++ = 0x0a;
+	p = pfx_put_varint(p, pkt);
+	*p++ = 0x40;
+	p = pfx_put_varint(p, ts_ns);
+	*p++ = 0x50;
+	p = pfx_put_varint(p, seq);
+	*p++ = 0x5a;
+	p = pfx_put_varint(p, te_len);
+	for (size_t i = 0; i < n; i++) {
+		*p++ = 0x22; /* TrackEvent.debug_annotations */
+		p = pfx_put_varint(p, pfx_annot_body(&a[i]));
+		switch (a[i].kind) {
+		case PFX_A_BOOL:
+			*p++ = 0x10;
+			*p++ = (uint8_t)(a[i].u != 0);
+			break;
+		case PFX_A_UINT:
+			*p++ = 0x18;
+			p = pfx_put_varint(p, a[i].u);
+			break;
+		case PFX_A_DOUBLE: {
+			uint64_t bits;
+			memcpy(&bits, &a[i].d, sizeof(bits));
+			*p++ = 0x29;
+			for (int k = 0; k < 8; k++)
+				*p++ = (uint8_t)(bits >> (8 * k));
+			break;
+		}
+		default:
+			p = pfx_put_str(p, 0x32, a[i].s);
+			break;
+		}
+		p = pfx_put_str(p, 0x52, a[i].name); /* DebugAnnotation.name */
+	}
+	*p++ = 0x48;
+	*p++ = 2; /* TYPE_SLICE_END */
+	*p++ = 0x68;
+	*p++ = 2; /* SEQ_NEEDS_INCREMENTAL_STATE */
+	return p;
+}
+
+#endif /* PTZ_PFX_PERFETTO_ENC_H */
