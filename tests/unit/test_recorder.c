@@ -372,15 +372,18 @@ static void test_disk_full_injected_fallocate(void **state)
 static void test_disk_full_real_tmpfs(void **state)
 {
 	(void)state;
+	/* cmocka 1.1.5 prints skip() as "not ok # SKIP" in TAP, which meson
+	 * counts as a failure: the case returns with a TAP comment instead.
+	 * CI runs as root, where it always runs. */
 	if (geteuid() != 0) {
-		print_message("# not root: the real-tmpfs full-disk case is skipped\n");
-		skip();
+		print_message("# SKIP not root: the real-tmpfs full-disk case needs mount(2)\n");
+		return;
 	}
 	const char *dir = tu_path("tmpfs");
 	mkdir(dir, 0700);
 	if (mount("tmpfs", dir, "tmpfs", 0, "size=1m") != 0) {
-		print_message("# mount tmpfs failed (%s): skipped\n", strerror(errno));
-		skip();
+		print_message("# SKIP mount tmpfs failed (%s)\n", strerror(errno));
+		return;
 	}
 	char path[4300];
 	snprintf(path, sizeof(path), "%s/full.ptz", dir);
