@@ -2,20 +2,35 @@
 """bench/overhead.py - always-on overhead of ptz on the real example workloads.
 
 Runs each example and its PT_DISABLE build (no recorder at all) alternately,
-N times each (order swapped every round so drift hits both alike), timing
+N times each (order rotated every round so drift hits all alike), timing
 whole runs (process start to exit: pt_open, recording, flush and pt_close
-included). Prints the median of each, the ratio of medians, and a 95%
-bootstrap confidence interval of that ratio (percentile method, 10,000
-resamples, seeded). Target: overhead below 1%. Not a test: figures only.
+included). A third variant runs the instrumented binary with a NULL
+recorder (--trace ''): same machine code, nothing recorded, so a gap
+between it and PT_DISABLE is code generation, not recording. Prints the
+medians, the ratio recording / PT_DISABLE, and a 95% bootstrap confidence
+interval of that ratio (percentile method, 10,000 resamples, seeded).
+Target: overhead below 1%. Not a test: figures only.
 
 usage: bench/overhead.py BUILD_DIR [--runs N] [--example NAME ...]
 """
 import argparse, os, random, statistics, subprocess, sys, tempfile, time
 
 def run(cmd):
+    """(wall seconds, CPU seconds: user + sys of the whole process, flusher included)"""
     t0 = time.perf_counter()
-    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    return time.perf_counter() - t0
+    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _, status, ru = os.wait4(p.pid, 0)
+    wall = time.perf_counter() - t0
+    if status != 0:
+        raise SystemExit(f"{cmd[0]} failed with status {status}")
+    return wall, ru.ru_utime + ru.ru_stime
+
+def boot_ci(rng, a, b):
+    ratios = []
+    for _ in range(10000):
+        ratios.append(statistics.median([rng.choice(a) for _ in a]) / statistics.median([rng.choice(b) for _ in b]))
+    ratios.sort()
+    return ratios[249], ratios[9749]
 
 def main():
     ap = argparse.ArgumentParser()
@@ -26,33 +41,31 @@ def main():
     examples = a.example or ["led_optimizer", "compress_corpus"]
     rng = random.Random(12345)
     tmp = tempfile.mkdtemp(prefix="ptz-overhead-")
-    print(f"ptz always-on overhead: {a.runs} interleaved runs each, whole-process wall time")
-    print(f"{'example':18} {'median on':>10} {'median off':>11} {'ratio':>7} {'95% CI':>17} {'overhead':>9}")
+    print(f"ptz always-on overhead: {a.runs} interleaved runs each; wall = whole-process wall time,")
+    print("cpu = whole-process user+sys time (flusher included); ratio = recording / PT_DISABLE medians")
+    print(f"{'example':16} {'time':4} {'recording':>10} {'NULL rec.':>10} {'PT_DISABLE':>11} {'ratio':>7} {'95% CI':>17} {'overhead':>9}")
     for ex in examples:
         on = os.path.join(a.build, "examples", ex)
         off = on + "_disabled"
         if not (os.path.exists(on) and os.path.exists(off)):
             print(f"{ex:18} not built"); continue
         trace = os.path.join(tmp, ex + ".ptz")
-        cmd_on, cmd_off = [on, "--trace", trace], [off, "--trace", trace]
+        cmd_on, cmd_null, cmd_off = [on, "--trace", trace], [on, "--trace", ""], [off, "--trace", trace]
         run(cmd_on); run(cmd_off)  # warm the page cache and the dynamic loader
-        t_on, t_off = [], []
+        t_on, t_null, t_off = [], [], []
         for i in range(a.runs):
-            pair = [(cmd_on, t_on), (cmd_off, t_off)]
-            if i % 2:
-                pair.reverse()
-            for cmd, acc in pair:
+            trio = [(cmd_on, t_on), (cmd_null, t_null), (cmd_off, t_off)]
+            trio = trio[i % 3:] + trio[:i % 3]
+            for cmd, acc in trio:
                 acc.append(run(cmd))
-        m_on, m_off = statistics.median(t_on), statistics.median(t_off)
-        ratios = []
-        for _ in range(10000):
-            s_on = [rng.choice(t_on) for _ in t_on]
-            s_off = [rng.choice(t_off) for _ in t_off]
-            ratios.append(statistics.median(s_on) / statistics.median(s_off))
-        ratios.sort()
-        lo, hi = ratios[249], ratios[9749]
-        r = m_on / m_off
-        print(f"{ex:18} {m_on:9.3f}s {m_off:10.3f}s {r:7.4f} [{lo:.4f}, {hi:.4f}] {100*(r-1):+8.2f}%")
+        for k, label in ((0, "wall"), (1, "cpu")):
+            on_k = [x[k] for x in t_on]
+            null_k = [x[k] for x in t_null]
+            off_k = [x[k] for x in t_off]
+            m_on, m_null, m_off = (statistics.median(v) for v in (on_k, null_k, off_k))
+            lo, hi = boot_ci(rng, on_k, off_k)
+            r = m_on / m_off
+            print(f"{ex:16} {label:4} {m_on:9.3f}s {m_null:9.3f}s {m_off:10.3f}s {r:7.4f} [{lo:.4f}, {hi:.4f}] {100*(r-1):+8.2f}%")
         if os.path.exists(trace):
             os.unlink(trace)
     os.rmdir(tmp)
