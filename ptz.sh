@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # ptz.sh - the README's two commands.
-#   ./ptz.sh demo   install what is missing, build, record real workloads, report
+#   ./ptz.sh demo   install what is missing, build, record real workloads, report, export
 #   ./ptz.sh test   install what is missing, build, run every test suite
 # Extra arguments after 'test' go to `meson test` (e.g. --suite unit).
 set -euo pipefail
@@ -53,6 +53,10 @@ demo)
 		echo "== $BUILD/cli/ptanalyze $out/$ex.ptz --report --bottlenecks 5 --csv $out/$ex.csv --json $out/$ex.json"
 		"$BUILD/cli/ptanalyze" "$out/$ex.ptz" --report --bottlenecks 5 --no-progress \
 			--csv "$out/$ex.csv" --json "$out/$ex.json"
+		echo "== $BUILD/cli/ptanalyze export --perfetto $out/$ex.pftrace --chrome $out/$ex.chrome.json $out/$ex.ptz"
+		"$BUILD/cli/ptanalyze" export --perfetto "$out/$ex.pftrace" --chrome "$out/$ex.chrome.json" \
+			--no-progress "$out/$ex.ptz"
+		echo "   open $out/$ex.pftrace at https://ui.perfetto.dev, or $out/$ex.chrome.json in speedscope"
 		echo
 	done
 	;;
