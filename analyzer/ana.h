@@ -168,6 +168,12 @@ struct ana_result {
 int ana_run(const char *path, const struct ana_options *opt, struct ana_result *res, char *err, size_t errlen);
 void ana_result_free(struct ana_result *res);
 
+/* @s if it is valid UTF-8, else a copy in *@scratch (freed and replaced on
+ * each call; the caller frees the last) with each invalid byte, overlong
+ * form, surrogate or code point above U+10FFFF replaced by '?'. NULL only
+ * when that copy cannot be allocated. */
+const char *ana_utf8_clean(const char *s, char **scratch);
+
 /* Name of a section id (or "(unknown id N)"); pointer valid until next call. */
 const char *ana_name(const struct ana_result *res, uint32_t id);
 

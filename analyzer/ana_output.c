@@ -318,12 +318,22 @@ static const char *const csv_cols =
 	"flops,self_read_bytes,self_written_bytes,self_flops,gb_per_s,gflop_per_s,flop_per_byte,h2d_bytes,"
 	"d2h_bytes,d2d_bytes,p2p_bytes,h2d_gb_per_s,d2h_gb_per_s,d2d_gb_per_s,p2p_gb_per_s,lossy";
 
+#define PATH_MAX_DEPTH 512
+
+/* Fills @chain with @node and its ancestors up to the root's child,
+ * innermost first (at most PATH_MAX_DEPTH); returns how many. */
+static int path_chain(const struct ana_tree *t, uint32_t node, uint32_t chain[PATH_MAX_DEPTH])
+{
+	int k = 0;
+	for (uint32_t x = node; x != 0 && k < PATH_MAX_DEPTH; x = t->n[x].parent)
+		chain[k++] = x;
+	return k;
+}
+
 static void path_of(const struct ana_result *res, const struct ana_tree *t, uint32_t node, char *buf, size_t n)
 {
-	uint32_t chain[512];
-	int k = 0;
-	for (uint32_t x = node; x != 0 && k < 512; x = t->n[x].parent)
-		chain[k++] = x;
+	uint32_t chain[PATH_MAX_DEPTH];
+	int k = path_chain(t, node, chain);
 	size_t o = 0;
 	buf[0] = 0;
 	while (k-- > 0 && o < n) {
@@ -397,38 +407,52 @@ int ana_write_csv(FILE *out, const struct ana_result *res, const struct ana_repo
 
 /* ---------------------------------------------------------------- JSON */
 
-/* A JSON string of @s with bytes that are not valid UTF-8 replaced by '?':
- * jansson rejects invalid UTF-8 (json_string returns NULL), and a name
- * must never vanish from a row or a path. */
-static json_t *jstr(const char *s)
+/*
+ * @s if it is valid UTF-8 (JSON strings must be), else a copy in *@scratch
+ * with each invalid byte replaced by '?'; NULL only when that copy cannot
+ * be allocated. Names are the program's own bytes: nothing checked them.
+ */
+const char *ana_utf8_clean(const char *s, char **scratch)
 {
-	json_t *j = json_string(s);
-	if (j)
-		return j;
-	size_t n = strlen(s);
-	char *c = malloc(n + 1);
-	if (!c)
-		return json_string("?");
 	const unsigned char *p = (const unsigned char *)s;
-	size_t o = 0;
-	for (size_t i = 0; i < n;) {
-		unsigned b = p[i];
-		size_t len = b < 0x80 ? 1 : (b >> 5) == 6 ? 2 : (b >> 4) == 14 ? 3 : (b >> 3) == 30 ? 4 : 0;
+	size_t n = strlen(s), i = 0;
+	char *o = NULL;
+	while (i < n) {
+		unsigned c = p[i];
+		size_t len = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
 		int ok = len && i + len <= n;
 		for (size_t k = 1; ok && k < len; k++)
 			ok = (p[i + k] & 0xc0) == 0x80;
-		if (ok) {
-			memcpy(c + o, p + i, len);
-			o += len;
-			i += len;
-		} else {
-			c[o++] = '?';
-			i++;
+		if (ok && len > 1) { /* overlong forms, surrogates, > U+10FFFF */
+			uint32_t cp = c & (0x7f >> len);
+			for (size_t k = 1; k < len; k++)
+				cp = (cp << 6) | (p[i + k] & 0x3f);
+			static const uint32_t min_cp[5] = { 0, 0, 0x80, 0x800, 0x10000 };
+			ok = cp >= min_cp[len] && cp <= 0x10ffff && (cp < 0xd800 || cp > 0xdfff);
 		}
+		if (!ok && !o) {
+			free(*scratch);
+			*scratch = o = malloc(n + 1);
+			if (!o)
+				return NULL;
+			memcpy(o, s, n + 1);
+		}
+		if (!ok)
+			o[i] = '?';
+		i += ok ? len : 1;
 	}
-	c[o] = 0;
-	j = json_string(c);
-	free(c);
+	return o ? o : s;
+}
+
+/* A JSON string of @s, repaired by ana_utf8_clean(): jansson rejects
+ * invalid UTF-8 (json_string returns NULL), and a name must never vanish
+ * from a row or a path. */
+static json_t *jstr(const char *s)
+{
+	char *scratch = NULL;
+	const char *c = ana_utf8_clean(s, &scratch);
+	json_t *j = json_string(c ? c : "?");
+	free(scratch);
 	return j ? j : json_string("?");
 }
 
@@ -445,10 +469,8 @@ static json_t *json_row(const struct ana_result *res, const struct ana_tree *t, 
 	json_object_set_new(r, "domain", jstr(dn ? dn : ""));
 	if (t) {
 		json_t *p = json_array();
-		uint32_t chain[512];
-		int k = 0;
-		for (uint32_t x = node; x != 0 && k < 512; x = t->n[x].parent)
-			chain[k++] = x;
+		uint32_t chain[PATH_MAX_DEPTH];
+		int k = path_chain(t, node, chain);
 		while (k-- > 0)
 			json_array_append_new(p, jstr(ana_name(res, t->n[chain[k]].id)));
 		json_object_set_new(r, "path", p);

@@ -387,10 +387,8 @@ void pt_counter(pt_recorder *r, uint32_t id, int64_t value)
 	struct rec_ring *g = ring_for(r);
 	if (!g)
 		return;
-	if (g->skip_depth && g->skip_lost) {
-		/* counters are not part of the skipped section, but the ring
-		 * was full moments ago: try anyway below */
-	}
+	/* a counter is not part of any section: recorded even inside a
+	 * skipped one, if the ring has room */
 	uint64_t h = g->head_own;
 	if (!room(g, h, g->depth + 2)) {
 		bump(&g->lost_records, 1);

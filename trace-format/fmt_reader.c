@@ -686,6 +686,16 @@ void pt_reader_rewind(struct pt_reader *r)
 	r->have_chunk = 0;
 }
 
+static void chunk_info(const struct rd_chunk *c, struct pt_chunk_info *out)
+{
+	out->offset = c->off;
+	out->sequence = c->h.sequence;
+	out->first_ticks = c->h.first_ticks;
+	out->last_ticks = c->h.last_ticks;
+	out->thread = c->h.kind == FMT_CHUNK_META ? PT_FMT_META_THREAD : c->h.thread;
+	out->records = c->h.records;
+}
+
 int pt_reader_next_chunk(struct pt_reader *r, uint32_t thread, struct pt_chunk_info *out)
 {
 	r->have_chunk = 0;
@@ -709,14 +719,8 @@ int pt_reader_next_chunk(struct pt_reader *r, uint32_t thread, struct pt_chunk_i
 		r->cur_off = c->off;
 		fmt_dec_init(&r->dec, r->raw, c->h.raw_bytes, c->h.first_ticks);
 		r->have_chunk = 1;
-		if (out) {
-			out->offset = c->off;
-			out->sequence = c->h.sequence;
-			out->first_ticks = c->h.first_ticks;
-			out->last_ticks = c->h.last_ticks;
-			out->thread = is_meta ? PT_FMT_META_THREAD : c->h.thread;
-			out->records = c->h.records;
-		}
+		if (out)
+			chunk_info(c, out);
 		return 1;
 	}
 	return 0;
@@ -727,13 +731,7 @@ int pt_reader_next_chunk_header(struct pt_reader *r, struct pt_chunk_info *out)
 	r->have_chunk = 0;
 	if (r->cur >= r->nchunks)
 		return 0;
-	const struct rd_chunk *c = &r->chunks[r->cur++];
-	out->offset = c->off;
-	out->sequence = c->h.sequence;
-	out->first_ticks = c->h.first_ticks;
-	out->last_ticks = c->h.last_ticks;
-	out->thread = c->h.kind == FMT_CHUNK_META ? PT_FMT_META_THREAD : c->h.thread;
-	out->records = c->h.records;
+	chunk_info(&r->chunks[r->cur++], out);
 	return 1;
 }
 

@@ -69,7 +69,7 @@ struct cw {
 	/* one reused event object: no allocation per section */
 	json_t *x, *x_name, *x_cat, *x_ts, *x_dur, *x_tid;
 	int pid;
-	char *scratch_name, *scratch_cat; /* UTF-8 repairs (utf8_clean) */
+	char *scratch_name, *scratch_cat; /* UTF-8 repairs (ana_utf8_clean) */
 	char unknown[48];
 	char *err;
 	size_t errlen;
@@ -98,56 +98,20 @@ static int emit(struct cw *w, json_t *ev, int digits)
 	return 0;
 }
 
-/*
- * @s if it is valid UTF-8 (JSON strings must be), else a copy in *@scratch
- * with each invalid byte replaced by '?'; NULL only when that copy cannot
- * be allocated. Names are the program's own bytes: nothing checked them.
- */
-static const char *utf8_clean(const char *s, char **scratch)
-{
-	const unsigned char *p = (const unsigned char *)s;
-	size_t n = strlen(s), i = 0;
-	char *o = NULL;
-	while (i < n) {
-		unsigned c = p[i];
-		size_t len = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
-		int ok = len && i + len <= n;
-		for (size_t k = 1; ok && k < len; k++)
-			ok = (p[i + k] & 0xc0) == 0x80;
-		if (ok && len > 1) { /* overlong forms, surrogates, > U+10FFFF */
-			uint32_t cp = c & (0x7f >> len);
-			for (size_t k = 1; k < len; k++)
-				cp = (cp << 6) | (p[i + k] & 0x3f);
-			static const uint32_t min_cp[5] = { 0, 0, 0x80, 0x800, 0x10000 };
-			ok = cp >= min_cp[len] && cp <= 0x10ffff && (cp < 0xd800 || cp > 0xdfff);
-		}
-		if (!ok && !o) {
-			free(*scratch);
-			*scratch = o = malloc(n + 1);
-			if (!o)
-				return NULL;
-			memcpy(o, s, n + 1);
-		}
-		if (!ok)
-			o[i] = '?';
-		i += ok ? len : 1;
-	}
-	return o ? o : s;
-}
 
 static const char *section_name(struct cw *w, uint32_t id, const char **cat)
 {
 	uint32_t domain = 0;
 	const char *n = pt_reader_string(w->rd, id, &domain);
 	const char *d = domain ? pt_reader_domain(w->rd, domain) : NULL;
-	*cat = d && *d ? utf8_clean(d, &w->scratch_cat) : "ptz";
+	*cat = d && *d ? ana_utf8_clean(d, &w->scratch_cat) : "ptz";
 	if (!*cat)
 		*cat = "ptz";
 	if (!n) {
 		snprintf(w->unknown, sizeof(w->unknown), "(unknown id %" PRIu32 ")", id);
 		return w->unknown;
 	}
-	n = utf8_clean(n, &w->scratch_name);
+	n = ana_utf8_clean(n, &w->scratch_name);
 	return n ? n : "(name not valid UTF-8)";
 }
 
@@ -195,7 +159,7 @@ static int emit_counter(struct cw *w, const struct pt_record *r)
 	if (!name) {
 		snprintf(w->unknown, sizeof(w->unknown), "(unknown counter %" PRIu32 ")", r->id);
 		name = w->unknown;
-	} else if (!(name = utf8_clean(name, &w->scratch_name))) {
+	} else if (!(name = ana_utf8_clean(name, &w->scratch_name))) {
 		snprintf(w->err, w->errlen, "out of memory");
 		return -ENOMEM;
 	}
@@ -319,7 +283,7 @@ int pfx_write_chrome(const char *trace_path, FILE *out, const struct pfx_opts *o
 		goto out;
 	}
 	const char *pname = info->process_name && *info->process_name ? info->process_name : "ptz trace";
-	pname = utf8_clean(pname, &w.scratch_name);
+	pname = ana_utf8_clean(pname, &w.scratch_name);
 	rc = emit_meta(&w, "process_name", 0, "name", pname ? json_string(pname) : NULL);
 	size_t nthreads = pt_reader_thread_count(w.rd);
 	for (size_t i = 0; rc == 0 && i < nthreads; i++) {
@@ -329,7 +293,7 @@ int pfx_write_chrome(const char *trace_path, FILE *out, const struct pfx_opts *o
 		uint32_t tid = ti.tid ? ti.tid : PFX_SYNTH_TID_BASE + ti.index;
 		const char *tname = name;
 		if (ti.name && *ti.name)
-			tname = utf8_clean(ti.name, &w.scratch_name);
+			tname = ana_utf8_clean(ti.name, &w.scratch_name);
 		else
 			snprintf(name, sizeof(name), "thread %" PRIu32, ti.index);
 		rc = emit_meta(&w, "thread_name", tid, "name", tname ? json_string(tname) : NULL);

@@ -1677,6 +1677,30 @@ static int write_golden(const char *dir)
 	return 0;
 }
 
+/* ana_utf8_clean(), shared by the JSON report and the Chrome export:
+ * valid UTF-8 comes back as is (no copy); each bad byte, overlong form,
+ * surrogate or code point above U+10FFFF becomes '?', the rest is kept. */
+static void test_ana_utf8_clean_repairs(void **state)
+{
+	(void)state;
+	char *scratch = NULL;
+	const char *ok = "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80";
+	assert_ptr_equal(ana_utf8_clean(ok, &scratch), ok);
+	assert_null(scratch);
+	static const struct {
+		const char *in, *out;
+	} cases[] = {
+		{ "a\xff" "b", "a?b" },           /* invalid byte */
+		{ "x\xc0\xafy", "x??y" },        /* overlong '/' */
+		{ "s\xed\xa0\x80t", "s???t" },   /* surrogate U+D800 */
+		{ "\xf4\x90\x80\x80", "????" }, /* above U+10FFFF */
+		{ "cut\xe2\x82", "cut??" },      /* truncated sequence */
+	};
+	for (size_t i = 0; i < PT_ARRAY_SIZE(cases); i++)
+		assert_string_equal(ana_utf8_clean(cases[i].in, &scratch), cases[i].out);
+	free(scratch);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 3 && strcmp(argv[1], "--write-golden") == 0)
@@ -1703,6 +1727,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_ana_report_text_rows),
 		cmocka_unit_test(test_ana_report_text_limits),
 		cmocka_unit_test(test_ana_hist_quantile_within_error),
+		cmocka_unit_test(test_ana_utf8_clean_repairs),
 #ifdef PT_GOLDEN_DIR
 		cmocka_unit_test(test_golden_trace_is_generated),
 #endif
