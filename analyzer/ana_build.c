@@ -147,7 +147,6 @@ void ana_tree_free(struct ana_tree *t)
 
 struct ctx {
 	struct ana_result *res;
-	const struct ana_options *opt;
 	struct tstate *ts;
 	double ns_per_tick;
 	uint64_t since_ticks, until_ticks;
@@ -530,7 +529,7 @@ int ana_run(const char *path, const struct ana_options *opt, struct ana_result *
 		snprintf(err, errlen, "%s", res->rd ? pt_reader_errmsg(res->rd) : pt_strerror(rc));
 		return rc;
 	}
-	struct ctx c = { .res = res, .opt = opt, .rng = 0x5eed };
+	struct ctx c = { .res = res, .rng = 0x5eed };
 	const struct pt_trace_info *info = pt_reader_info(res->rd);
 	c.ns_per_tick = pt_reader_ns_per_tick(res->rd);
 	res->nnames = pt_reader_max_string_id(res->rd);
@@ -593,7 +592,7 @@ int ana_run(const char *path, const struct ana_options *opt, struct ana_result *
 	 * is hot in the cache, instead of every thread's at once. */
 	struct pt_chunk_info ci;
 	struct pt_record r, batch[256];
-	uint64_t done = 0, total = info->committed_bytes;
+	uint64_t done = 0;
 	while ((rc = pt_reader_next_chunk(res->rd, PT_FMT_META_THREAD, &ci)) == 1)
 		while (pt_reader_next_record(res->rd, &r) == 1) {
 			if (r.kind == PT_REC_LOSS) {
@@ -625,7 +624,6 @@ int ana_run(const char *path, const struct ana_options *opt, struct ana_result *
 				th->gaps++;
 		}
 	}
-	(void)total;
 	if (opt->progress)
 		opt->progress(opt->progress_ctx, res->total_records_hint, res->total_records_hint);
 	/* totals, spans, merged views */

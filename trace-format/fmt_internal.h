@@ -258,7 +258,6 @@ PT_INTERNAL int fmt_writer_append(struct fmt_writer *w, const struct fmt_chunk_h
 PT_INTERNAL int fmt_writer_append_final(struct fmt_writer *w, const struct fmt_chunk_hdr *h,
 					const uint8_t *raw, size_t raw_len, int level);
 PT_INTERNAL uint64_t fmt_writer_committed(const struct fmt_writer *w);
-PT_INTERNAL uint64_t fmt_writer_chunks(const struct fmt_writer *w);
 /* Marks the file closed, truncates to the committed length, unmaps, closes.
  * 0 or -errno. Frees @w in every case. NULL-safe. */
 PT_INTERNAL int fmt_writer_close(struct fmt_writer *w);

@@ -44,7 +44,6 @@ struct fmt_writer {
 	size_t win_len;
 	uint64_t head;      /* next chunk offset == committed length */
 	uint64_t alloc_end; /* bytes reserved by posix_fallocate */
-	uint64_t chunks;
 	ZSTD_CCtx *cctx;
 	long page;
 };
@@ -201,7 +200,6 @@ static int append(struct fmt_writer *w, const struct fmt_chunk_hdr *hin, const u
 	fmt_chunk_hdr_write(dst, &h);
 	PT_TESTPOINT("chunk written, not committed");
 	w->head = start + PT_FMT_CHUNK_HEADER_BYTES + stored;
-	w->chunks++;
 	commit(w);
 	return 0;
 }
@@ -219,7 +217,6 @@ int fmt_writer_append_final(struct fmt_writer *w, const struct fmt_chunk_hdr *h,
 }
 
 uint64_t fmt_writer_committed(const struct fmt_writer *w) { return w->head; }
-uint64_t fmt_writer_chunks(const struct fmt_writer *w) { return w->chunks; }
 
 int fmt_writer_close(struct fmt_writer *w)
 {
