@@ -59,7 +59,7 @@ int fmt_enc_raw(struct fmt_enc *e, uint8_t tag, const uint8_t *payload, size_t l
 static int enc_lp_fields(struct fmt_enc *e, uint8_t tag, const uint64_t *f, int nf, const char *s,
 			 size_t slen)
 {
-	uint8_t tmp[10 * 6];
+	uint8_t tmp[10 * 7];
 	uint8_t *p = tmp;
 	for (int i = 0; i < nf; i++)
 		p = fmt_put_varint(p, f[i]);
@@ -72,6 +72,20 @@ static int enc_lp_fields(struct fmt_enc *e, uint8_t tag, const uint64_t *f, int 
 		memcpy(out + head, s, slen);
 	e->pos = out + head + slen;
 	return 0;
+}
+
+int fmt_enc_lp5(struct fmt_enc *e, uint8_t tag, uint32_t id, uint32_t aux, uint64_t value, uint64_t value2,
+		uint64_t ticks)
+{
+	uint64_t f[5] = { id, aux, value, value2, ticks };
+	return enc_lp_fields(e, tag, f, 5, NULL, 0);
+}
+
+int fmt_enc_gpu_range(struct fmt_enc *e, uint32_t id, uint32_t device, uint64_t gpu_start, uint64_t gpu_end,
+		      uint64_t launch_ticks, uint64_t seq, uint64_t stream)
+{
+	uint64_t f[7] = { id, device, gpu_start, gpu_end, launch_ticks, seq, stream };
+	return enc_lp_fields(e, PT_REC_GPU_RANGE, f, 7, NULL, 0);
 }
 
 int fmt_enc_string(struct fmt_enc *e, uint32_t id, uint32_t domain, const char *s, size_t len)
@@ -135,9 +149,10 @@ int fmt_enc_record(struct fmt_enc *e, const struct pt_record *r)
 		return fmt_enc_clock(e, r->ticks, r->value, r->value2, r->aux);
 	default:
 		if (r->kind >= FMT_TAG_LEN_FIRST && r->kind <= 0xff) {
-			/* reserved kinds: id, aux, value, value2, ticks as varints */
-			uint64_t f[5] = { r->id, r->aux, r->value, r->value2, r->ticks };
-			return enc_lp_fields(e, (uint8_t)r->kind, f, 5, NULL, 0);
+			/* 0x40-0x44 and unknown kinds: id, aux, value, value2, ticks
+			 * as varints; GPU_RANGE appends sequence and stream (§4.4) */
+			uint64_t f[7] = { r->id, r->aux, r->value, r->value2, r->ticks, r->value3, r->value4 };
+			return enc_lp_fields(e, (uint8_t)r->kind, f, r->kind == PT_REC_GPU_RANGE ? 7 : 5, NULL, 0);
 		}
 		return -PT_ECORRUPT;
 	}
@@ -187,7 +202,7 @@ static int add_dt(struct fmt_dec *d, uint64_t dt)
 
 static int dec_lp(struct fmt_dec *d, uint8_t tag, struct pt_record *o)
 {
-	uint64_t len, f[5] = { 0 };
+	uint64_t len, f[7] = { 0 };
 	GET(len);
 	if (len > (uint64_t)(d->end - d->pos))
 		return -PT_ECORRUPT;
@@ -202,13 +217,19 @@ static int dec_lp(struct fmt_dec *d, uint8_t tag, struct pt_record *o)
 	case PT_REC_INSTANT:
 	case PT_REC_ASYNC_BEGIN:
 	case PT_REC_ASYNC_END:
-	case PT_REC_GPU_RANGE: nf = 5; break;
+	case PT_REC_GPU_RANGE:
+	case PT_REC_GPU_LAUNCH: nf = 5; break;
 	default:
 		return 2; /* unknown length-prefixed kind: skipped (§6) */
 	}
 	for (int i = 0; i < nf; i++)
 		if (get_varint(&p, end, &f[i]) < 0)
 			return -PT_ECORRUPT;
+	/* GPU_RANGE 1.1 appends sequence and stream; a 1.0 body stops before */
+	if (tag == PT_REC_GPU_RANGE)
+		for (int i = nf; i < 7 && p < end; i++)
+			if (get_varint(&p, end, &f[i]) < 0)
+				return -PT_ECORRUPT;
 	o->kind = tag;
 	o->ticks = d->ticks;
 	switch (tag) {
@@ -245,6 +266,8 @@ static int dec_lp(struct fmt_dec *d, uint8_t tag, struct pt_record *o)
 		o->value = f[2];
 		o->value2 = f[3];
 		o->ticks = f[4];
+		o->value3 = f[5];
+		o->value4 = f[6];
 		break;
 	}
 	if (tag == PT_REC_STRING || tag == PT_REC_DOMAIN || tag == PT_REC_THREAD) {
@@ -263,7 +286,7 @@ int fmt_dec_next(struct fmt_dec *d, struct pt_record *o)
 		uint8_t tag = *d->pos++;
 		o->str = NULL;
 		o->str_len = 0;
-		o->value = o->value2 = 0;
+		o->value = o->value2 = o->value3 = o->value4 = 0;
 		o->aux = o->id = 0;
 		switch (tag) {
 		case PT_REC_BEGIN:

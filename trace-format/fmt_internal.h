@@ -208,6 +208,12 @@ PT_INTERNAL int fmt_enc_thread(struct fmt_enc *e, uint32_t index, uint32_t tid, 
 			       uint64_t end_ticks, const char *name, size_t len);
 PT_INTERNAL int fmt_enc_clock(struct fmt_enc *e, uint64_t ticks, uint64_t mono_ns, uint64_t real_ns,
 			      uint32_t bracket_ticks);
+/* INSTANT, ASYNC_BEGIN/END, GPU_LAUNCH: the five-varint layout of §4.4. */
+PT_INTERNAL int fmt_enc_lp5(struct fmt_enc *e, uint8_t tag, uint32_t id, uint32_t aux, uint64_t value,
+			    uint64_t value2, uint64_t ticks);
+/* GPU_RANGE with the 1.1 trailing fields (§4.4). At most 72 bytes. */
+PT_INTERNAL int fmt_enc_gpu_range(struct fmt_enc *e, uint32_t id, uint32_t device, uint64_t gpu_start,
+				  uint64_t gpu_end, uint64_t launch_ticks, uint64_t seq, uint64_t stream);
 /* Any length-prefixed record, for reserved kinds and tests (§4.4). */
 PT_INTERNAL int fmt_enc_raw(struct fmt_enc *e, uint8_t tag, const uint8_t *payload, size_t len);
 /* Encode one decoded record (tests, tools). */

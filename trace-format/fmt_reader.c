@@ -261,10 +261,13 @@ static void meta_record(struct pt_reader *r, const struct pt_record *rec)
 			t->start_ticks = rec->ticks;
 		if (rec->value2)
 			t->end_ticks = rec->value2;
-		if (rec->str_len && t->name == no_name) {
+		if (rec->str_len) { /* the last non-empty name wins (format 1.1) */
 			char *n = dup_bytes(rec->str, rec->str_len);
-			if (n)
+			if (n) {
+				if (t->name != no_name)
+					free((void *)t->name);
 				t->name = n;
+			}
 		}
 		return;
 	}

@@ -36,7 +36,7 @@ extern "C" {
 /* ==== Constants ==== */
 
 #define PT_FMT_VERSION_MAJOR 1
-#define PT_FMT_VERSION_MINOR 0
+#define PT_FMT_VERSION_MINOR 1
 #define PT_FMT_HEADER_BYTES 4096u
 #define PT_FMT_CHUNK_HEADER_BYTES 64u
 /* Upper bound of one chunk's decompressed payload (doc/trace-format.md §3). */
@@ -58,10 +58,15 @@ enum pt_record_kind {
 	PT_REC_LOSS = 0x06,     /* value = records lost, value2 = sections lost (whole) */
 	PT_REC_ERROR = 0x07,    /* aux = enum pt_error_code, value = occurrences */
 	/* length-prefixed kinds: readers skip the ones they do not know */
-	PT_REC_INSTANT = 0x40,     /* reserved: id */
-	PT_REC_ASYNC_BEGIN = 0x41, /* reserved: id, value = 64-bit async id */
-	PT_REC_ASYNC_END = 0x42,   /* reserved: id, value = 64-bit async id */
-	PT_REC_GPU_RANGE = 0x43,   /* reserved: id, aux = device, value = gpu start, value2 = gpu end */
+	PT_REC_INSTANT = 0x40,     /* id = name id, aux = 0 */
+	PT_REC_ASYNC_BEGIN = 0x41, /* id = name id, value = 64-bit async id */
+	PT_REC_ASYNC_END = 0x42,   /* id = 0 or name id, value = 64-bit async id */
+	PT_REC_GPU_RANGE = 0x43,   /* id = section id, aux = device, value = GPU start,
+				      value2 = GPU end (both in host ticks, unclamped),
+				      ticks = host ticks of the launch (its BEGIN),
+				      value3 = launch sequence, value4 = stream key (1.1) */
+	PT_REC_GPU_LAUNCH = 0x44,  /* 1.1: id = section id, aux = device, value = stream key,
+				      value2 = launch sequence; precedes the BEGIN it marks */
 	PT_REC_STRING = 0x80,      /* meta: id, aux = domain id, str = name */
 	PT_REC_DOMAIN = 0x81,      /* meta: id = domain id, str = name */
 	PT_REC_THREAD = 0x82,      /* meta: id = thread index, value = OS tid, ticks = first seen,
@@ -76,7 +81,17 @@ enum pt_error_code {
 	PT_ERRC_STOP_NOT_OPEN = 2,  /* pt_stop() named no open section */
 	PT_ERRC_END_UNDERFLOW = 3,  /* pt_end() with no open section on the thread */
 	PT_ERRC_AFTER_EXIT = 4,     /* records from a thread after its ring was retired */
-	PT_ERRC_IO = 5              /* I/O failure; value = errno of the failure */
+	PT_ERRC_IO = 5,             /* I/O failure; value = errno of the failure */
+	/* GPU timing (format 1.1); value = occurrences. The CPU section is
+	 * recorded in every case; only its GPU half is missing. */
+	PT_ERRC_GPU_POOL_EMPTY = 6, /* no timing event available: GPU half dropped */
+	PT_ERRC_GPU_CAPTURING = 7,  /* stream was being captured into a graph: skipped */
+	PT_ERRC_GPU_CUDA = 8,       /* a CUDA call failed: GPU half dropped */
+	PT_ERRC_GPU_OFF = 9,        /* GPU timing is off (no runtime, no device, fork);
+				     * the reason is an INSTANT of the recorder's CUDA thread */
+	PT_ERRC_GPU_EARLY_START = 10, /* a GPU start mapped before its host launch
+				       * (kept unclamped in the GPU_RANGE record) */
+	PT_ERRC_GPU_QUEUE_FULL = 11 /* too many GPU sections awaiting resolution: dropped */
 };
 
 /* ==== Types ==== */
@@ -91,6 +106,8 @@ struct pt_reader;
  *           without timed records). Attribute them by nesting, not time.
  * @value:   kind-specific 64-bit payload (see enum pt_record_kind).
  * @value2:  second payload word.
+ * @value3:  third payload word (GPU_RANGE: launch sequence; else 0).
+ * @value4:  fourth payload word (GPU_RANGE: stream key; else 0).
  * @id:      section, counter, string, domain or thread id.
  * @aux:     metric kind, direction, error code, domain, or clock bracket.
  * @kind:    enum pt_record_kind.
@@ -103,6 +120,8 @@ struct pt_record {
 	uint64_t ticks;
 	uint64_t value;
 	uint64_t value2;
+	uint64_t value3;
+	uint64_t value4;
 	uint32_t id;
 	uint32_t aux;
 	uint32_t kind;

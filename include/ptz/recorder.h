@@ -110,10 +110,27 @@ struct pt_metrics {
  * @bytes_written: bytes committed to the file, header included.
  * @threads:       threads that have recorded.
  * @last_io_error: errno of the last I/O failure, 0 if none.
+ * @gpu_launched:  GPU halves recorded by pt_gpu_begin() (events queued).
+ * @gpu_ranges:    GPU ranges resolved and handed to the flusher.
+ * @gpu_dropped:   GPU halves not timed: pool empty, capturing, CUDA error,
+ *                 GPU timing off, queue full (their CPU sections recorded).
+ * @gpu_early_starts: ranges whose GPU start mapped before its host launch.
+ * @gpu_state:     enum pt_gpu_state.
+ * @gpu_error:     CUDA error code that turned GPU timing off, 0 if none.
  */
 struct pt_stats_info {
 	uint64_t records, lost_records, lost_sections, errors, chunks, bytes_written, threads;
 	int last_io_error;
+	uint64_t gpu_launched, gpu_ranges, gpu_dropped, gpu_early_starts;
+	int gpu_state;
+	int gpu_error;
+};
+
+/** enum pt_gpu_state - whether GPU timing works (pt_stats_info.gpu_state). */
+enum pt_gpu_state {
+	PT_GPU_UNUSED = 0, /* no pt_gpu_begin() yet: CUDA not loaded */
+	PT_GPU_ON = 1,     /* runtime loaded, CUDA thread running */
+	PT_GPU_OFF = 2     /* off: no runtime, no device, PTZ_GPU=0, fork, error */
 };
 
 /* ==== Lifecycle ==== */
@@ -260,6 +277,107 @@ PT_API void pt_start(pt_recorder *r, const char *name, const struct pt_metrics *
  *          innermost 64 open sections are searched.
  */
 PT_API void pt_stop(pt_recorder *r, const char *name, const struct pt_metrics *m);
+
+/* ==== Instants, async ranges, thread names ==== */
+
+/**
+ * pt_instant() - Record a point event named @id on the calling thread (an
+ * NVTX mark).
+ * @r:  recorder or NULL (no-op).
+ * @id: name id from pt_intern() or pt_intern_in().
+ * Context: as pt_counter(): any thread, wait-free, one tick read, one
+ *          16-byte slot; counted as lost when the ring is full. Recorded
+ *          even inside a skipped section (it is not part of one).
+ */
+PT_API void pt_instant(pt_recorder *r, uint32_t id);
+
+/**
+ * pt_async_begin() - Open a range that is not nested in the calling
+ * thread's sections and may end on another thread (NVTX start/end).
+ * @r:  recorder or NULL.
+ * @id: name id from pt_intern() or pt_intern_in().
+ * Context: as pt_counter() (two slots) plus one relaxed atomic increment.
+ * Return: the range's async id, unique in the process and never 0, to pass
+ *         to pt_async_end(); 0 when @r is NULL or closed.
+ */
+PT_API uint64_t pt_async_begin(pt_recorder *r, uint32_t id);
+
+/**
+ * pt_async_end() - Close the async range @async_id, from any thread.
+ * @r:        recorder or NULL.
+ * @async_id: a value returned by pt_async_begin(); 0 is ignored. An id that
+ *            was never begun is written anyway; the analyzer counts it as
+ *            unmatched.
+ * Context: as pt_counter() (two slots).
+ */
+PT_API void pt_async_end(pt_recorder *r, uint64_t async_id);
+
+/**
+ * pt_thread_name() - Name a thread in the trace.
+ * @r:    recorder or NULL.
+ * @tid:  OS thread id (gettid()); 0 = the calling thread.
+ * @name: NUL-terminated, copied (truncated to 31 bytes); NULL is ignored.
+ * The name takes precedence over the pthread name the recorder reads when
+ * a thread first records, whether @tid has recorded yet or not; the last
+ * call for a tid wins.
+ * Context: any thread; takes a mutex and may allocate (not for hot loops).
+ */
+PT_API void pt_thread_name(pt_recorder *r, uint32_t tid, const char *name);
+
+/* ==== GPU sections (CUDA) ==== */
+
+/**
+ * pt_gpu_begin() - Open section @id on the calling thread, and time the
+ * GPU work queued on @cuda_stream from now until pt_gpu_end().
+ * @r:           recorder or NULL (no-op).
+ * @id:          section id from pt_intern().
+ * @cuda_stream: the cudaStream_t the work is queued on. NULL (0) is the
+ *               legacy default stream; applications built with
+ *               --default-stream per-thread (or CUDA_API_PER_THREAD_DEFAULT_STREAM)
+ *               must pass cudaStreamPerThread ((void *)0x2) explicitly,
+ *               since 0 means the legacy stream to the recorder.
+ *
+ * The CPU section is recorded exactly as by pt_begin(). Its GPU half is a
+ * pair of CUDA timing events recorded on @cuda_stream (cudaEventRecord),
+ * taken from a per-thread cache that the recorder's CUDA thread refills
+ * from a bounded per-device pool. The host never waits: when no event is
+ * available (the pool is empty, which is also the case for the very first
+ * sections on a device while its pool is being created), when the stream
+ * is being captured into a CUDA graph, or when a CUDA call fails, only the
+ * GPU half is skipped and counted (ERROR records GPU_POOL_EMPTY,
+ * GPU_CAPTURING, GPU_CUDA; pt_stats() gpu_dropped). The GPU range is
+ * resolved later by the CUDA thread with cudaEventQuery (never a
+ * synchronize) and mapped to host ticks (doc/gpu-timing.md).
+ *
+ * CUDA is loaded at run time: $PTZ_CUDA_RUNTIME (a path), else a CUDA
+ * runtime already loaded in the process, else libcudart.so.13/.12/.11.0.
+ * libptz never links CUDA. With no usable runtime or device, GPU timing is
+ * off (reason recorded in the trace, pt_stats() gpu_state) and the call
+ * records the CPU section only. PTZ_GPU=0 turns GPU timing off.
+ *
+ * Calls made on this thread: cudaStreamIsCapturing, cudaStreamGetDevice
+ * (cudaGetDevice on runtimes older than 12.8), cudaStreamGetId where the
+ * runtime has it, and cudaEventRecord. Never cudaSetDevice, never a
+ * synchronizing call.
+ * Context: any thread that may call CUDA; never blocks; the first call in
+ *          the process loads the runtime (about 1 ms) and starts the CUDA
+ *          thread. Not async-signal-safe.
+ */
+PT_API void pt_gpu_begin(pt_recorder *r, uint32_t id, void *cuda_stream);
+
+/**
+ * pt_gpu_end() - Close the section opened by pt_gpu_begin() and end its
+ * GPU timing.
+ * @r:           recorder or NULL.
+ * @id:          the id given to pt_gpu_begin().
+ * @cuda_stream: the same stream as given to pt_gpu_begin(); a different
+ *               stream drops the GPU half (GPU_CUDA) since elapsed times
+ *               are only meaningful on one stream.
+ * Context: as pt_gpu_begin(); one cudaEventRecord when the begin recorded
+ *          a GPU half, else as pt_end(). GPU sections nest like any other
+ *          section; the innermost open GPU section is the one ended.
+ */
+PT_API void pt_gpu_end(pt_recorder *r, uint32_t id, void *cuda_stream);
 
 /* ==== Introspection and control ==== */
 

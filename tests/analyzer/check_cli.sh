@@ -109,7 +109,7 @@ unreadable() {
 unreadable "nonexistent file" "$TMP/nosuch.ptz" "No such file or directory"
 unreadable "a directory" "$TMP" ".*"
 unreadable "bad magic" "$C/bad-magic.ptz" "header @0x0: bad magic"
-unreadable "newer major version" "$C/bad-version.ptz" "header @0x0: format version 2.0"
+unreadable "newer major version" "$C/bad-version.ptz" "header @0x0: format version 2.1"
 unreadable "empty file" "$C/empty.ptz" "header @0x0: file has 0 bytes"
 unreadable "file shorter than its header" "$C/trunc-file-header.ptz" "header @0x0: file has 2000 bytes"
 run info "$TMP/nosuch.ptz"

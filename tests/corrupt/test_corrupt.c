@@ -452,7 +452,7 @@ static void mk_bad_version(struct ctx *c)
 {
 	fmt_put16(c->out.b + FMT_OFF_VERSION_MAJOR, 2);
 	fmt_put64(c->out.b + FMT_OFF_HEADER_XXH, XXH3_64bits(c->out.b, FMT_OFF_HEADER_XXH));
-	ex_open_fails(c, -PT_EVERSION, "format version 2.0");
+	ex_open_fails(c, -PT_EVERSION, "format version 2.1");
 }
 
 static void mk_newer_minor(struct ctx *c)
@@ -857,7 +857,7 @@ static void test_fmt_writer_close_trace_reads_back(void **state)
 	assert_int_equal(pt_reader_problem_count(r), 0);
 	assert_string_equal(pt_reader_errmsg(r), "");
 	assert_int_equal(info->version_major, 1);
-	assert_int_equal(info->version_minor, 0);
+	assert_int_equal(info->version_minor, PT_FMT_VERSION_MINOR);
 	assert_int_equal(info->clock_source, 1);
 	assert_int_equal(info->pid, 4242);
 	assert_int_equal(info->start_real_ns, START_REAL_NS);
