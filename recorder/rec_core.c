@@ -34,6 +34,7 @@
 static struct pt_recorder the_recorder = {
 	.reg_lock = PTHREAD_MUTEX_INITIALIZER,
 	.stop_lock = PTHREAD_MUTEX_INITIALIZER,
+	.names_lock = PTHREAD_MUTEX_INITIALIZER,
 };
 static pthread_mutex_t open_lock = PTHREAD_MUTEX_INITIALIZER;
 static bool is_open;
@@ -62,6 +63,7 @@ static void atfork_child(void)
 	atomic_store_explicit(&r->gen, 0, memory_order_relaxed);
 	r->forked = true;
 	rec_tls = NULL;
+	rec_gpu_atfork_child();
 }
 
 static void global_init(void)
@@ -405,6 +407,153 @@ void pt_counter(pt_recorder *r, uint32_t id, int64_t value)
 	publish(g, h + 2);
 }
 
+/* ------------------------------------------- instants, async ranges, GPU */
+
+bool rec_emit(struct pt_recorder *r, uint32_t kind, uint32_t id, uint32_t hi, uint64_t t, const uint64_t *v,
+	      unsigned n)
+{
+	struct rec_ring *g = ring_for(r);
+	if (!g)
+		return false;
+	uint64_t h = g->head_own;
+	/* room for the record and every pending END */
+	if (!room(g, h, g->depth + 1 + n)) {
+		bump(&g->lost_records, 1);
+		return false;
+	}
+	struct rec_slot *s = &g->slots[h & g->mask];
+	s->a = t ? t : rec_ticks();
+	s->b = kind | hi << 8;
+	s->c = id;
+	for (unsigned i = 0; i < n; i++) {
+		s = &g->slots[(h + 1 + i) & g->mask];
+		s->a = v[i];
+		s->b = 0;
+		s->c = 0;
+	}
+	publish(g, h + 1 + n);
+	return true;
+}
+
+uint64_t rec_begin_gpu(struct pt_recorder *r, uint32_t id, uint32_t dev, uint64_t stream, uint64_t seq)
+{
+	struct rec_ring *g = ring_for(r);
+	if (!g)
+		return 0;
+	if (g->skip_depth || !atomic_load_explicit(&r->enabled, memory_order_relaxed)) {
+		begin_slow(r, id); /* counts or skips exactly as pt_begin() */
+		return 0;
+	}
+	uint64_t h = g->head_own;
+	if (!room(g, h, g->depth + 2 + REC_SLACK + REC_SLOTS_GPU_LAUNCH)) {
+		begin_slow(r, id); /* drops the section whole, counted */
+		return 0;
+	}
+	uint64_t t = rec_ticks();
+	struct rec_slot *s = &g->slots[h & g->mask];
+	s->a = t;
+	s->b = SLOT_GPU_LAUNCH | dev << 8;
+	s->c = id;
+	s = &g->slots[(h + 1) & g->mask];
+	s->a = stream;
+	s->b = s->c = 0;
+	s = &g->slots[(h + 2) & g->mask];
+	s->a = seq;
+	s->b = s->c = 0;
+	s = &g->slots[(h + 3) & g->mask];
+	s->a = t;
+	s->b = SLOT_BEGIN;
+	s->c = id;
+	if (g->depth < REC_STOP_STACK)
+		g->open_ids[g->depth] = id;
+	g->depth++;
+	publish(g, h + 4);
+	return t;
+}
+
+void rec_gpu_error(struct pt_recorder *r, uint32_t code, uint32_t count)
+{
+	struct rec_ring *g = ring_for(r);
+	if (!g)
+		return;
+	uint64_t h = g->head_own;
+	if (!room(g, h, g->depth + 1)) {
+		bump(&g->lost_records, 1);
+		return;
+	}
+	struct rec_slot *s = &g->slots[h & g->mask];
+	s->a = rec_ticks();
+	s->b = SLOT_ERROR | code << 8;
+	s->c = count;
+	publish(g, h + 1);
+}
+
+void pt_instant(pt_recorder *r, uint32_t id)
+{
+	if (unlikely(!r))
+		return;
+	rec_emit(r, SLOT_INSTANT, id, 0, 0, NULL, 0);
+}
+
+uint64_t pt_async_begin(pt_recorder *r, uint32_t id)
+{
+	if (unlikely(!r) || atomic_load_explicit(&r->gen, memory_order_relaxed) == 0)
+		return 0;
+	uint64_t aid = atomic_fetch_add_explicit(&r->next_async_id, 1, memory_order_relaxed) + 1;
+	rec_emit(r, SLOT_ASYNC_BEGIN, id, 0, 0, &aid, 1);
+	return aid;
+}
+
+void pt_async_end(pt_recorder *r, uint64_t async_id)
+{
+	if (unlikely(!r) || async_id == 0)
+		return;
+	rec_emit(r, SLOT_ASYNC_END, 0, 0, 0, &async_id, 1);
+}
+
+void pt_thread_name(pt_recorder *r, uint32_t tid, const char *name)
+{
+	if (!r || !name)
+		return;
+	if (tid == 0)
+		tid = (uint32_t)syscall(SYS_gettid);
+	pthread_mutex_lock(&r->names_lock);
+	size_t i = 0;
+	while (i < r->ntnames && r->tnames[i].tid != tid)
+		i++;
+	if (i == r->ntnames) {
+		if (r->ntnames == r->ctnames) {
+			size_t nc = r->ctnames ? r->ctnames * 2 : 16;
+			struct rec_tname *p = realloc(r->tnames, nc * sizeof(*p));
+			if (!p) {
+				pthread_mutex_unlock(&r->names_lock);
+				return;
+			}
+			r->tnames = p;
+			r->ctnames = nc;
+		}
+		r->ntnames++;
+		r->tnames[i].tid = tid;
+	}
+	snprintf(r->tnames[i].name, sizeof(r->tnames[i].name), "%s", name);
+	atomic_fetch_add_explicit(&r->names_gen, 1, memory_order_release);
+	pthread_mutex_unlock(&r->names_lock);
+}
+
+bool rec_thread_name_for(struct pt_recorder *r, uint32_t tid, char out[32])
+{
+	bool found = false;
+	pthread_mutex_lock(&r->names_lock);
+	for (size_t i = 0; i < r->ntnames; i++)
+		if (r->tnames[i].tid == tid) {
+			memcpy(out, r->tnames[i].name, 32);
+			found = true;
+			break;
+		}
+	pthread_mutex_unlock(&r->names_lock);
+	return found;
+}
+
 /* ---------------------------------------------------------------- by title */
 
 static void add_metrics(pt_recorder *r, const struct pt_metrics *m)
@@ -655,6 +804,9 @@ int pt_close(pt_recorder *r)
 		pthread_mutex_unlock(&open_lock);
 		return 0;
 	}
+	/* GPU work still in flight is resolved (bounded wait) and written
+	 * while the recorder is still open. */
+	rec_gpu_stop(r);
 	/* New calls become no-ops; the registry is frozen under reg_lock so
 	 * no ring joins after the final drain. */
 	pthread_mutex_lock(&r->reg_lock);
@@ -782,5 +934,6 @@ int pt_stats(pt_recorder *r, struct pt_stats_info *out)
 	out->bytes_written = atomic_load_explicit(&r->bytes_written, memory_order_relaxed);
 	out->threads = atomic_load_explicit(&r->threads, memory_order_relaxed);
 	out->last_io_error = atomic_load_explicit(&r->last_io_error, memory_order_relaxed);
+	rec_gpu_stats(out);
 	return 0;
 }

@@ -46,6 +46,7 @@ struct flusher {
 	/* ring losses whose LOSS record could not be written (I/O error) and
 	 * whose ring is gone: written with the final tables */
 	uint64_t orphan_lost_records, orphan_lost_sections;
+	uint64_t names_seen;    /* r->names_gen last acted on */
 };
 
 static void io_error(struct pt_recorder *r, int rc, uint64_t lost)
@@ -105,6 +106,9 @@ static void emit_clock(struct flusher *f)
 /* @name: g->name, or g->exit_name once OWNER_EXITED was acquired */
 static void emit_thread(struct flusher *f, struct rec_ring *g, uint64_t end_ticks, const char *name)
 {
+	char set[32];
+	if (rec_thread_name_for(f->r, g->tid, set))
+		name = set; /* pt_thread_name() wins over the pthread name */
 	meta_room(f, 64 + sizeof(g->name));
 	fmt_enc_thread(&f->menc, g->index, g->tid, g->start_ticks, end_ticks, name, strnlen(name, sizeof(g->name)));
 }
@@ -142,6 +146,17 @@ static void emit_tables(struct flusher *f, int all)
 
 static void emit_repeat_if_due(struct flusher *f)
 {
+	uint64_t names = atomic_load_explicit(&f->r->names_gen, memory_order_acquire);
+	if (names != f->names_seen) { /* pt_thread_name(): re-announce named threads */
+		f->names_seen = names;
+		struct rec_ring *g;
+		char set[32];
+		cds_list_for_each_entry_rcu(g, &f->r->rings, node) {
+			PT_TSAN_ACQUIRE(g);
+			if (g->announced && rec_thread_name_for(f->r, g->tid, set))
+				emit_thread(f, g, 0, g->name);
+		}
+	}
 	uint64_t out = fmt_writer_committed(f->r->w);
 	if (out - f->last_repeat_bytes < REPEAT_BYTES)
 		return;
@@ -251,6 +266,26 @@ static uint64_t drain(struct flusher *f, struct rec_ring *g, uint64_t now_ns, in
 		}
 		case SLOT_ERROR:
 			fmt_enc_error(e, s->a, s->b >> 8, s->c);
+			break;
+		/* multi-slot kinds: published together (one head store) */
+		case SLOT_INSTANT:
+			fmt_enc_lp5(e, PT_REC_INSTANT, s->c, 0, 0, 0, s->a);
+			break;
+		case SLOT_ASYNC_BEGIN:
+		case SLOT_ASYNC_END:
+			fmt_enc_lp5(e, (s->b & 0xff) == SLOT_ASYNC_BEGIN ? PT_REC_ASYNC_BEGIN : PT_REC_ASYNC_END, s->c,
+				    0, slots[(t + 1) & mask].a, 0, s->a);
+			t += REC_SLOTS_ASYNC - 1;
+			break;
+		case SLOT_GPU_LAUNCH:
+			fmt_enc_lp5(e, PT_REC_GPU_LAUNCH, s->c, s->b >> 8, slots[(t + 1) & mask].a,
+				    slots[(t + 2) & mask].a, s->a);
+			t += REC_SLOTS_GPU_LAUNCH - 1;
+			break;
+		case SLOT_GPU_RANGE:
+			fmt_enc_gpu_range(e, s->c, s->b >> 8, slots[(t + 1) & mask].a, slots[(t + 2) & mask].a, s->a,
+					  slots[(t + 3) & mask].a, slots[(t + 4) & mask].a);
+			t += REC_SLOTS_GPU_RANGE - 1;
 			break;
 		default:
 			break; /* cannot happen: the owner writes only the kinds above */

@@ -65,8 +65,19 @@ enum rec_slot_kind {
 	SLOT_METRIC = 3,  /* a = value, b>>8 = metric kind */
 	SLOT_TRANSFER = 4,/* a = bytes, b>>8 = direction */
 	SLOT_COUNTER = 5, /* a = ticks, c = id; next slot: a = value */
-	SLOT_ERROR = 7    /* a = ticks, b>>8 = error code, c = count */
+	SLOT_ERROR = 7,   /* a = ticks, b>>8 = error code, c = count */
+	SLOT_INSTANT = 8, /* a = ticks, c = id */
+	SLOT_ASYNC_BEGIN = 9, /* a = ticks, c = id; next slot: a = async id */
+	SLOT_ASYNC_END = 10,  /* a = ticks, c = 0; next slot: a = async id */
+	SLOT_GPU_LAUNCH = 11, /* a = ticks, c = id, b>>8 = device; next: a = stream; next: a = seq;
+			       * then the section's SLOT_BEGIN with the same ticks */
+	SLOT_GPU_RANGE = 12   /* a = launch ticks, c = id, b>>8 = device; then 4 slots:
+			       * a = GPU start, GPU end (host ticks), seq, stream */
 };
+/* Slots taken by each kind (the flusher consumes them together). */
+#define REC_SLOTS_ASYNC 2
+#define REC_SLOTS_GPU_LAUNCH 3
+#define REC_SLOTS_GPU_RANGE 5
 
 struct rec_slot {
 	uint64_t a;
@@ -176,6 +187,18 @@ struct pt_recorder {
 	_Atomic uint64_t closed_lost;         /* lost/error counters of rings already freed */
 	_Atomic uint64_t closed_lost_sections, closed_errors;
 	_Atomic int last_io_error;
+
+	/* thread names set by pt_thread_name(), by OS tid (names_lock) */
+	pthread_mutex_t names_lock;
+	struct rec_tname *tnames;
+	size_t ntnames, ctnames;
+	_Atomic uint64_t names_gen;  /* bumped on every change; the flusher re-announces */
+	_Atomic uint64_t next_async_id;
+};
+
+struct rec_tname {
+	uint32_t tid;
+	char name[32];
 };
 
 /* ---- clocks (rec_clock.c) ---- */
@@ -241,6 +264,29 @@ PT_INTERNAL struct rec_str *rec_intern_get(uint32_t id); /* NULL if not yet publ
 PT_INTERNAL uint32_t rec_domain_count(void);
 PT_INTERNAL const char *rec_domain_name(uint32_t id);
 PT_INTERNAL uint32_t rec_intern_lookup(uint32_t domain, const char *name); /* 0 if absent */
+
+/* ---- records written off the hot path (rec_core.c) ---- */
+/* Writes slot kind @kind (id @id, b>>8 = @hi) with ticks @t, followed by
+ * @n value slots, as one unit, on the calling thread's ring. Not part of a
+ * section: written even inside a skipped one. false (counted as a lost
+ * record) when there is no room or no open recorder. */
+PT_INTERNAL bool rec_emit(struct pt_recorder *r, uint32_t kind, uint32_t id, uint32_t hi, uint64_t t,
+			  const uint64_t *v, unsigned n);
+/* Opens section @id preceded by its GPU_LAUNCH (device @dev, stream key
+ * @stream, launch sequence @seq), both with one tick read, as one unit.
+ * Returns that tick, or 0 when the section was skipped (full ring, disabled,
+ * inside a skipped section, no recorder): then nothing GPU may follow. */
+PT_INTERNAL uint64_t rec_begin_gpu(struct pt_recorder *r, uint32_t id, uint32_t dev, uint64_t stream,
+				   uint64_t seq);
+/* Copies the pt_thread_name() override for @tid into @out[32]; false if none. */
+PT_INTERNAL bool rec_thread_name_for(struct pt_recorder *r, uint32_t tid, char out[32]);
+/* Counts one GPU loss of @code on the calling thread's ring (ERROR record). */
+PT_INTERNAL void rec_gpu_error(struct pt_recorder *r, uint32_t code, uint32_t count);
+
+/* ---- GPU timing (rec_gpu.c) ---- */
+PT_INTERNAL void rec_gpu_stop(struct pt_recorder *r);   /* pt_close(): resolve pending, stop thread */
+PT_INTERNAL void rec_gpu_atfork_child(void);
+PT_INTERNAL void rec_gpu_stats(struct pt_stats_info *out);
 
 /* ---- flusher (rec_flush.c) ---- */
 PT_INTERNAL int rec_flusher_start(struct pt_recorder *r);

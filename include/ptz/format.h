@@ -87,11 +87,13 @@ enum pt_error_code {
 	PT_ERRC_GPU_POOL_EMPTY = 6, /* no timing event available: GPU half dropped */
 	PT_ERRC_GPU_CAPTURING = 7,  /* stream was being captured into a graph: skipped */
 	PT_ERRC_GPU_CUDA = 8,       /* a CUDA call failed: GPU half dropped */
-	PT_ERRC_GPU_OFF = 9,        /* GPU timing is off (no runtime, no device, fork);
-				     * the reason is an INSTANT of the recorder's CUDA thread */
+	PT_ERRC_GPU_OFF = 9,        /* GPU timing is off (no runtime, no device, fork); the
+				     * reason is an INSTANT named "GPU timing off: ..." */
 	PT_ERRC_GPU_EARLY_START = 10, /* a GPU start mapped before its host launch
 				       * (kept unclamped in the GPU_RANGE record) */
-	PT_ERRC_GPU_QUEUE_FULL = 11 /* too many GPU sections awaiting resolution: dropped */
+	PT_ERRC_GPU_QUEUE_FULL = 11, /* too many GPU sections awaiting resolution: dropped */
+	PT_ERRC_GPU_UNFINISHED = 12  /* GPU work not complete (or the runtime unloading)
+				      * when the recorder closed: never resolved */
 };
 
 /* ==== Types ==== */

@@ -356,8 +356,8 @@ PT_API void pt_thread_name(pt_recorder *r, uint32_t tid, const char *name);
  * records the CPU section only. PTZ_GPU=0 turns GPU timing off.
  *
  * Calls made on this thread: cudaStreamIsCapturing, cudaStreamGetDevice
- * (cudaGetDevice on runtimes older than 12.8), cudaStreamGetId where the
- * runtime has it, and cudaEventRecord. Never cudaSetDevice, never a
+ * (cudaGetDevice on runtimes older than 12.8) and cudaEventRecord. The
+ * stream is identified in the trace by its handle's value. Never cudaSetDevice, never a
  * synchronizing call.
  * Context: any thread that may call CUDA; never blocks; the first call in
  *          the process loads the runtime (about 1 ms) and starts the CUDA
