@@ -6,7 +6,9 @@
  * One streaming pass: each thread has its own stack and call-path tree, so
  * memory is bounded by distinct paths x threads, never by record count.
  * The merged (all threads) tree is built afterwards by merging the
- * per-thread trees.
+ * per-thread trees. GPU ranges, async ranges and instants (format 1.1) are
+ * paired and counted by ana_gpu.c; a trace without them carries none of
+ * their state (NULL pointers, zero counts) and prints none of their output.
  */
 #ifndef PTZ_ANA_H
 #define PTZ_ANA_H
@@ -50,6 +52,10 @@ void ana_hist_free(struct ana_hist *h);
 uint32_t ana_hist_index(uint64_t v);
 uint64_t ana_hist_lower(uint32_t idx);
 uint64_t ana_hist_upper(uint32_t idx); /* exclusive */
+/* The @rank-th smallest value (1 <= @rank <= values held) as its bucket's
+ * midpoint clamped to [lo, hi]; 0 if the histogram is empty, @hi if it holds
+ * fewer than @rank values. ana_hist_quantile() is this at rank ceil(q * total). */
+uint64_t ana_hist_at_rank(const struct ana_hist *h, uint64_t rank, uint64_t lo, uint64_t hi);
 /* Welford running mean and M2 (sum of squared deviations), in double. */
 struct ana_welford {
 	uint64_t n;
@@ -79,6 +85,31 @@ void ana_reservoir_free(struct ana_reservoir *r);
 enum { ANA_READ, ANA_WRITTEN, ANA_FLOPS, ANA_NMETRIC };
 enum { ANA_DIRS = 4 }; /* PT_H2D..PT_P2P, index dir-1 */
 
+/*
+ * GPU ranges attributed to a row (doc/analyzer-output.md §3.1). @self is
+ * the distribution of the ranges launched by the row's own sections (their
+ * GPU halves); @incl_* add the ranges launched by its descendants, except
+ * those already inside an enclosing GPU range of the same device and
+ * stream (counted once, in the enclosing one). Allocated on the first
+ * range, so a trace without GPU records pays one NULL pointer per row.
+ */
+struct ana_gpu_dist {
+	uint64_t count, total_ns, min_ns, max_ns; /* GPU end - GPU start */
+	struct ana_hist hist;                     /* durations, ns */
+	struct ana_welford lat;                   /* GPU start - launch tick, signed ns */
+	int64_t lat_min_ns, lat_max_ns;
+	uint64_t early;                           /* ranges with lat < 0 (early starts) */
+};
+/* Adds one range: duration @dur_ns, launch-to-start latency @lat_ns (may be
+ * negative). A histogram bucket that cannot be allocated is left out. */
+void ana_gpu_dist_add(struct ana_gpu_dist *d, uint64_t dur_ns, int64_t lat_ns);
+/* Adds @src's ranges into @dst (counts, sums, extremes, histogram, moments). */
+void ana_gpu_dist_merge(struct ana_gpu_dist *dst, const struct ana_gpu_dist *src);
+struct ana_gpu {
+	struct ana_gpu_dist self;
+	uint64_t incl_count, incl_total_ns;
+};
+
 /* Hot fields (touched by every END) first; metric and transfer sums after. */
 struct ana_agg {
 	uint64_t count;
@@ -93,7 +124,9 @@ struct ana_agg {
 	uint64_t xfer_self[ANA_DIRS], xfer_incl[ANA_DIRS];
 	uint64_t xfer_count[ANA_DIRS];
 	uint64_t lossy;      /* occurrences open while records were lost */
+	struct ana_gpu *gpu; /* NULL until a GPU range is attributed; owned */
 };
+/* Adds @s into @d. A GPU part that cannot be allocated is left out. */
 void ana_agg_merge(struct ana_agg *dst, const struct ana_agg *src, uint64_t *rng);
 void ana_agg_free(struct ana_agg *a);
 
@@ -123,9 +156,13 @@ struct ana_counter {
 	uint64_t last_ns;
 };
 
+/* Thread name of the recorder's CUDA thread (doc/trace-format.md §4.4). */
+#define ANA_GPU_THREAD_NAME "ptz-gpu"
+
 struct ana_thread {
 	uint32_t index, tid;
 	char name[32];
+	bool gpu_thread;            /* named "ptz-gpu": the recorder's CUDA thread */
 	struct ana_tree tree;
 	uint64_t first_ns, last_ns; /* span of its records */
 	uint64_t sections, records;
@@ -135,6 +172,85 @@ struct ana_thread {
 	uint64_t unattributed[ANA_NMETRIC];
 	struct ana_counter *counters;
 	size_t ncounters;
+	uint64_t *instants;         /* INSTANT records by name id (NULL if none) */
+	uint32_t ninstants;         /* entries in @instants */
+};
+
+/* ---- GPU, async ranges, instants (ana_gpu.c; doc/analyzer-output.md §3.1-3.3) ---- */
+
+/*
+ * Open-addressing hash map from a 64-bit key to a fixed-size entry whose
+ * first 8 bytes hold the key: linear probing, power-of-two capacity, load
+ * at most 1/2, deletion by backward shift (no tombstones). Memory: at
+ * most 4 slots per key at the peak number of live keys (@peak); it never
+ * shrinks. Single-threaded.
+ */
+struct ana_map {
+	uint8_t *slots; /* cap entries of esize bytes */
+	uint8_t *used;  /* cap occupancy flags */
+	size_t esize, cap, count, peak;
+};
+void ana_map_init(struct ana_map *m, size_t esize);
+/* The entry of @key, or NULL. */
+void *ana_map_find(const struct ana_map *m, uint64_t key);
+/* Adds @key (which must be absent): a zeroed entry with its key set, or NULL on ENOMEM. */
+void *ana_map_add(struct ana_map *m, uint64_t key);
+/* Removes @entry, a pointer returned by ana_map_find()/ana_map_add() since the last change. */
+void ana_map_remove(struct ana_map *m, void *entry);
+/* Calls @fn on every entry, in slot order. */
+void ana_map_each(const struct ana_map *m, void (*fn)(void *ctx, const void *entry), void *ctx);
+void ana_map_free(struct ana_map *m);
+
+/* Latency distribution that may go negative: |v| of negative values and
+ * non-negative values in two histograms, p50/p99 by signed rank. */
+struct ana_slat {
+	uint64_t n, neg;
+	int64_t min_ns, max_ns;
+	struct ana_welford w;
+	struct ana_hist pos, negh;
+};
+void ana_slat_add(struct ana_slat *s, int64_t v);
+/* q in [0,1]: the nearest-rank percentile as a bucket midpoint (negative
+ * values by magnitude), clamped to [min, max]; 0 when empty. */
+int64_t ana_slat_quantile(const struct ana_slat *s, double q);
+void ana_slat_free(struct ana_slat *s); /* frees the histograms */
+
+/* One device (GPU ordinal) as its recorded ranges show it. */
+struct ana_gpu_device {
+	uint32_t device;
+	uint64_t ranges;
+	uint64_t sum_ns;       /* sum of range durations (overlaps count twice) */
+	uint64_t busy_ns;      /* union of the ranges: "instrumented GPU busy" time */
+	uint64_t streams;      /* distinct stream keys */
+	struct ana_slat lat;   /* launch to GPU start, signed ns; lat.neg = early starts */
+	/* private: disjoint busy intervals [start, end) in ticks, sorted (16 bytes
+	 * each, one per run of overlapping or touching ranges), and the stream set */
+	uint64_t *iv;
+	size_t niv, civ;
+	struct ana_map stream_set;
+};
+
+/* GPU error codes 6..12 (PT_ERRC_GPU_POOL_EMPTY..PT_ERRC_GPU_UNFINISHED) */
+#define ANA_GPU_ERRC_FIRST PT_ERRC_GPU_POOL_EMPTY
+#define ANA_GPU_ERRC_N (PT_ERRC_GPU_UNFINISHED - PT_ERRC_GPU_POOL_EMPTY + 1)
+/* Short label of GPU error code @code (6..12), e.g. "pool empty"; NULL otherwise. */
+const char *ana_gpu_errc_name(uint32_t code);
+
+struct ana_gpu_summary {
+	uint64_t launches, ranges;  /* GPU_LAUNCH and GPU_RANGE records read */
+	uint64_t paired;            /* ranges matched with their launch (by seq) */
+	uint64_t unmatched_launches, unmatched_ranges; /* left over at the end (and duplicates) */
+	uint64_t errors[ANA_GPU_ERRC_N]; /* ERROR record counts by code - ANA_GPU_ERRC_FIRST */
+	uint32_t off_reason;        /* name id of the "GPU timing off..." INSTANT, 0 = none */
+	size_t pending_peak;        /* most launches and ranges waiting for their other half at once */
+	bool file_order;            /* chunks read in file order (a ptz-gpu thread exists) */
+	struct ana_gpu_device *dev; /* by device ordinal, ascending */
+	size_t ndev;
+};
+
+struct ana_async {
+	uint64_t count, total_ns, min_ns, max_ns;
+	struct ana_hist hist;
 };
 
 struct ana_options {
@@ -162,6 +278,15 @@ struct ana_result {
 	uint64_t total_records_hint; /* event records announced by chunk headers (progress) */
 	int corrupt;                 /* damaged regions inside the file */
 	int torn_tail;
+	/* GPU, async ranges and instants: all zero / NULL in a trace without them */
+	bool has_gpu, has_async, has_instants;
+	struct ana_gpu_summary gpu;
+	struct ana_async *async_by_name; /* indexed by name id, nasync entries */
+	uint32_t nasync;
+	uint64_t async_unmatched_begins, async_unmatched_ends;
+	size_t async_pending_peak;
+	uint64_t *instants_by_name;  /* all threads, indexed by name id, ninstants entries */
+	uint32_t ninstants;
 };
 
 /* Opens and analyzes @path. 0, -errno, or -PT_E* (message in *err, static or owned by res). */
@@ -184,6 +309,9 @@ struct ana_row {
 	double mean, std, share, first_over_rest, rest_mean, rest_std;
 	double gbps, gflops, intensity;
 	double xfer_gbps[ANA_DIRS];
+	/* GPU (a->gpu != NULL): self distribution, and inclusive GPU time / inclusive CPU time */
+	uint64_t gpu_p50, gpu_p99;
+	double gpu_mean, gpu_lat_mean, gpu_over_cpu;
 };
 void ana_row_compute(const struct ana_result *res, const struct ana_agg *a, struct ana_row *row);
 
@@ -202,5 +330,8 @@ void ana_report_text(FILE *out, const struct ana_result *res, const struct ana_r
 int ana_write_csv(FILE *out, const struct ana_result *res, const struct ana_report_opts *o);
 int ana_write_json(FILE *out, const struct ana_result *res, const struct ana_report_opts *o);
 void ana_info_text(FILE *out, const struct ana_result *res);
+/* True for a counter of the recorder's CUDA thread that holds bytes
+ * ("device memory used (all processes)", "process RSS"). */
+bool ana_counter_is_bytes(const struct ana_result *res, const struct ana_thread *t, uint32_t id);
 
 #endif /* PTZ_ANA_H */

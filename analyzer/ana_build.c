@@ -20,6 +20,14 @@
  * gap drops the open stack (its frames count as lost to the gap); frames
  * still open at the end are counted, not aggregated. A LOSS record marks
  * every frame open at that point: their rows are flagged.
+ *
+ * Reading order: one thread at a time (its tree stays hot in the cache),
+ * except for a trace with the recorder's CUDA thread ("ptz-gpu"), read in
+ * file order so that GPU launches and ranges pair soon (ana_gpu.c); the
+ * per-thread state makes every figure independent of the order, and the
+ * merged tree is renumbered in thread order afterwards. The format 1.1
+ * kinds (GPU, async, instant) leave the hot loop through one branch in
+ * on_record()'s default case; BEGIN and END do no GPU work.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -27,27 +35,9 @@
 #include <string.h>
 
 #include "analyzer/ana.h"
+#include "analyzer/ana_pass.h"
 
 #define PT_NOINLINE_ __attribute__((noinline))
-
-/* Metric and transfer sums of an open section; zeroed only when the first
- * one arrives (most sections carry none), flagged by frame.has_m. */
-struct frame_m {
-	uint64_t metric_self[ANA_NMETRIC], metric_incl[ANA_NMETRIC];
-	uint64_t xfer_self[ANA_DIRS], xfer_incl[ANA_DIRS], xfer_count[ANA_DIRS];
-};
-
-struct frame {
-	uint32_t node, id;
-	uint64_t start, child_ticks;
-	int32_t prev_same;        /* innermost open frame of the same name below this one, or -1 */
-	bool lossy, has_m, has_pending;
-	/* recursion-safe flat sums of kept same-name descendants whose own
-	 * same-name ancestors were not kept (doc/analyzer-output.md §2) */
-	uint64_t pending_ns;
-	uint64_t pending_incl[ANA_NMETRIC], pending_xfer[ANA_DIRS];
-	struct frame_m m;
-};
 
 static inline struct frame_m *frame_m(struct frame *f)
 {
@@ -57,24 +47,6 @@ static inline struct frame_m *frame_m(struct frame *f)
 	}
 	return &f->m;
 }
-
-struct flat_incl { /* recursion-safe inclusive sums per name, from the pass */
-	uint64_t total_ns, metric_incl[ANA_NMETRIC], xfer_incl[ANA_DIRS];
-};
-
-struct tstate {
-	struct frame *st;
-	uint32_t depth, cap;
-	int32_t *open_top;    /* by name id: innermost open frame index, -1 = none */
-	uint32_t nopen_top;
-	struct flat_incl *fi; /* by name id */
-	uint32_t nfi;
-	struct ana_agg *flat; /* by name id, built from the tree at the end */
-	uint32_t nflat;
-	uint64_t next_seq;
-	bool seen;
-	uint64_t first_ticks, last_ticks;
-};
 
 uint32_t ana_tree_child(struct ana_tree *t, uint32_t parent, uint32_t id)
 {
@@ -144,15 +116,6 @@ void ana_tree_free(struct ana_tree *t)
 	free(t->n);
 	memset(t, 0, sizeof(*t));
 }
-
-struct ctx {
-	struct ana_result *res;
-	struct tstate *ts;
-	double ns_per_tick;
-	uint64_t since_ticks, until_ticks;
-	uint64_t rng;
-	uint32_t *domain_of; /* name id -> domain, for the filter */
-};
 
 static PT_NOINLINE_ int32_t *open_top_grow(struct tstate *ts, uint32_t id);
 static inline int32_t *open_top_of(struct tstate *ts, uint32_t id)
@@ -280,18 +243,13 @@ static void agg_add(struct ctx *c, struct ana_agg *a, const struct frame *f, uin
 	}
 }
 
-static uint64_t ticks_ns(const struct ctx *c, uint64_t ticks)
-{
-	return (uint64_t)((double)ticks * c->ns_per_tick + 0.5);
-}
-
 /* Pops the top frame, closing it at @end, into its call-path node. */
 static void close_top(struct ctx *c, struct ana_thread *th, struct tstate *ts, uint64_t end)
 {
 	struct frame *f = &ts->st[--ts->depth];
 	uint64_t dur = end >= f->start ? end - f->start : 0;
 	uint64_t self = dur >= f->child_ticks ? dur - f->child_ticks : 0;
-	uint64_t dur_ns = ticks_ns(c, dur), self_ns = ticks_ns(c, self);
+	uint64_t dur_ns = ana_ticks_ns(c, dur), self_ns = ana_ticks_ns(c, self);
 	if (ts->depth > 0) {
 		struct frame *p = &ts->st[ts->depth - 1];
 		p->child_ticks += dur;
@@ -310,8 +268,7 @@ static void close_top(struct ctx *c, struct ana_thread *th, struct tstate *ts, u
 	if (top)
 		*top = f->prev_same;
 	bool in_window = f->start >= c->since_ticks && end <= c->until_ticks;
-	bool in_domain = c->res->domain_filter == UINT32_MAX ||
-			 (c->domain_of && id < c->res->nnames && c->domain_of[id] == c->res->domain_filter);
+	bool in_domain = ana_in_domain(c, id);
 	static const uint64_t zero[ANA_DIRS]; /* ANA_DIRS (4) >= ANA_NMETRIC (3) */
 	if (!in_window || !in_domain) {
 		/* not kept: kept same-name descendants count on their own */
@@ -453,10 +410,15 @@ static void on_record(struct ctx *c, struct ana_thread *th, struct tstate *ts, c
 			ts->st[i].lossy = true;
 		return;
 	case PT_REC_ERROR:
-		if (r->aux != PT_ERRC_IO)
+		if (ana_is_gpu_errc(r->aux))
+			ana_pass_gpu_error(c, r); /* GPU halves not timed: not misuse */
+		else if (r->aux != PT_ERRC_IO)
 			th->misuse_errors += r->value;
 		return;
 	default:
+		/* INSTANT, ASYNC, GPU: never reached by a trace without them */
+		if (r->kind >= PT_REC_INSTANT && r->kind <= PT_REC_GPU_LAUNCH)
+			ana_pass_ext(c, th, ts, r);
 		return;
 	}
 }
@@ -499,6 +461,8 @@ static void flat_from_tree(struct ctx *c, const struct ana_tree *t, struct tstat
 			fa->metric_incl[k] = fi ? fi->metric_incl[k] : 0;
 		for (int k = 0; k < ANA_DIRS; k++)
 			fa->xfer_incl[k] = fi ? fi->xfer_incl[k] : 0;
+		if (fa->gpu || id < ts->ngf)
+			ana_pass_flat_gpu(ts, id, fa);
 	}
 }
 
@@ -518,6 +482,64 @@ static void finish_agg(struct ctx *c, struct ana_agg *a)
 {
 	/* first_start_ns held ticks while building */
 	a->first_start_ns = a->count ? pt_reader_ticks_to_ns(c->res->rd, a->first_start_ns) : 0;
+}
+
+/* Process-wide records of the current meta chunk: losses and errors. */
+static void read_meta(struct ctx *c, struct pt_record *batch, size_t max)
+{
+	struct ana_result *res = c->res;
+	int n;
+	while ((n = pt_reader_next_records(res->rd, batch, max)) > 0)
+		for (int k = 0; k < n; k++) {
+			const struct pt_record *r = &batch[k];
+			if (r->kind == PT_REC_LOSS) {
+				res->process_lost_records += r->value;
+				res->lost_sections += r->value2;
+			} else if (r->kind == PT_REC_ERROR && ana_is_gpu_errc(r->aux)) {
+				ana_pass_gpu_error(c, r);
+			} else if (r->kind == PT_REC_ERROR && r->aux != PT_ERRC_IO) {
+				res->misuse_errors += r->value;
+			}
+		}
+}
+
+/* Replays the current event chunk @ci of thread @th. The only caller of
+ * on_record(), so that it is inlined into this one loop (both reading
+ * orders call this per chunk). */
+static PT_NOINLINE_ void read_events(struct ctx *c, struct ana_thread *th, struct tstate *ts, const struct pt_chunk_info *ci,
+			       struct pt_record *batch, size_t max)
+{
+	int rc;
+	if (ci->sequence != ts->next_seq) {
+		th->gaps++;
+		drop_stack(ts, &th->open_at_end);
+	}
+	ts->next_seq = ci->sequence + 1;
+	while ((rc = pt_reader_next_records(c->res->rd, batch, max)) > 0)
+		for (int k = 0; k < rc; k++)
+			on_record(c, th, ts, &batch[k]);
+	if (rc < 0) /* the rest of the chunk is gone: its open frames are unreliable */
+		th->gaps++;
+}
+
+/*
+ * In file order the merged tree's nodes were numbered in the order paths
+ * appeared across threads; the documented order (threads in index order,
+ * each in record order) is the one merge_tree() gives. @dst was built that
+ * way; this moves each path's reservoir (the only thing the pass kept in
+ * the merged tree) from @src, node @s, into @dst's node @d.
+ */
+static void move_reservoirs(struct ana_tree *dst, struct ana_tree *src, uint32_t s, uint32_t d)
+{
+	struct ana_reservoir tmp = dst->n[d].agg.res;
+	dst->n[d].agg.res = src->n[s].agg.res;
+	src->n[s].agg.res = tmp;
+	for (uint32_t i = 0; i < src->n[s].nchild; i++) {
+		uint32_t sc = src->n[s].child[i];
+		uint32_t dc = ana_tree_child(dst, d, src->n[sc].id);
+		if (dc != UINT32_MAX)
+			move_reservoirs(dst, src, sc, dc);
+	}
 }
 
 int ana_run(const char *path, const struct ana_options *opt, struct ana_result *res, char *err, size_t errlen)
@@ -564,6 +586,8 @@ int ana_run(const char *path, const struct ana_options *opt, struct ana_result *
 		res->threads[i].index = ti.index;
 		res->threads[i].tid = ti.tid;
 		snprintf(res->threads[i].name, sizeof(res->threads[i].name), "%s", ti.name);
+		res->threads[i].gpu_thread = strcmp(ti.name, ANA_GPU_THREAD_NAME) == 0;
+		res->gpu.file_order |= res->threads[i].gpu_thread;
 		if (tree_init(&res->threads[i].tree)) {
 			free(c.ts);
 			return -ENOMEM;
@@ -587,41 +611,60 @@ int ana_run(const char *path, const struct ana_options *opt, struct ana_result *
 	c.since_ticks = opt->since_ns ? t0 + (uint64_t)((double)opt->since_ns / c.ns_per_tick) : 0;
 	c.until_ticks = opt->until_ns ? t0 + (uint64_t)((double)opt->until_ns / c.ns_per_tick) : UINT64_MAX;
 
-	/* Meta chunks first (process-wide losses and errors), then one thread
-	 * at a time through the reader's chunk index: only that thread's tree
-	 * is hot in the cache, instead of every thread's at once. */
 	struct pt_chunk_info ci;
-	struct pt_record r, batch[256];
+	struct pt_record batch[256];
 	uint64_t done = 0;
-	while ((rc = pt_reader_next_chunk(res->rd, PT_FMT_META_THREAD, &ci)) == 1)
-		while (pt_reader_next_record(res->rd, &r) == 1) {
-			if (r.kind == PT_REC_LOSS) {
-				res->process_lost_records += r.value;
-				res->lost_sections += r.value2;
-			} else if (r.kind == PT_REC_ERROR && r.aux != PT_ERRC_IO) {
-				res->misuse_errors += r.value;
+	if (!res->gpu.file_order) {
+		/* Meta chunks first (process-wide losses and errors), then one
+		 * thread at a time through the reader's chunk index: only that
+		 * thread's tree is hot in the cache, instead of every thread's at
+		 * once. */
+		while ((rc = pt_reader_next_chunk(res->rd, PT_FMT_META_THREAD, &ci)) == 1)
+			read_meta(&c, batch, 256);
+		for (size_t i = 0; i < res->nthreads; i++) {
+			struct ana_thread *th = &res->threads[i];
+			if (opt->thread >= 0 && (uint32_t)opt->thread != th->index)
+				continue;
+			pt_reader_rewind(res->rd);
+			while ((rc = pt_reader_next_chunk(res->rd, th->index, &ci)) == 1) {
+				done += ci.records;
+				if (opt->progress &&
+				    (done & ~(uint64_t)0xffff) != ((done - ci.records) & ~(uint64_t)0xffff))
+					opt->progress(opt->progress_ctx, done, res->total_records_hint);
+				read_events(&c, th, &c.ts[i], &ci, batch, 256);
 			}
 		}
-	for (size_t i = 0; i < res->nthreads; i++) {
-		struct ana_thread *th = &res->threads[i];
-		struct tstate *ts = &c.ts[i];
-		if (opt->thread >= 0 && (uint32_t)opt->thread != th->index)
-			continue;
-		pt_reader_rewind(res->rd);
-		while ((rc = pt_reader_next_chunk(res->rd, th->index, &ci)) == 1) {
+	} else {
+		/*
+		 * A trace with the recorder's CUDA thread: every chunk in file
+		 * order, so that a GPU_LAUNCH and the GPU_RANGE with its seq
+		 * (written by different threads, close together in the file)
+		 * meet soon and the pending set stays as small as the file
+		 * allows (doc/analyzer-output.md §3.1). Per-thread state is
+		 * separate, so every figure is the same as in thread order; the
+		 * merged tree is renumbered in thread order at the end.
+		 */
+		size_t last = 0;
+		while ((rc = pt_reader_next_chunk(res->rd, PT_READER_ALL_CHUNKS, &ci)) == 1) {
+			if (ci.thread == PT_FMT_META_THREAD) {
+				read_meta(&c, batch, 256);
+				continue;
+			}
+			if (last >= res->nthreads || res->threads[last].index != ci.thread)
+				for (last = 0; last < res->nthreads && res->threads[last].index != ci.thread; last++)
+					;
+			if (last == res->nthreads)
+				continue;
+			struct ana_thread *th = &res->threads[last];
 			done += ci.records;
 			if (opt->progress && (done & ~(uint64_t)0xffff) != ((done - ci.records) & ~(uint64_t)0xffff))
 				opt->progress(opt->progress_ctx, done, res->total_records_hint);
-			if (ci.sequence != ts->next_seq) {
-				th->gaps++;
-				drop_stack(ts, &th->open_at_end);
-			}
-			ts->next_seq = ci.sequence + 1;
-			while ((rc = pt_reader_next_records(res->rd, batch, 256)) > 0)
-				for (int k = 0; k < rc; k++)
-					on_record(&c, th, ts, &batch[k]);
-			if (rc < 0) /* the rest of the chunk is gone: its open frames are unreliable */
-				th->gaps++;
+			if (opt->thread < 0 || (uint32_t)opt->thread == th->index)
+				read_events(&c, th, &c.ts[last], &ci, batch, 256);
+			else /* --thread: the GPU summary still covers the whole trace */
+				while ((rc = pt_reader_next_records(res->rd, batch, 256)) > 0)
+					for (int k = 0; k < rc; k++)
+						ana_pass_gpu_only(&c, &batch[k]);
 		}
 	}
 	if (opt->progress)
@@ -640,7 +683,8 @@ int ana_run(const char *path, const struct ana_options *opt, struct ana_result *
 				res->start_ns = th->first_ns;
 			if (th->last_ns > res->end_ns)
 				res->end_ns = th->last_ns;
-			res->thread_span_sum_ns += th->last_ns - th->first_ns;
+			if (!th->gpu_thread) /* the recorder's thread runs no sections */
+				res->thread_span_sum_ns += th->last_ns - th->first_ns;
 		}
 		res->records += th->records;
 		res->sections += th->sections;
@@ -656,11 +700,24 @@ int ana_run(const char *path, const struct ana_options *opt, struct ana_result *
 	res->lost_records += res->process_lost_records;
 	if (res->start_ns == UINT64_MAX)
 		res->start_ns = res->end_ns = 0;
+	ana_pass_finish(&c);
+	struct ana_tree pass_merged = { 0 };
+	if (res->gpu.file_order) {
+		pass_merged = res->merged;
+		if (tree_init(&res->merged)) {
+			res->merged = pass_merged; /* keeps the file order */
+			pass_merged.n = NULL;
+		}
+	}
 	uint32_t maxid = res->nnames;
 	for (size_t i = 0; i < res->nthreads; i++) {
 		merge_tree(&res->merged, &res->threads[i].tree, 0, 0, &c.rng);
 		if (c.ts[i].nflat > maxid)
 			maxid = c.ts[i].nflat;
+	}
+	if (pass_merged.n) {
+		move_reservoirs(&res->merged, &pass_merged, 0, 0);
+		ana_tree_free(&pass_merged);
 	}
 	res->nnames = maxid;
 	res->by_name = calloc(maxid ? maxid : 1, sizeof(*res->by_name));
@@ -676,6 +733,7 @@ int ana_run(const char *path, const struct ana_options *opt, struct ana_result *
 		free(c.ts[i].st);
 		free(c.ts[i].open_top);
 		free(c.ts[i].fi);
+		ana_pass_free_tstate(&c.ts[i]);
 	}
 	free(c.ts);
 	free(c.domain_of);
@@ -697,7 +755,19 @@ void ana_result_free(struct ana_result *res)
 		}
 	}
 	free(res->by_name_thread);
+	for (size_t i = 0; i < res->nthreads; i++)
+		free(res->threads[i].instants);
 	free(res->threads);
+	for (size_t d = 0; d < res->gpu.ndev; d++) {
+		ana_slat_free(&res->gpu.dev[d].lat);
+		free(res->gpu.dev[d].iv);
+		ana_map_free(&res->gpu.dev[d].stream_set);
+	}
+	free(res->gpu.dev);
+	for (uint32_t id = 0; id < res->nasync; id++)
+		ana_hist_free(&res->async_by_name[id].hist);
+	free(res->async_by_name);
+	free(res->instants_by_name);
 	ana_tree_free(&res->merged);
 	if (res->by_name)
 		for (uint32_t id = 0; id < res->nnames; id++)

@@ -36,6 +36,15 @@ void ana_row_compute(const struct ana_result *res, const struct ana_agg *a, stru
 			w->xfer_gbps[d] = (double)a->xfer_incl[d] / t;
 	}
 	w->intensity = bytes ? (double)a->metric_incl[ANA_FLOPS] / (double)bytes : 0.0;
+	const struct ana_gpu *g = a->gpu;
+	if (g) {
+		const struct ana_gpu_dist *d = &g->self;
+		w->gpu_p50 = ana_hist_quantile(&d->hist, 0.50, d->count, d->min_ns, d->max_ns);
+		w->gpu_p99 = ana_hist_quantile(&d->hist, 0.99, d->count, d->min_ns, d->max_ns);
+		w->gpu_mean = d->count ? (double)d->total_ns / (double)d->count : 0.0;
+		w->gpu_lat_mean = d->lat.mean;
+		w->gpu_over_cpu = t > 0 ? (double)g->incl_total_ns / t : 0.0;
+	}
 }
 
 /* ---------------------------------------------------------------- text */
@@ -50,6 +59,16 @@ static const char *dur(char *buf, size_t n, double ns)
 		snprintf(buf, n, "%.2f ms", ns / 1e6);
 	else
 		snprintf(buf, n, "%.3f s", ns / 1e9);
+	return buf;
+}
+
+/* dur() of a signed value ("-300 ns"). */
+static const char *sdur(char *buf, size_t n, double ns)
+{
+	if (ns >= 0)
+		return dur(buf, n, ns);
+	buf[0] = '-';
+	dur(buf + 1, n - 1, -ns);
 	return buf;
 }
 
@@ -172,6 +191,251 @@ static const struct ana_tree *view_tree(const struct ana_result *res, int thread
 	return &res->merged;
 }
 
+/* ---------------------------------------------------------------- text: GPU, async, instants */
+
+static const char *plural(uint64_t n, const char *one, const char *many)
+{
+	return n == 1 ? one : many;
+}
+
+/* The GPU summary lines of the report header and of 'info' (only for a
+ * trace with GPU records): the first line starts with @first, the others
+ * with @next. */
+static void gpu_summary_text(FILE *out, const struct ana_result *res, const char *first, const char *next)
+{
+	const struct ana_gpu_summary *g = &res->gpu;
+	if (!res->has_gpu)
+		return;
+	fprintf(out, "%s%" PRIu64 " %s, %" PRIu64 " %s on %zu %s; %" PRIu64 " paired; unmatched: %" PRIu64 " %s, %" PRIu64 " %s\n",
+		first, g->launches, plural(g->launches, "launch", "launches"), g->ranges,
+		plural(g->ranges, "range", "ranges"), g->ndev, plural(g->ndev, "device", "devices"), g->paired,
+		g->unmatched_launches, plural(g->unmatched_launches, "launch", "launches"), g->unmatched_ranges,
+		plural(g->unmatched_ranges, "range", "ranges"));
+	const char *sep = "";
+	for (int k = 0; k < ANA_GPU_ERRC_N; k++) {
+		uint32_t code = (uint32_t)k + ANA_GPU_ERRC_FIRST;
+		if (code == PT_ERRC_GPU_EARLY_START || !g->errors[k])
+			continue;
+		if (!*sep)
+			fprintf(out, "%sGPU halves not timed (CPU sections kept): ", next);
+		fprintf(out, "%s%" PRIu64 " %s", sep, g->errors[k], ana_gpu_errc_name(code));
+		sep = ", ";
+	}
+	if (*sep)
+		fputc('\n', out);
+	if (g->errors[PT_ERRC_GPU_EARLY_START - ANA_GPU_ERRC_FIRST])
+		fprintf(out, "%sGPU ranges that started before their launch (kept), counted by the recorder: %" PRIu64 "\n",
+			next, g->errors[PT_ERRC_GPU_EARLY_START - ANA_GPU_ERRC_FIRST]);
+	if (g->off_reason)
+		fprintf(out, "%s%s\n", next, ana_name(res, g->off_reason));
+}
+
+#define GPU_HDR_FMT "%-30s %7s %9s %9s %9s %9s %9s %8s\n"
+
+static void gpu_row(FILE *out, const struct ana_result *res, const char *label, int indent, const struct ana_agg *a)
+{
+	const struct ana_gpu *g = a->gpu;
+	struct ana_row w;
+	char name[256], b[8][32], ratio[16] = "-";
+	ana_row_compute(res, a, &w);
+	snprintf(name, sizeof(name), "%*s%s", indent * 2, "", label);
+	if (w.gpu_over_cpu > 0)
+		snprintf(ratio, sizeof(ratio), "%.2f", w.gpu_over_cpu);
+	const struct ana_gpu_dist *d = &g->self;
+	if (d->count) {
+		dur(b[0], 32, (double)d->total_ns);
+		dur(b[1], 32, w.gpu_mean);
+		dur(b[2], 32, (double)w.gpu_p50);
+		dur(b[3], 32, (double)w.gpu_p99);
+	} else {
+		for (int k = 0; k < 4; k++)
+			snprintf(b[k], 32, "-");
+	}
+	fprintf(out, "%-30s %7" PRIu64 " %9s %9s %9s %9s %9s %8s\n", name, d->count, b[0], b[1], b[2], b[3],
+		dur(b[4], 32, (double)g->incl_total_ns), ratio);
+	if (d->count)
+		fprintf(out, "%*s  launch to GPU start: mean %s, min %s, max %s; %" PRIu64 " early start%s\n", indent * 2,
+			"", sdur(b[5], 32, w.gpu_lat_mean), sdur(b[6], 32, (double)d->lat_min_ns),
+			sdur(b[7], 32, (double)d->lat_max_ns), d->early, d->early == 1 ? "" : "s");
+}
+
+static bool has_gpu_rows(const struct ana_agg *a)
+{
+	return a->gpu && (a->gpu->self.count || a->gpu->incl_count);
+}
+
+/* The call tree's walk (same order and limits as tree_print()), printing
+ * the rows that launched GPU ranges or hold some below them. */
+static void gpu_tree_print(FILE *out, const struct ana_result *res, const struct ana_tree *t, uint32_t node,
+			   const struct ana_report_opts *o, int indent)
+{
+	const struct ana_node *n = &t->n[node];
+	uint32_t *kids = malloc((n->nchild ? n->nchild : 1) * sizeof(*kids));
+	if (!kids)
+		return;
+	if (n->nchild)
+		memcpy(kids, n->child, n->nchild * sizeof(*kids));
+	sorted(res, t, NULL, o->sort, kids, n->nchild);
+	uint32_t shown = 0;
+	for (uint32_t i = 0; i < n->nchild; i++) {
+		const struct ana_node *c = &t->n[kids[i]];
+		if (!c->agg.count && !c->nchild)
+			continue;
+		struct ana_row w;
+		ana_row_compute(res, &c->agg, &w);
+		if (c->agg.count && 100.0 * w.share < o->min_pct)
+			continue;
+		if (o->top && shown++ >= (uint32_t)o->top)
+			break;
+		if (c->agg.count && !has_gpu_rows(&c->agg))
+			continue; /* nothing launched on a GPU here or below */
+		if (c->agg.count)
+			gpu_row(out, res, ana_name(res, c->id), indent, &c->agg);
+		if (!o->depth || (int)c->depth < o->depth)
+			gpu_tree_print(out, res, t, kids[i], o, c->agg.count ? indent + 1 : indent);
+	}
+	free(kids);
+}
+
+/* Rows of the flat view in the report's order, after --min-pct and --top. */
+static uint32_t flat_rows(const struct ana_result *res, const struct ana_agg *flat, uint32_t nflat,
+			  const struct ana_report_opts *o, uint32_t **out)
+{
+	uint32_t *ids = malloc((nflat ? nflat : 1) * sizeof(*ids)), n = 0, shown = 0;
+	*out = ids;
+	if (!ids)
+		return 0;
+	for (uint32_t id = 0; id < nflat; id++)
+		if (flat[id].count)
+			ids[n++] = id;
+	sorted(res, NULL, flat, o->sort, ids, n);
+	for (uint32_t i = 0; i < n && (!o->top || shown < (uint32_t)o->top); i++) {
+		struct ana_row w;
+		ana_row_compute(res, &flat[ids[i]], &w);
+		if (100.0 * w.share < o->min_pct)
+			continue; /* hidden rows do not use up --top */
+		ids[shown++] = ids[i];
+	}
+	return shown;
+}
+
+static void gpu_sections_text(FILE *out, const struct ana_result *res, const struct ana_report_opts *o,
+			      const struct ana_tree *t, const struct ana_agg *flat, uint32_t nflat, const char *scope)
+{
+	bool any = false;
+	if (o->flat) {
+		for (uint32_t id = 0; id < nflat && !any; id++)
+			any = flat[id].count && has_gpu_rows(&flat[id]);
+	} else {
+		for (uint32_t i = 1; i < t->count && !any; i++)
+			any = t->n[i].agg.count && has_gpu_rows(&t->n[i].agg);
+	}
+	if (!any)
+		return;
+	fprintf(out,
+		"\nGPU time by section (%s): ranges launched by the section itself; incl = with its\n"
+		"descendants, a range inside an enclosing GPU range of the same stream counted once;\n"
+		"GPU/CPU = incl / total CPU time\n",
+		scope);
+	fprintf(out, GPU_HDR_FMT, "name", "ranges", "GPU total", "GPU mean", "GPU p50", "GPU p99", "GPU incl",
+		"GPU/CPU");
+	if (!o->flat) {
+		gpu_tree_print(out, res, t, 0, o, 0);
+		return;
+	}
+	uint32_t *ids, n = flat_rows(res, flat, nflat, o, &ids);
+	for (uint32_t i = 0; i < n; i++)
+		if (has_gpu_rows(&flat[ids[i]]))
+			gpu_row(out, res, ana_name(res, ids[i]), 0, &flat[ids[i]]);
+	free(ids);
+}
+
+static void gpu_devices_text(FILE *out, const struct ana_result *res)
+{
+	const struct ana_gpu_summary *g = &res->gpu;
+	if (!g->ndev)
+		return;
+	uint64_t wall = res->end_ns - res->start_ns;
+	char b[5][32];
+	fprintf(out,
+		"\nGPU devices: instrumented GPU busy = union of the recorded GPU ranges / wall span (%s);\n"
+		"it covers only the GPU sections recorded: it is not device utilization\n",
+		dur(b[0], 32, (double)wall));
+	fprintf(out, "%6s %7s %10s %10s %21s %7s %5s %11s %11s\n", "device", "ranges", "GPU sum", "busy",
+		"instrumented GPU busy", "streams", "early", "latency p50", "latency p99");
+	for (size_t i = 0; i < g->ndev; i++) {
+		const struct ana_gpu_device *d = &g->dev[i];
+		char pct[16];
+		snprintf(pct, sizeof(pct), "%.1f%%", wall ? 100.0 * (double)d->busy_ns / (double)wall : 0.0);
+		fprintf(out, "%6u %7" PRIu64 " %10s %10s %21s %7" PRIu64 " %5" PRIu64 " %11s %11s\n", d->device,
+			d->ranges, dur(b[1], 32, (double)d->sum_ns), dur(b[2], 32, (double)d->busy_ns), pct, d->streams,
+			d->lat.neg, sdur(b[3], 32, (double)ana_slat_quantile(&d->lat, 0.50)),
+			sdur(b[4], 32, (double)ana_slat_quantile(&d->lat, 0.99)));
+	}
+}
+
+/* The recorder CUDA thread's memory counters, in bytes (ana_counter_is_bytes()). */
+static void gpu_memory_text(FILE *out, const struct ana_result *res)
+{
+	int header = 0;
+	for (size_t i = 0; i < res->nthreads; i++)
+		for (size_t k = 0; k < res->threads[i].ncounters; k++) {
+			const struct ana_counter *c = &res->threads[i].counters[k];
+			if (!ana_counter_is_bytes(res, &res->threads[i], c->id))
+				continue;
+			if (!header++)
+				fprintf(out, "\nMemory sampled by the GPU thread, in bytes\n  %-41s %6s %7s %13s %13s %13s\n",
+					"name", "thread", "samples", "last", "min", "max");
+			fprintf(out, "  %-41s %6u %7" PRIu64 " %13" PRId64 " %13" PRId64 " %13" PRId64 "\n",
+				ana_name(res, c->id), res->threads[i].index, c->samples, c->last, c->min, c->max);
+		}
+}
+
+static void async_text(FILE *out, const struct ana_result *res)
+{
+	if (!res->has_async)
+		return;
+	char b[5][32];
+	fprintf(out, "\nAsync ranges by name (begin and end paired by async id, on any threads); unmatched: %" PRIu64
+		     " begin%s, %" PRIu64 " end%s\n",
+		res->async_unmatched_begins, res->async_unmatched_begins == 1 ? "" : "s", res->async_unmatched_ends,
+		res->async_unmatched_ends == 1 ? "" : "s");
+	fprintf(out, "%-34s %8s %10s %10s %10s %10s %10s\n", "name", "count", "total", "mean", "p50", "p99", "max");
+	for (uint32_t id = 0; id < res->nasync; id++) {
+		const struct ana_async *a = &res->async_by_name[id];
+		if (!a->count)
+			continue;
+		fprintf(out, "%-34s %8" PRIu64 " %10s %10s %10s %10s %10s\n", id ? ana_name(res, id) : "(unnamed)",
+			a->count, dur(b[0], 32, (double)a->total_ns), dur(b[1], 32, (double)a->total_ns / (double)a->count),
+			dur(b[2], 32, (double)ana_hist_quantile(&a->hist, 0.50, a->count, a->min_ns, a->max_ns)),
+			dur(b[3], 32, (double)ana_hist_quantile(&a->hist, 0.99, a->count, a->min_ns, a->max_ns)),
+			dur(b[4], 32, (double)a->max_ns));
+	}
+}
+
+static void instants_text(FILE *out, const struct ana_result *res, int thread, const char *scope)
+{
+	const uint64_t *n = res->instants_by_name;
+	uint32_t nn = res->ninstants;
+	if (thread >= 0) {
+		n = NULL;
+		nn = 0;
+		for (size_t i = 0; i < res->nthreads; i++)
+			if (res->threads[i].index == (uint32_t)thread) {
+				n = res->threads[i].instants;
+				nn = res->threads[i].ninstants;
+			}
+	}
+	int header = 0;
+	for (uint32_t id = 0; id < nn; id++) {
+		if (!n[id])
+			continue;
+		if (!header++)
+			fprintf(out, "\nInstants by name (%s)\n  %-40s %10s\n", scope, "name", "count");
+		fprintf(out, "  %-40s %10" PRIu64 "\n", id ? ana_name(res, id) : "(unnamed)", n[id]);
+	}
+}
+
 void ana_info_text(FILE *out, const struct ana_result *res)
 {
 	const struct pt_trace_info *in = pt_reader_info(res->rd);
@@ -203,6 +467,7 @@ void ana_info_text(FILE *out, const struct ana_result *res)
 	fprintf(out, "errors:       %" PRIu64 " unmatched ends, %" PRIu64 " sections open at end, %" PRIu64
 		     " counted by the recorder\n",
 		res->unmatched_ends, res->open_at_end, res->misuse_errors);
+	gpu_summary_text(out, res, "gpu:          ", "              ");
 	fprintf(out, "threads:      %zu\n", res->nthreads);
 	for (size_t i = 0; i < res->nthreads; i++) {
 		const struct ana_thread *t = &res->threads[i];
@@ -229,6 +494,7 @@ void ana_report_text(FILE *out, const struct ana_result *res, const struct ana_r
 		res->open_at_end, res->misuse_errors);
 	if (res->lost_records)
 		fprintf(out, "rows marked ! were open while records were lost: their self time includes lost children\n");
+	gpu_summary_text(out, res, "GPU: ", "");
 	for (size_t i = 0; i < res->nthreads; i++) {
 		const uint64_t *u = res->threads[i].unattributed;
 		if (u[ANA_READ] | u[ANA_WRITTEN] | u[ANA_FLOPS])
@@ -251,20 +517,9 @@ void ana_report_text(FILE *out, const struct ana_result *res, const struct ana_r
 	if (!o->flat) {
 		tree_print(out, res, t, 0, o, 0);
 	} else {
-		uint32_t *ids = malloc((nflat ? nflat : 1) * sizeof(*ids)), n = 0;
-		for (uint32_t id = 0; ids && id < nflat; id++)
-			if (flat[id].count)
-				ids[n++] = id;
-		sorted(res, NULL, flat, o->sort, ids, n);
-		uint32_t shown = 0;
-		for (uint32_t i = 0; i < n && (!o->top || shown < (uint32_t)o->top); i++) {
-			struct ana_row w;
-			ana_row_compute(res, &flat[ids[i]], &w);
-			if (100.0 * w.share < o->min_pct)
-				continue; /* hidden rows do not use up --top */
+		uint32_t *ids, n = flat_rows(res, flat, nflat, o, &ids);
+		for (uint32_t i = 0; i < n; i++)
 			text_row(out, res, ana_name(res, ids[i]), 0, &flat[ids[i]]);
-			shown++;
-		}
 		free(ids);
 	}
 	if (o->bottlenecks) {
@@ -286,12 +541,23 @@ void ana_report_text(FILE *out, const struct ana_result *res, const struct ana_r
 	for (size_t i = 0; i < res->nthreads; i++)
 		for (size_t k = 0; k < res->threads[i].ncounters; k++) {
 			const struct ana_counter *c = &res->threads[i].counters[k];
+			if (ana_counter_is_bytes(res, &res->threads[i], c->id))
+				continue; /* in the GPU thread's memory table, with their unit */
 			if (!header++)
 				fprintf(out, "\nCounters\n  %-32s %6s %10s %14s %14s %14s\n", "name", "thread", "samples", "last",
 					"min", "max");
 			fprintf(out, "  %-32s %6u %10" PRIu64 " %14" PRId64 " %14" PRId64 " %14" PRId64 "\n",
 				ana_name(res, c->id), res->threads[i].index, c->samples, c->last, c->min, c->max);
 		}
+	/* GPU, async ranges, instants: only for a trace that has them */
+	if (res->has_gpu) {
+		gpu_sections_text(out, res, o, t, flat, nflat, scope);
+		gpu_devices_text(out, res);
+		gpu_memory_text(out, res);
+	}
+	async_text(out, res);
+	if (res->has_instants)
+		instants_text(out, res, o->thread, scope);
 }
 
 /* ---------------------------------------------------------------- CSV */
@@ -317,6 +583,25 @@ static const char *const csv_cols =
 	"p90_ns,p99_ns,first_ns,first_start_ns,rest_mean_ns,rest_std_ns,first_over_rest,read_bytes,written_bytes,"
 	"flops,self_read_bytes,self_written_bytes,self_flops,gb_per_s,gflop_per_s,flop_per_byte,h2d_bytes,"
 	"d2h_bytes,d2d_bytes,p2p_bytes,h2d_gb_per_s,d2h_gb_per_s,d2d_gb_per_s,p2p_gb_per_s,lossy";
+
+/* Appended to every row when the trace holds GPU records (doc/analyzer-output.md §5). */
+static const char *const csv_gpu_cols =
+	",gpu_count,gpu_total_ns,gpu_mean_ns,gpu_min_ns,gpu_max_ns,gpu_p50_ns,gpu_p99_ns,gpu_incl_count,"
+	"gpu_incl_total_ns,gpu_over_cpu,gpu_launch_latency_mean_ns,gpu_launch_latency_min_ns,"
+	"gpu_launch_latency_max_ns,gpu_early_starts";
+
+static void csv_gpu(FILE *out, const struct ana_agg *a, const struct ana_row *w)
+{
+	static const struct ana_gpu none;
+	const struct ana_gpu *g = a && a->gpu ? a->gpu : &none;
+	const struct ana_gpu_dist *d = &g->self;
+	fprintf(out,
+		",%" PRIu64 ",%" PRIu64 ",%.0f,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64
+		",%.6f,%.0f,%" PRId64 ",%" PRId64 ",%" PRIu64,
+		d->count, d->total_ns, w ? w->gpu_mean : 0.0, d->min_ns, d->max_ns, w ? w->gpu_p50 : 0,
+		w ? w->gpu_p99 : 0, g->incl_count, g->incl_total_ns, w ? w->gpu_over_cpu : 0.0,
+		d->count ? w->gpu_lat_mean : 0.0, d->lat_min_ns, d->lat_max_ns, d->early);
+}
 
 #define PATH_MAX_DEPTH 512
 
@@ -372,7 +657,45 @@ static void csv_row(FILE *out, const struct ana_result *res, const char *view, c
 		fprintf(out, ",%" PRIu64, a->xfer_incl[d]);
 	for (int d = 0; d < ANA_DIRS; d++)
 		fprintf(out, ",%.6f", w.xfer_gbps[d]);
-	fprintf(out, ",%d\n", a->lossy ? 1 : 0);
+	fprintf(out, ",%d", a->lossy ? 1 : 0);
+	if (res->has_gpu)
+		csv_gpu(out, a, &w);
+	fputc('\n', out);
+}
+
+/*
+ * A row of view "async" (one per name, thread "all") or "instant" (per
+ * name, thread "all" and per thread): count and, for async ranges, the
+ * duration figures in the section columns of the same meaning; every
+ * other numeric column is 0.
+ */
+static void csv_misc_row(FILE *out, const struct ana_result *res, const char *view, const char *thread, uint32_t id,
+			 uint64_t count, const struct ana_async *a)
+{
+	const char *name = id ? ana_name(res, id) : "(unnamed)";
+	uint32_t dom = 0;
+	const char *dn = id && pt_reader_string(res->rd, id, &dom) ? pt_reader_domain(res->rd, dom) : NULL;
+	fprintf(out, "%s,%s,", view, thread);
+	csv_str(out, name);
+	fputs(",1,", out);
+	csv_str(out, name);
+	fputc(',', out);
+	csv_str(out, dn ? dn : "");
+	if (a)
+		fprintf(out,
+			",%" PRIu64 ",%" PRIu64 ",0,0.000000,%.0f,0,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64,
+			a->count, a->total_ns, (double)a->total_ns / (double)a->count, a->min_ns, a->max_ns,
+			ana_hist_quantile(&a->hist, 0.50, a->count, a->min_ns, a->max_ns),
+			ana_hist_quantile(&a->hist, 0.90, a->count, a->min_ns, a->max_ns),
+			ana_hist_quantile(&a->hist, 0.99, a->count, a->min_ns, a->max_ns));
+	else
+		fprintf(out, ",%" PRIu64 ",0,0,0.000000,0,0,0,0,0,0,0", count);
+	/* first_ns .. first_over_rest, 3 + 3 metrics, 3 rates, 4 + 4 transfers, lossy */
+	fputs(",0,0,0,0,0.000000,0,0,0,0,0,0,0.000000,0.000000,0.000000,0,0,0,0,0.000000,0.000000,0.000000,0.000000,0",
+	      out);
+	if (res->has_gpu)
+		csv_gpu(out, NULL, NULL);
+	fputc('\n', out);
 }
 
 static void csv_tree(FILE *out, const struct ana_result *res, const struct ana_tree *t, const char *thread)
@@ -389,7 +712,7 @@ static void csv_tree(FILE *out, const struct ana_result *res, const struct ana_t
 int ana_write_csv(FILE *out, const struct ana_result *res, const struct ana_report_opts *o)
 {
 	(void)o;
-	fprintf(out, "%s\n", csv_cols);
+	fprintf(out, "%s%s\n", csv_cols, res->has_gpu ? csv_gpu_cols : "");
 	csv_tree(out, res, &res->merged, "all");
 	for (uint32_t id = 0; id < res->nnames; id++)
 		if (res->by_name[id].count)
@@ -401,6 +724,19 @@ int ana_write_csv(FILE *out, const struct ana_result *res, const struct ana_repo
 		for (uint32_t id = 0; id < res->nnames; id++)
 			if (res->by_name_thread[i][id].count)
 				csv_row(out, res, "flat", th, ana_name(res, id), 1, id, &res->by_name_thread[i][id]);
+	}
+	for (uint32_t id = 0; id < res->nasync; id++)
+		if (res->async_by_name[id].count)
+			csv_misc_row(out, res, "async", "all", id, 0, &res->async_by_name[id]);
+	for (uint32_t id = 0; id < res->ninstants; id++)
+		if (res->instants_by_name[id])
+			csv_misc_row(out, res, "instant", "all", id, res->instants_by_name[id], NULL);
+	for (size_t i = 0; i < res->nthreads; i++) {
+		char th[16];
+		snprintf(th, sizeof(th), "%u", res->threads[i].index);
+		for (uint32_t id = 0; id < res->threads[i].ninstants; id++)
+			if (res->threads[i].instants[id])
+				csv_misc_row(out, res, "instant", th, id, res->threads[i].instants[id], NULL);
 	}
 	return ferror(out) ? -1 : 0;
 }
@@ -512,9 +848,114 @@ static json_t *json_row(const struct ana_result *res, const struct ana_tree *t, 
 		JR(k2, w.xfer_gbps[d]);
 	}
 	json_object_set_new(r, "lossy", json_boolean(a->lossy > 0));
+	if (res->has_gpu) { /* the same keys on every row of a trace with GPU records */
+		static const struct ana_gpu none;
+		const struct ana_gpu *g = a->gpu ? a->gpu : &none;
+		const struct ana_gpu_dist *d = &g->self;
+		JI("gpu_count", d->count);
+		JI("gpu_total_ns", d->total_ns);
+		JR("gpu_mean_ns", w.gpu_mean);
+		JI("gpu_min_ns", d->min_ns);
+		JI("gpu_max_ns", d->max_ns);
+		JI("gpu_p50_ns", w.gpu_p50);
+		JI("gpu_p99_ns", w.gpu_p99);
+		JI("gpu_incl_count", g->incl_count);
+		JI("gpu_incl_total_ns", g->incl_total_ns);
+		JR("gpu_over_cpu", w.gpu_over_cpu);
+		JR("gpu_launch_latency_mean_ns", d->count ? w.gpu_lat_mean : 0.0);
+		JI("gpu_launch_latency_min_ns", d->lat_min_ns);
+		JI("gpu_launch_latency_max_ns", d->lat_max_ns);
+		JI("gpu_early_starts", d->early);
+	}
 #undef JI
 #undef JR
 	return r;
+}
+
+#define JSET(o, k, v) json_object_set_new((o), (k), (v))
+#define JINT(v) json_integer((json_int_t)(v))
+
+static json_t *json_gpu(const struct ana_result *res)
+{
+	const struct ana_gpu_summary *g = &res->gpu;
+	json_t *j = json_object();
+	JSET(j, "launches", JINT(g->launches));
+	JSET(j, "ranges", JINT(g->ranges));
+	JSET(j, "paired", JINT(g->paired));
+	JSET(j, "unmatched_launches", JINT(g->unmatched_launches));
+	JSET(j, "unmatched_ranges", JINT(g->unmatched_ranges));
+	JSET(j, "pending_peak", JINT(g->pending_peak));
+	json_t *e = json_object();
+	for (int k = 0; k < ANA_GPU_ERRC_N; k++) {
+		char key[32];
+		snprintf(key, sizeof(key), "%s", ana_gpu_errc_name((uint32_t)k + ANA_GPU_ERRC_FIRST));
+		for (char *p = key; *p; p++)
+			*p = *p == ' ' ? '_' : *p >= 'A' && *p <= 'Z' ? (char)(*p - 'A' + 'a') : *p;
+		JSET(e, key, JINT(g->errors[k]));
+	}
+	JSET(j, "errors", e);
+	JSET(j, "timing_off_reason", g->off_reason ? jstr(ana_name(res, g->off_reason)) : json_null());
+	uint64_t wall = res->end_ns - res->start_ns;
+	json_t *devs = json_array();
+	for (size_t i = 0; i < g->ndev; i++) {
+		const struct ana_gpu_device *d = &g->dev[i];
+		json_t *o = json_object();
+		JSET(o, "device", JINT(d->device));
+		JSET(o, "ranges", JINT(d->ranges));
+		JSET(o, "gpu_time_sum_ns", JINT(d->sum_ns));
+		JSET(o, "busy_ns", JINT(d->busy_ns));
+		JSET(o, "instrumented_gpu_busy", json_real(wall ? (double)d->busy_ns / (double)wall : 0.0));
+		JSET(o, "streams", JINT(d->streams));
+		JSET(o, "early_starts", JINT(d->lat.neg));
+		JSET(o, "launch_latency_mean_ns", json_real(d->lat.w.mean));
+		JSET(o, "launch_latency_min_ns", JINT(d->lat.min_ns));
+		JSET(o, "launch_latency_max_ns", JINT(d->lat.max_ns));
+		JSET(o, "launch_latency_p50_ns", JINT(ana_slat_quantile(&d->lat, 0.50)));
+		JSET(o, "launch_latency_p99_ns", JINT(ana_slat_quantile(&d->lat, 0.99)));
+		json_array_append_new(devs, o);
+	}
+	JSET(j, "devices", devs);
+	return j;
+}
+
+static json_t *json_async(const struct ana_result *res)
+{
+	json_t *j = json_object();
+	JSET(j, "unmatched_begins", JINT(res->async_unmatched_begins));
+	JSET(j, "unmatched_ends", JINT(res->async_unmatched_ends));
+	JSET(j, "pending_peak", JINT(res->async_pending_peak));
+	json_t *rows = json_array();
+	for (uint32_t id = 0; id < res->nasync; id++) {
+		const struct ana_async *a = &res->async_by_name[id];
+		if (!a->count)
+			continue;
+		json_t *o = json_object();
+		JSET(o, "name", jstr(id ? ana_name(res, id) : "(unnamed)"));
+		JSET(o, "count", JINT(a->count));
+		JSET(o, "total_ns", JINT(a->total_ns));
+		JSET(o, "mean_ns", json_real((double)a->total_ns / (double)a->count));
+		JSET(o, "min_ns", JINT(a->min_ns));
+		JSET(o, "max_ns", JINT(a->max_ns));
+		JSET(o, "p50_ns", JINT(ana_hist_quantile(&a->hist, 0.50, a->count, a->min_ns, a->max_ns)));
+		JSET(o, "p99_ns", JINT(ana_hist_quantile(&a->hist, 0.99, a->count, a->min_ns, a->max_ns)));
+		json_array_append_new(rows, o);
+	}
+	JSET(j, "by_name", rows);
+	return j;
+}
+
+static json_t *json_instants(const struct ana_result *res, const uint64_t *n, uint32_t nn)
+{
+	json_t *a = json_array();
+	for (uint32_t id = 0; id < nn; id++) {
+		if (!n[id])
+			continue;
+		json_t *o = json_object();
+		JSET(o, "name", jstr(id ? ana_name(res, id) : "(unnamed)"));
+		JSET(o, "count", JINT(n[id]));
+		json_array_append_new(a, o);
+	}
+	return a;
 }
 
 static json_t *json_tree(const struct ana_result *res, const struct ana_tree *t)
@@ -597,14 +1038,24 @@ int ana_write_json(FILE *out, const struct ana_result *res, const struct ana_rep
 			json_object_set_new(c, "last", json_integer(t->counters[k].last));
 			json_object_set_new(c, "min", json_integer(t->counters[k].min));
 			json_object_set_new(c, "max", json_integer(t->counters[k].max));
+			if (ana_counter_is_bytes(res, t, t->counters[k].id))
+				json_object_set_new(c, "unit", json_string("bytes"));
 			json_array_append_new(cs, c);
 		}
 		json_object_set_new(j, "counters", cs);
+		if (res->has_instants)
+			json_object_set_new(j, "instants", json_instants(res, t->instants, t->ninstants));
 		json_array_append_new(threads, j);
 	}
 	json_object_set_new(root, "threads", threads);
 	json_object_set_new(root, "tree", json_tree(res, &res->merged));
 	json_object_set_new(root, "flat", json_flat(res, res->by_name));
+	if (res->has_gpu)
+		json_object_set_new(root, "gpu", json_gpu(res));
+	if (res->has_async)
+		json_object_set_new(root, "async", json_async(res));
+	if (res->has_instants)
+		json_object_set_new(root, "instants", json_instants(res, res->instants_by_name, res->ninstants));
 	int rc = json_dumpf(root, out, JSON_INDENT(1) | JSON_REAL_PRECISION(12)) == 0 && fputc('\n', out) != EOF ? 0 : -1;
 	json_decref(root);
 	return rc;

@@ -133,12 +133,19 @@ static int cmp_pair(const void *a, const void *b)
 
 uint64_t ana_hist_quantile(const struct ana_hist *h, double q, uint64_t total, uint64_t lo, uint64_t hi)
 {
-	if (total == 0 || (!h->blk && h->nsp == 0))
+	if (total == 0)
 		return 0;
 	/* nearest rank: the smallest value with at least ceil(q * n) values <= it */
 	uint64_t rank = (uint64_t)ceil(q * (double)total);
 	if (rank < 1)
 		rank = 1;
+	return ana_hist_at_rank(h, rank, lo, hi);
+}
+
+uint64_t ana_hist_at_rank(const struct ana_hist *h, uint64_t rank, uint64_t lo, uint64_t hi)
+{
+	if (!h->blk && h->nsp == 0)
+		return 0;
 	uint64_t seen = 0, v = hi;
 	int found = 0;
 	uint32_t idx = 0;
@@ -336,10 +343,112 @@ void ana_agg_merge(struct ana_agg *d, const struct ana_agg *s, uint64_t *rng)
 		d->xfer_count[k] += s->xfer_count[k];
 	}
 	d->lossy += s->lossy;
+	if (unlikely_(s->gpu != NULL)) {
+		if (!d->gpu && !(d->gpu = calloc(1, sizeof(*d->gpu))))
+			return;
+		ana_gpu_dist_merge(&d->gpu->self, &s->gpu->self);
+		d->gpu->incl_count += s->gpu->incl_count;
+		d->gpu->incl_total_ns += s->gpu->incl_total_ns;
+	}
 }
 
 void ana_agg_free(struct ana_agg *a)
 {
 	ana_hist_free(&a->hist);
 	ana_reservoir_free(&a->res);
+	if (a->gpu) {
+		ana_hist_free(&a->gpu->self.hist);
+		free(a->gpu);
+		a->gpu = NULL;
+	}
+}
+
+void ana_gpu_dist_add(struct ana_gpu_dist *d, uint64_t dur_ns, int64_t lat_ns)
+{
+	if (d->count == 0 || dur_ns < d->min_ns)
+		d->min_ns = dur_ns;
+	if (dur_ns > d->max_ns)
+		d->max_ns = dur_ns;
+	if (d->count == 0 || lat_ns < d->lat_min_ns)
+		d->lat_min_ns = lat_ns;
+	if (d->count == 0 || lat_ns > d->lat_max_ns)
+		d->lat_max_ns = lat_ns;
+	d->count++;
+	d->total_ns += dur_ns;
+	ana_hist_add(&d->hist, dur_ns, 1);
+	ana_welford_add(&d->lat, (double)lat_ns);
+	d->early += lat_ns < 0;
+}
+
+void ana_gpu_dist_merge(struct ana_gpu_dist *d, const struct ana_gpu_dist *s)
+{
+	if (s->count == 0)
+		return;
+	if (d->count == 0 || s->min_ns < d->min_ns)
+		d->min_ns = s->min_ns;
+	if (s->max_ns > d->max_ns)
+		d->max_ns = s->max_ns;
+	if (d->count == 0 || s->lat_min_ns < d->lat_min_ns)
+		d->lat_min_ns = s->lat_min_ns;
+	if (d->count == 0 || s->lat_max_ns > d->lat_max_ns)
+		d->lat_max_ns = s->lat_max_ns;
+	d->count += s->count;
+	d->total_ns += s->total_ns;
+	ana_hist_merge(&d->hist, &s->hist);
+	ana_welford_merge(&d->lat, &s->lat);
+	d->early += s->early;
+}
+
+/* |v| of a negative value, INT64_MIN included. */
+static inline uint64_t neg_mag(int64_t v)
+{
+	return (uint64_t)0 - (uint64_t)v;
+}
+
+void ana_slat_add(struct ana_slat *s, int64_t v)
+{
+	if (s->n == 0 || v < s->min_ns)
+		s->min_ns = v;
+	if (s->n == 0 || v > s->max_ns)
+		s->max_ns = v;
+	s->n++;
+	ana_welford_add(&s->w, (double)v);
+	if (v < 0) {
+		s->neg++;
+		ana_hist_add(&s->negh, neg_mag(v), 1);
+	} else {
+		ana_hist_add(&s->pos, (uint64_t)v, 1);
+	}
+}
+
+/*
+ * Nearest-rank percentile of signed values: the negative ones come first,
+ * largest magnitude first, so rank k <= neg is the (neg - k + 1)-th
+ * smallest magnitude negated; above, rank k - neg of the non-negative ones.
+ * Same bucket midpoints and error bound as ana_hist_quantile(), clamped to
+ * [min, max].
+ */
+int64_t ana_slat_quantile(const struct ana_slat *s, double q)
+{
+	if (s->n == 0)
+		return 0;
+	uint64_t rank = (uint64_t)ceil(q * (double)s->n);
+	if (rank < 1)
+		rank = 1;
+	int64_t v;
+	if (rank <= s->neg) {
+		uint64_t lo = s->max_ns < 0 ? neg_mag(s->max_ns) : 0, hi = neg_mag(s->min_ns);
+		uint64_t m = ana_hist_at_rank(&s->negh, s->neg - rank + 1, lo, hi);
+		v = m > (uint64_t)INT64_MAX ? INT64_MIN : -(int64_t)m;
+	} else {
+		uint64_t hi = (uint64_t)s->max_ns;
+		v = (int64_t)ana_hist_at_rank(&s->pos, rank - s->neg, 0, hi);
+	}
+	return v < s->min_ns ? s->min_ns : v > s->max_ns ? s->max_ns : v;
+}
+
+void ana_slat_free(struct ana_slat *s)
+{
+	ana_hist_free(&s->pos);
+	ana_hist_free(&s->negh);
 }

@@ -140,6 +140,7 @@ static pthread_t cuda_thr;
 static bool thr_running;
 static _Atomic uint64_t thr_gen;     /* recorder generation the CUDA thread serves */
 static _Atomic bool thr_stop;
+static uint64_t stopped_gen;         /* ctl_lock: generation pt_close() stopped */
 static struct pt_recorder *thr_rec;
 static double host_ticks_per_ms;
 static uint64_t cal_ticks, cal_mono;
@@ -452,6 +453,9 @@ static void take_handoffs(void)
 		return;
 	__cds_wfcq_for_each_blocking_safe(&h, &t, node, n) {
 		struct gpu_pair *p = caa_container_of(node, struct gpu_pair, qnode);
+		/* [H2] the pair's fields, written before [H1] in pt_gpu_end();
+		 * the ordering is wfcqueue's (liburcu, invisible to TSan) */
+		PT_TSAN_ACQUIRE(p);
 		cds_wfcq_node_init(&p->qnode);
 		p->next = NULL;
 		struct gpu_stream_q *q = stream_q(&devs[p->dev], p->stream);
@@ -579,6 +583,8 @@ static void write_drops(struct pt_recorder *r)
 		if (!dlt)
 			continue;
 		drop_written[c] = v;
+		if (c == PT_ERRC_GPU_OFF && atomic_load_explicit(&gpu_state, memory_order_acquire) == PT_GPU_OFF)
+			pt_instant(r, pt_intern(r, off_reason)); /* the reason, in every trace that lost GPU halves */
 		while (dlt) {
 			uint32_t k = dlt > UINT32_MAX ? UINT32_MAX : (uint32_t)dlt;
 			rec_gpu_error(r, c, k);
@@ -664,7 +670,8 @@ static void *cuda_main(void *arg)
 static PT_COLD void ensure_thread(struct pt_recorder *r, uint64_t gen)
 {
 	pthread_mutex_lock(&ctl_lock);
-	if (!thr_running && !atomic_load_explicit(&thr_stop, memory_order_relaxed) &&
+	/* not for a recorder being closed: its CUDA thread already stopped */
+	if (!thr_running && !atomic_load_explicit(&thr_stop, memory_order_relaxed) && gen != stopped_gen &&
 	    atomic_load_explicit(&r->gen, memory_order_acquire) == gen) {
 		if (!cal_ticks) {
 			uint64_t re;
@@ -698,13 +705,11 @@ static PT_COLD void ensure_thread(struct pt_recorder *r, uint64_t gen)
 
 /* ---------------------------------------------------------------- API */
 
-static PT_COLD void first_use(struct pt_recorder *r)
+static PT_COLD void first_use(void)
 {
 	pthread_mutex_lock(&load_lock);
 	if (atomic_load_explicit(&gpu_state, memory_order_acquire) == PT_GPU_UNUSED) {
 		load();
-		if (atomic_load_explicit(&gpu_state, memory_order_relaxed) == PT_GPU_OFF)
-			pt_instant(r, pt_intern(r, off_reason));
 	}
 	pthread_mutex_unlock(&load_lock);
 }
@@ -766,7 +771,7 @@ void pt_gpu_begin(pt_recorder *r, uint32_t id, void *cuda_stream)
 	if (unlikely(st == PT_GPU_UNUSED)) {
 		if (atomic_load_explicit(&r->gen, memory_order_relaxed) == 0)
 			return; /* closed: nothing to record, nothing to load */
-		first_use(r);
+		first_use();
 		st = atomic_load_explicit(&gpu_state, memory_order_acquire);
 	}
 	struct gpu_tls *t = gpu_tls;
@@ -780,6 +785,7 @@ void pt_gpu_begin(pt_recorder *r, uint32_t id, void *cuda_stream)
 	uint64_t gen = atomic_load_explicit(&r->gen, memory_order_acquire);
 	if (unlikely(gen == 0)) {
 		pt_begin(r, id);
+		push_open(t, NULL); /* keeps pt_gpu_end() paired */
 		return;
 	}
 	if (unlikely(atomic_load_explicit(&thr_gen, memory_order_acquire) != gen))
@@ -861,6 +867,9 @@ void pt_gpu_end(pt_recorder *r, uint32_t id, void *cuda_stream)
 			atomic_fetch_add_explicit(&n_launched, 1, memory_order_relaxed);
 		}
 		atomic_fetch_add_explicit(&pending_pairs, 1, memory_order_relaxed);
+		/* [H1] hand-off: the pair's fields before the enqueue (the
+		 * ordering is wfcqueue's). Pairs with [H2] in take_handoffs(). */
+		PT_TSAN_RELEASE(p);
 		cds_wfcq_enqueue(&q_head, &q_tail, &p->qnode);
 		return;
 	}
@@ -872,6 +881,7 @@ void pt_gpu_end(pt_recorder *r, uint32_t id, void *cuda_stream)
 void rec_gpu_stop(struct pt_recorder *r)
 {
 	pthread_mutex_lock(&ctl_lock);
+	stopped_gen = atomic_load_explicit(&r->gen, memory_order_relaxed);
 	bool running = thr_running;
 	if (running) {
 		atomic_store_explicit(&thr_stop, true, memory_order_release);

@@ -49,11 +49,12 @@
  *
  * Push/pop: NVTX lets a tool return the 0-based level of the range pushed
  * and popped, negative when pop finds nothing open. Each thread keeps one
- * stack of the ids it pushed (allocated once per thread), shared by all domains
- * because the recorder nests every section of a thread in one stack: a pop
- * in one domain closes the innermost range of the thread whatever its
- * domain, and levels count the ranges of all domains. Ranges nested deeper
- * than NVTX_STACK_MAX are counted (levels stay right) but not recorded.
+ * stack of the ids it pushed (allocated once per thread), shared by all
+ * domains because the recorder nests every section of a thread in one
+ * stack: a pop in one domain closes the innermost range of the thread
+ * whatever its domain, and levels count the ranges of all domains. Ranges
+ * nested deeper than NVTX_STACK_MAX are counted (levels stay right) but
+ * not recorded.
  * A pop with nothing pushed through NVTX records nothing, so sections the
  * application opened itself with pt_begin() are never closed by NVTX.
  *
@@ -63,6 +64,7 @@
 #include <limits.h>  /* INT_MAX */
 #include <pthread.h> /* pthread_once, pthread_key_create */
 #include <stdbool.h> /* bool */
+#include <stddef.h>  /* offsetof, size_t */
 #include <stdint.h>  /* uint32_t, uint64_t, uintptr_t */
 #include <stdlib.h>  /* calloc, free */
 #include <wchar.h>   /* wchar_t */
@@ -182,11 +184,12 @@ static uint32_t wide_name(pt_recorder *r, const wchar_t *w)
  * The calling thread's NVTX push stack. nvtx_depth counts every open push
  * (also beyond NVTX_STACK_MAX); nvtx_ids[level] is the section id begun at
  * that level, 0 when nothing was recorded there (entries at and above
- * nvtx_depth are always 0: pop clears what it ends). The ids live on the heap,
- * allocated on the thread's first recorded push and freed at its exit by
- * the key's destructor: libptz has an initial-exec TLS variable, which puts
- * all of its TLS in the static TLS surplus when NVTX dlopen()s it, and that
- * surplus is small (glibc: a few hundred bytes to share), so this file
+ * nvtx_depth are always 0: pop clears what it ends). The ids live on the
+ * heap, allocated on the thread's first recorded push and freed at its
+ * exit by the key's destructor: libptz has an initial-exec TLS variable
+ * (rec_core.c), which puts all of its TLS in the static TLS surplus when
+ * NVTX dlopen()s it (DF_STATIC_TLS), and that surplus is small and shared
+ * (glibc.rtld.optional_static_tls: 512 bytes by default), so this file
  * keeps 12 bytes there.
  */
 static __thread uint32_t nvtx_depth;
@@ -195,9 +198,18 @@ static pthread_once_t nvtx_key_once = PTHREAD_ONCE_INIT;
 static pthread_key_t nvtx_key;
 static bool nvtx_key_ok; /* written once under nvtx_key_once */
 
+/* Runs on the exiting thread. Clearing the TLS pointer first keeps a pop
+ * from a later key destructor (another library's) off freed memory: it
+ * then records nothing, and a push allocates afresh (destructors rerun). */
+static void nvtx_ids_free(void *ids)
+{
+	nvtx_ids = NULL;
+	free(ids);
+}
+
 static void nvtx_key_init(void)
 {
-	nvtx_key_ok = pthread_key_create(&nvtx_key, free) == 0;
+	nvtx_key_ok = pthread_key_create(&nvtx_key, nvtx_ids_free) == 0;
 }
 
 /* Return: this thread's id stack, NULL if it cannot be had (then sections

@@ -39,6 +39,31 @@
  * section's timing domain ("ptz" for the default domain): constant per
  * name.
  *
+ * GPU ranges, async ranges and instants (format 1.1; layout shared with
+ * the Perfetto export, viewer-export/pfx_ranges.h):
+ *  - GPU ranges are X events on a pseudo thread per (device, stream, lane),
+ *    tid PFX_GPU_TID_BASE + lane index, named "GPU n stream k" by
+ *    thread_name metadata and sorted after the real threads. Their start
+ *    is clamped to the launch (no args, as for sections: the raw offset is
+ *    only in the Perfetto export).
+ *  - Flows: an "s" event at the CPU section's start right after its X
+ *    event, and an "f" event with "bp":"e" at the GPU range's start right
+ *    after the range's X event, both named "gpu launch", cat "ptz.flow",
+ *    id = the launch seq; written only when both ends are. "s" and "f"
+ *    bind to the slice enclosing their timestamp on their thread: if a
+ *    child of the CPU section starts at the same timestamp as the section,
+ *    a consumer may start the arrow at that child (the Perfetto export has
+ *    no such ambiguity: its flow ids sit on the events themselves).
+ *  - Async ranges are "b"/"e" pairs (cat = the name's domain, id = the
+ *    async id as a hex string, since JavaScript numbers lose bits above
+ *    2^53), each on its writing thread; a range never ended gets its "e" at
+ *    the trace's last tick with args {"ptz.open_at_end": true}; ends with
+ *    no begin are counted by one process-scoped instant.
+ *  - INSTANT records are thread-scoped "i" events.
+ *  - A thread named "ptz-gpu" without sections gets no thread metadata;
+ *    its counters are process-wide already, its instants and losses are
+ *    process-scoped ("s":"p", no tid).
+ *
  * Failure behaviour: a damaged chunk is skipped by the reader (its
  * problems stay in the reader; callers report them); a write error or an
  * allocation failure returns a negative error with the message in @err,
@@ -52,13 +77,18 @@
 #include <string.h>
 
 #include "viewer-export/pfx.h"
+#include "viewer-export/pfx_ranges.h"
 
 /* Linux pid_max is at most 2^22: tids at or above this never collide. */
 #define PFX_SYNTH_TID_BASE 4194304u
+/* GPU pseudo threads: above the synthetic tids of threads that lost theirs. */
+#define PFX_GPU_TID_BASE 8388608u
+#define PFX_GPU_SORT_BASE 1048576
 
 struct cframe {
 	uint32_t id;
 	uint64_t start_ticks;
+	uint64_t launch_seq; /* != 0: a GPU_LAUNCH marked this section */
 };
 
 struct cw {
@@ -73,6 +103,9 @@ struct cw {
 	char unknown[48];
 	char *err;
 	size_t errlen;
+	struct pfx_gpu gpu;
+	struct pfx_async async;
+	bool routed; /* the thread being exported is a "ptz-gpu" thread */
 };
 
 /* Fewest significant digits (15..17) that read back to @v exactly. */
@@ -115,19 +148,18 @@ static const char *section_name(struct cw *w, uint32_t id, const char **cat)
 	return n ? n : "(name not valid UTF-8)";
 }
 
-/* Writes the X event of a section that ran from @f->start_ticks to @end_ticks. */
-static int emit_section(struct cw *w, const struct cframe *f, uint64_t end_ticks)
+/* Writes the X event of @id from @start_ticks to @end_ticks (the reused
+ * object's tid is the caller's). */
+static int emit_x(struct cw *w, uint32_t id, uint64_t start_ticks, uint64_t end_ticks)
 {
-	if (f->start_ticks < w->since_ticks || end_ticks > w->until_ticks)
-		return 0;
-	uint64_t b_ns = pt_reader_ticks_to_ns(w->rd, f->start_ticks);
+	uint64_t b_ns = pt_reader_ticks_to_ns(w->rd, start_ticks);
 	uint64_t e_ns = pt_reader_ticks_to_ns(w->rd, end_ticks);
 	if (e_ns < b_ns)
 		e_ns = b_ns;
 	double ts = (double)b_ns / 1000.0, end = (double)e_ns / 1000.0;
 	double dur = end - ts;
 	const char *cat;
-	const char *name = section_name(w, f->id, &cat);
+	const char *name = section_name(w, id, &cat);
 	if (json_string_set(w->x_name, name) || json_string_set(w->x_cat, cat)) {
 		snprintf(w->err, w->errlen, "out of memory");
 		return -ENOMEM;
@@ -136,6 +168,51 @@ static int emit_section(struct cw *w, const struct cframe *f, uint64_t end_ticks
 	json_real_set(w->x_dur, dur);
 	int d1 = round_trip_digits(ts), d2 = round_trip_digits(dur);
 	return emit(w, w->x, d1 > d2 ? d1 : d2);
+}
+
+/* Takes @ev (NULL = its allocation failed); @ts in µs sets the digits. */
+static int emit_new(struct cw *w, json_t *ev, double ts)
+{
+	if (!ev) {
+		snprintf(w->err, w->errlen, "out of memory");
+		return -ENOMEM;
+	}
+	int rc = emit(w, ev, round_trip_digits(ts));
+	json_decref(ev);
+	return rc;
+}
+
+static double ts_us(const struct cw *w, uint64_t ticks)
+{
+	return (double)pt_reader_ticks_to_ns(w->rd, ticks) / 1000.0;
+}
+
+/* One end of a CPU-to-GPU flow ("s" or "f"), id = the launch seq. */
+static int emit_flow(struct cw *w, const char *ph, uint64_t seq, uint64_t ticks, uint32_t tid)
+{
+	const double ts = ts_us(w, ticks);
+	json_t *ev = *ph == 's'
+			     ? json_pack("{s:s, s:s, s:s, s:I, s:f, s:i, s:I}", "name", "gpu launch", "cat",
+					 "ptz.flow", "ph", ph, "id", (json_int_t)seq, "ts", ts, "pid", w->pid, "tid",
+					 (json_int_t)tid)
+			     : json_pack("{s:s, s:s, s:s, s:s, s:I, s:f, s:i, s:I}", "name", "gpu launch", "cat",
+					 "ptz.flow", "ph", ph, "bp", "e", "id", (json_int_t)seq, "ts", ts, "pid", w->pid,
+					 "tid", (json_int_t)tid);
+	return emit_new(w, ev, ts);
+}
+
+/* Writes the X event of a section that ran from @f->start_ticks to
+ * @end_ticks, and the start of its flow to its GPU range if it has one. */
+static int emit_section(struct cw *w, const struct cframe *f, uint64_t end_ticks)
+{
+	if (f->start_ticks < w->since_ticks || end_ticks > w->until_ticks)
+		return 0;
+	int rc = emit_x(w, f->id, f->start_ticks, end_ticks);
+	struct pfx_gpu_range *g = f->launch_seq ? pfx_gpu_find(&w->gpu, f->launch_seq) : NULL;
+	if (rc || !g || !(g->flags & PFX_GPU_KEEP) || (g->flags & PFX_GPU_LINKED))
+		return rc;
+	g->flags |= PFX_GPU_LINKED;
+	return emit_flow(w, "s", g->seq, f->start_ticks, (uint32_t)json_integer_value(w->x_tid));
 }
 
 /* Takes @value (NULL = its allocation failed). */
@@ -175,10 +252,17 @@ static int emit_counter(struct cw *w, const struct pt_record *r)
 	return rc;
 }
 
-/* A LOSS record: a thread-scoped instant, so the gap is visible on the timeline. */
+/* A LOSS record: a thread-scoped instant, so the gap is visible on the
+ * timeline (process-scoped for a "ptz-gpu" thread). */
 static int emit_loss(struct cw *w, uint32_t tid, const struct pt_record *r)
 {
 	double ts = (double)pt_reader_ticks_to_ns(w->rd, r->ticks) / 1000.0;
+	if (w->routed)
+		return emit_new(w,
+				json_pack("{s:s, s:s, s:s, s:s, s:f, s:i, s:{s:I, s:I}}", "name", "ptz: records lost",
+					  "cat", "ptz", "ph", "i", "s", "p", "ts", ts, "pid", w->pid, "args", "records",
+					  (json_int_t)r->value, "sections", (json_int_t)r->value2),
+				ts);
 	json_t *ev = json_pack("{s:s, s:s, s:s, s:s, s:f, s:i, s:I, s:{s:I, s:I}}", "name", "ptz: records lost", "cat",
 			       "ptz", "ph", "i", "s", "t", "ts", ts, "pid", w->pid, "tid", (json_int_t)tid, "args",
 			       "records", (json_int_t)r->value, "sections", (json_int_t)r->value2);
@@ -191,6 +275,19 @@ static int emit_loss(struct cw *w, uint32_t tid, const struct pt_record *r)
 	return rc;
 }
 
+/* An INSTANT record: "i" on its thread (process-scoped for "ptz-gpu"). */
+static int emit_instant(struct cw *w, uint32_t tid, const struct pt_record *r)
+{
+	const double ts = ts_us(w, r->ticks);
+	const char *cat;
+	const char *name = section_name(w, r->id, &cat);
+	json_t *ev = w->routed ? json_pack("{s:s, s:s, s:s, s:s, s:f, s:i}", "name", name, "cat", cat, "ph", "i", "s",
+					   "p", "ts", ts, "pid", w->pid)
+			       : json_pack("{s:s, s:s, s:s, s:s, s:f, s:i, s:I}", "name", name, "cat", cat, "ph", "i",
+					   "s", "t", "ts", ts, "pid", w->pid, "tid", (json_int_t)tid);
+	return emit_new(w, ev, ts);
+}
+
 static int export_thread(struct cw *w, const struct pt_thread_info *ti, uint32_t tid)
 {
 	struct cframe *st = NULL;
@@ -199,13 +296,19 @@ static int export_thread(struct cw *w, const struct pt_thread_info *ti, uint32_t
 	struct pt_chunk_info ci;
 	struct pt_record r;
 	int rc = 0, more;
+	bool launch_pending = false; /* the previous record was a GPU_LAUNCH */
+	uint32_t launch_id = 0;
+	uint64_t launch_seq = 0;
 	json_integer_set(w->x_tid, tid);
 	pt_reader_rewind(w->rd);
 	while (rc == 0 && (more = pt_reader_next_chunk(w->rd, ti->index, &ci)) == 1) {
 		if (ci.sequence != next_seq)
 			depth = 0; /* chunks lost: the open stack is unreliable */
 		next_seq = ci.sequence + 1;
+		launch_pending = false; /* a launch and its BEGIN share a chunk (§4.4) */
 		while (rc == 0 && pt_reader_next_record(w->rd, &r) == 1) {
+			const bool launched = launch_pending && r.kind == PT_REC_BEGIN && r.id == launch_id;
+			launch_pending = false;
 			switch (r.kind) {
 			case PT_REC_BEGIN:
 				if (depth == cap) {
@@ -219,7 +322,7 @@ static int export_thread(struct cw *w, const struct pt_thread_info *ti, uint32_t
 					st = s;
 					cap = nc;
 				}
-				st[depth++] = (struct cframe){ r.id, r.ticks };
+				st[depth++] = (struct cframe){ r.id, r.ticks, launched ? launch_seq : 0 };
 				break;
 			case PT_REC_END: {
 				int k = (int)depth - 1;
@@ -239,7 +342,23 @@ static int export_thread(struct cw *w, const struct pt_thread_info *ti, uint32_t
 				if (r.ticks >= w->since_ticks && r.ticks <= w->until_ticks)
 					rc = emit_loss(w, tid, &r);
 				break;
-			default:
+			case PT_REC_INSTANT:
+				if (r.ticks >= w->since_ticks && r.ticks <= w->until_ticks)
+					rc = emit_instant(w, tid, &r);
+				break;
+			case PT_REC_GPU_LAUNCH:
+				launch_pending = true;
+				launch_id = r.id;
+				launch_seq = r.value2;
+				break;
+			case PT_REC_ASYNC_BEGIN:
+			case PT_REC_ASYNC_END:
+				if (pfx_async_add(&w->async, &r, tid)) {
+					snprintf(w->err, w->errlen, "out of memory");
+					rc = -ENOMEM;
+				}
+				break;
+			default: /* GPU_RANGE: read by pfx_gpu_collect() */
 				break;
 			}
 		}
@@ -249,6 +368,100 @@ static int export_thread(struct cw *w, const struct pt_thread_info *ti, uint32_t
 		rc = more;
 	}
 	free(st); /* sections still open at the end are dropped */
+	return rc;
+}
+
+/* The GPU ranges inside the window: metadata per lane, then per range its
+ * X event and the end of its flow. */
+static int emit_gpu(struct cw *w)
+{
+	const struct pfx_gpu *g = &w->gpu;
+	bool *used = calloc(g->nlanes + 1, sizeof(bool));
+	int rc = 0;
+	if (!used) {
+		snprintf(w->err, w->errlen, "out of memory");
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < g->n; i++)
+		if (g->r[i].flags & PFX_GPU_KEEP)
+			used[g->r[i].lane] = true;
+	for (size_t i = 0; rc == 0 && i < g->nlanes; i++) {
+		if (!used[i])
+			continue;
+		const struct pfx_gpu_lane *l = &g->lanes[i];
+		char name[96], lane[24] = "";
+		if (l->lane)
+			snprintf(lane, sizeof(lane), " (overlap %" PRIu32 ")", l->lane);
+		if (l->stream <= UINT32_MAX)
+			snprintf(name, sizeof(name), "GPU %" PRIu32 " stream %" PRIu64 "%s", l->device, l->stream, lane);
+		else
+			snprintf(name, sizeof(name), "GPU %" PRIu32 " stream 0x%" PRIx64 "%s", l->device, l->stream, lane);
+		rc = emit_meta(w, "thread_name", PFX_GPU_TID_BASE + (uint32_t)i, "name", json_string(name));
+		if (rc == 0)
+			rc = emit_meta(w, "thread_sort_index", PFX_GPU_TID_BASE + (uint32_t)i, "sort_index",
+				       json_integer(PFX_GPU_SORT_BASE + (json_int_t)i));
+	}
+	for (size_t i = 0; rc == 0 && i < g->n; i++) {
+		const struct pfx_gpu_range *r = &g->r[i];
+		if (!(r->flags & PFX_GPU_KEEP))
+			continue;
+		json_integer_set(w->x_tid, PFX_GPU_TID_BASE + r->lane);
+		rc = emit_x(w, r->name_id, r->start_ticks, r->end_ticks);
+		if (rc == 0 && (r->flags & PFX_GPU_LINKED))
+			rc = emit_flow(w, "f", r->seq, r->start_ticks, PFX_GPU_TID_BASE + r->lane);
+	}
+	free(used);
+	return rc;
+}
+
+/* The async ranges inside the window as "b"/"e" pairs, then the count of
+ * ASYNC_ENDs without a begin. */
+static int emit_async(struct cw *w)
+{
+	struct pfx_async *a = &w->async;
+	int rc = pfx_async_finish(a, pfx_trace_end_ticks(w->rd));
+	if (rc) {
+		snprintf(w->err, w->errlen, "out of memory");
+		return rc;
+	}
+	for (size_t i = 0; rc == 0 && i < a->n; i++) {
+		const struct pfx_async_range *r = &a->r[i];
+		if (r->begin_ticks < w->since_ticks || r->end_ticks > w->until_ticks)
+			continue;
+		char id[24];
+		snprintf(id, sizeof(id), "0x%" PRIx64, r->async_id);
+		const char *cat;
+		const char *name = section_name(w, r->name_id, &cat);
+		const double b = ts_us(w, r->begin_ticks), e = ts_us(w, r->end_ticks);
+		rc = emit_new(w,
+			      json_pack("{s:s, s:s, s:s, s:s, s:f, s:i, s:I}", "name", name, "cat", cat, "ph", "b", "id",
+					id, "ts", b, "pid", w->pid, "tid", (json_int_t)r->begin_thread),
+			      b);
+		if (rc)
+			break;
+		rc = emit_new(w,
+			      r->open_at_end
+				      ? json_pack("{s:s, s:s, s:s, s:s, s:f, s:i, s:I, s:{s:b}}", "name", name, "cat", cat,
+						  "ph", "e", "id", id, "ts", e, "pid", w->pid, "tid",
+						  (json_int_t)r->end_thread, "args", "ptz.open_at_end", 1)
+				      : json_pack("{s:s, s:s, s:s, s:s, s:f, s:i, s:I}", "name", name, "cat", cat, "ph",
+						  "e", "id", id, "ts", e, "pid", w->pid, "tid", (json_int_t)r->end_thread),
+			      e);
+	}
+	uint64_t n = 0, first = 0;
+	for (size_t i = 0; i < a->nunmatched; i++) {
+		const uint64_t t = a->unmatched_end_ticks[i];
+		if (t >= w->since_ticks && t <= w->until_ticks && !n++)
+			first = t;
+	}
+	if (rc == 0 && n) {
+		const double ts = ts_us(w, first);
+		rc = emit_new(w,
+			      json_pack("{s:s, s:s, s:s, s:s, s:f, s:i, s:{s:I}}", "name",
+					"ptz: async ends without a begin", "cat", "ptz", "ph", "i", "s", "p", "ts", ts,
+					"pid", w->pid, "args", "count", (json_int_t)n),
+			      ts);
+	}
 	return rc;
 }
 
@@ -282,6 +495,14 @@ int pfx_write_chrome(const char *trace_path, FILE *out, const struct pfx_opts *o
 		rc = -ENOMEM;
 		goto out;
 	}
+	rc = pfx_gpu_collect(&w.gpu, w.rd); /* before any thread: CPU sections link to it */
+	if (rc) {
+		snprintf(err, errlen, "%s", rc == -ENOMEM ? "out of memory" : pt_reader_errmsg(w.rd));
+		goto out;
+	}
+	for (size_t i = 0; i < w.gpu.n; i++)
+		if (w.gpu.r[i].start_ticks >= w.since_ticks && w.gpu.r[i].end_ticks <= w.until_ticks)
+			w.gpu.r[i].flags |= PFX_GPU_KEEP;
 	const char *pname = info->process_name && *info->process_name ? info->process_name : "ptz trace";
 	pname = ana_utf8_clean(pname, &w.scratch_name);
 	rc = emit_meta(&w, "process_name", 0, "name", pname ? json_string(pname) : NULL);
@@ -296,12 +517,20 @@ int pfx_write_chrome(const char *trace_path, FILE *out, const struct pfx_opts *o
 			tname = ana_utf8_clean(ti.name, &w.scratch_name);
 		else
 			snprintf(name, sizeof(name), "thread %" PRIu32, ti.index);
-		rc = emit_meta(&w, "thread_name", tid, "name", tname ? json_string(tname) : NULL);
-		if (rc == 0) /* keeps the recorder's thread order in chrome://tracing and Perfetto */
+		bool sections = true;
+		w.routed = pfx_gpu_thread(&w.gpu, ti.index, &sections);
+		if (sections) /* a "ptz-gpu" thread without sections: no empty thread */
+			rc = emit_meta(&w, "thread_name", tid, "name", tname ? json_string(tname) : NULL);
+		if (rc == 0 && sections) /* keeps the recorder's thread order in chrome://tracing and Perfetto */
 			rc = emit_meta(&w, "thread_sort_index", tid, "sort_index", json_integer(ti.index));
 		if (rc == 0)
 			rc = export_thread(&w, &ti, tid);
 	}
+	w.routed = false;
+	if (rc == 0 && w.gpu.n)
+		rc = emit_gpu(&w);
+	if (rc == 0 && w.async.nrec)
+		rc = emit_async(&w);
 	if (rc == 0 && (fputs(w.events ? "\n]\n" : "[\n]\n", out) == EOF || fflush(out) == EOF || ferror(out))) {
 		snprintf(err, errlen, "write failed: %s", strerror(errno ? errno : EIO));
 		rc = -EIO;
@@ -315,6 +544,8 @@ out:
 	json_decref(w.x_tid);
 	free(w.scratch_name);
 	free(w.scratch_cat);
+	pfx_gpu_free(&w.gpu);
+	pfx_async_free(&w.async);
 	pt_reader_close(w.rd);
 	return rc;
 }

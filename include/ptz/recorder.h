@@ -113,7 +113,10 @@ struct pt_metrics {
  * @gpu_launched:  GPU halves recorded by pt_gpu_begin() (events queued).
  * @gpu_ranges:    GPU ranges resolved and handed to the flusher.
  * @gpu_dropped:   GPU halves not timed: pool empty, capturing, CUDA error,
- *                 GPU timing off, queue full (their CPU sections recorded).
+ *                 GPU timing off, queue full, unfinished at close (their CPU
+ *                 sections recorded). A GPU section skipped whole (full
+ *                 ring, recording disabled) is in @lost_sections instead, so
+ *                 gpu_ranges + gpu_dropped + those = pt_gpu_begin() calls.
  * @gpu_early_starts: ranges whose GPU start mapped before its host launch.
  * @gpu_state:     enum pt_gpu_state.
  * @gpu_error:     CUDA error code that turned GPU timing off, 0 if none.
@@ -288,6 +291,7 @@ PT_API void pt_stop(pt_recorder *r, const char *name, const struct pt_metrics *m
  * Context: as pt_counter(): any thread, wait-free, one tick read, one
  *          16-byte slot; counted as lost when the ring is full. Recorded
  *          even inside a skipped section (it is not part of one).
+ * Since: 0.2.0.
  */
 PT_API void pt_instant(pt_recorder *r, uint32_t id);
 
@@ -299,6 +303,7 @@ PT_API void pt_instant(pt_recorder *r, uint32_t id);
  * Context: as pt_counter() (two slots) plus one relaxed atomic increment.
  * Return: the range's async id, unique in the process and never 0, to pass
  *         to pt_async_end(); 0 when @r is NULL or closed.
+ * Since: 0.2.0.
  */
 PT_API uint64_t pt_async_begin(pt_recorder *r, uint32_t id);
 
@@ -309,6 +314,7 @@ PT_API uint64_t pt_async_begin(pt_recorder *r, uint32_t id);
  *            was never begun is written anyway; the analyzer counts it as
  *            unmatched.
  * Context: as pt_counter() (two slots).
+ * Since: 0.2.0.
  */
 PT_API void pt_async_end(pt_recorder *r, uint64_t async_id);
 
@@ -321,6 +327,7 @@ PT_API void pt_async_end(pt_recorder *r, uint64_t async_id);
  * a thread first records, whether @tid has recorded yet or not; the last
  * call for a tid wins.
  * Context: any thread; takes a mutex and may allocate (not for hot loops).
+ * Since: 0.2.0.
  */
 PT_API void pt_thread_name(pt_recorder *r, uint32_t tid, const char *name);
 
@@ -362,6 +369,7 @@ PT_API void pt_thread_name(pt_recorder *r, uint32_t tid, const char *name);
  * Context: any thread that may call CUDA; never blocks; the first call in
  *          the process loads the runtime (about 1 ms) and starts the CUDA
  *          thread. Not async-signal-safe.
+ * Since: 0.2.0.
  */
 PT_API void pt_gpu_begin(pt_recorder *r, uint32_t id, void *cuda_stream);
 
@@ -376,6 +384,7 @@ PT_API void pt_gpu_begin(pt_recorder *r, uint32_t id, void *cuda_stream);
  * Context: as pt_gpu_begin(); one cudaEventRecord when the begin recorded
  *          a GPU half, else as pt_end(). GPU sections nest like any other
  *          section; the innermost open GPU section is the one ended.
+ * Since: 0.2.0.
  */
 PT_API void pt_gpu_end(pt_recorder *r, uint32_t id, void *cuda_stream);
 

@@ -27,14 +27,45 @@
  *       COUNTER the counter's TrackDescriptor (parent = thread track) just
  *              before its first value, then TYPE_COUNTER with counter_value;
  *       LOSS / ERROR  TYPE_INSTANT on the thread track with the counts as
- *              debug annotations.
+ *              debug annotations;
+ *       INSTANT TYPE_INSTANT on the thread track (interned name);
+ *       GPU_LAUNCH marks the BEGIN right after it (same chunk, same id):
+ *              that BEGIN goes through protobuf-c and carries flow_ids =
+ *              [seq] when its GPU range is written too;
+ *       ASYNC_BEGIN / ASYNC_END  gathered for the async sequence below;
+ *       GPU_RANGE  ignored here: read from the "ptz-gpu" threads before
+ *              any thread is written (pfx_gpu_collect()).
+ *   the threads named "ptz-gpu" (the recorder's CUDA thread) get no thread
+ *     track unless they hold sections: their COUNTERs become process-scoped
+ *     counter tracks (parent = the process track; unit bytes when the name
+ *     says memory, RSS or bytes) and their INSTANT, LOSS and ERROR records
+ *     process-wide instants, all on sequence 1 like the meta chunk's.
+ *   sequence 2 + nthreads (GPU), when the trace has GPU ranges: a plain
+ *     track "GPU n" per device (parent = the process track) and a track
+ *     "stream <key>" per stream and lane (parent = its device track, so the
+ *     streams nest under it in the UI; pfx_ranges.h lays the ranges out),
+ *     then each range as SLICE_BEGIN + SLICE_END with an explicit
+ *     track_uuid, named like its section. A range whose CPU section was
+ *     written carries terminating_flow_ids = [seq] on its BEGIN (flow ids
+ *     are fixed64 and global; seq is unique in the trace, so it is the id).
+ *     TP binds flows by timestamp, file order breaking ties (an id that
+ *     terminates before it started is ignored), so a GPU start that maps
+ *     before its launch is clamped to the launch and the raw offset kept as
+ *     `gpu_start_offset_ns` (negative); this sequence comes after the
+ *     threads, so at equal timestamps the CPU BEGIN is first in the file.
+ *     A start moved over boundary jitter (pfx_ranges.h) carries
+ *     `gpu_start_snapped_ns`.
+ *   sequence 3 + nthreads (async), when the trace has async ranges: tracks
+ *     "async ranges" (parent = the process track, one per lane: a range
+ *     never shares a track with a range it overlaps; same-named siblings
+ *     are drawn as one group by the UI), each range as SLICE_BEGIN (with
+ *     begin_tid, and end_tid when it ended) + SLICE_END; a range never
+ *     ended closes at the trace's last tick with `ptz.open_at_end`, as
+ *     sections do. ASYNC_ENDs with no begin are skipped and counted by one
+ *     process-wide instant "ptz: async ends without a begin" {count} at
+ *     the first of them.
  *
- * Track uuids: PFX_UUID_* below. GPU device/stream tracks and flows are
- * reserved (not emitted yet): a device group track (kind 4, parent = the
- * process track, so its streams nest under it) and stream tracks (kind 5,
- * parent = the device track); flows carry flow_ids / terminating_flow_ids
- * (fixed64) = (device << 48) | correlation id, the launch's BEGIN being
- * the source and the kernel's BEGIN (clamped to >= the launch) the sink.
+ * Track uuids: PFX_UUID_* below.
  *
  * Clock: timestamps are CLOCK_MONOTONIC ns from pt_reader_ticks_to_ns()
  * with no timestamp_clock_id and no ClockSnapshot. TP then uses them as-is
@@ -59,9 +90,11 @@
  * first pass `until` (a stack, bounded by the depth) and the second pass
  * skips them. Counters and instants are kept when their time is inside.
  *
- * Memory is constant in the number of events: per thread, one stack of
- * open sections, a bitmap of interned names and the list of counters seen;
- * one output buffer; one reused packing buffer.
+ * Memory is constant in the number of sections, counters and instants:
+ * per thread, one stack of open sections, a bitmap of interned names and
+ * the list of counters seen; one output buffer; one reused packing buffer.
+ * GPU ranges and async records are the exception: they are held, under 100
+ * bytes each, to be paired and laid out (viewer-export/pfx_ranges.h).
  *
  * Failure: an I/O error on @out or a reader error stops the export with
  * -errno or -PT_E* and a message; what was written until then is a valid
@@ -81,6 +114,7 @@
 #include "ptz/format.h"
 #include "viewer-export/perfetto/pfx_perfetto_enc.h"
 #include "viewer-export/pfx.h"
+#include "viewer-export/pfx_ranges.h"
 
 #define PFX_MAX_DEPTH 512u /* TP's SliceTracker::kMaxDepth */
 #define PFX_SEQ_PROCESS 1u
@@ -91,7 +125,10 @@
 #define PFX_UUID_PROCESS 1u
 #define PFX_UUID_THREAD(index) ((2ull << 58) | (uint64_t)(index))
 #define PFX_UUID_COUNTER(index, id) ((3ull << 58) | ((uint64_t)(index) << 24) | ((id) & 0xffffffu))
-/* reserved: (4 << 58) | device = GPU device group; (5 << 58) | device << 32 | stream */
+#define PFX_UUID_GPU_DEVICE(k) ((4ull << 58) | (uint64_t)(k))  /* k: position in pfx_gpu.devices */
+#define PFX_UUID_GPU_LANE(i) ((5ull << 58) | (uint64_t)(i))    /* i: position in pfx_gpu.lanes */
+#define PFX_UUID_ASYNC_LANE(lane) ((6ull << 58) | (uint64_t)(lane))
+#define PFX_UUID_PCOUNTER(id) ((7ull << 58) | (uint64_t)(id)) /* process-scoped counter */
 
 enum { M_READ, M_WRITTEN, M_FLOPS, NM };
 enum { NDIR = 4 };
@@ -134,6 +171,18 @@ struct pctx {
 	uint32_t seq;
 	uint64_t track;
 	uint32_t index, tid;
+	bool routed;          /* a "ptz-gpu" thread: counters and instants go to the process */
+	bool launch_pending;  /* the previous record was a GPU_LAUNCH */
+	uint32_t launch_id;   /* its section id */
+	uint64_t launch_seq;  /* its seq */
+	int64_t export_tid;   /* the tid written for this thread */
+
+	/* whole trace */
+	struct pfx_gpu gpu;
+	struct pfx_async async;
+	uint32_t *pcounters; /* process-scoped counters described so far */
+	size_t npcounters, pccap;
+	uint32_t nthreads;
 };
 
 static int fail(struct pctx *c, int err, const char *fmt, const char *arg)
@@ -246,8 +295,83 @@ static inline uint64_t ns_of(const struct pctx *c, uint64_t ticks)
 	return pt_reader_ticks_to_ns(c->rd, ticks);
 }
 
-static void emit_begin(struct pctx *c, uint64_t ts, uint32_t id)
+struct annots {
+	Perfetto__Protos__DebugAnnotation a[16];
+	Perfetto__Protos__DebugAnnotation *p[16];
+	size_t n;
+};
+
+/* One TrackEvent that the hand encoder does not cover, through protobuf-c. */
+struct ev {
+	Perfetto__Protos__TrackEvent__Type type;
+	uint64_t track;       /* 0 = the sequence's default track */
+	bool named;           /* name = string @name_id, interned on this sequence */
+	uint32_t name_id;
+	uint64_t flow, term;  /* flow_ids / terminating_flow_ids; 0 = none */
+	const struct annots *an; /* may be NULL */
+};
+
+/* Writes @e at @ts on the current sequence, flags NEEDS (interned names,
+ * defaults); the name's InternedData rides along on its first use. */
+static void emit_ev(struct pctx *c, uint64_t ts, const struct ev *e)
 {
+	char tmp[48];
+	Perfetto__Protos__EventName en = PERFETTO__PROTOS__EVENT_NAME__INIT;
+	Perfetto__Protos__EventName *ens[1] = { &en };
+	Perfetto__Protos__InternedData in = PERFETTO__PROTOS__INTERNED_DATA__INIT;
+	Perfetto__Protos__TrackEvent te = PERFETTO__PROTOS__TRACK_EVENT__INIT;
+	Perfetto__Protos__TracePacket p;
+	uint64_t flow = e->flow, term = e->term;
+	packet_init(&p, c->seq, ts, PERFETTO__PROTOS__TRACE_PACKET__SEQUENCE_FLAGS__SEQ_NEEDS_INCREMENTAL_STATE);
+	if (e->named) {
+		int k = intern_mark(c, e->name_id);
+		if (k < 0)
+			return;
+		if (k) {
+			en.has_iid = 1;
+			en.iid = (uint64_t)e->name_id + 1;
+			en.name = (char *)name_of(c, e->name_id, tmp, sizeof(tmp));
+			in.n_event_names = 1;
+			in.event_names = ens;
+			p.interned_data = &in;
+		}
+		te.name_field_case = PERFETTO__PROTOS__TRACK_EVENT__NAME_FIELD_NAME_IID;
+		te.name_iid = (uint64_t)e->name_id + 1;
+	}
+	te.has_type = 1;
+	te.type = e->type;
+	if (e->track) {
+		te.has_track_uuid = 1;
+		te.track_uuid = e->track;
+	}
+	if (flow) {
+		te.n_flow_ids = 1;
+		te.flow_ids = &flow;
+	}
+	if (term) {
+		te.n_terminating_flow_ids = 1;
+		te.terminating_flow_ids = &term;
+	}
+	if (e->an) {
+		te.n_debug_annotations = e->an->n;
+		te.debug_annotations = (Perfetto__Protos__DebugAnnotation **)e->an->p;
+	}
+	p.data_case = PERFETTO__PROTOS__TRACE_PACKET__DATA_TRACK_EVENT;
+	p.track_event = &te;
+	put_packet(c, &p);
+}
+
+/* BEGIN of section @id on the thread's track; @flow != 0 starts that flow. */
+static void emit_begin(struct pctx *c, uint64_t ts, uint32_t id, uint64_t flow)
+{
+	if (flow) {
+		const struct ev e = { .type = PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_BEGIN,
+				      .named = true,
+				      .name_id = id,
+				      .flow = flow };
+		emit_ev(c, ts, &e);
+		return;
+	}
 	int k = intern_mark(c, id);
 	if (k < 0)
 		return;
@@ -278,12 +402,6 @@ static void emit_begin(struct pctx *c, uint64_t ts, uint32_t id)
 	put_packet(c, &p);
 }
 
-struct annots {
-	Perfetto__Protos__DebugAnnotation a[16];
-	Perfetto__Protos__DebugAnnotation *p[16];
-	size_t n;
-};
-
 static void annot_u(struct annots *an, const char *name, uint64_t v)
 {
 	Perfetto__Protos__DebugAnnotation *d = &an->a[an->n];
@@ -301,6 +419,20 @@ static void annot_s(struct annots *an, const char *name, const char *v)
 	annot_u(an, name, 0);
 	an->a[an->n - 1].value_case = PERFETTO__PROTOS__DEBUG_ANNOTATION__VALUE_STRING_VALUE;
 	an->a[an->n - 1].string_value = (char *)v;
+}
+
+static void annot_i(struct annots *an, const char *name, int64_t v)
+{
+	annot_u(an, name, 0);
+	an->a[an->n - 1].value_case = PERFETTO__PROTOS__DEBUG_ANNOTATION__VALUE_INT_VALUE;
+	an->a[an->n - 1].int_value = v;
+}
+
+static void annot_b(struct annots *an, const char *name, bool v)
+{
+	annot_u(an, name, 0);
+	an->a[an->n - 1].value_case = PERFETTO__PROTOS__DEBUG_ANNOTATION__VALUE_BOOL_VALUE;
+	an->a[an->n - 1].bool_value = v;
 }
 
 /* END of @f at @end_ns; metrics (inclusive, plus self where it differs)
@@ -376,6 +508,13 @@ static const char *errc_name(uint32_t code)
 	case PT_ERRC_END_UNDERFLOW: return "end_underflow";
 	case PT_ERRC_AFTER_EXIT: return "after_exit";
 	case PT_ERRC_IO: return "io";
+	case PT_ERRC_GPU_POOL_EMPTY: return "gpu_pool_empty";
+	case PT_ERRC_GPU_CAPTURING: return "gpu_capturing";
+	case PT_ERRC_GPU_CUDA: return "gpu_cuda";
+	case PT_ERRC_GPU_OFF: return "gpu_off";
+	case PT_ERRC_GPU_EARLY_START: return "gpu_early_start";
+	case PT_ERRC_GPU_QUEUE_FULL: return "gpu_queue_full";
+	case PT_ERRC_GPU_UNFINISHED: return "gpu_unfinished";
 	default: return "unknown";
 	}
 }
@@ -395,6 +534,24 @@ static void emit_loss_or_error(struct pctx *c, uint32_t seq, uint64_t track, con
 	}
 }
 
+/* TYPE_COUNTER @v on counter track @uuid (already described). */
+static void counter_value(struct pctx *c, uint32_t seq, uint64_t ts, uint64_t uuid, int64_t v)
+{
+	Perfetto__Protos__TrackEvent te = PERFETTO__PROTOS__TRACK_EVENT__INIT;
+	Perfetto__Protos__TracePacket p;
+	te.has_type = 1;
+	te.type = PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_COUNTER;
+	te.has_track_uuid = 1;
+	te.track_uuid = uuid;
+	te.counter_value_field_case = PERFETTO__PROTOS__TRACK_EVENT__COUNTER_VALUE_FIELD_COUNTER_VALUE;
+	te.counter_value = v;
+	packet_init(&p, seq, ts, 0);
+	p.data_case = PERFETTO__PROTOS__TRACE_PACKET__DATA_TRACK_EVENT;
+	p.track_event = &te;
+	put_packet(c, &p);
+}
+
+/* A COUNTER of an application thread: a counter track under its thread. */
 static void emit_counter(struct pctx *c, uint64_t ts, uint32_t id, int64_t v)
 {
 	const uint64_t uuid = PFX_UUID_COUNTER(c->index, id);
@@ -431,18 +588,67 @@ static void emit_counter(struct pctx *c, uint64_t ts, uint32_t id, int64_t v)
 		p.track_descriptor = &td;
 		put_packet(c, &p);
 	}
-	Perfetto__Protos__TrackEvent te = PERFETTO__PROTOS__TRACK_EVENT__INIT;
-	Perfetto__Protos__TracePacket p;
-	te.has_type = 1;
-	te.type = PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_COUNTER;
-	te.has_track_uuid = 1;
-	te.track_uuid = uuid;
-	te.counter_value_field_case = PERFETTO__PROTOS__TRACK_EVENT__COUNTER_VALUE_FIELD_COUNTER_VALUE;
-	te.counter_value = v;
-	packet_init(&p, c->seq, ts, 0);
-	p.data_case = PERFETTO__PROTOS__TRACE_PACKET__DATA_TRACK_EVENT;
-	p.track_event = &te;
-	put_packet(c, &p);
+	counter_value(c, c->seq, ts, uuid, v);
+}
+
+/* Whether a process-scoped counter's name says it counts bytes. */
+static bool name_says_bytes(const char *s)
+{
+	static const char *const words[] = { "memory", "rss", "bytes" };
+	for (const char *p = s; *p; p++)
+		for (size_t w = 0; w < sizeof(words) / sizeof(words[0]); w++) {
+			size_t k = 0;
+			while (words[w][k] && p[k] && (p[k] | 0x20) == words[w][k])
+				k++;
+			if (!words[w][k])
+				return true;
+		}
+	return false;
+}
+
+/* A COUNTER of a "ptz-gpu" thread: a process-scoped counter track (parent =
+ * the process track, named by the counter alone) on sequence 1. */
+static void emit_pcounter(struct pctx *c, uint64_t ts, uint32_t id, int64_t v)
+{
+	const uint64_t uuid = PFX_UUID_PCOUNTER(id);
+	bool known = false;
+	for (size_t i = 0; i < c->npcounters; i++)
+		if (c->pcounters[i] == id)
+			known = true;
+	if (!known) { /* TP needs the descriptor before the first value, in file order */
+		if (c->npcounters == c->pccap) {
+			size_t nc = c->pccap ? c->pccap * 2 : 8;
+			uint32_t *n = realloc(c->pcounters, nc * sizeof(*n));
+			if (!n) {
+				fail(c, -ENOMEM, "out of memory%s", "");
+				return;
+			}
+			c->pcounters = n;
+			c->pccap = nc;
+		}
+		c->pcounters[c->npcounters++] = id;
+		char tmp[48];
+		const char *name = name_of(c, id, tmp, sizeof(tmp));
+		Perfetto__Protos__CounterDescriptor cd = PERFETTO__PROTOS__COUNTER_DESCRIPTOR__INIT;
+		Perfetto__Protos__TrackDescriptor td = PERFETTO__PROTOS__TRACK_DESCRIPTOR__INIT;
+		Perfetto__Protos__TracePacket p;
+		if (name_says_bytes(name)) {
+			cd.has_unit = 1;
+			cd.unit = PERFETTO__PROTOS__COUNTER_DESCRIPTOR__UNIT__UNIT_SIZE_BYTES;
+		}
+		td.has_uuid = 1;
+		td.uuid = uuid;
+		td.has_parent_uuid = 1;
+		td.parent_uuid = PFX_UUID_PROCESS;
+		td.static_or_dynamic_name_case = PERFETTO__PROTOS__TRACK_DESCRIPTOR__STATIC_OR_DYNAMIC_NAME_NAME;
+		td.name = (char *)name;
+		td.counter = &cd;
+		packet_init(&p, PFX_SEQ_PROCESS, ts, 0);
+		p.data_case = PERFETTO__PROTOS__TRACE_PACKET__DATA_TRACK_DESCRIPTOR;
+		p.track_descriptor = &td;
+		put_packet(c, &p);
+	}
+	counter_value(c, PFX_SEQ_PROCESS, ts, uuid, v);
 }
 
 /* ==== Descriptors ==== */
@@ -513,12 +719,183 @@ static void emit_thread(struct pctx *c, const struct pt_thread_info *ti)
 	put_packet(c, &p);
 }
 
-/* ==== Per-thread nesting (analyzer/ana_build.c rules) ==== */
+/* ==== GPU and async sequences (layout: pfx_ranges.h) ==== */
 
 static inline bool in_window(const struct pctx *c, uint64_t ns)
 {
 	return ns >= c->since_abs_ns && ns <= c->until_abs_ns;
 }
+
+
+/* A plain track descriptor on the current sequence; @first carries the
+ * sequence's CLEARED|NEEDS flags. */
+static void emit_plain_track(struct pctx *c, uint64_t uuid, uint64_t parent, const char *name, bool first)
+{
+	Perfetto__Protos__TrackDescriptor td = PERFETTO__PROTOS__TRACK_DESCRIPTOR__INIT;
+	Perfetto__Protos__TracePacket p;
+	td.has_uuid = 1;
+	td.uuid = uuid;
+	td.has_parent_uuid = 1;
+	td.parent_uuid = parent;
+	td.static_or_dynamic_name_case = PERFETTO__PROTOS__TRACK_DESCRIPTOR__STATIC_OR_DYNAMIC_NAME_NAME;
+	td.name = (char *)name;
+	packet_init(&p, c->seq, c->info->start_mono_ns,
+		    first ? PERFETTO__PROTOS__TRACE_PACKET__SEQUENCE_FLAGS__SEQ_INCREMENTAL_STATE_CLEARED |
+				    PERFETTO__PROTOS__TRACE_PACKET__SEQUENCE_FLAGS__SEQ_NEEDS_INCREMENTAL_STATE
+			  : 0);
+	p.data_case = PERFETTO__PROTOS__TRACE_PACKET__DATA_TRACK_DESCRIPTOR;
+	p.track_descriptor = &td;
+	put_packet(c, &p);
+}
+
+static void new_sequence(struct pctx *c, uint32_t seq)
+{
+	c->seq = seq;
+	if (c->interned)
+		memset(c->interned, 0, c->interned_words * sizeof(*c->interned));
+}
+
+/* Marks the GPU ranges inside the window (before any CPU section is written,
+ * which links to a range only if it is kept). */
+static void gpu_keep(struct pctx *c)
+{
+	for (size_t i = 0; i < c->gpu.n; i++) {
+		struct pfx_gpu_range *g = &c->gpu.r[i];
+		if (in_window(c, ns_of(c, g->start_ticks)) && in_window(c, ns_of(c, g->end_ticks)))
+			g->flags |= PFX_GPU_KEEP;
+	}
+}
+
+static void emit_gpu(struct pctx *c)
+{
+	const struct pfx_gpu *g = &c->gpu;
+	bool *lane_used = calloc(g->nlanes + 1, sizeof(bool));
+	bool *dev_used = calloc(g->ndevices + 1, sizeof(bool));
+	bool any = false;
+	if (!lane_used || !dev_used) {
+		fail(c, -ENOMEM, "out of memory%s", "");
+		goto out;
+	}
+	for (size_t i = 0; i < g->n; i++)
+		if (g->r[i].flags & PFX_GPU_KEEP) {
+			lane_used[g->r[i].lane] = true;
+			dev_used[g->lanes[g->r[i].lane].device_index] = true;
+			any = true;
+		}
+	if (!any)
+		goto out;
+	new_sequence(c, PFX_SEQ_THREAD0 + c->nthreads);
+	bool first = true;
+	char name[64];
+	for (size_t k = 0; k < g->ndevices; k++)
+		if (dev_used[k]) {
+			snprintf(name, sizeof(name), "GPU %" PRIu32, g->devices[k]);
+			emit_plain_track(c, PFX_UUID_GPU_DEVICE(k), PFX_UUID_PROCESS, name, first);
+			first = false;
+		}
+	for (size_t i = 0; i < g->nlanes; i++)
+		if (lane_used[i]) {
+			const struct pfx_gpu_lane *l = &g->lanes[i];
+			if (l->stream <= UINT32_MAX) /* ids from cudaStreamGetId are small */
+				snprintf(name, sizeof(name), "stream %" PRIu64, l->stream);
+			else /* a handle's value */
+				snprintf(name, sizeof(name), "stream 0x%" PRIx64, l->stream);
+			emit_plain_track(c, PFX_UUID_GPU_LANE(i), PFX_UUID_GPU_DEVICE(l->device_index), name, false);
+		}
+	for (size_t i = 0; i < g->n && !c->err; i++) {
+		const struct pfx_gpu_range *r = &g->r[i];
+		if (!(r->flags & PFX_GPU_KEEP))
+			continue;
+		struct annots an = { .n = 0 };
+		if (r->raw_start_ticks < r->launch_ticks) /* clamped: keep the measured offset */
+			annot_i(&an, "gpu_start_offset_ns",
+				(int64_t)(ns_of(c, r->raw_start_ticks) - ns_of(c, r->launch_ticks)));
+		if (r->snap_ticks) /* moved to the end of the range before it (jitter) */
+			annot_u(&an, "gpu_start_snapped_ns",
+				ns_of(c, r->start_ticks) - ns_of(c, r->start_ticks - r->snap_ticks));
+		const struct ev b = { .type = PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_BEGIN,
+				      .track = PFX_UUID_GPU_LANE(r->lane),
+				      .named = true,
+				      .name_id = r->name_id,
+				      .term = (r->flags & PFX_GPU_LINKED) ? r->seq : 0,
+				      .an = &an };
+		const struct ev e = { .type = PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_END,
+				      .track = PFX_UUID_GPU_LANE(r->lane) };
+		emit_ev(c, ns_of(c, r->start_ticks), &b);
+		emit_ev(c, ns_of(c, r->end_ticks), &e);
+	}
+out:
+	free(lane_used);
+	free(dev_used);
+}
+
+static void emit_async(struct pctx *c)
+{
+	struct pfx_async *a = &c->async;
+	bool *lane_used = NULL;
+	int rc = pfx_async_finish(a, pfx_trace_end_ticks(c->rd));
+	if (rc) {
+		fail(c, rc, "out of memory%s", "");
+		return;
+	}
+	lane_used = calloc((size_t)a->nlanes + 1, sizeof(bool));
+	if (!lane_used) {
+		fail(c, -ENOMEM, "out of memory%s", "");
+		return;
+	}
+	bool any = false;
+	for (size_t i = 0; i < a->n; i++) {
+		const struct pfx_async_range *r = &a->r[i];
+		if (in_window(c, ns_of(c, r->begin_ticks)) && in_window(c, ns_of(c, r->end_ticks)))
+			any = lane_used[r->lane] = true;
+	}
+	if (any) {
+		new_sequence(c, PFX_SEQ_THREAD0 + c->nthreads + 1);
+		bool first = true;
+		for (uint32_t l = 0; l < a->nlanes; l++)
+			if (lane_used[l]) {
+				emit_plain_track(c, PFX_UUID_ASYNC_LANE(l), PFX_UUID_PROCESS, "async ranges", first);
+				first = false;
+			}
+		for (size_t i = 0; i < a->n && !c->err; i++) {
+			const struct pfx_async_range *r = &a->r[i];
+			const uint64_t b_ns = ns_of(c, r->begin_ticks), e_ns = ns_of(c, r->end_ticks);
+			if (!in_window(c, b_ns) || !in_window(c, e_ns))
+				continue;
+			struct annots ab = { .n = 0 }, ae = { .n = 0 };
+			annot_u(&ab, "begin_tid", r->begin_thread);
+			if (r->open_at_end)
+				annot_b(&ae, "ptz.open_at_end", true);
+			else
+				annot_u(&ab, "end_tid", r->end_thread);
+			const struct ev b = { .type = PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_BEGIN,
+					      .track = PFX_UUID_ASYNC_LANE(r->lane),
+					      .named = true,
+					      .name_id = r->name_id,
+					      .an = &ab };
+			const struct ev e = { .type = PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_END,
+					      .track = PFX_UUID_ASYNC_LANE(r->lane),
+					      .an = ae.n ? &ae : NULL };
+			emit_ev(c, b_ns, &b);
+			emit_ev(c, e_ns, &e);
+		}
+	}
+	free(lane_used);
+	/* ASYNC_ENDs with no begin: skipped, counted in one instant at the first */
+	uint64_t n = 0, first_ns = 0;
+	for (size_t i = 0; i < a->nunmatched; i++) {
+		const uint64_t ns = ns_of(c, a->unmatched_end_ticks[i]);
+		if (in_window(c, ns) && !n++)
+			first_ns = ns;
+	}
+	if (n && !c->err) {
+		struct annots an = { .n = 0 };
+		annot_u(&an, "count", n);
+		emit_instant(c, PFX_SEQ_PROCESS, PFX_UUID_PROCESS, first_ns, "ptz: async ends without a begin", &an);
+	}
+}
+
+/* ==== Per-thread nesting (analyzer/ana_build.c rules) ==== */
 
 /* Pops the top frame, closed at @end_ticks; @emit = pass 2. */
 static void close_top(struct pctx *c, uint64_t end_ticks, bool emit, const char *mark)
@@ -591,13 +968,17 @@ static int thread_pass(struct pctx *c, bool emit)
 	c->seen = false;
 	c->last_ticks = 0;
 	c->kdrop = 0;
+	c->launch_pending = false;
 	pt_reader_rewind(c->rd);
 	while ((rc = pt_reader_next_chunk(c->rd, c->index, &ci)) == 1) {
 		if (ci.sequence != next_seq) /* chunks lost: the open stack is unreliable */
 			close_all(c, emit, "ptz.cut_by_gap");
 		next_seq = ci.sequence + 1;
+		c->launch_pending = false; /* a launch and its BEGIN share a chunk (§4.4) */
 		while ((rc = pt_reader_next_record(c->rd, &r)) == 1) {
 			const bool timed = r.kind != PT_REC_METRIC && r.kind != PT_REC_TRANSFER;
+			const bool launched = c->launch_pending; /* this record follows a GPU_LAUNCH */
+			c->launch_pending = false;
 			uint64_t ns = 0;
 			if (timed && r.kind < PT_REC_INSTANT) {
 				ns = ns_of(c, r.ticks);
@@ -638,9 +1019,19 @@ static int thread_pass(struct pctx *c, bool emit)
 				if (c->kdrop < c->ndrop && c->drop[c->kdrop] == f->ord)
 					dropped = true;
 				if (!dropped && in_window(c, ns) && c->emitted_depth < PFX_MAX_DEPTH) {
+					/* the section a GPU_LAUNCH marks starts the flow to
+					 * its GPU range, if that range is written too */
+					struct pfx_gpu_range *g = NULL;
+					if (launched && c->launch_id == r.id) {
+						g = pfx_gpu_find(&c->gpu, c->launch_seq);
+						if (g && (!(g->flags & PFX_GPU_KEEP) || (g->flags & PFX_GPU_LINKED)))
+							g = NULL;
+					}
 					f->emitted = true;
 					c->emitted_depth++;
-					emit_begin(c, ns, r.id);
+					emit_begin(c, ns, r.id, g ? g->seq : 0);
+					if (g)
+						g->flags |= PFX_GPU_LINKED;
 				}
 				break;
 			}
@@ -671,15 +1062,49 @@ static int thread_pass(struct pctx *c, bool emit)
 					frame_m(&c->st[c->depth - 1])->x_incl[r.aux - 1] += r.value;
 				break;
 			case PT_REC_COUNTER:
-				if (emit && in_window(c, ns))
-					emit_counter(c, ns, r.id, (int64_t)r.value);
+				if (emit && in_window(c, ns)) {
+					if (c->routed)
+						emit_pcounter(c, ns, r.id, (int64_t)r.value);
+					else
+						emit_counter(c, ns, r.id, (int64_t)r.value);
+				}
 				break;
 			case PT_REC_LOSS:
 			case PT_REC_ERROR:
-				if (emit && in_window(c, ns))
-					emit_loss_or_error(c, c->seq, 0, &r);
+				if (emit && in_window(c, ns)) {
+					if (c->routed)
+						emit_loss_or_error(c, PFX_SEQ_PROCESS, PFX_UUID_PROCESS, &r);
+					else
+						emit_loss_or_error(c, c->seq, 0, &r);
+				}
 				break;
-			default: /* reserved kinds: not exported yet */
+			case PT_REC_INSTANT:
+				ns = ns_of(c, r.ticks);
+				if (emit && in_window(c, ns)) {
+					if (c->routed) {
+						char tmp[48];
+						const struct annots none = { .n = 0 };
+						emit_instant(c, PFX_SEQ_PROCESS, PFX_UUID_PROCESS, ns,
+							     name_of(c, r.id, tmp, sizeof(tmp)), &none);
+					} else {
+						const struct ev e = { .type = PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_INSTANT,
+								      .named = true,
+								      .name_id = r.id };
+						emit_ev(c, ns, &e);
+					}
+				}
+				break;
+			case PT_REC_GPU_LAUNCH:
+				c->launch_pending = true;
+				c->launch_id = r.id;
+				c->launch_seq = r.value2;
+				break;
+			case PT_REC_ASYNC_BEGIN:
+			case PT_REC_ASYNC_END:
+				if (emit && pfx_async_add(&c->async, &r, (uint32_t)c->export_tid))
+					return fail(c, -ENOMEM, "out of memory%s", "");
+				break;
+			default: /* GPU_RANGE: read by pfx_gpu_collect(); reserved kinds */
 				break;
 			}
 			if (c->err)
@@ -706,9 +1131,13 @@ static int export_thread(struct pctx *c, size_t pos, const struct pt_thread_info
 	c->track = PFX_UUID_THREAD(ti->index);
 	c->ncounters = 0;
 	c->ndrop = 0;
+	c->export_tid = ti->tid ? (int64_t)ti->tid : (int64_t)(0x40000000u + ti->index);
+	bool sections = true;
+	c->routed = pfx_gpu_thread(&c->gpu, ti->index, &sections);
 	if (c->interned)
 		memset(c->interned, 0, c->interned_words * sizeof(*c->interned));
-	emit_thread(c, ti);
+	if (sections) /* a "ptz-gpu" thread without sections gets no track */
+		emit_thread(c, ti);
 	if (c->until_set) {
 		int rc = thread_pass(c, false);
 		if (rc)
@@ -744,6 +1173,10 @@ int pfx_write_perfetto(const char *trace_path, FILE *out, const struct pfx_opts 
 	}
 
 	emit_process(&c);
+	rc = pfx_gpu_collect(&c.gpu, c.rd); /* before any thread: CPU sections link to it */
+	if (rc)
+		fail(&c, rc, "%s", rc == -ENOMEM ? "out of memory" : pt_reader_errmsg(c.rd));
+	gpu_keep(&c);
 	/* process-wide LOSS / ERROR records from the meta chunks */
 	{
 		struct pt_chunk_info ci;
@@ -757,11 +1190,16 @@ int pfx_write_perfetto(const char *trace_path, FILE *out, const struct pfx_opts 
 			fail(&c, rc, "%s", pt_reader_errmsg(c.rd));
 	}
 	const size_t nthreads = pt_reader_thread_count(c.rd);
+	c.nthreads = (uint32_t)nthreads;
 	for (size_t i = 0; i < nthreads && !c.err; i++) {
 		struct pt_thread_info ti;
 		if (pt_reader_thread(c.rd, i, &ti) == 1)
 			export_thread(&c, i, &ti);
 	}
+	if (!c.err && c.gpu.n)
+		emit_gpu(&c);
+	if (!c.err && c.async.nrec)
+		emit_async(&c);
 	out_flush(&c);
 	if (!c.err && fflush(out))
 		fail(&c, errno ? -errno : -EIO, "cannot write the trace: %s", strerror(errno ? errno : EIO));
@@ -771,7 +1209,10 @@ done:
 	free(c.st);
 	free(c.interned);
 	free(c.counters);
+	free(c.pcounters);
 	free(c.drop);
+	pfx_gpu_free(&c.gpu);
+	pfx_async_free(&c.async);
 	pt_reader_close(c.rd);
 	return c.err;
 }

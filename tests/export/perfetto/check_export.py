@@ -23,7 +23,9 @@ usage: check_export.py SRC_DIR BUILD_ROOT EXPORTER PTANALYZE TMPDIR
      same trace (and window); ENDs marked ptz.open_at_end / ptz.cut_by_gap
      (sections the analyzer counts as open, not as sections) are left out.
      Traces: tests/data/golden/small.ptz (whole, and windows), the corrupt
-     corpus's readable files, and the example programs' --small traces.
+     corpus's readable files, the GPU traces of tests/export/gpu/
+     (gen-gpu-trace, fixed and random: CPU sections with flows, GPU and
+     async tracks beside them) and the example programs' --small traces.
 """
 import json
 import os
@@ -329,6 +331,13 @@ def main():
                                         "garbage-between-chunks.ptz", "unknown-record-kind.ptz",
                                         "reserved-record-kind.ptz"):
             export_and_check(os.path.join(SRC, "tests/data/corrupt", f), "corrupt-" + f[:-4])
+    # format 1.1: GPU ranges, flows, async ranges, instants (tests/export/gpu/)
+    gen = os.path.join(BUILD, "tests", "gen-gpu-trace")
+    for name, args in (("gpu", []), ("gpu-random", ["--random", "1"])):
+        trace = os.path.join(TMP, name + ".ptz")
+        if os.path.exists(gen) and tap(subprocess.run([gen, trace] + args, capture_output=True).returncode == 0,
+                                       f"{name}: gen-gpu-trace"):
+            export_and_check(trace, name)
     for prog in ("led_optimizer", "compress_corpus"):
         exe = os.path.join(BUILD, "examples", prog)
         if not os.path.exists(exe):

@@ -1,0 +1,719 @@
+/*
+ * analyzer/ana_gpu.c - GPU sections, async ranges and instants
+ * (doc/analyzer-output.md §3.1-3.3; record layouts: doc/trace-format.md §4.4).
+ *
+ * GPU sections. An application thread writes GPU_LAUNCH (section id,
+ * device, stream, seq) just before the BEGIN of a section timed on a GPU;
+ * the recorder's CUDA thread ("ptz-gpu") later writes the GPU_RANGE with
+ * the same seq (GPU start and end in host ticks). Either may be read first.
+ * Each half waits in a hash map keyed by seq until the other arrives, then
+ * the entry is removed: the map holds only the halves still unmatched at
+ * that point of the pass (in file order, the ranges in flight plus the
+ * flusher's lag; ana_build.c reads a trace with a ptz-gpu thread in file
+ * order for this reason). Whatever is left at the end is counted as a
+ * launch without a range or a range without a launch.
+ *
+ * Attribution. The launch fixes the call-path node: the child named by the
+ * section id under the thread's innermost open section, exactly the node
+ * the BEGIN that follows will open (so BEGIN and END, the hot path, do no
+ * GPU work at all). A paired range adds to that node's self distribution,
+ * and its duration to the inclusive sums of the node and its ancestors,
+ * stopping below the outermost enclosing open GPU section on the same
+ * device and stream: that section's own range already covers this one
+ * (nested GPU sections on one stream), so GPU time is never counted twice
+ * up the tree. The flat by-name view counts a range once per name on that
+ * stretch of the path (recursion-safe, like the CPU totals).
+ *
+ * Devices. Every range (paired or not) adds to its device: count, sum of
+ * durations, launch-to-start latency, streams seen, and the union of the
+ * ranges ("instrumented GPU busy"), kept exactly as sorted disjoint
+ * intervals: 16 bytes per run of overlapping or touching ranges, at most
+ * one per range. An exact union cannot be streamed in bounded memory here:
+ * ranges of different streams arrive in resolution order, not start
+ * order, so no interval is ever known to be final before the end.
+ *
+ * Async ranges pair ASYNC_BEGIN and ASYNC_END by their 64-bit async id in a
+ * second map, symmetric in the same way (the END may be read first, e.g.
+ * when its thread is read first). Instants are counted per thread and name.
+ *
+ * Why not liburcu's cds_lfht: the analyzer is single-threaded, and only
+ * the recorder may link liburcu (doc/style.md §1); an RCU hash table would
+ * add read-side locking, one allocation per entry and deferred frees for
+ * nothing. The open-addressing map below stores entries inline (one
+ * allocation per growth), probes linearly, and deletes by backward shift,
+ * so no tombstones accumulate while pairs come and go.
+ *
+ * Failure: an allocation failure drops the contribution of the record at
+ * hand (a row misses a range, a launch stays unmatched); the pass goes on.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "analyzer/ana.h"
+#include "analyzer/ana_pass.h"
+
+/* ---------------------------------------------------------------- map */
+
+/* Fibonacci hashing: seq and async ids are consecutive integers. */
+static inline size_t map_home(const struct ana_map *m, uint64_t key)
+{
+	return (size_t)((key * 0x9e3779b97f4a7c15ull) >> 32) & (m->cap - 1);
+}
+
+static inline uint64_t map_key(const struct ana_map *m, size_t i)
+{
+	uint64_t k;
+	memcpy(&k, m->slots + i * m->esize, sizeof(k));
+	return k;
+}
+
+void ana_map_init(struct ana_map *m, size_t esize)
+{
+	memset(m, 0, sizeof(*m));
+	m->esize = esize;
+}
+
+void *ana_map_find(const struct ana_map *m, uint64_t key)
+{
+	if (!m->count)
+		return NULL;
+	for (size_t i = map_home(m, key);; i = (i + 1) & (m->cap - 1)) {
+		if (!m->used[i])
+			return NULL;
+		if (map_key(m, i) == key)
+			return m->slots + i * m->esize;
+	}
+}
+
+/* Doubles the capacity (16 at first) and reinserts every entry. 0 or -1. */
+static int map_grow(struct ana_map *m)
+{
+	size_t cap = m->cap ? 2 * m->cap : 16;
+	uint8_t *slots = malloc(cap * m->esize), *used = calloc(cap, 1);
+	if (!slots || !used) {
+		free(slots);
+		free(used);
+		return -1;
+	}
+	struct ana_map n = { .slots = slots, .used = used, .esize = m->esize, .cap = cap, .count = m->count,
+			     .peak = m->peak };
+	for (size_t i = 0; i < m->cap; i++) {
+		if (!m->used[i])
+			continue;
+		size_t j = map_home(&n, map_key(m, i));
+		while (n.used[j])
+			j = (j + 1) & (cap - 1);
+		memcpy(n.slots + j * n.esize, m->slots + i * m->esize, m->esize);
+		n.used[j] = 1;
+	}
+	free(m->slots);
+	free(m->used);
+	*m = n;
+	return 0;
+}
+
+void *ana_map_add(struct ana_map *m, uint64_t key)
+{
+	if (2 * (m->count + 1) > m->cap && map_grow(m))
+		return NULL;
+	size_t i = map_home(m, key);
+	while (m->used[i])
+		i = (i + 1) & (m->cap - 1);
+	uint8_t *e = m->slots + i * m->esize;
+	memset(e, 0, m->esize);
+	memcpy(e, &key, sizeof(key));
+	m->used[i] = 1;
+	if (++m->count > m->peak)
+		m->peak = m->count;
+	return e;
+}
+
+/*
+ * Backward-shift deletion (Knuth 6.4, algorithm R): the entries after the
+ * hole that could live in it (their home slot is not cyclically within
+ * (hole, their slot]) move back, so every probe sequence stays unbroken.
+ */
+void ana_map_remove(struct ana_map *m, void *entry)
+{
+	size_t mask = m->cap - 1, hole = (size_t)((uint8_t *)entry - m->slots) / m->esize;
+	for (size_t j = (hole + 1) & mask; m->used[j]; j = (j + 1) & mask) {
+		size_t home = map_home(m, map_key(m, j));
+		bool stays = hole <= j ? (hole < home && home <= j) : (hole < home || home <= j);
+		if (stays)
+			continue;
+		memcpy(m->slots + hole * m->esize, m->slots + j * m->esize, m->esize);
+		hole = j;
+	}
+	m->used[hole] = 0;
+	m->count--;
+}
+
+void ana_map_each(const struct ana_map *m, void (*fn)(void *ctx, const void *entry), void *ctx)
+{
+	for (size_t i = 0; i < m->cap; i++)
+		if (m->used[i])
+			fn(ctx, m->slots + i * m->esize);
+}
+
+void ana_map_free(struct ana_map *m)
+{
+	free(m->slots);
+	free(m->used);
+	size_t esize = m->esize;
+	memset(m, 0, sizeof(*m));
+	m->esize = esize;
+}
+
+/* ---------------------------------------------------------------- pass state */
+
+enum { SIDE_LAUNCH = 1, SIDE_RANGE = 2 };
+enum { SIDE_BEGIN = 1, SIDE_END = 2 };
+
+/* One GPU half waiting for the other, keyed by seq. */
+struct gpu_pend {
+	uint64_t seq;
+	uint64_t start, end, launch; /* range side: GPU start, GPU end, launch tick */
+	uint32_t pos, node, cover;   /* launch side: thread position, node, covering depth */
+	uint8_t side, kept;          /* SIDE_*; range side: inside the time window */
+};
+
+/* One async half waiting for the other, keyed by async id. */
+struct async_pend {
+	uint64_t id;
+	uint64_t ticks;
+	uint32_t name;
+	uint8_t side; /* SIDE_BEGIN or SIDE_END */
+};
+
+struct gpu_pass {
+	struct ana_map pend;  /* seq -> struct gpu_pend */
+	struct ana_map async; /* async id -> struct async_pend */
+	uint64_t stamp;       /* ranges attributed so far (struct gpu_flat.stamp) */
+	uint64_t first_ticks, last_ticks; /* earliest GPU start, latest GPU end */
+	bool any_range;
+};
+
+static struct gpu_pass *gp_of(struct ctx *c)
+{
+	if (c->gp)
+		return c->gp;
+	c->gp = calloc(1, sizeof(*c->gp));
+	if (c->gp) {
+		ana_map_init(&c->gp->pend, sizeof(struct gpu_pend));
+		ana_map_init(&c->gp->async, sizeof(struct async_pend));
+	}
+	return c->gp;
+}
+
+/* Name ids index arrays: a corrupt id beyond the string table's limit
+ * shares slot 0 ("unknown") instead of sizing an array by it. */
+static inline uint32_t name_slot(uint32_t id)
+{
+	return id < PT_FMT_MAX_STRING_ID ? id : 0;
+}
+
+/* Grows a zero-filled array of @esize-byte elements so that index @id
+ * exists. The array or NULL on ENOMEM (the old one is kept). */
+static void *grow_by_id(void *arr, uint32_t *n, uint32_t id, size_t esize)
+{
+	if (id < *n)
+		return arr;
+	uint32_t nc = *n ? *n : 64;
+	while (nc <= id)
+		nc *= 2;
+	uint8_t *p = realloc(arr, (size_t)nc * esize);
+	if (!p)
+		return NULL;
+	memset(p + (size_t)*n * esize, 0, (size_t)(nc - *n) * esize);
+	*n = nc;
+	return p;
+}
+
+/* Signed tick difference a - b in ns, with the mean slope. */
+static int64_t signed_ns(const struct ctx *c, uint64_t a, uint64_t b)
+{
+	double d = (double)(int64_t)(a - b) * c->ns_per_tick;
+	return (int64_t)(d < 0 ? d - 0.5 : d + 0.5);
+}
+
+static struct ana_gpu *gpu_of(struct ana_agg *a)
+{
+	if (!a->gpu)
+		a->gpu = calloc(1, sizeof(*a->gpu));
+	return a->gpu;
+}
+
+/* ---------------------------------------------------------------- GPU ranges */
+
+/* Section and flat attribution of a paired, kept range (see the top). */
+static void gpu_attribute(struct ctx *c, uint32_t pos, uint32_t node, uint32_t cover, uint64_t start, uint64_t end,
+			  uint64_t launch)
+{
+	if (node == UINT32_MAX || pos >= c->res->nthreads)
+		return;
+	struct ana_tree *t = &c->res->threads[pos].tree;
+	struct tstate *ts = &c->ts[pos];
+	uint64_t dur_ns = ana_ticks_ns(c, end > start ? end - start : 0);
+	int64_t lat_ns = signed_ns(c, start, launch);
+	struct ana_gpu *g;
+	if (ana_in_domain(c, t->n[node].id) && (g = gpu_of(&t->n[node].agg)))
+		ana_gpu_dist_add(&g->self, dur_ns, lat_ns);
+	uint64_t stamp = ++c->gp->stamp;
+	for (uint32_t x = node; x != 0 && t->n[x].depth > cover; x = t->n[x].parent) {
+		uint32_t id = t->n[x].id;
+		if (!ana_in_domain(c, id))
+			continue;
+		if ((g = gpu_of(&t->n[x].agg))) {
+			g->incl_count++;
+			g->incl_total_ns += dur_ns;
+		}
+		uint32_t slot = name_slot(id);
+		struct gpu_flat *gf = grow_by_id(ts->gf, &ts->ngf, slot, sizeof(*ts->gf));
+		if (!gf)
+			continue;
+		ts->gf = gf;
+		if (gf[slot].stamp != stamp) {
+			gf[slot].stamp = stamp;
+			gf[slot].count++;
+			gf[slot].total_ns += dur_ns;
+		}
+	}
+}
+
+static struct ana_gpu_device *device_of(struct ana_result *res, uint32_t device)
+{
+	size_t i = 0;
+	while (i < res->gpu.ndev && res->gpu.dev[i].device < device)
+		i++;
+	if (i < res->gpu.ndev && res->gpu.dev[i].device == device)
+		return &res->gpu.dev[i];
+	struct ana_gpu_device *d = realloc(res->gpu.dev, (res->gpu.ndev + 1) * sizeof(*d));
+	if (!d)
+		return NULL;
+	res->gpu.dev = d;
+	memmove(&d[i + 1], &d[i], (res->gpu.ndev - i) * sizeof(*d));
+	res->gpu.ndev++;
+	memset(&d[i], 0, sizeof(d[i]));
+	d[i].device = device;
+	ana_map_init(&d[i].stream_set, sizeof(uint64_t));
+	return &d[i];
+}
+
+/*
+ * Adds [s, e) (ticks, s < e) to the device's sorted disjoint intervals,
+ * merging every interval it overlaps or touches. Ranges mostly arrive in
+ * increasing order, so the common case appends. On ENOMEM the interval is
+ * left out (the busy time reads low).
+ */
+static void busy_add(struct ana_gpu_device *d, uint64_t s, uint64_t e)
+{
+	uint64_t *iv = d->iv;
+	size_t n = d->niv;
+	if (n == 0 || s > iv[2 * n - 1]) { /* after the last one */
+		if (n == d->civ) {
+			size_t nc = d->civ ? 2 * d->civ : 64;
+			uint64_t *p = realloc(d->iv, 2 * nc * sizeof(*p));
+			if (!p)
+				return;
+			d->iv = iv = p;
+			d->civ = nc;
+		}
+		iv[2 * n] = s;
+		iv[2 * n + 1] = e;
+		d->niv++;
+		return;
+	}
+	/* lo: first interval ending at or after s (ends ascend); it exists */
+	size_t lo = 0, hi = n;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (iv[2 * mid + 1] < s)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	/* past: first interval starting after e; [lo, past) all meet [s, e) */
+	size_t a = lo, past = n;
+	while (a < past) {
+		size_t mid = (a + past) / 2;
+		if (iv[2 * mid] <= e)
+			a = mid + 1;
+		else
+			past = mid;
+	}
+	if (past == lo) { /* meets none: insert before lo */
+		if (n == d->civ) {
+			size_t nc = 2 * d->civ;
+			uint64_t *p = realloc(d->iv, 2 * nc * sizeof(*p));
+			if (!p)
+				return;
+			d->iv = iv = p;
+			d->civ = nc;
+		}
+		memmove(&iv[2 * lo + 2], &iv[2 * lo], 2 * (n - lo) * sizeof(*iv));
+		iv[2 * lo] = s;
+		iv[2 * lo + 1] = e;
+		d->niv++;
+		return;
+	}
+	uint64_t ns = iv[2 * lo] < s ? iv[2 * lo] : s, ne = iv[2 * (past - 1) + 1] > e ? iv[2 * (past - 1) + 1] : e;
+	iv[2 * lo] = ns;
+	iv[2 * lo + 1] = ne;
+	memmove(&iv[2 * lo + 2], &iv[2 * past], 2 * (n - past) * sizeof(*iv));
+	d->niv -= past - lo - 1;
+}
+
+static void device_add(struct ctx *c, const struct pt_record *r)
+{
+	struct ana_gpu_device *d = device_of(c->res, r->aux);
+	if (!d)
+		return;
+	uint64_t start = r->value, end = r->value2;
+	d->ranges++;
+	d->sum_ns += ana_ticks_ns(c, end > start ? end - start : 0);
+	ana_slat_add(&d->lat, signed_ns(c, start, r->ticks));
+	if (!ana_map_find(&d->stream_set, r->value4) && ana_map_add(&d->stream_set, r->value4))
+		d->streams++;
+	if (end > start)
+		busy_add(d, start, end);
+}
+
+static void gpu_range(struct ctx *c, const struct pt_record *r)
+{
+	struct ana_result *res = c->res;
+	struct gpu_pass *gp = gp_of(c);
+	res->has_gpu = true;
+	res->gpu.ranges++;
+	if (!gp)
+		return;
+	uint64_t start = r->value, end = r->value2, seq = r->value3;
+	if (!gp->any_range || start < gp->first_ticks)
+		gp->first_ticks = start;
+	if (!gp->any_range || end > gp->last_ticks)
+		gp->last_ticks = end;
+	gp->any_range = true;
+	bool kept = start >= c->since_ticks && end <= c->until_ticks;
+	if (kept)
+		device_add(c, r);
+	if (seq == 0) { /* a 1.0 body: nothing to pair with */
+		res->gpu.unmatched_ranges++;
+		return;
+	}
+	struct gpu_pend *p = ana_map_find(&gp->pend, seq);
+	if (p && p->side == SIDE_LAUNCH) {
+		res->gpu.paired++;
+		if (kept)
+			gpu_attribute(c, p->pos, p->node, p->cover, start, end, r->ticks);
+		ana_map_remove(&gp->pend, p);
+		return;
+	}
+	if (p) /* a second range with this seq: the first one stays unpaired */
+		res->gpu.unmatched_ranges++;
+	else if (!(p = ana_map_add(&gp->pend, seq)))
+		return;
+	p->side = SIDE_RANGE;
+	p->start = start;
+	p->end = end;
+	p->launch = r->ticks;
+	p->kept = kept;
+}
+
+static void gpu_pair_launch(struct ctx *c, uint64_t seq, uint32_t pos, uint32_t node, uint32_t cover);
+
+static void gpu_launch(struct ctx *c, struct ana_thread *th, struct tstate *ts, const struct pt_record *r)
+{
+	struct ana_result *res = c->res;
+	struct gpu_pass *gp = gp_of(c);
+	res->has_gpu = true;
+	res->gpu.launches++;
+	if (!gp)
+		return;
+	uint32_t pos = (uint32_t)(th - res->threads);
+	uint32_t parent = ts->depth ? ts->st[ts->depth - 1].node : 0;
+	uint32_t node = ana_tree_child(&th->tree, parent, r->id); /* the node its BEGIN opens */
+	/* open GPU sections: drop those closed since (the stack holds another
+	 * frame at their depth now); the outermost on this device and stream covers this one */
+	uint32_t k = 0, cover = 0;
+	while (k < ts->ngs && ts->gs[k].depth < ts->depth && ts->st[ts->gs[k].depth].node == ts->gs[k].node &&
+	       ts->st[ts->gs[k].depth].start == ts->gs[k].start)
+		k++;
+	ts->ngs = k;
+	for (k = 0; k < ts->ngs; k++)
+		if (ts->gs[k].device == r->aux && ts->gs[k].stream == r->value) {
+			cover = ts->gs[k].depth + 1; /* node depth of that section */
+			break;
+		}
+	if (node != UINT32_MAX) {
+		if (ts->ngs == ts->cgs) {
+			uint32_t nc = ts->cgs ? 2 * ts->cgs : 8;
+			struct gpu_open *g = realloc(ts->gs, nc * sizeof(*g));
+			if (g) {
+				ts->gs = g;
+				ts->cgs = nc;
+			}
+		}
+		if (ts->ngs < ts->cgs)
+			ts->gs[ts->ngs++] = (struct gpu_open){ .depth = ts->depth, .node = node, .device = r->aux,
+							       .start = r->ticks, .stream = r->value };
+	}
+	gpu_pair_launch(c, r->value2, pos, node, cover);
+}
+
+/* The launch @seq of thread position @pos (UINT32_MAX: a thread not
+ * analyzed) at @node, covered up to depth @cover: pairs it or waits. */
+static void gpu_pair_launch(struct ctx *c, uint64_t seq, uint32_t pos, uint32_t node, uint32_t cover)
+{
+	struct ana_result *res = c->res;
+	struct gpu_pass *gp = c->gp;
+	if (seq == 0) {
+		res->gpu.unmatched_launches++;
+		return;
+	}
+	struct gpu_pend *p = ana_map_find(&gp->pend, seq);
+	if (p && p->side == SIDE_RANGE) {
+		res->gpu.paired++;
+		if (p->kept)
+			gpu_attribute(c, pos, node, cover, p->start, p->end, p->launch);
+		ana_map_remove(&gp->pend, p);
+		return;
+	}
+	if (p) /* a second launch with this seq: the first one stays unpaired */
+		res->gpu.unmatched_launches++;
+	else if (!(p = ana_map_add(&gp->pend, seq)))
+		return;
+	p->side = SIDE_LAUNCH;
+	p->pos = pos;
+	p->node = node;
+	p->cover = cover;
+}
+
+void ana_pass_gpu_error(struct ctx *c, const struct pt_record *r)
+{
+	c->res->has_gpu = true;
+	c->res->gpu.errors[r->aux - ANA_GPU_ERRC_FIRST] += r->value;
+}
+
+/* The INSTANT that says why GPU timing is off (pt_gpu_begin(), format.h). */
+static void off_reason(struct ctx *c, const struct pt_record *r)
+{
+	static const char prefix[] = "GPU timing off";
+	const char *n = pt_reader_string(c->res->rd, r->id, NULL);
+	if (n && strncmp(n, prefix, sizeof(prefix) - 1) == 0) {
+		c->res->has_gpu = true;
+		c->res->gpu.off_reason = r->id;
+	}
+}
+
+/* ---------------------------------------------------------------- async, instants */
+
+static void async_pair(struct ctx *c, uint32_t name, uint64_t begin, uint64_t end)
+{
+	struct ana_result *res = c->res;
+	if (begin < c->since_ticks || end > c->until_ticks || !ana_in_domain(c, name))
+		return;
+	uint32_t slot = name_slot(name);
+	struct ana_async *a = grow_by_id(res->async_by_name, &res->nasync, slot, sizeof(*a));
+	if (!a)
+		return;
+	res->async_by_name = a;
+	a += slot;
+	uint64_t dur_ns = ana_ticks_ns(c, end > begin ? end - begin : 0);
+	if (a->count == 0 || dur_ns < a->min_ns)
+		a->min_ns = dur_ns;
+	if (dur_ns > a->max_ns)
+		a->max_ns = dur_ns;
+	a->count++;
+	a->total_ns += dur_ns;
+	ana_hist_add(&a->hist, dur_ns, 1);
+}
+
+static void async_half(struct ctx *c, const struct pt_record *r)
+{
+	struct ana_result *res = c->res;
+	struct gpu_pass *gp = gp_of(c);
+	bool begin = r->kind == PT_REC_ASYNC_BEGIN;
+	uint64_t *unmatched = begin ? &res->async_unmatched_begins : &res->async_unmatched_ends;
+	res->has_async = true;
+	if (!gp)
+		return;
+	if (r->value == 0) { /* pt_async_begin() never returns 0: no partner */
+		(*unmatched)++;
+		return;
+	}
+	struct async_pend *p = ana_map_find(&gp->async, r->value);
+	if (p && p->side == (begin ? SIDE_END : SIDE_BEGIN)) {
+		/* the name is the begin's; an end may carry 0 */
+		if (begin)
+			async_pair(c, r->id ? r->id : p->name, r->ticks, p->ticks);
+		else
+			async_pair(c, p->name ? p->name : r->id, p->ticks, r->ticks);
+		ana_map_remove(&gp->async, p);
+		return;
+	}
+	if (p) /* the same half twice: the first one stays unmatched */
+		(*unmatched)++;
+	else if (!(p = ana_map_add(&gp->async, r->value)))
+		return;
+	p->side = begin ? SIDE_BEGIN : SIDE_END;
+	p->ticks = r->ticks;
+	p->name = r->id;
+}
+
+static void instant(struct ctx *c, struct ana_thread *th, const struct pt_record *r)
+{
+	c->res->has_instants = true;
+	off_reason(c, r);
+	if (r->ticks < c->since_ticks || r->ticks > c->until_ticks || !ana_in_domain(c, r->id))
+		return;
+	uint32_t slot = name_slot(r->id);
+	uint64_t *n = grow_by_id(th->instants, &th->ninstants, slot, sizeof(*n));
+	if (!n)
+		return;
+	th->instants = n;
+	n[slot]++;
+}
+
+/* ---------------------------------------------------------------- entry points */
+
+void ana_pass_ext(struct ctx *c, struct ana_thread *th, struct tstate *ts, const struct pt_record *r)
+{
+	/* these kinds carry absolute ticks: they extend the thread's span */
+	if (r->ticks > ts->last_ticks)
+		ts->last_ticks = r->ticks;
+	switch (r->kind) {
+	case PT_REC_GPU_LAUNCH: gpu_launch(c, th, ts, r); break;
+	case PT_REC_GPU_RANGE: gpu_range(c, r); break;
+	case PT_REC_ASYNC_BEGIN:
+	case PT_REC_ASYNC_END: async_half(c, r); break;
+	case PT_REC_INSTANT: instant(c, th, r); break;
+	default: break;
+	}
+}
+
+void ana_pass_gpu_only(struct ctx *c, const struct pt_record *r)
+{
+	if (r->kind == PT_REC_GPU_LAUNCH) { /* paired, so that its range is not left over; attributed nowhere */
+		c->res->has_gpu = true;
+		c->res->gpu.launches++;
+		if (gp_of(c))
+			gpu_pair_launch(c, r->value2, UINT32_MAX, UINT32_MAX, 0);
+	} else if (r->kind == PT_REC_GPU_RANGE)
+		gpu_range(c, r);
+	else if (r->kind == PT_REC_ERROR && ana_is_gpu_errc(r->aux))
+		ana_pass_gpu_error(c, r);
+	else if (r->kind == PT_REC_INSTANT)
+		off_reason(c, r);
+}
+
+static void gpu_leftover(void *ctx, const void *entry)
+{
+	struct ana_result *res = ctx;
+	const struct gpu_pend *p = entry;
+	if (p->side == SIDE_LAUNCH)
+		res->gpu.unmatched_launches++;
+	else
+		res->gpu.unmatched_ranges++;
+}
+
+static void async_leftover(void *ctx, const void *entry)
+{
+	struct ana_result *res = ctx;
+	const struct async_pend *p = entry;
+	if (p->side == SIDE_BEGIN)
+		res->async_unmatched_begins++;
+	else
+		res->async_unmatched_ends++;
+}
+
+void ana_pass_finish(struct ctx *c)
+{
+	struct ana_result *res = c->res;
+	struct gpu_pass *gp = c->gp;
+	if (gp) {
+		ana_map_each(&gp->pend, gpu_leftover, res);
+		ana_map_each(&gp->async, async_leftover, res);
+		res->gpu.pending_peak = gp->pend.peak;
+		res->async_pending_peak = gp->async.peak;
+		if (gp->any_range) { /* the wall span covers every GPU range */
+			uint64_t s = pt_reader_ticks_to_ns(res->rd, gp->first_ticks);
+			uint64_t e = pt_reader_ticks_to_ns(res->rd, gp->last_ticks);
+			if (res->start_ns == 0 && res->end_ns == 0) {
+				res->start_ns = s;
+				res->end_ns = e;
+			}
+			if (s < res->start_ns)
+				res->start_ns = s;
+			if (e > res->end_ns)
+				res->end_ns = e;
+		}
+		ana_map_free(&gp->pend);
+		ana_map_free(&gp->async);
+		free(gp);
+		c->gp = NULL;
+	}
+	for (size_t i = 0; i < res->gpu.ndev; i++) {
+		struct ana_gpu_device *d = &res->gpu.dev[i];
+		uint64_t busy = 0;
+		for (size_t k = 0; k < d->niv; k++)
+			busy += d->iv[2 * k + 1] - d->iv[2 * k];
+		d->busy_ns = ana_ticks_ns(c, busy);
+		free(d->iv);
+		d->iv = NULL;
+		d->niv = d->civ = 0;
+		ana_map_free(&d->stream_set);
+	}
+	for (size_t i = 0; i < res->nthreads; i++) {
+		const struct ana_thread *th = &res->threads[i];
+		uint64_t *n = th->ninstants ? grow_by_id(res->instants_by_name, &res->ninstants, th->ninstants - 1,
+							 sizeof(*n))
+					    : NULL;
+		if (!n)
+			continue;
+		res->instants_by_name = n;
+		for (uint32_t id = 0; id < th->ninstants; id++)
+			n[id] += th->instants[id];
+	}
+}
+
+void ana_pass_flat_gpu(struct tstate *ts, uint32_t id, struct ana_agg *fa)
+{
+	const struct gpu_flat *gf = id < ts->ngf ? &ts->gf[id] : NULL;
+	if (!fa->gpu && (!gf || !gf->count))
+		return;
+	if (!fa->gpu && !(fa->gpu = calloc(1, sizeof(*fa->gpu))))
+		return;
+	/* the merge from the tree summed every node's inclusive figures */
+	fa->gpu->incl_count = gf ? gf->count : 0;
+	fa->gpu->incl_total_ns = gf ? gf->total_ns : 0;
+}
+
+void ana_pass_free_tstate(struct tstate *ts)
+{
+	free(ts->gs);
+	free(ts->gf);
+	ts->gs = NULL;
+	ts->gf = NULL;
+	ts->ngs = ts->cgs = ts->ngf = 0;
+}
+
+/* ---------------------------------------------------------------- labels */
+
+const char *ana_gpu_errc_name(uint32_t code)
+{
+	static const char *const names[ANA_GPU_ERRC_N] = {
+		"pool empty", "stream capturing", "CUDA call failed", "GPU timing off",
+		"early start",  "queue full",       "unfinished at close",
+	};
+	return code >= ANA_GPU_ERRC_FIRST && code - ANA_GPU_ERRC_FIRST < ANA_GPU_ERRC_N
+		       ? names[code - ANA_GPU_ERRC_FIRST]
+		       : NULL;
+}
+
+bool ana_counter_is_bytes(const struct ana_result *res, const struct ana_thread *t, uint32_t id)
+{
+	static const char dev_mem[] = "device memory used";
+	if (!t->gpu_thread)
+		return false;
+	const char *n = pt_reader_string(res->rd, id, NULL);
+	return n && (strncmp(n, dev_mem, sizeof(dev_mem) - 1) == 0 || strcmp(n, "process RSS") == 0);
+}

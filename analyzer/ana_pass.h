@@ -1,0 +1,139 @@
+/*
+ * analyzer/ana_pass.h - state of the one streaming pass over a trace,
+ * shared by ana_build.c (sections, metrics, counters: the hot per-record
+ * loop) and ana_gpu.c (GPU launches and ranges, async ranges, instants:
+ * records that a trace without them never reaches). Private to analyzer/.
+ */
+#ifndef PTZ_ANA_PASS_H
+#define PTZ_ANA_PASS_H
+
+#include <stdbool.h> /* bool */
+#include <stdint.h>  /* uint*_t */
+
+#include "analyzer/ana.h"
+
+/* Metric and transfer sums of an open section; zeroed only when the first
+ * one arrives (most sections carry none), flagged by frame.has_m. */
+struct frame_m {
+	uint64_t metric_self[ANA_NMETRIC], metric_incl[ANA_NMETRIC];
+	uint64_t xfer_self[ANA_DIRS], xfer_incl[ANA_DIRS], xfer_count[ANA_DIRS];
+};
+
+struct frame {
+	uint32_t node, id;
+	uint64_t start, child_ticks;
+	int32_t prev_same;        /* innermost open frame of the same name below this one, or -1 */
+	bool lossy, has_m, has_pending;
+	/* recursion-safe flat sums of kept same-name descendants whose own
+	 * same-name ancestors were not kept (doc/analyzer-output.md §2) */
+	uint64_t pending_ns;
+	uint64_t pending_incl[ANA_NMETRIC], pending_xfer[ANA_DIRS];
+	struct frame_m m;
+};
+
+struct flat_incl { /* recursion-safe inclusive sums per name, from the pass */
+	uint64_t total_ns, metric_incl[ANA_NMETRIC], xfer_incl[ANA_DIRS];
+};
+
+/* An open section of the thread that has a GPU half (its GPU_LAUNCH came
+ * just before its BEGIN): still open while ts->st[depth] is that frame. */
+struct gpu_open {
+	uint32_t depth, node; /* stack index of its frame, call-path node */
+	uint32_t device;
+	uint64_t start, stream; /* BEGIN tick (= launch tick), stream key */
+};
+
+/* Per name: recursion-safe inclusive GPU sums, and the last range that
+ * added to them (a range counts once per name, however deep the recursion). */
+struct gpu_flat {
+	uint64_t count, total_ns, stamp;
+};
+
+struct tstate {
+	struct frame *st;
+	uint32_t depth, cap;
+	int32_t *open_top;    /* by name id: innermost open frame index, -1 = none */
+	uint32_t nopen_top;
+	struct flat_incl *fi; /* by name id */
+	uint32_t nfi;
+	struct ana_agg *flat; /* by name id, built from the tree at the end */
+	uint32_t nflat;
+	uint64_t next_seq;
+	bool seen;
+	uint64_t first_ticks, last_ticks;
+	/* GPU (ana_gpu.c); empty in a trace without GPU_LAUNCH records */
+	struct gpu_open *gs;  /* open GPU sections, outermost first */
+	uint32_t ngs, cgs;
+	struct gpu_flat *gf;  /* by name id */
+	uint32_t ngf;
+};
+
+struct gpu_pass; /* ana_gpu.c */
+
+struct ctx {
+	struct ana_result *res;
+	struct tstate *ts;
+	double ns_per_tick;
+	uint64_t since_ticks, until_ticks;
+	uint64_t rng;
+	uint32_t *domain_of; /* name id -> domain, for the filter */
+	struct gpu_pass *gp; /* NULL until the first GPU, async or instant record */
+};
+
+/* Duration in ticks to ns with the trace's mean slope (doc/analyzer-output.md §1). */
+static inline uint64_t ana_ticks_ns(const struct ctx *c, uint64_t ticks)
+{
+	return (uint64_t)((double)ticks * c->ns_per_tick + 0.5);
+}
+
+/* Whether sections named @id pass the --domain filter. */
+static inline bool ana_in_domain(const struct ctx *c, uint32_t id)
+{
+	return c->res->domain_filter == UINT32_MAX ||
+	       (c->domain_of && id < c->res->nnames && c->domain_of[id] == c->res->domain_filter);
+}
+
+/*
+ * ana_pass_ext() - One INSTANT, ASYNC_BEGIN/END, GPU_RANGE or GPU_LAUNCH
+ * record of thread @th (an element of res->threads), read in the normal
+ * pass. Off the hot path: on_record() reaches it only for these kinds.
+ * Allocation failures drop the record's contribution (never the pass).
+ */
+void ana_pass_ext(struct ctx *c, struct ana_thread *th, struct tstate *ts, const struct pt_record *r);
+
+/*
+ * ana_pass_gpu_only() - A record of a thread that --thread did not select,
+ * in a trace read in file order: only what the GPU summary needs is taken
+ * (GPU_LAUNCH and GPU_RANGE for the pairing and the devices, GPU ERROR
+ * codes, the "GPU timing off" INSTANT); nothing enters any thread's views.
+ */
+void ana_pass_gpu_only(struct ctx *c, const struct pt_record *r);
+
+/* ana_pass_gpu_error() - An ERROR record with a GPU code (6..12): counted
+ * per code, never as misuse. */
+void ana_pass_gpu_error(struct ctx *c, const struct pt_record *r);
+
+/* True for ERROR codes 6..12 (GPU halves not timed, early starts). */
+static inline bool ana_is_gpu_errc(uint32_t code)
+{
+	return code >= ANA_GPU_ERRC_FIRST && code < ANA_GPU_ERRC_FIRST + ANA_GPU_ERRC_N;
+}
+
+/*
+ * ana_pass_finish() - After the pass, before the trees are merged: counts
+ * the launches, ranges and async halves left unmatched, totals each
+ * device's busy union, widens the wall span to the GPU ranges, and sums
+ * instants over threads. Frees the pass's maps (the result keeps no pointer
+ * into them).
+ */
+void ana_pass_finish(struct ctx *c);
+
+/* ana_pass_flat_gpu() - The recursion-safe inclusive GPU sums of thread
+ * state @ts into the flat aggregate @fa of name @id (called by
+ * flat_from_tree()). */
+void ana_pass_flat_gpu(struct tstate *ts, uint32_t id, struct ana_agg *fa);
+
+/* ana_pass_free_tstate() - Frees the GPU parts of @ts. */
+void ana_pass_free_tstate(struct tstate *ts);
+
+#endif /* PTZ_ANA_PASS_H */

@@ -1,0 +1,456 @@
+/*
+ * viewer-export/pfx_ranges.c - GPU ranges and async ranges laid out on
+ * tracks for the exporters. The rules are in pfx_ranges.h.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "viewer-export/pfx_ranges.h"
+
+static int grow(void **p, size_t *cap, size_t n, size_t size)
+{
+	if (n < *cap)
+		return 0;
+	size_t nc = *cap ? *cap * 2 : 64;
+	void *q = realloc(*p, nc * size);
+	if (!q)
+		return -ENOMEM;
+	*p = q;
+	*cap = nc;
+	return 0;
+}
+
+/* ==== GPU ranges ==== */
+
+int pfx_gpu_add(struct pfx_gpu *g, const struct pt_record *r)
+{
+	if (grow((void **)&g->r, &g->cap, g->n, sizeof(*g->r)))
+		return -ENOMEM;
+	struct pfx_gpu_range *x = &g->r[g->n++];
+	x->seq = r->value3;
+	x->stream = r->value4;
+	x->launch_ticks = r->ticks;
+	x->raw_start_ticks = r->value;
+	x->start_ticks = r->value > r->ticks ? r->value : r->ticks;
+	x->end_ticks = r->value2 > x->start_ticks ? r->value2 : x->start_ticks;
+	x->device = r->aux;
+	x->name_id = r->id;
+	x->snap_ticks = 0;
+	x->lane = 0;
+	x->flags = 0;
+	return 0;
+}
+
+static int cmp_u64(uint64_t a, uint64_t b)
+{
+	return (a > b) - (a < b);
+}
+
+/* (device, stream, start, end descending, seq, launch): a total order on
+ * distinct records, so the layout does not depend on qsort. */
+static int cmp_gpu(const void *pa, const void *pb)
+{
+	const struct pfx_gpu_range *a = pa, *b = pb;
+	int c;
+	if ((c = cmp_u64(a->device, b->device)) || (c = cmp_u64(a->stream, b->stream)) ||
+	    (c = cmp_u64(a->start_ticks, b->start_ticks)) || (c = cmp_u64(b->end_ticks, a->end_ticks)) ||
+	    (c = cmp_u64(a->seq, b->seq)) || (c = cmp_u64(a->launch_ticks, b->launch_ticks)) ||
+	    (c = cmp_u64(a->name_id, b->name_id)))
+		return c;
+	return cmp_u64(a->raw_start_ticks, b->raw_start_ticks);
+}
+
+static int cmp_seq(const void *pa, const void *pb)
+{
+	const struct pfx_gpu_seq *a = pa, *b = pb;
+	int c = cmp_u64(a->seq, b->seq);
+	return c ? c : cmp_u64(a->i, b->i);
+}
+
+/* The open ranges (their end ticks) of one lane of the current stream. */
+struct nest_lane {
+	uint64_t *end;
+	size_t n, cap;
+};
+
+/*
+ * Whether @x nests in lane @l once its start moves to the end of the open
+ * ranges it overlaps, by at most @snap_ticks and 1% of its length in all
+ * (jitter, pfx_ranges.h).
+ * If so, moves it and pops those ranges; else changes nothing, so the
+ * lane stays right for the ranges after @x, which start no earlier.
+ */
+static bool snap_lane0(struct nest_lane *l, struct pfx_gpu_range *x, uint64_t snap_ticks)
+{
+	const uint64_t len = x->end_ticks - x->start_ticks;
+	uint64_t s = x->start_ticks;
+	size_t n = l->n;
+	while (n && l->end[n - 1] < x->end_ticks) {
+		const uint64_t e = l->end[n - 1];
+		const uint64_t moved = e - x->start_ticks; /* in all, if it moves to e */
+		if (e > s && (moved > snap_ticks || moved * 100 > len))
+			return false; /* a real partial overlap */
+		s = e > s ? e : s;
+		n--;
+	}
+	x->snap_ticks += s - x->start_ticks;
+	x->start_ticks = s;
+	l->n = n;
+	return true;
+}
+
+int pfx_gpu_finish(struct pfx_gpu *g, uint64_t snap_ticks)
+{
+	int rc = -ENOMEM;
+	struct nest_lane *nl = NULL; /* nl[0..nalloc) initialized, [0..nnl) in use */
+	size_t nnl = 0, nalloc = 0, nlcap = 0;
+	free(g->lanes);
+	free(g->devices);
+	free(g->by_seq);
+	g->lanes = NULL;
+	g->devices = NULL;
+	g->by_seq = NULL;
+	g->nlanes = g->ndevices = 0;
+	if (!g->n)
+		return 0;
+	qsort(g->r, g->n, sizeof(*g->r), cmp_gpu);
+	size_t lcap = 0, dcap = 0;
+	uint32_t first_lane = 0; /* the current stream's lane 0 in g->lanes */
+	for (size_t i = 0; i < g->n; i++) {
+		struct pfx_gpu_range *x = &g->r[i];
+		const bool new_dev = i == 0 || x->device != g->r[i - 1].device;
+		if (new_dev || x->stream != g->r[i - 1].stream) {
+			if (new_dev) {
+				if (grow((void **)&g->devices, &dcap, g->ndevices, sizeof(*g->devices)))
+					goto out;
+				g->devices[g->ndevices++] = x->device;
+			}
+			first_lane = (uint32_t)g->nlanes;
+			nnl = 0;
+		}
+		/* lowest lane where x nests: pop what ended by x's start, then
+		 * the innermost open range must contain x's end */
+		size_t k = 0;
+		for (; k < nnl; k++) {
+			struct nest_lane *l = &nl[k];
+			while (l->n && l->end[l->n - 1] <= x->start_ticks)
+				l->n--;
+			if (!l->n || l->end[l->n - 1] >= x->end_ticks)
+				break;
+			if (k == 0 && snap_lane0(l, x, snap_ticks))
+				break;
+		}
+		if (k == nnl) {
+			if (nnl == nalloc) {
+				if (grow((void **)&nl, &nlcap, nalloc, sizeof(*nl)))
+					goto out;
+				memset(&nl[nalloc++], 0, sizeof(*nl));
+			}
+			nl[nnl++].n = 0;
+			if (grow((void **)&g->lanes, &lcap, g->nlanes, sizeof(*g->lanes)))
+				goto out;
+			g->lanes[g->nlanes++] = (struct pfx_gpu_lane){
+				.stream = x->stream,
+				.device = x->device,
+				.device_index = (uint32_t)g->ndevices - 1,
+				.lane = (uint32_t)k,
+			};
+		}
+		struct nest_lane *l = &nl[k];
+		if (grow((void **)&l->end, &l->cap, l->n, sizeof(*l->end)))
+			goto out;
+		l->end[l->n++] = x->end_ticks;
+		x->lane = first_lane + (uint32_t)k;
+	}
+	g->by_seq = malloc(g->n * sizeof(*g->by_seq));
+	if (!g->by_seq)
+		goto out;
+	for (size_t i = 0; i < g->n; i++)
+		g->by_seq[i] = (struct pfx_gpu_seq){ g->r[i].seq, i };
+	qsort(g->by_seq, g->n, sizeof(*g->by_seq), cmp_seq);
+	rc = 0;
+out:
+	for (size_t k = 0; k < nalloc; k++)
+		free(nl[k].end);
+	free(nl);
+	return rc;
+}
+
+struct pfx_gpu_range *pfx_gpu_find(const struct pfx_gpu *g, uint64_t seq)
+{
+	if (!seq || !g->by_seq)
+		return NULL;
+	size_t lo = 0, hi = g->n; /* first position whose seq >= @seq */
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (g->by_seq[mid].seq < seq)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < g->n && g->by_seq[lo].seq == seq ? &g->r[g->by_seq[lo].i] : NULL;
+}
+
+bool pfx_gpu_thread(const struct pfx_gpu *g, uint32_t index, bool *has_sections)
+{
+	for (size_t i = 0; i < g->nthreads; i++)
+		if (g->threads[i] == index) {
+			if (has_sections)
+				*has_sections = g->thread_sections[i];
+			return true;
+		}
+	return false;
+}
+
+int pfx_gpu_collect(struct pfx_gpu *g, struct pt_reader *rd)
+{
+	const size_t nth = pt_reader_thread_count(rd);
+	for (size_t i = 0; i < nth; i++) {
+		struct pt_thread_info ti;
+		if (pt_reader_thread(rd, i, &ti) != 1 || strcmp(ti.name, PFX_GPU_THREAD_NAME) != 0)
+			continue;
+		uint32_t *t = realloc(g->threads, (g->nthreads + 1) * sizeof(*t));
+		if (!t)
+			return -ENOMEM;
+		g->threads = t;
+		bool *s = realloc(g->thread_sections, (g->nthreads + 1) * sizeof(*s));
+		if (!s)
+			return -ENOMEM;
+		g->thread_sections = s;
+		g->threads[g->nthreads] = ti.index;
+		g->thread_sections[g->nthreads] = false;
+		g->nthreads++;
+	}
+	for (size_t t = 0; t < g->nthreads; t++) {
+		struct pt_record r;
+		int rc;
+		pt_reader_rewind(rd);
+		while ((rc = pt_reader_next_chunk(rd, g->threads[t], NULL)) == 1) {
+			while ((rc = pt_reader_next_record(rd, &r)) == 1) {
+				if (r.kind == PT_REC_GPU_RANGE) {
+					if (pfx_gpu_add(g, &r))
+						return -ENOMEM;
+				} else if (r.kind == PT_REC_BEGIN) {
+					g->thread_sections[t] = true;
+				}
+			}
+			if (rc < 0 && rc != -PT_ECORRUPT)
+				break; /* a damaged chunk only loses its rest */
+		}
+		if (rc < 0)
+			return rc;
+	}
+	pt_reader_rewind(rd);
+	const double ns_per_tick = pt_reader_ns_per_tick(rd);
+	return pfx_gpu_finish(g, ns_per_tick > 0 ? (uint64_t)(PFX_GPU_SNAP_NS / ns_per_tick) : 0);
+}
+
+void pfx_gpu_free(struct pfx_gpu *g)
+{
+	free(g->r);
+	free(g->lanes);
+	free(g->devices);
+	free(g->by_seq);
+	free(g->threads);
+	free(g->thread_sections);
+	memset(g, 0, sizeof(*g));
+}
+
+/* ==== Async ranges ==== */
+
+int pfx_async_add(struct pfx_async *a, const struct pt_record *r, uint32_t thread)
+{
+	if (grow((void **)&a->rec, &a->rcap, a->nrec, sizeof(*a->rec)))
+		return -ENOMEM;
+	a->rec[a->nrec] = (struct pfx_async_rec){
+		.async_id = r->value,
+		.ticks = r->ticks,
+		.ord = a->nrec,
+		.name_id = r->id,
+		.thread = thread,
+		.end = r->kind == PT_REC_ASYNC_END,
+	};
+	a->nrec++;
+	return 0;
+}
+
+static int cmp_ticks(const void *pa, const void *pb)
+{
+	return cmp_u64(*(const uint64_t *)pa, *(const uint64_t *)pb);
+}
+
+/* (async id, begins first, ticks, order added) */
+static int cmp_arec(const void *pa, const void *pb)
+{
+	const struct pfx_async_rec *a = pa, *b = pb;
+	int c;
+	if ((c = cmp_u64(a->async_id, b->async_id)) || (c = cmp_u64(a->end, b->end)) ||
+	    (c = cmp_u64(a->ticks, b->ticks)))
+		return c;
+	return cmp_u64(a->ord, b->ord);
+}
+
+/* (begin, end descending, async id, ...): the layout and write order; total,
+ * so the output does not depend on qsort */
+static int cmp_arange(const void *pa, const void *pb)
+{
+	const struct pfx_async_range *a = pa, *b = pb;
+	int c;
+	if ((c = cmp_u64(a->begin_ticks, b->begin_ticks)) || (c = cmp_u64(b->end_ticks, a->end_ticks)) ||
+	    (c = cmp_u64(a->async_id, b->async_id)) || (c = cmp_u64(a->name_id, b->name_id)) ||
+	    (c = cmp_u64(a->begin_thread, b->begin_thread)) || (c = cmp_u64(a->end_thread, b->end_thread)))
+		return c;
+	return cmp_u64(a->open_at_end, b->open_at_end);
+}
+
+/* Binary min-heaps for the lane allocation: busy lanes by (end, lane) and
+ * free lanes by number. */
+struct heap {
+	uint64_t *k; /* busy: end ticks; free: the lane */
+	uint32_t *v; /* the lane */
+	size_t n;
+};
+
+static bool heap_less(const struct heap *h, size_t i, size_t j)
+{
+	return h->k[i] < h->k[j] || (h->k[i] == h->k[j] && h->v[i] < h->v[j]);
+}
+
+static void heap_swap(struct heap *h, size_t i, size_t j)
+{
+	uint64_t k = h->k[i];
+	uint32_t v = h->v[i];
+	h->k[i] = h->k[j];
+	h->v[i] = h->v[j];
+	h->k[j] = k;
+	h->v[j] = v;
+}
+
+/* The caller guarantees room (both heaps hold at most one entry per lane). */
+static void heap_push(struct heap *h, uint64_t k, uint32_t v)
+{
+	size_t i = h->n++;
+	h->k[i] = k;
+	h->v[i] = v;
+	while (i && heap_less(h, i, (i - 1) / 2)) {
+		heap_swap(h, i, (i - 1) / 2);
+		i = (i - 1) / 2;
+	}
+}
+
+static void heap_pop(struct heap *h)
+{
+	h->n--;
+	h->k[0] = h->k[h->n];
+	h->v[0] = h->v[h->n];
+	for (size_t i = 0;;) {
+		size_t m = i, l = 2 * i + 1, r = l + 1;
+		if (l < h->n && heap_less(h, l, m))
+			m = l;
+		if (r < h->n && heap_less(h, r, m))
+			m = r;
+		if (m == i)
+			break;
+		heap_swap(h, i, m);
+		i = m;
+	}
+}
+
+int pfx_async_finish(struct pfx_async *a, uint64_t end_ticks)
+{
+	int rc = -ENOMEM;
+	struct heap busy = { 0 }, freel = { 0 };
+	size_t ucap = 0;
+	free(a->r);
+	a->r = NULL;
+	a->n = 0;
+	a->nlanes = 0;
+	if (!a->nrec)
+		goto done;
+	qsort(a->rec, a->nrec, sizeof(*a->rec), cmp_arec);
+	a->r = malloc(a->nrec * sizeof(*a->r)); /* at most one range per begin */
+	busy.k = malloc(a->nrec * sizeof(*busy.k));
+	busy.v = malloc(a->nrec * sizeof(*busy.v));
+	freel.k = malloc(a->nrec * sizeof(*freel.k));
+	freel.v = malloc(a->nrec * sizeof(*freel.v));
+	if (!a->r || !busy.k || !busy.v || !freel.k || !freel.v)
+		goto out;
+	for (size_t i = 0; i < a->nrec;) {
+		size_t j = i, nb = 0;
+		while (j < a->nrec && a->rec[j].async_id == a->rec[i].async_id) {
+			nb += !a->rec[j].end;
+			j++;
+		}
+		const size_t ne = j - i - nb;
+		for (size_t k = 0; k < nb; k++) {
+			const struct pfx_async_rec *b = &a->rec[i + k];
+			const struct pfx_async_rec *e = k < ne ? &a->rec[i + nb + k] : NULL;
+			uint64_t et = e ? e->ticks : end_ticks;
+			a->r[a->n++] = (struct pfx_async_range){
+				.async_id = b->async_id,
+				.begin_ticks = b->ticks,
+				.end_ticks = et > b->ticks ? et : b->ticks,
+				.name_id = b->name_id,
+				.begin_thread = b->thread,
+				.end_thread = e ? e->thread : b->thread,
+				.open_at_end = !e,
+			};
+		}
+		for (size_t k = nb; k < ne; k++) {
+			if (grow((void **)&a->unmatched_end_ticks, &ucap, a->nunmatched,
+				 sizeof(*a->unmatched_end_ticks)))
+				goto out;
+			a->unmatched_end_ticks[a->nunmatched++] = a->rec[i + nb + k].ticks;
+		}
+		i = j;
+	}
+	if (a->nunmatched)
+		qsort(a->unmatched_end_ticks, a->nunmatched, sizeof(*a->unmatched_end_ticks), cmp_ticks);
+	qsort(a->r, a->n, sizeof(*a->r), cmp_arange);
+	for (size_t i = 0; i < a->n; i++) {
+		struct pfx_async_range *x = &a->r[i];
+		while (busy.n && busy.k[0] <= x->begin_ticks) { /* ended by now: free */
+			heap_push(&freel, busy.v[0], busy.v[0]);
+			heap_pop(&busy);
+		}
+		if (freel.n) {
+			x->lane = freel.v[0];
+			heap_pop(&freel);
+		} else {
+			x->lane = a->nlanes++;
+		}
+		heap_push(&busy, x->end_ticks, x->lane);
+	}
+done:
+	rc = 0;
+out:
+	free(a->rec);
+	a->rec = NULL;
+	a->nrec = a->rcap = 0;
+	free(busy.k);
+	free(busy.v);
+	free(freel.k);
+	free(freel.v);
+	return rc;
+}
+
+void pfx_async_free(struct pfx_async *a)
+{
+	free(a->rec);
+	free(a->r);
+	free(a->unmatched_end_ticks);
+	memset(a, 0, sizeof(*a));
+}
+
+uint64_t pfx_trace_end_ticks(struct pt_reader *rd)
+{
+	struct pt_chunk_info ci;
+	uint64_t end = 0;
+	pt_reader_rewind(rd);
+	while (pt_reader_next_chunk_header(rd, &ci) == 1)
+		if (ci.thread != PT_FMT_META_THREAD && ci.records && ci.last_ticks > end)
+			end = ci.last_ticks;
+	pt_reader_rewind(rd);
+	return end;
+}

@@ -1,0 +1,214 @@
+/*
+ * viewer-export/pfx_ranges.h - GPU ranges and async ranges for the
+ * exporters (internal to libptexport).
+ *
+ * Sections stream: each thread's are written while its records are read.
+ * GPU ranges and async ranges cannot: a GPU range pairs with its launch by
+ * `seq` in another thread's chunks and may come first in file order, an
+ * async range may end on another thread, and both must be laid out on
+ * tracks where they nest (doc/trace-format.md §4.4, doc/export.md). So both
+ * exporters gather these records (under 100 bytes each; they are the one
+ * part of an export whose memory grows with the trace), then lay them out
+ * here, the same way for Perfetto and Chrome JSON:
+ *
+ *  - GPU ranges (struct pfx_gpu): read from the chunks of the threads named
+ *    "ptz-gpu" (PFX_GPU_THREAD_NAME), where the recorder writes them, before
+ *    any thread is exported, so that a CPU section knows whether its GPU
+ *    half exists when it is written. The start is clamped to the launch tick
+ *    and the end to the clamped start (the raw start stays available for
+ *    the exporters' annotation). Ranges are sorted by (device, stream,
+ *    clamped start, end descending, seq) and each gets a lane of its stream:
+ *    lane 0 normally; a range that does not nest with the ranges open in a
+ *    lane (a partial overlap, which one CUDA stream should never produce)
+ *    moves to the lowest lane where it nests, so a track never mis-nests.
+ *    Except for jitter: the recorder maps a start through the float
+ *    milliseconds of cudaEventElapsedTime from an anchor and the end as the
+ *    start plus another such elapsed time, so back-to-back kernels overlap
+ *    by a few ns (seen: 1 ns). A start at most PFX_GPU_SNAP_NS and 1% of
+ *    its range's length before the end of the range it overlaps in lane 0
+ *    is moved to that end (kept in snap_ticks), so such a stream stays one
+ *    track; larger overlaps are kept as measured, on a second lane.
+ *  - Async ranges (struct pfx_async): ASYNC_BEGIN / ASYNC_END records added
+ *    while the threads are exported, paired by async id (k-th begin with
+ *    k-th end of that id, in tick order; an end before its begin in ticks is
+ *    moved to the begin). Ends with no begin are unmatched (kept by tick for
+ *    a count); begins with no end are closed at the trace's last tick and
+ *    flagged open_at_end. Ranges are sorted by (begin, end descending, async
+ *    id) and each gets the lowest lane that is free at its begin (a lane is
+ *    free once its last range has ended, end <= begin): overlapping ranges
+ *    are never on one lane.
+ *
+ * Ticks are compared, never nanoseconds: pt_reader_ticks_to_ns() is
+ * monotonic, so an order in ticks holds in ns, and ties that only the
+ * rounding to ns creates are broken by the write order (ranges are written
+ * in the sorted order above, each BEGIN immediately followed by its END).
+ *
+ * Failure: the functions return -ENOMEM (or a reader error); the set is
+ * then only fit for its free function, which accepts a zeroed or partly
+ * built set.
+ */
+#ifndef PTZ_PFX_RANGES_H
+#define PTZ_PFX_RANGES_H
+
+#include <stdbool.h> /* bool */
+#include <stddef.h>  /* size_t */
+#include <stdint.h>  /* uint*_t */
+
+#include "ptz/format.h" /* struct pt_reader, struct pt_record */
+
+/* The thread the recorder writes GPU ranges and GPU counters from (§4.4). */
+#define PFX_GPU_THREAD_NAME "ptz-gpu"
+/* Largest overlap of back-to-back ranges on a stream taken for jitter: float
+ * milliseconds have 24 bits, about 6 ns at 100 ms and 1 us at 16 s. */
+#define PFX_GPU_SNAP_NS 1000u
+
+/* struct pfx_gpu_range.flags */
+#define PFX_GPU_KEEP 1u   /* inside the export window: written */
+#define PFX_GPU_LINKED 2u /* its CPU section was written with flow id = seq */
+
+/** struct pfx_gpu_range - one GPU_RANGE record, laid out. */
+struct pfx_gpu_range {
+	uint64_t seq;          /* launch sequence (flow id); 0 in a 1.0 body */
+	uint64_t stream;       /* stream key */
+	uint64_t launch_ticks; /* the CPU launch (BEGIN of its section) */
+	uint64_t raw_start_ticks;
+	uint64_t start_ticks; /* max(raw start, launch), plus snap_ticks */
+	uint64_t end_ticks;   /* max(raw end, start_ticks) */
+	uint64_t snap_ticks;  /* how far pfx_gpu_finish() moved the start */
+	uint32_t device;
+	uint32_t name_id;   /* section id */
+	uint32_t lane;      /* index into pfx_gpu.lanes (set by pfx_gpu_finish) */
+	uint32_t flags;     /* PFX_GPU_*, owned by the exporter */
+};
+
+/** struct pfx_gpu_lane - one track of GPU ranges: a lane of a (device, stream). */
+struct pfx_gpu_lane {
+	uint64_t stream;
+	uint32_t device;
+	uint32_t device_index; /* index into pfx_gpu.devices */
+	uint32_t lane;         /* 0 = the stream's own track */
+};
+
+struct pfx_gpu_seq {
+	uint64_t seq;
+	size_t i; /* index into pfx_gpu.r */
+};
+
+/** struct pfx_gpu - the GPU ranges of a trace. Zero-initialize. */
+struct pfx_gpu {
+	struct pfx_gpu_range *r; /* sorted after pfx_gpu_finish() */
+	size_t n, cap;
+	struct pfx_gpu_lane *lanes; /* sorted by (device, stream, lane) */
+	size_t nlanes;
+	uint32_t *devices; /* distinct device ordinals, ascending */
+	size_t ndevices;
+	struct pfx_gpu_seq *by_seq; /* by (seq, position in r) */
+	/* threads named "ptz-gpu": recorder index and whether they have sections */
+	uint32_t *threads;
+	bool *thread_sections;
+	size_t nthreads;
+};
+
+/**
+ * pfx_gpu_collect() - Read the GPU ranges of a trace and lay them out.
+ * @g:  zeroed set; filled (free with pfx_gpu_free(), also on error).
+ * @rd: open reader; its chunk iteration is rewound and used.
+ *
+ * Reads every chunk of the threads named PFX_GPU_THREAD_NAME (a damaged
+ * chunk is skipped by the reader, as everywhere), then runs
+ * pfx_gpu_finish() with PFX_GPU_SNAP_NS in this trace's ticks. Also notes
+ * whether those threads hold sections.
+ * Return: 0; -ENOMEM; or a reader error (-errno) with pt_reader_errmsg().
+ */
+int pfx_gpu_collect(struct pfx_gpu *g, struct pt_reader *rd);
+
+/*
+ * pfx_gpu_add() - Add one GPU_RANGE record, clamped as above.
+ * @g: the set; @r: a PT_REC_GPU_RANGE record (not checked).
+ * Return: 0, or -ENOMEM with the set unchanged. Run pfx_gpu_finish() after
+ * the last one.
+ */
+int pfx_gpu_add(struct pfx_gpu *g, const struct pt_record *r);
+
+/*
+ * pfx_gpu_finish() - Sort the ranges, assign their lanes (moving starts
+ * that overlap by at most @snap_ticks and 1% of the range, see above) and
+ * index them by seq.
+ * Run once, after the last pfx_gpu_add().
+ * Return: 0, or -ENOMEM (the set is then only fit for pfx_gpu_free()).
+ */
+int pfx_gpu_finish(struct pfx_gpu *g, uint64_t snap_ticks);
+
+/*
+ * pfx_gpu_find() - The range a launch names, after pfx_gpu_finish().
+ * @seq: the launch's seq; 0 (a 1.0 body) never matches.
+ * Return: the first range in sorted order with @seq, owned by @g (the
+ *         caller may change its flags); NULL if none.
+ */
+struct pfx_gpu_range *pfx_gpu_find(const struct pfx_gpu *g, uint64_t seq);
+
+/*
+ * pfx_gpu_thread() - Whether thread @index (recorder index) is a "ptz-gpu"
+ * thread, after pfx_gpu_collect().
+ * @has_sections: receives whether it holds BEGIN records; may be NULL;
+ *                left alone when the thread is not a "ptz-gpu" thread.
+ */
+bool pfx_gpu_thread(const struct pfx_gpu *g, uint32_t index, bool *has_sections);
+
+/* Frees what @g holds and zeroes it; @g zeroed or partly built is fine. */
+void pfx_gpu_free(struct pfx_gpu *g);
+
+/** struct pfx_async_range - one paired ASYNC_BEGIN / ASYNC_END. */
+struct pfx_async_range {
+	uint64_t async_id;
+	uint64_t begin_ticks, end_ticks; /* end_ticks >= begin_ticks */
+	uint32_t name_id;                /* from the begin */
+	uint32_t begin_thread, end_thread; /* caller's thread tags (end = begin's when open) */
+	uint32_t lane;
+	bool open_at_end; /* never ended: closed at the trace's last tick */
+};
+
+struct pfx_async_rec {
+	uint64_t async_id, ticks, ord;
+	uint32_t name_id, thread;
+	bool end;
+};
+
+/** struct pfx_async - the async ranges of a trace. Zero-initialize. */
+struct pfx_async {
+	struct pfx_async_rec *rec; /* as added; freed by pfx_async_finish() */
+	size_t nrec, rcap;
+	struct pfx_async_range *r; /* sorted by (begin, end desc, id) */
+	size_t n;
+	uint32_t nlanes;
+	uint64_t *unmatched_end_ticks; /* ASYNC_ENDs with no begin, ascending */
+	size_t nunmatched;
+};
+
+/*
+ * pfx_async_add() - Add one ASYNC_BEGIN or ASYNC_END record.
+ * @thread: the caller's tag for the writing thread (both exporters pass the
+ *          tid they write), returned in the range.
+ * Return: 0, or -ENOMEM with the set unchanged.
+ */
+int pfx_async_add(struct pfx_async *a, const struct pt_record *r, uint32_t thread);
+
+/*
+ * pfx_async_finish() - Pair the added records and assign lanes; run once
+ * (it frees the added records).
+ * @end_ticks: the trace's last tick; begins never ended close there (or at
+ *             their own tick if later).
+ * Return: 0, or -ENOMEM (the set is then only fit for pfx_async_free()).
+ */
+int pfx_async_finish(struct pfx_async *a, uint64_t end_ticks);
+
+/* Frees what @a holds and zeroes it; @a zeroed or partly built is fine. */
+void pfx_async_free(struct pfx_async *a);
+
+/*
+ * pfx_trace_end_ticks() - The largest last_ticks of the trace's event
+ * chunks (from the index: no I/O); 0 if there are none. Rewinds @rd.
+ */
+uint64_t pfx_trace_end_ticks(struct pt_reader *rd);
+
+#endif /* PTZ_PFX_RANGES_H */
