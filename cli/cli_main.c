@@ -243,7 +243,7 @@ int main(int argc, char **argv)
 			usage(stdout);
 			return 0;
 		case OPT_VERSION:
-			printf(PROG " 0.1.0 (reads .ptz format %d.x)\n", PT_FMT_VERSION_MAJOR);
+			printf(PROG " 0.2.0 (reads .ptz format %d.x)\n", PT_FMT_VERSION_MAJOR);
 			return 0;
 		case OPT_REPORT:
 			report_flag = 1;

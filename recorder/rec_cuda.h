@@ -26,6 +26,7 @@ enum {
 	RC_ERR_INVALID_HANDLE = 400,       /* cudaErrorInvalidResourceHandle */
 	RC_ERR_NOT_READY = 600,            /* cudaErrorNotReady */
 	RC_ERR_ILLEGAL_ADDRESS = 700,      /* cudaErrorIllegalAddress */
+	RC_ERR_CAPTURE_IMPLICIT = 906,     /* cudaErrorStreamCaptureImplicit */
 	RC_ERR_CAPTURED_EVENT = 907        /* cudaErrorCapturedEvent */
 };
 

@@ -124,6 +124,7 @@ static struct gpu_pool pools[GPU_MAX_DEV];
 static struct gpu_dev devs[GPU_MAX_DEV];
 static unsigned pool_bound = 1024;
 static unsigned anchor_ms = 1000;
+static bool anchor_quick;           /* default period: first anchors 100 ms apart */
 static unsigned drain_ms = 2000;
 
 static struct cds_wfcq_head q_head;
@@ -260,6 +261,7 @@ static void load(void)
 		{ go_off(RC_ERR_NO_DEVICE, "no CUDA device"); return; }
 	pool_bound = env_uint("PTZ_GPU_EVENTS", 1024, 2, 1u << 20);
 	anchor_ms = env_uint("PTZ_GPU_ANCHOR_MS", 1000, 0, 3600000);
+	anchor_quick = !getenv("PTZ_GPU_ANCHOR_MS");
 	drain_ms = env_uint("PTZ_GPU_DRAIN_MS", 2000, 0, 600000);
 	for (unsigned d = 0; d < GPU_MAX_DEV; d++)
 		pthread_mutex_init(&pools[d].lock, NULL);
@@ -320,7 +322,8 @@ static void refill(void)
 		pthread_mutex_unlock(&pl->lock);
 		if (nfree >= GPU_LOW || created >= pool_bound)
 			continue;
-		unsigned n = PT_MIN(GPU_CHUNK, pool_bound - created);
+		/* grows geometrically: a cold burst is met within a few passes */
+		unsigned n = PT_MIN(PT_MAX(GPU_CHUNK, created), pool_bound - created);
 		api.SetDevice((int)d);
 		for (unsigned i = 0; i < n; i++) {
 			struct gpu_pair *p = calloc(1, sizeof(*p));
@@ -423,6 +426,18 @@ static bool take_anchor(unsigned d, rc_err *err)
 	fit(g);
 	g->last_anchor_ns = rec_mono_ns();
 	return true;
+}
+
+/* With the default period the second and third anchors come 100 and
+ * 200 ms after the first, so the slope is fitted within the first 0.3 s;
+ * then every PTZ_GPU_ANCHOR_MS. A period set in the environment is kept
+ * as given. */
+static uint64_t anchor_period(const struct gpu_dev *g)
+{
+	uint64_t ms = anchor_ms;
+	if (anchor_quick && g->nh < 3 && ms > 100u * (unsigned)g->nh)
+		ms = 100u * (unsigned)g->nh;
+	return ms * 1000000u;
 }
 
 static struct gpu_stream_q *stream_q(struct gpu_dev *g, rc_stream s)
@@ -621,7 +636,7 @@ static void *cuda_main(void *arg)
 				struct gpu_dev *g = &devs[d];
 				rc_err e;
 				if (g->init && (!g->anchored ||
-						(anchor_ms && now - g->last_anchor_ns >= (uint64_t)anchor_ms * 1000000u)) &&
+						(anchor_ms && now - g->last_anchor_ns >= anchor_period(g))) &&
 				    !take_anchor(d, &e) && e == RC_ERR_CUDART_UNLOADING)
 					unloading = true;
 			}
@@ -724,6 +739,14 @@ static PT_COLD struct gpu_tls *tls_get(void)
 	return t;
 }
 
+/* Asks the CUDA thread for more pairs; when this thread found none at all,
+ * also wakes it from its idle wait (a futex wake at most, never a wait). */
+static void ask_refill(struct gpu_pool *pl, bool empty)
+{
+	if (!atomic_exchange_explicit(&pl->want, true, memory_order_acq_rel) && empty)
+		pthread_cond_signal(&ctl_cond);
+}
+
 /* Takes a pair for device @d from the thread's cache, refilling it from the
  * pool without waiting; NULL when none is free. */
 static struct gpu_pair *pair_get(struct gpu_tls *t, unsigned d)
@@ -740,9 +763,9 @@ static struct gpu_pair *pair_get(struct gpu_tls *t, unsigned d)
 		bool low = pl->nfree < GPU_LOW;
 		pthread_mutex_unlock(&pl->lock);
 		if (low)
-			atomic_store_explicit(&pl->want, true, memory_order_release);
+			ask_refill(pl, t->ncache[d] == 0);
 	} else {
-		atomic_store_explicit(&pl->want, true, memory_order_release);
+		ask_refill(pl, false);
 	}
 	return t->ncache[d] ? t->cache[d][--t->ncache[d]] : NULL;
 }
@@ -798,9 +821,13 @@ void pt_gpu_begin(pt_recorder *r, uint32_t id, void *cuda_stream)
 	rc_stream s = cuda_stream;
 	int capt = RC_CAPTURE_NONE, dev = 0;
 	rc_err e = api.StreamIsCapturing(s, &capt);
+	if (e != RC_SUCCESS && e != RC_ERR_CAPTURE_IMPLICIT) {
+		drop(PT_ERRC_GPU_CUDA);
+		goto cpu_only;
+	}
 	if (e != RC_SUCCESS || capt != RC_CAPTURE_NONE) {
-		/* an error here is also a capture in progress (legacy stream
-		 * while another stream captures: cudaErrorStreamCaptureImplicit) */
+		/* cudaErrorStreamCaptureImplicit: the legacy stream while
+		 * another stream captures, also a capture in progress */
 		drop(PT_ERRC_GPU_CAPTURING);
 		goto cpu_only;
 	}
