@@ -28,21 +28,25 @@
  * buckets, so a bucket's width is at most 2^-ANA_SUB_BITS of its lower
  * bound. Reporting a bucket's midpoint bounds the relative error of a
  * percentile by 2^-(ANA_SUB_BITS+1) = 0.39% (HdrHistogram's scheme).
- * Storage is lazy and sparse: up to ANA_HIST_SPARSE distinct buckets are
- * kept as (index, count) pairs in one small block (most call paths, seen a
- * few times); beyond, each power of two that holds a value gets its own
- * block of 2^ANA_SUB_BITS counters (O(1) adds; an outlier costs one block,
- * not the range up to it). At most ANA_HIST_OCTAVES blocks: memory per
- * path is bounded and stops growing once its distribution is seen.
+ * Storage is lazy and hybrid, per power of two: buckets of an octave that
+ * holds few distinct values are (index, count) pairs in one sorted list of
+ * at most ANA_HIST_SPARSE pairs (a path seen a few times, and the sparse
+ * tails of every distribution); an octave gets a dense block of
+ * 2^ANA_SUB_BITS counters (O(1) adds, for the body of the distribution)
+ * once it holds ANA_HIST_DENSE_AT distinct buckets, or when the list is
+ * full. So an outlier costs 8 bytes, not a 512-byte block, and memory per
+ * path grows with the distinct values in its tails only, bounded by
+ * ANA_HIST_OCTAVES blocks plus the list.
  */
 #define ANA_SUB_BITS 7
 #define ANA_HIST_REL_ERROR (1.0 / (1u << (ANA_SUB_BITS + 1)))
-#define ANA_HIST_SPARSE 16
+#define ANA_HIST_SPARSE 256
+#define ANA_HIST_DENSE_AT 32
 #define ANA_HIST_OCTAVES (64 - ANA_SUB_BITS + 1) /* exact block + one per power of two */
 struct ana_hist {
-	uint32_t *sp;   /* sparse: nsp pairs {bucket index, count}; NULL once dense */
-	uint32_t nsp;
-	uint32_t **blk; /* dense: ANA_HIST_OCTAVES block pointers, blocks allocated on use */
+	uint32_t *sp;   /* nsp pairs {bucket index, count}, buckets of octaves without a block */
+	uint32_t nsp, csp;
+	uint32_t **blk; /* NULL, or ANA_HIST_OCTAVES block pointers (NULL = octave kept in sp) */
 };
 void ana_hist_add(struct ana_hist *h, uint64_t v, uint32_t count);
 void ana_hist_merge(struct ana_hist *dst, const struct ana_hist *src);
@@ -257,6 +261,13 @@ struct ana_options {
 	uint64_t since_ns, until_ns;  /* relative to the trace start; until 0 = no limit */
 	int thread;                   /* -1 = all */
 	const char *domain;           /* NULL = all */
+	/* true: durations go into each call path's merged (all threads)
+	 * histogram only, so per-thread rows and per-thread flat rows have no
+	 * percentiles (0): what the merged report prints needs no more, and
+	 * histograms are most of the analyzer's memory (one per path per
+	 * thread otherwise). false (the default): per thread too, as CSV,
+	 * JSON and --thread print. Every other figure is the same either way. */
+	bool merged_percentiles_only;
 	void (*progress)(void *ctx, uint64_t done_bytes, uint64_t total_bytes);
 	void *progress_ctx;
 };

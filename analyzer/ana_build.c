@@ -228,7 +228,8 @@ static void agg_add(struct ctx *c, struct ana_agg *a, const struct frame *f, uin
 		a->total_ns += dur_ns;
 	a->self_ns += self_ns;
 	ana_welford_add(&a->all, (double)dur_ns);
-	ana_hist_add(&a->hist, dur_ns, 1);
+	if (!c->merged_only)
+		ana_hist_add(&a->hist, dur_ns, 1);
 	a->lossy += f->lossy;
 	if (!f->has_m)
 		return;
@@ -280,8 +281,12 @@ static void close_top(struct ctx *c, struct ana_thread *th, struct tstate *ts, u
 	flat_pass_up(ts, id, f->prev_same, dur_ns, f->has_m ? f->m.metric_incl : zero, f->has_m ? f->m.xfer_incl : zero);
 	struct ana_node *n = &th->tree.n[f->node];
 	agg_add(c, &n->agg, f, dur_ns, self_ns, true);
-	if (n->merged != UINT32_MAX) /* one reservoir per path, process-wide */
-		ana_reservoir_add(&c->res->merged.n[n->merged].agg.res, dur_ns, &c->rng);
+	if (n->merged != UINT32_MAX) { /* one reservoir per path, process-wide */
+		struct ana_agg *ma = &c->res->merged.n[n->merged].agg;
+		if (c->merged_only)
+			ana_hist_add(&ma->hist, dur_ns, 1);
+		ana_reservoir_add(&ma->res, dur_ns, &c->rng);
+	}
 }
 
 static void on_record(struct ctx *c, struct ana_thread *th, struct tstate *ts, const struct pt_record *r)
@@ -529,16 +534,21 @@ static PT_NOINLINE_ void read_events(struct ctx *c, struct ana_thread *th, struc
  * way; this moves each path's reservoir (the only thing the pass kept in
  * the merged tree) from @src, node @s, into @dst's node @d.
  */
-static void move_reservoirs(struct ana_tree *dst, struct ana_tree *src, uint32_t s, uint32_t d)
+static void move_reservoirs(struct ana_tree *dst, struct ana_tree *src, uint32_t s, uint32_t d, bool hist)
 {
 	struct ana_reservoir tmp = dst->n[d].agg.res;
 	dst->n[d].agg.res = src->n[s].agg.res;
 	src->n[s].agg.res = tmp;
+	if (hist) { /* merged-only percentiles were also kept there */
+		struct ana_hist th = dst->n[d].agg.hist;
+		dst->n[d].agg.hist = src->n[s].agg.hist;
+		src->n[s].agg.hist = th;
+	}
 	for (uint32_t i = 0; i < src->n[s].nchild; i++) {
 		uint32_t sc = src->n[s].child[i];
 		uint32_t dc = ana_tree_child(dst, d, src->n[sc].id);
 		if (dc != UINT32_MAX)
-			move_reservoirs(dst, src, sc, dc);
+			move_reservoirs(dst, src, sc, dc, hist);
 	}
 }
 
@@ -551,7 +561,7 @@ int ana_run(const char *path, const struct ana_options *opt, struct ana_result *
 		snprintf(err, errlen, "%s", res->rd ? pt_reader_errmsg(res->rd) : pt_strerror(rc));
 		return rc;
 	}
-	struct ctx c = { .res = res, .rng = 0x5eed };
+	struct ctx c = { .res = res, .rng = 0x5eed, .merged_only = opt->merged_percentiles_only };
 	const struct pt_trace_info *info = pt_reader_info(res->rd);
 	c.ns_per_tick = pt_reader_ns_per_tick(res->rd);
 	res->nnames = pt_reader_max_string_id(res->rd);
@@ -716,7 +726,7 @@ int ana_run(const char *path, const struct ana_options *opt, struct ana_result *
 			maxid = c.ts[i].nflat;
 	}
 	if (pass_merged.n) {
-		move_reservoirs(&res->merged, &pass_merged, 0, 0);
+		move_reservoirs(&res->merged, &pass_merged, 0, 0, c.merged_only);
 		ana_tree_free(&pass_merged);
 	}
 	res->nnames = maxid;
@@ -730,12 +740,19 @@ int ana_run(const char *path, const struct ana_options *opt, struct ana_result *
 			ana_agg_merge(&res->by_name[id], &c.ts[i].flat[id], &c.rng);
 		}
 		free(c.ts[i].flat);
+		c.ts[i].flat = NULL;
 		free(c.ts[i].st);
 		free(c.ts[i].open_top);
 		free(c.ts[i].fi);
 		ana_pass_free_tstate(&c.ts[i]);
 	}
 	free(c.ts);
+	if (c.merged_only) /* flat percentiles: every path of a name, from the merged tree */
+		for (uint32_t i = 1; i < res->merged.count; i++) {
+			const struct ana_node *n = &res->merged.n[i];
+			if (n->id < maxid && n->agg.count)
+				ana_hist_merge(&res->by_name[n->id].hist, &n->agg.hist);
+		}
 	free(c.domain_of);
 	/* damage inside the file, as opposed to a torn tail (a crashed writer) */
 	res->corrupt = info->corrupt_regions > 0 || info->damaged_chunks > 0 || info->header_damaged;

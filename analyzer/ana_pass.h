@@ -78,6 +78,7 @@ struct ctx {
 	uint64_t rng;
 	uint32_t *domain_of; /* name id -> domain, for the filter */
 	struct gpu_pass *gp; /* NULL until the first GPU, async or instant record */
+	bool merged_only;    /* ana_options.merged_percentiles_only */
 };
 
 /* Duration in ticks to ns with the trace's mean slope (doc/analyzer-output.md §1). */

@@ -17,6 +17,7 @@
 
 #define unlikely_(x) __builtin_expect(!!(x), 0)
 #define likely_(x) __builtin_expect(!!(x), 1)
+#define PT_NOINLINE_STATS __attribute__((noinline))
 __extension__ typedef unsigned __int128 u128; /* GCC/Clang: the 64x64->128 product */
 
 #define SUB (1u << ANA_SUB_BITS)
@@ -50,55 +51,106 @@ uint64_t ana_hist_upper(uint32_t idx)
 
 #define SUBN (1u << ANA_SUB_BITS)
 
-/* Dense mode: counter of bucket @i, allocating its octave's block. */
-static uint32_t *dense_slot(struct ana_hist *h, uint32_t i)
+/* Gives octave @o a dense block and moves its sparse pairs into it.
+ * 0, or -1 out of memory (nothing changed). */
+static int octave_densify(struct ana_hist *h, uint32_t o)
 {
-	uint32_t o = i / SUBN; /* index layout of ana_hist_index(): one block per octave */
-	if (unlikely_(!h->blk[o]) && !(h->blk[o] = calloc(SUBN, sizeof(uint32_t))))
-		return NULL;
-	return &h->blk[o][i % SUBN];
-}
-
-/* Leaves sparse mode. 0 or -1 (out of memory: stays sparse). */
-static int hist_densify(struct ana_hist *h)
-{
-	uint32_t **blk = calloc(ANA_HIST_OCTAVES, sizeof(*blk));
-	if (!blk)
+	if (!h->blk && !(h->blk = calloc(ANA_HIST_OCTAVES, sizeof(*h->blk))))
 		return -1;
-	struct ana_hist d = { .blk = blk };
-	for (uint32_t k = 0; k < h->nsp; k++) {
-		uint32_t *c = dense_slot(&d, h->sp[2 * k]);
-		if (c)
-			*c += h->sp[2 * k + 1];
+	uint32_t *b = calloc(SUBN, sizeof(uint32_t));
+	if (!b)
+		return -1;
+	uint32_t k = 0, n = 0;
+	for (; k < h->nsp; k++) {
+		uint32_t i = h->sp[2 * k];
+		if (i / SUBN == o) {
+			b[i % SUBN] += h->sp[2 * k + 1];
+		} else {
+			h->sp[2 * n] = i;
+			h->sp[2 * n + 1] = h->sp[2 * k + 1];
+			n++;
+		}
 	}
-	free(h->sp);
-	*h = d;
+	h->nsp = n;
+	h->blk[o] = b;
 	return 0;
 }
 
-static void hist_add_idx(struct ana_hist *h, uint32_t i, uint32_t count)
+/* First sparse pair whose bucket index is >= @i (the pairs are sorted). */
+static uint32_t sp_lower(const struct ana_hist *h, uint32_t i)
 {
-	if (likely_(h->blk != NULL)) {
-		uint32_t *c = dense_slot(h, i);
-		if (c)
-			*c += count;
+	uint32_t lo = 0, hi = h->nsp;
+	while (lo < hi) {
+		uint32_t mid = (lo + hi) / 2;
+		if (h->sp[2 * mid] < i)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* Sparse path: bucket @i of an octave without a block. The pairs stay
+ * sorted by bucket, so an octave's pairs are one run. An octave gets a
+ * block once it holds ANA_HIST_DENSE_AT distinct buckets (a block costs
+ * as much as 64 pairs), or when the list is full (the octave with the
+ * most pairs). */
+static PT_NOINLINE_STATS void hist_add_sparse(struct ana_hist *h, uint32_t i, uint32_t count)
+{
+	uint32_t k = sp_lower(h, i);
+	if (k < h->nsp && h->sp[2 * k] == i) {
+		h->sp[2 * k + 1] += count;
 		return;
 	}
-	for (uint32_t k = 0; k < h->nsp; k++)
-		if (h->sp[2 * k] == i) {
-			h->sp[2 * k + 1] += count;
-			return;
+	uint32_t o = i / SUBN;
+	uint32_t first = sp_lower(h, o * SUBN), last = sp_lower(h, (o + 1) * SUBN);
+	if (last - first + 1 >= ANA_HIST_DENSE_AT) {
+		if (octave_densify(h, o) == 0)
+			h->blk[o][i % SUBN] += count;
+		return;
+	}
+	if (h->nsp == h->csp) {
+		if (h->csp < ANA_HIST_SPARSE) {
+			uint32_t nc = h->csp ? 2 * h->csp : 4;
+			uint32_t *p = realloc(h->sp, 2 * nc * sizeof(*p));
+			if (!p)
+				return;
+			h->sp = p;
+			h->csp = nc;
+		} else {
+			/* full: the octave with the most pairs (this one included) goes dense */
+			uint32_t best = o, nbest = last - first + 1;
+			for (uint32_t a = 0; a < h->nsp;) {
+				uint32_t oa = h->sp[2 * a] / SUBN, b = sp_lower(h, (oa + 1) * SUBN);
+				if (b - a > nbest) {
+					nbest = b - a;
+					best = oa;
+				}
+				a = b;
+			}
+			if (octave_densify(h, best))
+				return;
+			if (best == o) {
+				h->blk[o][i % SUBN] += count;
+				return;
+			}
+			k = sp_lower(h, i);
 		}
-	if (h->nsp == ANA_HIST_SPARSE) {
-		if (hist_densify(h) == 0)
-			hist_add_idx(h, i, count);
+	}
+	memmove(&h->sp[2 * (k + 1)], &h->sp[2 * k], 2 * (h->nsp - k) * sizeof(*h->sp));
+	h->sp[2 * k] = i;
+	h->sp[2 * k + 1] = count;
+	h->nsp++;
+}
+
+static inline void hist_add_idx(struct ana_hist *h, uint32_t i, uint32_t count)
+{
+	uint32_t *b;
+	if (likely_(h->blk != NULL) && likely_((b = h->blk[i / SUBN]) != NULL)) {
+		b[i % SUBN] += count;
 		return;
 	}
-	if (!h->sp && !(h->sp = malloc(2 * ANA_HIST_SPARSE * sizeof(*h->sp))))
-		return;
-	h->sp[2 * h->nsp] = i;
-	h->sp[2 * h->nsp + 1] = count;
-	h->nsp++;
+	hist_add_sparse(h, i, count);
 }
 
 void ana_hist_add(struct ana_hist *h, uint64_t v, uint32_t count)
@@ -108,27 +160,18 @@ void ana_hist_add(struct ana_hist *h, uint64_t v, uint32_t count)
 
 void ana_hist_merge(struct ana_hist *dst, const struct ana_hist *src)
 {
-	if (!src->blk) {
-		for (uint32_t k = 0; k < src->nsp; k++)
-			hist_add_idx(dst, src->sp[2 * k], src->sp[2 * k + 1]);
-		return;
-	}
-	if (!dst->blk && hist_densify(dst))
+	for (uint32_t k = 0; k < src->nsp; k++)
+		hist_add_idx(dst, src->sp[2 * k], src->sp[2 * k + 1]);
+	if (!src->blk)
 		return;
 	for (uint32_t o = 0; o < ANA_HIST_OCTAVES; o++) {
 		if (!src->blk[o])
 			continue;
-		if (!dst->blk[o] && !(dst->blk[o] = calloc(SUBN, sizeof(uint32_t))))
+		if ((!dst->blk || !dst->blk[o]) && octave_densify(dst, o))
 			continue;
 		for (uint32_t j = 0; j < SUBN; j++)
 			dst->blk[o][j] += src->blk[o][j];
 	}
-}
-
-static int cmp_pair(const void *a, const void *b)
-{
-	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-	return x < y ? -1 : x > y;
 }
 
 uint64_t ana_hist_quantile(const struct ana_hist *h, double q, uint64_t total, uint64_t lo, uint64_t hi)
@@ -149,10 +192,12 @@ uint64_t ana_hist_at_rank(const struct ana_hist *h, uint64_t rank, uint64_t lo, 
 	uint64_t seen = 0, v = hi;
 	int found = 0;
 	uint32_t idx = 0;
-	if (h->blk) {
-		for (uint32_t o = 0; o < ANA_HIST_OCTAVES && !found; o++) {
-			if (!h->blk[o])
-				continue;
+	/* buckets in index order: the sorted sparse pairs interleaved with the
+	 * dense blocks (a bucket is in one or the other, never both) */
+	const uint32_t *pairs = h->sp; /* sorted by bucket */
+	uint32_t k = 0;
+	for (uint32_t o = 0; o < ANA_HIST_OCTAVES && !found; o++) {
+		if (h->blk && h->blk[o]) {
 			for (uint32_t j = 0; j < SUBN && !found; j++) {
 				seen += h->blk[o][j];
 				if (seen >= rank) {
@@ -160,12 +205,9 @@ uint64_t ana_hist_at_rank(const struct ana_hist *h, uint64_t rank, uint64_t lo, 
 					found = 1;
 				}
 			}
+			continue;
 		}
-	} else {
-		uint32_t pairs[2 * ANA_HIST_SPARSE];
-		memcpy(pairs, h->sp, 2 * h->nsp * sizeof(*pairs));
-		qsort(pairs, h->nsp, 2 * sizeof(*pairs), cmp_pair);
-		for (uint32_t k = 0; k < h->nsp && !found; k++) {
+		for (; k < h->nsp && pairs[2 * k] / SUBN == o && !found; k++) {
 			seen += pairs[2 * k + 1];
 			if (seen >= rank) {
 				idx = pairs[2 * k];

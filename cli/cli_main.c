@@ -357,6 +357,8 @@ int main(int argc, char **argv)
 
 	struct ana_result res;
 	char err[512];
+	/* per-thread percentiles only where an output prints per-thread rows */
+	ao.merged_percentiles_only = !csv && !json && ro.thread < 0;
 	int rc = ana_run(path, &ao, &res, err, sizeof(err));
 	if (rc) {
 		fprintf(stderr, PROG ": %s: %s\n", path, err);

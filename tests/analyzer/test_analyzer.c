@@ -711,6 +711,91 @@ static void test_ana_run_merged_is_sum_of_threads(void **state)
 	}
 }
 
+static void write_pct(const char *path);
+
+/* merged_percentiles_only (the --report path): every merged and flat
+ * figure equals the default mode's; per-thread histograms stay empty. */
+static void same_rows(const struct ana_result *a, const struct ana_result *b, const struct ana_agg *x,
+		      const struct ana_agg *y)
+{
+	struct ana_row rx, ry;
+	ana_row_compute(a, x, &rx);
+	ana_row_compute(b, y, &ry);
+	assert_int_equal(x->count, y->count);
+	assert_int_equal(x->total_ns, y->total_ns);
+	assert_int_equal(x->self_ns, y->self_ns);
+	assert_int_equal(rx.p50, ry.p50);
+	assert_int_equal(rx.p90, ry.p90);
+	assert_int_equal(rx.p99, ry.p99);
+	assert_true(rx.std == ry.std);
+}
+
+static void check_modes(const char *path)
+{
+	struct ana_result d, m;
+	struct ana_options mo = all_opts;
+	mo.merged_percentiles_only = true;
+	run(path, &all_opts, &d);
+	run(path, &mo, &m);
+	assert_int_equal(d.merged.count, m.merged.count);
+	for (uint32_t n = 1; n < d.merged.count; n++)
+		same_rows(&d, &m, &d.merged.n[n].agg, &m.merged.n[n].agg);
+	assert_int_equal(d.nnames, m.nnames);
+	for (uint32_t id = 0; id < d.nnames; id++)
+		same_rows(&d, &m, &d.by_name[id], &m.by_name[id]);
+	for (size_t i = 0; i < m.nthreads; i++)
+		for (uint32_t n = 1; n < m.threads[i].tree.count; n++) {
+			const struct ana_hist *h = &m.threads[i].tree.n[n].agg.hist;
+			assert_true(h->nsp == 0 && h->blk == NULL);
+		}
+	ana_result_free(&d);
+	ana_result_free(&m);
+}
+
+static void test_ana_run_merged_percentiles_only(void **state)
+{
+	const struct basic *b = *state;
+	check_modes(b->path); /* recursion, three threads, a window-free run */
+	const char *path = tu_path("pct-modes.ptz");
+	write_pct(path);      /* 2 threads, wide distributions: dense and sparse octaves */
+	check_modes(path);
+	unlink(path);
+}
+
+/* The hybrid histogram: sparse pairs, dense octaves, and both at once give
+ * the same ranks as a sorted array of the values. */
+static void test_ana_hist_hybrid_ranks(void **state)
+{
+	(void)state;
+	enum { N = 20000 };
+	static uint64_t v[N];
+	struct ana_hist h = { 0 }, g = { 0 }, mg = { 0 };
+	uint64_t x = 88172645463325252ull;
+	for (int i = 0; i < N; i++) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		/* a dense body around 50 us and a long sparse tail up to seconds */
+		v[i] = i % 50 ? 40000 + x % 20000 : 1000 + (x % 4000000000ull);
+		ana_hist_add(&h, v[i], 1);
+		ana_hist_add(i % 2 ? &g : &mg, v[i], 1);
+	}
+	ana_hist_merge(&mg, &g);
+	assert_non_null(h.blk);            /* the body went dense */
+	assert_true(h.nsp > 0);            /* the tail stayed sparse */
+	qsort(v, N, sizeof(v[0]), cmp_u64);
+	for (uint64_t rank = 1; rank <= N; rank += 97) {
+		uint64_t want = v[rank - 1];
+		uint64_t i = ana_hist_index(want), lo = ana_hist_lower((uint32_t)i), up = ana_hist_upper((uint32_t)i);
+		uint64_t mid = lo + (up - 1 - lo) / 2;
+		assert_int_equal(ana_hist_at_rank(&h, rank, 0, UINT64_MAX), mid);
+		assert_int_equal(ana_hist_at_rank(&mg, rank, 0, UINT64_MAX), mid);
+	}
+	ana_hist_free(&h);
+	ana_hist_free(&g);
+	ana_hist_free(&mg);
+}
+
 static void test_ana_run_counters(void **state)
 {
 	const struct basic *b = *state;
@@ -1716,6 +1801,8 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_ana_run_no_unexpected_rows),
 		cmocka_unit_test(test_ana_run_merged_is_sum_of_threads),
 		cmocka_unit_test(test_ana_run_counters),
+		cmocka_unit_test(test_ana_run_merged_percentiles_only),
+		cmocka_unit_test(test_ana_hist_hybrid_ranks),
 		cmocka_unit_test(test_ana_run_flat_metrics_recursion_safe),
 		cmocka_unit_test(test_ana_run_sequence_gap_drops_stack),
 		cmocka_unit_test(test_ana_run_one_thread),
