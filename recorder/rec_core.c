@@ -473,19 +473,9 @@ uint64_t rec_begin_gpu(struct pt_recorder *r, uint32_t id, uint32_t dev, uint64_
 
 void rec_gpu_error(struct pt_recorder *r, uint32_t code, uint32_t count)
 {
-	struct rec_ring *g = ring_for(r);
-	if (!g)
-		return;
-	uint64_t h = g->head_own;
-	if (!room(g, h, g->depth + 1)) {
-		bump(&g->lost_records, 1);
-		return;
-	}
-	struct rec_slot *s = &g->slots[h & g->mask];
-	s->a = rec_ticks();
-	s->b = SLOT_ERROR | code << 8;
-	s->c = count;
-	publish(g, h + 1);
+	/* GPU halves not timed: counted in the trace, not as misuse (no bump
+	 * of the ring's error counter, unlike error_record()) */
+	rec_emit(r, SLOT_ERROR, count, code, 0, NULL, 0);
 }
 
 void pt_instant(pt_recorder *r, uint32_t id)
