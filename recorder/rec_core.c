@@ -753,6 +753,9 @@ pt_recorder *pt_open(const char *path, const struct pt_options *opt)
 		errno = -rc;
 		return NULL;
 	}
+	/* the flusher's small chunks (a quiet thread, every flush interval)
+	 * are stored raw: zstd's per-call cost would dominate an idle process */
+	fmt_writer_store_below(r->w, REC_STORE_BELOW);
 	atomic_store_explicit(&r->stop, false, memory_order_relaxed);
 	atomic_store_explicit(&r->next_thread_index, 0, memory_order_relaxed);
 	atomic_store_explicit(&r->threads, 0, memory_order_relaxed);

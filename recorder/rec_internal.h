@@ -57,6 +57,7 @@
 #define REC_DEFAULT_RING (8u << 20)
 #define REC_MIN_RING (4u << 10)
 #define REC_MAX_RING (1u << 30)
+#define REC_STORE_BELOW 4096 /* chunk payloads below this are not compressed */
 
 /* Slot kinds (ring only; the flusher transcodes them to §4 records). */
 enum rec_slot_kind {

@@ -264,6 +264,11 @@ PT_INTERNAL int fmt_writer_append(struct fmt_writer *w, const struct fmt_chunk_h
 PT_INTERNAL int fmt_writer_append_final(struct fmt_writer *w, const struct fmt_chunk_hdr *h,
 					const uint8_t *raw, size_t raw_len, int level);
 PT_INTERNAL uint64_t fmt_writer_committed(const struct fmt_writer *w);
+/* Payloads shorter than @bytes are stored (comp = 0) without trying zstd,
+ * whose fixed cost per call (7-20 us for a 0.5-2 KiB payload on the
+ * reference VM, bench in doc/trace-format.md §3) outweighs the bytes it
+ * would save. Default 0: every payload is tried. */
+PT_INTERNAL void fmt_writer_store_below(struct fmt_writer *w, size_t bytes);
 /* Marks the file closed, truncates to the committed length, unmaps, closes.
  * 0 or -errno. Frees @w in every case. NULL-safe. */
 PT_INTERNAL int fmt_writer_close(struct fmt_writer *w);

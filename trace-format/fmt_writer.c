@@ -46,6 +46,7 @@ struct fmt_writer {
 	uint64_t alloc_end; /* bytes reserved by posix_fallocate */
 	ZSTD_CCtx *cctx;
 	long page;
+	size_t store_below; /* payloads shorter than this are stored, not compressed */
 };
 
 static void put_str(uint8_t *h, size_t off, size_t field, const char *s)
@@ -170,6 +171,11 @@ static void commit(struct fmt_writer *w)
 	__atomic_store_n((uint64_t *)(void *)(w->hdr_map + FMT_OFF_COMMITTED), w->head, __ATOMIC_RELEASE);
 }
 
+void fmt_writer_store_below(struct fmt_writer *w, size_t bytes)
+{
+	w->store_below = bytes;
+}
+
 static int append(struct fmt_writer *w, const struct fmt_chunk_hdr *hin, const uint8_t *raw, size_t raw_len,
 		  int level, int use_reserve)
 {
@@ -186,7 +192,8 @@ static int append(struct fmt_writer *w, const struct fmt_chunk_hdr *hin, const u
 	uint8_t *dst = w->win + (start - w->win_off);
 	uint8_t *payload = dst + PT_FMT_CHUNK_HEADER_BYTES;
 	struct fmt_chunk_hdr h = *hin;
-	size_t stored = ZSTD_compressCCtx(w->cctx, payload, bound, raw, raw_len, level);
+	size_t stored = raw_len < w->store_below ? raw_len
+						 : ZSTD_compressCCtx(w->cctx, payload, bound, raw, raw_len, level);
 	if (ZSTD_isError(stored) || stored >= raw_len) {
 		memcpy(payload, raw, raw_len);
 		stored = raw_len;
