@@ -84,6 +84,15 @@ void ana_reservoir_add(struct ana_reservoir *r, uint64_t v, uint64_t *rng);
 void ana_reservoir_merge(struct ana_reservoir *dst, const struct ana_reservoir *src, uint64_t *rng);
 void ana_reservoir_free(struct ana_reservoir *r);
 
+/* Arrays indexed by name id (flat rows, recursion tracking, GPU, async and
+ * instant tables) cover ids below ana_result.name_id_limit: the trace's
+ * largest string id + 1, at least ANA_MIN_NAME_IDS (so a trace whose string
+ * table was lost still gets flat rows). Sections with a larger id (a
+ * damaged or crafted trace) keep their call-path rows, shown as
+ * "(unknown id N)", but get no flat row: memory stays bounded by the
+ * trace's names, not by the values of its ids. */
+#define ANA_MIN_NAME_IDS 4096u
+
 /* ---- aggregates ---- */
 
 enum { ANA_READ, ANA_WRITTEN, ANA_FLOPS, ANA_NMETRIC };
@@ -286,6 +295,7 @@ struct ana_result {
 	uint64_t lost_records, lost_sections, process_lost_records;
 	uint64_t unmatched_ends, open_at_end, misuse_errors;
 	uint32_t domain_filter;      /* UINT32_MAX = none */
+	uint32_t name_id_limit;      /* name-id-indexed arrays stop here (see ANA_MIN_NAME_IDS) */
 	uint64_t total_records_hint; /* event records announced by chunk headers (progress) */
 	int corrupt;                 /* damaged regions inside the file */
 	int torn_tail;

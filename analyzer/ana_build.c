@@ -127,6 +127,8 @@ static inline int32_t *open_top_of(struct tstate *ts, uint32_t id)
 
 static int32_t *open_top_grow(struct tstate *ts, uint32_t id)
 {
+	if (id >= ts->id_limit)
+		return NULL; /* no name has it: recursion not tracked */
 	{
 		uint32_t nc = ts->nopen_top ? ts->nopen_top : 256;
 		while (nc <= id)
@@ -152,6 +154,8 @@ static inline struct flat_incl *fi_of(struct tstate *ts, uint32_t id)
 
 static struct flat_incl *fi_grow(struct tstate *ts, uint32_t id)
 {
+	if (id >= ts->id_limit)
+		return NULL;
 	{
 		uint32_t nc = ts->nfi ? ts->nfi : 256;
 		while (nc <= id)
@@ -198,6 +202,8 @@ static void flat_pass_up(struct tstate *ts, uint32_t id, int32_t prev_same, uint
 
 static struct ana_agg *flat_of(struct tstate *ts, uint32_t id)
 {
+	if (id >= ts->id_limit)
+		return NULL; /* no flat row for an id no name has */
 	if (id >= ts->nflat) {
 		uint32_t nc = ts->nflat ? ts->nflat : 256;
 		while (nc <= id)
@@ -303,7 +309,9 @@ static void on_record(struct ctx *c, struct ana_thread *th, struct tstate *ts, c
 		uint32_t parent = ts->depth ? ts->st[ts->depth - 1].node : 0;
 		struct ana_node *pn = &th->tree.n[parent];
 		uint32_t node;
-		if (pn->last_id == r->id) { /* loops re-enter the same child: one cache line */
+		/* loops re-enter the same child: one cache line. last_node 0 (the
+		 * root, never a child) = nothing cached, whatever last_id holds */
+		if (pn->last_id == r->id && pn->last_node) {
 			node = pn->last_node;
 		} else {
 			node = ana_tree_child(&th->tree, parent, r->id);
@@ -565,6 +573,7 @@ int ana_run(const char *path, const struct ana_options *opt, struct ana_result *
 	const struct pt_trace_info *info = pt_reader_info(res->rd);
 	c.ns_per_tick = pt_reader_ns_per_tick(res->rd);
 	res->nnames = pt_reader_max_string_id(res->rd);
+	res->name_id_limit = res->nnames + 1 > ANA_MIN_NAME_IDS ? res->nnames + 1 : ANA_MIN_NAME_IDS;
 	if (opt->domain) {
 		res->domain_filter = 0;
 		if (*opt->domain) {
@@ -590,6 +599,8 @@ int ana_run(const char *path, const struct ana_options *opt, struct ana_result *
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
+	for (size_t i = 0; i < res->nthreads; i++)
+		c.ts[i].id_limit = res->name_id_limit;
 	for (size_t i = 0; i < res->nthreads; i++) {
 		struct pt_thread_info ti;
 		pt_reader_thread(res->rd, i, &ti);

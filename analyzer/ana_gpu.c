@@ -214,10 +214,12 @@ static inline uint32_t name_slot(uint32_t id)
 
 /* Grows a zero-filled array of @esize-byte elements so that index @id
  * exists. The array or NULL on ENOMEM (the old one is kept). */
-static void *grow_by_id(void *arr, uint32_t *n, uint32_t id, size_t esize)
+static void *grow_by_id(void *arr, uint32_t *n, uint32_t id, size_t esize, uint32_t limit)
 {
 	if (id < *n)
 		return arr;
+	if (id >= limit)
+		return NULL; /* no name has it: bounded by the trace's names (ana.h) */
 	uint32_t nc = *n ? *n : 64;
 	while (nc <= id)
 		nc *= 2;
@@ -268,7 +270,7 @@ static void gpu_attribute(struct ctx *c, uint32_t pos, uint32_t node, uint32_t c
 			g->incl_total_ns += dur_ns;
 		}
 		uint32_t slot = name_slot(id);
-		struct gpu_flat *gf = grow_by_id(ts->gf, &ts->ngf, slot, sizeof(*ts->gf));
+		struct gpu_flat *gf = grow_by_id(ts->gf, &ts->ngf, slot, sizeof(*ts->gf), ts->id_limit);
 		if (!gf)
 			continue;
 		ts->gf = gf;
@@ -378,6 +380,38 @@ static void device_add(struct ctx *c, const struct pt_record *r)
 		busy_add(d, start, end);
 }
 
+/*
+ * Half @h of a GPU pair (its seq, its side and that side's fields; gp_of()
+ * already set up) meets the other half of the same seq: paired, a range
+ * inside the time window is attributed to its launch's section; else @h
+ * waits in the map. Unpaired: seq 0 (a 1.0 body: nothing to pair with) and,
+ * when a second half of one side comes with the same seq, the first one.
+ */
+static void gpu_meet(struct ctx *c, const struct gpu_pend *h)
+{
+	struct ana_result *res = c->res;
+	struct gpu_pass *gp = c->gp;
+	uint64_t *unmatched = h->side == SIDE_LAUNCH ? &res->gpu.unmatched_launches : &res->gpu.unmatched_ranges;
+	if (h->seq == 0) {
+		(*unmatched)++;
+		return;
+	}
+	struct gpu_pend *p = ana_map_find(&gp->pend, h->seq);
+	if (p && p->side != h->side) {
+		const struct gpu_pend *l = h->side == SIDE_LAUNCH ? h : p, *g = h->side == SIDE_LAUNCH ? p : h;
+		res->gpu.paired++;
+		if (g->kept)
+			gpu_attribute(c, l->pos, l->node, l->cover, g->start, g->end, g->launch);
+		ana_map_remove(&gp->pend, p);
+		return;
+	}
+	if (p) /* the first one stays unpaired */
+		(*unmatched)++;
+	else if (!(p = ana_map_add(&gp->pend, h->seq)))
+		return;
+	*p = *h;
+}
+
 static void gpu_range(struct ctx *c, const struct pt_record *r)
 {
 	struct ana_result *res = c->res;
@@ -395,27 +429,8 @@ static void gpu_range(struct ctx *c, const struct pt_record *r)
 	bool kept = start >= c->since_ticks && end <= c->until_ticks;
 	if (kept)
 		device_add(c, r);
-	if (seq == 0) { /* a 1.0 body: nothing to pair with */
-		res->gpu.unmatched_ranges++;
-		return;
-	}
-	struct gpu_pend *p = ana_map_find(&gp->pend, seq);
-	if (p && p->side == SIDE_LAUNCH) {
-		res->gpu.paired++;
-		if (kept)
-			gpu_attribute(c, p->pos, p->node, p->cover, start, end, r->ticks);
-		ana_map_remove(&gp->pend, p);
-		return;
-	}
-	if (p) /* a second range with this seq: the first one stays unpaired */
-		res->gpu.unmatched_ranges++;
-	else if (!(p = ana_map_add(&gp->pend, seq)))
-		return;
-	p->side = SIDE_RANGE;
-	p->start = start;
-	p->end = end;
-	p->launch = r->ticks;
-	p->kept = kept;
+	gpu_meet(c, &(struct gpu_pend){ .seq = seq, .side = SIDE_RANGE, .start = start, .end = end,
+					.launch = r->ticks, .kept = kept });
 }
 
 static void gpu_pair_launch(struct ctx *c, uint64_t seq, uint32_t pos, uint32_t node, uint32_t cover);
@@ -463,28 +478,7 @@ static void gpu_launch(struct ctx *c, struct ana_thread *th, struct tstate *ts, 
  * analyzed) at @node, covered up to depth @cover: pairs it or waits. */
 static void gpu_pair_launch(struct ctx *c, uint64_t seq, uint32_t pos, uint32_t node, uint32_t cover)
 {
-	struct ana_result *res = c->res;
-	struct gpu_pass *gp = c->gp;
-	if (seq == 0) {
-		res->gpu.unmatched_launches++;
-		return;
-	}
-	struct gpu_pend *p = ana_map_find(&gp->pend, seq);
-	if (p && p->side == SIDE_RANGE) {
-		res->gpu.paired++;
-		if (p->kept)
-			gpu_attribute(c, pos, node, cover, p->start, p->end, p->launch);
-		ana_map_remove(&gp->pend, p);
-		return;
-	}
-	if (p) /* a second launch with this seq: the first one stays unpaired */
-		res->gpu.unmatched_launches++;
-	else if (!(p = ana_map_add(&gp->pend, seq)))
-		return;
-	p->side = SIDE_LAUNCH;
-	p->pos = pos;
-	p->node = node;
-	p->cover = cover;
+	gpu_meet(c, &(struct gpu_pend){ .seq = seq, .side = SIDE_LAUNCH, .pos = pos, .node = node, .cover = cover });
 }
 
 void ana_pass_gpu_error(struct ctx *c, const struct pt_record *r)
@@ -512,7 +506,7 @@ static void async_pair(struct ctx *c, uint32_t name, uint64_t begin, uint64_t en
 	if (begin < c->since_ticks || end > c->until_ticks || !ana_in_domain(c, name))
 		return;
 	uint32_t slot = name_slot(name);
-	struct ana_async *a = grow_by_id(res->async_by_name, &res->nasync, slot, sizeof(*a));
+	struct ana_async *a = grow_by_id(res->async_by_name, &res->nasync, slot, sizeof(*a), res->name_id_limit + 1);
 	if (!a)
 		return;
 	res->async_by_name = a;
@@ -566,7 +560,7 @@ static void instant(struct ctx *c, struct ana_thread *th, const struct pt_record
 	if (r->ticks < c->since_ticks || r->ticks > c->until_ticks || !ana_in_domain(c, r->id))
 		return;
 	uint32_t slot = name_slot(r->id);
-	uint64_t *n = grow_by_id(th->instants, &th->ninstants, slot, sizeof(*n));
+	uint64_t *n = grow_by_id(th->instants, &th->ninstants, slot, sizeof(*n), c->res->name_id_limit + 1);
 	if (!n)
 		return;
 	th->instants = n;
@@ -665,7 +659,7 @@ void ana_pass_finish(struct ctx *c)
 	for (size_t i = 0; i < res->nthreads; i++) {
 		const struct ana_thread *th = &res->threads[i];
 		uint64_t *n = th->ninstants ? grow_by_id(res->instants_by_name, &res->ninstants, th->ninstants - 1,
-							 sizeof(*n))
+							 sizeof(*n), res->name_id_limit + 1)
 					    : NULL;
 		if (!n)
 			continue;

@@ -147,8 +147,18 @@ static void text_row(FILE *out, const struct ana_result *res, const char *label,
 	}
 }
 
+/* Prints one row of a report table: @label indented by @indent levels. */
+typedef void (*row_fn)(FILE *out, const struct ana_result *res, const char *label, int indent,
+		       const struct ana_agg *a);
+
+/* The call tree's walk below @node: children in --sort order, hiding the
+ * sections under --min-pct, at most --top of them per level, down to
+ * --depth, each section printed by @row with its subtree one level deeper
+ * (nodes without a section of their own only pass their subtree through).
+ * @keep (NULL = every section) drops a section that still used up --top,
+ * with its subtree, when it returns false. */
 static void tree_print(FILE *out, const struct ana_result *res, const struct ana_tree *t, uint32_t node,
-		       const struct ana_report_opts *o, int indent)
+		       const struct ana_report_opts *o, int indent, row_fn row, bool (*keep)(const struct ana_agg *))
 {
 	const struct ana_node *n = &t->n[node];
 	uint32_t *kids = malloc((n->nchild ? n->nchild : 1) * sizeof(*kids));
@@ -168,10 +178,12 @@ static void tree_print(FILE *out, const struct ana_result *res, const struct ana
 			continue;
 		if (o->top && shown++ >= (uint32_t)o->top)
 			break;
+		if (c->agg.count && keep && !keep(&c->agg))
+			continue;
 		if (c->agg.count)
-			text_row(out, res, ana_name(res, c->id), indent, &c->agg);
+			row(out, res, ana_name(res, c->id), indent, &c->agg);
 		if (!o->depth || (int)c->depth < o->depth)
-			tree_print(out, res, t, kids[i], o, c->agg.count ? indent + 1 : indent);
+			tree_print(out, res, t, kids[i], o, c->agg.count ? indent + 1 : indent, row, keep);
 	}
 	free(kids);
 }
@@ -259,42 +271,11 @@ static void gpu_row(FILE *out, const struct ana_result *res, const char *label, 
 			sdur(b[7], 32, (double)d->lat_max_ns), d->early, d->early == 1 ? "" : "s");
 }
 
+/* tree_print()'s @keep for the GPU table: the section launched GPU ranges
+ * or holds some below it. */
 static bool has_gpu_rows(const struct ana_agg *a)
 {
 	return a->gpu && (a->gpu->self.count || a->gpu->incl_count);
-}
-
-/* The call tree's walk (same order and limits as tree_print()), printing
- * the rows that launched GPU ranges or hold some below them. */
-static void gpu_tree_print(FILE *out, const struct ana_result *res, const struct ana_tree *t, uint32_t node,
-			   const struct ana_report_opts *o, int indent)
-{
-	const struct ana_node *n = &t->n[node];
-	uint32_t *kids = malloc((n->nchild ? n->nchild : 1) * sizeof(*kids));
-	if (!kids)
-		return;
-	if (n->nchild)
-		memcpy(kids, n->child, n->nchild * sizeof(*kids));
-	sorted(res, t, NULL, o->sort, kids, n->nchild);
-	uint32_t shown = 0;
-	for (uint32_t i = 0; i < n->nchild; i++) {
-		const struct ana_node *c = &t->n[kids[i]];
-		if (!c->agg.count && !c->nchild)
-			continue;
-		struct ana_row w;
-		ana_row_compute(res, &c->agg, &w);
-		if (c->agg.count && 100.0 * w.share < o->min_pct)
-			continue;
-		if (o->top && shown++ >= (uint32_t)o->top)
-			break;
-		if (c->agg.count && !has_gpu_rows(&c->agg))
-			continue; /* nothing launched on a GPU here or below */
-		if (c->agg.count)
-			gpu_row(out, res, ana_name(res, c->id), indent, &c->agg);
-		if (!o->depth || (int)c->depth < o->depth)
-			gpu_tree_print(out, res, t, kids[i], o, c->agg.count ? indent + 1 : indent);
-	}
-	free(kids);
 }
 
 /* Rows of the flat view in the report's order, after --min-pct and --top. */
@@ -340,7 +321,7 @@ static void gpu_sections_text(FILE *out, const struct ana_result *res, const str
 	fprintf(out, GPU_HDR_FMT, "name", "ranges", "GPU total", "GPU mean", "GPU p50", "GPU p99", "GPU incl",
 		"GPU/CPU");
 	if (!o->flat) {
-		gpu_tree_print(out, res, t, 0, o, 0);
+		tree_print(out, res, t, 0, o, 0, gpu_row, has_gpu_rows);
 		return;
 	}
 	uint32_t *ids, n = flat_rows(res, flat, nflat, o, &ids);
@@ -515,7 +496,7 @@ void ana_report_text(FILE *out, const struct ana_result *res, const struct ana_r
 	fprintf(out, HDR_FMT, "name", "count", "total", "self", "share", "mean", "std", "p50", "p90", "p99", "first",
 		"1st/rest", "GB/s", "GFLOP/s", "FLOP/B");
 	if (!o->flat) {
-		tree_print(out, res, t, 0, o, 0);
+		tree_print(out, res, t, 0, o, 0, text_row, NULL);
 	} else {
 		uint32_t *ids, n = flat_rows(res, flat, nflat, o, &ids);
 		for (uint32_t i = 0; i < n; i++)

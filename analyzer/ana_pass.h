@@ -66,6 +66,7 @@ struct tstate {
 	uint32_t ngs, cgs;
 	struct gpu_flat *gf;  /* by name id */
 	uint32_t ngf;
+	uint32_t id_limit;    /* res->name_id_limit */
 };
 
 struct gpu_pass; /* ana_gpu.c */

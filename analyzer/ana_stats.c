@@ -357,14 +357,21 @@ void ana_reservoir_free(struct ana_reservoir *r)
 	memset(r, 0, sizeof(*r));
 }
 
+/* Widens the duration range [*min_ns, *max_ns] of an aggregate of @count
+ * values (whose max is 0 while empty) to take in [@lo_ns, @hi_ns]. */
+static void dur_range_add(uint64_t *min_ns, uint64_t *max_ns, uint64_t count, uint64_t lo_ns, uint64_t hi_ns)
+{
+	if (count == 0 || lo_ns < *min_ns)
+		*min_ns = lo_ns;
+	if (hi_ns > *max_ns)
+		*max_ns = hi_ns;
+}
+
 void ana_agg_merge(struct ana_agg *d, const struct ana_agg *s, uint64_t *rng)
 {
 	if (s->count == 0)
 		return;
-	if (d->count == 0 || s->min_ns < d->min_ns)
-		d->min_ns = s->min_ns;
-	if (s->max_ns > d->max_ns)
-		d->max_ns = s->max_ns;
+	dur_range_add(&d->min_ns, &d->max_ns, d->count, s->min_ns, s->max_ns);
 	if (d->count == 0 || s->first_start_ns < d->first_start_ns) {
 		d->first_start_ns = s->first_start_ns;
 		d->first_ns = s->first_ns;
@@ -407,10 +414,7 @@ void ana_agg_free(struct ana_agg *a)
 
 void ana_gpu_dist_add(struct ana_gpu_dist *d, uint64_t dur_ns, int64_t lat_ns)
 {
-	if (d->count == 0 || dur_ns < d->min_ns)
-		d->min_ns = dur_ns;
-	if (dur_ns > d->max_ns)
-		d->max_ns = dur_ns;
+	dur_range_add(&d->min_ns, &d->max_ns, d->count, dur_ns, dur_ns);
 	if (d->count == 0 || lat_ns < d->lat_min_ns)
 		d->lat_min_ns = lat_ns;
 	if (d->count == 0 || lat_ns > d->lat_max_ns)
@@ -426,10 +430,7 @@ void ana_gpu_dist_merge(struct ana_gpu_dist *d, const struct ana_gpu_dist *s)
 {
 	if (s->count == 0)
 		return;
-	if (d->count == 0 || s->min_ns < d->min_ns)
-		d->min_ns = s->min_ns;
-	if (s->max_ns > d->max_ns)
-		d->max_ns = s->max_ns;
+	dur_range_add(&d->min_ns, &d->max_ns, d->count, s->min_ns, s->max_ns);
 	if (d->count == 0 || s->lat_min_ns < d->lat_min_ns)
 		d->lat_min_ns = s->lat_min_ns;
 	if (d->count == 0 || s->lat_max_ns > d->lat_max_ns)

@@ -170,16 +170,23 @@ static int emit_x(struct cw *w, uint32_t id, uint64_t start_ticks, uint64_t end_
 	return emit(w, w->x, d1 > d2 ? d1 : d2);
 }
 
-/* Takes @ev (NULL = its allocation failed); @ts in µs sets the digits. */
-static int emit_new(struct cw *w, json_t *ev, double ts)
+/* Writes @ev with @digits significant digits and releases it (NULL = its
+ * allocation failed: -ENOMEM). */
+static int emit_owned(struct cw *w, json_t *ev, int digits)
 {
 	if (!ev) {
 		snprintf(w->err, w->errlen, "out of memory");
 		return -ENOMEM;
 	}
-	int rc = emit(w, ev, round_trip_digits(ts));
+	int rc = emit(w, ev, digits);
 	json_decref(ev);
 	return rc;
+}
+
+/* Takes @ev (NULL = its allocation failed); @ts in µs sets the digits. */
+static int emit_new(struct cw *w, json_t *ev, double ts)
+{
+	return emit_owned(w, ev, round_trip_digits(ts));
 }
 
 static double ts_us(const struct cw *w, uint64_t ticks)
@@ -220,13 +227,7 @@ static int emit_meta(struct cw *w, const char *what, uint32_t tid, const char *k
 {
 	json_t *ev = json_pack("{s:s, s:s, s:i, s:I, s:{s:o}}", "name", what, "ph", "M", "pid", w->pid, "tid",
 			       (json_int_t)tid, "args", key, value);
-	if (!ev) {
-		snprintf(w->err, w->errlen, "out of memory");
-		return -ENOMEM;
-	}
-	int rc = emit(w, ev, 17);
-	json_decref(ev);
-	return rc;
+	return emit_owned(w, ev, 17);
 }
 
 /* A counter sample ("ph":"C"): one process-scoped track per counter name. */
@@ -240,23 +241,17 @@ static int emit_counter(struct cw *w, const struct pt_record *r)
 		snprintf(w->err, w->errlen, "out of memory");
 		return -ENOMEM;
 	}
-	double ts = (double)pt_reader_ticks_to_ns(w->rd, r->ticks) / 1000.0;
+	double ts = ts_us(w, r->ticks);
 	json_t *ev = json_pack("{s:s, s:s, s:s, s:f, s:i, s:{s:I}}", "name", name, "cat", "ptz", "ph", "C", "ts", ts,
 			       "pid", w->pid, "args", "value", (json_int_t)(int64_t)r->value);
-	if (!ev) {
-		snprintf(w->err, w->errlen, "out of memory");
-		return -ENOMEM;
-	}
-	int rc = emit(w, ev, round_trip_digits(ts));
-	json_decref(ev);
-	return rc;
+	return emit_new(w, ev, ts);
 }
 
 /* A LOSS record: a thread-scoped instant, so the gap is visible on the
  * timeline (process-scoped for a "ptz-gpu" thread). */
 static int emit_loss(struct cw *w, uint32_t tid, const struct pt_record *r)
 {
-	double ts = (double)pt_reader_ticks_to_ns(w->rd, r->ticks) / 1000.0;
+	double ts = ts_us(w, r->ticks);
 	if (w->routed)
 		return emit_new(w,
 				json_pack("{s:s, s:s, s:s, s:s, s:f, s:i, s:{s:I, s:I}}", "name", "ptz: records lost",
@@ -266,13 +261,7 @@ static int emit_loss(struct cw *w, uint32_t tid, const struct pt_record *r)
 	json_t *ev = json_pack("{s:s, s:s, s:s, s:s, s:f, s:i, s:I, s:{s:I, s:I}}", "name", "ptz: records lost", "cat",
 			       "ptz", "ph", "i", "s", "t", "ts", ts, "pid", w->pid, "tid", (json_int_t)tid, "args",
 			       "records", (json_int_t)r->value, "sections", (json_int_t)r->value2);
-	if (!ev) {
-		snprintf(w->err, w->errlen, "out of memory");
-		return -ENOMEM;
-	}
-	int rc = emit(w, ev, round_trip_digits(ts));
-	json_decref(ev);
-	return rc;
+	return emit_new(w, ev, ts);
 }
 
 /* An INSTANT record: "i" on its thread (process-scoped for "ptz-gpu"). */

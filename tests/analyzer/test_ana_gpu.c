@@ -39,9 +39,7 @@
 #include <jansson.h>
 #include <math.h>
 
-#include "tests/test_util.h"
-#include "analyzer/ana.h"
-#include "trace-format/fmt_internal.h"
+#include "tests/analyzer/ana_test_util.h"
 
 #define T0 1000000ull
 #define REAL_NS 1700000000000000000ull
@@ -147,42 +145,13 @@ static const struct op gpu_b_ops[] = {
 
 /* ==== Writer ==== */
 
-struct tb {
-	struct fmt_writer *w;
-	struct fmt_enc e;
-	uint8_t *buf;
-	size_t cap;
-	uint64_t seq[4];
-};
-
 static void tb_open(struct tb *b, const char *path)
 {
 	const struct fmt_writer_hdr hd = {
 		.clock_source = 1, .pid = 4343, .start_ticks = T0, .start_mono_ns = T0, .start_real_ns = REAL_NS,
 		.process_name = "gpu-test", .host = "testhost", .cmdline = "gpu-test", .recorder_version = "ptz-test 1",
 	};
-	memset(b, 0, sizeof(*b));
-	b->cap = 1 << 20;
-	b->buf = malloc(b->cap);
-	assert_non_null(b->buf);
-	assert_int_equal(fmt_writer_open(path, &hd, &b->w), 0);
-	fmt_enc_reset(&b->e, b->buf, b->cap);
-}
-
-static void tb_flush(struct tb *b, uint8_t kind, uint32_t thread)
-{
-	if (b->e.records) {
-		const struct fmt_chunk_hdr h = {
-			.kind = kind,
-			.thread = thread,
-			.records = b->e.records,
-			.sequence = thread == PT_FMT_META_THREAD ? 0 : b->seq[thread]++,
-			.first_ticks = b->e.first_ticks,
-			.last_ticks = b->e.last_ticks,
-		};
-		assert_int_equal(fmt_writer_append(b->w, &h, b->buf, (size_t)(b->e.pos - b->buf), 3), 0);
-	}
-	fmt_enc_reset(&b->e, b->buf, b->cap);
+	tb_start(b, path, &hd);
 }
 
 /* Strings, @nthreads threads named @tnames, clocks, and a meta ERROR queue full x1. */
@@ -229,12 +198,6 @@ static size_t tb_events(struct tb *b, uint32_t thread, const struct op *ops, siz
 	}
 	tb_flush(b, FMT_CHUNK_EVENTS, thread);
 	return i;
-}
-
-static void tb_close(struct tb *b)
-{
-	assert_int_equal(fmt_writer_close(b->w), 0);
-	free(b->buf);
 }
 
 /* The GPU trace; @gpu_name names thread 2 ("ptz-gpu" reads in file order). */
@@ -313,14 +276,6 @@ static char g_ctx[160];
 		if (a_ != b_)                                                                                 \
 			fail_msg("%s: %s = %lld, expected %lld", g_ctx, #a, a_, b_);                          \
 	} while (0)
-
-static void run(const char *path, const struct ana_options *opt, struct ana_result *res)
-{
-	char err[256] = "";
-	int rc = ana_run(path, opt, res, err, sizeof(err));
-	if (rc)
-		fail_msg("ana_run(%s) = %d: %s", path, rc, err);
-}
 
 static uint32_t node_of(const struct ana_result *res, const struct ana_tree *t, const char *path)
 {
@@ -436,38 +391,21 @@ static void check_rows(const struct ana_result *res, const char *mode)
 
 /* ==== Fixture ==== */
 
-struct gtrace {
-	char path[4200];
-	struct ana_result res;
-};
+static void write_gpu_file(const char *path)
+{
+	write_gpu(path, "ptz-gpu");
+}
 
 static int setup_gpu(void **state)
 {
-	struct gtrace *g = calloc(1, sizeof(*g));
-	if (!g)
-		return -1;
-	snprintf(g->path, sizeof(g->path), "%s", tu_path("gpu.ptz"));
-	write_gpu(g->path, "ptz-gpu");
-	const struct ana_options o = { .thread = -1 };
-	run(g->path, &o, &g->res);
-	*state = g;
-	return 0;
-}
-
-static int teardown_gpu(void **state)
-{
-	struct gtrace *g = *state;
-	ana_result_free(&g->res);
-	unlink(g->path);
-	free(g);
-	return 0;
+	return ana_fixture_setup(state, "gpu.ptz", write_gpu_file);
 }
 
 /* ==== Tests: API ==== */
 
 static void test_ana_gpu_pairing_and_totals(void **state)
 {
-	const struct gtrace *g = *state;
+	const struct ana_fixture *g = *state;
 	const struct ana_result *r = &g->res;
 	snprintf(g_ctx, sizeof(g_ctx), "totals");
 	assert_true(r->has_gpu);
@@ -504,13 +442,13 @@ static void test_ana_gpu_pairing_and_totals(void **state)
 
 static void test_ana_gpu_rows(void **state)
 {
-	const struct gtrace *g = *state;
+	const struct ana_fixture *g = *state;
 	check_rows(&g->res, "file order");
 }
 
 static void test_ana_gpu_devices(void **state)
 {
-	const struct gtrace *g = *state;
+	const struct ana_fixture *g = *state;
 	const struct ana_result *r = &g->res;
 	snprintf(g_ctx, sizeof(g_ctx), "devices");
 	EQ(r->gpu.ndev, 2);
@@ -544,7 +482,7 @@ static void test_ana_gpu_devices(void **state)
 
 static void test_ana_gpu_async_and_instants(void **state)
 {
-	const struct gtrace *g = *state;
+	const struct ana_fixture *g = *state;
 	const struct ana_result *r = &g->res;
 	snprintf(g_ctx, sizeof(g_ctx), "async");
 	EQ(r->async_unmatched_begins, 1); /* 0xA3 */
@@ -590,7 +528,7 @@ static void test_ana_gpu_thread_order_same_rows(void **state)
 	write_gpu(path, "resolver");
 	struct ana_result r;
 	const struct ana_options o = { .thread = -1 };
-	run(path, &o, &r);
+	ana_test_run(path, &o, &r);
 	snprintf(g_ctx, sizeof(g_ctx), "thread order");
 	assert_false(r.gpu.file_order);
 	EQ(r.gpu.pending_peak, 8);
@@ -606,7 +544,7 @@ static void test_ana_gpu_thread_order_same_rows(void **state)
 	check_rows(&r, "thread order");
 	/* merged tree rows in the same order either way (threads in index order) */
 	struct ana_result f;
-	run(tu_path("gpu.ptz"), &o, &f);
+	ana_test_run(tu_path("gpu.ptz"), &o, &f);
 	EQ(f.merged.count, r.merged.count);
 	for (uint32_t n = 0; n < f.merged.count; n++) {
 		snprintf(g_ctx, sizeof(g_ctx), "merged node %u", n);
@@ -625,10 +563,10 @@ static void test_ana_gpu_thread_order_same_rows(void **state)
  * attributed). */
 static void test_ana_gpu_one_thread(void **state)
 {
-	const struct gtrace *g = *state;
+	const struct ana_fixture *g = *state;
 	struct ana_result r;
 	const struct ana_options o = { .thread = 1 };
-	run(g->path, &o, &r);
+	ana_test_run(g->path, &o, &r);
 	snprintf(g_ctx, sizeof(g_ctx), "--thread 1");
 	EQ(r.sections, 5);
 	EQ(r.records, 20);
@@ -656,10 +594,10 @@ static void test_ana_gpu_one_thread(void **state)
 /* A window keeps the ranges lying inside it (ends included). */
 static void test_ana_gpu_window(void **state)
 {
-	const struct gtrace *g = *state;
+	const struct ana_fixture *g = *state;
 	struct ana_result r;
 	const struct ana_options o = { .thread = -1, .since_ns = 0, .until_ns = 3000 };
-	run(g->path, &o, &r);
+	ana_test_run(g->path, &o, &r);
 	snprintf(g_ctx, sizeof(g_ctx), "window [0, 3000]");
 	/* kept: seq 1 [200,2200], seq 6 [600,1600], seq 7 [2500,3000] */
 	EQ(r.gpu.dev[0].ranges, 1);
@@ -715,7 +653,7 @@ static void test_ana_gpu_busy_union_exact(void **state)
 	tb_close(&b);
 	struct ana_result r;
 	const struct ana_options o = { .thread = -1 };
-	run(path, &o, &r);
+	ana_test_run(path, &o, &r);
 	snprintf(g_ctx, sizeof(g_ctx), "union");
 	EQ(r.gpu.ndev, 1);
 	EQ(r.gpu.dev[0].device, 3);
@@ -730,17 +668,6 @@ static void test_ana_gpu_busy_union_exact(void **state)
 }
 
 /* ==== Tests: outputs ==== */
-
-static char *report(const struct ana_result *res, const struct ana_report_opts *o)
-{
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&buf, &len);
-	assert_non_null(f);
-	ana_report_text(f, res, o);
-	fclose(f);
-	return buf;
-}
 
 static void has_line(const char *text, const char *line)
 {
@@ -763,9 +690,9 @@ static bool in_section(const char *text, const char *title, const char *what)
 
 static void test_ana_gpu_report_text(void **state)
 {
-	const struct gtrace *g = *state;
+	const struct ana_fixture *g = *state;
 	struct ana_report_opts o = { .sort = ANA_SORT_TIME, .thread = -1 };
-	char *t = report(&g->res, &o);
+	char *t = ana_test_report(&g->res, &o);
 	/* header: GPU summary, losses by code, misuse errors unchanged (1) */
 	has_line(t, "sections 12, records 60, lost 0 records / 0 sections; errors: 0 unmatched ends, 0 open at end, "
 		    "1 recorder-counted");
@@ -802,14 +729,14 @@ static void test_ana_gpu_report_text(void **state)
 	free(t);
 	/* flat by name: gemm over both threads, rec once */
 	o.flat = true;
-	t = report(&g->res, &o);
+	t = ana_test_report(&g->res, &o);
 	has_line(t, "gemm                                 5   5.00 us   1.00 us   1.00 us   2.00 us   5.00 us     1.43");
 	has_line(t, "  launch to GPU start: mean 420 ns, min 100 ns, max 1.10 us; 0 early starts");
 	has_line(t, "rec                                  0         -         -         -         -    500 ns     0.38");
 	free(t);
 	/* one thread: its rows and instants only */
 	o = (struct ana_report_opts){ .sort = ANA_SORT_TIME, .thread = 0 };
-	t = report(&g->res, &o);
+	t = ana_test_report(&g->res, &o);
 	has_line(t, "Instants by name (thread 0)");
 	has_line(t, "  mark                                              2");
 	assert_false(in_section(t, "\nGPU time by section", "\nrec "));
@@ -820,13 +747,8 @@ static void test_ana_gpu_report_text(void **state)
 /* ptanalyze info shows the same GPU summary. */
 static void test_ana_gpu_info_text(void **state)
 {
-	const struct gtrace *g = *state;
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&buf, &len);
-	assert_non_null(f);
-	ana_info_text(f, &g->res);
-	fclose(f);
+	const struct ana_fixture *g = *state;
+	char *buf = ana_test_output(ANA_OUT_INFO, &g->res, NULL);
 	has_line(buf, "gpu:          8 launches, 8 ranges on 2 devices; 7 paired; unmatched: 1 launch, 1 range");
 	has_line(buf, "              GPU halves not timed (CPU sections kept): 3 pool empty, 1 CUDA call failed, "
 		      "1 queue full");
@@ -851,14 +773,9 @@ static int csv_split(char *line, char **f, int max)
 
 static void test_ana_gpu_csv(void **state)
 {
-	const struct gtrace *g = *state;
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&buf, &len);
-	assert_non_null(f);
-	struct ana_report_opts o = { .thread = -1 };
-	assert_int_equal(ana_write_csv(f, &g->res, &o), 0);
-	fclose(f);
+	const struct ana_fixture *g = *state;
+	const struct ana_report_opts o = { .thread = -1 };
+	char *buf = ana_test_output(ANA_OUT_CSV, &g->res, &o);
 	char *save = NULL, *line = strtok_r(buf, "\n", &save);
 	char *hdr[80];
 	int nh = csv_split(line, hdr, 80);
@@ -917,14 +834,6 @@ static void test_ana_gpu_csv(void **state)
 	free(buf);
 }
 
-static json_int_t jint(json_t *o, const char *k)
-{
-	json_t *v = json_object_get(o, k);
-	if (!json_is_integer(v))
-		fail_msg("JSON key %s is not an integer", k);
-	return json_integer_value(v);
-}
-
 static json_t *jrow(json_t *rows, const char *name, int depth)
 {
 	size_t i;
@@ -942,14 +851,9 @@ static json_t *jrow(json_t *rows, const char *name, int depth)
 
 static void test_ana_gpu_json(void **state)
 {
-	const struct gtrace *g = *state;
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&buf, &len);
-	assert_non_null(f);
-	struct ana_report_opts o = { .thread = -1 };
-	assert_int_equal(ana_write_json(f, &g->res, &o), 0);
-	fclose(f);
+	const struct ana_fixture *g = *state;
+	const struct ana_report_opts o = { .thread = -1 };
+	char *buf = ana_test_output(ANA_OUT_JSON, &g->res, &o);
 	json_error_t je;
 	json_t *root = json_loads(buf, 0, &je);
 	if (!root)
@@ -1054,7 +958,7 @@ static void test_ana_gpu_timing_off(void **state)
 	tb_close(&b);
 	struct ana_result r;
 	const struct ana_options o = { .thread = -1 };
-	run(path, &o, &r);
+	ana_test_run(path, &o, &r);
 	snprintf(g_ctx, sizeof(g_ctx), "timing off");
 	assert_true(r.has_gpu);
 	EQ(r.gpu.off_reason, ID_OFF);
@@ -1062,7 +966,7 @@ static void test_ana_gpu_timing_off(void **state)
 	EQ(r.misuse_errors, 0);
 	EQ(r.gpu.ndev, 0);
 	struct ana_report_opts ro = { .sort = ANA_SORT_TIME, .thread = -1 };
-	char *t = report(&r, &ro);
+	char *t = ana_test_report(&r, &ro);
 	has_line(t, "GPU: 0 launches, 0 ranges on 0 devices; 0 paired; unmatched: 0 launches, 0 ranges");
 	has_line(t, "GPU halves not timed (CPU sections kept): 4 GPU timing off, 1 queue full");
 	has_line(t, "GPU timing off: no CUDA runtime (test)");
@@ -1090,11 +994,11 @@ static void test_ana_gpu_absent_adds_nothing(void **state)
 	tb_close(&b);
 	struct ana_result r;
 	const struct ana_options o = { .thread = -1 };
-	run(path, &o, &r);
+	ana_test_run(path, &o, &r);
 	assert_false(r.has_gpu || r.has_async || r.has_instants || r.gpu.file_order);
 	assert_null(r.by_name[ID_STEP].gpu);
 	struct ana_report_opts ro = { .sort = ANA_SORT_TIME, .thread = -1 };
-	char *t = report(&r, &ro), *buf = NULL;
+	char *t = ana_test_report(&r, &ro), *buf = NULL;
 	assert_null(strstr(t, "GPU"));
 	assert_null(strstr(t, "Async"));
 	assert_null(strstr(t, "Instants"));
@@ -1190,7 +1094,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_ana_gpu_absent_adds_nothing),
 		cmocka_unit_test(test_ana_map_matches_reference),
 	};
-	int failed = cmocka_run_group_tests(tests, setup_gpu, teardown_gpu);
+	int failed = cmocka_run_group_tests(tests, setup_gpu, ana_fixture_teardown);
 	rmdir(tu_tmpdir());
 	return failed ? 1 : 0;
 }

@@ -49,16 +49,13 @@
 #include <jansson.h>
 #include <math.h>
 
-#include "tests/test_util.h"
-#include "analyzer/ana.h"
+#include "tests/analyzer/ana_test_util.h"
 #include "ptz/recorder.h" /* PT_METRIC_*, PT_H2D, PT_D2H */
-#include "trace-format/fmt_internal.h"
 
 /* ==== Trace scripts ==== */
 
 #define T0 1000000ull                     /* header start tick: trace time 0 */
 #define REAL_NS 1700000000000000000ull    /* 2023-11-14 22:13:20 UTC */
-#define ZSTD_LEVEL 3
 
 enum {
 	ID_A = 1,
@@ -150,14 +147,6 @@ static const struct op th2_ops[] = {
 #define SPAN2 1280u
 #define SPAN_SUM (SPAN0 + SPAN1 + SPAN2)
 
-struct tb {
-	struct fmt_writer *w;
-	struct fmt_enc e;
-	uint8_t *buf;
-	size_t cap;
-	uint64_t seq[4];
-};
-
 static void tb_open(struct tb *b, const char *path, const char *cmdline)
 {
 	const struct fmt_writer_hdr hd = {
@@ -171,27 +160,7 @@ static void tb_open(struct tb *b, const char *path, const char *cmdline)
 		.cmdline = cmdline,
 		.recorder_version = "ptz-test 1",
 	};
-	memset(b, 0, sizeof(*b));
-	b->cap = 1 << 20;
-	b->buf = malloc(b->cap);
-	assert_non_null(b->buf);
-	assert_int_equal(fmt_writer_open(path, &hd, &b->w), 0);
-}
-
-static void tb_flush(struct tb *b, uint8_t kind, uint32_t thread)
-{
-	if (b->e.records == 0)
-		return;
-	const struct fmt_chunk_hdr h = {
-		.kind = kind,
-		.thread = thread,
-		.records = b->e.records,
-		.sequence = thread == PT_FMT_META_THREAD ? 0 : b->seq[thread]++,
-		.first_ticks = b->e.first_ticks,
-		.last_ticks = b->e.last_ticks,
-	};
-	assert_int_equal(fmt_writer_append(b->w, &h, b->buf, (size_t)(b->e.pos - b->buf), ZSTD_LEVEL), 0);
-	fmt_enc_reset(&b->e, b->buf, b->cap);
+	tb_start(b, path, &hd);
 }
 
 /* Meta chunk: the string table (KERN in domain "gpu"), threads, clocks and
@@ -199,7 +168,6 @@ static void tb_flush(struct tb *b, uint8_t kind, uint32_t thread)
 static void tb_meta(struct tb *b, uint32_t nthreads)
 {
 	static const char *const tnames[] = { "main", "worker-1", "worker-2" };
-	fmt_enc_reset(&b->e, b->buf, b->cap);
 	assert_int_equal(fmt_enc_domain(&b->e, 1, "gpu", 3), 0);
 	for (uint32_t id = 1; id < NIDS; id++)
 		assert_int_equal(fmt_enc_string(&b->e, id, id == ID_KERN, names[id], strlen(names[id])), 0);
@@ -215,7 +183,6 @@ static void tb_meta(struct tb *b, uint32_t nthreads)
  * the index after it. */
 static size_t tb_events(struct tb *b, uint32_t thread, const struct op *ops, size_t n, size_t from)
 {
-	fmt_enc_reset(&b->e, b->buf, b->cap);
 	size_t i = from;
 	for (; i < n; i++) {
 		const struct op *o = &ops[i];
@@ -237,12 +204,6 @@ static size_t tb_events(struct tb *b, uint32_t thread, const struct op *ops, siz
 	}
 	tb_flush(b, FMT_CHUNK_EVENTS, thread);
 	return i;
-}
-
-static void tb_close(struct tb *b)
-{
-	assert_int_equal(fmt_writer_close(b->w), 0);
-	free(b->buf);
 }
 
 /* Writes the basic trace. File order: t0 seq 0, t1, t2, t0 seq 1 (so the
@@ -543,49 +504,20 @@ static void check_agg(const struct ana_result *res, const struct ana_agg *a, con
 	check_pct("p99", w.p99, d.p99);
 }
 
-static void run(const char *path, const struct ana_options *opt, struct ana_result *res)
-{
-	char err[256] = "";
-	int rc = ana_run(path, opt, res, err, sizeof(err));
-	if (rc)
-		fail_msg("ana_run(%s) = %d: %s", path, rc, err);
-}
-
 static const struct ana_options all_opts = { .thread = -1 };
 
 /* ==== Fixture: the basic trace, analyzed once ==== */
 
-struct basic {
-	char path[4200];
-	struct ana_result res;
-};
-
 static int setup_basic(void **state)
 {
-	struct basic *b = calloc(1, sizeof(*b));
-	if (!b)
-		return -1;
-	snprintf(b->path, sizeof(b->path), "%s", tu_path("basic.ptz"));
-	write_basic(b->path);
-	run(b->path, &all_opts, &b->res);
-	*state = b;
-	return 0;
-}
-
-static int teardown_basic(void **state)
-{
-	struct basic *b = *state;
-	ana_result_free(&b->res);
-	unlink(b->path);
-	free(b);
-	return 0;
+	return ana_fixture_setup(state, "basic.ptz", write_basic);
 }
 
 /* ==== API ==== */
 
 static void test_ana_run_totals(void **state)
 {
-	const struct basic *b = *state;
+	const struct ana_fixture *b = *state;
 	const struct ana_result *r = &b->res;
 	assert_int_equal(r->nthreads, 3);
 	assert_int_equal(r->start_ns, T0);
@@ -636,7 +568,7 @@ static void test_ana_run_totals(void **state)
 
 static void test_ana_run_tree_and_flat_rows(void **state)
 {
-	const struct basic *b = *state;
+	const struct ana_fixture *b = *state;
 	char what[128];
 	for (size_t v = 0; v < PT_ARRAY_SIZE(views); v++) {
 		for (size_t i = 0; i < views[v].ntree; i++) {
@@ -653,7 +585,7 @@ static void test_ana_run_tree_and_flat_rows(void **state)
 /* Every row with a count is one of the expected rows: nothing extra. */
 static void test_ana_run_no_unexpected_rows(void **state)
 {
-	const struct basic *b = *state;
+	const struct ana_fixture *b = *state;
 	for (size_t v = 0; v < PT_ARRAY_SIZE(views); v++) {
 		const struct ana_tree *t = tree_of(&b->res, views[v].index);
 		size_t rows = 0;
@@ -678,7 +610,7 @@ static void test_ana_run_no_unexpected_rows(void **state)
 /* The merged tree is the per-thread trees added up. */
 static void test_ana_run_merged_is_sum_of_threads(void **state)
 {
-	const struct basic *b = *state;
+	const struct ana_fixture *b = *state;
 	const struct ana_tree *m = &b->res.merged;
 	char path[512];
 	for (uint32_t n = 1; n < m->count; n++) {
@@ -713,6 +645,64 @@ static void test_ana_run_merged_is_sum_of_threads(void **state)
 
 static void write_pct(const char *path);
 
+/* A damaged or crafted trace with section ids far beyond its string
+ * table (here 2^32 - 1, 9,488,095 and 2^24 + 5, nested and recursive):
+ * the analysis finishes with bounded memory (arrays indexed by name id
+ * stop at ana_result.name_id_limit; once, 2^32 - 1 made a doubling loop
+ * spin forever and 9,488,095 asked for 2.7 GB of flat rows per thread),
+ * the sections keep their call-path rows, and the named ones their flat
+ * rows. */
+static void test_ana_run_huge_ids(void **state)
+{
+	(void)state;
+	const char *path = tu_path("huge-ids.ptz");
+	static const uint32_t big[] = { UINT32_MAX, 9488095u, (1u << 24) + 5 };
+	struct tb b;
+	tb_open(&b, path, "huge ids");
+	tb_meta(&b, 1);
+	uint64_t t = T0;
+	for (int rep = 0; rep < 3; rep++) {
+		fmt_enc_begin(&b.e, t += 10, ID_A);
+		for (int k = 0; k < 3; k++) {
+			fmt_enc_begin(&b.e, t += 10, big[k]);
+			fmt_enc_begin(&b.e, t += 10, big[k]); /* recursion */
+			fmt_enc_end(&b.e, t += 100, big[k]);
+			fmt_enc_end(&b.e, t += 10, big[k]);
+		}
+		fmt_enc_end(&b.e, t += 10, ID_A);
+	}
+	tb_flush(&b, FMT_CHUNK_EVENTS, 0);
+	tb_close(&b);
+	struct ana_options mo = all_opts;
+	const struct ana_report_opts ro = { .sort = ANA_SORT_TIME, .thread = -1 };
+	for (int mode = 0; mode < 2; mode++) {
+		mo.merged_percentiles_only = mode;
+		struct ana_result r;
+		ana_test_run(path, &mo, &r);
+		assert_int_equal(r.sections, 3 * 7);
+		assert_true(r.name_id_limit >= ANA_MIN_NAME_IDS && r.name_id_limit < (1u << 20));
+		assert_int_equal(r.by_name[ID_A].count, 3);
+		assert_true(r.nnames <= r.name_id_limit);
+		/* every big id: two call-path nodes (outer, recursive inner), 3 each */
+		uint32_t found = 0;
+		for (uint32_t n = 1; n < r.merged.count; n++)
+			for (int k = 0; k < 3; k++)
+				if (r.merged.n[n].id == big[k]) {
+					assert_int_equal(r.merged.n[n].agg.count, 3);
+					found++;
+				}
+		assert_int_equal(found, 6);
+		char *csv = ana_test_output(ANA_OUT_CSV, &r, &ro);
+		char *txt = ana_test_report(&r, &ro);
+		assert_non_null(strstr(csv, "(unknown id 4294967295)"));
+		assert_non_null(strstr(txt, "(unknown id 9488095)"));
+		free(csv);
+		free(txt);
+		ana_result_free(&r);
+	}
+	unlink(path);
+}
+
 /* merged_percentiles_only (the --report path): every merged and flat
  * figure equals the default mode's; per-thread histograms stay empty. */
 static void same_rows(const struct ana_result *a, const struct ana_result *b, const struct ana_agg *x,
@@ -735,8 +725,8 @@ static void check_modes(const char *path)
 	struct ana_result d, m;
 	struct ana_options mo = all_opts;
 	mo.merged_percentiles_only = true;
-	run(path, &all_opts, &d);
-	run(path, &mo, &m);
+	ana_test_run(path, &all_opts, &d);
+	ana_test_run(path, &mo, &m);
 	assert_int_equal(d.merged.count, m.merged.count);
 	for (uint32_t n = 1; n < d.merged.count; n++)
 		same_rows(&d, &m, &d.merged.n[n].agg, &m.merged.n[n].agg);
@@ -754,7 +744,7 @@ static void check_modes(const char *path)
 
 static void test_ana_run_merged_percentiles_only(void **state)
 {
-	const struct basic *b = *state;
+	const struct ana_fixture *b = *state;
 	check_modes(b->path); /* recursion, three threads, a window-free run */
 	const char *path = tu_path("pct-modes.ptz");
 	write_pct(path);      /* 2 threads, wide distributions: dense and sparse octaves */
@@ -798,7 +788,7 @@ static void test_ana_hist_hybrid_ranks(void **state)
 
 static void test_ana_run_counters(void **state)
 {
-	const struct basic *b = *state;
+	const struct ana_fixture *b = *state;
 	const struct ana_thread *t0 = &b->res.threads[0], *t1 = &b->res.threads[1], *t2 = &b->res.threads[2];
 	assert_int_equal(t0->ncounters, 2);
 	assert_int_equal(t0->counters[0].id, ID_MEM);
@@ -828,7 +818,7 @@ static void test_ana_run_counters(void **state)
  */
 static void test_ana_run_flat_metrics_recursion_safe(void **state)
 {
-	const struct basic *b = *state;
+	const struct ana_fixture *b = *state;
 	const struct ana_agg *a0 = flat_agg(&b->res, 0, "A"), *a = flat_agg(&b->res, -1, "A");
 	snprintf(g_ctx, sizeof(g_ctx), "flat A");
 	assert_int_equal(a0->metric_incl[ANA_READ], 1200);
@@ -864,7 +854,7 @@ static void test_ana_run_sequence_gap_drops_stack(void **state)
 	tb_events(&b, 0, ops2, PT_ARRAY_SIZE(ops2), 0);
 	tb_close(&b);
 	struct ana_result r;
-	run(path, &all_opts, &r);
+	ana_test_run(path, &all_opts, &r);
 	assert_int_equal(r.threads[0].gaps, 1);
 	assert_int_equal(r.open_at_end, 1);
 	assert_int_equal(r.unmatched_ends, 1);
@@ -885,11 +875,11 @@ static void test_ana_run_sequence_gap_drops_stack(void **state)
 
 static void test_ana_run_one_thread(void **state)
 {
-	const struct basic *b = *state;
+	const struct ana_fixture *b = *state;
 	struct ana_options o = all_opts;
 	struct ana_result r;
 	o.thread = 1;
-	run(b->path, &o, &r);
+	ana_test_run(b->path, &o, &r);
 	assert_int_equal(r.thread_span_sum_ns, SPAN1);
 	assert_int_equal(r.sections, 6);
 	assert_int_equal(r.records, 14);
@@ -917,12 +907,12 @@ static void test_ana_run_one_thread(void **state)
  * tick, ends included); the spans, the share denominator, are unchanged. */
 static void test_ana_run_window(void **state)
 {
-	const struct basic *b = *state;
+	const struct ana_fixture *b = *state;
 	struct ana_options o = all_opts;
 	struct ana_result r;
 	o.since_ns = 1000;
 	o.until_ns = 3000;
-	run(b->path, &o, &r);
+	ana_test_run(b->path, &o, &r);
 	static const struct xr tree[] = {
 		{ "A;C", { 1000 }, 1, 1000, 1000, { 0 }, { 0 }, { 3000, 1000 }, { 3000, 1000 }, 0 },
 		{ "lossy", { 1000 }, 1, 1000, 800, { 0 }, { 0 }, { 0 }, { 0 }, 1 },
@@ -955,20 +945,20 @@ static void test_ana_run_window(void **state)
 	/* ends are included: [0, 3000] holds thread 0's outer A, [1500, ...] C at 1500 */
 	o.since_ns = 0;
 	o.until_ns = 3000;
-	run(b->path, &o, &r);
+	ana_test_run(b->path, &o, &r);
 	assert_int_equal(tree_agg(&r, -1, "A")->count, 3);
 	assert_int_equal(tree_agg(&r, -1, "A")->total_ns, 4400);
 	assert_int_equal(tree_agg(&r, -1, "E")->count, 2); /* thread 1's E ends at 3700 */
 	ana_result_free(&r);
 	o.since_ns = 1500;
 	o.until_ns = 0; /* no limit */
-	run(b->path, &o, &r);
+	ana_test_run(b->path, &o, &r);
 	assert_int_equal(tree_agg(&r, -1, "A;C")->count, 1);
 	assert_int_equal(tree_agg(&r, -1, KERN)->count, 3);
 	assert_int_equal(tree_agg(&r, -1, "E")->count, 1); /* 3000..3700; 1100..1300 starts too early */
 	ana_result_free(&r);
 	o.since_ns = 1501;
-	run(b->path, &o, &r);
+	ana_test_run(b->path, &o, &r);
 	assert_int_equal(tree_agg(&r, -1, "A;C")->count, 0);
 	ana_result_free(&r);
 }
@@ -984,12 +974,12 @@ static void test_ana_run_window(void **state)
  */
 static void test_ana_run_window_flat_recursion(void **state)
 {
-	const struct basic *b = *state;
+	const struct ana_fixture *b = *state;
 	struct ana_options o = all_opts;
 	struct ana_result r;
 	o.since_ns = 100;
 	o.until_ns = 1000;
-	run(b->path, &o, &r);
+	ana_test_run(b->path, &o, &r);
 	snprintf(g_ctx, sizeof(g_ctx), "--since 100ns --until 1000ns, flat A");
 	EQ(tree_agg(&r, -1, "A;A")->count, 1);
 	EQ(tree_agg(&r, -1, "A;A")->total_ns, 900);
@@ -1004,22 +994,22 @@ static void test_ana_run_window_flat_recursion(void **state)
 
 static void test_ana_run_domain(void **state)
 {
-	const struct basic *b = *state;
+	const struct ana_fixture *b = *state;
 	struct ana_options o = all_opts;
 	struct ana_result r;
 	o.domain = "gpu";
-	run(b->path, &o, &r);
+	ana_test_run(b->path, &o, &r);
 	for (uint32_t id = 1; id < r.nnames; id++)
 		assert_int_equal(r.by_name[id].count, id == ID_KERN ? 3 : 0);
 	check_agg(&r, tree_agg(&r, -1, KERN), &x_tree_all[5], "domain gpu");
 	ana_result_free(&r);
 	o.domain = ""; /* the default domain: everything but KERN */
-	run(b->path, &o, &r);
+	ana_test_run(b->path, &o, &r);
 	assert_int_equal(r.by_name[ID_KERN].count, 0);
 	assert_int_equal(r.by_name[ID_A].count, 4);
 	ana_result_free(&r);
 	o.domain = "nosuch";
-	run(b->path, &o, &r);
+	ana_test_run(b->path, &o, &r);
 	for (uint32_t id = 1; id < r.nnames; id++)
 		assert_int_equal(r.by_name[id].count, 0);
 	ana_result_free(&r);
@@ -1075,7 +1065,7 @@ static void test_ana_hist_quantile_within_error(void **state)
 	snprintf(g_ctx, sizeof(g_ctx), "percentile trace");
 	write_pct(path);
 	struct ana_result r;
-	run(path, &all_opts, &r);
+	ana_test_run(path, &all_opts, &r);
 	uint64_t *v = malloc(NP * sizeof(*v));
 	assert_non_null(v);
 	for (uint32_t i = 0; i < NP; i++)
@@ -1341,7 +1331,7 @@ static void check_csv_row(const struct csv *c, size_t r, const struct xr *x, uin
 
 static void test_ana_write_csv_reads_back(void **state)
 {
-	const struct basic *b = *state;
+	const struct ana_fixture *b = *state;
 	const char *path = tu_path("basic.csv");
 	struct ana_report_opts ro = { .sort = ANA_SORT_TIME, .thread = -1 };
 	FILE *f = fopen(path, "w");
@@ -1381,19 +1371,9 @@ static void test_ana_write_csv_reads_back(void **state)
 
 /* ==== JSON ==== */
 
-static json_t *jget(json_t *o, const char *k)
-{
-	json_t *v = json_object_get(o, k);
-	if (!v)
-		fail_msg("JSON: no key %s", k);
-	return v;
-}
 static uint64_t ju(json_t *o, const char *k)
 {
-	json_t *v = jget(o, k);
-	if (!json_is_integer(v))
-		fail_msg("JSON: %s is not an integer", k);
-	return (uint64_t)json_integer_value(v);
+	return (uint64_t)jint(o, k);
 }
 static double jd(json_t *o, const char *k)
 {
@@ -1477,7 +1457,7 @@ static void check_json_row(json_t *r, const struct xr *x, uint64_t span_sum, int
 
 static void test_ana_write_json_reads_back(void **state)
 {
-	const struct basic *b = *state;
+	const struct ana_fixture *b = *state;
 	const char *path = tu_path("basic.json");
 	struct ana_report_opts ro = { .sort = ANA_SORT_TIME, .thread = -1 };
 	FILE *f = fopen(path, "w");
@@ -1556,17 +1536,6 @@ static void test_ana_write_json_reads_back(void **state)
 
 /* ==== Text report: the figures a reader sees ==== */
 
-static char *report(const struct ana_result *res, const struct ana_report_opts *o)
-{
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&buf, &len);
-	assert_non_null(f);
-	ana_report_text(f, res, o);
-	assert_int_equal(fclose(f), 0);
-	return buf;
-}
-
 /* The line of the report whose name column (after indentation and "!") is @name. */
 static const char *report_line(const char *text, const char *name, int lossy, char *line, size_t n)
 {
@@ -1591,9 +1560,9 @@ static const char *report_line(const char *text, const char *name, int lossy, ch
 
 static void test_ana_report_text_rows(void **state)
 {
-	const struct basic *b = *state;
+	const struct ana_fixture *b = *state;
 	struct ana_report_opts o = { .sort = ANA_SORT_TIME, .thread = -1, .bottlenecks = 3 };
-	char *t = report(&b->res, &o), line[512];
+	char *t = ana_test_report(&b->res, &o), line[512];
 	assert_non_null(strstr(t, "sections 17, records 51, lost 8 records / 3 sections; errors: 3 unmatched ends, "
 				  "1 open at end, 2 recorder-counted\n"));
 	assert_non_null(strstr(t, "rows marked ! were open while records were lost"));
@@ -1621,7 +1590,7 @@ static void test_ana_report_text_rows(void **state)
 	free(t);
 	/* one thread */
 	o.thread = 2;
-	t = report(&b->res, &o);
+	t = ana_test_report(&b->res, &o);
 	report_line(t, "E", 0, line, sizeof(line));
 	assert_non_null(strstr(line, "       2     600 ns     600 ns"));
 	assert_null(strstr(t, "lossy"));
@@ -1660,10 +1629,10 @@ static int table_rows(const char *text, char rows[][64], int max)
  * up the limit). */
 static void test_ana_report_text_limits(void **state)
 {
-	const struct basic *b = *state;
+	const struct ana_fixture *b = *state;
 	char rows[32][64];
 	struct ana_report_opts o = { .sort = ANA_SORT_TIME, .thread = -1, .depth = 1 };
-	char *t = report(&b->res, &o);
+	char *t = ana_test_report(&b->res, &o);
 	assert_int_equal(table_rows(t, rows, 32), 5); /* A, E, lossy, KERN, B */
 	assert_string_equal(rows[0], "A");
 	assert_string_equal(rows[1], "E");
@@ -1672,7 +1641,7 @@ static void test_ana_report_text_limits(void **state)
 	assert_string_equal(rows[4], "B");
 	free(t);
 	o = (struct ana_report_opts){ .sort = ANA_SORT_NAME, .thread = -1, .top = 2, .min_pct = 9 };
-	t = report(&b->res, &o);
+	t = ana_test_report(&b->res, &o);
 	assert_int_equal(table_rows(t, rows, 32), 3); /* A { C (10.1%); A;A 7.0% hidden }, E */
 	assert_string_equal(rows[0], "A");
 	assert_string_equal(rows[1], "C");
@@ -1680,7 +1649,7 @@ static void test_ana_report_text_limits(void **state)
 	free(t);
 	/* flat by name: A 34.0%, B 8.5% (hidden), C 10.1%, E 10.1%, ... */
 	o.flat = true;
-	t = report(&b->res, &o);
+	t = ana_test_report(&b->res, &o);
 	int n = table_rows(t, rows, 32);
 	if (n != 2)
 		fail_msg("--flat --sort name --top 2 --min-pct 9 shows %d row(s) (first: %s), expected A and C", n,
@@ -1802,6 +1771,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_ana_run_merged_is_sum_of_threads),
 		cmocka_unit_test(test_ana_run_counters),
 		cmocka_unit_test(test_ana_run_merged_percentiles_only),
+		cmocka_unit_test(test_ana_run_huge_ids),
 		cmocka_unit_test(test_ana_hist_hybrid_ranks),
 		cmocka_unit_test(test_ana_run_flat_metrics_recursion_safe),
 		cmocka_unit_test(test_ana_run_sequence_gap_drops_stack),
@@ -1819,7 +1789,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_golden_trace_is_generated),
 #endif
 	};
-	int failed = cmocka_run_group_tests(tests, setup_basic, teardown_basic);
+	int failed = cmocka_run_group_tests(tests, setup_basic, ana_fixture_teardown);
 	rmdir(tu_tmpdir());
 	return failed ? 1 : 0;
 }

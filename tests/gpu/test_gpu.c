@@ -502,6 +502,25 @@ static pt_recorder *open_rec(const char *path)
 	return r;
 }
 
+/* The usual end of a scenario: closes @r, then *@st = its pt_stats; reads
+ * its trace @path into @t (for gfree()) and checks check_common() with
+ * @base, @unranged and @calls. */
+static void close_and_read(pt_recorder *r, const char *path, struct gtrace *t, struct pt_stats_info *st,
+			   const struct pt_stats_info *base, size_t unranged, uint64_t calls)
+{
+	assert_int_equal(pt_close(r), 0);
+	pt_stats(r, st);
+	gread(path, t);
+	check_common(t, st, base, unranged, calls);
+}
+
+/* @t has @n BEGINs and @n ENDs of section @id (a macro: failures name the caller's line). */
+#define CHECK_SECTIONS(t, id, n)                                   \
+	do {                                                       \
+		assert_int_equal((t).begins[id], (n));             \
+		assert_int_equal((t).ends[id], (n));               \
+	} while (0)
+
 /* ------------------------------------------------------------ scenarios */
 
 static void test_gpu_ranges_paired_in_order(void **state)
@@ -537,13 +556,9 @@ static void test_gpu_ranges_paired_in_order(void **state)
 	for (int i = 0; i < 5; i++)
 		gsec(lg, r, S, s2, 100000);
 	settle(r, 0);
-	assert_int_equal(pt_close(r), 0);
 	struct pt_stats_info st;
-	pt_stats(r, &st);
-
 	struct gtrace t;
-	gread(path, &t);
-	check_common(&t, &st, NULL, 0, lg->n);
+	close_and_read(r, path, &t, &st, NULL, 0, lg->n);
 	size_t launched = count_launch(lg, 0);
 	assert_int_equal(t.nl, launched);
 	assert_int_equal(t.ng, launched);
@@ -556,10 +571,8 @@ static void test_gpu_ranges_paired_in_order(void **state)
 	/* after the warm-ups every section had its GPU half: 10 x 3 + 1 + 5 */
 	assert_int_equal(count_launch(lg, measured), 36);
 	assert_int_equal(lg->n - measured, 36);
-	for (uint32_t id = W; id <= S; id++) {
-		assert_int_equal(t.begins[id], sections_with(lg, id));
-		assert_int_equal(t.ends[id], sections_with(lg, id));
-	}
+	for (uint32_t id = W; id <= S; id++)
+		CHECK_SECTIONS(t, id, sections_with(lg, id));
 	/* the fake's log holds exactly the stamps the sections saw, in
 	 * non-decreasing order per stream (stream order) */
 	assert_int_equal(fake_log_count(), 2 * launched);
@@ -619,12 +632,9 @@ static struct errstats drift_run(const char *name)
 		sleep_ms(20);
 	}
 	settle(r, 0);
-	assert_int_equal(pt_close(r), 0);
 	struct pt_stats_info st;
-	pt_stats(r, &st);
 	struct gtrace t;
-	gread(path, &t);
-	check_common(&t, &st, NULL, 0, lg->n);
+	close_and_read(r, path, &t, &st, NULL, 0, lg->n);
 	assert_int_equal(t.nl, count_launch(lg, 0));
 	assert_int_equal(t.ng, t.nl);
 	struct errstats es = check_truth(&t, lg);
@@ -685,19 +695,15 @@ static void test_gpu_begin_pool_empty(void **state)
 	}
 	assert_int_equal(count_launch(lg, from), 24);
 	assert_int_equal(fake_events_created(), 6 + 2 * 8); /* reused, none created */
-	assert_int_equal(pt_close(r), 0);
 	struct pt_stats_info st;
-	pt_stats(r, &st);
 	struct gtrace t;
-	gread(path, &t);
-	check_common(&t, &st, NULL, 0, lg->n);
+	close_and_read(r, path, &t, &st, NULL, 0, lg->n);
 	size_t launched = count_launch(lg, 0);
 	assert_int_equal(t.nl, launched);
 	assert_int_equal(st.gpu_launched, launched);
 	assert_int_equal(t.err[PT_ERRC_GPU_POOL_EMPTY], lg->n - launched);
 	assert_int_equal(st.gpu_dropped, lg->n - launched);
-	assert_int_equal(t.begins[P], 100);
-	assert_int_equal(t.ends[P], 100);
+	CHECK_SECTIONS(t, P, 100);
 	assert_int_equal(t.begins[Q], 24);
 	check_truth(&t, lg);
 	check_stream_order(&t, (uintptr_t)s, 50);
@@ -727,15 +733,12 @@ static void test_gpu_begin_event_create_fails(void **state)
 		gsec(lg, r, P, s, 0);
 	assert_int_equal(count_launch(lg, from), 3);
 	settle(r, 0);
-	assert_int_equal(pt_close(r), 0);
+	struct pt_stats_info st;
+	struct gtrace t;
+	close_and_read(r, path, &t, &st, NULL, 0, lg->n);
 	/* the pool was marked exhausted: creation was never tried again */
 	assert_int_equal(fake_calls("cudaEventCreateWithFlags"), 14);
 	assert_int_equal(fake_events_created(), 13);
-	struct pt_stats_info st;
-	pt_stats(r, &st);
-	struct gtrace t;
-	gread(path, &t);
-	check_common(&t, &st, NULL, 0, lg->n);
 	assert_int_equal(t.nl, count_launch(lg, 0));
 	assert_int_equal(t.err[PT_ERRC_GPU_POOL_EMPTY], lg->n - t.nl);
 	gfree(&t);
@@ -790,14 +793,10 @@ static void test_gpu_begin_capturing(void **state)
 		gsec(lg, r, Y, s2, 10000);
 	}
 	settle(r, 1);
-	assert_int_equal(pt_close(r), 0);
-	pt_stats(r, &st);
+	struct gtrace t;
+	close_and_read(r, path, &t, &st, NULL, 1, lg->n + 3);
 	assert_int_equal(fake_last_capture_mode(), 1); /* cudaStreamCaptureModeThreadLocal */
 	assert_int_equal(fake_calls("cudaThreadExchangeStreamCaptureMode"), 1);
-
-	struct gtrace t;
-	gread(path, &t);
-	check_common(&t, &st, NULL, 1, lg->n + 3);
 	size_t launched = count_launch(lg, 0);
 	assert_int_equal(t.nl, launched);
 	assert_int_equal(st.gpu_launched, launched);
@@ -808,10 +807,8 @@ static void test_gpu_begin_capturing(void **state)
 		if (lg->v[i].s == s1)
 			assert_false(lg->v[i].launch);
 	assert_int_equal(t.err[PT_ERRC_GPU_POOL_EMPTY], lg->n - launched - 10);
-	assert_int_equal(t.begins[X], 14);
-	assert_int_equal(t.ends[X], 14);
-	assert_int_equal(t.begins[Z], 3);
-	assert_int_equal(t.ends[Z], 3);
+	CHECK_SECTIONS(t, X, 14);
+	CHECK_SECTIONS(t, Z, 3);
 	assert_int_equal(t.begins[M], 1);
 	check_truth(&t, lg);
 	assert_int_equal(m->range, -1);
@@ -866,20 +863,15 @@ static void test_gpu_cuda_errors(void **state)
 		assert_int_equal(st.gpu_ranges, st0.gpu_ranges + n->launch);
 		assert_int_equal(st.gpu_launched, st0.gpu_launched + n->launch + inj[k].launched);
 	}
-	assert_int_equal(pt_close(r), 0);
-	pt_stats(r, &st);
 	struct gtrace t;
-	gread(path, &t);
-	check_common(&t, &st, NULL, 4, lg->n);
+	close_and_read(r, path, &t, &st, NULL, 4, lg->n);
 	assert_int_equal(t.err[PT_ERRC_GPU_CUDA], 5);
 	assert_int_equal(t.nl, count_launch(lg, 0));
 	assert_int_equal(st.gpu_launched, t.nl - 2);
 	assert_int_equal(st.gpu_ranges, t.nl - 4);
 	assert_int_equal(t.err[PT_ERRC_GPU_POOL_EMPTY], lg->n - t.nl - 1);
-	assert_int_equal(t.begins[E], 5);
-	assert_int_equal(t.ends[E], 5);
-	assert_int_equal(t.begins[N], 5);
-	assert_int_equal(t.ends[N], 5);
+	CHECK_SECTIONS(t, E, 5);
+	CHECK_SECTIONS(t, N, 5);
 	check_truth(&t, lg);
 	for (size_t i = 0; i < lg->n; i++)
 		if (lg->v[i].id == E)
@@ -907,21 +899,16 @@ static void off_run(const char *name, int want_err, const char *want_reason, uin
 	pt_stats(r, &st);
 	assert_int_equal(st.gpu_state, PT_GPU_OFF);
 	assert_int_equal(st.gpu_error, want_err);
-	assert_int_equal(pt_close(r), 0);
-	pt_stats(r, &st);
+	struct gtrace t;
+	close_and_read(r, path, &t, &st, NULL, 0, 20);
 	assert_int_equal(st.gpu_dropped, 20);
 	assert_int_equal(st.gpu_launched, 0);
 	assert_int_equal(fake_calls(NULL) - fake_calls("cudaGetErrorName"), want_calls);
-	struct gtrace t;
-	gread(path, &t);
-	check_common(&t, &st, NULL, 0, 20);
 	assert_int_equal(t.nl, 0);
 	assert_int_equal(t.ng, 0);
 	assert_int_equal(t.err[PT_ERRC_GPU_OFF], 20);
-	assert_int_equal(t.begins[A], 10);
-	assert_int_equal(t.ends[A], 10);
-	assert_int_equal(t.begins[B], 10);
-	assert_int_equal(t.ends[B], 10);
+	CHECK_SECTIONS(t, A, 10);
+	CHECK_SECTIONS(t, B, 10);
 	assert_int_equal(t.gpu_threads, 0);
 	assert_int_equal(t.ni, 1);
 	print_message("# %s: \"%s\"\n", name, t.inst[0]);
@@ -971,15 +958,11 @@ static void test_close_runtime_unloading(void **state)
 	struct pt_stats_info st;
 	WAIT_UNTIL(r, st, st.gpu_launched == count_launch(lg, 0));
 	fake_set_unloading(1);
-	assert_int_equal(pt_close(r), 0);
-	pt_stats(r, &st);
-	assert_int_equal(st.gpu_launched - st.gpu_ranges, pending);
 	struct gtrace t;
-	gread(path, &t);
-	check_common(&t, &st, NULL, pending, lg->n);
+	close_and_read(r, path, &t, &st, NULL, pending, lg->n);
+	assert_int_equal(st.gpu_launched - st.gpu_ranges, pending);
 	assert_int_equal(t.err[PT_ERRC_GPU_UNFINISHED], pending);
-	assert_int_equal(t.begins[U], 5);
-	assert_int_equal(t.ends[U], 5);
+	CHECK_SECTIONS(t, U, 5);
 	gfree(&t);
 }
 
@@ -1034,10 +1017,7 @@ static void test_close_gpu_pending(void **state)
 		gsec(l2, r2, N, s, 10000);
 		settle(r2, 4);
 	}
-	assert_int_equal(pt_close(r2), 0);
-	pt_stats(r2, &st);
-	gread(p2, &t);
-	check_common(&t, &st, &st1, 0, l2->n);
+	close_and_read(r2, p2, &t, &st, &st1, 0, l2->n);
 	assert_int_equal(t.nl, count_launch(l2, 0));
 	assert_true(t.nl >= 8);
 	assert_int_equal(t.err[PT_ERRC_GPU_UNFINISHED], 0);
@@ -1085,12 +1065,9 @@ static void test_gpu_begin_fork_child(void **state)
 	for (int i = 0; i < 5; i++)
 		gsec(lg, r, P, s, 10000);
 	settle(r, 0);
-	assert_int_equal(pt_close(r), 0);
 	struct pt_stats_info st;
-	pt_stats(r, &st);
 	struct gtrace t;
-	gread(path, &t);
-	check_common(&t, &st, NULL, 0, lg->n);
+	close_and_read(r, path, &t, &st, NULL, 0, lg->n);
 	assert_int_equal(t.begins[C], 0);
 	assert_int_equal(t.begins[P], 10);
 	assert_int_equal(t.nl, count_launch(lg, 0));
@@ -1141,12 +1118,9 @@ static void test_gpu_begin_threads(void **state)
 		sections += thr_logs[k].n;
 	}
 	settle(r, 0);
-	assert_int_equal(pt_close(r), 0);
 	struct pt_stats_info st;
-	pt_stats(r, &st);
 	struct gtrace t;
-	gread(path, &t);
-	check_common(&t, &st, NULL, 0, sections);
+	close_and_read(r, path, &t, &st, NULL, 0, sections);
 	assert_int_equal(t.nl, launched);
 	assert_int_equal(st.gpu_launched, launched);
 	assert_int_equal(t.err[PT_ERRC_GPU_POOL_EMPTY], sections - launched);
@@ -1155,8 +1129,7 @@ static void test_gpu_begin_threads(void **state)
 		      sections - launched);
 	assert_true(launched >= NTHR);
 	for (int k = 0; k < NTHR; k++) {
-		assert_int_equal(t.begins[args[k].id], 300);
-		assert_int_equal(t.ends[args[k].id], 300);
+		CHECK_SECTIONS(t, args[k].id, 300);
 		struct errstats es = check_truth(&t, &thr_logs[k]);
 		assert_int_equal(es.n, count_launch(&thr_logs[k], 0));
 		assert_true(es.max_abs_dur <= 1000);

@@ -141,6 +141,12 @@ struct frame {
 	uint64_t m_self[NM], m_incl[NM], x_incl[NDIR];
 };
 
+/* Counter ids whose track descriptor was written, in first-seen order. */
+struct id_set {
+	uint32_t *ids;
+	size_t n, cap;
+};
+
 struct pctx {
 	struct pt_reader *rd;
 	const struct pt_trace_info *info;
@@ -162,8 +168,9 @@ struct pctx {
 	uint32_t depth, cap, emitted_depth;
 	uint64_t *interned; /* bitmap of string ids interned on this sequence */
 	uint32_t interned_words;
-	uint32_t *counters;
-	size_t ncounters, ccap;
+	uint32_t *interned_far; /* sorted: ids beyond PFX_INTERN_BITMAP_IDS (damaged traces) */
+	uint32_t nfar, cfar;
+	struct id_set counters; /* this thread's counters described so far */
 	uint64_t *drop;     /* BEGIN ordinals pass 1 found open at `until` */
 	size_t ndrop, dcap, kdrop;
 	uint64_t ord, last_ticks;
@@ -180,8 +187,7 @@ struct pctx {
 	/* whole trace */
 	struct pfx_gpu gpu;
 	struct pfx_async async;
-	uint32_t *pcounters; /* process-scoped counters described so far */
-	size_t npcounters, pccap;
+	struct id_set pcounters; /* process-scoped counters described so far */
 	uint32_t nthreads;
 };
 
@@ -266,9 +272,42 @@ static const char *name_of(struct pctx *c, uint32_t id, char *tmp, size_t n)
 	return tmp;
 }
 
+#define PFX_INTERN_BITMAP_IDS PT_FMT_MAX_STRING_ID
+
 /* 1 if @id still needs interning on this sequence (and marks it), 0 if done, <0 on ENOMEM. */
+static int intern_mark_far(struct pctx *c, uint32_t id)
+{
+	uint32_t lo = 0, hi = c->nfar;
+	while (lo < hi) {
+		uint32_t mid = (lo + hi) / 2;
+		if (c->interned_far[mid] < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo < c->nfar && c->interned_far[lo] == id)
+		return 0;
+	if (c->nfar == c->cfar) {
+		uint32_t nc = c->cfar ? 2 * c->cfar : 64;
+		uint32_t *b = realloc(c->interned_far, nc * sizeof(*b));
+		if (!b)
+			return fail(c, -ENOMEM, "out of memory%s", "");
+		c->interned_far = b;
+		c->cfar = nc;
+	}
+	memmove(&c->interned_far[lo + 1], &c->interned_far[lo], (c->nfar - lo) * sizeof(*c->interned_far));
+	c->interned_far[lo] = id;
+	c->nfar++;
+	return 1;
+}
+
 static int intern_mark(struct pctx *c, uint32_t id)
 {
+	/* a bitmap for the ids a trace names (at most 2^24: 2 MiB); any larger
+	 * id, only in a damaged or crafted trace, goes to a sorted list, so
+	 * memory follows the ids seen, not their values */
+	if (id >= PFX_INTERN_BITMAP_IDS)
+		return intern_mark_far(c, id);
 	uint32_t w = id / 64;
 	if (w >= c->interned_words) {
 		uint32_t nw = c->interned_words ? c->interned_words : 64;
@@ -551,42 +590,59 @@ static void counter_value(struct pctx *c, uint32_t seq, uint64_t ts, uint64_t uu
 	put_packet(c, &p);
 }
 
+/* Adds counter @id to @set unless it is there already: returns 1 when @id is
+ * new (TP needs its descriptor before the first value, in file order), 0
+ * when it was known, -ENOMEM (recorded in @c) when the set cannot grow. */
+static int first_seen(struct pctx *c, struct id_set *set, uint32_t id)
+{
+	for (size_t i = 0; i < set->n; i++)
+		if (set->ids[i] == id)
+			return 0;
+	if (set->n == set->cap) {
+		size_t nc = set->cap ? set->cap * 2 : 8;
+		uint32_t *n = realloc(set->ids, nc * sizeof(*n));
+		if (!n)
+			return fail(c, -ENOMEM, "out of memory%s", "");
+		set->ids = n;
+		set->cap = nc;
+	}
+	set->ids[set->n++] = id;
+	return 1;
+}
+
+/* The descriptor of track @uuid under @parent, named @name, a counter track
+ * described by @cd (NULL: a plain track), in a packet of sequence @seq at
+ * @ts with sequence @flags. */
+static void emit_track(struct pctx *c, uint32_t seq, uint64_t ts, uint32_t flags, uint64_t uuid, uint64_t parent,
+		       const char *name, Perfetto__Protos__CounterDescriptor *cd)
+{
+	Perfetto__Protos__TrackDescriptor td = PERFETTO__PROTOS__TRACK_DESCRIPTOR__INIT;
+	Perfetto__Protos__TracePacket p;
+	td.has_uuid = 1;
+	td.uuid = uuid;
+	td.has_parent_uuid = 1;
+	td.parent_uuid = parent;
+	td.static_or_dynamic_name_case = PERFETTO__PROTOS__TRACK_DESCRIPTOR__STATIC_OR_DYNAMIC_NAME_NAME;
+	td.name = (char *)name;
+	td.counter = cd;
+	packet_init(&p, seq, ts, flags);
+	p.data_case = PERFETTO__PROTOS__TRACE_PACKET__DATA_TRACK_DESCRIPTOR;
+	p.track_descriptor = &td;
+	put_packet(c, &p);
+}
+
 /* A COUNTER of an application thread: a counter track under its thread. */
 static void emit_counter(struct pctx *c, uint64_t ts, uint32_t id, int64_t v)
 {
 	const uint64_t uuid = PFX_UUID_COUNTER(c->index, id);
-	bool known = false;
-	for (size_t i = 0; i < c->ncounters; i++)
-		if (c->counters[i] == id)
-			known = true;
-	if (!known) { /* TP needs the descriptor before the first value, in file order */
-		if (c->ncounters == c->ccap) {
-			size_t nc = c->ccap ? c->ccap * 2 : 8;
-			uint32_t *n = realloc(c->counters, nc * sizeof(*n));
-			if (!n) {
-				fail(c, -ENOMEM, "out of memory%s", "");
-				return;
-			}
-			c->counters = n;
-			c->ccap = nc;
-		}
-		c->counters[c->ncounters++] = id;
+	const int seen = first_seen(c, &c->counters, id);
+	if (seen < 0)
+		return;
+	if (seen) {
 		char tmp[48], name[300];
-		snprintf(name, sizeof(name), "%s (tid %" PRIu32 ")", name_of(c, id, tmp, sizeof(tmp)), c->tid);
 		Perfetto__Protos__CounterDescriptor cd = PERFETTO__PROTOS__COUNTER_DESCRIPTOR__INIT;
-		Perfetto__Protos__TrackDescriptor td = PERFETTO__PROTOS__TRACK_DESCRIPTOR__INIT;
-		Perfetto__Protos__TracePacket p;
-		td.has_uuid = 1;
-		td.uuid = uuid;
-		td.has_parent_uuid = 1;
-		td.parent_uuid = c->track;
-		td.static_or_dynamic_name_case = PERFETTO__PROTOS__TRACK_DESCRIPTOR__STATIC_OR_DYNAMIC_NAME_NAME;
-		td.name = name;
-		td.counter = &cd;
-		packet_init(&p, c->seq, ts, 0);
-		p.data_case = PERFETTO__PROTOS__TRACE_PACKET__DATA_TRACK_DESCRIPTOR;
-		p.track_descriptor = &td;
-		put_packet(c, &p);
+		snprintf(name, sizeof(name), "%s (tid %" PRIu32 ")", name_of(c, id, tmp, sizeof(tmp)), c->tid);
+		emit_track(c, c->seq, ts, 0, uuid, c->track, name, &cd);
 	}
 	counter_value(c, c->seq, ts, uuid, v);
 }
@@ -611,42 +667,18 @@ static bool name_says_bytes(const char *s)
 static void emit_pcounter(struct pctx *c, uint64_t ts, uint32_t id, int64_t v)
 {
 	const uint64_t uuid = PFX_UUID_PCOUNTER(id);
-	bool known = false;
-	for (size_t i = 0; i < c->npcounters; i++)
-		if (c->pcounters[i] == id)
-			known = true;
-	if (!known) { /* TP needs the descriptor before the first value, in file order */
-		if (c->npcounters == c->pccap) {
-			size_t nc = c->pccap ? c->pccap * 2 : 8;
-			uint32_t *n = realloc(c->pcounters, nc * sizeof(*n));
-			if (!n) {
-				fail(c, -ENOMEM, "out of memory%s", "");
-				return;
-			}
-			c->pcounters = n;
-			c->pccap = nc;
-		}
-		c->pcounters[c->npcounters++] = id;
+	const int seen = first_seen(c, &c->pcounters, id);
+	if (seen < 0)
+		return;
+	if (seen) {
 		char tmp[48];
 		const char *name = name_of(c, id, tmp, sizeof(tmp));
 		Perfetto__Protos__CounterDescriptor cd = PERFETTO__PROTOS__COUNTER_DESCRIPTOR__INIT;
-		Perfetto__Protos__TrackDescriptor td = PERFETTO__PROTOS__TRACK_DESCRIPTOR__INIT;
-		Perfetto__Protos__TracePacket p;
 		if (name_says_bytes(name)) {
 			cd.has_unit = 1;
 			cd.unit = PERFETTO__PROTOS__COUNTER_DESCRIPTOR__UNIT__UNIT_SIZE_BYTES;
 		}
-		td.has_uuid = 1;
-		td.uuid = uuid;
-		td.has_parent_uuid = 1;
-		td.parent_uuid = PFX_UUID_PROCESS;
-		td.static_or_dynamic_name_case = PERFETTO__PROTOS__TRACK_DESCRIPTOR__STATIC_OR_DYNAMIC_NAME_NAME;
-		td.name = (char *)name;
-		td.counter = &cd;
-		packet_init(&p, PFX_SEQ_PROCESS, ts, 0);
-		p.data_case = PERFETTO__PROTOS__TRACE_PACKET__DATA_TRACK_DESCRIPTOR;
-		p.track_descriptor = &td;
-		put_packet(c, &p);
+		emit_track(c, PFX_SEQ_PROCESS, ts, 0, uuid, PFX_UUID_PROCESS, name, &cd);
 	}
 	counter_value(c, PFX_SEQ_PROCESS, ts, uuid, v);
 }
@@ -731,21 +763,11 @@ static inline bool in_window(const struct pctx *c, uint64_t ns)
  * sequence's CLEARED|NEEDS flags. */
 static void emit_plain_track(struct pctx *c, uint64_t uuid, uint64_t parent, const char *name, bool first)
 {
-	Perfetto__Protos__TrackDescriptor td = PERFETTO__PROTOS__TRACK_DESCRIPTOR__INIT;
-	Perfetto__Protos__TracePacket p;
-	td.has_uuid = 1;
-	td.uuid = uuid;
-	td.has_parent_uuid = 1;
-	td.parent_uuid = parent;
-	td.static_or_dynamic_name_case = PERFETTO__PROTOS__TRACK_DESCRIPTOR__STATIC_OR_DYNAMIC_NAME_NAME;
-	td.name = (char *)name;
-	packet_init(&p, c->seq, c->info->start_mono_ns,
-		    first ? PERFETTO__PROTOS__TRACE_PACKET__SEQUENCE_FLAGS__SEQ_INCREMENTAL_STATE_CLEARED |
-				    PERFETTO__PROTOS__TRACE_PACKET__SEQUENCE_FLAGS__SEQ_NEEDS_INCREMENTAL_STATE
-			  : 0);
-	p.data_case = PERFETTO__PROTOS__TRACE_PACKET__DATA_TRACK_DESCRIPTOR;
-	p.track_descriptor = &td;
-	put_packet(c, &p);
+	emit_track(c, c->seq, c->info->start_mono_ns,
+		   first ? PERFETTO__PROTOS__TRACE_PACKET__SEQUENCE_FLAGS__SEQ_INCREMENTAL_STATE_CLEARED |
+				   PERFETTO__PROTOS__TRACE_PACKET__SEQUENCE_FLAGS__SEQ_NEEDS_INCREMENTAL_STATE
+			 : 0,
+		   uuid, parent, name, NULL);
 }
 
 static void new_sequence(struct pctx *c, uint32_t seq)
@@ -753,6 +775,7 @@ static void new_sequence(struct pctx *c, uint32_t seq)
 	c->seq = seq;
 	if (c->interned)
 		memset(c->interned, 0, c->interned_words * sizeof(*c->interned));
+	c->nfar = 0;
 }
 
 /* Marks the GPU ranges inside the window (before any CPU section is written,
@@ -1129,13 +1152,14 @@ static int export_thread(struct pctx *c, size_t pos, const struct pt_thread_info
 	c->index = ti->index;
 	c->tid = ti->tid;
 	c->track = PFX_UUID_THREAD(ti->index);
-	c->ncounters = 0;
+	c->counters.n = 0;
 	c->ndrop = 0;
 	c->export_tid = ti->tid ? (int64_t)ti->tid : (int64_t)(0x40000000u + ti->index);
 	bool sections = true;
 	c->routed = pfx_gpu_thread(&c->gpu, ti->index, &sections);
 	if (c->interned)
 		memset(c->interned, 0, c->interned_words * sizeof(*c->interned));
+	c->nfar = 0;
 	if (sections) /* a "ptz-gpu" thread without sections gets no track */
 		emit_thread(c, ti);
 	if (c->until_set) {
@@ -1208,8 +1232,9 @@ done:
 	free(c.pk);
 	free(c.st);
 	free(c.interned);
-	free(c.counters);
-	free(c.pcounters);
+	free(c.interned_far);
+	free(c.counters.ids);
+	free(c.pcounters.ids);
 	free(c.drop);
 	pfx_gpu_free(&c.gpu);
 	pfx_async_free(&c.async);
