@@ -47,5 +47,13 @@ if diff <(nm -D --defined-only "$lib/libptz.so" | awk '{print $3}' | sort) "$src
 else
 	not_ok "libptz.so exports exactly tests/install/exported-symbols.txt (diff above)"
 fi
+# CUDA is loaded at run time (recorder/rec_gpu.c), never linked: the same
+# libptz runs where there is no driver or toolkit
+needed=$(LC_ALL=C readelf -d "$lib/libptz.so" | grep NEEDED)
+if [ -n "$needed" ] && ! grep -qiE 'libcuda|libcudart|libnvToolsExt|libcupti' <<<"$needed"; then
+	ok "libptz.so links no CUDA library ($(grep -o '\[[^]]*\]' <<<"$needed" | tr -d '[]' | tr '\n' ' '))"
+else
+	not_ok "libptz.so must not link CUDA: $needed"
+fi
 echo "1..$n"
 exit $failed
