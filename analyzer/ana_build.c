@@ -125,22 +125,35 @@ static inline int32_t *open_top_of(struct tstate *ts, uint32_t id)
 	return open_top_grow(ts, id);
 }
 
+void *ana_grow_by_id(void *arr, uint32_t *n, uint32_t id, size_t esize, uint32_t limit)
+{
+	if (id < *n)
+		return arr;
+	if (id >= limit)
+		return NULL; /* no name has it: bounded by the trace's names (ana.h) */
+	uint32_t nc = *n ? *n : 64;
+	while (nc <= id)
+		nc *= 2;
+	if (nc > limit)
+		nc = limit;
+	uint8_t *p = realloc(arr, (size_t)nc * esize);
+	if (!p)
+		return NULL;
+	memset(p + (size_t)*n * esize, 0, (size_t)(nc - *n) * esize);
+	*n = nc;
+	return p;
+}
+
+/* id >= ts->id_limit (no name has it): NULL, recursion not tracked */
 static int32_t *open_top_grow(struct tstate *ts, uint32_t id)
 {
-	if (id >= ts->id_limit)
-		return NULL; /* no name has it: recursion not tracked */
-	{
-		uint32_t nc = ts->nopen_top ? ts->nopen_top : 256;
-		while (nc <= id)
-			nc *= 2;
-		int32_t *p = realloc(ts->open_top, nc * sizeof(*p));
-		if (!p)
-			return NULL;
-		for (uint32_t i = ts->nopen_top; i < nc; i++)
-			p[i] = -1;
-		ts->open_top = p;
-		ts->nopen_top = nc;
-	}
+	uint32_t old = ts->nopen_top;
+	int32_t *p = ana_grow_by_id(ts->open_top, &ts->nopen_top, id, sizeof(*p), ts->id_limit);
+	if (!p)
+		return NULL;
+	for (uint32_t i = old; i < ts->nopen_top; i++)
+		p[i] = -1; /* no open frame */
+	ts->open_top = p;
 	return &ts->open_top[id];
 }
 
@@ -154,19 +167,10 @@ static inline struct flat_incl *fi_of(struct tstate *ts, uint32_t id)
 
 static struct flat_incl *fi_grow(struct tstate *ts, uint32_t id)
 {
-	if (id >= ts->id_limit)
+	struct flat_incl *p = ana_grow_by_id(ts->fi, &ts->nfi, id, sizeof(*p), ts->id_limit);
+	if (!p)
 		return NULL;
-	{
-		uint32_t nc = ts->nfi ? ts->nfi : 256;
-		while (nc <= id)
-			nc *= 2;
-		struct flat_incl *p = realloc(ts->fi, nc * sizeof(*p));
-		if (!p)
-			return NULL;
-		memset(p + ts->nfi, 0, (nc - ts->nfi) * sizeof(*p));
-		ts->fi = p;
-		ts->nfi = nc;
-	}
+	ts->fi = p;
 	return &ts->fi[id];
 }
 
@@ -200,21 +204,13 @@ static void flat_pass_up(struct tstate *ts, uint32_t id, int32_t prev_same, uint
 		fi->xfer_incl[k] += xfer[k];
 }
 
+/* No flat row for an id no name has (>= ts->id_limit): NULL. */
 static struct ana_agg *flat_of(struct tstate *ts, uint32_t id)
 {
-	if (id >= ts->id_limit)
-		return NULL; /* no flat row for an id no name has */
-	if (id >= ts->nflat) {
-		uint32_t nc = ts->nflat ? ts->nflat : 256;
-		while (nc <= id)
-			nc *= 2;
-		struct ana_agg *f = realloc(ts->flat, nc * sizeof(*f));
-		if (!f)
-			return NULL;
-		memset(f + ts->nflat, 0, (nc - ts->nflat) * sizeof(*f));
-		ts->flat = f;
-		ts->nflat = nc;
-	}
+	struct ana_agg *f = ana_grow_by_id(ts->flat, &ts->nflat, id, sizeof(*f), ts->id_limit);
+	if (!f)
+		return NULL;
+	ts->flat = f;
 	return &ts->flat[id];
 }
 

@@ -212,25 +212,6 @@ static inline uint32_t name_slot(uint32_t id)
 	return id < PT_FMT_MAX_STRING_ID ? id : 0;
 }
 
-/* Grows a zero-filled array of @esize-byte elements so that index @id
- * exists. The array or NULL on ENOMEM (the old one is kept). */
-static void *grow_by_id(void *arr, uint32_t *n, uint32_t id, size_t esize, uint32_t limit)
-{
-	if (id < *n)
-		return arr;
-	if (id >= limit)
-		return NULL; /* no name has it: bounded by the trace's names (ana.h) */
-	uint32_t nc = *n ? *n : 64;
-	while (nc <= id)
-		nc *= 2;
-	uint8_t *p = realloc(arr, (size_t)nc * esize);
-	if (!p)
-		return NULL;
-	memset(p + (size_t)*n * esize, 0, (size_t)(nc - *n) * esize);
-	*n = nc;
-	return p;
-}
-
 /* Signed tick difference a - b in ns, with the mean slope. */
 static int64_t signed_ns(const struct ctx *c, uint64_t a, uint64_t b)
 {
@@ -270,7 +251,7 @@ static void gpu_attribute(struct ctx *c, uint32_t pos, uint32_t node, uint32_t c
 			g->incl_total_ns += dur_ns;
 		}
 		uint32_t slot = name_slot(id);
-		struct gpu_flat *gf = grow_by_id(ts->gf, &ts->ngf, slot, sizeof(*ts->gf), ts->id_limit);
+		struct gpu_flat *gf = ana_grow_by_id(ts->gf, &ts->ngf, slot, sizeof(*ts->gf), ts->id_limit);
 		if (!gf)
 			continue;
 		ts->gf = gf;
@@ -506,7 +487,7 @@ static void async_pair(struct ctx *c, uint32_t name, uint64_t begin, uint64_t en
 	if (begin < c->since_ticks || end > c->until_ticks || !ana_in_domain(c, name))
 		return;
 	uint32_t slot = name_slot(name);
-	struct ana_async *a = grow_by_id(res->async_by_name, &res->nasync, slot, sizeof(*a), res->name_id_limit + 1);
+	struct ana_async *a = ana_grow_by_id(res->async_by_name, &res->nasync, slot, sizeof(*a), res->name_id_limit + 1);
 	if (!a)
 		return;
 	res->async_by_name = a;
@@ -560,7 +541,7 @@ static void instant(struct ctx *c, struct ana_thread *th, const struct pt_record
 	if (r->ticks < c->since_ticks || r->ticks > c->until_ticks || !ana_in_domain(c, r->id))
 		return;
 	uint32_t slot = name_slot(r->id);
-	uint64_t *n = grow_by_id(th->instants, &th->ninstants, slot, sizeof(*n), c->res->name_id_limit + 1);
+	uint64_t *n = ana_grow_by_id(th->instants, &th->ninstants, slot, sizeof(*n), c->res->name_id_limit + 1);
 	if (!n)
 		return;
 	th->instants = n;
@@ -658,7 +639,7 @@ void ana_pass_finish(struct ctx *c)
 	}
 	for (size_t i = 0; i < res->nthreads; i++) {
 		const struct ana_thread *th = &res->threads[i];
-		uint64_t *n = th->ninstants ? grow_by_id(res->instants_by_name, &res->ninstants, th->ninstants - 1,
+		uint64_t *n = th->ninstants ? ana_grow_by_id(res->instants_by_name, &res->ninstants, th->ninstants - 1,
 							 sizeof(*n), res->name_id_limit + 1)
 					    : NULL;
 		if (!n)

@@ -88,6 +88,15 @@ static inline uint64_t ana_ticks_ns(const struct ctx *c, uint64_t ticks)
 	return (uint64_t)((double)ticks * c->ns_per_tick + 0.5);
 }
 
+/*
+ * ana_grow_by_id() - Grows the zero-filled array @arr of *@n elements of
+ * @esize bytes so that index @id exists; capacity doubles from 64 but never
+ * exceeds @limit, so "index < *@n" also means "index < @limit".
+ * Return: the array (*@n updated), or NULL when @id >= @limit or on ENOMEM
+ * (then @arr and *@n are unchanged).
+ */
+void *ana_grow_by_id(void *arr, uint32_t *n, uint32_t id, size_t esize, uint32_t limit);
+
 /* Whether sections named @id pass the --domain filter. */
 static inline bool ana_in_domain(const struct ctx *c, uint32_t id)
 {

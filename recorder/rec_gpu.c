@@ -423,6 +423,13 @@ static bool take_anchor(unsigned d, rc_err *err)
 	g->hh[slot] = (double)(int64_t)(mid - g->h0);
 	g->nh++;
 	g->anchored = true;
+	/* host tick rate for a single-anchor map (fit()), refined as time
+	 * passes: read here, where a map is made, not on every poll */
+	uint64_t t1, m1, re;
+	uint32_t br;
+	rec_clock_triple(&t1, &m1, &re, &br);
+	if (m1 - cal_mono > 20000000u)
+		host_ticks_per_ms = (double)(t1 - cal_ticks) * 1e6 / (double)(m1 - cal_mono);
 	fit(g);
 	g->last_anchor_ns = rec_mono_ns();
 	return true;
@@ -623,12 +630,6 @@ static void *cuda_main(void *arg)
 	uint64_t stop_deadline = 0;
 	for (;;) {
 		uint64_t now = rec_mono_ns();
-		/* host tick rate for the single-anchor map, refined as time passes */
-		uint64_t t1, m1, re;
-		uint32_t br;
-		rec_clock_triple(&t1, &m1, &re, &br);
-		if (m1 - cal_mono > 20000000u)
-			host_ticks_per_ms = (double)(t1 - cal_ticks) * 1e6 / (double)(m1 - cal_mono);
 		if (!unloading) {
 			refill();
 			take_handoffs();
