@@ -36,6 +36,7 @@
 
 #include "analyzer/ana.h"
 #include "analyzer/ana_pass.h"
+#include "trace-format/fmt_internal.h"
 
 #define PT_NOINLINE_ __attribute__((noinline))
 
@@ -291,6 +292,75 @@ static void close_top(struct ctx *c, struct ana_thread *th, struct tstate *ts, u
 	}
 }
 
+/* BEGIN of section @id at @ticks: pushes child(top, id). */
+static inline __attribute__((always_inline)) void sec_begin(struct ctx *c, struct ana_thread *th, struct tstate *ts,
+							  uint32_t id, uint64_t ticks)
+{
+	uint32_t parent = ts->depth ? ts->st[ts->depth - 1].node : 0;
+	struct ana_node *pn = &th->tree.n[parent];
+	uint32_t node;
+	/* loops re-enter the same child: one cache line. last_node 0 (the
+	 * root, never a child) = nothing cached, whatever last_id holds */
+	if (pn->last_id == id && pn->last_node) {
+		node = pn->last_node;
+	} else {
+		node = ana_tree_child(&th->tree, parent, id);
+		if (node == UINT32_MAX)
+			return;
+		pn = &th->tree.n[parent]; /* the node array may have moved */
+		pn->last_id = id;
+		pn->last_node = node;
+	}
+	if (th->tree.n[node].merged == UINT32_MAX) { /* new path on this thread */
+		uint32_t mp = parent ? th->tree.n[parent].merged : 0;
+		th->tree.n[node].merged = mp == UINT32_MAX ? UINT32_MAX : ana_tree_child(&c->res->merged, mp, id);
+	}
+	if (ts->depth == ts->cap) {
+		uint32_t nc = ts->cap ? ts->cap * 2 : 64;
+		struct frame *s = realloc(ts->st, nc * sizeof(*s));
+		if (!s)
+			return;
+		ts->st = s;
+		ts->cap = nc;
+	}
+	int32_t *top = open_top_of(ts, id);
+	struct frame *f = &ts->st[ts->depth];
+	f->node = node;
+	f->id = id;
+	f->start = ticks;
+	f->child_ticks = 0;
+	f->lossy = f->has_m = f->has_pending = false;
+	f->prev_same = top ? *top : -1;
+	if (top)
+		*top = (int32_t)ts->depth;
+	ts->depth++;
+}
+
+/* END of section @id at @ticks: closes the innermost section, or the
+ * sections above a deeper one of that name (misuse), or counts it. */
+static inline __attribute__((always_inline)) void sec_end(struct ctx *c, struct ana_thread *th, struct tstate *ts,
+							uint32_t id, uint64_t ticks)
+{
+	if (ts->depth == 0) {
+		th->unmatched_ends++;
+		return;
+	}
+	if (ts->st[ts->depth - 1].id != id) {
+		int k = (int)ts->depth - 2;
+		while (k >= 0 && ts->st[k].id != id)
+			k--;
+		if (k < 0) {
+			th->unmatched_ends++;
+			return;
+		}
+		while ((int)ts->depth - 1 > k) { /* sections never ended: closed here */
+			th->unmatched_ends++;
+			close_top(c, th, ts, ticks);
+		}
+	}
+	close_top(c, th, ts, ticks);
+}
+
 static void on_record(struct ctx *c, struct ana_thread *th, struct tstate *ts, const struct pt_record *r)
 {
 	if (!ts->seen) {
@@ -301,69 +371,12 @@ static void on_record(struct ctx *c, struct ana_thread *th, struct tstate *ts, c
 		ts->last_ticks = r->ticks;
 	th->records++;
 	switch (r->kind) {
-	case PT_REC_BEGIN: {
-		uint32_t parent = ts->depth ? ts->st[ts->depth - 1].node : 0;
-		struct ana_node *pn = &th->tree.n[parent];
-		uint32_t node;
-		/* loops re-enter the same child: one cache line. last_node 0 (the
-		 * root, never a child) = nothing cached, whatever last_id holds */
-		if (pn->last_id == r->id && pn->last_node) {
-			node = pn->last_node;
-		} else {
-			node = ana_tree_child(&th->tree, parent, r->id);
-			if (node == UINT32_MAX)
-				return;
-			pn = &th->tree.n[parent]; /* the node array may have moved */
-			pn->last_id = r->id;
-			pn->last_node = node;
-		}
-		if (th->tree.n[node].merged == UINT32_MAX) { /* new path on this thread */
-			uint32_t mp = parent ? th->tree.n[parent].merged : 0;
-			th->tree.n[node].merged = mp == UINT32_MAX ? UINT32_MAX
-							       : ana_tree_child(&c->res->merged, mp, r->id);
-		}
-		if (ts->depth == ts->cap) {
-			uint32_t nc = ts->cap ? ts->cap * 2 : 64;
-			struct frame *s = realloc(ts->st, nc * sizeof(*s));
-			if (!s)
-				return;
-			ts->st = s;
-			ts->cap = nc;
-		}
-		int32_t *top = open_top_of(ts, r->id);
-		struct frame *f = &ts->st[ts->depth];
-		f->node = node;
-		f->id = r->id;
-		f->start = r->ticks;
-		f->child_ticks = 0;
-		f->lossy = f->has_m = f->has_pending = false;
-		f->prev_same = top ? *top : -1;
-		if (top)
-			*top = (int32_t)ts->depth;
-		ts->depth++;
+	case PT_REC_BEGIN:
+		sec_begin(c, th, ts, r->id, r->ticks);
 		return;
-	}
-	case PT_REC_END: {
-		if (ts->depth == 0) {
-			th->unmatched_ends++;
-			return;
-		}
-		if (ts->st[ts->depth - 1].id != r->id) {
-			int k = (int)ts->depth - 2;
-			while (k >= 0 && ts->st[k].id != r->id)
-				k--;
-			if (k < 0) {
-				th->unmatched_ends++;
-				return;
-			}
-			while ((int)ts->depth - 1 > k) { /* sections never ended: closed here */
-				th->unmatched_ends++;
-				close_top(c, th, ts, r->ticks);
-			}
-		}
-		close_top(c, th, ts, r->ticks);
+	case PT_REC_END:
+		sec_end(c, th, ts, r->id, r->ticks);
 		return;
-	}
 	case PT_REC_METRIC:
 		if (r->aux < 1 || r->aux > ANA_NMETRIC)
 			return;
@@ -512,21 +525,62 @@ static void read_meta(struct ctx *c, struct pt_record *batch, size_t max)
 		}
 }
 
-/* Replays the current event chunk @ci of thread @th. The only caller of
- * on_record(), so that it is inlined into this one loop (both reading
- * orders call this per chunk). */
-static PT_NOINLINE_ void read_events(struct ctx *c, struct ana_thread *th, struct tstate *ts, const struct pt_chunk_info *ci,
-			       struct pt_record *batch, size_t max)
+/*
+ * Replays the current event chunk @ci of thread @th: the fused decoder and
+ * aggregator. BEGIN, END and END_TOP are decoded here, straight into
+ * sec_begin()/sec_end() (no pt_record in between); every other tag, and
+ * any record the fast helpers decline (damage included), goes through
+ * fmt_dec_next() and on_record(), so both paths see the same records and
+ * the reader reports damage at the same byte (trace-format/fmt_internal.h).
+ */
+static PT_NOINLINE_ void read_events(struct ctx *c, struct ana_thread *th, struct tstate *ts, const struct pt_chunk_info *ci)
 {
-	int rc;
 	if (ci->sequence != ts->next_seq) {
 		th->gaps++;
 		drop_stack(ts, &th->open_at_end);
 	}
 	ts->next_seq = ci->sequence + 1;
-	while ((rc = pt_reader_next_records(c->res->rd, batch, max)) > 0)
-		for (int k = 0; k < rc; k++)
-			on_record(c, th, ts, &batch[k]);
+	struct fmt_dec *d = fmt_reader_chunk_dec(c->res->rd);
+	if (!d)
+		return;
+	uint64_t fast = 0; /* records decoded here, counted once at the end */
+	int rc;
+	for (;;) {
+		if (d->end - d->pos >= FMT_DEC_FAST_SLACK) {
+			uint8_t tag = d->pos[0];
+			uint32_t id;
+			if (tag == PT_REC_BEGIN) {
+				if (fmt_dec_fast_begin(d, &id)) {
+					if (__builtin_expect(!ts->seen, 0)) {
+						ts->seen = true;
+						ts->first_ticks = d->ticks;
+					}
+					ts->last_ticks = d->ticks;
+					fast++;
+					sec_begin(c, th, ts, id, d->ticks);
+					continue;
+				}
+			} else if (tag == FMT_TAG_END_TOP || tag == PT_REC_END) {
+				if (fmt_dec_fast_end(d, &id)) {
+					if (__builtin_expect(!ts->seen, 0)) {
+						ts->seen = true;
+						ts->first_ticks = d->ticks;
+					}
+					ts->last_ticks = d->ticks;
+					fast++;
+					sec_end(c, th, ts, id, d->ticks);
+					continue;
+				}
+			}
+		}
+		struct pt_record r;
+		rc = fmt_dec_next(d, &r);
+		if (rc <= 0)
+			break;
+		on_record(c, th, ts, &r);
+	}
+	th->records += fast;
+	fmt_reader_chunk_done(c->res->rd, rc);
 	if (rc < 0) /* the rest of the chunk is gone: its open frames are unreliable */
 		th->gaps++;
 }
@@ -648,7 +702,7 @@ int ana_run(const char *path, const struct ana_options *opt, struct ana_result *
 				if (opt->progress &&
 				    (done & ~(uint64_t)0xffff) != ((done - ci.records) & ~(uint64_t)0xffff))
 					opt->progress(opt->progress_ctx, done, res->total_records_hint);
-				read_events(&c, th, &c.ts[i], &ci, batch, 256);
+				read_events(&c, th, &c.ts[i], &ci);
 			}
 		}
 	} else {
@@ -677,7 +731,7 @@ int ana_run(const char *path, const struct ana_options *opt, struct ana_result *
 			if (opt->progress && (done & ~(uint64_t)0xffff) != ((done - ci.records) & ~(uint64_t)0xffff))
 				opt->progress(opt->progress_ctx, done, res->total_records_hint);
 			if (opt->thread < 0 || (uint32_t)opt->thread == th->index)
-				read_events(&c, th, &c.ts[last], &ci, batch, 256);
+				read_events(&c, th, &c.ts[last], &ci);
 			else /* --thread: the GPU summary still covers the whole trace */
 				while ((rc = pt_reader_next_records(res->rd, batch, 256)) > 0)
 					for (int k = 0; k < rc; k++)

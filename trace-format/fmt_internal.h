@@ -230,6 +230,97 @@ PT_INTERNAL void fmt_dec_init(struct fmt_dec *d, const uint8_t *p, size_t len, u
 /* 1 = record, 0 = end, -PT_ECORRUPT */
 PT_INTERNAL int fmt_dec_next(struct fmt_dec *d, struct pt_record *out);
 
+/*
+ * Fused decoding (the analyzer's hot loop): a caller that decodes the
+ * common section records itself, in its own loop, and hands every other
+ * tag to fmt_dec_next(). The fast helpers below never read past
+ * d->end: they are used only while FMT_DEC_FAST_SLACK bytes remain, which
+ * covers the longest BEGIN, END or END_TOP record (tag + two 10-byte
+ * varints). They never report damage themselves: on anything unusual
+ * (a varint longer than 10 bytes or above its field's range, a tick
+ * overflow, END_TOP without a section begun in the chunk) they return 0
+ * and leave d unchanged, and fmt_dec_next() then decodes the same bytes
+ * with the full checks (same records, same errors, same offsets).
+ */
+#define FMT_DEC_FAST_SLACK 24
+
+/* A varint of at most 10 bytes at *p (no bounds check: see above); 0 if longer. */
+static inline int fmt_fast_varint(const uint8_t **pp, uint64_t *out)
+{
+	const uint8_t *p = *pp;
+	uint64_t v = p[0];
+	if (v < 0x80) {
+		*pp = p + 1;
+		*out = v;
+		return 1;
+	}
+	v &= 0x7f;
+	for (int shift = 7; shift < 70; shift += 7) {
+		uint8_t b = *++p;
+		if (shift == 63 && b > 1)
+			return 0;
+		v |= (uint64_t)(b & 0x7f) << shift;
+		if (b < 0x80) {
+			*pp = p + 1;
+			*out = v;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/* BEGIN (tag PT_REC_BEGIN at d->pos): 1 with *id, d->ticks advanced; 0 = use fmt_dec_next(). */
+static inline int fmt_dec_fast_begin(struct fmt_dec *d, uint32_t *id)
+{
+	const uint8_t *p = d->pos + 1;
+	uint64_t dt, a;
+	if (!fmt_fast_varint(&p, &dt) || !fmt_fast_varint(&p, &a) || a > UINT32_MAX || d->ticks + dt < d->ticks)
+		return 0;
+	d->pos = p;
+	d->ticks += dt;
+	if (d->depth < FMT_CHUNK_STACK)
+		d->stack[d->depth] = (uint32_t)a;
+	d->depth++;
+	*id = (uint32_t)a;
+	return 1;
+}
+
+/* END or END_TOP at d->pos: 1 with *id, d->ticks advanced; 0 = use fmt_dec_next(). */
+static inline int fmt_dec_fast_end(struct fmt_dec *d, uint32_t *id)
+{
+	const uint8_t *p = d->pos + 1;
+	uint64_t dt, a;
+	if (!fmt_fast_varint(&p, &dt) || d->ticks + dt < d->ticks)
+		return 0;
+	if (d->pos[0] == FMT_TAG_END_TOP) {
+		if (d->depth == 0 || d->depth > FMT_CHUNK_STACK)
+			return 0;
+		a = d->stack[d->depth - 1];
+	} else if (!fmt_fast_varint(&p, &a) || a > UINT32_MAX) {
+		return 0;
+	}
+	d->pos = p;
+	d->ticks += dt;
+	if (d->depth > 0)
+		d->depth--;
+	*id = (uint32_t)a;
+	return 1;
+}
+
+struct pt_reader;
+/*
+ * fmt_reader_chunk_dec() - The decoder of the chunk opened by
+ * pt_reader_next_chunk(), positioned where pt_reader_next_records() would
+ * go on; NULL when no chunk is open (or damage is pending). The caller
+ * decodes with it and then calls fmt_reader_chunk_done().
+ */
+PT_INTERNAL struct fmt_dec *fmt_reader_chunk_dec(struct pt_reader *r);
+/* fmt_reader_chunk_done() - Closes the chunk after fused decoding; @rc < 0
+ * (what fmt_dec_next() returned) records the damage exactly as
+ * pt_reader_next_records() does (damaged_chunks, a problem naming the
+ * chunk's offset and the byte). */
+PT_INTERNAL void fmt_reader_chunk_done(struct pt_reader *r, int rc);
+
 /* Chunk framing (§3). */
 struct fmt_chunk_hdr {
 	uint8_t kind, comp;

@@ -738,6 +738,22 @@ int pt_reader_next_chunk_header(struct pt_reader *r, struct pt_chunk_info *out)
 	return 1;
 }
 
+struct fmt_dec *fmt_reader_chunk_dec(struct pt_reader *r)
+{
+	return r->have_chunk && !r->pending_corrupt ? &r->dec : NULL;
+}
+
+void fmt_reader_chunk_done(struct pt_reader *r, int rc)
+{
+	if (rc < 0 && r->have_chunk) {
+		r->info.damaged_chunks++;
+		problem(r, r->cur_off, "chunk @0x%llx: payload does not decode at byte %llu; rest of chunk dropped",
+			(unsigned long long)r->cur_off, (unsigned long long)(r->dec.pos - r->raw));
+	}
+	r->have_chunk = 0;
+	r->pending_corrupt = 0;
+}
+
 int pt_reader_next_record(struct pt_reader *r, struct pt_record *out)
 {
 	if (!r->have_chunk)
