@@ -71,6 +71,37 @@ double ana_welford_std(const struct ana_welford *w);                       /* sa
 /* Statistics of all values but @x (which must be one of them): reverse Welford. */
 struct ana_welford ana_welford_without(const struct ana_welford *w, double x);
 
+/*
+ * Exact power sums of integer durations in ns, for the mean and the sample
+ * standard deviation of an aggregate (whose count is n). Sums of integers
+ * are exact and associative, so the figures are rounded once, at the end,
+ * and do not depend on the order of merging (threads, file order); an add
+ * is a multiply and two 128-bit additions, with no division (Welford's
+ * update divides on every value and rounds on every step). s2 saturates at
+ * 2^128 - 1 (sum of squares beyond 3.4e38 ns^2, e.g. one section longer
+ * than 584 years): the std is then NaN ("not available").
+ */
+__extension__ typedef unsigned __int128 ana_u128;
+struct ana_moments {
+	ana_u128 s1, s2; /* sum of x, sum of x^2 */
+};
+static inline void ana_moments_add(struct ana_moments *m, uint64_t x)
+{
+	ana_u128 q = (ana_u128)x * x, t = m->s2 + q;
+	m->s1 += x;
+	m->s2 = t < q ? ~(ana_u128)0 : t;
+}
+void ana_moments_merge(struct ana_moments *a, const struct ana_moments *b);
+/* Mean of the @n values (0 if none). */
+double ana_moments_mean(const struct ana_moments *m, uint64_t n);
+/* Sample std (n - 1) of the @n values: sqrt((sum (x - mean)^2) / (n - 1)),
+ * the numerator computed exactly in integers as D - r^2/n with
+ * q = floor(s1 / n), r = s1 mod n, D = s2 - q s1 - q r = sum (x - q)^2;
+ * 0 for n < 2, NaN if s2 saturated. */
+double ana_moments_std(const struct ana_moments *m, uint64_t n);
+/* The sums of the same values without @x (one of them): exact. */
+struct ana_moments ana_moments_without(const struct ana_moments *m, uint64_t x);
+
 /* Bounded uniform reservoir of per-occurrence durations (Vitter's algorithm
  * R), one per call path over the whole process: kept in the merged tree's
  * nodes only (per-thread and flat aggregates leave it empty). */
@@ -130,7 +161,7 @@ struct ana_agg {
 	uint64_t self_ns;
 	uint64_t min_ns, max_ns;
 	uint64_t first_start_ns, first_ns; /* earliest occurrence by start time */
-	struct ana_welford all;
+	struct ana_moments all; /* durations, n = count */
 	struct ana_hist hist;
 	struct ana_reservoir res;
 	uint64_t metric_self[ANA_NMETRIC], metric_incl[ANA_NMETRIC];

@@ -230,7 +230,7 @@ static void agg_add(struct ctx *c, struct ana_agg *a, const struct frame *f, uin
 	if (add_total)
 		a->total_ns += dur_ns;
 	a->self_ns += self_ns;
-	ana_welford_add(&a->all, (double)dur_ns);
+	ana_moments_add(&a->all, dur_ns);
 	if (!c->merged_only)
 		ana_hist_add(&a->hist, dur_ns, 1);
 	a->lossy += f->lossy;

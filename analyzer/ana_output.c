@@ -20,13 +20,13 @@ void ana_row_compute(const struct ana_result *res, const struct ana_agg *a, stru
 	w->p50 = ana_hist_quantile(&a->hist, 0.50, a->count, a->min_ns, a->max_ns);
 	w->p90 = ana_hist_quantile(&a->hist, 0.90, a->count, a->min_ns, a->max_ns);
 	w->p99 = ana_hist_quantile(&a->hist, 0.99, a->count, a->min_ns, a->max_ns);
-	w->mean = a->all.mean;
-	w->std = ana_welford_std(&a->all);
+	w->mean = ana_moments_mean(&a->all, a->count);
+	w->std = ana_moments_std(&a->all, a->count);
 	w->share = res->thread_span_sum_ns ? (double)a->total_ns / (double)res->thread_span_sum_ns : 0.0;
-	struct ana_welford rest = ana_welford_without(&a->all, (double)a->first_ns);
-	w->rest_mean = rest.mean;
-	w->rest_std = ana_welford_std(&rest);
-	w->first_over_rest = rest.n && rest.mean > 0 ? (double)a->first_ns / rest.mean : 0.0;
+	struct ana_moments rest = ana_moments_without(&a->all, a->first_ns);
+	w->rest_mean = ana_moments_mean(&rest, a->count - 1);
+	w->rest_std = ana_moments_std(&rest, a->count - 1);
+	w->first_over_rest = a->count > 1 && w->rest_mean > 0 ? (double)a->first_ns / w->rest_mean : 0.0;
 	double t = (double)a->total_ns; /* rates use inclusive time: bytes/ns = GB/s */
 	uint64_t bytes = a->metric_incl[ANA_READ] + a->metric_incl[ANA_WRITTEN];
 	if (t > 0) {
@@ -51,7 +51,9 @@ void ana_row_compute(const struct ana_result *res, const struct ana_agg *a, stru
 
 static const char *dur(char *buf, size_t n, double ns)
 {
-	if (ns < 1e3)
+	if (isnan(ns))
+		snprintf(buf, n, "-"); /* not available (ana_moments_std) */
+	else if (ns < 1e3)
 		snprintf(buf, n, "%.0f ns", ns);
 	else if (ns < 1e6)
 		snprintf(buf, n, "%.2f us", ns / 1e3);
@@ -610,6 +612,16 @@ static void path_of(const struct ana_result *res, const struct ana_tree *t, uint
 	}
 }
 
+/* A std in integer ns; empty when not available (NaN: ana_moments_std). */
+static const char *csv_std(char buf[32], double v)
+{
+	if (isnan(v))
+		buf[0] = 0;
+	else
+		snprintf(buf, 32, "%.0f", v);
+	return buf;
+}
+
 static void csv_row(FILE *out, const struct ana_result *res, const char *view, const char *thread,
 		    const char *path, uint32_t depth, uint32_t id, const struct ana_agg *a)
 {
@@ -618,6 +630,7 @@ static void csv_row(FILE *out, const struct ana_result *res, const char *view, c
 	uint32_t dom = 0;
 	pt_reader_string(res->rd, id, &dom);
 	const char *dn = pt_reader_domain(res->rd, dom);
+	char sd[32], rsd[32];
 	fprintf(out, "%s,%s,", view, thread);
 	csv_str(out, path);
 	fprintf(out, ",%u,", depth);
@@ -625,10 +638,10 @@ static void csv_row(FILE *out, const struct ana_result *res, const char *view, c
 	fputc(',', out);
 	csv_str(out, dn ? dn : "");
 	fprintf(out,
-		",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%.6f,%.0f,%.0f,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64
-		",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%.0f,%.0f,%.6f",
-		a->count, a->total_ns, a->self_ns, w.share, w.mean, w.std, a->min_ns, a->max_ns, w.p50, w.p90, w.p99,
-		a->first_ns, a->first_start_ns, w.rest_mean, w.rest_std, w.first_over_rest);
+		",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%.6f,%.0f,%s,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64
+		",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%.0f,%s,%.6f",
+		a->count, a->total_ns, a->self_ns, w.share, w.mean, csv_std(sd, w.std), a->min_ns, a->max_ns, w.p50,
+		w.p90, w.p99, a->first_ns, a->first_start_ns, w.rest_mean, csv_std(rsd, w.rest_std), w.first_over_rest);
 	for (int k = 0; k < ANA_NMETRIC; k++)
 		fprintf(out, ",%" PRIu64, a->metric_incl[k]);
 	for (int k = 0; k < ANA_NMETRIC; k++)
@@ -794,7 +807,7 @@ static json_t *json_row(const struct ana_result *res, const struct ana_tree *t, 
 		json_object_set_new(r, "depth", json_integer(t->n[node].depth));
 	}
 #define JI(k, v) json_object_set_new(r, k, json_integer((json_int_t)(v)))
-#define JR(k, v) json_object_set_new(r, k, json_real(v))
+#define JR(k, v) json_object_set_new(r, k, isfinite(v) ? json_real(v) : json_null()) /* NaN std: null */
 	JI("count", a->count);
 	JI("total_ns", a->total_ns);
 	JI("self_ns", a->self_ns);

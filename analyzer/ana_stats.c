@@ -272,6 +272,40 @@ struct ana_welford ana_welford_without(const struct ana_welford *w, double x)
 	return r;
 }
 
+void ana_moments_merge(struct ana_moments *a, const struct ana_moments *b)
+{
+	ana_u128 t = a->s2 + b->s2;
+	a->s1 += b->s1;
+	a->s2 = t < b->s2 ? ~(ana_u128)0 : t;
+}
+
+double ana_moments_mean(const struct ana_moments *m, uint64_t n)
+{
+	return n ? (double)((long double)m->s1 / (long double)n) : 0.0;
+}
+
+double ana_moments_std(const struct ana_moments *m, uint64_t n)
+{
+	if (n < 2)
+		return 0.0;
+	if (m->s2 == ~(ana_u128)0)
+		return NAN;
+	ana_u128 q = m->s1 / n, r = m->s1 % n;
+	/* q s1 <= s1^2 / n <= s2 (Cauchy-Schwarz), so neither step wraps */
+	ana_u128 d = m->s2 - q * m->s1 - q * r;
+	long double m2 = (long double)d - (long double)r * (long double)r / (long double)n;
+	return m2 > 0 ? (double)sqrtl(m2 / (long double)(n - 1)) : 0.0;
+}
+
+struct ana_moments ana_moments_without(const struct ana_moments *m, uint64_t x)
+{
+	struct ana_moments r = *m;
+	r.s1 -= x;
+	if (m->s2 != ~(ana_u128)0)
+		r.s2 -= (ana_u128)x * x;
+	return r;
+}
+
 static uint64_t rnd(uint64_t *s)
 {
 	/* splitmix64: seeded, so reports are reproducible */
@@ -379,7 +413,7 @@ void ana_agg_merge(struct ana_agg *d, const struct ana_agg *s, uint64_t *rng)
 	d->count += s->count;
 	d->total_ns += s->total_ns;
 	d->self_ns += s->self_ns;
-	ana_welford_merge(&d->all, &s->all);
+	ana_moments_merge(&d->all, &s->all);
 	ana_hist_merge(&d->hist, &s->hist);
 	ana_reservoir_merge(&d->res, &s->res, rng);
 	for (int k = 0; k < ANA_NMETRIC; k++) {

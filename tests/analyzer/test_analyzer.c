@@ -1734,6 +1734,49 @@ static int write_golden(const char *dir)
 /* ana_utf8_clean(), shared by the JSON report and the Chrome export:
  * valid UTF-8 comes back as is (no copy); each bad byte, overlong form,
  * surrogate or code point above U+10FFFF becomes '?', the rest is kept. */
+/*
+ * Exact moments (ana.h): values 1e12 + k (k = 0..999, a long section with
+ * sub-ns jitter relative to its length) have mean 1e12 + 499.5 and sample
+ * variance n(n+1)/12 = 83416.67 exactly; a double running sum of squares
+ * (1e24 scale, ulp 1.3e8) could not resolve that. Merging in any split or
+ * order gives the same bits; removing one value gives the rest's figures;
+ * a saturated sum of squares gives NaN, not a wrong std.
+ */
+static void test_ana_moments_exact(void **state)
+{
+	(void)state;
+	struct ana_moments all = { 0 }, a = { 0 }, b = { 0 };
+	const uint64_t base = 1000000000000ull;
+	for (uint64_t k = 0; k < 1000; k++) {
+		ana_moments_add(&all, base + k);
+		ana_moments_add(k % 3 ? &a : &b, base + (999 - k));
+	}
+	assert_true(ana_moments_mean(&all, 1000) == 1000000000499.5);
+	double want = sqrt(1000.0 * 1001.0 / 12.0);
+	assert_true(fabs(ana_moments_std(&all, 1000) - want) <= 1e-12 * want);
+	struct ana_moments ab = a, ba = b;
+	ana_moments_merge(&ab, &b);
+	ana_moments_merge(&ba, &a);
+	assert_true(ab.s1 == all.s1 && ab.s2 == all.s2 && ba.s1 == all.s1 && ba.s2 == all.s2);
+	/* without the largest value: 1e12 + 0..998 */
+	struct ana_moments rest = ana_moments_without(&all, base + 999);
+	assert_true(ana_moments_mean(&rest, 999) == 1000000000499.0);
+	double want_rest = sqrt(999.0 * 1000.0 / 12.0);
+	assert_true(fabs(ana_moments_std(&rest, 999) - want_rest) <= 1e-12 * want_rest);
+	/* small cases: one value has std 0; two values 1 and 4 have std 2.1213 */
+	struct ana_moments two = { 0 };
+	ana_moments_add(&two, 1);
+	assert_true(ana_moments_std(&two, 1) == 0.0 && ana_moments_mean(&two, 1) == 1.0);
+	ana_moments_add(&two, 4);
+	assert_true(fabs(ana_moments_std(&two, 2) - sqrt(4.5)) < 1e-15);
+	/* saturation: (2^64 - 1)^2 twice exceeds 2^128 */
+	struct ana_moments big = { 0 };
+	ana_moments_add(&big, UINT64_MAX);
+	assert_false(isnan(ana_moments_std(&big, 1)));
+	ana_moments_add(&big, UINT64_MAX);
+	assert_true(isnan(ana_moments_std(&big, 2)));
+}
+
 static void test_ana_utf8_clean_repairs(void **state)
 {
 	(void)state;
@@ -1766,6 +1809,7 @@ int main(int argc, char **argv)
 	/* one group (one TAP plan): the basic trace is written and analyzed once */
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_ana_run_totals),
+		cmocka_unit_test(test_ana_moments_exact),
 		cmocka_unit_test(test_ana_run_tree_and_flat_rows),
 		cmocka_unit_test(test_ana_run_no_unexpected_rows),
 		cmocka_unit_test(test_ana_run_merged_is_sum_of_threads),
