@@ -53,7 +53,32 @@ void ana_hist_merge(struct ana_hist *dst, const struct ana_hist *src);
 /* q in [0,1]; nearest-rank percentile's bucket midpoint, clamped to [lo, hi] */
 uint64_t ana_hist_quantile(const struct ana_hist *h, double q, uint64_t total, uint64_t lo, uint64_t hi);
 void ana_hist_free(struct ana_hist *h);
-uint32_t ana_hist_index(uint64_t v);
+/* Bucket index of @v (< ANA_HIST_OCTAVES * 2^ANA_SUB_BITS = 7,552: fits 16 bits). */
+static inline uint32_t ana_hist_index(uint64_t v)
+{
+	if (v < (1u << ANA_SUB_BITS))
+		return (uint32_t)v;
+	unsigned e = 63u - (unsigned)__builtin_clzll(v); /* >= ANA_SUB_BITS */
+	unsigned shift = e - ANA_SUB_BITS;
+	uint32_t sub = (uint32_t)(v >> shift) & ((1u << ANA_SUB_BITS) - 1);
+	return (1u << ANA_SUB_BITS) + shift * (1u << ANA_SUB_BITS) + sub;
+}
+/* Adds one value to each of the @n buckets @idx (bucket indexes, as
+ * ana_hist_index() gives): the histogram's blocks are loaded once for the
+ * batch instead of once per value. */
+void ana_hist_add_idx(struct ana_hist *h, const uint16_t *idx, uint32_t n);
+/*
+ * Histogram adds waiting for their path, one cache line per path (the
+ * analyzer's --report pass): 31 bucket indexes, flushed together with
+ * ana_hist_add_idx(). A path's histogram is scattered over a few blocks;
+ * touching them once per 31 values instead of once per value is most of
+ * the speed of a pass over many paths.
+ */
+#define ANA_HPEND 31
+struct ana_hpend {
+	uint16_t idx[ANA_HPEND];
+	uint16_t n;
+};
 uint64_t ana_hist_lower(uint32_t idx);
 uint64_t ana_hist_upper(uint32_t idx); /* exclusive */
 /* The @rank-th smallest value (1 <= @rank <= values held) as its bucket's
@@ -102,12 +127,20 @@ double ana_moments_std(const struct ana_moments *m, uint64_t n);
 /* The sums of the same values without @x (one of them): exact. */
 struct ana_moments ana_moments_without(const struct ana_moments *m, uint64_t x);
 
-/* Bounded uniform reservoir of per-occurrence durations (Vitter's algorithm
- * R), one per call path over the whole process: kept in the merged tree's
- * nodes only (per-thread and flat aggregates leave it empty). */
+/* Bounded uniform reservoir of per-occurrence durations, one per call path
+ * over the whole process: kept in the merged tree's nodes only (per-thread
+ * and flat aggregates leave it empty). Filled with the first
+ * ANA_RESERVOIR_CAP values, then sampled with Li's algorithm L (K.-H. Li,
+ * "Reservoir-sampling algorithms of time complexity O(n(1 + log(N/n)))",
+ * ACM TOMS 20(4), 1994): the number of values to skip before the next
+ * replacement is drawn from its exact distribution, so an add that is not
+ * sampled costs one increment and one compare, and about
+ * n (1 + ln(N/n)) random draws are made over N values. */
 #define ANA_RESERVOIR_CAP 512
 struct ana_reservoir {
 	uint64_t seen;
+	uint64_t next; /* 1-based position of the next value to keep (algorithm L) */
+	double w;      /* algorithm L's W: the largest of n uniform keys, as sampled so far */
 	uint32_t n, cap;
 	uint64_t *v;
 };
@@ -161,13 +194,13 @@ struct ana_agg {
 	uint64_t self_ns;
 	uint64_t min_ns, max_ns;
 	uint64_t first_start_ns, first_ns; /* earliest occurrence by start time */
+	uint64_t lossy;      /* occurrences open while records were lost */
 	struct ana_moments all; /* durations, n = count */
 	struct ana_hist hist;
 	struct ana_reservoir res;
 	uint64_t metric_self[ANA_NMETRIC], metric_incl[ANA_NMETRIC];
 	uint64_t xfer_self[ANA_DIRS], xfer_incl[ANA_DIRS];
 	uint64_t xfer_count[ANA_DIRS];
-	uint64_t lossy;      /* occurrences open while records were lost */
 	struct ana_gpu *gpu; /* NULL until a GPU range is attributed; owned */
 };
 /* Adds @s into @d. A GPU part that cannot be allocated is left out. */

@@ -49,6 +49,15 @@ static inline struct frame_m *frame_m(struct frame *f)
 	return &f->m;
 }
 
+static inline struct frame_x *frame_x(struct frame *f)
+{
+	if (!f->has_x) {
+		memset(&f->x, 0, sizeof(f->x));
+		f->has_x = true;
+	}
+	return &f->x;
+}
+
 uint32_t ana_tree_child(struct ana_tree *t, uint32_t parent, uint32_t id)
 {
 	struct ana_node *p = &t->n[parent];
@@ -234,17 +243,59 @@ static void agg_add(struct ctx *c, struct ana_agg *a, const struct frame *f, uin
 	if (!c->merged_only)
 		ana_hist_add(&a->hist, dur_ns, 1);
 	a->lossy += f->lossy;
-	if (!f->has_m)
+	if (f->has_m)
+		for (int k = 0; k < ANA_NMETRIC; k++) {
+			a->metric_self[k] += f->m.metric_self[k];
+			a->metric_incl[k] += f->m.metric_incl[k];
+		}
+	if (f->has_x)
+		for (int k = 0; k < ANA_DIRS; k++) {
+			a->xfer_self[k] += f->x.xfer_self[k];
+			a->xfer_incl[k] += f->x.xfer_incl[k];
+			a->xfer_count[k] += f->x.xfer_count[k];
+		}
+}
+
+static PT_NOINLINE_ int mpend_grow(struct ctx *c, uint32_t m)
+{
+	uint32_t nc = c->nmpend ? c->nmpend : 256;
+	while (nc <= m)
+		nc *= 2;
+	struct ana_hpend *p = aligned_alloc(64, (size_t)nc * sizeof(*p)); /* one line per path */
+	if (!p)
+		return -1;
+	if (c->nmpend)
+		memcpy(p, c->mpend, (size_t)c->nmpend * sizeof(*p));
+	memset(p + c->nmpend, 0, (size_t)(nc - c->nmpend) * sizeof(*p));
+	free(c->mpend);
+	c->mpend = p;
+	c->nmpend = nc;
+	return 0;
+}
+
+/* --report: duration @v into merged path @m's histogram, through its pending line. */
+static inline void mpend_add(struct ctx *c, uint32_t m, uint64_t v)
+{
+	if (__builtin_expect(m >= c->nmpend, 0) && mpend_grow(c, m)) {
+		ana_hist_add(&c->res->merged.n[m].agg.hist, v, 1);
 		return;
-	for (int k = 0; k < ANA_NMETRIC; k++) {
-		a->metric_self[k] += f->m.metric_self[k];
-		a->metric_incl[k] += f->m.metric_incl[k];
 	}
-	for (int k = 0; k < ANA_DIRS; k++) {
-		a->xfer_self[k] += f->m.xfer_self[k];
-		a->xfer_incl[k] += f->m.xfer_incl[k];
-		a->xfer_count[k] += f->m.xfer_count[k];
+	struct ana_hpend *p = &c->mpend[m];
+	p->idx[p->n++] = (uint16_t)ana_hist_index(v);
+	if (p->n == ANA_HPEND) {
+		ana_hist_add_idx(&c->res->merged.n[m].agg.hist, p->idx, ANA_HPEND);
+		p->n = 0;
 	}
+}
+
+/* Every pending add into the merged tree's histograms (end of the pass). */
+static void mpend_flush(struct ctx *c)
+{
+	for (uint32_t m = 0; m < c->nmpend && m < c->res->merged.count; m++)
+		ana_hist_add_idx(&c->res->merged.n[m].agg.hist, c->mpend[m].idx, c->mpend[m].n);
+	free(c->mpend);
+	c->mpend = NULL;
+	c->nmpend = 0;
 }
 
 /* Pops the top frame, closing it at @end, into its call-path node. */
@@ -261,8 +312,11 @@ static void close_top(struct ctx *c, struct ana_thread *th, struct tstate *ts, u
 			struct frame_m *pm = frame_m(p);
 			for (int k = 0; k < ANA_NMETRIC; k++)
 				pm->metric_incl[k] += f->m.metric_incl[k];
+		}
+		if (f->has_x) {
+			struct frame_x *px = frame_x(p);
 			for (int k = 0; k < ANA_DIRS; k++)
-				pm->xfer_incl[k] += f->m.xfer_incl[k];
+				px->xfer_incl[k] += f->x.xfer_incl[k];
 		}
 		p->lossy |= f->lossy;
 	}
@@ -281,13 +335,13 @@ static void close_top(struct ctx *c, struct ana_thread *th, struct tstate *ts, u
 		return;
 	}
 	/* kept: its own inclusive time covers any pending descendants */
-	flat_pass_up(ts, id, f->prev_same, dur_ns, f->has_m ? f->m.metric_incl : zero, f->has_m ? f->m.xfer_incl : zero);
+	flat_pass_up(ts, id, f->prev_same, dur_ns, f->has_m ? f->m.metric_incl : zero, f->has_x ? f->x.xfer_incl : zero);
 	struct ana_node *n = &th->tree.n[f->node];
 	agg_add(c, &n->agg, f, dur_ns, self_ns, true);
 	if (n->merged != UINT32_MAX) { /* one reservoir per path, process-wide */
 		struct ana_agg *ma = &c->res->merged.n[n->merged].agg;
 		if (c->merged_only)
-			ana_hist_add(&ma->hist, dur_ns, 1);
+			mpend_add(c, n->merged, dur_ns);
 		ana_reservoir_add(&ma->res, dur_ns, &c->rng);
 	}
 }
@@ -329,7 +383,7 @@ static inline __attribute__((always_inline)) void sec_begin(struct ctx *c, struc
 	f->id = id;
 	f->start = ticks;
 	f->child_ticks = 0;
-	f->lossy = f->has_m = f->has_pending = false;
+	f->lossy = f->has_m = f->has_x = f->has_pending = false;
 	f->prev_same = top ? *top : -1;
 	if (top)
 		*top = (int32_t)ts->depth;
@@ -392,7 +446,7 @@ static void on_record(struct ctx *c, struct ana_thread *th, struct tstate *ts, c
 		if (r->aux < 1 || r->aux > ANA_DIRS || !ts->depth)
 			return;
 		{
-			struct frame_m *m = frame_m(&ts->st[ts->depth - 1]);
+			struct frame_x *m = frame_x(&ts->st[ts->depth - 1]);
 			m->xfer_self[r->aux - 1] += r->value;
 			m->xfer_incl[r->aux - 1] += r->value;
 			m->xfer_count[r->aux - 1]++;
@@ -738,6 +792,7 @@ int ana_run(const char *path, const struct ana_options *opt, struct ana_result *
 						ana_pass_gpu_only(&c, &batch[k]);
 		}
 	}
+	mpend_flush(&c);
 	if (opt->progress)
 		opt->progress(opt->progress_ctx, res->total_records_hint, res->total_records_hint);
 	/* totals, spans, merged views */

@@ -12,10 +12,14 @@
 
 #include "analyzer/ana.h"
 
-/* Metric and transfer sums of an open section; zeroed only when the first
- * one arrives (most sections carry none), flagged by frame.has_m. */
+/* Metric sums of an open section; zeroed only when the first one arrives
+ * (most sections carry none), flagged by frame.has_m. */
 struct frame_m {
 	uint64_t metric_self[ANA_NMETRIC], metric_incl[ANA_NMETRIC];
+};
+/* Transfer sums, the same way, flagged by frame.has_x: a section with
+ * metrics but no transfers (the common case) never touches them. */
+struct frame_x {
 	uint64_t xfer_self[ANA_DIRS], xfer_incl[ANA_DIRS], xfer_count[ANA_DIRS];
 };
 
@@ -23,12 +27,13 @@ struct frame {
 	uint32_t node, id;
 	uint64_t start, child_ticks;
 	int32_t prev_same;        /* innermost open frame of the same name below this one, or -1 */
-	bool lossy, has_m, has_pending;
+	bool lossy, has_m, has_x, has_pending;
 	/* recursion-safe flat sums of kept same-name descendants whose own
 	 * same-name ancestors were not kept (doc/analyzer-output.md §2) */
 	uint64_t pending_ns;
 	uint64_t pending_incl[ANA_NMETRIC], pending_xfer[ANA_DIRS];
 	struct frame_m m;
+	struct frame_x x;
 };
 
 struct flat_incl { /* recursion-safe inclusive sums per name, from the pass */
@@ -80,6 +85,8 @@ struct ctx {
 	uint32_t *domain_of; /* name id -> domain, for the filter */
 	struct gpu_pass *gp; /* NULL until the first GPU, async or instant record */
 	bool merged_only;    /* ana_options.merged_percentiles_only */
+	struct ana_hpend *mpend; /* merged_only: by merged node, pending histogram adds */
+	uint32_t nmpend;
 };
 
 /* Duration in ticks to ns with the trace's mean slope (doc/analyzer-output.md §1). */

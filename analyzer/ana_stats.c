@@ -22,16 +22,6 @@ __extension__ typedef unsigned __int128 u128; /* GCC/Clang: the 64x64->128 produ
 
 #define SUB (1u << ANA_SUB_BITS)
 
-uint32_t ana_hist_index(uint64_t v)
-{
-	if (v < SUB)
-		return (uint32_t)v;
-	unsigned e = 63u - (unsigned)__builtin_clzll(v); /* >= ANA_SUB_BITS */
-	unsigned shift = e - ANA_SUB_BITS;
-	uint32_t sub = (uint32_t)(v >> shift) & (SUB - 1);
-	return SUB + shift * SUB + sub;
-}
-
 uint64_t ana_hist_lower(uint32_t idx)
 {
 	if (idx < SUB)
@@ -156,6 +146,12 @@ static inline void hist_add_idx(struct ana_hist *h, uint32_t i, uint32_t count)
 void ana_hist_add(struct ana_hist *h, uint64_t v, uint32_t count)
 {
 	hist_add_idx(h, ana_hist_index(v), count);
+}
+
+void ana_hist_add_idx(struct ana_hist *h, const uint16_t *idx, uint32_t n)
+{
+	for (uint32_t k = 0; k < n; k++)
+		hist_add_idx(h, idx[k], 1);
 }
 
 void ana_hist_merge(struct ana_hist *dst, const struct ana_hist *src)
@@ -331,17 +327,48 @@ static int res_push(struct ana_reservoir *r, uint64_t v)
 	return 0;
 }
 
-void ana_reservoir_add(struct ana_reservoir *r, uint64_t v, uint64_t *rng)
+/* Uniform in (0, 1): 53 random bits, never 0 (log() below). */
+static double rnd_open01(uint64_t *rng)
 {
-	r->seen++;
-	if (r->n < ANA_RESERVOIR_CAP) {
-		res_push(r, v);
+	return ((double)(rnd(rng) >> 11) + 0.5) * 0x1.0p-53;
+}
+
+/* Algorithm L's step: next W, then the position of the next kept value. */
+static void res_schedule(struct ana_reservoir *r, uint64_t *rng)
+{
+	r->w *= exp(log(rnd_open01(rng)) / ANA_RESERVOIR_CAP);
+	double skip = floor(log(rnd_open01(rng)) / log1p(-r->w));
+	/* W -> 1 after ~2^53 values: then nothing more is sampled */
+	r->next = skip < 9e18 && r->seen + (uint64_t)skip + 1 > r->seen ? r->seen + (uint64_t)skip + 1 : UINT64_MAX;
+}
+
+static PT_NOINLINE_STATS void res_sample(struct ana_reservoir *r, uint64_t v, uint64_t *rng)
+{
+	if (r->n < ANA_RESERVOIR_CAP) { /* the first n values are all kept */
+		if (res_push(r, v) == 0 && r->n == ANA_RESERVOIR_CAP) {
+			r->w = 1.0;
+			res_schedule(r, rng);
+		}
+		if (r->n < ANA_RESERVOIR_CAP)
+			r->next = r->seen + 1;
 		return;
 	}
-	/* uniform in [0, seen) by Lemire's multiply-shift (no 64-bit division) */
-	uint64_t j = (uint64_t)(((u128)rnd(rng) * r->seen) >> 64);
-	if (j < ANA_RESERVOIR_CAP)
-		r->v[j] = v;
+	if (r->w <= 0.0) { /* after a merge: Vitter's algorithm R, slot uniform in [0, seen) */
+		uint64_t j = (uint64_t)(((u128)rnd(rng) * r->seen) >> 64);
+		if (j < ANA_RESERVOIR_CAP)
+			r->v[j] = v;
+		r->next = r->seen + 1;
+		return;
+	}
+	/* uniform slot in [0, n) by Lemire's multiply-shift */
+	r->v[(uint32_t)(((u128)rnd(rng) * ANA_RESERVOIR_CAP) >> 64)] = v;
+	res_schedule(r, rng);
+}
+
+void ana_reservoir_add(struct ana_reservoir *r, uint64_t v, uint64_t *rng)
+{
+	if (++r->seen >= r->next) /* next = 0 until the first value */
+		res_sample(r, v, rng);
 }
 
 void ana_reservoir_merge(struct ana_reservoir *dst, const struct ana_reservoir *src, uint64_t *rng)
@@ -383,6 +410,10 @@ void ana_reservoir_merge(struct ana_reservoir *dst, const struct ana_reservoir *
 		free(tmp);
 	}
 	dst->seen = total;
+	/* a merged sample is uniform but has no algorithm L state: further
+	 * adds (none in the analyzer today) sample one by one (w = 0) */
+	dst->w = 0.0;
+	dst->next = dst->n < ANA_RESERVOIR_CAP ? 0 : total + 1;
 }
 
 void ana_reservoir_free(struct ana_reservoir *r)
