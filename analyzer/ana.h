@@ -127,20 +127,17 @@ double ana_moments_std(const struct ana_moments *m, uint64_t n);
 /* The sums of the same values without @x (one of them): exact. */
 struct ana_moments ana_moments_without(const struct ana_moments *m, uint64_t x);
 
-/* Bounded uniform reservoir of per-occurrence durations, one per call path
- * over the whole process: kept in the merged tree's nodes only (per-thread
- * and flat aggregates leave it empty). Filled with the first
- * ANA_RESERVOIR_CAP values, then sampled with Li's algorithm L (K.-H. Li,
- * "Reservoir-sampling algorithms of time complexity O(n(1 + log(N/n)))",
- * ACM TOMS 20(4), 1994): the number of values to skip before the next
- * replacement is drawn from its exact distribution, so an add that is not
- * sampled costs one increment and one compare, and about
- * n (1 + ln(N/n)) random draws are made over N values. */
+/* Bounded uniform reservoir of per-occurrence durations (Vitter's algorithm
+ * R: the i-th value replaces a random slot with probability n/i; the slot
+ * and the test come from one 64-bit draw by Lemire's multiply-shift), one
+ * per call path over the whole process: kept in the merged tree's nodes
+ * only (per-thread and flat aggregates leave it empty). Li's algorithm L
+ * (skip counts) was measured slower here: its 4 transcendental calls per
+ * replacement cost more than one draw per value while a path has been
+ * seen fewer than ~10^5 times, and the replacements are as many. */
 #define ANA_RESERVOIR_CAP 512
 struct ana_reservoir {
 	uint64_t seen;
-	uint64_t next; /* 1-based position of the next value to keep (algorithm L) */
-	double w;      /* algorithm L's W: the largest of n uniform keys, as sampled so far */
 	uint32_t n, cap;
 	uint64_t *v;
 };

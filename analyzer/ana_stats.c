@@ -327,48 +327,17 @@ static int res_push(struct ana_reservoir *r, uint64_t v)
 	return 0;
 }
 
-/* Uniform in (0, 1): 53 random bits, never 0 (log() below). */
-static double rnd_open01(uint64_t *rng)
-{
-	return ((double)(rnd(rng) >> 11) + 0.5) * 0x1.0p-53;
-}
-
-/* Algorithm L's step: next W, then the position of the next kept value. */
-static void res_schedule(struct ana_reservoir *r, uint64_t *rng)
-{
-	r->w *= exp(log(rnd_open01(rng)) / ANA_RESERVOIR_CAP);
-	double skip = floor(log(rnd_open01(rng)) / log1p(-r->w));
-	/* W -> 1 after ~2^53 values: then nothing more is sampled */
-	r->next = skip < 9e18 && r->seen + (uint64_t)skip + 1 > r->seen ? r->seen + (uint64_t)skip + 1 : UINT64_MAX;
-}
-
-static PT_NOINLINE_STATS void res_sample(struct ana_reservoir *r, uint64_t v, uint64_t *rng)
-{
-	if (r->n < ANA_RESERVOIR_CAP) { /* the first n values are all kept */
-		if (res_push(r, v) == 0 && r->n == ANA_RESERVOIR_CAP) {
-			r->w = 1.0;
-			res_schedule(r, rng);
-		}
-		if (r->n < ANA_RESERVOIR_CAP)
-			r->next = r->seen + 1;
-		return;
-	}
-	if (r->w <= 0.0) { /* after a merge: Vitter's algorithm R, slot uniform in [0, seen) */
-		uint64_t j = (uint64_t)(((u128)rnd(rng) * r->seen) >> 64);
-		if (j < ANA_RESERVOIR_CAP)
-			r->v[j] = v;
-		r->next = r->seen + 1;
-		return;
-	}
-	/* uniform slot in [0, n) by Lemire's multiply-shift */
-	r->v[(uint32_t)(((u128)rnd(rng) * ANA_RESERVOIR_CAP) >> 64)] = v;
-	res_schedule(r, rng);
-}
-
 void ana_reservoir_add(struct ana_reservoir *r, uint64_t v, uint64_t *rng)
 {
-	if (++r->seen >= r->next) /* next = 0 until the first value */
-		res_sample(r, v, rng);
+	r->seen++;
+	if (r->n < ANA_RESERVOIR_CAP) {
+		res_push(r, v);
+		return;
+	}
+	/* uniform in [0, seen) by Lemire's multiply-shift (no 64-bit division) */
+	uint64_t j = (uint64_t)(((u128)rnd(rng) * r->seen) >> 64);
+	if (j < ANA_RESERVOIR_CAP)
+		r->v[j] = v;
 }
 
 void ana_reservoir_merge(struct ana_reservoir *dst, const struct ana_reservoir *src, uint64_t *rng)
@@ -410,10 +379,6 @@ void ana_reservoir_merge(struct ana_reservoir *dst, const struct ana_reservoir *
 		free(tmp);
 	}
 	dst->seen = total;
-	/* a merged sample is uniform but has no algorithm L state: further
-	 * adds (none in the analyzer today) sample one by one (w = 0) */
-	dst->w = 0.0;
-	dst->next = dst->n < ANA_RESERVOIR_CAP ? 0 : total + 1;
 }
 
 void ana_reservoir_free(struct ana_reservoir *r)

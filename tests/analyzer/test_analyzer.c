@@ -1778,13 +1778,13 @@ static void test_ana_moments_exact(void **state)
 }
 
 /*
- * Reservoir (algorithm L, ana.h): after 10^6 values 0..N-1 it holds
+ * Reservoir (algorithm R, ana.h): after 10^6 values 0..N-1 it holds
  * exactly 512 distinct values of the stream; the first 512 values are all
  * kept while they fit; and the sample is uniform: the counts per tenth of
  * the stream pass a chi-square test (9 degrees of freedom, 27.88 = the
  * 0.1% critical value) for each of 20 seeds, and the mean over all seeds
  * is within 4 standard errors of N/2. A sampler biased to early or late
- * values (a wrong skip distribution) fails both.
+ * values (a wrong replacement probability) fails both.
  */
 static void test_ana_reservoir_uniform(void **state)
 {
