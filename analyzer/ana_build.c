@@ -58,20 +58,31 @@ static inline struct frame_x *frame_x(struct frame *f)
 	return &f->x;
 }
 
-uint32_t ana_tree_child(struct ana_tree *t, uint32_t parent, uint32_t id)
+/* First child of @p whose name id is >= @id (children sorted by id). */
+static inline uint32_t child_lower(const struct ana_node *p, uint32_t id)
 {
-	struct ana_node *p = &t->n[parent];
-	if (p->nchild && t->n[p->child[p->last_child]].id == id)
-		return p->child[p->last_child];
+	const uint32_t *ci = p->child_id;
 	uint32_t lo = 0, hi = p->nchild;
+	if (hi <= 8) { /* most nodes: a short scan of one line */
+		while (lo < hi && ci[lo] < id)
+			lo++;
+		return lo;
+	}
 	while (lo < hi) {
 		uint32_t mid = (lo + hi) / 2;
-		if (t->n[p->child[mid]].id < id)
+		if (ci[mid] < id)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	if (lo < p->nchild && t->n[p->child[lo]].id == id) {
+	return lo;
+}
+
+uint32_t ana_tree_child(struct ana_tree *t, uint32_t parent, uint32_t id)
+{
+	struct ana_node *p = &t->n[parent];
+	uint32_t lo = child_lower(p, id);
+	if (lo < p->nchild && p->child_id[lo] == id) {
 		p->last_child = lo;
 		return p->child[lo];
 	}
@@ -90,6 +101,10 @@ uint32_t ana_tree_child(struct ana_tree *t, uint32_t parent, uint32_t id)
 		if (!c)
 			return UINT32_MAX;
 		p->child = c;
+		uint32_t *ci = realloc(p->child_id, nc * sizeof(*ci));
+		if (!ci)
+			return UINT32_MAX; /* child grown, cchild not: consistent */
+		p->child_id = ci;
 		p->cchild = nc;
 	}
 	uint32_t idx = t->count++;
@@ -101,7 +116,9 @@ uint32_t ana_tree_child(struct ana_tree *t, uint32_t parent, uint32_t id)
 	n->merged = UINT32_MAX;
 	n->last_id = UINT32_MAX;
 	memmove(&p->child[lo + 1], &p->child[lo], (p->nchild - lo) * sizeof(*p->child));
+	memmove(&p->child_id[lo + 1], &p->child_id[lo], (p->nchild - lo) * sizeof(*p->child_id));
 	p->child[lo] = idx;
+	p->child_id[lo] = id;
 	p->nchild++;
 	p->last_child = lo;
 	return idx;
@@ -121,6 +138,7 @@ void ana_tree_free(struct ana_tree *t)
 {
 	for (uint32_t i = 0; i < t->count; i++) {
 		free(t->n[i].child);
+		free(t->n[i].child_id);
 		ana_agg_free(&t->n[i].agg);
 	}
 	free(t->n);
@@ -185,9 +203,10 @@ static struct flat_incl *fi_grow(struct tstate *ts, uint32_t id)
 }
 
 /* Hands recursion-safe inclusive sums up to the nearest open same-name
- * frame (which, if kept, will count itself instead), or into the total. */
-static void flat_pass_up(struct tstate *ts, uint32_t id, int32_t prev_same, uint64_t ns, const uint64_t *incl,
-			 const uint64_t *xfer)
+ * frame (which, if kept, will count itself instead), or into the total.
+ * @incl (ANA_NMETRIC) and @xfer (ANA_DIRS) may be NULL: all zero. */
+static inline void flat_pass_up(struct tstate *ts, uint32_t id, int32_t prev_same, uint64_t ns, const uint64_t *incl,
+				const uint64_t *xfer)
 {
 	if (prev_same >= 0) {
 		struct frame *a = &ts->st[prev_same];
@@ -198,9 +217,9 @@ static void flat_pass_up(struct tstate *ts, uint32_t id, int32_t prev_same, uint
 			memset(a->pending_xfer, 0, sizeof(a->pending_xfer));
 		}
 		a->pending_ns += ns;
-		for (int k = 0; k < ANA_NMETRIC; k++)
+		for (int k = 0; incl && k < ANA_NMETRIC; k++)
 			a->pending_incl[k] += incl[k];
-		for (int k = 0; k < ANA_DIRS; k++)
+		for (int k = 0; xfer && k < ANA_DIRS; k++)
 			a->pending_xfer[k] += xfer[k];
 		return;
 	}
@@ -208,9 +227,9 @@ static void flat_pass_up(struct tstate *ts, uint32_t id, int32_t prev_same, uint
 	if (!fi)
 		return;
 	fi->total_ns += ns;
-	for (int k = 0; k < ANA_NMETRIC; k++)
+	for (int k = 0; incl && k < ANA_NMETRIC; k++)
 		fi->metric_incl[k] += incl[k];
-	for (int k = 0; k < ANA_DIRS; k++)
+	for (int k = 0; xfer && k < ANA_DIRS; k++)
 		fi->xfer_incl[k] += xfer[k];
 }
 
@@ -325,17 +344,14 @@ static void close_top(struct ctx *c, struct ana_thread *th, struct tstate *ts, u
 	int32_t *top = open_top_of(ts, id);
 	if (top)
 		*top = f->prev_same;
-	bool in_window = f->start >= c->since_ticks && end <= c->until_ticks;
-	bool in_domain = ana_in_domain(c, id);
-	static const uint64_t zero[ANA_DIRS]; /* ANA_DIRS (4) >= ANA_NMETRIC (3) */
-	if (!in_window || !in_domain) {
+	if (!c->keep_all && !(f->start >= c->since_ticks && end <= c->until_ticks && ana_in_domain(c, id))) {
 		/* not kept: kept same-name descendants count on their own */
 		if (f->has_pending)
 			flat_pass_up(ts, id, f->prev_same, f->pending_ns, f->pending_incl, f->pending_xfer);
 		return;
 	}
 	/* kept: its own inclusive time covers any pending descendants */
-	flat_pass_up(ts, id, f->prev_same, dur_ns, f->has_m ? f->m.metric_incl : zero, f->has_x ? f->x.xfer_incl : zero);
+	flat_pass_up(ts, id, f->prev_same, dur_ns, f->has_m ? f->m.metric_incl : NULL, f->has_x ? f->x.xfer_incl : NULL);
 	struct ana_node *n = &th->tree.n[f->node];
 	agg_add(c, &n->agg, f, dur_ns, self_ns, true);
 	if (n->merged != UINT32_MAX) { /* one reservoir per path, process-wide */
@@ -735,6 +751,7 @@ int ana_run(const char *path, const struct ana_options *opt, struct ana_result *
 	uint64_t t0 = info->start_ticks;
 	c.since_ticks = opt->since_ns ? t0 + (uint64_t)((double)opt->since_ns / c.ns_per_tick) : 0;
 	c.until_ticks = opt->until_ns ? t0 + (uint64_t)((double)opt->until_ns / c.ns_per_tick) : UINT64_MAX;
+	c.keep_all = c.since_ticks == 0 && c.until_ticks == UINT64_MAX && res->domain_filter == UINT32_MAX;
 
 	struct pt_chunk_info ci;
 	struct pt_record batch[256];

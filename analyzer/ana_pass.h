@@ -85,6 +85,7 @@ struct ctx {
 	uint32_t *domain_of; /* name id -> domain, for the filter */
 	struct gpu_pass *gp; /* NULL until the first GPU, async or instant record */
 	bool merged_only;    /* ana_options.merged_percentiles_only */
+	bool keep_all;       /* no --since/--until/--domain: every section is kept */
 	struct ana_hpend *mpend; /* merged_only: by merged node, pending histogram adds */
 	uint32_t nmpend;
 };
@@ -92,6 +93,14 @@ struct ctx {
 /* Duration in ticks to ns with the trace's mean slope (doc/analyzer-output.md §1). */
 static inline uint64_t ana_ticks_ns(const struct ctx *c, uint64_t ticks)
 {
+	/* x86-64 converts signed 64-bit integers in one instruction, unsigned
+	 * ones in about ten: same values, through the signed conversions while
+	 * they fit (every real duration) */
+	if (__builtin_expect(ticks <= (uint64_t)INT64_MAX, 1)) {
+		double x = (double)(int64_t)ticks * c->ns_per_tick + 0.5;
+		if (__builtin_expect(x < 9.2e18, 1))
+			return (uint64_t)(int64_t)x;
+	}
 	return (uint64_t)((double)ticks * c->ns_per_tick + 0.5);
 }
 
