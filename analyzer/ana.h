@@ -212,8 +212,6 @@ struct ana_node {
 	uint32_t *child;   /* node indexes, sorted by name id */
 	uint32_t *child_id; /* their name ids, same order: searched without touching the children */
 	uint32_t last_child;
-	uint32_t last_id, last_node; /* last child looked up: its name id and node (fast path) */
-	uint32_t merged;   /* per-thread trees: this path's node in the merged tree */
 	struct ana_agg agg;
 };
 

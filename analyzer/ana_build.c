@@ -113,8 +113,6 @@ uint32_t ana_tree_child(struct ana_tree *t, uint32_t parent, uint32_t id)
 	n->id = id;
 	n->parent = parent;
 	n->depth = t->n[parent].depth + 1;
-	n->merged = UINT32_MAX;
-	n->last_id = UINT32_MAX;
 	memmove(&p->child[lo + 1], &p->child[lo], (p->nchild - lo) * sizeof(*p->child));
 	memmove(&p->child_id[lo + 1], &p->child_id[lo], (p->nchild - lo) * sizeof(*p->child_id));
 	p->child[lo] = idx;
@@ -354,12 +352,28 @@ static void close_top(struct ctx *c, struct ana_thread *th, struct tstate *ts, u
 	flat_pass_up(ts, id, f->prev_same, dur_ns, f->has_m ? f->m.metric_incl : NULL, f->has_x ? f->x.xfer_incl : NULL);
 	struct ana_node *n = &th->tree.n[f->node];
 	agg_add(c, &n->agg, f, dur_ns, self_ns, true);
-	if (n->merged != UINT32_MAX) { /* one reservoir per path, process-wide */
-		struct ana_agg *ma = &c->res->merged.n[n->merged].agg;
+	if (f->merged != UINT32_MAX) { /* one reservoir per path, process-wide */
+		struct ana_agg *ma = &c->res->merged.n[f->merged].agg;
 		if (c->merged_only)
-			mpend_add(c, n->merged, dur_ns);
+			mpend_add(c, f->merged, dur_ns);
 		ana_reservoir_add(&ma->res, dur_ns, &c->rng);
 	}
+}
+
+/* Covers every node of @t (some are made outside sec_begin: GPU launches). */
+static PT_NOINLINE_ int pn_grow(struct tstate *ts, const struct ana_tree *t)
+{
+	uint32_t nc = ts->npn ? ts->npn : 64;
+	while (nc < t->count)
+		nc *= 2;
+	struct pnode *p = realloc(ts->pn, (size_t)nc * sizeof(*p));
+	if (!p)
+		return -1;
+	for (uint32_t i = ts->npn; i < nc; i++)
+		p[i] = (struct pnode){ .last_id = UINT32_MAX, .last_node = 0, .merged = UINT32_MAX };
+	ts->pn = p;
+	ts->npn = nc;
+	return 0;
 }
 
 /* BEGIN of section @id at @ticks: pushes child(top, id). */
@@ -367,23 +381,24 @@ static inline __attribute__((always_inline)) void sec_begin(struct ctx *c, struc
 							  uint32_t id, uint64_t ticks)
 {
 	uint32_t parent = ts->depth ? ts->st[ts->depth - 1].node : 0;
-	struct ana_node *pn = &th->tree.n[parent];
+	if (__builtin_expect(parent >= ts->npn, 0) && pn_grow(ts, &th->tree))
+		return;
 	uint32_t node;
-	/* loops re-enter the same child: one cache line. last_node 0 (the
-	 * root, never a child) = nothing cached, whatever last_id holds */
-	if (pn->last_id == id && pn->last_node) {
-		node = pn->last_node;
+	/* loops re-enter the same child: one compare in a 16-byte entry */
+	if (ts->pn[parent].last_id == id && ts->pn[parent].last_node) {
+		node = ts->pn[parent].last_node;
 	} else {
 		node = ana_tree_child(&th->tree, parent, id);
-		if (node == UINT32_MAX)
+		if (node == UINT32_MAX || (node >= ts->npn && pn_grow(ts, &th->tree)))
 			return;
-		pn = &th->tree.n[parent]; /* the node array may have moved */
-		pn->last_id = id;
-		pn->last_node = node;
+		ts->pn[parent].last_id = id;
+		ts->pn[parent].last_node = node;
 	}
-	if (th->tree.n[node].merged == UINT32_MAX) { /* new path on this thread */
-		uint32_t mp = parent ? th->tree.n[parent].merged : 0;
-		th->tree.n[node].merged = mp == UINT32_MAX ? UINT32_MAX : ana_tree_child(&c->res->merged, mp, id);
+	uint32_t merged = ts->pn[node].merged;
+	if (merged == UINT32_MAX) { /* new path on this thread */
+		uint32_t mp = parent ? ts->pn[parent].merged : 0;
+		merged = mp == UINT32_MAX ? UINT32_MAX : ana_tree_child(&c->res->merged, mp, id);
+		ts->pn[node].merged = merged;
 	}
 	if (ts->depth == ts->cap) {
 		uint32_t nc = ts->cap ? ts->cap * 2 : 64;
@@ -396,6 +411,7 @@ static inline __attribute__((always_inline)) void sec_begin(struct ctx *c, struc
 	int32_t *top = open_top_of(ts, id);
 	struct frame *f = &ts->st[ts->depth];
 	f->node = node;
+	f->merged = merged;
 	f->id = id;
 	f->start = ticks;
 	f->child_ticks = 0;
@@ -875,6 +891,7 @@ int ana_run(const char *path, const struct ana_options *opt, struct ana_result *
 		free(c.ts[i].flat);
 		c.ts[i].flat = NULL;
 		free(c.ts[i].st);
+		free(c.ts[i].pn);
 		free(c.ts[i].open_top);
 		free(c.ts[i].fi);
 		ana_pass_free_tstate(&c.ts[i]);

@@ -25,6 +25,7 @@ struct frame_x {
 
 struct frame {
 	uint32_t node, id;
+	uint32_t merged;          /* the node's path in the merged tree, or UINT32_MAX */
 	uint64_t start, child_ticks;
 	int32_t prev_same;        /* innermost open frame of the same name below this one, or -1 */
 	bool lossy, has_m, has_x, has_pending;
@@ -54,7 +55,17 @@ struct gpu_flat {
 	uint64_t count, total_ns, stamp;
 };
 
+/* What BEGIN needs of a thread-tree node, 16 bytes a node (a thread's
+ * few thousand paths stay in L1/L2 while its nodes do not). */
+struct pnode {
+	uint32_t last_id, last_node; /* last child looked up; last_node 0 = none */
+	uint32_t merged;             /* the path's node in the merged tree; UINT32_MAX = not yet */
+	uint32_t pad_;
+};
+
 struct tstate {
+	struct pnode *pn;     /* by thread-tree node */
+	uint32_t npn;
 	struct frame *st;
 	uint32_t depth, cap;
 	int32_t *open_top;    /* by name id: innermost open frame index, -1 = none */
