@@ -339,17 +339,20 @@ static void close_top(struct ctx *c, struct ana_thread *th, struct tstate *ts, u
 	}
 	uint32_t id = f->id;
 	th->sections++;
-	int32_t *top = open_top_of(ts, id);
-	if (top)
-		*top = f->prev_same;
-	if (!c->keep_all && !(f->start >= c->since_ticks && end <= c->until_ticks && ana_in_domain(c, id))) {
-		/* not kept: kept same-name descendants count on their own */
-		if (f->has_pending)
-			flat_pass_up(ts, id, f->prev_same, f->pending_ns, f->pending_incl, f->pending_xfer);
-		return;
+	if (!c->keep_all) { /* recursion-safe flat sums: from the tree when every section is kept */
+		int32_t *top = open_top_of(ts, id);
+		if (top)
+			*top = f->prev_same;
+		if (!(f->start >= c->since_ticks && end <= c->until_ticks && ana_in_domain(c, id))) {
+			/* not kept: kept same-name descendants count on their own */
+			if (f->has_pending)
+				flat_pass_up(ts, id, f->prev_same, f->pending_ns, f->pending_incl, f->pending_xfer);
+			return;
+		}
+		/* kept: its own inclusive time covers any pending descendants */
+		flat_pass_up(ts, id, f->prev_same, dur_ns, f->has_m ? f->m.metric_incl : NULL,
+			     f->has_x ? f->x.xfer_incl : NULL);
 	}
-	/* kept: its own inclusive time covers any pending descendants */
-	flat_pass_up(ts, id, f->prev_same, dur_ns, f->has_m ? f->m.metric_incl : NULL, f->has_x ? f->x.xfer_incl : NULL);
 	struct ana_node *n = &th->tree.n[f->node];
 	agg_add(c, &n->agg, f, dur_ns, self_ns, true);
 	if (f->merged != UINT32_MAX) { /* one reservoir per path, process-wide */
@@ -408,7 +411,6 @@ static inline __attribute__((always_inline)) void sec_begin(struct ctx *c, struc
 		ts->st = s;
 		ts->cap = nc;
 	}
-	int32_t *top = open_top_of(ts, id);
 	struct frame *f = &ts->st[ts->depth];
 	f->node = node;
 	f->merged = merged;
@@ -416,9 +418,14 @@ static inline __attribute__((always_inline)) void sec_begin(struct ctx *c, struc
 	f->start = ticks;
 	f->child_ticks = 0;
 	f->lossy = f->has_m = f->has_x = f->has_pending = false;
-	f->prev_same = top ? *top : -1;
-	if (top)
-		*top = (int32_t)ts->depth;
+	f->prev_same = -1;
+	if (!c->keep_all) {
+		int32_t *top = open_top_of(ts, id);
+		if (top) {
+			f->prev_same = *top;
+			*top = (int32_t)ts->depth;
+		}
+	}
 	ts->depth++;
 }
 
@@ -543,14 +550,72 @@ static void drop_stack(struct tstate *ts, uint64_t *counter)
 }
 
 /*
+ * The recursion-safe inclusive sums per name when every section is kept
+ * (no --since, --until or --domain): an occurrence counts when no
+ * enclosing occurrence has its name, and with nothing filtered out the
+ * enclosing occurrences are the path's ancestors; so each node whose path
+ * does not hold its name above it adds its inclusive totals, which are
+ * the sums of the very values flat_pass_up() would have added one by one.
+ * One depth-first walk with a count of each name on the current path.
+ */
+static int flat_incl_from_tree(struct tstate *ts, const struct ana_tree *t)
+{
+	uint32_t *on_path = calloc(ts->id_limit, sizeof(*on_path));
+	uint32_t *stk = malloc((size_t)t->count * sizeof(*stk)), *pos = malloc((size_t)t->count * sizeof(*pos));
+	if (!on_path || !stk || !pos) {
+		free(on_path);
+		free(stk);
+		free(pos);
+		return -ENOMEM;
+	}
+	uint32_t sp = 0;
+	stk[sp] = 0; /* the root: no name */
+	pos[sp++] = 0;
+	while (sp) {
+		const struct ana_node *n = &t->n[stk[sp - 1]];
+		if (pos[sp - 1] == n->nchild) { /* done with n: off the path */
+			if (stk[sp - 1] && n->id < ts->id_limit)
+				on_path[n->id]--;
+			sp--;
+			continue;
+		}
+		uint32_t k = n->child[pos[sp - 1]++];
+		const struct ana_node *ch = &t->n[k];
+		if (ch->id < ts->id_limit) {
+			if (!on_path[ch->id] && ch->agg.count) {
+				struct flat_incl *fi = fi_of(ts, ch->id);
+				if (fi) {
+					fi->total_ns += ch->agg.total_ns;
+					for (int m = 0; m < ANA_NMETRIC; m++)
+						fi->metric_incl[m] += ch->agg.metric_incl[m];
+					for (int d = 0; d < ANA_DIRS; d++)
+						fi->xfer_incl[d] += ch->agg.xfer_incl[d];
+				}
+			}
+			on_path[ch->id]++;
+		}
+		stk[sp] = k;
+		pos[sp++] = 0;
+	}
+	free(on_path);
+	free(stk);
+	free(pos);
+	return 0;
+}
+
+/*
  * Flat by-name aggregates (doc/analyzer-output.md §2): counts, self time
  * and distributions merge from every node of the finished tree; the
  * inclusive sums come from the pass (flat_pass_up), where an occurrence
  * counts its inclusive time only if no kept occurrence of the same name
- * encloses it, so recursion is not counted twice, also within a window.
+ * encloses it, so recursion is not counted twice, also within a window;
+ * or, when nothing is filtered, from the tree (flat_incl_from_tree()).
  */
 static void flat_from_tree(struct ctx *c, const struct ana_tree *t, struct tstate *ts)
 {
+	if (c->keep_all)
+		flat_incl_from_tree(ts, t); /* ENOMEM: inclusive flat sums stay 0 */
+
 	for (uint32_t i = 1; i < t->count; i++) {
 		const struct ana_node *n = &t->n[i];
 		if (!n->agg.count)
