@@ -391,7 +391,9 @@ static inline __attribute__((always_inline)) void sec_begin(struct ctx *c, struc
 	if (ts->pn[parent].last_id == id && ts->pn[parent].last_node) {
 		node = ts->pn[parent].last_node;
 	} else {
-		node = ana_tree_child(&th->tree, parent, id);
+		const struct ana_node *pn = &th->tree.n[parent];
+		uint32_t k = child_lower(pn, id);
+		node = k < pn->nchild && pn->child_id[k] == id ? pn->child[k] : ana_tree_child(&th->tree, parent, id);
 		if (node == UINT32_MAX || (node >= ts->npn && pn_grow(ts, &th->tree)))
 			return;
 		ts->pn[parent].last_id = id;
@@ -454,6 +456,21 @@ static inline __attribute__((always_inline)) void sec_end(struct ctx *c, struct 
 	close_top(c, th, ts, ticks);
 }
 
+/* METRIC of kind @aux (enum pt_metric_kind), amount @value: into the innermost open section. */
+static inline __attribute__((always_inline)) void sec_metric(struct ana_thread *th, struct tstate *ts, uint32_t aux,
+							   uint64_t value)
+{
+	if (aux < 1 || aux > ANA_NMETRIC)
+		return;
+	if (ts->depth) {
+		struct frame_m *m = frame_m(&ts->st[ts->depth - 1]);
+		m->metric_self[aux - 1] += value;
+		m->metric_incl[aux - 1] += value;
+	} else {
+		th->unattributed[aux - 1] += value;
+	}
+}
+
 static void on_record(struct ctx *c, struct ana_thread *th, struct tstate *ts, const struct pt_record *r)
 {
 	if (!ts->seen) {
@@ -471,15 +488,7 @@ static void on_record(struct ctx *c, struct ana_thread *th, struct tstate *ts, c
 		sec_end(c, th, ts, r->id, r->ticks);
 		return;
 	case PT_REC_METRIC:
-		if (r->aux < 1 || r->aux > ANA_NMETRIC)
-			return;
-		if (ts->depth) {
-			struct frame_m *m = frame_m(&ts->st[ts->depth - 1]);
-			m->metric_self[r->aux - 1] += r->value;
-			m->metric_incl[r->aux - 1] += r->value;
-		} else {
-			th->unattributed[r->aux - 1] += r->value;
-		}
+		sec_metric(th, ts, r->aux, r->value);
 		return;
 	case PT_REC_TRANSFER:
 		if (r->aux < 1 || r->aux > ANA_DIRS || !ts->depth)
@@ -709,6 +718,18 @@ static PT_NOINLINE_ void read_events(struct ctx *c, struct ana_thread *th, struc
 					ts->last_ticks = d->ticks;
 					fast++;
 					sec_begin(c, th, ts, id, d->ticks);
+					continue;
+				}
+			} else if (tag == PT_REC_METRIC) {
+				uint32_t aux;
+				uint64_t value;
+				if (fmt_dec_fast_metric(d, &aux, &value)) {
+					if (__builtin_expect(!ts->seen, 0)) {
+						ts->seen = true;
+						ts->first_ticks = d->ticks; /* a METRIC reports the last tick */
+					}
+					fast++;
+					sec_metric(th, ts, aux, value);
 					continue;
 				}
 			} else if (tag == FMT_TAG_END_TOP || tag == PT_REC_END) {

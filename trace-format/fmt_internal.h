@@ -242,7 +242,7 @@ PT_INTERNAL int fmt_dec_next(struct fmt_dec *d, struct pt_record *out);
  * and leave d unchanged, and fmt_dec_next() then decodes the same bytes
  * with the full checks (same records, same errors, same offsets).
  */
-#define FMT_DEC_FAST_SLACK 24
+#define FMT_DEC_FAST_SLACK 24 /* >= 1 + 2 x 10: BEGIN, END, END_TOP, METRIC, TRANSFER */
 
 /* A varint of at most 10 bytes at *p (no bounds check: see above); 0 if longer. */
 static inline int fmt_fast_varint(const uint8_t **pp, uint64_t *out)
@@ -304,6 +304,19 @@ static inline int fmt_dec_fast_end(struct fmt_dec *d, uint32_t *id)
 	if (d->depth > 0)
 		d->depth--;
 	*id = (uint32_t)a;
+	return 1;
+}
+
+/* METRIC or TRANSFER at d->pos (no tick of their own): 1 with *aux and
+ * *value; 0 = use fmt_dec_next(). */
+static inline int fmt_dec_fast_metric(struct fmt_dec *d, uint32_t *aux, uint64_t *value)
+{
+	const uint8_t *p = d->pos + 1;
+	uint64_t a;
+	if (!fmt_fast_varint(&p, &a) || a > UINT32_MAX || !fmt_fast_varint(&p, value))
+		return 0;
+	d->pos = p;
+	*aux = (uint32_t)a;
 	return 1;
 }
 
