@@ -705,48 +705,53 @@ static PT_NOINLINE_ void read_events(struct ctx *c, struct ana_thread *th, struc
 		return;
 	uint64_t fast = 0; /* records decoded here, counted once at the end */
 	int rc;
+	struct fmt_fast fd;
+	fmt_fast_load(&fd, d);
+	const uint8_t *end = d->end;
 	for (;;) {
-		if (d->end - d->pos >= FMT_DEC_FAST_SLACK) {
-			uint8_t tag = d->pos[0];
+		if (end - fd.pos >= FMT_DEC_FAST_SLACK) {
+			uint8_t tag = fd.pos[0];
 			uint32_t id;
 			if (tag == PT_REC_BEGIN) {
-				if (fmt_dec_fast_begin(d, &id)) {
+				if (fmt_dec_fast_begin(&fd, d->stack, &id)) {
 					if (__builtin_expect(!ts->seen, 0)) {
 						ts->seen = true;
-						ts->first_ticks = d->ticks;
+						ts->first_ticks = fd.ticks;
 					}
-					ts->last_ticks = d->ticks;
+					ts->last_ticks = fd.ticks;
 					fast++;
-					sec_begin(c, th, ts, id, d->ticks);
+					sec_begin(c, th, ts, id, fd.ticks);
 					continue;
 				}
 			} else if (tag == PT_REC_METRIC) {
 				uint32_t aux;
 				uint64_t value;
-				if (fmt_dec_fast_metric(d, &aux, &value)) {
+				if (fmt_dec_fast_metric(&fd, &aux, &value)) {
 					if (__builtin_expect(!ts->seen, 0)) {
 						ts->seen = true;
-						ts->first_ticks = d->ticks; /* a METRIC reports the last tick */
+						ts->first_ticks = fd.ticks; /* a METRIC reports the last tick */
 					}
 					fast++;
 					sec_metric(th, ts, aux, value);
 					continue;
 				}
 			} else if (tag == FMT_TAG_END_TOP || tag == PT_REC_END) {
-				if (fmt_dec_fast_end(d, &id)) {
+				if (fmt_dec_fast_end(&fd, d->stack, &id)) {
 					if (__builtin_expect(!ts->seen, 0)) {
 						ts->seen = true;
-						ts->first_ticks = d->ticks;
+						ts->first_ticks = fd.ticks;
 					}
-					ts->last_ticks = d->ticks;
+					ts->last_ticks = fd.ticks;
 					fast++;
-					sec_end(c, th, ts, id, d->ticks);
+					sec_end(c, th, ts, id, fd.ticks);
 					continue;
 				}
 			}
 		}
 		struct pt_record r;
+		fmt_fast_store(&fd, d);
 		rc = fmt_dec_next(d, &r);
+		fmt_fast_load(&fd, d);
 		if (rc <= 0)
 			break;
 		on_record(c, th, ts, &r);

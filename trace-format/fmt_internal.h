@@ -269,53 +269,78 @@ static inline int fmt_fast_varint(const uint8_t **pp, uint64_t *out)
 	return 0;
 }
 
-/* BEGIN (tag PT_REC_BEGIN at d->pos): 1 with *id, d->ticks advanced; 0 = use fmt_dec_next(). */
-static inline int fmt_dec_fast_begin(struct fmt_dec *d, uint32_t *id)
+/*
+ * The decoder's moving parts, copied out of a struct fmt_dec for the fast
+ * loop (fmt_fast_load/fmt_fast_store around every fmt_dec_next() call):
+ * a local whose address never escapes stays in registers, while the
+ * decoder itself sits in memory that every store of the caller might
+ * alias. The in-chunk stack stays in the decoder (d->stack).
+ */
+struct fmt_fast {
+	const uint8_t *pos;
+	uint64_t ticks;
+	uint32_t depth;
+};
+static inline void fmt_fast_load(struct fmt_fast *f, const struct fmt_dec *d)
 {
-	const uint8_t *p = d->pos + 1;
+	f->pos = d->pos;
+	f->ticks = d->ticks;
+	f->depth = d->depth;
+}
+static inline void fmt_fast_store(const struct fmt_fast *f, struct fmt_dec *d)
+{
+	d->pos = f->pos;
+	d->ticks = f->ticks;
+	d->depth = f->depth;
+}
+
+/* BEGIN (tag PT_REC_BEGIN at f->pos): 1 with *id, f->ticks advanced; 0 = use fmt_dec_next(). */
+static inline int fmt_dec_fast_begin(struct fmt_fast *f, uint32_t *stack, uint32_t *id)
+{
+	const uint8_t *p = f->pos + 1;
 	uint64_t dt, a;
-	if (!fmt_fast_varint(&p, &dt) || !fmt_fast_varint(&p, &a) || a > UINT32_MAX || d->ticks + dt < d->ticks)
+	if (!fmt_fast_varint(&p, &dt) || !fmt_fast_varint(&p, &a) || a > UINT32_MAX || f->ticks + dt < f->ticks)
 		return 0;
-	d->pos = p;
-	d->ticks += dt;
-	if (d->depth < FMT_CHUNK_STACK)
-		d->stack[d->depth] = (uint32_t)a;
-	d->depth++;
+	f->pos = p;
+	f->ticks += dt;
+	if (f->depth < FMT_CHUNK_STACK)
+		stack[f->depth] = (uint32_t)a;
+	f->depth++;
 	*id = (uint32_t)a;
 	return 1;
 }
 
-/* END or END_TOP at d->pos: 1 with *id, d->ticks advanced; 0 = use fmt_dec_next(). */
-static inline int fmt_dec_fast_end(struct fmt_dec *d, uint32_t *id)
+/* END or END_TOP at f->pos: 1 with *id, f->ticks advanced; 0 = use fmt_dec_next(). */
+static inline int fmt_dec_fast_end(struct fmt_fast *f, const uint32_t *stack, uint32_t *id)
 {
-	const uint8_t *p = d->pos + 1;
+	const uint8_t *p = f->pos + 1;
 	uint64_t dt, a;
-	if (!fmt_fast_varint(&p, &dt) || d->ticks + dt < d->ticks)
+	if (!fmt_fast_varint(&p, &dt) || f->ticks + dt < f->ticks)
 		return 0;
-	if (d->pos[0] == FMT_TAG_END_TOP) {
-		if (d->depth == 0 || d->depth > FMT_CHUNK_STACK)
+	if (f->pos[0] == FMT_TAG_END_TOP) {
+		if (f->depth == 0 || f->depth > FMT_CHUNK_STACK)
 			return 0;
-		a = d->stack[d->depth - 1];
+		a = stack[f->depth - 1];
 	} else if (!fmt_fast_varint(&p, &a) || a > UINT32_MAX) {
 		return 0;
 	}
-	d->pos = p;
-	d->ticks += dt;
-	if (d->depth > 0)
-		d->depth--;
+	f->pos = p;
+	f->ticks += dt;
+	if (f->depth > 0)
+		f->depth--;
 	*id = (uint32_t)a;
 	return 1;
 }
 
-/* METRIC or TRANSFER at d->pos (no tick of their own): 1 with *aux and
+/* METRIC or TRANSFER at f->pos (no tick of their own): 1 with *aux and
  * *value; 0 = use fmt_dec_next(). */
-static inline int fmt_dec_fast_metric(struct fmt_dec *d, uint32_t *aux, uint64_t *value)
+static inline int fmt_dec_fast_metric(struct fmt_fast *f, uint32_t *aux, uint64_t *value)
 {
-	const uint8_t *p = d->pos + 1;
+	const uint8_t *p = f->pos + 1;
 	uint64_t a;
 	if (!fmt_fast_varint(&p, &a) || a > UINT32_MAX || !fmt_fast_varint(&p, value))
 		return 0;
-	d->pos = p;
+	f->pos = p;
 	*aux = (uint32_t)a;
 	return 1;
 }
