@@ -12,6 +12,7 @@
  *
  * usage: bench-analyze [--quick] [--keep DIR]
  */
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -174,10 +175,26 @@ int main(int argc, char **argv)
 	fprintf(stderr, "bench-analyze: built without optimization; use the default debugoptimized build\n");
 	return 2;
 #endif
-	int quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
-	char dir[] = "/tmp/ptz-bench-analyze-XXXXXX";
-	if (!mkdtemp(dir))
+	int quick = 0;
+	const char *keep = NULL;
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--quick") == 0) {
+			quick = 1;
+		} else if (strcmp(argv[i], "--keep") == 0 && i + 1 < argc) {
+			keep = argv[++i];
+		} else {
+			fprintf(stderr, "usage: bench-analyze [--quick] [--keep DIR]\n");
+			return 2;
+		}
+	}
+	char tmpdir[] = "/tmp/ptz-bench-analyze-XXXXXX";
+	const char *dir = keep;
+	if (keep ? mkdir(keep, 0755) != 0 && errno != EEXIST : !mkdtemp(tmpdir)) {
+		perror(keep ? keep : tmpdir);
 		return 1;
+	}
+	if (!keep)
+		dir = tmpdir;
 	uint64_t sizes[2] = { quick ? 1000000 : 10000000, quick ? 10000000 : 100000000 };
 	struct result r[2];
 	for (int i = 0; i < 2; i++) {
@@ -207,14 +224,14 @@ int main(int argc, char **argv)
 		       "(cpu)  peak RSS %7.1f MB\n",
 		       (unsigned long long)r[i].records, r[i].paths, sb.st_size / 1e6, r[i].wall, r[i].cpu,
 		       r[i].records / r[i].cpu / 1e6, r[i].maxrss_kb / 1024.0);
-		if (getenv("PTZ_BENCH_KEEP"))
+		if (keep)
 			fprintf(stderr, "  kept %s\n", path);
 		else
 			unlink(path);
 	}
 	printf("RSS ratio (larger / smaller trace): %.3f  (target <= 1.10)\n",
 	       (double)r[1].maxrss_kb / (double)r[0].maxrss_kb);
-	if (!getenv("PTZ_BENCH_KEEP"))
+	if (!keep)
 		rmdir(dir);
 	return 0;
 }
