@@ -569,7 +569,11 @@ static void drop_stack(struct tstate *ts, uint64_t *counter)
  */
 static int flat_incl_from_tree(struct tstate *ts, const struct ana_tree *t)
 {
-	uint32_t *on_path = calloc(ts->id_limit, sizeof(*on_path));
+	uint32_t nid = 1; /* ids in the tree bound the table, not the id limit (crafted ids) */
+	for (uint32_t i = 1; i < t->count; i++)
+		if (t->n[i].id < ts->id_limit && t->n[i].id >= nid)
+			nid = t->n[i].id + 1;
+	uint32_t *on_path = calloc(nid, sizeof(*on_path));
 	uint32_t *stk = malloc((size_t)t->count * sizeof(*stk)), *pos = malloc((size_t)t->count * sizeof(*pos));
 	if (!on_path || !stk || !pos) {
 		free(on_path);
