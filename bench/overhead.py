@@ -7,8 +7,11 @@ whole runs (process start to exit: pt_open, recording, flush and pt_close
 included). A third variant runs the instrumented binary with a NULL
 recorder (--trace ''): same machine code, nothing recorded, so a gap
 between it and PT_DISABLE is code generation, not recording. Prints the
-medians, the ratio recording / PT_DISABLE, and a 95% bootstrap confidence
-interval of that ratio (percentile method, 10,000 resamples, seeded).
+medians and the overhead as the median of the paired ratios
+recording / PT_DISABLE (one pair per round: the two runs are minutes
+closer in time than the whole series, so slow drift of a shared machine
+cancels), with a 95% bootstrap confidence interval of that median
+(percentile method, 10,000 resamples of the rounds, seeded).
 Target: overhead below 1%. Not a test: figures only.
 
 usage: bench/overhead.py BUILD_DIR [--runs N] [--example NAME ...]
@@ -25,12 +28,10 @@ def run(cmd):
         raise SystemExit(f"{cmd[0]} failed with status {status}")
     return wall, ru.ru_utime + ru.ru_stime
 
-def boot_ci(rng, a, b):
-    ratios = []
-    for _ in range(10000):
-        ratios.append(statistics.median([rng.choice(a) for _ in a]) / statistics.median([rng.choice(b) for _ in b]))
-    ratios.sort()
-    return ratios[249], ratios[9749]
+def boot_ci(rng, r):
+    """95% percentile-bootstrap CI of the median of the paired ratios r"""
+    meds = sorted(statistics.median([rng.choice(r) for _ in r]) for _ in range(10000))
+    return meds[249], meds[9749]
 
 def main():
     ap = argparse.ArgumentParser()
@@ -42,7 +43,7 @@ def main():
     rng = random.Random(12345)
     tmp = tempfile.mkdtemp(prefix="ptz-overhead-")
     print(f"ptz always-on overhead: {a.runs} interleaved runs each; wall = whole-process wall time,")
-    print("cpu = whole-process user+sys time (flusher included); ratio = recording / PT_DISABLE medians")
+    print("cpu = whole-process user+sys time (flusher included); ratio = median of per-round recording / PT_DISABLE")
     print(f"{'example':16} {'time':4} {'recording':>10} {'NULL rec.':>10} {'PT_DISABLE':>11} {'ratio':>7} {'95% CI':>17} {'overhead':>9}")
     for ex in examples:
         on = os.path.join(a.build, "examples", ex)
@@ -63,8 +64,9 @@ def main():
             null_k = [x[k] for x in t_null]
             off_k = [x[k] for x in t_off]
             m_on, m_null, m_off = (statistics.median(v) for v in (on_k, null_k, off_k))
-            lo, hi = boot_ci(rng, on_k, off_k)
-            r = m_on / m_off
+            pairs = [x / y for x, y in zip(on_k, off_k)]
+            r = statistics.median(pairs)
+            lo, hi = boot_ci(rng, pairs)
             print(f"{ex:16} {label:4} {m_on:9.3f}s {m_null:9.3f}s {m_off:10.3f}s {r:7.4f} [{lo:.4f}, {hi:.4f}] {100*(r-1):+8.2f}%")
         if os.path.exists(trace):
             os.unlink(trace)
