@@ -29,31 +29,45 @@
  * bound. Reporting a bucket's midpoint bounds the relative error of a
  * percentile by 2^-(ANA_SUB_BITS+1) = 0.39% (HdrHistogram's scheme).
  * Storage is lazy and hybrid, per power of two: buckets of an octave that
- * holds few distinct values are (index, count) pairs in one sorted list of
- * at most ANA_HIST_SPARSE pairs (a path seen a few times, and the sparse
- * tails of every distribution); an octave gets a dense block of
- * 2^ANA_SUB_BITS counters (O(1) adds, for the body of the distribution)
- * once it holds ANA_HIST_DENSE_AT distinct buckets, or when the list is
- * full. So an outlier costs 8 bytes, not a 512-byte block, and memory per
- * path grows with the distinct values in its tails only, bounded by
- * ANA_HIST_OCTAVES blocks plus the list.
+ * holds few distinct values are 4-byte pairs (16-bit bucket index, 16-bit
+ * count) in one sorted list of at most ANA_HIST_SPARSE pairs (a path seen
+ * a few times, and the sparse tails of every distribution); an octave gets
+ * a dense block of 2^ANA_SUB_BITS counters (O(1) adds, for the body of the
+ * distribution) once it would hold ANA_HIST_DENSE_AT distinct buckets,
+ * when a pair's count would pass 65,535, or when the list is full (the
+ * octave with the most pairs). A block's counters are 16 bits (256 bytes)
+ * until one of them would pass 65,535; then that block is widened to 32
+ * bits (512 bytes). The table of block pointers spans only the octaves from
+ * the lowest to the highest dense one, and the list gives back its slack
+ * when an octave's pairs move to a block. So an outlier costs 4 bytes, and
+ * memory per path grows with the distinct values in its tails only,
+ * bounded by ANA_HIST_OCTAVES blocks plus the list. Counts are exact in
+ * every form (a 32-bit counter wraps past 2^32 - 1 values in one bucket,
+ * as it always did). The buckets, hence every rank, do not depend on the
+ * form.
  */
 #define ANA_SUB_BITS 7
 #define ANA_HIST_REL_ERROR (1.0 / (1u << (ANA_SUB_BITS + 1)))
-#define ANA_HIST_SPARSE 256
+#define ANA_HIST_SPARSE 512 /* pairs in the list at most (2 KiB) */
+/* Distinct buckets that make an octave dense: 32 pairs (128 bytes) are half
+ * a narrow block, and an octave that has reached 32 tends to keep gaining
+ * buckets. Measured against 64 (the break-even): the same memory, and
+ * fewer adds through the sparse list's binary search. */
 #define ANA_HIST_DENSE_AT 32
 #define ANA_HIST_OCTAVES (64 - ANA_SUB_BITS + 1) /* exact block + one per power of two */
+struct ana_hist_blk; /* block table: a bitmap of wide blocks and the block pointers (ana_stats.c) */
 struct ana_hist {
-	uint32_t *sp;   /* nsp pairs {bucket index, count}, buckets of octaves without a block */
-	uint32_t nsp, csp;
-	uint32_t **blk; /* NULL, or ANA_HIST_OCTAVES block pointers (NULL = octave kept in sp) */
+	uint32_t *sp;          /* nsp pairs bucket index << 16 | count, sorted: buckets of octaves without a block */
+	uint16_t nsp, csp;     /* pairs held, pairs allocated */
+	uint8_t olo, nblk;     /* blk has a slot for each octave of [olo, olo + nblk) */
+	struct ana_hist_blk *blk; /* NULL (nblk = 0), or the blocks of those octaves */
 };
 void ana_hist_add(struct ana_hist *h, uint64_t v, uint32_t count);
 void ana_hist_merge(struct ana_hist *dst, const struct ana_hist *src);
 /* q in [0,1]; nearest-rank percentile's bucket midpoint, clamped to [lo, hi] */
 uint64_t ana_hist_quantile(const struct ana_hist *h, double q, uint64_t total, uint64_t lo, uint64_t hi);
 void ana_hist_free(struct ana_hist *h);
-/* Bucket index of @v (< ANA_HIST_OCTAVES * 2^ANA_SUB_BITS = 7,552: fits 16 bits). */
+/* Bucket index of @v (< ANA_HIST_OCTAVES * 2^ANA_SUB_BITS = 7,424: fits 16 bits). */
 static inline uint32_t ana_hist_index(uint64_t v)
 {
 	if (v < (1u << ANA_SUB_BITS))

@@ -40,39 +40,72 @@ uint64_t ana_hist_upper(uint32_t idx)
 }
 
 #define SUBN (1u << ANA_SUB_BITS)
+#define PAIR_IDX(p) ((p) >> 16)
+#define PAIR_COUNT(p) ((p)&0xffffu)
 
-/* Gives octave @o a dense block and moves its sparse pairs into it.
- * 0, or -1 out of memory (nothing changed). */
-static int octave_densify(struct ana_hist *h, uint32_t o)
+_Static_assert(ANA_HIST_OCTAVES * SUBN <= 0x10000, "a bucket index fits a pair's 16 bits");
+_Static_assert(ANA_HIST_OCTAVES <= 64, "one bit per octave in ana_hist_blk.wide");
+_Static_assert(ANA_HIST_OCTAVES <= UINT8_MAX, "octaves fit ana_hist.olo and .nblk");
+_Static_assert(ANA_HIST_SPARSE <= UINT16_MAX, "the pair counts fit ana_hist.nsp and .csp");
+_Static_assert(ANA_HIST_DENSE_AT * sizeof(uint32_t) <= SUBN * sizeof(uint16_t),
+	       "an octave's pairs never cost more than its narrow block");
+
+/*
+ * Block table of a histogram: slot r holds octave olo + r's block, NULL
+ * while that octave's buckets are pairs in sp. A block is uint16_t[SUBN]
+ * (narrow) until one of its counters would pass UINT16_MAX, then
+ * uint32_t[SUBN] (wide); bit o of @wide tells which. The table spans the
+ * dense octaves only (a path's body is a few adjacent octaves), not all
+ * ANA_HIST_OCTAVES: 8 bytes per octave spanned instead of 464 per histogram.
+ */
+struct ana_hist_blk {
+	uint64_t wide;
+	void *b[];
+};
+
+/* Octave @o's block, or NULL if @o is kept in sp. */
+static inline void *octave_block(const struct ana_hist *h, uint32_t o)
 {
-	if (!h->blk && !(h->blk = calloc(ANA_HIST_OCTAVES, sizeof(*h->blk))))
+	uint32_t r = o - h->olo; /* wraps below olo */
+	return r < h->nblk ? h->blk->b[r] : NULL;
+}
+
+/* Extends the block table to cover octave @o (new slots NULL).
+ * 0, or -1 out of memory (nothing changed). */
+static int table_cover(struct ana_hist *h, uint32_t o)
+{
+	uint32_t lo = h->nblk ? h->olo : o, hi = h->nblk ? h->olo + h->nblk : o + 1;
+	if (o >= lo && o < hi && h->nblk)
+		return 0;
+	if (o < lo)
+		lo = o;
+	if (o >= hi)
+		hi = o + 1;
+	struct ana_hist_blk *t = realloc(h->blk, sizeof(*t) + (hi - lo) * sizeof(t->b[0]));
+	if (!t)
 		return -1;
-	uint32_t *b = calloc(SUBN, sizeof(uint32_t));
-	if (!b)
-		return -1;
-	uint32_t k = 0, n = 0;
-	for (; k < h->nsp; k++) {
-		uint32_t i = h->sp[2 * k];
-		if (i / SUBN == o) {
-			b[i % SUBN] += h->sp[2 * k + 1];
-		} else {
-			h->sp[2 * n] = i;
-			h->sp[2 * n + 1] = h->sp[2 * k + 1];
-			n++;
-		}
-	}
-	h->nsp = n;
-	h->blk[o] = b;
+	if (!h->blk)
+		t->wide = 0;
+	uint32_t at = h->nblk ? h->olo - lo : 0; /* where the old slots go */
+	memmove(&t->b[at], &t->b[0], h->nblk * sizeof(t->b[0]));
+	for (uint32_t r = 0; r < at; r++)
+		t->b[r] = NULL;
+	for (uint32_t r = at + h->nblk; r < hi - lo; r++)
+		t->b[r] = NULL;
+	h->blk = t;
+	h->olo = (uint8_t)lo;
+	h->nblk = (uint8_t)(hi - lo);
 	return 0;
 }
 
-/* First sparse pair whose bucket index is >= @i (the pairs are sorted). */
+/* First sparse pair whose bucket index is >= @i (the pairs are sorted by
+ * bucket, the bucket in the high half: one compare on the packed word). */
 static uint32_t sp_lower(const struct ana_hist *h, uint32_t i)
 {
-	uint32_t lo = 0, hi = h->nsp;
+	uint32_t lo = 0, hi = h->nsp, key = i << 16;
 	while (lo < hi) {
 		uint32_t mid = (lo + hi) / 2;
-		if (h->sp[2 * mid] < i)
+		if (h->sp[mid] < key)
 			lo = mid + 1;
 		else
 			hi = mid;
@@ -80,67 +113,174 @@ static uint32_t sp_lower(const struct ana_hist *h, uint32_t i)
 	return lo;
 }
 
+/* Next capacity of the pair list: 1.5x, as glibc sizes a chunk (16k + 8
+ * usable bytes, so 4k + 2 pairs), at most ANA_HIST_SPARSE. */
+static uint32_t sp_grow_to(uint32_t csp)
+{
+	uint32_t nc = csp ? csp + csp / 2 : 6;
+	nc = ((nc + 1) & ~3u) + 2;
+	return nc < ANA_HIST_SPARSE ? nc : ANA_HIST_SPARSE;
+}
+
+/* Gives back the list's slack once pairs have moved into a block: most
+ * of the list was a body octave's pairs before it went dense, and a list
+ * only grows back with new distinct tail buckets. Kept as is if realloc
+ * fails (nothing lost). */
+static void sp_shrink(struct ana_hist *h)
+{
+	uint32_t nc = h->nsp ? sp_grow_to(h->nsp) : 0;
+	if (2 * nc > h->csp)
+		return;
+	if (!nc) {
+		free(h->sp);
+		h->sp = NULL;
+		h->csp = 0;
+		return;
+	}
+	uint32_t *p = realloc(h->sp, nc * sizeof(*p));
+	if (p) {
+		h->sp = p;
+		h->csp = (uint16_t)nc;
+	}
+}
+
+/* Gives octave @o a narrow block and moves its sparse pairs (one run of the
+ * sorted list, counts <= UINT16_MAX) into it. 0, or -1 out of memory (the
+ * pairs stay; the table may have grown a NULL slot). */
+static int octave_densify(struct ana_hist *h, uint32_t o)
+{
+	if (table_cover(h, o))
+		return -1;
+	uint16_t *b = calloc(SUBN, sizeof(*b));
+	if (!b)
+		return -1;
+	h->blk->b[o - h->olo] = b;
+	uint32_t first = sp_lower(h, o * SUBN), last = sp_lower(h, (o + 1) * SUBN);
+	if (first == last)
+		return 0;
+	for (uint32_t k = first; k < last; k++)
+		b[PAIR_IDX(h->sp[k]) % SUBN] = (uint16_t)PAIR_COUNT(h->sp[k]);
+	memmove(&h->sp[first], &h->sp[last], (h->nsp - last) * sizeof(*h->sp));
+	h->nsp = (uint16_t)(h->nsp - (last - first));
+	sp_shrink(h);
+	return 0;
+}
+
+/* Widens octave @o's narrow block to 32-bit counters. 0, or -1 out of
+ * memory (the block stays narrow). */
+static int octave_widen(struct ana_hist *h, uint32_t o)
+{
+	void **slot = &h->blk->b[o - h->olo];
+	const uint16_t *n = *slot;
+	uint32_t *w = malloc(SUBN * sizeof(*w));
+	if (!w)
+		return -1;
+	for (uint32_t j = 0; j < SUBN; j++)
+		w[j] = n[j];
+	free(*slot);
+	*slot = w;
+	h->blk->wide |= 1ull << o;
+	return 0;
+}
+
+/* @count values into counter @j of dense octave @o, widening its block if
+ * the counter would pass UINT16_MAX (the values are left out if that
+ * allocation fails). */
+static void block_add(struct ana_hist *h, uint32_t o, uint32_t j, uint32_t count)
+{
+	if (!(h->blk->wide >> o & 1)) {
+		uint16_t *c = (uint16_t *)h->blk->b[o - h->olo] + j;
+		if ((uint64_t)*c + count <= UINT16_MAX) {
+			*c = (uint16_t)(*c + count);
+			return;
+		}
+		if (octave_widen(h, o))
+			return;
+	}
+	((uint32_t *)h->blk->b[o - h->olo])[j] += count;
+}
+
 /* Sparse path: bucket @i of an octave without a block. The pairs stay
- * sorted by bucket, so an octave's pairs are one run. An octave gets a
- * block once it holds ANA_HIST_DENSE_AT distinct buckets (a block costs
- * as much as 64 pairs), or when the list is full (the octave with the
- * most pairs). */
+ * sorted by bucket, so an octave's pairs are one run. The octave gets a
+ * block when it would hold ANA_HIST_DENSE_AT distinct buckets, when the
+ * bucket's count would not fit 16 bits, or when the list is full (the
+ * octave with the most pairs). Out of memory, the values are left out. */
 static PT_NOINLINE_STATS void hist_add_sparse(struct ana_hist *h, uint32_t i, uint32_t count)
 {
-	uint32_t k = sp_lower(h, i);
-	if (k < h->nsp && h->sp[2 * k] == i) {
-		h->sp[2 * k + 1] += count;
-		return;
+	uint32_t o = i / SUBN, k = sp_lower(h, i);
+	if (k < h->nsp && PAIR_IDX(h->sp[k]) == i) {
+		if (PAIR_COUNT(h->sp[k]) + (uint64_t)count <= UINT16_MAX) {
+			h->sp[k] += count;
+			return;
+		}
+		goto dense;
 	}
-	uint32_t o = i / SUBN;
 	uint32_t first = sp_lower(h, o * SUBN), last = sp_lower(h, (o + 1) * SUBN);
-	if (last - first + 1 >= ANA_HIST_DENSE_AT) {
-		if (octave_densify(h, o) == 0)
-			h->blk[o][i % SUBN] += count;
-		return;
-	}
+	if (last - first + 1 >= ANA_HIST_DENSE_AT || count > UINT16_MAX)
+		goto dense;
 	if (h->nsp == h->csp) {
 		if (h->csp < ANA_HIST_SPARSE) {
-			uint32_t nc = h->csp ? 2 * h->csp : 4;
-			uint32_t *p = realloc(h->sp, 2 * nc * sizeof(*p));
+			uint32_t nc = sp_grow_to(h->csp);
+			uint32_t *p = realloc(h->sp, nc * sizeof(*p));
 			if (!p)
 				return;
 			h->sp = p;
-			h->csp = nc;
+			h->csp = (uint16_t)nc;
 		} else {
 			/* full: the octave with the most pairs (this one included) goes dense */
 			uint32_t best = o, nbest = last - first + 1;
 			for (uint32_t a = 0; a < h->nsp;) {
-				uint32_t oa = h->sp[2 * a] / SUBN, b = sp_lower(h, (oa + 1) * SUBN);
+				uint32_t oa = PAIR_IDX(h->sp[a]) / SUBN, b = sp_lower(h, (oa + 1) * SUBN);
 				if (b - a > nbest) {
 					nbest = b - a;
 					best = oa;
 				}
 				a = b;
 			}
+			if (best == o)
+				goto dense;
 			if (octave_densify(h, best))
 				return;
-			if (best == o) {
-				h->blk[o][i % SUBN] += count;
-				return;
-			}
 			k = sp_lower(h, i);
 		}
 	}
-	memmove(&h->sp[2 * (k + 1)], &h->sp[2 * k], 2 * (h->nsp - k) * sizeof(*h->sp));
-	h->sp[2 * k] = i;
-	h->sp[2 * k + 1] = count;
+	memmove(&h->sp[k + 1], &h->sp[k], (h->nsp - k) * sizeof(*h->sp));
+	h->sp[k] = i << 16 | count;
 	h->nsp++;
+	return;
+dense:
+	if (octave_densify(h, o) == 0)
+		block_add(h, o, i % SUBN, count);
+}
+
+/* Everything but a fitting add into an existing block: a narrow counter
+ * about to pass UINT16_MAX, or an octave without a block. */
+static PT_NOINLINE_STATS void hist_add_slow(struct ana_hist *h, uint32_t i, uint32_t count)
+{
+	if (octave_block(h, i / SUBN))
+		block_add(h, i / SUBN, i % SUBN, count);
+	else
+		hist_add_sparse(h, i, count);
 }
 
 static inline void hist_add_idx(struct ana_hist *h, uint32_t i, uint32_t count)
 {
-	uint32_t *b;
-	if (likely_(h->blk != NULL) && likely_((b = h->blk[i / SUBN]) != NULL)) {
-		b[i % SUBN] += count;
-		return;
+	uint32_t o = i / SUBN, r = o - h->olo;
+	if (likely_(r < h->nblk)) {
+		void *b = h->blk->b[r];
+		if (likely_(b != NULL)) {
+			if (h->blk->wide >> o & 1) {
+				((uint32_t *)b)[i % SUBN] += count;
+				return;
+			}
+			uint16_t *c = (uint16_t *)b + i % SUBN;
+			if (likely_((uint64_t)*c + count <= UINT16_MAX)) {
+				*c = (uint16_t)(*c + count);
+				return;
+			}
+		}
 	}
-	hist_add_sparse(h, i, count);
+	hist_add_slow(h, i, count);
 }
 
 void ana_hist_add(struct ana_hist *h, uint64_t v, uint32_t count)
@@ -150,23 +290,68 @@ void ana_hist_add(struct ana_hist *h, uint64_t v, uint32_t count)
 
 void ana_hist_add_idx(struct ana_hist *h, const uint16_t *idx, uint32_t n)
 {
-	for (uint32_t k = 0; k < n; k++)
-		hist_add_idx(h, idx[k], 1);
+	/* The table, its span and bitmap in locals: the counter stores cannot
+	 * change them (the compiler could not know that of the uint8_t span);
+	 * reloaded after each slow add, which may. Histograms without a wide
+	 * block (nearly all) get a loop without the width test. */
+	for (uint32_t k = 0; k < n; k++) {
+		const struct ana_hist_blk *t = h->blk;
+		uint32_t olo = h->olo, nblk = h->nblk;
+		uint64_t wide = t ? t->wide : 0;
+		if (!wide) {
+			for (; k < n; k++) {
+				uint32_t i = idx[k], r = i / SUBN - olo;
+				if (unlikely_(r >= nblk) || unlikely_(t->b[r] == NULL))
+					break;
+				uint16_t *c = (uint16_t *)t->b[r] + i % SUBN;
+				if (unlikely_(++*c == 0)) { /* wrapped: back to UINT16_MAX, and widen */
+					*c = UINT16_MAX;
+					break;
+				}
+			}
+		} else {
+			for (; k < n; k++) {
+				uint32_t i = idx[k], o = i / SUBN, r = o - olo;
+				if (unlikely_(r >= nblk) || unlikely_(t->b[r] == NULL))
+					break;
+				if (wide >> o & 1) {
+					((uint32_t *)t->b[r])[i % SUBN]++;
+					continue;
+				}
+				uint16_t *c = (uint16_t *)t->b[r] + i % SUBN;
+				if (unlikely_(++*c == 0)) {
+					*c = UINT16_MAX;
+					break;
+				}
+			}
+		}
+		if (k < n)
+			hist_add_slow(h, idx[k], 1);
+	}
 }
 
 void ana_hist_merge(struct ana_hist *dst, const struct ana_hist *src)
 {
 	for (uint32_t k = 0; k < src->nsp; k++)
-		hist_add_idx(dst, src->sp[2 * k], src->sp[2 * k + 1]);
-	if (!src->blk)
-		return;
-	for (uint32_t o = 0; o < ANA_HIST_OCTAVES; o++) {
-		if (!src->blk[o])
+		hist_add_idx(dst, PAIR_IDX(src->sp[k]), PAIR_COUNT(src->sp[k]));
+	for (uint32_t r = 0; r < src->nblk; r++) {
+		const void *b = src->blk->b[r];
+		uint32_t o = src->olo + r;
+		if (!b || (!octave_block(dst, o) && octave_densify(dst, o)))
 			continue;
-		if ((!dst->blk || !dst->blk[o]) && octave_densify(dst, o))
-			continue;
-		for (uint32_t j = 0; j < SUBN; j++)
-			dst->blk[o][j] += src->blk[o][j];
+		const bool wide = src->blk->wide >> o & 1;
+		uint32_t j = 0;
+		if (!wide && !(dst->blk->wide >> o & 1)) { /* both narrow: until a sum would not fit */
+			uint16_t *d = dst->blk->b[o - dst->olo];
+			const uint16_t *a = b;
+			for (; j < SUBN && (uint32_t)d[j] + a[j] <= UINT16_MAX; j++)
+				d[j] = (uint16_t)(d[j] + a[j]);
+		}
+		for (; j < SUBN; j++) {
+			uint32_t c = wide ? ((const uint32_t *)b)[j] : ((const uint16_t *)b)[j];
+			if (c)
+				block_add(dst, o, j, c);
+		}
 	}
 }
 
@@ -193,9 +378,11 @@ uint64_t ana_hist_at_rank(const struct ana_hist *h, uint64_t rank, uint64_t lo, 
 	const uint32_t *pairs = h->sp; /* sorted by bucket */
 	uint32_t k = 0;
 	for (uint32_t o = 0; o < ANA_HIST_OCTAVES && !found; o++) {
-		if (h->blk && h->blk[o]) {
+		const void *b = octave_block(h, o);
+		if (b) {
+			const bool wide = h->blk->wide >> o & 1;
 			for (uint32_t j = 0; j < SUBN && !found; j++) {
-				seen += h->blk[o][j];
+				seen += wide ? ((const uint32_t *)b)[j] : ((const uint16_t *)b)[j];
 				if (seen >= rank) {
 					idx = o * SUBN + j;
 					found = 1;
@@ -203,10 +390,10 @@ uint64_t ana_hist_at_rank(const struct ana_hist *h, uint64_t rank, uint64_t lo, 
 			}
 			continue;
 		}
-		for (; k < h->nsp && pairs[2 * k] / SUBN == o && !found; k++) {
-			seen += pairs[2 * k + 1];
+		for (; k < h->nsp && PAIR_IDX(pairs[k]) / SUBN == o && !found; k++) {
+			seen += PAIR_COUNT(pairs[k]);
 			if (seen >= rank) {
-				idx = pairs[2 * k];
+				idx = PAIR_IDX(pairs[k]);
 				found = 1;
 			}
 		}
@@ -221,9 +408,8 @@ uint64_t ana_hist_at_rank(const struct ana_hist *h, uint64_t rank, uint64_t lo, 
 void ana_hist_free(struct ana_hist *h)
 {
 	free(h->sp);
-	if (h->blk)
-		for (uint32_t o = 0; o < ANA_HIST_OCTAVES; o++)
-			free(h->blk[o]);
+	for (uint32_t r = 0; r < h->nblk; r++)
+		free(h->blk->b[r]);
 	free(h->blk);
 	memset(h, 0, sizeof(*h));
 }

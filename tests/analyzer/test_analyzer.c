@@ -31,6 +31,10 @@
  *  - percentiles lie within ANA_HIST_REL_ERROR of the true nearest-rank
  *    percentile (1000 occurrences over two threads and several chunks),
  *    and are exact below 2^ANA_SUB_BITS ns;
+ *  - a histogram gives a sorted array's ranks in every storage form (16-bit
+ *    pairs, 16-bit and 32-bit blocks, a full pair list), and its counts stay
+ *    exact when one passes 65,535 by single adds, batches, large adds or
+ *    merges;
  *  - --since/--until keep only sections lying fully inside the window,
  *    measured from the header's start tick, ends included; a recursive
  *    section whose outer occurrence the window drops is outermost in the
@@ -784,6 +788,255 @@ static void test_ana_hist_hybrid_ranks(void **state)
 	ana_hist_free(&h);
 	ana_hist_free(&g);
 	ana_hist_free(&mg);
+}
+
+/* ---- histogram storage forms: 16-bit pairs and blocks, widening ---- */
+
+#define HB (ANA_HIST_OCTAVES << ANA_SUB_BITS) /* bucket indexes */
+
+static uint64_t bucket_mid(uint32_t i)
+{
+	uint64_t lo = ana_hist_lower(i), up = ana_hist_upper(i);
+	return lo + (up - 1 - lo) / 2;
+}
+
+/* @h holds exactly @ref[i] values in each bucket i: the first and the last
+ * rank of every non-empty bucket land in it (that pins every cumulative
+ * count), and rank total + 1 finds nothing (no value more). */
+static void check_ref(const struct ana_hist *h, const uint64_t *ref)
+{
+	uint64_t cum = 0;
+	for (uint32_t i = 0; i < HB; i++) {
+		if (!ref[i])
+			continue;
+		assert_int_equal(ana_hist_at_rank(h, cum + 1, 0, UINT64_MAX), bucket_mid(i));
+		cum += ref[i];
+		assert_int_equal(ana_hist_at_rank(h, cum, 0, UINT64_MAX), bucket_mid(i));
+	}
+	assert_true(cum > 0);
+	assert_int_equal(ana_hist_at_rank(h, cum + 1, 0, UINT64_MAX), UINT64_MAX);
+}
+
+/* @count values @v into @h, one ana_hist_add() each (@by_one), or in
+ * batches of ANA_HPEND through ana_hist_add_idx() (the --report path). */
+static void add_n(struct ana_hist *h, uint64_t *ref, uint64_t v, uint32_t count, bool by_one)
+{
+	uint32_t i = ana_hist_index(v);
+	ref[i] += count;
+	if (by_one) {
+		for (uint32_t k = 0; k < count; k++)
+			ana_hist_add(h, v, 1);
+		return;
+	}
+	uint16_t idx[ANA_HPEND];
+	for (uint32_t k = 0; k < ANA_HPEND; k++)
+		idx[k] = (uint16_t)i;
+	for (uint32_t left = count; left;) {
+		uint32_t n = left < ANA_HPEND ? left : ANA_HPEND;
+		ana_hist_add_idx(h, idx, n);
+		left -= n;
+	}
+}
+
+/* A few values over many octaves, kept sparse: a bucket that changes form
+ * must not disturb the others. */
+static void add_scatter(struct ana_hist *h, uint64_t *ref)
+{
+	static const uint64_t v[] = { 3, 200, 1000, 1001, 5000, 70000, 1u << 20, 123456789, 1ull << 40 };
+	for (size_t k = 0; k < sizeof(v) / sizeof(v[0]); k++)
+		add_n(h, ref, v[k], 1 + (uint32_t)k, true);
+}
+
+/* Makes the octave of @v dense (ANA_HIST_DENSE_AT distinct buckets), with
+ * small counts. */
+static void make_dense(struct ana_hist *h, uint64_t *ref, uint64_t v)
+{
+	uint32_t base = ana_hist_index(v) & ~((1u << ANA_SUB_BITS) - 1);
+	for (uint32_t j = 0; j < ANA_HIST_DENSE_AT + 4; j++)
+		add_n(h, ref, ana_hist_lower(base + 2 * j % (1u << ANA_SUB_BITS)), 1 + j % 3, true);
+	assert_non_null(h->blk);
+}
+
+/* A bucket passing 65,535 while its octave is sparse (a pair's 16-bit
+ * count): by single adds, by batches, by one add with a large count into a
+ * new and into an existing pair. Every bucket's count stays exact. */
+static void test_ana_hist_pair_count_overflow(void **state)
+{
+	(void)state;
+	static uint64_t ref[HB];
+	const uint64_t v = 777777; /* a sparse octave of its own */
+	for (int way = 0; way < 4; way++) {
+		struct ana_hist h = { 0 };
+		memset(ref, 0, sizeof(ref));
+		add_scatter(&h, ref);
+		if (way == 0 || way == 1) {
+			add_n(&h, ref, v, 65535, way == 0); /* fits */
+			check_ref(&h, ref);
+			add_n(&h, ref, v, 1, way == 0);     /* passes */
+			add_n(&h, ref, v, 4464, way == 0);
+		} else if (way == 2) {
+			add_n(&h, ref, v, 60000, true);
+			ana_hist_add(&h, v, 20000);
+			ref[ana_hist_index(v)] += 20000;
+		} else {
+			ana_hist_add(&h, v, 1000000); /* a new bucket whose count does not fit a pair */
+			ref[ana_hist_index(v)] += 1000000;
+		}
+		check_ref(&h, ref);
+		add_n(&h, ref, v + 1000, 3, true); /* its octave, after the change of form */
+		add_n(&h, ref, v, 70000, way % 2 == 0);
+		check_ref(&h, ref);
+		ana_hist_free(&h);
+	}
+}
+
+/* A counter of a dense octave passing 65,535 (its block goes from 16-bit
+ * to 32-bit counters): by single adds, by batches of ANA_HPEND (the last
+ * increment of a batch, and one in its middle), and by one large add. */
+static void test_ana_hist_block_count_overflow(void **state)
+{
+	(void)state;
+	static uint64_t ref[HB];
+	const uint64_t v = 50000, w = 50100; /* the same octave */
+	for (int way = 0; way < 4; way++) {
+		struct ana_hist h = { 0 };
+		memset(ref, 0, sizeof(ref));
+		add_scatter(&h, ref);
+		make_dense(&h, ref, v);
+		uint32_t have = (uint32_t)ref[ana_hist_index(v)];
+		if (way == 0 || way == 1) {
+			add_n(&h, ref, v, 65535 - have, way == 0); /* up to the 16-bit maximum */
+			check_ref(&h, ref);
+			add_n(&h, ref, v, 1, way == 0);
+		} else if (way == 2) {
+			/* batches whose middle value wraps the counter */
+			add_n(&h, ref, v, 65535 - have - 15, true);
+			uint16_t idx[ANA_HPEND];
+			for (uint32_t k = 0; k < ANA_HPEND; k++)
+				idx[k] = (uint16_t)ana_hist_index(k % 2 ? w : v);
+			ana_hist_add_idx(&h, idx, ANA_HPEND); /* v: 16 more */
+			ref[ana_hist_index(v)] += 16;
+			ref[ana_hist_index(w)] += 15;
+		} else {
+			ana_hist_add(&h, v, 3000000);
+			ref[ana_hist_index(v)] += 3000000;
+		}
+		check_ref(&h, ref);
+		/* the widened block takes every kind of add */
+		add_n(&h, ref, v, 100, true);
+		add_n(&h, ref, w, 100, false);
+		ana_hist_add(&h, w, 70000);
+		ref[ana_hist_index(w)] += 70000;
+		check_ref(&h, ref);
+		ana_hist_free(&h);
+	}
+}
+
+/* Merges whose sums pass 65,535: pair + pair, narrow + narrow blocks,
+ * wide into narrow, wide into sparse, narrow and pairs into wide. */
+static void test_ana_hist_merge_count_overflow(void **state)
+{
+	(void)state;
+	static uint64_t ra[HB], rb[HB];
+	const uint64_t s = 3333333, d = 50000; /* a sparse and a dense octave */
+	for (int way = 0; way < 5; way++) {
+		struct ana_hist a = { 0 }, b = { 0 };
+		memset(ra, 0, sizeof(ra));
+		memset(rb, 0, sizeof(rb));
+		add_scatter(&a, ra);
+		add_scatter(&b, rb);
+		switch (way) {
+		case 0: /* pair + pair */
+			add_n(&a, ra, s, 40000, true);
+			add_n(&b, rb, s, 40000, true);
+			break;
+		case 1: /* narrow + narrow: the fast loop stops at the sum that does not fit */
+			make_dense(&a, ra, d);
+			make_dense(&b, rb, d);
+			add_n(&a, ra, d, 40000, false);
+			add_n(&b, rb, d, 40000, false);
+			add_n(&a, ra, d + 300, 60000, false); /* later in the block */
+			add_n(&b, rb, d + 300, 6000, false);
+			break;
+		case 2: /* wide into narrow */
+			make_dense(&a, ra, d);
+			make_dense(&b, rb, d);
+			add_n(&b, rb, d, 70000, false);
+			break;
+		case 3: /* wide into sparse: a pair of a, then 16 bits are not enough */
+			add_n(&a, ra, d, 5, true);
+			make_dense(&b, rb, d);
+			add_n(&b, rb, d, 70000, false);
+			break;
+		default: /* pairs and a narrow block into wide */
+			make_dense(&a, ra, d);
+			add_n(&a, ra, d, 70000, false);
+			make_dense(&b, rb, d);
+			add_n(&b, rb, d + 100, 65000, false);
+			add_n(&b, rb, s, 65535, true);
+			add_n(&a, ra, s, 1, true);
+			break;
+		}
+		ana_hist_merge(&a, &b);
+		for (uint32_t i = 0; i < HB; i++)
+			ra[i] += rb[i];
+		check_ref(&a, ra);
+		check_ref(&b, rb); /* the source is unchanged */
+		ana_hist_merge(&b, &a); /* and the other way round */
+		for (uint32_t i = 0; i < HB; i++)
+			rb[i] += ra[i];
+		check_ref(&b, rb);
+		ana_hist_free(&a);
+		ana_hist_free(&b);
+	}
+}
+
+/* More distinct buckets than the pair list holds, over most octaves, each
+ * octave short of ANA_HIST_DENSE_AT: the full list sends its biggest
+ * octaves to blocks. Every rank equals a sorted array's, for a histogram
+ * built by adds, by batches and by merging three parts. */
+static void test_ana_hist_many_buckets_ranks(void **state)
+{
+	(void)state;
+	enum { N = 6000 };
+	static uint64_t v[N];
+	struct ana_hist h = { 0 }, b = { 0 }, p[3] = { { 0 } };
+	uint64_t x = 0x9e3779b97f4a7c15ull;
+	uint16_t idx[ANA_HPEND];
+	uint32_t ni = 0;
+	for (int i = 0; i < N; i++) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		/* 20 distinct buckets in each octave of 2^7 .. 2^52 ns, the octaves
+		 * interleaved (900 pairs wanted), then repeats in random order */
+		unsigned e = 7 + (unsigned)(i % 45), j = 6 * (unsigned)(i / 45), w = e - ANA_SUB_BITS;
+		uint64_t in_bucket = (x >> 8) & ((1ull << w) - 1);
+		v[i] = i < 900 ? (1ull << e) + ((uint64_t)j << w) + in_bucket : v[(x >> 20) % 900];
+		ana_hist_add(&h, v[i], 1);
+		ana_hist_add(&p[i % 3], v[i], 1);
+		idx[ni++] = (uint16_t)ana_hist_index(v[i]);
+		if (ni == ANA_HPEND || i == N - 1) {
+			ana_hist_add_idx(&b, idx, ni);
+			ni = 0;
+		}
+	}
+	assert_non_null(h.blk);
+	assert_true(h.nsp > ANA_HIST_SPARSE / 2 && h.nsp <= ANA_HIST_SPARSE);
+	ana_hist_merge(&p[0], &p[1]);
+	ana_hist_merge(&p[0], &p[2]);
+	qsort(v, N, sizeof(v[0]), cmp_u64);
+	for (uint64_t rank = 1; rank <= N; rank++) {
+		uint64_t mid = bucket_mid(ana_hist_index(v[rank - 1]));
+		assert_int_equal(ana_hist_at_rank(&h, rank, 0, UINT64_MAX), mid);
+		assert_int_equal(ana_hist_at_rank(&b, rank, 0, UINT64_MAX), mid);
+		assert_int_equal(ana_hist_at_rank(&p[0], rank, 0, UINT64_MAX), mid);
+	}
+	assert_int_equal(ana_hist_at_rank(&h, N + 1, 0, UINT64_MAX), UINT64_MAX);
+	ana_hist_free(&h);
+	ana_hist_free(&b);
+	for (int k = 0; k < 3; k++)
+		ana_hist_free(&p[k]);
 }
 
 static void test_ana_run_counters(void **state)
@@ -1866,6 +2119,10 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_ana_run_merged_percentiles_only),
 		cmocka_unit_test(test_ana_run_huge_ids),
 		cmocka_unit_test(test_ana_hist_hybrid_ranks),
+		cmocka_unit_test(test_ana_hist_pair_count_overflow),
+		cmocka_unit_test(test_ana_hist_block_count_overflow),
+		cmocka_unit_test(test_ana_hist_merge_count_overflow),
+		cmocka_unit_test(test_ana_hist_many_buckets_ranks),
 		cmocka_unit_test(test_ana_run_flat_metrics_recursion_safe),
 		cmocka_unit_test(test_ana_run_sequence_gap_drops_stack),
 		cmocka_unit_test(test_ana_run_one_thread),
