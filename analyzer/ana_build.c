@@ -689,6 +689,16 @@ static void read_meta(struct ctx *c, struct pt_record *batch, size_t max)
 		}
 }
 
+/* A BEGIN or END at @ticks: the thread's first and last timed ticks. */
+static inline void timed_seen(struct tstate *ts, uint64_t ticks)
+{
+	if (__builtin_expect(!ts->seen, 0)) {
+		ts->seen = true;
+		ts->first_ticks = ticks;
+	}
+	ts->last_ticks = ticks;
+}
+
 /*
  * Replays the current event chunk @ci of thread @th: the fused decoder and
  * aggregator. BEGIN, END and END_TOP are decoded here, straight into
@@ -718,11 +728,7 @@ static PT_NOINLINE_ void read_events(struct ctx *c, struct ana_thread *th, struc
 			uint32_t id;
 			if (tag == PT_REC_BEGIN) {
 				if (fmt_dec_fast_begin(&fd, d->stack, &id)) {
-					if (__builtin_expect(!ts->seen, 0)) {
-						ts->seen = true;
-						ts->first_ticks = fd.ticks;
-					}
-					ts->last_ticks = fd.ticks;
+					timed_seen(ts, fd.ticks);
 					fast++;
 					sec_begin(c, th, ts, id, fd.ticks);
 					continue;
@@ -731,9 +737,9 @@ static PT_NOINLINE_ void read_events(struct ctx *c, struct ana_thread *th, struc
 				uint32_t aux;
 				uint64_t value;
 				if (fmt_dec_fast_metric(&fd, &aux, &value)) {
-					if (__builtin_expect(!ts->seen, 0)) {
+					if (__builtin_expect(!ts->seen, 0)) { /* a METRIC reports the last tick */
 						ts->seen = true;
-						ts->first_ticks = fd.ticks; /* a METRIC reports the last tick */
+						ts->first_ticks = fd.ticks;
 					}
 					fast++;
 					sec_metric(th, ts, aux, value);
@@ -741,11 +747,7 @@ static PT_NOINLINE_ void read_events(struct ctx *c, struct ana_thread *th, struc
 				}
 			} else if (tag == FMT_TAG_END_TOP || tag == PT_REC_END) {
 				if (fmt_dec_fast_end(&fd, d->stack, &id)) {
-					if (__builtin_expect(!ts->seen, 0)) {
-						ts->seen = true;
-						ts->first_ticks = fd.ticks;
-					}
-					ts->last_ticks = fd.ticks;
+					timed_seen(ts, fd.ticks);
 					fast++;
 					sec_end(c, th, ts, id, fd.ticks);
 					continue;

@@ -60,16 +60,21 @@ def instructions(cmd, tmp):
             return int(line.split(":")[-1])
     raise SystemExit("no instruction count in valgrind's output")
 
+def built(build, examples, tmp):
+    """(name, instrumented binary, PT_DISABLE binary, trace path) of each example that is built"""
+    for ex in examples:
+        on = os.path.join(build, "examples", ex)
+        off = on + "_disabled"
+        if os.path.exists(on) and os.path.exists(off):
+            yield ex, on, off, os.path.join(tmp, ex + ".ptz")
+        else:
+            print(f"{ex:18} not built")
+
 def main_instructions(a, examples):
     tmp = tempfile.mkdtemp(prefix="ptz-overhead-")
     print("ptz always-on overhead in instructions (valgrind callgrind, all threads; OPENBLAS_NUM_THREADS=1, PTZ_FLUSH_MS=500)")
     print(f"{'example':16} {'recording':>15} {'NULL rec.':>15} {'PT_DISABLE':>15} {'ratio':>8} {'overhead':>9}")
-    for ex in examples:
-        on = os.path.join(a.build, "examples", ex)
-        off = on + "_disabled"
-        if not (os.path.exists(on) and os.path.exists(off)):
-            print(f"{ex:18} not built"); continue
-        trace = os.path.join(tmp, ex + ".ptz")
+    for ex, on, off, trace in built(a.build, examples, tmp):
         i_on = instructions([on, "--trace", trace], tmp)
         i_null = instructions([on, "--trace", ""], tmp)
         i_off = instructions([off, "--trace", trace], tmp)
@@ -95,12 +100,7 @@ def main():
     print(f"ptz always-on overhead: {a.runs} interleaved runs each; wall = whole-process wall time,")
     print("cpu = whole-process user+sys time (flusher included); ratio = median of per-round recording / PT_DISABLE")
     print(f"{'example':16} {'time':4} {'recording':>10} {'NULL rec.':>10} {'PT_DISABLE':>11} {'ratio':>7} {'95% CI':>17} {'overhead':>9}")
-    for ex in examples:
-        on = os.path.join(a.build, "examples", ex)
-        off = on + "_disabled"
-        if not (os.path.exists(on) and os.path.exists(off)):
-            print(f"{ex:18} not built"); continue
-        trace = os.path.join(tmp, ex + ".ptz")
+    for ex, on, off, trace in built(a.build, examples, tmp):
         cmd_on, cmd_null, cmd_off = [on, "--trace", trace], [on, "--trace", ""], [off, "--trace", trace]
         run(cmd_on); run(cmd_off)  # warm the page cache and the dynamic loader
         t_on, t_null, t_off = [], [], []
