@@ -316,7 +316,7 @@ static void mpend_flush(struct ctx *c)
 }
 
 /* Pops the top frame, closing it at @end, into its call-path node. */
-static void close_top(struct ctx *c, struct ana_thread *th, struct tstate *ts, uint64_t end)
+static inline __attribute__((always_inline)) void close_top(struct ctx *c, struct ana_thread *th, struct tstate *ts, uint64_t end)
 {
 	struct frame *f = &ts->st[--ts->depth];
 	uint64_t dur = end >= f->start ? end - f->start : 0;
@@ -361,6 +361,12 @@ static void close_top(struct ctx *c, struct ana_thread *th, struct tstate *ts, u
 			mpend_add(c, f->merged, dur_ns);
 		ana_reservoir_add(&ma->res, dur_ns, &c->rng);
 	}
+}
+
+/* close_top() out of line, for the sections that misuse closes. */
+static PT_NOINLINE_ void close_top_misuse(struct ctx *c, struct ana_thread *th, struct tstate *ts, uint64_t end)
+{
+	close_top(c, th, ts, end);
 }
 
 /* Covers every node of @t (some are made outside sec_begin: GPU launches). */
@@ -450,7 +456,7 @@ static inline __attribute__((always_inline)) void sec_end(struct ctx *c, struct 
 		}
 		while ((int)ts->depth - 1 > k) { /* sections never ended: closed here */
 			th->unmatched_ends++;
-			close_top(c, th, ts, ticks);
+			close_top_misuse(c, th, ts, ticks);
 		}
 	}
 	close_top(c, th, ts, ticks);
