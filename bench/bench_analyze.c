@@ -10,7 +10,11 @@
  * ru_maxrss). Children keep the two measurements apart. Prints a table;
  * not a test.
  *
- * usage: bench-analyze [--quick] [--keep DIR]
+ * usage: bench-analyze [--quick] [--keep DIR] [--shape walk|loops]
+ *
+ * --shape walk (default): a random walk over the call graph, up or down at
+ * random (the branch predictor's worst case); --shape loops: the same graph
+ * visited depth-first in a fixed order, like a program's loop nest.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -63,8 +67,41 @@ static uint64_t mix(uint64_t h, uint64_t k)
  * 1,000 names, however long it runs (tests/analyzer checks memory with
  * 100,000 distinct paths separately).
  */
+static int shape_loops; /* --shape loops: loop_nest() instead of the random walk */
+
+/* Depth-first over the same call graph, in a fixed order: a program whose
+ * loops visit every child of every path, every time (a metric on every
+ * 4th section). Its branches repeat with a period of 2,046 sections. */
+static void loop_nest(uint64_t h, int depth, uint64_t *emitted, uint64_t *count)
+{
+	uint32_t id = ids[h % NAMES];
+	pt_begin(R, id);
+	++*emitted;
+	if ((++*count & 3) == 0) {
+		pt_metric(R, PT_METRIC_READ_BYTES, *count & 0xffff);
+		++*emitted;
+	}
+	if (depth < MAX_DEPTH) {
+		loop_nest(mix(h, 0), depth + 1, emitted, count);
+		loop_nest(mix(h, 1), depth + 1, emitted, count);
+	}
+	pt_end(R, id);
+	++*emitted;
+	if ((*count & 1023) == 0) { /* keep the flusher ahead: a trace without losses */
+		struct timespec ts = { 0, 1000000 };
+		nanosleep(&ts, NULL);
+	}
+}
+
 static void *producer(void *arg)
 {
+	if (shape_loops) {
+		uint64_t emitted = 0, count = 0;
+		while (emitted < per_thread_records)
+			for (uint64_t b = 0; b < 2 && emitted < per_thread_records; b++)
+				loop_nest(mix(1, b), 1, &emitted, &count);
+		return NULL;
+	}
 	uint64_t s = 0x9e3779b97f4a7c15ull * ((uintptr_t)arg + 1), emitted = 0;
 	uint32_t stack[MAX_DEPTH];
 	uint64_t path[MAX_DEPTH + 1] = { 1 };
@@ -182,8 +219,11 @@ int main(int argc, char **argv)
 			quick = 1;
 		} else if (strcmp(argv[i], "--keep") == 0 && i + 1 < argc) {
 			keep = argv[++i];
+		} else if (strcmp(argv[i], "--shape") == 0 && i + 1 < argc &&
+			   (strcmp(argv[i + 1], "walk") == 0 || strcmp(argv[i + 1], "loops") == 0)) {
+			shape_loops = strcmp(argv[++i], "loops") == 0;
 		} else {
-			fprintf(stderr, "usage: bench-analyze [--quick] [--keep DIR]\n");
+			fprintf(stderr, "usage: bench-analyze [--quick] [--keep DIR] [--shape walk|loops]\n");
 			return 2;
 		}
 	}
