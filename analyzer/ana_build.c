@@ -241,8 +241,50 @@ static struct ana_agg *flat_of(struct tstate *ts, uint32_t id)
 	return &ts->flat[id];
 }
 
-static void agg_add(struct ctx *c, struct ana_agg *a, const struct frame *f, uint64_t dur_ns, uint64_t self_ns,
-		    bool add_total)
+static PT_NOINLINE_ int hpend_grow(struct ana_hpend_set *s, uint32_t i)
+{
+	uint32_t nc = s->n ? s->n : 256;
+	while (nc <= i)
+		nc *= 2;
+	struct ana_hpend *p = aligned_alloc(64, (size_t)nc * sizeof(*p)); /* one line per path */
+	if (!p)
+		return -1;
+	if (s->n)
+		memcpy(p, s->p, (size_t)s->n * sizeof(*p));
+	memset(p + s->n, 0, (size_t)(nc - s->n) * sizeof(*p));
+	free(s->p);
+	s->p = p;
+	s->n = nc;
+	return 0;
+}
+
+/* Duration @v into the histogram @h of node @i, through the node's pending line. */
+static inline void hpend_add(struct ana_hpend_set *s, uint32_t i, uint64_t v, struct ana_hist *h)
+{
+	if (__builtin_expect(i >= s->n, 0) && hpend_grow(s, i)) {
+		ana_hist_add(h, v, 1);
+		return;
+	}
+	struct ana_hpend *p = &s->p[i];
+	p->idx[p->n++] = (uint16_t)ana_hist_index(v);
+	if (p->n == ANA_HPEND) {
+		ana_hist_add_idx(h, p->idx, ANA_HPEND);
+		p->n = 0;
+	}
+}
+
+/* Every pending add into the histograms of tree @t's nodes (end of the pass). */
+static void hpend_flush(struct ana_hpend_set *s, struct ana_tree *t)
+{
+	for (uint32_t i = 0; i < s->n && i < t->count; i++)
+		ana_hist_add_idx(&t->n[i].agg.hist, s->p[i].idx, s->p[i].n);
+	free(s->p);
+	s->p = NULL;
+	s->n = 0;
+}
+
+static void agg_add(struct ctx *c, struct tstate *ts, struct ana_agg *a, const struct frame *f, uint64_t dur_ns,
+		    uint64_t self_ns, bool add_total)
 {
 	if (a->count == 0 || dur_ns < a->min_ns)
 		a->min_ns = dur_ns;
@@ -258,7 +300,7 @@ static void agg_add(struct ctx *c, struct ana_agg *a, const struct frame *f, uin
 	a->self_ns += self_ns;
 	ana_moments_add(&a->all, dur_ns);
 	if (!c->merged_only)
-		ana_hist_add(&a->hist, dur_ns, 1);
+		hpend_add(&ts->hp, f->node, dur_ns, &a->hist);
 	a->lossy += f->lossy;
 	if (f->has_m)
 		for (int k = 0; k < ANA_NMETRIC; k++) {
@@ -271,48 +313,6 @@ static void agg_add(struct ctx *c, struct ana_agg *a, const struct frame *f, uin
 			a->xfer_incl[k] += f->x.xfer_incl[k];
 			a->xfer_count[k] += f->x.xfer_count[k];
 		}
-}
-
-static PT_NOINLINE_ int mpend_grow(struct ctx *c, uint32_t m)
-{
-	uint32_t nc = c->nmpend ? c->nmpend : 256;
-	while (nc <= m)
-		nc *= 2;
-	struct ana_hpend *p = aligned_alloc(64, (size_t)nc * sizeof(*p)); /* one line per path */
-	if (!p)
-		return -1;
-	if (c->nmpend)
-		memcpy(p, c->mpend, (size_t)c->nmpend * sizeof(*p));
-	memset(p + c->nmpend, 0, (size_t)(nc - c->nmpend) * sizeof(*p));
-	free(c->mpend);
-	c->mpend = p;
-	c->nmpend = nc;
-	return 0;
-}
-
-/* --report: duration @v into merged path @m's histogram, through its pending line. */
-static inline void mpend_add(struct ctx *c, uint32_t m, uint64_t v)
-{
-	if (__builtin_expect(m >= c->nmpend, 0) && mpend_grow(c, m)) {
-		ana_hist_add(&c->res->merged.n[m].agg.hist, v, 1);
-		return;
-	}
-	struct ana_hpend *p = &c->mpend[m];
-	p->idx[p->n++] = (uint16_t)ana_hist_index(v);
-	if (p->n == ANA_HPEND) {
-		ana_hist_add_idx(&c->res->merged.n[m].agg.hist, p->idx, ANA_HPEND);
-		p->n = 0;
-	}
-}
-
-/* Every pending add into the merged tree's histograms (end of the pass). */
-static void mpend_flush(struct ctx *c)
-{
-	for (uint32_t m = 0; m < c->nmpend && m < c->res->merged.count; m++)
-		ana_hist_add_idx(&c->res->merged.n[m].agg.hist, c->mpend[m].idx, c->mpend[m].n);
-	free(c->mpend);
-	c->mpend = NULL;
-	c->nmpend = 0;
 }
 
 /* Pops the top frame, closing it at @end, into its call-path node. */
@@ -354,11 +354,11 @@ static inline __attribute__((always_inline)) void close_top(struct ctx *c, struc
 			     f->has_x ? f->x.xfer_incl : NULL);
 	}
 	struct ana_node *n = &th->tree.n[f->node];
-	agg_add(c, &n->agg, f, dur_ns, self_ns, true);
+	agg_add(c, ts, &n->agg, f, dur_ns, self_ns, true);
 	if (f->merged != UINT32_MAX) { /* one reservoir per path, process-wide */
 		struct ana_agg *ma = &c->res->merged.n[f->merged].agg;
 		if (c->merged_only)
-			mpend_add(c, f->merged, dur_ns);
+			hpend_add(&c->mp, f->merged, dur_ns, &ma->hist);
 		ana_reservoir_add(&ma->res, dur_ns, &c->rng);
 	}
 }
@@ -928,7 +928,9 @@ int ana_run(const char *path, const struct ana_options *opt, struct ana_result *
 						ana_pass_gpu_only(&c, &batch[k]);
 		}
 	}
-	mpend_flush(&c);
+	hpend_flush(&c.mp, &res->merged);
+	for (size_t i = 0; i < res->nthreads; i++)
+		hpend_flush(&c.ts[i].hp, &res->threads[i].tree);
 	if (opt->progress)
 		opt->progress(opt->progress_ctx, res->total_records_hint, res->total_records_hint);
 	/* totals, spans, merged views */

@@ -63,6 +63,12 @@ struct pnode {
 	uint32_t pad_;
 };
 
+/* Pending histogram adds by tree node (struct ana_hpend: one line each). */
+struct ana_hpend_set {
+	struct ana_hpend *p;
+	uint32_t n;
+};
+
 struct tstate {
 	struct pnode *pn;     /* by thread-tree node */
 	uint32_t npn;
@@ -83,6 +89,7 @@ struct tstate {
 	struct gpu_flat *gf;  /* by name id */
 	uint32_t ngf;
 	uint32_t id_limit;    /* res->name_id_limit */
+	struct ana_hpend_set hp; /* !merged_only: by thread-tree node, pending histogram adds */
 };
 
 struct gpu_pass; /* ana_gpu.c */
@@ -97,8 +104,7 @@ struct ctx {
 	struct gpu_pass *gp; /* NULL until the first GPU, async or instant record */
 	bool merged_only;    /* ana_options.merged_percentiles_only */
 	bool keep_all;       /* no --since/--until/--domain: every section is kept */
-	struct ana_hpend *mpend; /* merged_only: by merged node, pending histogram adds */
-	uint32_t nmpend;
+	struct ana_hpend_set mp; /* merged_only: by merged node, pending histogram adds */
 };
 
 /* Duration in ticks to ns with the trace's mean slope (doc/analyzer-output.md §1). */
