@@ -138,7 +138,9 @@ double ana_moments_mean(const struct ana_moments *m, uint64_t n);
  * q = floor(s1 / n), r = s1 mod n, D = s2 - q s1 - q r = sum (x - q)^2;
  * 0 for n < 2, NaN if s2 saturated. */
 double ana_moments_std(const struct ana_moments *m, uint64_t n);
-/* The sums of the same values without @x (one of them): exact. */
+/* The sums of the same values without @x (one of them): exact, unless s2
+ * had saturated: then it stays saturated (std NaN) even where the rest
+ * alone would fit. */
 struct ana_moments ana_moments_without(const struct ana_moments *m, uint64_t x);
 
 /* Bounded uniform reservoir of per-occurrence durations (Vitter's algorithm

@@ -243,9 +243,11 @@ static struct ana_agg *flat_of(struct tstate *ts, uint32_t id)
 
 static PT_NOINLINE_ int hpend_grow(struct ana_hpend_set *s, uint32_t i)
 {
-	uint32_t nc = s->n ? s->n : 256;
+	uint64_t nc = s->n ? s->n : 256; /* 64-bit: doubling past 2^31 must not wrap */
 	while (nc <= i)
 		nc *= 2;
+	if (nc > UINT32_MAX)
+		return -1;
 	struct ana_hpend *p = aligned_alloc(64, (size_t)nc * sizeof(*p)); /* one line per path */
 	if (!p)
 		return -1;
@@ -372,9 +374,11 @@ static PT_NOINLINE_ void close_top_misuse(struct ctx *c, struct ana_thread *th, 
 /* Covers every node of @t (some are made outside sec_begin: GPU launches). */
 static PT_NOINLINE_ int pn_grow(struct tstate *ts, const struct ana_tree *t)
 {
-	uint32_t nc = ts->npn ? ts->npn : 64;
+	uint64_t nc = ts->npn ? ts->npn : 64; /* 64-bit: doubling past 2^31 must not wrap */
 	while (nc < t->count)
 		nc *= 2;
+	if (nc > UINT32_MAX)
+		return -1;
 	struct pnode *p = realloc(ts->pn, (size_t)nc * sizeof(*p));
 	if (!p)
 		return -1;
