@@ -108,17 +108,7 @@ extern char **environ;
 
 /* ================================================================ basics */
 
-static void die_cuda(cudaError_t e, const char *what, int line)
-{
-	fprintf(stderr, PROG ": line %d: %s: %s (%s)\n", line, what, cudaGetErrorString(e), cudaGetErrorName(e));
-	exit(1);
-}
-#define CK(call)                                         \
-	do {                                             \
-		const cudaError_t ck_e_ = (call);        \
-		if (ck_e_ != cudaSuccess)                \
-			die_cuda(ck_e_, #call, __LINE__); \
-	} while (0)
+#include "../examples/gpu/cuda_check.h" /* CK */
 
 static uint64_t now_ns(void)
 {

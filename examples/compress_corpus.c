@@ -53,6 +53,8 @@
 
 #include "ptz/recorder.h" /* the public API only */
 
+#include "example_util.h" /* now_s */
+
 #define PROG "compress_corpus"
 #define ZSTD_LEVEL 3
 #define MAX_THREADS 256
@@ -258,13 +260,6 @@ static int parse_u64(const char *s, uint64_t *out)
 		return -1;
 	*out = v;
 	return 0;
-}
-
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 static double ratio(const struct file *f)

@@ -78,6 +78,8 @@
 
 #include "ptz/recorder.h" /* the public API only */
 
+#include "example_util.h" /* parse_pos, now_s */
+
 #define PROG "led_optimizer"
 #define SEED 0x1ed0b7a5eedULL
 #define MAX_THREADS 256
@@ -272,17 +274,6 @@ static void usage(FILE *out)
 		"  --small          CI-sized run: 256 pixels, 48 LEDs, 12 frames, 10 iterations, 2 threads\n");
 }
 
-static int parse_pos(const char *s, int hi, int *out)
-{
-	char *end;
-	errno = 0;
-	long v = strtol(s, &end, 10);
-	if (errno || *end || end == s || v < 1 || v > hi)
-		return -1;
-	*out = (int)v;
-	return 0;
-}
-
 static void set_blas_threads(int n)
 {
 #ifdef HAVE_OPENBLAS_SET_NUM_THREADS
@@ -290,13 +281,6 @@ static void set_blas_threads(int n)
 #else
 	(void)n;
 #endif
-}
-
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 int main(int argc, char **argv)

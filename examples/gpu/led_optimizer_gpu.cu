@@ -92,6 +92,8 @@
 
 #include "ptz/recorder.h" /* the public API only */
 
+#include "../example_util.h" /* parse_pos, now_s */
+
 #define PROG "led_optimizer_gpu"
 #define SEED 0x1ed0b7a5eedULL
 #define MAX_THREADS 64
@@ -99,17 +101,7 @@
 
 /* ------------------------------------------------------------- errors */
 
-static void die_cuda(cudaError_t e, const char *what, int line)
-{
-	fprintf(stderr, PROG ": line %d: %s: %s (%s)\n", line, what, cudaGetErrorString(e), cudaGetErrorName(e));
-	exit(1);
-}
-#define CK(call)                                         \
-	do {                                             \
-		const cudaError_t ck_e_ = (call);        \
-		if (ck_e_ != cudaSuccess)                \
-			die_cuda(ck_e_, #call, __LINE__); \
-	} while (0)
+#include "cuda_check.h" /* CK */
 
 #ifdef PTZ_HAVE_CUBLAS
 #define CKB(call)                                                                                    \
@@ -493,24 +485,6 @@ static void usage(FILE *out)
 		"  --small          CI-sized run: 256 pixels, 48 LEDs, 12 frames, batches of 4, 10 iterations,\n"
 		"                   2 threads\n"
 		"  --check-device   exit 0 if a CUDA device is usable, else 77\n");
-}
-
-static int parse_pos(const char *s, int hi, int *out)
-{
-	char *end;
-	errno = 0;
-	long v = strtol(s, &end, 10);
-	if (errno || *end || end == s || v < 1 || v > hi)
-		return -1;
-	*out = (int)v;
-	return 0;
-}
-
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 /* Exits 77 when no device can be used (no driver, no GPU). */

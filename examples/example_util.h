@@ -1,0 +1,32 @@
+/*
+ * examples/example_util.h - two helpers the example programs share (C and
+ * CUDA C++). Not part of ptz: the examples use only ptz/recorder.h.
+ */
+#ifndef PTZ_EXAMPLE_UTIL_H
+#define PTZ_EXAMPLE_UTIL_H
+
+#include <errno.h>  /* errno */
+#include <stdlib.h> /* strtol */
+#include <time.h>   /* clock_gettime */
+
+/* An option's integer in [1, @hi]: 0 with *@out set, or -1 (not a number, or out of range). */
+static inline int parse_pos(const char *s, int hi, int *out)
+{
+	char *end;
+	errno = 0;
+	long v = strtol(s, &end, 10);
+	if (errno || *end || end == s || v < 1 || v > hi)
+		return -1;
+	*out = (int)v;
+	return 0;
+}
+
+/* CLOCK_MONOTONIC in seconds (the examples' own timings, independent of ptz). */
+static inline double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+#endif /* PTZ_EXAMPLE_UTIL_H */
