@@ -18,7 +18,6 @@
 #define unlikely_(x) __builtin_expect(!!(x), 0)
 #define likely_(x) __builtin_expect(!!(x), 1)
 #define PT_NOINLINE_STATS __attribute__((noinline))
-__extension__ typedef unsigned __int128 u128; /* GCC/Clang: the 64x64->128 product */
 
 #define SUB (1u << ANA_SUB_BITS)
 
@@ -521,7 +520,7 @@ void ana_reservoir_add(struct ana_reservoir *r, uint64_t v, uint64_t *rng)
 		return;
 	}
 	/* uniform in [0, seen) by Lemire's multiply-shift (no 64-bit division) */
-	uint64_t j = (uint64_t)(((u128)rnd(rng) * r->seen) >> 64);
+	uint64_t j = (uint64_t)(((ana_u128)rnd(rng) * r->seen) >> 64);
 	if (j < ANA_RESERVOIR_CAP)
 		r->v[j] = v;
 }

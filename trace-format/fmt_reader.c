@@ -738,6 +738,15 @@ int pt_reader_next_chunk_header(struct pt_reader *r, struct pt_chunk_info *out)
 	return 1;
 }
 
+/* The open chunk's payload stopped decoding at r->dec.pos: counted, and
+ * reported with the chunk's offset and the byte. */
+static void chunk_damaged(struct pt_reader *r)
+{
+	r->info.damaged_chunks++;
+	problem(r, r->cur_off, "chunk @0x%llx: payload does not decode at byte %llu; rest of chunk dropped",
+		(unsigned long long)r->cur_off, (unsigned long long)(r->dec.pos - r->raw));
+}
+
 struct fmt_dec *fmt_reader_chunk_dec(struct pt_reader *r)
 {
 	return r->have_chunk && !r->pending_corrupt ? &r->dec : NULL;
@@ -745,11 +754,8 @@ struct fmt_dec *fmt_reader_chunk_dec(struct pt_reader *r)
 
 void fmt_reader_chunk_done(struct pt_reader *r, int rc)
 {
-	if (rc < 0 && r->have_chunk) {
-		r->info.damaged_chunks++;
-		problem(r, r->cur_off, "chunk @0x%llx: payload does not decode at byte %llu; rest of chunk dropped",
-			(unsigned long long)r->cur_off, (unsigned long long)(r->dec.pos - r->raw));
-	}
+	if (rc < 0 && r->have_chunk)
+		chunk_damaged(r);
 	r->have_chunk = 0;
 	r->pending_corrupt = 0;
 }
@@ -760,9 +766,7 @@ int pt_reader_next_record(struct pt_reader *r, struct pt_record *out)
 		return -PT_ESTATE;
 	int rc = fmt_dec_next(&r->dec, out);
 	if (rc < 0) {
-		r->info.damaged_chunks++;
-		problem(r, r->cur_off, "chunk @0x%llx: payload does not decode at byte %llu; rest of chunk dropped",
-			(unsigned long long)r->cur_off, (unsigned long long)(r->dec.pos - r->raw));
+		chunk_damaged(r);
 		r->have_chunk = 0;
 	}
 	if (rc == 0)
@@ -787,9 +791,7 @@ int pt_reader_next_records(struct pt_reader *r, struct pt_record *out, size_t ma
 			continue;
 		}
 		if (rc < 0) {
-			r->info.damaged_chunks++;
-			problem(r, r->cur_off, "chunk @0x%llx: payload does not decode at byte %llu; rest of chunk dropped",
-				(unsigned long long)r->cur_off, (unsigned long long)(r->dec.pos - r->raw));
+			chunk_damaged(r);
 		}
 		if (n > 0) { /* return what decoded; the end or the damage comes next call */
 			if (rc < 0)
