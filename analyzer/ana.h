@@ -227,7 +227,6 @@ struct ana_node {
 	uint32_t nchild, cchild;
 	uint32_t *child;   /* node indexes, sorted by name id */
 	uint32_t *child_id; /* their name ids, same order: searched without touching the children */
-	uint32_t last_child;
 	struct ana_agg agg;
 };
 

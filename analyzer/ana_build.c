@@ -82,10 +82,8 @@ uint32_t ana_tree_child(struct ana_tree *t, uint32_t parent, uint32_t id)
 {
 	struct ana_node *p = &t->n[parent];
 	uint32_t lo = child_lower(p, id);
-	if (lo < p->nchild && p->child_id[lo] == id) {
-		p->last_child = lo;
+	if (lo < p->nchild && p->child_id[lo] == id)
 		return p->child[lo];
-	}
 	if (t->count == t->cap) {
 		uint32_t nc = t->cap ? t->cap * 2 : 64;
 		struct ana_node *n = realloc(t->n, nc * sizeof(*n));
@@ -118,7 +116,6 @@ uint32_t ana_tree_child(struct ana_tree *t, uint32_t parent, uint32_t id)
 	p->child[lo] = idx;
 	p->child_id[lo] = id;
 	p->nchild++;
-	p->last_child = lo;
 	return idx;
 }
 
@@ -286,7 +283,7 @@ static void hpend_flush(struct ana_hpend_set *s, struct ana_tree *t)
 }
 
 static void agg_add(struct ctx *c, struct tstate *ts, struct ana_agg *a, const struct frame *f, uint64_t dur_ns,
-		    uint64_t self_ns, bool add_total)
+		    uint64_t self_ns)
 {
 	if (a->count == 0 || dur_ns < a->min_ns)
 		a->min_ns = dur_ns;
@@ -297,8 +294,7 @@ static void agg_add(struct ctx *c, struct tstate *ts, struct ana_agg *a, const s
 		a->first_ns = dur_ns;
 	}
 	a->count++;
-	if (add_total)
-		a->total_ns += dur_ns;
+	a->total_ns += dur_ns;
 	a->self_ns += self_ns;
 	ana_moments_add(&a->all, dur_ns);
 	if (!c->merged_only)
@@ -356,7 +352,7 @@ static inline __attribute__((always_inline)) void close_top(struct ctx *c, struc
 			     f->has_x ? f->x.xfer_incl : NULL);
 	}
 	struct ana_node *n = &th->tree.n[f->node];
-	agg_add(c, ts, &n->agg, f, dur_ns, self_ns, true);
+	agg_add(c, ts, &n->agg, f, dur_ns, self_ns);
 	if (f->merged != UINT32_MAX) { /* one reservoir per path, process-wide */
 		struct ana_agg *ma = &c->res->merged.n[f->merged].agg;
 		if (c->merged_only)
