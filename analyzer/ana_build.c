@@ -477,14 +477,28 @@ static inline __attribute__((always_inline)) void sec_metric(struct ana_thread *
 	}
 }
 
+/* Any record at @ticks: the thread's first tick. */
+static inline void first_seen(struct tstate *ts, uint64_t ticks)
+{
+	if (__builtin_expect(!ts->seen, 0)) {
+		ts->seen = true;
+		ts->first_ticks = ticks;
+	}
+}
+
+/* A BEGIN or END at @ticks: the thread's first and last timed ticks. */
+static inline void timed_seen(struct tstate *ts, uint64_t ticks)
+{
+	first_seen(ts, ticks);
+	ts->last_ticks = ticks;
+}
+
 static void on_record(struct ctx *c, struct ana_thread *th, struct tstate *ts, const struct pt_record *r)
 {
-	if (!ts->seen) {
-		ts->seen = true;
-		ts->first_ticks = r->ticks;
-	}
 	if (r->kind == PT_REC_BEGIN || r->kind == PT_REC_END || r->kind == PT_REC_COUNTER)
-		ts->last_ticks = r->ticks;
+		timed_seen(ts, r->ticks);
+	else
+		first_seen(ts, r->ticks);
 	th->records++;
 	switch (r->kind) {
 	case PT_REC_BEGIN:
@@ -601,16 +615,8 @@ static int flat_incl_from_tree(struct tstate *ts, const struct ana_tree *t)
 		uint32_t k = n->child[pos[sp - 1]++];
 		const struct ana_node *ch = &t->n[k];
 		if (ch->id < ts->id_limit) {
-			if (!on_path[ch->id] && ch->agg.count) {
-				struct flat_incl *fi = fi_of(ts, ch->id);
-				if (fi) {
-					fi->total_ns += ch->agg.total_ns;
-					for (int m = 0; m < ANA_NMETRIC; m++)
-						fi->metric_incl[m] += ch->agg.metric_incl[m];
-					for (int d = 0; d < ANA_DIRS; d++)
-						fi->xfer_incl[d] += ch->agg.xfer_incl[d];
-				}
-			}
+			if (!on_path[ch->id] && ch->agg.count) /* no same-name frame open: into the total */
+				flat_pass_up(ts, ch->id, -1, ch->agg.total_ns, ch->agg.metric_incl, ch->agg.xfer_incl);
 			on_path[ch->id]++;
 		}
 		stk[sp] = k;
@@ -695,20 +701,12 @@ static void read_meta(struct ctx *c, struct pt_record *batch, size_t max)
 		}
 }
 
-/* A BEGIN or END at @ticks: the thread's first and last timed ticks. */
-static inline void timed_seen(struct tstate *ts, uint64_t ticks)
-{
-	if (__builtin_expect(!ts->seen, 0)) {
-		ts->seen = true;
-		ts->first_ticks = ticks;
-	}
-	ts->last_ticks = ticks;
-}
 
 /*
  * Replays the current event chunk @ci of thread @th: the fused decoder and
- * aggregator. BEGIN, END and END_TOP are decoded here, straight into
- * sec_begin()/sec_end() (no pt_record in between); every other tag, and
+ * aggregator. BEGIN, END, END_TOP and METRIC are decoded here, straight
+ * into sec_begin()/sec_end()/sec_metric() (no pt_record in between); every
+ * other tag, and
  * any record the fast helpers decline (damage included), goes through
  * fmt_dec_next() and on_record(), so both paths see the same records and
  * the reader reports damage at the same byte (trace-format/fmt_internal.h).
@@ -743,10 +741,7 @@ static PT_NOINLINE_ void read_events(struct ctx *c, struct ana_thread *th, struc
 				uint32_t aux;
 				uint64_t value;
 				if (fmt_dec_fast_metric(&fd, &aux, &value)) {
-					if (__builtin_expect(!ts->seen, 0)) { /* a METRIC reports the last tick */
-						ts->seen = true;
-						ts->first_ticks = fd.ticks;
-					}
+					first_seen(ts, fd.ticks); /* a METRIC reports the last tick */
 					fast++;
 					sec_metric(th, ts, aux, value);
 					continue;
