@@ -235,11 +235,11 @@ PT_INTERNAL int fmt_dec_next(struct fmt_dec *d, struct pt_record *out);
  * common section records itself, in its own loop, and hands every other
  * tag to fmt_dec_next(). The fast helpers below never read past
  * d->end: they are used only while FMT_DEC_FAST_SLACK bytes remain, which
- * covers the longest BEGIN, END or END_TOP record (tag + two 10-byte
- * varints). They never report damage themselves: on anything unusual
- * (a varint longer than 10 bytes or above its field's range, a tick
+ * covers the longest BEGIN, END, END_TOP or METRIC record (tag + two
+ * 10-byte varints). They never report damage themselves: on anything
+ * unusual (a varint longer than 10 bytes or above its field's range, a tick
  * overflow, END_TOP without a section begun in the chunk) they return 0
- * and leave d unchanged, and fmt_dec_next() then decodes the same bytes
+ * and leave the state unchanged, and fmt_dec_next() then decodes the same bytes
  * with the full checks (same records, same errors, same offsets).
  */
 #define FMT_DEC_FAST_SLACK 24 /* >= 1 + 2 x 10: BEGIN, END, END_TOP, METRIC, TRANSFER */
