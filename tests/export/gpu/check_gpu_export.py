@@ -57,24 +57,10 @@ sys.path.insert(0, PB2)
 sys.path.insert(0, os.path.join(SRC, "tests/export/perfetto"))
 import perfetto_trace_subset_pb2 as pb  # noqa: E402
 import pftrace_check  # noqa: E402
+from tap import tap, finish  # noqa: E402
 
 T0 = 1000000  # ns: the trace's start on CLOCK_MONOTONIC (gen_gpu_trace.c)
 GPU_TID = 8388608  # first Chrome GPU pseudo thread (pfx_chrome.c)
-
-n_test = 0
-n_fail = 0
-
-
-def tap(ok, name, diag=""):
-    global n_test, n_fail
-    n_test += 1
-    if not ok:
-        n_fail += 1
-    print(f"{'ok' if ok else 'not ok'} {n_test} - {name}")
-    if diag and not ok:
-        for line in str(diag).splitlines()[:40]:
-            print(f"# {line}")
-    return ok
 
 
 def same(got, want, name):
@@ -481,9 +467,7 @@ def main():
         check_chrome(trace)
     for seed in (1, 2, 3):
         check_random(seed)
-    print(f"1..{n_test}")
-    print(f"# {n_test - n_fail} passed, {n_fail} failed")
-    return 1 if n_fail else 0
+    return finish()
 
 
 if __name__ == "__main__":

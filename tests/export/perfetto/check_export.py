@@ -46,21 +46,7 @@ sys.path.insert(0, PB2)
 sys.path.insert(0, HERE)
 import perfetto_trace_subset_pb2 as pb  # noqa: E402
 import pftrace_check  # noqa: E402
-
-n_test = 0
-n_fail = 0
-
-
-def tap(ok, name, diag=""):
-    global n_test, n_fail
-    n_test += 1
-    if not ok:
-        n_fail += 1
-    print(f"{'ok' if ok else 'not ok'} {n_test} - {name}")
-    if diag and not ok:
-        for line in str(diag).splitlines()[:40]:
-            print(f"# {line}")
-    return ok
+from tap import tap, finish  # noqa: E402
 
 
 def protoc(*args, stdin=None):
@@ -347,9 +333,7 @@ def main():
         r = subprocess.run([exe, "--small", "--trace", trace], capture_output=True, cwd=TMP)
         if tap(r.returncode == 0, f"{prog} --small", r.stderr.decode()[-2000:]):
             export_and_check(trace, prog, exact=False)
-    print(f"1..{n_test}")
-    print(f"# {n_test - n_fail} passed, {n_fail} failed")
-    return 1 if n_fail else 0
+    return finish()
 
 
 if __name__ == "__main__":
