@@ -157,7 +157,33 @@ struct ana_reservoir {
 	uint32_t n, cap;
 	uint64_t *v;
 };
-void ana_reservoir_add(struct ana_reservoir *r, uint64_t v, uint64_t *rng);
+/* splitmix64 (Steele, Lea and Flood 2014) on state *@s: seeded, so reports
+ * are reproducible. */
+static inline uint64_t ana_rnd(uint64_t *s)
+{
+	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+/* ana_reservoir_add() when the array must grow first (out of line). */
+void ana_reservoir_add_slow(struct ana_reservoir *r, uint64_t v, uint64_t *rng);
+/* Offers duration @v (ns) to @r; @rng is the pass's splitmix64 state. Inline:
+ * an append while the array has room, then the draw once it is full. */
+static inline void ana_reservoir_add(struct ana_reservoir *r, uint64_t v, uint64_t *rng)
+{
+	if (r->n < r->cap) {
+		r->seen++;
+		r->v[r->n++] = v;
+	} else if (r->n == ANA_RESERVOIR_CAP) {
+		/* uniform in [0, seen) by Lemire's multiply-shift (no 64-bit division) */
+		uint64_t j = (uint64_t)(((ana_u128)ana_rnd(rng) * ++r->seen) >> 64);
+		if (j < ANA_RESERVOIR_CAP)
+			r->v[j] = v;
+	} else {
+		ana_reservoir_add_slow(r, v, rng);
+	}
+}
 void ana_reservoir_merge(struct ana_reservoir *dst, const struct ana_reservoir *src, uint64_t *rng);
 void ana_reservoir_free(struct ana_reservoir *r);
 

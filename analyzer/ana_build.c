@@ -282,8 +282,20 @@ static void hpend_flush(struct ana_hpend_set *s, struct ana_tree *t)
 	s->n = 0;
 }
 
-static void agg_add(struct ctx *c, struct tstate *ts, struct ana_agg *a, const struct frame *f, uint64_t dur_ns,
-		    uint64_t self_ns)
+/*
+ * The pass's options as one argument of the always-inline section
+ * functions: read_events() passes a constant for the common case (no
+ * filter, merged percentiles only: `ptanalyze --report`), so its loop has
+ * no test of either; other callers pass pass_mode(c).
+ */
+enum { MODE_KEEP_ALL = 1, MODE_MERGED_ONLY = 2 };
+static inline unsigned pass_mode(const struct ctx *c)
+{
+	return (c->keep_all ? MODE_KEEP_ALL : 0) | (c->merged_only ? MODE_MERGED_ONLY : 0);
+}
+
+static inline __attribute__((always_inline)) void agg_add(struct tstate *ts, struct ana_agg *a, const struct frame *f,
+							 uint64_t dur_ns, uint64_t self_ns, unsigned mode)
 {
 	if (a->count == 0 || dur_ns < a->min_ns)
 		a->min_ns = dur_ns;
@@ -297,7 +309,7 @@ static void agg_add(struct ctx *c, struct tstate *ts, struct ana_agg *a, const s
 	a->total_ns += dur_ns;
 	a->self_ns += self_ns;
 	ana_moments_add(&a->all, dur_ns);
-	if (!c->merged_only)
+	if (!(mode & MODE_MERGED_ONLY))
 		hpend_add(&ts->hp, f->node, dur_ns, &a->hist);
 	a->lossy += f->lossy;
 	if (f->has_m)
@@ -314,7 +326,8 @@ static void agg_add(struct ctx *c, struct tstate *ts, struct ana_agg *a, const s
 }
 
 /* Pops the top frame, closing it at @end, into its call-path node. */
-static inline __attribute__((always_inline)) void close_top(struct ctx *c, struct ana_thread *th, struct tstate *ts, uint64_t end)
+static inline __attribute__((always_inline)) void close_top(struct ctx *c, struct ana_thread *th, struct tstate *ts, uint64_t end,
+							  unsigned mode)
 {
 	struct frame *f = &ts->st[--ts->depth];
 	uint64_t dur = end >= f->start ? end - f->start : 0;
@@ -337,7 +350,7 @@ static inline __attribute__((always_inline)) void close_top(struct ctx *c, struc
 	}
 	uint32_t id = f->id;
 	th->sections++;
-	if (!c->keep_all) { /* recursion-safe flat sums: from the tree when every section is kept */
+	if (!(mode & MODE_KEEP_ALL)) { /* recursion-safe flat sums: from the tree when every section is kept */
 		int32_t *top = open_top_of(ts, id);
 		if (top)
 			*top = f->prev_same;
@@ -352,10 +365,10 @@ static inline __attribute__((always_inline)) void close_top(struct ctx *c, struc
 			     f->has_x ? f->x.xfer_incl : NULL);
 	}
 	struct ana_node *n = &th->tree.n[f->node];
-	agg_add(c, ts, &n->agg, f, dur_ns, self_ns);
+	agg_add(ts, &n->agg, f, dur_ns, self_ns, mode);
 	if (f->merged != UINT32_MAX) { /* one reservoir per path, process-wide */
 		struct ana_agg *ma = &c->res->merged.n[f->merged].agg;
-		if (c->merged_only)
+		if (mode & MODE_MERGED_ONLY)
 			hpend_add(&c->mp, f->merged, dur_ns, &ma->hist);
 		ana_reservoir_add(&ma->res, dur_ns, &c->rng);
 	}
@@ -364,7 +377,7 @@ static inline __attribute__((always_inline)) void close_top(struct ctx *c, struc
 /* close_top() out of line, for the sections that misuse closes. */
 static PT_NOINLINE_ void close_top_misuse(struct ctx *c, struct ana_thread *th, struct tstate *ts, uint64_t end)
 {
-	close_top(c, th, ts, end);
+	close_top(c, th, ts, end, pass_mode(c));
 }
 
 /* Covers every node of @t (some are made outside sec_begin: GPU launches). */
@@ -387,7 +400,7 @@ static PT_NOINLINE_ int pn_grow(struct tstate *ts, const struct ana_tree *t)
 
 /* BEGIN of section @id at @ticks: pushes child(top, id). */
 static inline __attribute__((always_inline)) void sec_begin(struct ctx *c, struct ana_thread *th, struct tstate *ts,
-							  uint32_t id, uint64_t ticks)
+							  uint32_t id, uint64_t ticks, unsigned mode)
 {
 	uint32_t parent = ts->depth ? ts->st[ts->depth - 1].node : 0;
 	if (__builtin_expect(parent >= ts->npn, 0) && pn_grow(ts, &th->tree))
@@ -427,7 +440,7 @@ static inline __attribute__((always_inline)) void sec_begin(struct ctx *c, struc
 	f->child_ticks = 0;
 	f->lossy = f->has_m = f->has_x = f->has_pending = false;
 	f->prev_same = -1;
-	if (!c->keep_all) {
+	if (!(mode & MODE_KEEP_ALL)) {
 		int32_t *top = open_top_of(ts, id);
 		if (top) {
 			f->prev_same = *top;
@@ -440,7 +453,7 @@ static inline __attribute__((always_inline)) void sec_begin(struct ctx *c, struc
 /* END of section @id at @ticks: closes the innermost section, or the
  * sections above a deeper one of that name (misuse), or counts it. */
 static inline __attribute__((always_inline)) void sec_end(struct ctx *c, struct ana_thread *th, struct tstate *ts,
-							uint32_t id, uint64_t ticks)
+							uint32_t id, uint64_t ticks, unsigned mode)
 {
 	if (ts->depth == 0) {
 		th->unmatched_ends++;
@@ -459,7 +472,7 @@ static inline __attribute__((always_inline)) void sec_end(struct ctx *c, struct 
 			close_top_misuse(c, th, ts, ticks);
 		}
 	}
-	close_top(c, th, ts, ticks);
+	close_top(c, th, ts, ticks, mode);
 }
 
 /* METRIC of kind @aux (enum pt_metric_kind), amount @value: into the innermost open section. */
@@ -502,10 +515,10 @@ static void on_record(struct ctx *c, struct ana_thread *th, struct tstate *ts, c
 	th->records++;
 	switch (r->kind) {
 	case PT_REC_BEGIN:
-		sec_begin(c, th, ts, r->id, r->ticks);
+		sec_begin(c, th, ts, r->id, r->ticks, pass_mode(c));
 		return;
 	case PT_REC_END:
-		sec_end(c, th, ts, r->id, r->ticks);
+		sec_end(c, th, ts, r->id, r->ticks, pass_mode(c));
 		return;
 	case PT_REC_METRIC:
 		sec_metric(th, ts, r->aux, r->value);
@@ -711,16 +724,9 @@ static void read_meta(struct ctx *c, struct pt_record *batch, size_t max)
  * fmt_dec_next() and on_record(), so both paths see the same records and
  * the reader reports damage at the same byte (trace-format/fmt_internal.h).
  */
-static PT_NOINLINE_ void read_events(struct ctx *c, struct ana_thread *th, struct tstate *ts, const struct pt_chunk_info *ci)
+static inline __attribute__((always_inline)) void read_events_mode(struct ctx *c, struct ana_thread *th,
+								   struct tstate *ts, struct fmt_dec *d, unsigned mode)
 {
-	if (ci->sequence != ts->next_seq) {
-		th->gaps++;
-		drop_stack(ts, &th->open_at_end);
-	}
-	ts->next_seq = ci->sequence + 1;
-	struct fmt_dec *d = fmt_reader_chunk_dec(c->res->rd);
-	if (!d)
-		return;
 	uint64_t fast = 0; /* records decoded here, counted once at the end */
 	int rc;
 	struct fmt_fast fd;
@@ -734,7 +740,7 @@ static PT_NOINLINE_ void read_events(struct ctx *c, struct ana_thread *th, struc
 				if (fmt_dec_fast_begin(&fd, d->stack, &id)) {
 					timed_seen(ts, fd.ticks);
 					fast++;
-					sec_begin(c, th, ts, id, fd.ticks);
+					sec_begin(c, th, ts, id, fd.ticks, mode);
 					continue;
 				}
 			} else if (tag == PT_REC_METRIC) {
@@ -750,7 +756,7 @@ static PT_NOINLINE_ void read_events(struct ctx *c, struct ana_thread *th, struc
 				if (fmt_dec_fast_end(&fd, d->stack, &id)) {
 					timed_seen(ts, fd.ticks);
 					fast++;
-					sec_end(c, th, ts, id, fd.ticks);
+					sec_end(c, th, ts, id, fd.ticks, mode);
 					continue;
 				}
 			}
@@ -767,6 +773,23 @@ static PT_NOINLINE_ void read_events(struct ctx *c, struct ana_thread *th, struc
 	fmt_reader_chunk_done(c->res->rd, rc);
 	if (rc < 0) /* the rest of the chunk is gone: its open frames are unreliable */
 		th->gaps++;
+}
+
+static PT_NOINLINE_ void read_events(struct ctx *c, struct ana_thread *th, struct tstate *ts, const struct pt_chunk_info *ci)
+{
+	if (ci->sequence != ts->next_seq) {
+		th->gaps++;
+		drop_stack(ts, &th->open_at_end);
+	}
+	ts->next_seq = ci->sequence + 1;
+	struct fmt_dec *d = fmt_reader_chunk_dec(c->res->rd);
+	if (!d)
+		return;
+	unsigned mode = pass_mode(c);
+	if (mode == (MODE_KEEP_ALL | MODE_MERGED_ONLY))
+		read_events_mode(c, th, ts, d, MODE_KEEP_ALL | MODE_MERGED_ONLY);
+	else
+		read_events_mode(c, th, ts, d, mode);
 }
 
 /*

@@ -487,15 +487,6 @@ struct ana_moments ana_moments_without(const struct ana_moments *m, uint64_t x)
 	return r;
 }
 
-static uint64_t rnd(uint64_t *s)
-{
-	/* splitmix64: seeded, so reports are reproducible */
-	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-
 static int res_push(struct ana_reservoir *r, uint64_t v)
 {
 	if (r->n == r->cap) {
@@ -512,7 +503,7 @@ static int res_push(struct ana_reservoir *r, uint64_t v)
 	return 0;
 }
 
-void ana_reservoir_add(struct ana_reservoir *r, uint64_t v, uint64_t *rng)
+void ana_reservoir_add_slow(struct ana_reservoir *r, uint64_t v, uint64_t *rng)
 {
 	r->seen++;
 	if (r->n < ANA_RESERVOIR_CAP) {
@@ -520,7 +511,7 @@ void ana_reservoir_add(struct ana_reservoir *r, uint64_t v, uint64_t *rng)
 		return;
 	}
 	/* uniform in [0, seen) by Lemire's multiply-shift (no 64-bit division) */
-	uint64_t j = (uint64_t)(((ana_u128)rnd(rng) * r->seen) >> 64);
+	uint64_t j = (uint64_t)(((ana_u128)ana_rnd(rng) * r->seen) >> 64);
 	if (j < ANA_RESERVOIR_CAP)
 		r->v[j] = v;
 }
@@ -545,7 +536,7 @@ void ana_reservoir_merge(struct ana_reservoir *dst, const struct ana_reservoir *
 		want_dst = dst->n;
 	/* partial Fisher-Yates on dst to keep a random subset */
 	for (uint32_t i = 0; i < want_dst; i++) {
-		uint32_t j = i + (uint32_t)(rnd(rng) % (dst->n - i));
+		uint32_t j = i + (uint32_t)(ana_rnd(rng) % (dst->n - i));
 		uint64_t t = dst->v[i];
 		dst->v[i] = dst->v[j];
 		dst->v[j] = t;
@@ -555,7 +546,7 @@ void ana_reservoir_merge(struct ana_reservoir *dst, const struct ana_reservoir *
 	if (tmp) {
 		memcpy(tmp, src->v, src->n * sizeof(*tmp));
 		for (uint32_t i = 0; i < want_src; i++) {
-			uint32_t j = i + (uint32_t)(rnd(rng) % (src->n - i));
+			uint32_t j = i + (uint32_t)(ana_rnd(rng) % (src->n - i));
 			uint64_t t = tmp[i];
 			tmp[i] = tmp[j];
 			tmp[j] = t;
