@@ -101,15 +101,18 @@ static int table_cover(struct ana_hist *h, uint32_t o)
  * bucket, the bucket in the high half: one compare on the packed word). */
 static uint32_t sp_lower(const struct ana_hist *h, uint32_t i)
 {
-	uint32_t lo = 0, hi = h->nsp, key = i << 16;
-	while (lo < hi) {
-		uint32_t mid = (lo + hi) / 2;
-		if (h->sp[mid] < key)
-			lo = mid + 1;
-		else
-			hi = mid;
+	/* branch-free lower bound (the halving does not depend on the data,
+	 * so nothing is mispredicted): the answer stays in [b, b + n] */
+	const uint32_t *b = h->sp;
+	uint32_t n = h->nsp, key = i << 16;
+	if (n == 0)
+		return 0;
+	while (n > 1) {
+		uint32_t half = n / 2;
+		b = b[half] < key ? b + half : b;
+		n -= half;
 	}
-	return lo;
+	return (uint32_t)(b - h->sp) + (*b < key);
 }
 
 /* Next capacity of the pair list: 1.5x, as glibc sizes a chunk (16k + 8
