@@ -378,6 +378,11 @@ struct ana_options {
 	 * thread otherwise). false (the default): per thread too, as CSV,
 	 * JSON and --thread print. Every other figure is the same either way. */
 	bool merged_percentiles_only;
+	/* With merged_percentiles_only: true leaves the flat (by name) rows
+	 * without percentiles (0), as the call-tree report prints none of
+	 * them; their histograms (one per name, merged from every path of the
+	 * name after the pass) are then never built. */
+	bool no_flat_percentiles;
 	void (*progress)(void *ctx, uint64_t done_bytes, uint64_t total_bytes);
 	void *progress_ctx;
 };

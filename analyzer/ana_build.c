@@ -326,8 +326,8 @@ static inline __attribute__((always_inline)) void agg_add(struct tstate *ts, str
 }
 
 /* Pops the top frame, closing it at @end, into its call-path node. */
-static inline __attribute__((always_inline)) void close_top(struct ctx *c, struct ana_thread *th, struct tstate *ts, uint64_t end,
-							  unsigned mode)
+static inline __attribute__((always_inline)) void close_top(struct ctx *c, struct ana_thread *th, struct tstate *ts,
+							  uint64_t end, unsigned mode)
 {
 	struct frame *f = &ts->st[--ts->depth];
 	uint64_t dur = end >= f->start ? end - f->start : 0;
@@ -775,7 +775,8 @@ static inline __attribute__((always_inline)) void read_events_mode(struct ctx *c
 		th->gaps++;
 }
 
-static PT_NOINLINE_ void read_events(struct ctx *c, struct ana_thread *th, struct tstate *ts, const struct pt_chunk_info *ci)
+static PT_NOINLINE_ void read_events(struct ctx *c, struct ana_thread *th, struct tstate *ts,
+				      const struct pt_chunk_info *ci)
 {
 	if (ci->sequence != ts->next_seq) {
 		th->gaps++;
@@ -1020,7 +1021,8 @@ int ana_run(const char *path, const struct ana_options *opt, struct ana_result *
 		ana_pass_free_tstate(&c.ts[i]);
 	}
 	free(c.ts);
-	if (c.merged_only) /* flat percentiles: every path of a name, from the merged tree */
+	/* flat percentiles: every path of a name, from the merged tree */
+	if (c.merged_only && !opt->no_flat_percentiles)
 		for (uint32_t i = 1; i < res->merged.count; i++) {
 			const struct ana_node *n = &res->merged.n[i];
 			if (n->id < maxid && n->agg.count)

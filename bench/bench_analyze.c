@@ -171,7 +171,8 @@ struct result {
 
 static int analyze(const char *path, struct result *out, int fd)
 {
-	struct ana_options ao = { .thread = -1, .merged_percentiles_only = true }; /* as `ptanalyze --report` */
+	/* as `ptanalyze --report` */
+	struct ana_options ao = { .thread = -1, .merged_percentiles_only = true, .no_flat_percentiles = true };
 	struct ana_result res;
 	char err[256];
 	double t0 = now_s();

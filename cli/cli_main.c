@@ -359,6 +359,7 @@ int main(int argc, char **argv)
 	char err[512];
 	/* per-thread percentiles only where an output prints per-thread rows */
 	ao.merged_percentiles_only = !csv && !json && ro.thread < 0;
+	ao.no_flat_percentiles = !ro.flat; /* the call tree prints no flat row's percentiles */
 	int rc = ana_run(path, &ao, &res, err, sizeof(err));
 	if (rc) {
 		fprintf(stderr, PROG ": %s: %s\n", path, err);
