@@ -708,7 +708,8 @@ static void test_ana_run_huge_ids(void **state)
 }
 
 /* merged_percentiles_only (the --report path): every merged and flat
- * figure equals the default mode's; per-thread histograms stay empty. */
+ * figure equals the default mode's; per-thread histograms stay empty;
+ * with no_flat_percentiles too, so do the flat ones. */
 static void same_rows(const struct ana_result *a, const struct ana_result *b, const struct ana_agg *x,
 		      const struct ana_agg *y)
 {
@@ -742,6 +743,25 @@ static void check_modes(const char *path)
 			const struct ana_hist *h = &m.threads[i].tree.n[n].agg.hist;
 			assert_true(h->nsp == 0 && h->blk == NULL);
 		}
+	/* no_flat_percentiles (--report without --flat): the call tree is the
+	 * same; flat rows keep every figure but their histograms, never built */
+	struct ana_result t;
+	mo.no_flat_percentiles = true;
+	ana_test_run(path, &mo, &t);
+	assert_int_equal(d.merged.count, t.merged.count);
+	for (uint32_t n = 1; n < d.merged.count; n++)
+		same_rows(&d, &t, &d.merged.n[n].agg, &t.merged.n[n].agg);
+	assert_int_equal(d.nnames, t.nnames);
+	int flat_pct = 0;
+	for (uint32_t id = 0; id < d.nnames; id++) {
+		assert_int_equal(d.by_name[id].count, t.by_name[id].count);
+		assert_int_equal(d.by_name[id].total_ns, t.by_name[id].total_ns);
+		assert_int_equal(d.by_name[id].self_ns, t.by_name[id].self_ns);
+		assert_true(t.by_name[id].hist.nsp == 0 && t.by_name[id].hist.blk == NULL);
+		flat_pct += d.by_name[id].count && (m.by_name[id].hist.nsp || m.by_name[id].hist.blk);
+	}
+	assert_true(flat_pct > 0); /* without the option, they were built */
+	ana_result_free(&t);
 	ana_result_free(&d);
 	ana_result_free(&m);
 }
