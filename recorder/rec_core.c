@@ -28,6 +28,7 @@
 #include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+#include <zstd.h> /* ZSTD_minCLevel, ZSTD_maxCLevel */
 
 #include "recorder/rec_internal.h"
 
@@ -108,19 +109,23 @@ static PT_COLD struct rec_ring *ring_attach(struct pt_recorder *r, uint64_t gen)
 	}
 	if (old) {
 		int st = atomic_load_explicit(&old->owner_state, memory_order_acquire); /* [X2] */
-		if (st == OWNER_DETACHED)
-			free_ring(old); /* its recorder closed: ours to free */
+		if (st == OWNER_DETACHED) {
+			/* its recorder closed: ours to free; the key must not keep
+			 * it for ring_retire() if no new ring replaces it below */
+			pthread_setspecific(ring_key, NULL);
+			free_ring(old);
+		}
 		rec_tls = NULL;
 	}
 	struct rec_ring *g;
 	if (posix_memalign((void **)&g, REC_LINE, sizeof(*g)) != 0)
-		return NULL;
+		goto no_memory;
 	memset(g, 0, sizeof(*g));
 	size_t cap = r->ring_bytes / sizeof(struct rec_slot);
 	g->slots = malloc(cap * sizeof(struct rec_slot));
 	if (!g->slots) {
 		free(g);
-		return NULL;
+		goto no_memory;
 	}
 	g->cap = cap;
 	g->mask = cap - 1;
@@ -144,6 +149,10 @@ static PT_COLD struct rec_ring *ring_attach(struct pt_recorder *r, uint64_t gen)
 	pthread_setspecific(ring_key, g);
 	rec_tls = g;
 	return g;
+no_memory:
+	/* the call is dropped, and counted: no silent loss */
+	atomic_fetch_add_explicit(&r->no_ring_lost, 1, memory_order_relaxed);
+	return NULL;
 }
 
 /* TLS destructor: the thread is exiting. */
@@ -204,12 +213,32 @@ static inline void publish(struct rec_ring *g, uint64_t h)
 	atomic_store_explicit(&g->head, h, memory_order_release);
 }
 
+/* Remembers @id as open at nesting level @level (0 = outermost) for pt_stop(). */
+static inline void push_id(struct rec_ring *g, uint32_t level, uint32_t id)
+{
+	g->open_ids[level % REC_STOP_STACK] = (uint64_t)level << 32 | id;
+}
+
+/* Skips section @id whole (with everything begun inside it); a loss if @lost. */
+static void skip_section(struct rec_ring *g, uint32_t id, bool lost)
+{
+	push_id(g, g->depth, id);
+	g->skip_depth = 1;
+	g->skip_lost = lost;
+	if (lost) {
+		bump(&g->lost_records, 1);
+		bump(&g->lost_sections, 1);
+	}
+}
+
 static PT_COLD void begin_slow(struct pt_recorder *r, uint32_t id)
 {
 	struct rec_ring *g = ring_for(r);
 	if (!g)
 		return;
 	if (g->skip_depth) {
+		/* skipped sections stay on the pt_stop() stack, above the recorded ones */
+		push_id(g, g->depth + g->skip_depth, id);
 		g->skip_depth++;
 		if (g->skip_lost) {
 			bump(&g->lost_records, 1);
@@ -218,24 +247,19 @@ static PT_COLD void begin_slow(struct pt_recorder *r, uint32_t id)
 		return;
 	}
 	if (!atomic_load_explicit(&r->enabled, memory_order_relaxed)) {
-		g->skip_depth = 1;
-		g->skip_lost = false;
+		skip_section(g, id, false);
 		return;
 	}
 	uint64_t h = g->head_own;
 	if (!room(g, h, g->depth + 2 + REC_SLACK)) {
-		g->skip_depth = 1;
-		g->skip_lost = true;
-		bump(&g->lost_records, 1);
-		bump(&g->lost_sections, 1);
+		skip_section(g, id, true);
 		return;
 	}
 	struct rec_slot *s = &g->slots[h & g->mask];
 	s->a = rec_ticks();
 	s->b = SLOT_BEGIN;
 	s->c = id;
-	if (g->depth < REC_STOP_STACK)
-		g->open_ids[g->depth] = id;
+	push_id(g, g->depth, id);
 	g->depth++;
 	publish(g, h + 1);
 }
@@ -263,8 +287,7 @@ void pt_begin(pt_recorder *r, uint32_t id)
 	s->a = rec_ticks_inline();
 	s->b = SLOT_BEGIN;
 	s->c = id;
-	if (likely(g->depth < REC_STOP_STACK))
-		g->open_ids[g->depth] = id;
+	push_id(g, g->depth, id);
 	g->depth++;
 	publish(g, h + 1);
 }
@@ -440,13 +463,19 @@ uint64_t rec_begin_gpu(struct pt_recorder *r, uint32_t id, uint32_t dev, uint64_
 	struct rec_ring *g = ring_for(r);
 	if (!g)
 		return 0;
-	if (g->skip_depth || !atomic_load_explicit(&r->enabled, memory_order_relaxed)) {
+	if (g->skip_depth) {
 		begin_slow(r, id); /* counts or skips exactly as pt_begin() */
+		return 0;
+	}
+	/* skipped here, not by begin_slow(): it rechecks with less room
+	 * needed and could record the section, its GPU half lost uncounted */
+	if (!atomic_load_explicit(&r->enabled, memory_order_relaxed)) {
+		skip_section(g, id, false);
 		return 0;
 	}
 	uint64_t h = g->head_own;
 	if (!room(g, h, g->depth + 2 + REC_SLACK + REC_SLOTS_GPU_LAUNCH)) {
-		begin_slow(r, id); /* drops the section whole, counted */
+		skip_section(g, id, true); /* drops the section whole, counted */
 		return 0;
 	}
 	uint64_t t = rec_ticks();
@@ -464,8 +493,7 @@ uint64_t rec_begin_gpu(struct pt_recorder *r, uint32_t id, uint32_t dev, uint64_
 	s->a = t;
 	s->b = SLOT_BEGIN;
 	s->c = id;
-	if (g->depth < REC_STOP_STACK)
-		g->open_ids[g->depth] = id;
+	push_id(g, g->depth, id);
 	g->depth++;
 	publish(g, h + 4);
 	return t;
@@ -573,31 +601,31 @@ void pt_stop(pt_recorder *r, const char *name, const struct pt_metrics *m)
 	struct rec_ring *g = ring_for(r);
 	if (!g)
 		return;
-	if (g->skip_depth) {
-		/* inside a skipped section: the matching begin was skipped too */
-		pt_end(r, 0);
-		return;
-	}
+	/* levels [0, depth) are recorded sections, [depth, total) skipped
+	 * ones (always innermost); the search stops at the first level whose
+	 * entry a deeper level has overwritten */
 	uint32_t id = rec_intern_lookup(0, name);
-	uint32_t tracked = g->depth < REC_STOP_STACK ? g->depth : REC_STOP_STACK;
-	uint32_t top = g->depth; /* open_ids[k] holds the section at depth k+1 */
-	int found = -1;
-	for (int k = (int)tracked - 1; k >= 0 && id; k--)
-		if (g->open_ids[k] == id) {
+	uint32_t total = g->depth + g->skip_depth;
+	uint32_t low = total > REC_STOP_STACK ? total - REC_STOP_STACK : 0;
+	uint32_t found = UINT32_MAX;
+	for (uint32_t k = total; id && k-- > low;) {
+		uint64_t e = g->open_ids[k % REC_STOP_STACK];
+		if (e >> 32 != k)
+			break;
+		if ((uint32_t)e == id) {
 			found = k;
 			break;
 		}
-	if (found < 0) {
+	}
+	if (found == UINT32_MAX) {
 		error_record(g, PT_ERRC_STOP_NOT_OPEN, 1);
 		return;
 	}
-	uint32_t implicit = top - (uint32_t)found - 1;
+	uint32_t implicit = total - found - 1;
 	if (implicit)
 		error_record(g, PT_ERRC_IMPLICIT_CLOSE, implicit);
-	for (uint32_t i = 0; i < implicit; i++) {
-		uint32_t d = g->depth - 1;
-		pt_end(r, d < REC_STOP_STACK ? g->open_ids[d] : 0);
-	}
+	for (uint32_t i = 0; i < implicit; i++)
+		pt_end(r, (uint32_t)g->open_ids[(g->depth + g->skip_depth - 1) % REC_STOP_STACK]);
 	add_metrics(r, m);
 	pt_end(r, id);
 }
@@ -615,18 +643,58 @@ void pt__scope_end(struct pt__scope *s) { pt_end(s->r, s->id); }
 
 /* ---------------------------------------------------------------- lifecycle */
 
+static void env_bad(const char *name, const char *e, const char *what)
+{
+	/* the program goes on, with the default; the mistake is not silent */
+	fprintf(stderr, "ptz: ignoring %s=\"%s\": not %s; using the default\n", name, e, what);
+}
+
+/* A size in bytes: decimal or 0x hex, optional k/m/g suffix (KiB, MiB, GiB).
+ * Unset, empty or 0 gives @dflt (as a zero struct pt_options field does);
+ * anything invalid (sign, junk, overflow) gives @dflt with a warning. */
 static size_t env_size(const char *name, size_t dflt)
 {
 	const char *e = getenv(name);
 	if (!e || !*e)
 		return dflt;
+	const char *p = e;
+	while (*p == ' ' || *p == '\t')
+		p++;
+	if (*p < '0' || *p > '9') { /* strtoull would take "-1" as 2^64 - 1 */
+		env_bad(name, e, "a positive size");
+		return dflt;
+	}
 	char *end;
-	unsigned long long v = strtoull(e, &end, 0);
+	errno = 0;
+	unsigned long long v = strtoull(p, &end, 0);
+	unsigned shift = 0;
 	if (*end == 'k' || *end == 'K')
-		v <<= 10;
+		shift = 10, end++;
 	else if (*end == 'm' || *end == 'M')
-		v <<= 20;
-	return v ? (size_t)v : dflt;
+		shift = 20, end++;
+	else if (*end == 'g' || *end == 'G')
+		shift = 30, end++;
+	if (errno || *end || v > (SIZE_MAX >> shift)) {
+		env_bad(name, e, "a positive size");
+		return dflt;
+	}
+	return v ? (size_t)(v << shift) : dflt;
+}
+
+/* An int in [@lo, @hi]; unset, empty or 0 gives @dflt, invalid @dflt with a warning. */
+static int env_int(const char *name, int dflt, long lo, long hi)
+{
+	const char *e = getenv(name);
+	if (!e || !*e)
+		return dflt;
+	char *end;
+	errno = 0;
+	long v = strtol(e, &end, 10);
+	if (errno || end == e || *end || v < lo || v > hi) {
+		env_bad(name, e, "a number in range");
+		return dflt;
+	}
+	return v ? (int)v : dflt;
 }
 
 static size_t pow2_ring(size_t bytes)
@@ -723,8 +791,8 @@ pt_recorder *pt_open(const char *path, const struct pt_options *opt)
 	}
 	struct pt_options o = opt ? *opt : (struct pt_options){ 0 };
 	r->ring_bytes = pow2_ring(o.ring_bytes ? o.ring_bytes : env_size("PTZ_RING_BYTES", REC_DEFAULT_RING));
-	r->zstd_level = o.zstd_level ? o.zstd_level : (int)env_size("PTZ_ZSTD_LEVEL", 1);
-	r->flush_ms = o.flush_interval_ms ? o.flush_interval_ms : (unsigned)env_size("PTZ_FLUSH_MS", 10);
+	r->zstd_level = o.zstd_level ? o.zstd_level : env_int("PTZ_ZSTD_LEVEL", 1, ZSTD_minCLevel(), ZSTD_maxCLevel());
+	r->flush_ms = o.flush_interval_ms ? o.flush_interval_ms : (unsigned)env_int("PTZ_FLUSH_MS", 10, 0, INT_MAX);
 	if (r->flush_ms > 10000)
 		r->flush_ms = 10000;
 
@@ -764,6 +832,7 @@ pt_recorder *pt_open(const char *path, const struct pt_options *opt)
 	atomic_store_explicit(&r->bytes_written, PT_FMT_HEADER_BYTES, memory_order_relaxed);
 	atomic_store_explicit(&r->io_lost_records, 0, memory_order_relaxed);
 	atomic_store_explicit(&r->after_exit, 0, memory_order_relaxed);
+	atomic_store_explicit(&r->no_ring_lost, 0, memory_order_relaxed);
 	atomic_store_explicit(&r->closed_lost, 0, memory_order_relaxed);
 	atomic_store_explicit(&r->closed_lost_sections, 0, memory_order_relaxed);
 	atomic_store_explicit(&r->closed_errors, 0, memory_order_relaxed);
@@ -906,6 +975,7 @@ int pt_stats(pt_recorder *r, struct pt_stats_info *out)
 		return 0;
 	uint64_t lost = atomic_load_explicit(&r->closed_lost, memory_order_relaxed) +
 			atomic_load_explicit(&r->after_exit, memory_order_relaxed) +
+			atomic_load_explicit(&r->no_ring_lost, memory_order_relaxed) +
 			atomic_load_explicit(&r->io_lost_records, memory_order_relaxed);
 	uint64_t lost_sec = atomic_load_explicit(&r->closed_lost_sections, memory_order_relaxed);
 	uint64_t errs = atomic_load_explicit(&r->closed_errors, memory_order_relaxed);

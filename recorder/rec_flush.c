@@ -47,7 +47,13 @@ struct flusher {
 	 * whose ring is gone: written with the final tables */
 	uint64_t orphan_lost_records, orphan_lost_sections;
 	uint64_t names_seen;    /* r->names_gen last acted on */
+	/* a meta chunk failed (I/O error): the strings, domains and threads it
+	 * held are marked written, so the full tables are written again */
+	bool meta_lost;
+	uint64_t meta_retry_ns; /* not before this CLOCK_MONOTONIC time */
 };
+
+#define META_RETRY_NS 100000000u /* 100 ms between retries while writes fail */
 
 static void io_error(struct pt_recorder *r, int rc, uint64_t lost)
 {
@@ -78,9 +84,11 @@ static void meta_flush(struct flusher *f, int final)
 	size_t len = (size_t)(m->pos - m->buf);
 	int rc = final ? fmt_writer_append_final(f->r->w, &h, m->buf, len, f->r->zstd_level)
 		       : fmt_writer_append(f->r->w, &h, m->buf, len, f->r->zstd_level);
-	if (rc)
-		io_error(f->r, rc, 0); /* tables are repeated later; not records */
-	else {
+	if (rc) {
+		io_error(f->r, rc, 0); /* tables are written again later; not records */
+		f->meta_lost = true;
+		f->meta_retry_ns = rec_mono_ns() + META_RETRY_NS;
+	} else {
 		f->meta_seq++;
 		account(f->r, 0);
 	}
@@ -144,7 +152,7 @@ static void emit_tables(struct flusher *f, int all)
 	f->str_next = first_gap ? first_gap : next;
 }
 
-static void emit_repeat_if_due(struct flusher *f)
+static void emit_repeat_if_due(struct flusher *f, uint64_t now_ns)
 {
 	uint64_t names = atomic_load_explicit(&f->r->names_gen, memory_order_acquire);
 	if (names != f->names_seen) { /* pt_thread_name(): re-announce named threads */
@@ -158,9 +166,11 @@ static void emit_repeat_if_due(struct flusher *f)
 		}
 	}
 	uint64_t out = fmt_writer_committed(f->r->w);
-	if (out - f->last_repeat_bytes < REPEAT_BYTES)
+	bool retry = f->meta_lost && now_ns >= f->meta_retry_ns;
+	if (!retry && out - f->last_repeat_bytes < REPEAT_BYTES)
 		return;
 	f->last_repeat_bytes = out;
+	f->meta_lost = false; /* set again if this repeat fails too */
 	emit_tables(f, 1);
 	struct rec_ring *g;
 	cds_list_for_each_entry_rcu(g, &f->r->rings, node) {
@@ -356,6 +366,14 @@ static void clock_if_due(struct flusher *f, uint64_t now_ns)
 static void final_meta(struct flusher *f)
 {
 	struct pt_recorder *r = f->r;
+	/* pending tables, and every table again if a meta chunk was lost, go
+	 * in ordinary chunks: the final one, which may use the reserve, keeps
+	 * the losses and must stay small */
+	meta_flush(f, 0);
+	if (f->meta_lost) {
+		emit_tables(f, 1);
+		meta_flush(f, 0);
+	}
 	emit_tables(f, 0);
 	uint64_t ring_lr = f->orphan_lost_records, ring_ls = f->orphan_lost_sections;
 	struct rec_ring *g;
@@ -371,9 +389,10 @@ static void final_meta(struct flusher *f)
 	uint64_t t = rec_ticks();
 	uint64_t io = atomic_load_explicit(&r->io_lost_records, memory_order_relaxed);
 	uint64_t ae = atomic_load_explicit(&r->after_exit, memory_order_relaxed);
+	uint64_t nr = atomic_load_explicit(&r->no_ring_lost, memory_order_relaxed);
 	meta_room(f, 64);
-	if (io || ae || ring_lr || ring_ls)
-		fmt_enc_loss(&f->menc, t, io + ae + ring_lr, ring_ls);
+	if (io || ae || nr || ring_lr || ring_ls)
+		fmt_enc_loss(&f->menc, t, io + ae + nr + ring_lr, ring_ls);
 	if (ae)
 		fmt_enc_error(&f->menc, t, PT_ERRC_AFTER_EXIT, ae);
 	int err = atomic_load_explicit(&r->last_io_error, memory_order_relaxed);
@@ -406,7 +425,7 @@ static void *flusher_main(void *arg)
 			busiest = PT_MAX(busiest, fill);
 			drained += drain(f, g, now, stopping);
 		}
-		emit_repeat_if_due(f);
+		emit_repeat_if_due(f, now);
 		urcu_bp_read_unlock();
 		reap(f, now);
 		clock_if_due(f, now);

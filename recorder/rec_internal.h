@@ -110,9 +110,12 @@ struct rec_ring {
 			uint32_t depth;           /* recorded sections open */
 			uint32_t skip_depth;      /* >0: inside a skipped section */
 			bool skip_lost;           /* the skip is a loss (else: disabled) */
-			uint32_t open_ids[REC_STOP_STACK];
+			/* pt_stop(): level k's id in [k % REC_STOP_STACK], tagged
+			 * (uint64_t)k << 32 | id so that an entry overwritten by a
+			 * deeper level is known to be stale */
+			uint64_t open_ids[REC_STOP_STACK];
 		};
-		char owner_line_[6 * REC_LINE];
+		char owner_line_[9 * REC_LINE];
 	};
 
 	/* --- producer-published: owner writes, flusher/stats read --- */
@@ -185,6 +188,7 @@ struct pt_recorder {
 	_Atomic uint64_t records_written, chunks_written, bytes_written;
 	_Atomic uint64_t io_lost_records;     /* drained but not written */
 	_Atomic uint64_t after_exit;          /* records from retired threads */
+	_Atomic uint64_t no_ring_lost;        /* calls dropped: their thread's ring could not be allocated */
 	_Atomic uint64_t closed_lost;         /* lost/error counters of rings already freed */
 	_Atomic uint64_t closed_lost_sections, closed_errors;
 	_Atomic int last_io_error;

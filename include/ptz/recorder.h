@@ -101,7 +101,8 @@ struct pt_metrics {
  *                 to the trace file; table and clock records not counted.
  * @lost_records:  records that could not be stored: full ring (every record
  *                 of a dropped section counts), records after a thread's
- *                 exit, records drained after an I/O error.
+ *                 exit, records drained after an I/O error, calls made while
+ *                 the thread's ring could not be allocated (ENOMEM).
  * @lost_sections: sections dropped whole (nested ones included).
  * @errors:        API misuse counted: pt_end() without an open section,
  *                 pt_stop() of a name not open, sections pt_stop() closed
@@ -277,7 +278,9 @@ PT_API void pt_start(pt_recorder *r, const char *name, const struct pt_metrics *
  * Context: as pt_start(). Sections closed implicitly count one error each
  *          (PT_ERRC_IMPLICIT_CLOSE); a name that is not open counts one
  *          error (PT_ERRC_STOP_NOT_OPEN) and closes nothing. Only the
- *          innermost 64 open sections are searched.
+ *          innermost 64 open sections are searched, and only down to the
+ *          first level whose entry a deeper nesting (more than 64 levels
+ *          above it) has overwritten since.
  */
 PT_API void pt_stop(pt_recorder *r, const char *name, const struct pt_metrics *m);
 
@@ -405,7 +408,9 @@ PT_API int pt_stats(pt_recorder *r, struct pt_stats_info *out);
  * @on: false to skip sections begun from now on (whole, with their nested
  *      sections and metrics; not counted as losses). Sections already open
  *      still record their end.
- * Context: any thread; a relaxed store, seen by other threads promptly.
+ * Context: any thread; takes the recorder's open/close lock briefly (waits
+ * while pt_open() or pt_close() runs), then threads see the change promptly
+ * (a relaxed store they read at their next section).
  */
 PT_API void pt_set_enabled(pt_recorder *r, bool on);
 

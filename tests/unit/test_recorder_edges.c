@@ -1,0 +1,393 @@
+/*
+ * tests/unit/test_recorder_edges.c - recorder edge cases that once lost or
+ * corrupted data, each pinned by a case that failed before its fix.
+ *
+ * Invariants covered:
+ *  - a thread whose old ring (from a closed recorder) is freed when it
+ *    re-attaches, and whose new ring cannot be allocated, exits cleanly (no
+ *    use after free in the TLS destructor), and the dropped calls are
+ *    counted in pt_stats() and in the trace's LOSS records;
+ *  - pt_stop() searches the innermost 64 open sections, as documented, not
+ *    the outermost 64;
+ *  - pt_stop() of a recorded section closes the skipped sections opened
+ *    above it and then the section itself (nesting stays intact);
+ *  - PTZ_RING_BYTES, PTZ_FLUSH_MS and PTZ_ZSTD_LEVEL with bad values fall
+ *    back to the defaults instead of huge or tiny settings;
+ *  - names whose meta chunk failed to write (I/O error) are written again
+ *    once writes succeed;
+ *  - a GPU section begun when the ring has room for a BEGIN but not for
+ *    its GPU_LAUNCH is dropped whole and counted, not recorded without
+ *    its GPU half and without a count.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <sys/types.h>
+#include <time.h>
+
+#include "tests/test_util.h"
+#include "ptz/recorder.h"
+#include "recorder/rec_internal.h"
+
+/* ---- failure injection (-Wl,--wrap=...) ---- */
+int __real_posix_memalign(void **p, size_t align, size_t n);
+int __wrap_posix_memalign(void **p, size_t align, size_t n);
+static _Atomic int fail_memalign;
+int __wrap_posix_memalign(void **p, size_t align, size_t n)
+{
+	if (atomic_load(&fail_memalign))
+		return ENOMEM;
+	return __real_posix_memalign(p, align, n);
+}
+
+int __real_posix_fallocate64(int fd, off_t off, off_t len);
+int __wrap_posix_fallocate64(int fd, off_t off, off_t len);
+static _Atomic int fail_fallocate;
+int __wrap_posix_fallocate64(int fd, off_t off, off_t len)
+{
+	if (atomic_load(&fail_fallocate))
+		return ENOSPC;
+	return __real_posix_fallocate64(fd, off, len);
+}
+
+static void sleep_ms(long ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000 };
+	nanosleep(&ts, NULL);
+}
+
+/* ---- ring re-attach with allocation failure ---- */
+
+static void *reattach_thread(void *arg)
+{
+	(void)arg;
+	struct pt_options o = { .ring_bytes = 64 << 10 };
+	pt_recorder *r = pt_open(tu_path("reattach1.ptz"), &o);
+	assert_non_null(r);
+	uint32_t id = pt_intern(r, "reattach");
+	pt_begin(r, id); /* this thread's ring, in generation 1 */
+	pt_end(r, id);
+	assert_int_equal(pt_close(r), 0); /* the ring is now this thread's to free */
+	r = pt_open(tu_path("reattach2.ptz"), &o);
+	assert_non_null(r);
+	atomic_store(&fail_memalign, 1);
+	pt_begin(r, id); /* frees the old ring, cannot allocate a new one */
+	pt_end(r, id);   /* tries again, fails again */
+	atomic_store(&fail_memalign, 0);
+	return r; /* the TLS destructor runs now */
+}
+
+static void test_reattach_alloc_failure_counted_no_uaf(void **state)
+{
+	(void)state;
+	pthread_t t;
+	void *rv;
+	assert_int_equal(pthread_create(&t, NULL, reattach_thread, NULL), 0);
+	assert_int_equal(pthread_join(t, &rv), 0);
+	pt_recorder *r = rv;
+	struct pt_stats_info st;
+	pt_stats(r, &st);
+	assert_int_equal(st.lost_records, 2);
+	assert_int_equal(st.records, 0);
+	assert_int_equal(pt_close(r), 0);
+	pt_stats(r, &st);
+	assert_int_equal(st.lost_records, 2);
+	struct tu_trace tr;
+	tu_read(tu_path("reattach2.ptz"), &tr);
+	assert_int_equal(tr.event_records, 0);
+	assert_int_equal(tr.lost_records, 2);
+	tu_free(&tr);
+}
+
+/* ---- pt_stop() beyond 64 open sections ---- */
+
+static void test_stop_searches_innermost_64(void **state)
+{
+	(void)state;
+	const char *path = tu_path("deep-stop.ptz");
+	pt_recorder *r = pt_open(path, NULL);
+	assert_non_null(r);
+	char name[16];
+	for (int i = 0; i < 100; i++) {
+		snprintf(name, sizeof(name), "deep-%d", i);
+		pt_start(r, name, NULL);
+	}
+	struct pt_stats_info st;
+	pt_stop(r, "deep-99", NULL); /* the innermost: found, nothing implicit */
+	pt_stats(r, &st);
+	assert_int_equal(st.errors, 0);
+	pt_stop(r, "deep-50", NULL); /* 48 sections above it closed implicitly */
+	pt_stats(r, &st);
+	assert_int_equal(st.errors, 48);
+	pt_stop(r, "deep-49", NULL); /* the innermost again: nothing implicit */
+	pt_stats(r, &st);
+	assert_int_equal(st.errors, 48);
+	pt_stop(r, "deep-40", NULL); /* 41..48 implicit */
+	pt_stats(r, &st);
+	assert_int_equal(st.errors, 48 + 8);
+	/* levels 0..35 were overwritten by levels 64..99: not searched, and
+	 * the stale entry of closed deep-64 matches nothing */
+	pt_stop(r, "deep-64", NULL);
+	pt_stats(r, &st);
+	assert_int_equal(st.errors, 48 + 8 + 1);
+	pt_stop(r, "deep-0", NULL);
+	pt_stats(r, &st);
+	assert_int_equal(st.errors, 48 + 8 + 2);
+	pt_stop(r, "deep-36", NULL); /* the outermost still remembered: 37..39 implicit */
+	pt_stats(r, &st);
+	assert_int_equal(st.errors, 48 + 8 + 2 + 3);
+	assert_int_equal(pt_close(r), 0);
+	struct tu_trace tr;
+	tu_read(path, &tr);
+	assert_int_equal(tr.nt, 1);
+	size_t open = 99;
+	assert_int_equal(tu_check_nesting(&tr.t[0], &open), 64);
+	assert_int_equal(open, 36); /* deep-0..deep-35 were never closed */
+	tu_free(&tr);
+}
+
+/* ---- pt_stop() across skipped sections ---- */
+
+static void test_stop_closes_outer_across_skipped(void **state)
+{
+	(void)state;
+	const char *path = tu_path("skip-stop.ptz");
+	pt_recorder *r = pt_open(path, NULL);
+	assert_non_null(r);
+	uint32_t outer = pt_intern(r, "skip-outer");
+	pt_start(r, "skip-outer", NULL); /* recorded */
+	pt_set_enabled(r, false);
+	pt_start(r, "skip-inner", NULL); /* skipped */
+	pt_set_enabled(r, true);
+	pt_stop(r, "skip-outer", NULL); /* closes skip-inner (implicitly), then skip-outer */
+	pt_start(r, "skip-after", NULL); /* a sibling of skip-outer, not its child */
+	pt_stop(r, "skip-after", NULL);
+	struct pt_stats_info st;
+	pt_stats(r, &st);
+	assert_int_equal(st.errors, 1); /* the implicit close */
+	assert_int_equal(st.lost_records, 0); /* disabled is not lost */
+	assert_int_equal(pt_close(r), 0);
+	struct tu_trace tr;
+	tu_read(path, &tr);
+	assert_int_equal(tr.nt, 1);
+	size_t open = 9;
+	assert_int_equal(tu_check_nesting(&tr.t[0], &open), 2);
+	assert_int_equal(open, 0);
+	assert_int_equal(tr.t[0].recs[0].kind, PT_REC_BEGIN);
+	assert_int_equal(tr.t[0].recs[0].id, outer);
+	assert_int_equal(tr.t[0].recs[1].kind, PT_REC_ERROR);
+	assert_int_equal(tr.t[0].recs[2].kind, PT_REC_END);
+	assert_int_equal(tr.t[0].recs[2].id, outer);
+	tu_free(&tr);
+}
+
+/* ---- environment knobs with bad values ---- */
+
+static pt_recorder *open_with_env(const char *ring, const char *flush, const char *zstd)
+{
+	setenv("PTZ_RING_BYTES", ring, 1);
+	setenv("PTZ_FLUSH_MS", flush, 1);
+	setenv("PTZ_ZSTD_LEVEL", zstd, 1);
+	pt_recorder *r = pt_open(tu_path("env.ptz"), NULL);
+	unsetenv("PTZ_RING_BYTES");
+	unsetenv("PTZ_FLUSH_MS");
+	unsetenv("PTZ_ZSTD_LEVEL");
+	assert_non_null(r);
+	return r;
+}
+
+static void test_env_bad_values_take_defaults(void **state)
+{
+	(void)state;
+	/* "-1" was read as 2^64 - 1: 1 GiB rings and a 10 s flush interval;
+	 * "1k" as zstd level 1024 */
+	pt_recorder *r = open_with_env("-1", "-5", "1k");
+	assert_int_equal(r->ring_bytes, REC_DEFAULT_RING);
+	assert_int_equal(r->flush_ms, 10);
+	assert_int_equal(r->zstd_level, 1);
+	assert_int_equal(pt_close(r), 0);
+	/* trailing junk was ignored: "4096 bytes" gave 4 KiB rings */
+	r = open_with_env("4096 bytes", "7ms", "fast");
+	assert_int_equal(r->ring_bytes, REC_DEFAULT_RING);
+	assert_int_equal(r->flush_ms, 10);
+	assert_int_equal(r->zstd_level, 1);
+	assert_int_equal(pt_close(r), 0);
+	/* a suffix it did not know was dropped: "16G" gave 4 KiB rings */
+	r = open_with_env("16G", "99999999999999999999", "99999999999");
+	assert_int_equal(r->ring_bytes, REC_MAX_RING); /* clamped, as documented */
+	assert_int_equal(r->flush_ms, 10);
+	assert_int_equal(r->zstd_level, 1);
+	assert_int_equal(pt_close(r), 0);
+	/* valid values still work */
+	r = open_with_env("64k", "20000", "-5");
+	assert_int_equal(r->ring_bytes, 64 << 10);
+	assert_int_equal(r->flush_ms, 10000); /* clamped */
+	assert_int_equal(r->zstd_level, -5);
+	assert_int_equal(pt_close(r), 0);
+	r = open_with_env("0x2000", "3", "19");
+	assert_int_equal(r->ring_bytes, 8192);
+	assert_int_equal(r->flush_ms, 3);
+	assert_int_equal(r->zstd_level, 19);
+	assert_int_equal(pt_close(r), 0);
+}
+
+/* ---- a failed meta chunk does not lose its names ---- */
+
+static void test_failed_meta_chunk_names_rewritten(void **state)
+{
+	(void)state;
+	const char *path = tu_path("meta-lost.ptz");
+	struct pt_options o = { .flush_interval_ms = 1, .zstd_level = -1 };
+	pt_recorder *r = pt_open(path, &o);
+	assert_non_null(r);
+	atomic_store(&fail_fallocate, 1); /* the file cannot grow past its first reservation */
+	uint32_t fill = pt_intern(r, "meta-fill");
+	uint64_t x = 88172645463325252ull;
+	struct pt_stats_info st = { 0 };
+	for (int i = 0; i < 20000000 && !st.last_io_error; i++) {
+		pt_begin(r, fill);
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17; /* incompressible */
+		pt_metric(r, PT_METRIC_WRITTEN_BYTES, x);
+		pt_end(r, fill);
+		if ((i & 1023) == 0) {
+			pt_stats(r, &st);
+			sleep_ms(0);
+		}
+	}
+	assert_int_equal(st.last_io_error, ENOSPC);
+	/* Fill the space left below the writer's first reservation (8 MiB,
+	 * 256 KiB of it kept for the final chunk) with small chunks, so that
+	 * the meta chunk below cannot fit whatever the timing. */
+	const uint64_t usable = (8u << 20) - (256u << 10);
+	for (int k = 0; k < 20000 && st.bytes_written < usable - (64u << 10); k++) {
+		for (int i = 0; i < 200; i++) {
+			pt_begin(r, fill);
+			x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+			pt_metric(r, PT_METRIC_WRITTEN_BYTES, x);
+			pt_end(r, fill);
+		}
+		sleep_ms(1);
+		pt_stats(r, &st);
+	}
+	assert_true(st.bytes_written >= usable - (64u << 10));
+	/* names first seen while writes fail, in one meta chunk of ~300 KB
+	 * (over 64 KiB compressed): it fails */
+	uint32_t late = pt_intern(r, "meta-late-name");
+	char big[1001];
+	for (int n = 0; n < 300; n++) {
+		for (int i = 0; i < 1000; i++) {
+			x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+			big[i] = (char)('!' + x % 90);
+		}
+		big[1000] = 0;
+		pt_intern(r, big);
+	}
+	/* the fill is drained (or lost) */
+	uint64_t seen0 = 0;
+	for (int quiet = 0, i = 0; quiet < 3 && i < 500; i++) {
+		sleep_ms(10);
+		pt_stats(r, &st);
+		quiet = st.records + st.lost_records == seen0 ? quiet + 1 : 0;
+		seen0 = st.records + st.lost_records;
+	}
+	pt_begin(r, late); /* its chunk (written or not) comes after the failed meta chunk */
+	pt_end(r, late);
+	for (int i = 0; i < 200 && st.records + st.lost_records < seen0 + 2; i++) {
+		sleep_ms(5);
+		pt_stats(r, &st);
+	}
+	assert_int_equal(st.records + st.lost_records, seen0 + 2);
+	/* the disk has room again: later sections using the name are written */
+	atomic_store(&fail_fallocate, 0);
+	pt_begin(r, late);
+	pt_end(r, late);
+	sleep_ms(50);
+	assert_int_equal(pt_close(r), -ENOSPC);
+	struct tu_trace tr;
+	tu_read(path, &tr);
+	int seen = 0;
+	for (size_t k = 0; k < tr.nt; k++)
+		for (size_t i = 0; i < tr.t[k].n; i++)
+			seen += tr.t[k].recs[i].kind == PT_REC_BEGIN && tr.t[k].recs[i].id == late;
+	assert_true(seen >= 1);
+	const char *name = pt_reader_string(tr.rd, late, NULL);
+	assert_non_null(name);
+	assert_string_equal(name, "meta-late-name");
+	tu_free(&tr);
+}
+
+/* ---- a GPU section that does not fit is dropped whole, and counted ---- */
+
+static struct rec_ring *my_ring(pt_recorder *r)
+{
+	uint32_t tid = (uint32_t)gettid();
+	struct rec_ring *g, *mine = NULL;
+	urcu_bp_read_lock();
+	cds_list_for_each_entry_rcu(g, &r->rings, node)
+		if (g->tid == tid)
+			mine = g;
+	urcu_bp_read_unlock();
+	return mine;
+}
+
+static void test_gpu_begin_without_room_is_dropped_whole(void **state)
+{
+	(void)state;
+	const char *path = tu_path("gpu-room.ptz");
+	struct pt_options o = { .ring_bytes = 4096 }; /* 256 slots */
+	pt_recorder *r = pt_open(path, &o);
+	assert_non_null(r);
+	uint32_t id = pt_intern(r, "gpu-room"), mark = pt_intern(r, "gpu-room-fill");
+	pt_instant(r, mark);
+	struct pt_stats_info st = { 0 };
+	for (int i = 0; i < 400 && st.records == 0; i++) {
+		sleep_ms(5);
+		pt_stats(r, &st);
+	}
+	assert_int_equal(st.records, 1); /* drained: the ring is announced */
+	/* Hold the flusher: a changed thread name makes it look up the names
+	 * of announced threads, under names_lock, which we hold. */
+	pthread_mutex_lock(&r->names_lock);
+	atomic_fetch_add(&r->names_gen, 1);
+	struct rec_ring *g = my_ring(r);
+	assert_non_null(g);
+	/* held once half a ring of data stays undrained for 50 ms */
+	uint64_t tail0 = atomic_load(&g->tail) + 1;
+	for (int i = 0; i < 100 && atomic_load(&g->tail) != tail0; i++) {
+		while (atomic_load(&g->head) - atomic_load(&g->tail) < g->cap / 2)
+			pt_instant(r, mark);
+		tail0 = atomic_load(&g->tail);
+		sleep_ms(50);
+	}
+	assert_int_equal(atomic_load(&g->tail), tail0);
+	/* leave 11 free slots: a BEGIN needs 2 + REC_SLACK = 10, a GPU begin 13 */
+	while (g->cap - (atomic_load(&g->head) - atomic_load(&g->tail)) > 11)
+		pt_instant(r, mark);
+	assert_int_equal(g->cap - (atomic_load(&g->head) - atomic_load(&g->tail)), 11);
+	assert_int_equal(rec_begin_gpu(r, id, 0, 0, 1), 0); /* skipped: no GPU half may follow */
+	pt_end(r, id); /* as pt_gpu_end() does for a skipped section */
+	pthread_mutex_unlock(&r->names_lock);
+	pt_stats(r, &st);
+	assert_int_equal(st.lost_sections, 1);
+	assert_int_equal(st.lost_records, 2);
+	assert_int_equal(st.errors, 0);
+	assert_int_equal(pt_close(r), 0);
+	struct tu_trace tr;
+	tu_read(path, &tr);
+	assert_int_equal(tr.lost_sections, 1);
+	for (size_t i = 0; i < tr.t[0].n; i++)
+		assert_int_not_equal(tr.t[0].recs[i].id, id);
+	tu_free(&tr);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_reattach_alloc_failure_counted_no_uaf),
+		cmocka_unit_test(test_stop_searches_innermost_64),
+		cmocka_unit_test(test_stop_closes_outer_across_skipped),
+		cmocka_unit_test(test_env_bad_values_take_defaults),
+		cmocka_unit_test(test_failed_meta_chunk_names_rewritten),
+		cmocka_unit_test(test_gpu_begin_without_room_is_dropped_whole),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
