@@ -29,7 +29,15 @@
 
 #include "recorder/rec_internal.h"
 
-#define RAW_CAP (1u << 20)          /* raw payload per chunk */
+#define RAW_CAP (1u << 20)          /* raw payload per meta chunk */
+/* Raw payload per event chunk. Most chunks are far smaller (one flush
+ * interval of one thread, median ~60-90 KiB on the analyzer benchmark's
+ * busy threads); the cap only splits a busy thread's drain after a stall.
+ * It bounds what a reader buffers per chunk (raw plus stored), which
+ * otherwise tracks the largest chunk of the file, and what one damaged
+ * chunk takes with it. zstd's blocks are 128 KiB, so the ratio barely
+ * changes. */
+#define EVENTS_CAP (256u << 10)
 #define REPEAT_BYTES (64ull << 20)  /* full tables repeated after this much output */
 
 struct flusher {
@@ -222,7 +230,7 @@ static void event_flush(struct flusher *f, struct rec_ring *g)
 		g->reported_lost_sections = ls;
 	}
 	g->seq++; /* a failed chunk leaves a visible sequence gap */
-	fmt_enc_reset(e, f->raw, RAW_CAP);
+	fmt_enc_reset(e, f->raw, EVENTS_CAP);
 }
 
 /*
@@ -457,7 +465,7 @@ int rec_flusher_start(struct pt_recorder *r)
 	if (!f)
 		return -ENOMEM;
 	f->r = r;
-	f->raw = malloc(RAW_CAP);
+	f->raw = malloc(EVENTS_CAP);
 	f->meta = malloc(RAW_CAP);
 	if (!f->raw || !f->meta) {
 		free(f->raw);
@@ -465,7 +473,7 @@ int rec_flusher_start(struct pt_recorder *r)
 		free(f);
 		return -ENOMEM;
 	}
-	fmt_enc_reset(&f->enc, f->raw, RAW_CAP);
+	fmt_enc_reset(&f->enc, f->raw, EVENTS_CAP);
 	fmt_enc_reset(&f->menc, f->meta, RAW_CAP);
 	f->str_next = 1;
 	f->dom_next = 1;

@@ -379,6 +379,49 @@ static void test_gpu_begin_without_room_is_dropped_whole(void **state)
 	tu_free(&tr);
 }
 
+/* ---- event chunk size ---- */
+
+/* One busy thread drained rarely (large ring, 10 s flush interval): its
+ * drain is split into event chunks of at most 256 KiB raw (the bound on
+ * what a reader buffers per chunk), and every record arrives. */
+static void test_event_chunks_capped(void **state)
+{
+	(void)state;
+	const char *path = tu_path("chunk-cap.ptz");
+	struct pt_options o = { .ring_bytes = 32u << 20, .flush_interval_ms = 10000 };
+	pt_recorder *r = pt_open(path, &o);
+	assert_non_null(r);
+	uint32_t id = pt_intern(r, "s");
+	enum { N = 400000 }; /* ~1.3 MB of payload */
+	for (int i = 0; i < N; i++) {
+		pt_begin(r, id);
+		pt_end(r, id);
+	}
+	assert_int_equal(pt_close(r), 0);
+	FILE *fp = fopen(path, "rb");
+	assert_non_null(fp);
+	uint8_t hb[PT_FMT_CHUNK_HEADER_BYTES];
+	uint64_t off = PT_FMT_HEADER_BYTES, records = 0, events = 0, max_raw = 0;
+	while (fseek(fp, (long)off, SEEK_SET) == 0 && fread(hb, 1, sizeof(hb), fp) == sizeof(hb)) {
+		struct fmt_chunk_hdr h;
+		const char *why;
+		assert_int_equal(fmt_chunk_hdr_parse(hb, &h, &why), 0);
+		if (h.kind == FMT_CHUNK_EVENTS) {
+			events++;
+			records += h.records;
+			if (h.raw_bytes > max_raw)
+				max_raw = h.raw_bytes;
+		}
+		off += PT_FMT_CHUNK_HEADER_BYTES + h.stored_bytes;
+	}
+	fclose(fp);
+	assert_true(events >= 5);           /* the drain was split */
+	assert_true(max_raw <= 256u << 10);
+	assert_true(max_raw > 200u << 10);  /* and the chunks were filled */
+	assert_int_equal(records, 2 * N);
+	unlink(path);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -388,6 +431,7 @@ int main(void)
 		cmocka_unit_test(test_env_bad_values_take_defaults),
 		cmocka_unit_test(test_failed_meta_chunk_names_rewritten),
 		cmocka_unit_test(test_gpu_begin_without_room_is_dropped_whole),
+		cmocka_unit_test(test_event_chunks_capped),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
