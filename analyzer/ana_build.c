@@ -677,16 +677,47 @@ static void flat_from_tree(struct ctx *c, const struct ana_tree *t, struct tstat
 	}
 }
 
-static void merge_tree(struct ana_tree *dst, const struct ana_tree *src, uint32_t s, uint32_t d, uint64_t *rng)
+/* A pre-order walk of @src below node @s beside the same call paths of
+ * @dst below @d (created in @dst as met, like the recursion it replaces:
+ * children in order, each subtree whole before the next sibling), with an
+ * explicit stack: nesting depth has no limit (a section never ended in a
+ * loop nests every later one below it, hundreds of thousands deep), and
+ * recursion overflowed the C stack. @visit gets each pair, (@s, @d) first.
+ * A stack that cannot be allocated visits (@s, @d) only. */
+static void walk_pairs(struct ana_tree *dst, struct ana_tree *src, uint32_t s, uint32_t d,
+		       void (*visit)(struct ana_tree *dst, struct ana_tree *src, uint32_t s, uint32_t d, void *arg),
+		       void *arg)
 {
-	const struct ana_node *sn = &src->n[s];
-	ana_agg_merge(&dst->n[d].agg, &sn->agg, rng);
-	for (uint32_t i = 0; i < sn->nchild; i++) {
-		uint32_t sc = sn->child[i];
-		uint32_t dc = ana_tree_child(dst, d, src->n[sc].id);
-		if (dc != UINT32_MAX)
-			merge_tree(dst, src, sc, dc, rng);
+	struct pair { uint32_t s, d, next; } *st = malloc((src->count ? src->count : 1) * sizeof(*st));
+	size_t depth = 0;
+	visit(dst, src, s, d, arg);
+	if (!st)
+		return;
+	st[depth++] = (struct pair){ s, d, 0 };
+	while (depth) {
+		struct pair *p = &st[depth - 1];
+		if (p->next == src->n[p->s].nchild) {
+			depth--;
+			continue;
+		}
+		uint32_t sc = src->n[p->s].child[p->next++];
+		uint32_t dc = ana_tree_child(dst, p->d, src->n[sc].id);
+		if (dc == UINT32_MAX)
+			continue;
+		visit(dst, src, sc, dc, arg);
+		st[depth++] = (struct pair){ sc, dc, 0 }; /* depth <= src->count: a path visits a node once */
 	}
+	free(st);
+}
+
+static void merge_visit(struct ana_tree *dst, struct ana_tree *src, uint32_t s, uint32_t d, void *rng)
+{
+	ana_agg_merge(&dst->n[d].agg, &src->n[s].agg, rng);
+}
+
+static void merge_tree(struct ana_tree *dst, struct ana_tree *src, uint32_t s, uint32_t d, uint64_t *rng)
+{
+	walk_pairs(dst, src, s, d, merge_visit, rng);
 }
 
 static void finish_agg(struct ctx *c, struct ana_agg *a)
@@ -800,22 +831,21 @@ static PT_NOINLINE_ void read_events(struct ctx *c, struct ana_thread *th, struc
  * way; this moves each path's reservoir (the only thing the pass kept in
  * the merged tree) from @src, node @s, into @dst's node @d.
  */
-static void move_reservoirs(struct ana_tree *dst, struct ana_tree *src, uint32_t s, uint32_t d, bool hist)
+static void move_visit(struct ana_tree *dst, struct ana_tree *src, uint32_t s, uint32_t d, void *hist)
 {
 	struct ana_reservoir tmp = dst->n[d].agg.res;
 	dst->n[d].agg.res = src->n[s].agg.res;
 	src->n[s].agg.res = tmp;
-	if (hist) { /* merged-only percentiles were also kept there */
+	if (*(bool *)hist) { /* merged-only percentiles were also kept there */
 		struct ana_hist th = dst->n[d].agg.hist;
 		dst->n[d].agg.hist = src->n[s].agg.hist;
 		src->n[s].agg.hist = th;
 	}
-	for (uint32_t i = 0; i < src->n[s].nchild; i++) {
-		uint32_t sc = src->n[s].child[i];
-		uint32_t dc = ana_tree_child(dst, d, src->n[sc].id);
-		if (dc != UINT32_MAX)
-			move_reservoirs(dst, src, sc, dc, hist);
-	}
+}
+
+static void move_reservoirs(struct ana_tree *dst, struct ana_tree *src, uint32_t s, uint32_t d, bool hist)
+{
+	walk_pairs(dst, src, s, d, move_visit, &hist);
 }
 
 int ana_run(const char *path, const struct ana_options *opt, struct ana_result *res, char *err, size_t errlen)

@@ -2,6 +2,7 @@
  * analyzer/ana_output.c - derived figures and the report, CSV and JSON
  * outputs. Definitions: doc/analyzer-output.md.
  */
+#include <errno.h>
 #include <inttypes.h>
 #include <jansson.h>
 #include <math.h>
@@ -120,6 +121,33 @@ static void sorted(const struct ana_result *res, const struct ana_tree *tree, co
 	qsort(items, n, sizeof(*items), cmp_items);
 }
 
+/*
+ * @s for the text report: control bytes (below 0x20, and DEL) shown as '?',
+ * as the reader shows the header's strings, so that a name holding a line
+ * break or a terminal escape cannot break a table or drive the terminal.
+ * The copy lives in a buffer reused by the next call: one per printf.
+ */
+static const char *tsafe(const char *s)
+{
+	static char *buf;
+	static size_t cap;
+	size_t n = strlen(s), i = 0;
+	while (i < n && (unsigned char)s[i] >= 0x20 && s[i] != 0x7f)
+		i++;
+	if (i == n)
+		return s;
+	if (n + 1 > cap) {
+		char *b = realloc(buf, n + 1);
+		if (!b)
+			return "?";
+		buf = b;
+		cap = n + 1;
+	}
+	for (i = 0; i <= n; i++)
+		buf[i] = s[i] && ((unsigned char)s[i] < 0x20 || s[i] == 0x7f) ? '?' : s[i];
+	return buf;
+}
+
 #define HDR_FMT "%-40s %8s %10s %10s %6s %10s %10s %10s %10s %10s %10s %7s %8s %8s %6s\n"
 
 static void text_row(FILE *out, const struct ana_result *res, const char *label, int indent, const struct ana_agg *a)
@@ -127,7 +155,10 @@ static void text_row(FILE *out, const struct ana_result *res, const char *label,
 	struct ana_row w;
 	ana_row_compute(res, a, &w);
 	char name[256], b[10][32];
-	snprintf(name, sizeof(name), "%*s%s%s", indent * 2, "", a->lossy ? "!" : "", label);
+	/* the pad clamped to what @name holds: the same text, without writing
+	 * (and cutting) 2 x depth spaces per row, quadratic in a deep tree */
+	int pad = indent * 2 < (int)sizeof(name) ? indent * 2 : (int)sizeof(name) - 1;
+	snprintf(name, sizeof(name), "%*s%s%s", pad, "", a->lossy ? "!" : "", label);
 	char first_rest[16] = "-", gb[16] = "-", gf[16] = "-", ai[16] = "-";
 	if (w.first_over_rest > 0)
 		snprintf(first_rest, sizeof(first_rest), "%.2fx", w.first_over_rest);
@@ -153,41 +184,78 @@ static void text_row(FILE *out, const struct ana_result *res, const char *label,
 typedef void (*row_fn)(FILE *out, const struct ana_result *res, const char *label, int indent,
 		       const struct ana_agg *a);
 
+/* One level of tree_print()'s walk: @node's children in --sort order. */
+struct print_level {
+	uint32_t *kids, n, i, shown;
+	int indent;
+};
+
+/* Pushes @node's children, sorted, as the walk's next level; false without memory. */
+static bool level_push(struct print_level **st, size_t *depth, size_t *cap, const struct ana_result *res,
+		       const struct ana_tree *t, uint32_t node, enum ana_sort sort, int indent)
+{
+	const struct ana_node *n = &t->n[node];
+	if (*depth == *cap) {
+		size_t nc = *cap ? *cap * 2 : 16;
+		struct print_level *g = realloc(*st, nc * sizeof(*g));
+		if (!g)
+			return false;
+		*st = g;
+		*cap = nc;
+	}
+	uint32_t *kids = malloc((n->nchild ? n->nchild : 1) * sizeof(*kids));
+	if (!kids)
+		return false;
+	if (n->nchild)
+		memcpy(kids, n->child, n->nchild * sizeof(*kids));
+	sorted(res, t, NULL, sort, kids, n->nchild);
+	(*st)[(*depth)++] = (struct print_level){ kids, n->nchild, 0, 0, indent };
+	return true;
+}
+
 /* The call tree's walk below @node: children in --sort order, hiding the
  * sections under --min-pct, at most --top of them per level, down to
  * --depth, each section printed by @row with its subtree one level deeper
  * (nodes without a section of their own only pass their subtree through).
  * @keep (NULL = every section) drops a section that still used up --top,
- * with its subtree, when it returns false. */
+ * with its subtree, when it returns false. An explicit stack, not
+ * recursion: a trace's nesting depth has no limit (a section never ended
+ * in a loop nests every later one below it). */
 static void tree_print(FILE *out, const struct ana_result *res, const struct ana_tree *t, uint32_t node,
 		       const struct ana_report_opts *o, int indent, row_fn row, bool (*keep)(const struct ana_agg *))
 {
-	const struct ana_node *n = &t->n[node];
-	uint32_t *kids = malloc((n->nchild ? n->nchild : 1) * sizeof(*kids));
-	if (!kids)
-		return;
-	if (n->nchild)
-		memcpy(kids, n->child, n->nchild * sizeof(*kids));
-	sorted(res, t, NULL, o->sort, kids, n->nchild);
-	uint32_t shown = 0;
-	for (uint32_t i = 0; i < n->nchild; i++) {
-		const struct ana_node *c = &t->n[kids[i]];
+	struct print_level *st = NULL;
+	size_t depth = 0, cap = 0;
+	bool ok = level_push(&st, &depth, &cap, res, t, node, o->sort, indent);
+	while (ok && depth) {
+		struct print_level *l = &st[depth - 1];
+		if (l->i == l->n) {
+			free(l->kids);
+			depth--;
+			continue;
+		}
+		uint32_t ci = l->kids[l->i++];
+		const struct ana_node *c = &t->n[ci];
 		if (!c->agg.count && !c->nchild)
 			continue;
 		struct ana_row w;
 		ana_row_compute(res, &c->agg, &w);
 		if (c->agg.count && 100.0 * w.share < o->min_pct)
 			continue;
-		if (o->top && shown++ >= (uint32_t)o->top)
-			break;
+		if (o->top && l->shown++ >= (uint32_t)o->top) {
+			l->i = l->n;
+			continue;
+		}
 		if (c->agg.count && keep && !keep(&c->agg))
 			continue;
 		if (c->agg.count)
-			row(out, res, ana_name(res, c->id), indent, &c->agg);
+			row(out, res, tsafe(ana_name(res, c->id)), l->indent, &c->agg);
 		if (!o->depth || (int)c->depth < o->depth)
-			tree_print(out, res, t, kids[i], o, c->agg.count ? indent + 1 : indent, row, keep);
+			ok = level_push(&st, &depth, &cap, res, t, ci, o->sort, c->agg.count ? l->indent + 1 : l->indent);
 	}
-	free(kids);
+	while (depth)
+		free(st[--depth].kids);
+	free(st);
 }
 
 static const struct ana_tree *view_tree(const struct ana_result *res, int thread, const struct ana_agg **flat,
@@ -241,7 +309,7 @@ static void gpu_summary_text(FILE *out, const struct ana_result *res, const char
 		fprintf(out, "%sGPU ranges that started before their launch (kept), counted by the recorder: %" PRIu64 "\n",
 			next, g->errors[PT_ERRC_GPU_EARLY_START - ANA_GPU_ERRC_FIRST]);
 	if (g->off_reason)
-		fprintf(out, "%s%s\n", next, ana_name(res, g->off_reason));
+		fprintf(out, "%s%s\n", next, tsafe(ana_name(res, g->off_reason)));
 }
 
 #define GPU_HDR_FMT "%-30s %7s %9s %9s %9s %9s %9s %8s\n"
@@ -252,7 +320,8 @@ static void gpu_row(FILE *out, const struct ana_result *res, const char *label, 
 	struct ana_row w;
 	char name[256], b[8][32], ratio[16] = "-";
 	ana_row_compute(res, a, &w);
-	snprintf(name, sizeof(name), "%*s%s", indent * 2, "", label);
+	int pad = indent * 2 < (int)sizeof(name) ? indent * 2 : (int)sizeof(name) - 1; /* as text_row() */
+	snprintf(name, sizeof(name), "%*s%s", pad, "", label);
 	if (w.gpu_over_cpu > 0)
 		snprintf(ratio, sizeof(ratio), "%.2f", w.gpu_over_cpu);
 	const struct ana_gpu_dist *d = &g->self;
@@ -329,7 +398,7 @@ static void gpu_sections_text(FILE *out, const struct ana_result *res, const str
 	uint32_t *ids, n = flat_rows(res, flat, nflat, o, &ids);
 	for (uint32_t i = 0; i < n; i++)
 		if (has_gpu_rows(&flat[ids[i]]))
-			gpu_row(out, res, ana_name(res, ids[i]), 0, &flat[ids[i]]);
+			gpu_row(out, res, tsafe(ana_name(res, ids[i])), 0, &flat[ids[i]]);
 	free(ids);
 }
 
@@ -370,7 +439,7 @@ static void gpu_memory_text(FILE *out, const struct ana_result *res)
 				fprintf(out, "\nMemory sampled by the GPU thread, in bytes\n  %-41s %6s %7s %13s %13s %13s\n",
 					"name", "thread", "samples", "last", "min", "max");
 			fprintf(out, "  %-41s %6u %7" PRIu64 " %13" PRId64 " %13" PRId64 " %13" PRId64 "\n",
-				ana_name(res, c->id), res->threads[i].index, c->samples, c->last, c->min, c->max);
+				tsafe(ana_name(res, c->id)), res->threads[i].index, c->samples, c->last, c->min, c->max);
 		}
 }
 
@@ -388,7 +457,7 @@ static void async_text(FILE *out, const struct ana_result *res)
 		const struct ana_async *a = &res->async_by_name[id];
 		if (!a->count)
 			continue;
-		fprintf(out, "%-34s %8" PRIu64 " %10s %10s %10s %10s %10s\n", id ? ana_name(res, id) : "(unnamed)",
+		fprintf(out, "%-34s %8" PRIu64 " %10s %10s %10s %10s %10s\n", id ? tsafe(ana_name(res, id)) : "(unnamed)",
 			a->count, dur(b[0], 32, (double)a->total_ns), dur(b[1], 32, (double)a->total_ns / (double)a->count),
 			dur(b[2], 32, (double)ana_hist_quantile(&a->hist, 0.50, a->count, a->min_ns, a->max_ns)),
 			dur(b[3], 32, (double)ana_hist_quantile(&a->hist, 0.99, a->count, a->min_ns, a->max_ns)),
@@ -415,7 +484,7 @@ static void instants_text(FILE *out, const struct ana_result *res, int thread, c
 			continue;
 		if (!header++)
 			fprintf(out, "\nInstants by name (%s)\n  %-40s %10s\n", scope, "name", "count");
-		fprintf(out, "  %-40s %10" PRIu64 "\n", id ? ana_name(res, id) : "(unnamed)", n[id]);
+		fprintf(out, "  %-40s %10" PRIu64 "\n", id ? tsafe(ana_name(res, id)) : "(unnamed)", n[id]);
 	}
 }
 
@@ -455,7 +524,7 @@ void ana_info_text(FILE *out, const struct ana_result *res)
 	for (size_t i = 0; i < res->nthreads; i++) {
 		const struct ana_thread *t = &res->threads[i];
 		fprintf(out, "  #%-4u tid %-8u %-16s %10" PRIu64 " records %8" PRIu64 " sections  span %s%s\n",
-			t->index, t->tid, t->name[0] ? t->name : "-", t->records, t->sections,
+			t->index, t->tid, t->name[0] ? tsafe(t->name) : "-", t->records, t->sections,
 			dur(b[2], 32, (double)(t->last_ns - t->first_ns)),
 			t->lost_records ? "  (losses)" : "");
 	}
@@ -502,7 +571,7 @@ void ana_report_text(FILE *out, const struct ana_result *res, const struct ana_r
 	} else {
 		uint32_t *ids, n = flat_rows(res, flat, nflat, o, &ids);
 		for (uint32_t i = 0; i < n; i++)
-			text_row(out, res, ana_name(res, ids[i]), 0, &flat[ids[i]]);
+			text_row(out, res, tsafe(ana_name(res, ids[i])), 0, &flat[ids[i]]);
 		free(ids);
 	}
 	if (o->bottlenecks) {
@@ -513,7 +582,7 @@ void ana_report_text(FILE *out, const struct ana_result *res, const struct ana_r
 		sorted(res, NULL, flat, ANA_SORT_SELF, ids, n);
 		fprintf(out, "\nBottlenecks: top %d by self time (share of the sum of thread spans)\n", o->bottlenecks);
 		for (uint32_t i = 0; i < n && i < (uint32_t)o->bottlenecks; i++)
-			fprintf(out, "  %2u. %-40s self %10s  %5.1f%%  (%" PRIu64 " calls)\n", i + 1, ana_name(res, ids[i]),
+			fprintf(out, "  %2u. %-40s self %10s  %5.1f%%  (%" PRIu64 " calls)\n", i + 1, tsafe(ana_name(res, ids[i])),
 				dur(b[2], 32, (double)flat[ids[i]].self_ns),
 				res->thread_span_sum_ns ? 100.0 * (double)flat[ids[i]].self_ns / (double)res->thread_span_sum_ns
 							: 0.0,
@@ -530,7 +599,7 @@ void ana_report_text(FILE *out, const struct ana_result *res, const struct ana_r
 				fprintf(out, "\nCounters\n  %-32s %6s %10s %14s %14s %14s\n", "name", "thread", "samples", "last",
 					"min", "max");
 			fprintf(out, "  %-32s %6u %10" PRIu64 " %14" PRId64 " %14" PRId64 " %14" PRId64 "\n",
-				ana_name(res, c->id), res->threads[i].index, c->samples, c->last, c->min, c->max);
+				tsafe(ana_name(res, c->id)), res->threads[i].index, c->samples, c->last, c->min, c->max);
 		}
 	/* GPU, async ranges, instants: only for a trace that has them */
 	if (res->has_gpu) {
@@ -586,30 +655,35 @@ static void csv_gpu(FILE *out, const struct ana_agg *a, const struct ana_row *w)
 		d->count ? w->gpu_lat_mean : 0.0, d->lat_min_ns, d->lat_max_ns, d->early);
 }
 
-#define PATH_MAX_DEPTH 512
-
-/* Fills @chain with @node and its ancestors up to the root's child,
- * innermost first (at most PATH_MAX_DEPTH); returns how many. */
-static int path_chain(const struct ana_tree *t, uint32_t node, uint32_t chain[PATH_MAX_DEPTH])
+/*
+ * @node's call path, its names from the root's child down joined by ';',
+ * in *@buf (grown as needed: a path has no depth or length limit); NULL
+ * when it cannot be grown.
+ */
+static const char *path_of(const struct ana_result *res, const struct ana_tree *t, uint32_t node, char **buf,
+			   size_t *cap)
 {
-	int k = 0;
-	for (uint32_t x = node; x != 0 && k < PATH_MAX_DEPTH; x = t->n[x].parent)
-		chain[k++] = x;
-	return k;
-}
-
-static void path_of(const struct ana_result *res, const struct ana_tree *t, uint32_t node, char *buf, size_t n)
-{
-	uint32_t chain[PATH_MAX_DEPTH];
-	int k = path_chain(t, node, chain);
-	size_t o = 0;
-	buf[0] = 0;
-	while (k-- > 0 && o < n) {
-		int w = snprintf(buf + o, n - o, "%s%s", o ? ";" : "", ana_name(res, t->n[chain[k]].id));
-		if (w < 0)
-			break;
-		o += (size_t)w;
+	size_t len = 0;
+	for (uint32_t x = node; x != 0; x = t->n[x].parent)
+		len += strlen(ana_name(res, t->n[x].id)) + 1;
+	if (len + 1 > *cap) {
+		char *b = realloc(*buf, len + 1);
+		if (!b)
+			return NULL;
+		*buf = b;
+		*cap = len + 1;
 	}
+	size_t o = len ? len - 1 : 0; /* written from the end, innermost name first */
+	(*buf)[o] = 0;
+	for (uint32_t x = node; x != 0; x = t->n[x].parent) {
+		const char *name = ana_name(res, t->n[x].id);
+		size_t n = strlen(name);
+		o -= n;
+		memcpy(*buf + o, name, n);
+		if (o)
+			(*buf)[--o] = ';';
+	}
+	return *buf;
 }
 
 /* A std in integer ns; empty when not available (NaN: ana_moments_std). */
@@ -692,29 +766,39 @@ static void csv_misc_row(FILE *out, const struct ana_result *res, const char *vi
 	fputc('\n', out);
 }
 
-static void csv_tree(FILE *out, const struct ana_result *res, const struct ana_tree *t, const char *thread)
+static int csv_tree(FILE *out, const struct ana_result *res, const struct ana_tree *t, const char *thread)
 {
-	char path[4096];
+	char *buf = NULL;
+	size_t cap = 0;
 	for (uint32_t i = 1; i < t->count; i++) {
 		if (!t->n[i].agg.count)
 			continue;
-		path_of(res, t, i, path, sizeof(path));
+		const char *path = path_of(res, t, i, &buf, &cap);
+		if (!path) {
+			free(buf);
+			errno = ENOMEM;
+			return -1;
+		}
 		csv_row(out, res, "tree", thread, path, t->n[i].depth, t->n[i].id, &t->n[i].agg);
 	}
+	free(buf);
+	return 0;
 }
 
 int ana_write_csv(FILE *out, const struct ana_result *res, const struct ana_report_opts *o)
 {
 	(void)o;
 	fprintf(out, "%s%s\n", csv_cols, res->has_gpu ? csv_gpu_cols : "");
-	csv_tree(out, res, &res->merged, "all");
+	if (csv_tree(out, res, &res->merged, "all"))
+		return -1;
 	for (uint32_t id = 0; id < res->nnames; id++)
 		if (res->by_name[id].count)
 			csv_row(out, res, "flat", "all", ana_name(res, id), 1, id, &res->by_name[id]);
 	for (size_t i = 0; i < res->nthreads; i++) {
 		char th[16];
 		snprintf(th, sizeof(th), "%u", res->threads[i].index);
-		csv_tree(out, res, &res->threads[i].tree, th);
+		if (csv_tree(out, res, &res->threads[i].tree, th))
+			return -1;
 		for (uint32_t id = 0; id < res->nnames; id++)
 			if (res->by_name_thread[i][id].count)
 				csv_row(out, res, "flat", th, ana_name(res, id), 1, id, &res->by_name_thread[i][id]);
@@ -798,11 +882,14 @@ static json_t *json_row(const struct ana_result *res, const struct ana_tree *t, 
 	const char *dn = pt_reader_domain(res->rd, dom);
 	json_object_set_new(r, "domain", jstr(dn ? dn : ""));
 	if (t) {
-		json_t *p = json_array();
-		uint32_t chain[PATH_MAX_DEPTH];
-		int k = path_chain(t, node, chain);
-		while (k-- > 0)
-			json_array_append_new(p, jstr(ana_name(res, t->n[chain[k]].id)));
+		json_t *p = json_array(); /* sized first, then filled from the innermost name up */
+		size_t k = 0;
+		for (uint32_t x = node; x != 0; x = t->n[x].parent)
+			k++;
+		for (size_t i = 0; i < k; i++)
+			json_array_append_new(p, json_null());
+		for (uint32_t x = node; x != 0; x = t->n[x].parent)
+			json_array_set_new(p, --k, jstr(ana_name(res, t->n[x].id)));
 		json_object_set_new(r, "path", p);
 		json_object_set_new(r, "depth", json_integer(t->n[node].depth));
 	}

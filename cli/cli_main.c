@@ -3,8 +3,9 @@
  *
  * Exit codes: 0 = clean trace, or a torn tail recovered (warning names the
  * offset: every crashed production trace looks like that); 1 = damage
- * inside the file (the report of every intact chunk is still printed) or
- * the trace cannot be read; 2 = usage error.
+ * inside the file (the report of every intact chunk is still printed), the
+ * trace cannot be read, --thread names no thread of it, or an output cannot
+ * be written in full; 2 = usage error.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -12,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "analyzer/ana.h"
@@ -49,7 +51,8 @@ static void usage(FILE *out)
 		"  --since T, --until T apply to every export; --thread N and --domain NAME to --folded only\n"
 		"\n"
 		"Columns and formulas: doc/analyzer-output.md. Exit codes: 0 clean or torn tail recovered,\n"
-		"1 damaged trace (intact chunks still reported) or unreadable, 2 usage error.\n");
+		"1 damaged trace (intact chunks still reported), unreadable, no such --thread or output\n"
+		"not written, 2 usage error.\n");
 }
 
 static int usage_error(const char *fmt, const char *arg)
@@ -90,6 +93,23 @@ static void progress(void *ctx, uint64_t done, uint64_t total)
 	fprintf(stderr, "\r" PROG ": reading %3d%%", pct);
 	if (done >= total)
 		fprintf(stderr, "\r                         \r");
+}
+
+/* True when @out names the file @trace (opening it for writing would destroy the trace). */
+static int same_file(const char *trace, const char *out)
+{
+	struct stat a, b;
+	return strcmp(out, "-") && stat(trace, &a) == 0 && stat(out, &b) == 0 && a.st_dev == b.st_dev &&
+	       a.st_ino == b.st_ino;
+}
+
+/* The text on stdout (report, info) reached it whole; else a message and 1. */
+static int stdout_ok(void)
+{
+	if (fflush(stdout) == 0 && !ferror(stdout))
+		return 0;
+	fprintf(stderr, PROG ": cannot write to standard output: %s\n", strerror(errno ? errno : EIO));
+	return 1;
 }
 
 static FILE *open_out(const char *path)
@@ -235,7 +255,7 @@ int main(int argc, char **argv)
 	struct ana_report_opts ro = { .sort = ANA_SORT_TIME, .thread = -1 };
 	const char *csv = NULL, *json = NULL;
 	const char *outs[EXP_N] = { NULL, NULL, NULL };
-	int show_progress = isatty(2), c, report_flag = 0, nexports = 0;
+	int show_progress = isatty(2), c, report_flag = 0, nexports = 0, until_set = 0;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
 		switch (c) {
@@ -296,6 +316,7 @@ int main(int argc, char **argv)
 		case OPT_UNTIL:
 			if (parse_seconds(optarg, &ao.until_ns))
 				return usage_error("--until: expected seconds, got '%s'", optarg);
+			until_set = 1;
 			break;
 		case OPT_CSV:
 			csv = optarg;
@@ -327,10 +348,15 @@ int main(int argc, char **argv)
 	if (rest != 1)
 		return usage_error("%s", rest ? "expected exactly one trace file" : "no trace file given");
 	path = argv[optind];
-	if (ao.until_ns && ao.until_ns <= ao.since_ns)
+	/* until_ns 0 means "no limit" to the analyzer: an explicit --until 0 is an empty window */
+	if (until_set && ao.until_ns <= ao.since_ns)
 		return usage_error("%s", "--until must be later than --since");
 	if (strcmp(cmd, "export") == 0 && !nexports)
 		return usage_error("%s", "export: give at least one of --perfetto, --chrome, --folded FILE");
+	const char *const outputs[] = { csv, json, outs[0], outs[1], outs[2] };
+	for (size_t k = 0; k < sizeof(outputs) / sizeof(outputs[0]); k++)
+		if (outputs[k] && same_file(path, outputs[k]))
+			return usage_error("output file '%s' is the trace itself", outputs[k]);
 	if (nexports) {
 		int stdouts = 0;
 		for (int k = 0; k < EXP_N; k++)
@@ -368,7 +394,14 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	const struct pt_trace_info *in = pt_reader_info(res.rd);
-	if (strcmp(cmd, "info") == 0) {
+	int code = res.corrupt ? 1 : 0;
+	size_t ti = 0; /* --thread N names a thread of the trace, or nothing is printed */
+	while (ro.thread >= 0 && ti < res.nthreads && res.threads[ti].index != (uint32_t)ro.thread)
+		ti++;
+	if (ro.thread >= 0 && ti == res.nthreads) {
+		fprintf(stderr, PROG ": %s: no thread with index %d (see 'info')\n", path, ro.thread);
+		code = 1;
+	} else if (strcmp(cmd, "info") == 0) {
 		ana_info_text(stdout, &res);
 	} else {
 		if (csv) {
@@ -400,7 +433,6 @@ int main(int argc, char **argv)
 		fprintf(stderr, PROG ": %s: warning: trace was not closed (the recorder crashed or is still "
 				"writing); read up to its committed length, %llu bytes\n",
 			path, (unsigned long long)in->committed_bytes);
-	int code = res.corrupt ? 1 : 0;
 	ana_result_free(&res);
-	return code;
+	return stdout_ok() || code;
 }

@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# tests/cli/check_cli_edges.sh PTANALYZE GEN_TRACE SMALL_TRACE [deep] - what a
+# demanding user hits (the CLI, the analyzer's outputs and the
+# viewer export): --until 0, a --thread that does not exist, an output path
+# that is the trace itself, a full stdout, CSV/JSON/text with names holding
+# commas, quotes, CR, LF, control bytes and a non-UTF-8 byte, a call path
+# 601 levels deep. With 'deep': a trace 200,000 levels deep (a section
+# never ended in a loop) must be reported, not crash, and a recursion
+# 100,000 deep in seconds, not minutes. Output is TAP.
+set -u
+ANA=$1
+GEN=$2
+SMALL=$3
+MODE=${4:-}
+TMP=$(mktemp -d "${PTZ_TEST_TMPDIR:-/tmp}/ptz-cli-edges-XXXXXX")
+trap 'rm -rf "$TMP"' EXIT
+n=0
+failed=0
+check() { # check DESC COMMAND...: ok when COMMAND succeeds
+	local desc=$1
+	shift
+	n=$((n + 1))
+	if "$@"; then
+		echo "ok $n - $desc"
+	else
+		failed=$((failed + 1))
+		echo "not ok $n - $desc"
+		echo "# rc=$rc; stderr:"; head -c 1500 "$TMP/err" | sed 's/^/#   /'
+	fi
+}
+run() { "$ANA" "$@" >"$TMP/out" 2>"$TMP/err"; rc=$?; }
+
+if [ "$MODE" = deep ]; then
+	"$GEN" "$TMP/deep.ptz" --noend 200000 || { echo "Bail out! generator failed"; exit 1; }
+	run "$TMP/deep.ptz"
+	check "deep: report exits 0" [ "$rc" -eq 0 ]
+	check "deep: 200,000 open sections counted" grep -q '200000 open at end' "$TMP/out"
+	check "deep: 200,000 rows of inner" [ "$(grep -c '^ *inner ' "$TMP/out")" -eq 200000 ]
+	run "$TMP/deep.ptz" --flat
+	check "deep: --flat exits 0" eval '[ "$rc" -eq 0 ] && grep -q "^inner  *200000 " "$TMP/out"'
+	run info "$TMP/deep.ptz"
+	check "deep: info exits 0" [ "$rc" -eq 0 ]
+	# a recursion 100,000 deep, every section ended: rows indented by depth
+	# must not cost O(depth) each (the report took minutes, quadratic)
+	"$GEN" "$TMP/rec.ptz" --deep 100000 || { echo "Bail out! generator failed"; exit 1; }
+	timeout 15 "$ANA" "$TMP/rec.ptz" >"$TMP/out" 2>"$TMP/err"
+	rc=$?
+	check "deep recursion: report within 15 s, 100,000 rows" \
+		eval '[ "$rc" -eq 0 ] && [ "$(grep -cE "^ *[rec]* +1 " "$TMP/out")" -eq 100000 ]'
+	echo "1..$n"
+	[ "$failed" -eq 0 ]
+	exit
+fi
+
+# ---- --until 0 is an empty window, not "no limit"
+for args in "--until 0" "--since 1 --until 0" "--until 1e-12"; do
+	run "$SMALL" $args
+	check "$args: usage error" eval '[ "$rc" -eq 2 ] && [ ! -s "$TMP/out" ] && grep -q "until must be later than --since" "$TMP/err"'
+done
+
+# ---- --thread N that the trace does not have: an error, not an empty report
+run "$SMALL" --thread 99
+check "--thread 99: exit 1, nothing on stdout" eval '[ "$rc" -eq 1 ] && [ ! -s "$TMP/out" ] && grep -q "no thread with index 99" "$TMP/err"'
+run "$SMALL" --thread 99 --csv "$TMP/t.csv"
+check "--thread 99 --csv: exit 1" [ "$rc" -eq 1 ]
+run "$SMALL" --thread 1
+check "--thread 1 still reports" eval '[ "$rc" -eq 0 ] && grep -q "(thread 1)" "$TMP/out"'
+
+# ---- an output path that is the trace itself: refused, the trace kept
+for opt in "export --chrome" "export --perfetto" "export --folded" "report --csv" "report --json"; do
+	cp "$SMALL" "$TMP/victim.ptz"
+	run ${opt% *} ${opt#* } "$TMP/victim.ptz" "$TMP/victim.ptz"
+	check "$opt onto the trace: exit 2, trace intact" \
+		eval '[ "$rc" -eq 2 ] && cmp -s "$SMALL" "$TMP/victim.ptz" && grep -q "is the trace itself" "$TMP/err"'
+done
+
+# ---- a stdout that cannot take the report (a full disk): exit 1, not 0
+(trap '' XFSZ; ulimit -f 1; "$ANA" "$SMALL" --flat >"$TMP/big" 2>"$TMP/err")
+rc=$?
+check "report into a file that cannot grow past 1 KiB: exit 1" \
+	eval '[ "$rc" -eq 1 ] && grep -q "cannot write to standard output" "$TMP/err"'
+
+# ---- names with CSV/JSON/terminal specials, a path 601 levels deep
+"$GEN" "$TMP/g.ptz" || { echo "Bail out! generator failed"; exit 1; }
+run "$TMP/g.ptz" --csv "$TMP/g.csv" --json "$TMP/g.json"
+check "names trace: exit 0" [ "$rc" -eq 0 ]
+check "text report: no control byte in a row, the LF name on one line" \
+	eval '! LC_ALL=C grep -q "[[:cntrl:]]" "$TMP/out" && grep -q "^  line?feed  " "$TMP/out" && grep -q "^  carriage?return  " "$TMP/out"'
+cat >"$TMP/check.py" <<'PY'
+import csv, json, sys
+names = ['comma,name', 'quote"name', 'line\nfeed', 'carriage\rreturn', 'ctl\x01byte', 'del\x7fbyte', 'bad\xffutf8', 'plain']
+rows = list(csv.reader(open(sys.argv[1], newline='', encoding='latin-1')))
+assert rows[0][0] == 'view' and len(rows[0]) == 40, rows[0]
+assert all(len(r) == 40 for r in rows), set(len(r) for r in rows)
+flat = [r[4] for r in rows if r[0] == 'flat' and r[1] == 'all']
+assert set(names) <= set(flat), flat
+deep = max((r for r in rows if r[0] == 'tree' and r[1] == 'all' and r[4] == 'rec'), key=lambda r: int(r[3]))
+seg = deep[2].split(';')
+assert deep[3] == '601' and len(seg) == 601 and seg[0] == 'root' and set(seg[1:]) == {'rec'}, (deep[3], len(seg), seg[:2])
+paths = [r[2] for r in rows if r[0] == 'tree' and r[1] == 'all']
+assert len(paths) == len(set(paths)), 'two tree rows with one path'
+j = json.load(open(sys.argv[2], encoding='utf-8'))
+jn = [r['name'] for r in j['flat']]
+assert set(n.replace('\xff', '?') for n in names) <= set(jn), jn
+dj = max((r for r in j['tree'] if r['name'] == 'rec'), key=lambda r: r['depth'])
+assert dj['depth'] == 601 and len(dj['path']) == 601 and dj['path'][0] == 'root', (dj['depth'], len(dj['path']))
+PY
+check "CSV (RFC 4180, 40 columns, exact names, full 601-level path) and JSON (valid, full path)" \
+	python3 "$TMP/check.py" "$TMP/g.csv" "$TMP/g.json"
+
+echo "1..$n"
+[ "$failed" -eq 0 ]

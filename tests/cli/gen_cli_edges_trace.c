@@ -1,0 +1,77 @@
+/*
+ * tests/cli/gen_cli_edges_trace.c OUT.ptz - a real trace (the recorder's own
+ * writer) for the CLI edge-case checks (check_cli_edges.sh): section names holding
+ * CSV and JSON specials (comma, double quote, CR, LF, a control byte, DEL,
+ * a byte that is not UTF-8), a recursion 600 levels deep (deeper than any
+ * fixed path buffer), and enough sections on the main thread for payloads
+ * large enough to be zstd-compressed (doc/trace-format.md §3.3), in several
+ * chunks (bursts 30 ms apart, flushed every 10 ms).
+ *
+ * gen_cli_edges_trace OUT.ptz --noend N: a loop of N iterations whose section
+ * "step" is never ended (a common bug), so every later one nests below
+ * it: a call tree N levels deep, each level with a closed "inner".
+ * gen_cli_edges_trace OUT.ptz --deep N: a recursion N levels deep, every
+ * section ended.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <ptz/recorder.h>
+
+static const char *const names[] = { "comma,name", "quote\"name", "line\nfeed", "carriage\rreturn",
+				     "ctl\x01" "byte", "del\x7f" "byte", "bad\xff" "utf8", "plain" };
+enum { NNAMES = sizeof(names) / sizeof(names[0]), DEEP = 600, BURSTS = 4, LOOPS = 5000 };
+
+int main(int argc, char **argv)
+{
+	int noend = argc == 4 && strcmp(argv[2], "--noend") == 0, deep = argc == 4 && strcmp(argv[2], "--deep") == 0;
+	if (argc != 2 && !noend && !deep) {
+		fprintf(stderr, "usage: %s OUT.ptz [--noend N | --deep N]\n", argv[0]);
+		return 2;
+	}
+	const struct pt_options opt = { .ring_bytes = 64u << 20, .flush_interval_ms = 10, .process_name = "cli-edges-gen" };
+	pt_recorder *r = pt_open(argv[1], &opt);
+	if (!r) {
+		perror(argv[1]);
+		return 1;
+	}
+	if (noend) {
+		uint32_t step = pt_intern(r, "step"), inner = pt_intern(r, "inner");
+		for (long i = 0, n = atol(argv[3]); i < n; i++) {
+			pt_begin(r, step); /* the bug: no pt_end(r, step) */
+			pt_begin(r, inner);
+			pt_end(r, inner);
+		}
+		return pt_close(r) ? 1 : 0;
+	}
+	if (deep) {
+		uint32_t id = pt_intern(r, "rec");
+		long n = atol(argv[3]);
+		for (long i = 0; i < n; i++)
+			pt_begin(r, id);
+		for (long i = 0; i < n; i++)
+			pt_end(r, id);
+		return pt_close(r) ? 1 : 0;
+	}
+	uint32_t ids[NNAMES];
+	for (int i = 0; i < NNAMES; i++)
+		ids[i] = pt_intern(r, names[i]);
+	uint32_t root = pt_intern(r, "root"), rec = pt_intern(r, "rec");
+	pt_begin(r, root);
+	for (int b = 0; b < BURSTS; b++) {
+		for (int i = 0; i < LOOPS; i++) {
+			pt_begin(r, ids[i % NNAMES]);
+			pt_end(r, ids[i % NNAMES]);
+		}
+		nanosleep(&(struct timespec){ .tv_nsec = 30 * 1000 * 1000 }, NULL);
+	}
+	for (int d = 0; d < DEEP; d++)
+		pt_begin(r, rec);
+	for (int d = 0; d < DEEP; d++)
+		pt_end(r, rec);
+	pt_end(r, root);
+	return pt_close(r) ? 1 : 0;
+}
