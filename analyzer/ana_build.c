@@ -854,7 +854,10 @@ int ana_run(const char *path, const struct ana_options *opt, struct ana_result *
 	res->domain_filter = UINT32_MAX;
 	int rc = pt_reader_open(path, &res->rd);
 	if (rc) {
-		snprintf(err, errlen, "%s", res->rd ? pt_reader_errmsg(res->rd) : pt_strerror(rc));
+		snprintf(err, errlen, "%s",
+			 res->rd       ? pt_reader_errmsg(res->rd)
+			 : rc == -ESPIPE ? "not a regular file (a pipe, FIFO or device): traces are read at offsets"
+					 : pt_strerror(rc));
 		return rc;
 	}
 	struct ctx c = { .res = res, .rng = 0x5eed, .merged_only = opt->merged_percentiles_only };

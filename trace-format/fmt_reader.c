@@ -508,7 +508,9 @@ int pt_reader_open(const char *path, struct pt_reader **out)
 	struct pt_reader *r = calloc(1, sizeof(*r));
 	if (!r)
 		return -ENOMEM;
-	r->fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* O_NONBLOCK: a FIFO without a writer would block open() forever; a
+	 * regular file ignores the flag */
+	r->fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (r->fd < 0) {
 		int e = -errno;
 		free(r);
@@ -521,8 +523,10 @@ int pt_reader_open(const char *path, struct pt_reader **out)
 	r->info.recorder_version = r->version;
 	struct stat st;
 	int rc;
-	if (fstat(r->fd, &st) != 0) {
-		rc = -errno;
+	if (fstat(r->fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+		/* a pipe, FIFO or device cannot be read at offsets (chunks are
+		 * indexed, then read thread by thread) */
+		rc = !S_ISREG(st.st_mode) ? (S_ISDIR(st.st_mode) ? -EISDIR : -ESPIPE) : -errno;
 		pt_reader_close(r);
 		return rc;
 	}

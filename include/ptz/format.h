@@ -196,7 +196,9 @@ struct pt_thread_info {
  *         pt_reader_problem_count()). A header that fails its checksum is
  *         such a problem, not a failure: its process metadata is ignored
  *         and every chunk, checked on its own, is still read. -errno if the
- *         file cannot be opened or read (*out = NULL); -PT_ECORRUPT if the
+ *         file cannot be opened or read (*out = NULL): -EISDIR for a
+ *         directory, -ESPIPE for a pipe, FIFO or device (the reader reads
+ *         at offsets); -PT_ECORRUPT if the
  *         magic is not a .ptz magic, -PT_EVERSION for a major version other
  *         than PT_FMT_VERSION_MAJOR in a header whose checksum holds,
  *         -PT_ETRUNCATED if the file is shorter than its header (*out set,

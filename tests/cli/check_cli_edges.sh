@@ -80,6 +80,15 @@ rc=$?
 check "report into a file that cannot grow past 1 KiB: exit 1" \
 	eval '[ "$rc" -eq 1 ] && grep -q "cannot write to standard output" "$TMP/err"'
 
+# ---- a pipe or a FIFO is not a trace file: a clear error, never a hang
+run <(cat "$SMALL")
+check "a pipe: exit 1, 'not a regular file'" eval '[ "$rc" -eq 1 ] && grep -q "not a regular file" "$TMP/err"'
+mkfifo "$TMP/fifo"
+timeout 10 "$ANA" "$TMP/fifo" >"$TMP/out" 2>"$TMP/err"
+rc=$?
+check "a FIFO without a writer: exit 1 at once, 'not a regular file'" \
+	eval '[ "$rc" -eq 1 ] && grep -q "not a regular file" "$TMP/err"'
+
 # ---- names with CSV/JSON/terminal specials, a path 601 levels deep
 "$GEN" "$TMP/g.ptz" || { echo "Bail out! generator failed"; exit 1; }
 run "$TMP/g.ptz" --csv "$TMP/g.csv" --json "$TMP/g.json"
