@@ -54,6 +54,8 @@ static __thread struct rec_ring *rec_tls __attribute__((tls_model("initial-exec"
 
 static void ring_retire(void *p);
 
+bool rec_fork_child;
+
 static void atfork_child(void)
 {
 	/* The child must never write into the parent's file: turn the handle
@@ -63,6 +65,7 @@ static void atfork_child(void)
 	atomic_store_explicit(&r->hot_gen, 0, memory_order_relaxed);
 	atomic_store_explicit(&r->gen, 0, memory_order_relaxed);
 	r->forked = true;
+	rec_fork_child = true;
 	rec_tls = NULL;
 	rec_gpu_atfork_child();
 }
@@ -531,7 +534,7 @@ void pt_async_end(pt_recorder *r, uint64_t async_id)
 
 void pt_thread_name(pt_recorder *r, uint32_t tid, const char *name)
 {
-	if (!r || !name)
+	if (!r || !name || rec_fork_child) /* names_lock may be held by a thread that is not here */
 		return;
 	if (tid == 0)
 		tid = (uint32_t)syscall(SYS_gettid);
@@ -773,6 +776,10 @@ pt_recorder *pt_open(const char *path, const struct pt_options *opt)
 		errno = EINVAL;
 		return NULL;
 	}
+	if (rec_fork_child) { /* a child after fork() does not record (recorder.h) */
+		errno = EBUSY;
+		return NULL;
+	}
 	pthread_once(&global_once, global_init);
 	struct pt_recorder *r = &the_recorder;
 	pthread_mutex_lock(&open_lock);
@@ -859,7 +866,7 @@ pt_recorder *pt_open(const char *path, const struct pt_options *opt)
 
 int pt_close(pt_recorder *r)
 {
-	if (!r)
+	if (!r || rec_fork_child) /* a fork child's copy: nothing to close, open_lock may be held */
 		return 0;
 	pthread_mutex_lock(&open_lock);
 	if (!is_open || r->forked) {
@@ -957,7 +964,7 @@ pt_recorder *pt_default(void)
 
 void pt_set_enabled(pt_recorder *r, bool on)
 {
-	if (!r)
+	if (!r || rec_fork_child)
 		return;
 	pthread_mutex_lock(&open_lock);
 	atomic_store_explicit(&r->enabled, on, memory_order_relaxed);

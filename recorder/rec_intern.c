@@ -115,8 +115,18 @@ out:
 	return id;
 }
 
+/* A fork child's placeholder id (never 0): the table's lock and liburcu's
+ * registry lock may have been held by a thread that is not in the child. */
+static uint32_t fork_child_id(void)
+{
+	uint32_t u = __atomic_load_n(&unnamed_id, __ATOMIC_RELAXED);
+	return u ? u : 1;
+}
+
 static uint32_t intern(uint32_t domain, const char *name)
 {
+	if (rec_fork_child)
+		return fork_child_id();
 	pthread_once(&once, init);
 	if (!name)
 		name = "";
@@ -138,6 +148,8 @@ static uint32_t intern(uint32_t domain, const char *name)
 
 uint32_t rec_intern_lookup(uint32_t domain, const char *name)
 {
+	if (rec_fork_child)
+		return fork_child_id();
 	pthread_once(&once, init);
 	if (!name)
 		name = "";
@@ -160,7 +172,7 @@ uint32_t pt_intern(pt_recorder *r, const char *name)
 uint32_t pt_domain(pt_recorder *r, const char *name)
 {
 	(void)r;
-	if (!name || !*name)
+	if (!name || !*name || rec_fork_child)
 		return 0;
 	pthread_mutex_lock(&lock);
 	uint32_t n = atomic_load_explicit(&ndomains, memory_order_relaxed), id = 0;

@@ -208,6 +208,11 @@ struct rec_tname {
 
 /* ---- clocks (rec_clock.c) ---- */
 extern PT_INTERNAL int rec_clock_source; /* 1 = TSC, 2 = cntvct, 3 = CLOCK_MONOTONIC */
+/* True in a child process after fork(): nothing records there, and the
+ * entry points return before any lock, since another thread of the parent
+ * may have held it at the fork (the child has only the forking thread).
+ * Written once by the atfork child handler, before the child has threads. */
+extern PT_INTERNAL bool rec_fork_child;
 PT_INTERNAL void rec_clock_init(void);
 PT_INTERNAL uint64_t rec_ticks_slow(void);
 PT_INTERNAL uint64_t rec_mono_ns(void);
