@@ -357,6 +357,11 @@ int main(int argc, char **argv)
 	for (size_t k = 0; k < sizeof(outputs) / sizeof(outputs[0]); k++)
 		if (outputs[k] && same_file(path, outputs[k]))
 			return usage_error("output file '%s' is the trace itself", outputs[k]);
+	for (size_t k = 0; k < sizeof(outputs) / sizeof(outputs[0]); k++) /* one would overwrite the other */
+		for (size_t j = k + 1; j < sizeof(outputs) / sizeof(outputs[0]); j++)
+			if (outputs[k] && outputs[j] && strcmp(outputs[k], "-") &&
+			    (strcmp(outputs[k], outputs[j]) == 0 || same_file(outputs[k], outputs[j])))
+				return usage_error("two outputs name the file '%s'", outputs[k]);
 	if (nexports) {
 		int stdouts = 0;
 		for (int k = 0; k < EXP_N; k++)

@@ -168,7 +168,10 @@ PT_API pt_recorder *pt_open(const char *path, const struct pt_options *opt);
  * @r: recorder, or NULL (returns 0).
  *
  * Threads that still call in afterwards find a harmless no-op: the handle
- * stays valid memory.
+ * stays valid memory. There is one recorder per process, so every
+ * pt_open() returns the same handle: after a later pt_open(), calls through
+ * a handle kept from an earlier one (pt_close() included) act on the
+ * recorder now open.
  * Context: any thread but the flusher; blocks until the flusher has finished.
  * Return: 0, or -errno of the last I/O error met while recording.
  */

@@ -74,6 +74,11 @@ for opt in "export --chrome" "export --perfetto" "export --folded" "report --csv
 		eval '[ "$rc" -eq 2 ] && cmp -s "$SMALL" "$TMP/victim.ptz" && grep -q "is the trace itself" "$TMP/err"'
 done
 
+# ---- two outputs naming one file: refused, not one overwriting the other
+run "$SMALL" --csv "$TMP/both.out" --json "$TMP/both.out"
+check "--csv X --json X: exit 2, nothing written" \
+	eval '[ "$rc" -eq 2 ] && [ ! -e "$TMP/both.out" ] && grep -q "two outputs name the file" "$TMP/err"'
+
 # ---- a stdout that cannot take the report (a full disk): exit 1, not 0
 (trap '' XFSZ; ulimit -f 1; "$ANA" "$SMALL" --flat >"$TMP/big" 2>"$TMP/err")
 rc=$?
