@@ -28,10 +28,16 @@
 
 #include "trace-format/fmt_internal.h"
 
+/* The chunk index: 24 bytes a chunk (it grows with the file: ~100 KiB for
+ * 100 M records), not the whole header; pt_reader_next_chunk() reads the
+ * header again with the payload. */
 struct rd_chunk {
 	uint64_t off;
-	struct fmt_chunk_hdr h;
-	int bad; /* payload failed once: skipped, not reported again */
+	uint64_t sequence;
+	uint32_t thread;        /* the header's thread field */
+	uint32_t records : 30;  /* <= raw_bytes <= 16 MiB */
+	uint32_t meta : 1;      /* kind: meta (1) or events (0) */
+	uint32_t bad : 1;       /* payload failed once: skipped, not reported again */
 };
 struct rd_string {
 	char *name;
@@ -60,7 +66,6 @@ struct pt_reader {
 	size_t stored_cap, raw_cap;
 	ZSTD_DCtx *dctx;
 	struct fmt_dec dec;
-	struct fmt_chunk_hdr cur_h;
 	uint64_t cur_off;
 	int pending_corrupt; /* batch decode met damage after returning records */
 
@@ -413,9 +418,8 @@ static int add_chunk(struct pt_reader *r, uint64_t off, const struct fmt_chunk_h
 {
 	if (grow((void **)&r->chunks, &r->chunks_cap, r->nchunks + 1, sizeof(*r->chunks)))
 		return -ENOMEM;
-	r->chunks[r->nchunks].off = off;
-	r->chunks[r->nchunks].h = *h;
-	r->chunks[r->nchunks].bad = 0;
+	r->chunks[r->nchunks] = (struct rd_chunk){ .off = off, .sequence = h->sequence, .thread = h->thread,
+						   .records = h->records, .meta = h->kind == FMT_CHUNK_META };
 	r->nchunks++;
 	r->info.chunks++;
 	r->info.raw_bytes += h->raw_bytes;
@@ -433,15 +437,15 @@ static void check_sequences(struct pt_reader *r)
 		uint64_t expect = 0;
 		int any = 0;
 		for (size_t i = 0; i < r->nchunks; i++) {
-			const struct fmt_chunk_hdr *h = &r->chunks[i].h;
-			if (h->kind != FMT_CHUNK_EVENTS || h->thread != idx)
+			const struct rd_chunk *c = &r->chunks[i];
+			if (c->meta || c->thread != idx)
 				continue;
-			if (h->sequence != expect)
-				problem(r, r->chunks[i].off, "thread %u: chunk sequence %llu follows %llu%s", idx,
-					(unsigned long long)h->sequence,
+			if (c->sequence != expect)
+				problem(r, c->off, "thread %u: chunk sequence %llu follows %llu%s", idx,
+					(unsigned long long)c->sequence,
 					any ? (unsigned long long)expect - 1 : 0ull,
 					any ? " (chunks missing)" : " (earlier chunks missing)");
-			expect = h->sequence + 1;
+			expect = c->sequence + 1;
 			any = 1;
 		}
 	}
@@ -693,14 +697,39 @@ void pt_reader_rewind(struct pt_reader *r)
 	r->have_chunk = 0;
 }
 
-static void chunk_info(const struct rd_chunk *c, struct pt_chunk_info *out)
+static void chunk_info(const struct rd_chunk *c, const struct fmt_chunk_hdr *h, struct pt_chunk_info *out)
 {
 	out->offset = c->off;
-	out->sequence = c->h.sequence;
-	out->first_ticks = c->h.first_ticks;
-	out->last_ticks = c->h.last_ticks;
-	out->thread = c->h.kind == FMT_CHUNK_META ? PT_FMT_META_THREAD : c->h.thread;
-	out->records = c->h.records;
+	out->sequence = c->sequence;
+	out->first_ticks = h ? h->first_ticks : 0;
+	out->last_ticks = h ? h->last_ticks : 0;
+	out->thread = c->meta ? PT_FMT_META_THREAD : c->thread;
+	out->records = c->records;
+}
+
+/* Chunk @c's header, read again (the index keeps only part of it): 0, or
+ * <0 with a problem recorded if it cannot be read or no longer is the
+ * header pass 1 indexed there (the file changed under the reader). */
+static int reread_header(struct pt_reader *r, const struct rd_chunk *c, struct fmt_chunk_hdr *h)
+{
+	uint8_t hb[PT_FMT_CHUNK_HEADER_BYTES];
+	const char *why;
+	int rc = pread_full(r->fd, hb, sizeof(hb), c->off);
+	if (rc) {
+		problem(r, c->off, "chunk @0x%llx: header unreadable: %s", (unsigned long long)c->off, pt_strerror(rc));
+		return rc;
+	}
+	rc = fmt_chunk_hdr_parse(hb, h, &why);
+	if (rc == 0 && (h->sequence != c->sequence || h->thread != c->thread || h->records != c->records ||
+			(h->kind == FMT_CHUNK_META) != c->meta)) {
+		rc = -PT_ECORRUPT;
+		why = "header changed since the file was opened";
+	}
+	if (rc) {
+		r->info.damaged_chunks++;
+		problem(r, c->off, "chunk @0x%llx: %s", (unsigned long long)c->off, why);
+	}
+	return rc;
 }
 
 int pt_reader_next_chunk(struct pt_reader *r, uint32_t thread, struct pt_chunk_info *out)
@@ -709,25 +738,26 @@ int pt_reader_next_chunk(struct pt_reader *r, uint32_t thread, struct pt_chunk_i
 	r->pending_corrupt = 0;
 	while (r->cur < r->nchunks) {
 		struct rd_chunk *c = &r->chunks[r->cur++];
-		int is_meta = c->h.kind == FMT_CHUNK_META;
-		if (thread == PT_FMT_META_THREAD ? !is_meta
-		    : thread != PT_READER_ALL_CHUNKS ? (is_meta || c->h.thread != thread) : 0)
+		if (thread == PT_FMT_META_THREAD ? !c->meta
+		    : thread != PT_READER_ALL_CHUNKS ? (c->meta || c->thread != thread) : 0)
 			continue;
 		if (c->bad)
 			continue;
-		int rc = load_payload(r, c->off, &c->h);
+		struct fmt_chunk_hdr h;
+		int rc = reread_header(r, c, &h);
+		if (rc == 0)
+			rc = load_payload(r, c->off, &h);
 		if (rc && rc != -ENOMEM)
 			c->bad = 1;
 		if (rc == -ENOMEM || (rc < 0 && rc > -PT_EBASE && rc != -PT_ETRUNCATED))
 			return rc;
 		if (rc)
 			continue; /* damaged chunk: problem recorded, go on */
-		r->cur_h = c->h;
 		r->cur_off = c->off;
-		fmt_dec_init(&r->dec, r->raw, c->h.raw_bytes, c->h.first_ticks);
+		fmt_dec_init(&r->dec, r->raw, h.raw_bytes, h.first_ticks);
 		r->have_chunk = 1;
 		if (out)
-			chunk_info(c, out);
+			chunk_info(c, &h, out);
 		return 1;
 	}
 	return 0;
@@ -738,7 +768,13 @@ int pt_reader_next_chunk_header(struct pt_reader *r, struct pt_chunk_info *out)
 	r->have_chunk = 0;
 	if (r->cur >= r->nchunks)
 		return 0;
-	chunk_info(&r->chunks[r->cur++], out);
+	const struct rd_chunk *c = &r->chunks[r->cur++];
+	struct fmt_chunk_hdr h;
+	/* the ticks come from the header itself; without it (unreadable now), 0 */
+	uint8_t hb[PT_FMT_CHUNK_HEADER_BYTES];
+	const char *why;
+	int ok = pread_full(r->fd, hb, sizeof(hb), c->off) == 0 && fmt_chunk_hdr_parse(hb, &h, &why) == 0;
+	chunk_info(c, ok ? &h : NULL, out);
 	return 1;
 }
 

@@ -15,6 +15,7 @@
  *  - meta tables (strings, domains, threads) and the tick->ns mapping.
  */
 #include <errno.h>
+#include <fcntl.h>
 
 #include "tests/test_util.h"
 #include "trace-format/fmt_internal.h"
@@ -432,6 +433,75 @@ static void test_reader_open_directory_is_errno(void **state)
 	assert_null(rd);
 }
 
+/* Pass 2 reads each chunk's header again (the index keeps 24 bytes a
+ * chunk): a header damaged, or replaced by another valid one, after the
+ * reader opened the file is reported at its offset and that chunk skipped;
+ * the other chunks are read as indexed. */
+static void test_reader_header_changed_after_open(void **state)
+{
+	(void)state;
+	const char *path = tu_path("hdr-changed.ptz");
+	struct fmt_writer_hdr hd = { .clock_source = 3, .pid = 1, .process_name = "p", .host = "h", .cmdline = "c",
+				     .recorder_version = "test" };
+	struct fmt_writer *w;
+	assert_int_equal(fmt_writer_open(path, &hd, &w), 0);
+	uint8_t buf[256];
+	struct fmt_enc e;
+	uint64_t off[4];
+	for (uint64_t k = 0; k < 4; k++) {
+		fmt_enc_reset(&e, buf, sizeof(buf));
+		struct pt_record b = { .kind = PT_REC_BEGIN, .id = 1, .ticks = 100 * k + 1 };
+		struct pt_record x = { .kind = PT_REC_END, .id = 1, .ticks = 100 * k + 50 };
+		assert_int_equal(fmt_enc_record(&e, &b), 0);
+		assert_int_equal(fmt_enc_record(&e, &x), 0);
+		struct fmt_chunk_hdr h = { .kind = FMT_CHUNK_EVENTS, .thread = 0, .records = e.records, .sequence = k,
+					   .first_ticks = e.first_ticks, .last_ticks = e.last_ticks };
+		off[k] = fmt_writer_committed(w);
+		assert_int_equal(fmt_writer_append(w, &h, buf, (size_t)(e.pos - buf), 0), 0);
+	}
+	assert_int_equal(fmt_writer_close(w), 0);
+	struct pt_reader *rd;
+	assert_int_equal(pt_reader_open(path, &rd), 0);
+	assert_int_equal(pt_reader_problem_count(rd), 0);
+	/* chunk 1: a byte of its header flipped; chunk 2: a valid header of
+	 * another sequence (checksum recomputed) */
+	int fd = open(path, O_RDWR);
+	assert_true(fd >= 0);
+	uint8_t hb[PT_FMT_CHUNK_HEADER_BYTES];
+	assert_int_equal(pread(fd, hb, sizeof(hb), (off_t)off[1]), (ssize_t)sizeof(hb));
+	hb[20] ^= 0x40;
+	assert_int_equal(pwrite(fd, hb, sizeof(hb), (off_t)off[1]), (ssize_t)sizeof(hb));
+	struct fmt_chunk_hdr h;
+	const char *why;
+	assert_int_equal(pread(fd, hb, sizeof(hb), (off_t)off[2]), (ssize_t)sizeof(hb));
+	assert_int_equal(fmt_chunk_hdr_parse(hb, &h, &why), 0);
+	h.sequence = 9;
+	fmt_chunk_hdr_write(hb, &h);
+	assert_int_equal(pwrite(fd, hb, sizeof(hb), (off_t)off[2]), (ssize_t)sizeof(hb));
+	close(fd);
+	struct pt_chunk_info ci;
+	uint64_t seen[4];
+	int n = 0;
+	while (pt_reader_next_chunk(rd, PT_READER_ALL_CHUNKS, &ci) == 1) {
+		if (ci.thread == PT_FMT_META_THREAD)
+			continue;
+		assert_true(n < 4);
+		seen[n++] = ci.sequence;
+	}
+	assert_int_equal(n, 2);
+	assert_int_equal(seen[0], 0);
+	assert_int_equal(seen[1], 3);
+	assert_int_equal(pt_reader_info(rd)->damaged_chunks, 2);
+	assert_int_equal(pt_reader_problem_count(rd), 2);
+	uint64_t po;
+	assert_non_null(strstr(pt_reader_problem(rd, 0, &po), "checksum"));
+	assert_int_equal(po, off[1]);
+	assert_non_null(strstr(pt_reader_problem(rd, 1, &po), "header changed since the file was opened"));
+	assert_int_equal(po, off[2]);
+	pt_reader_close(rd);
+	unlink(path);
+}
+
 /* Crafted tables: a clock slope of 2^62 ns per tick, one point only, a
  * thread name starting with NUL. Under UBSan/ASan these caught undefined
  * float->int conversions and a leaked name. */
@@ -485,6 +555,7 @@ int main(void)
 		cmocka_unit_test(test_reader_next_records_batches_match),
 		cmocka_unit_test(test_reader_open_missing_file_errno),
 		cmocka_unit_test(test_reader_open_directory_is_errno),
+		cmocka_unit_test(test_reader_header_changed_after_open),
 		cmocka_unit_test(test_reader_crafted_tables_are_safe),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
