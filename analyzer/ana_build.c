@@ -580,11 +580,78 @@ static void on_record(struct ctx *c, struct ana_thread *th, struct tstate *ts, c
 	}
 }
 
-static void drop_stack(struct tstate *ts, uint64_t *counter)
+/*
+ * Whether a frame about to be dropped (open at the end, or a sequence gap)
+ * may enclose a closed section of its own name: a node below the dropped
+ * chain ts->st[0..depth) with an aggregated occurrence and the name of a
+ * chain node above it. Such an occurrence is not enclosed by a counted one
+ * of its name, so it must add its inclusive time to the flat total, which
+ * the tree (flat_incl_from_tree()) cannot tell: the pass must track
+ * same-name frames instead. One walk of the subtree of the outermost
+ * dropped frame; on ENOMEM, true (the pass then tracks: exact, slower).
+ */
+static bool dropped_may_enclose_same_name(const struct tstate *ts, const struct ana_tree *t)
+{
+	uint32_t nid = 1;
+	for (uint32_t i = 0; i < ts->depth; i++)
+		if (ts->st[i].id < ts->id_limit && ts->st[i].id >= nid)
+			nid = ts->st[i].id + 1;
+	uint32_t *on_chain = calloc(nid, sizeof(*on_chain));
+	struct walk { uint32_t node, pos; int64_t chain; } *stk = malloc((size_t)t->count * sizeof(*stk));
+	bool found = !on_chain || !stk;
+	uint32_t sp = 0;
+	if (!found) {
+		const struct ana_node *r = &t->n[ts->st[0].node];
+		if (r->id < nid)
+			on_chain[r->id]++;
+		stk[sp++] = (struct walk){ ts->st[0].node, 0, 0 };
+	}
+	while (sp && !found) {
+		struct walk *w = &stk[sp - 1];
+		const struct ana_node *n = &t->n[w->node];
+		if (w->pos == n->nchild) {
+			if (w->chain >= 0 && n->id < nid)
+				on_chain[n->id]--;
+			sp--;
+			continue;
+		}
+		uint32_t k = n->child[w->pos++];
+		const struct ana_node *ch = &t->n[k];
+		int64_t chain = w->chain >= 0 && (uint64_t)w->chain + 1 < ts->depth && ts->st[w->chain + 1].node == k
+					? w->chain + 1
+					: -1;
+		if (ch->agg.count && ch->id < nid && on_chain[ch->id])
+			found = true;
+		if (chain >= 0 && ch->id < nid)
+			on_chain[ch->id]++;
+		stk[sp++] = (struct walk){ k, 0, chain };
+	}
+	free(on_chain);
+	free(stk);
+	return found;
+}
+
+/*
+ * Drops every open frame of @ts (a sequence gap, or the end of the trace),
+ * counting them in *@counter. A dropped frame is not aggregated, hence not
+ * "counted" (doc/analyzer-output.md §2): the recursion-safe sums of its
+ * kept same-name descendants go on up, to an enclosing same-name frame or
+ * into the name's total, as for a frame the window drops.
+ */
+static void drop_stack(struct ctx *c, struct ana_thread *th, struct tstate *ts, uint64_t *counter)
 {
 	*counter += ts->depth;
-	for (uint32_t i = 0; i < ts->depth; i++) {
-		int32_t *top = open_top_of(ts, ts->st[i].id);
+	if (c->keep_all) {
+		if (ts->depth && !c->need_tracking && dropped_may_enclose_same_name(ts, &th->tree))
+			c->need_tracking = true; /* ana_run() runs the pass again, tracking */
+		ts->depth = 0;
+		return;
+	}
+	for (uint32_t i = ts->depth; i-- > 0;) {
+		struct frame *f = &ts->st[i];
+		if (f->has_pending)
+			flat_pass_up(ts, f->id, f->prev_same, f->pending_ns, f->pending_incl, f->pending_xfer);
+		int32_t *top = open_top_of(ts, f->id);
 		if (top)
 			*top = -1;
 	}
@@ -715,9 +782,30 @@ static void merge_visit(struct ana_tree *dst, struct ana_tree *src, uint32_t s, 
 	ana_agg_merge(&dst->n[d].agg, &src->n[s].agg, rng);
 }
 
-static void merge_tree(struct ana_tree *dst, struct ana_tree *src, uint32_t s, uint32_t d, uint64_t *rng)
+/*
+ * Merges thread tree @src into @dst in @src's node order, which is the
+ * order its paths first appeared (a node is made at its path's first
+ * BEGIN, after its parent), so that @dst's new paths are numbered in the
+ * documented order (doc/analyzer-output.md §5) however the pass read the
+ * chunks. A path whose node cannot be made in @dst is left out, with its
+ * subtree. On ENOMEM for the index map: walk_pairs() (every path, tree order).
+ */
+static void merge_tree(struct ana_tree *dst, struct ana_tree *src, uint64_t *rng)
 {
-	walk_pairs(dst, src, s, d, merge_visit, rng);
+	uint32_t *map = malloc((src->count ? src->count : 1) * sizeof(*map));
+	if (!map) {
+		walk_pairs(dst, src, 0, 0, merge_visit, rng);
+		return;
+	}
+	map[0] = 0;
+	ana_agg_merge(&dst->n[0].agg, &src->n[0].agg, rng);
+	for (uint32_t i = 1; i < src->count; i++) {
+		uint32_t p = map[src->n[i].parent]; /* parent < i */
+		map[i] = p == UINT32_MAX ? UINT32_MAX : ana_tree_child(dst, p, src->n[i].id);
+		if (map[i] != UINT32_MAX)
+			ana_agg_merge(&dst->n[map[i]].agg, &src->n[i].agg, rng);
+	}
+	free(map);
 }
 
 static void finish_agg(struct ctx *c, struct ana_agg *a)
@@ -811,7 +899,7 @@ static PT_NOINLINE_ void read_events(struct ctx *c, struct ana_thread *th, struc
 {
 	if (ci->sequence != ts->next_seq) {
 		th->gaps++;
-		drop_stack(ts, &th->open_at_end);
+		drop_stack(c, th, ts, &th->open_at_end);
 	}
 	ts->next_seq = ci->sequence + 1;
 	struct fmt_dec *d = fmt_reader_chunk_dec(c->res->rd);
@@ -848,7 +936,11 @@ static void move_reservoirs(struct ana_tree *dst, struct ana_tree *src, uint32_t
 	walk_pairs(dst, src, s, d, move_visit, &hist);
 }
 
-int ana_run(const char *path, const struct ana_options *opt, struct ana_result *res, char *err, size_t errlen)
+/* One pass; @track: follow same-name frames (flat sums from the pass) even
+ * when every section is kept. *@retrack: the tree cannot give the flat
+ * sums (drop_stack()): run again with @track. */
+static int run_pass(const char *path, const struct ana_options *opt, struct ana_result *res, char *err,
+		    size_t errlen, bool track, bool *retrack)
 {
 	memset(res, 0, sizeof(*res));
 	res->domain_filter = UINT32_MAX;
@@ -920,9 +1012,13 @@ int ana_run(const char *path, const struct ana_options *opt, struct ana_result *
 	}
 	/* time window in ticks (mean slope; doc/analyzer-output.md §4) */
 	uint64_t t0 = info->start_ticks;
-	c.since_ticks = opt->since_ns ? t0 + (uint64_t)((double)opt->since_ns / c.ns_per_tick) : 0;
+	/* the first tick at or after --since (a section starting before it is outside) */
+	double since_t = (double)opt->since_ns / c.ns_per_tick;
+	uint64_t since_k = (uint64_t)since_t;
+	since_k += (double)since_k < since_t;
+	c.since_ticks = opt->since_ns ? t0 + since_k : 0;
 	c.until_ticks = opt->until_ns ? t0 + (uint64_t)((double)opt->until_ns / c.ns_per_tick) : UINT64_MAX;
-	c.keep_all = c.since_ticks == 0 && c.until_ticks == UINT64_MAX && res->domain_filter == UINT32_MAX;
+	c.keep_all = !track && c.since_ticks == 0 && c.until_ticks == UINT64_MAX && res->domain_filter == UINT32_MAX;
 
 	struct pt_chunk_info ci;
 	struct pt_record batch[256];
@@ -990,11 +1086,12 @@ int ana_run(const char *path, const struct ana_options *opt, struct ana_result *
 	for (size_t i = 0; i < res->nthreads; i++) {
 		struct ana_thread *th = &res->threads[i];
 		struct tstate *ts = &c.ts[i];
-		th->open_at_end += ts->depth;
-		ts->depth = 0;
+		drop_stack(&c, th, ts, &th->open_at_end);
 		if (ts->seen) {
 			th->first_ns = pt_reader_ticks_to_ns(res->rd, ts->first_ticks);
-			th->last_ns = pt_reader_ticks_to_ns(res->rd, ts->last_ticks);
+			/* no BEGIN, END or COUNTER (only ERROR, LOSS, METRIC...): span 0 */
+			th->last_ns = pt_reader_ticks_to_ns(res->rd, ts->last_ticks > ts->first_ticks ? ts->last_ticks
+												 : ts->first_ticks);
 			if (th->first_ns < res->start_ns)
 				res->start_ns = th->first_ns;
 			if (th->last_ns > res->end_ns)
@@ -1027,7 +1124,7 @@ int ana_run(const char *path, const struct ana_options *opt, struct ana_result *
 	}
 	uint32_t maxid = res->nnames;
 	for (size_t i = 0; i < res->nthreads; i++) {
-		merge_tree(&res->merged, &res->threads[i].tree, 0, 0, &c.rng);
+		merge_tree(&res->merged, &res->threads[i].tree, &c.rng);
 		if (c.ts[i].nflat > maxid)
 			maxid = c.ts[i].nflat;
 	}
@@ -1065,7 +1162,20 @@ int ana_run(const char *path, const struct ana_options *opt, struct ana_result *
 	/* damage inside the file, as opposed to a torn tail (a crashed writer) */
 	res->corrupt = info->corrupt_regions > 0 || info->damaged_chunks > 0 || info->header_damaged;
 	res->torn_tail = info->torn_tail_offset != UINT64_MAX;
+	*retrack = c.need_tracking;
 	return 0;
+}
+
+int ana_run(const char *path, const struct ana_options *opt, struct ana_result *res, char *err, size_t errlen)
+{
+	bool retrack = false;
+	int rc = run_pass(path, opt, res, err, errlen, false, &retrack);
+	if (rc == 0 && retrack) {
+		/* a section dropped unclosed encloses a closed one of its name */
+		ana_result_free(res);
+		rc = run_pass(path, opt, res, err, errlen, true, &retrack);
+	}
+	return rc;
 }
 
 void ana_result_free(struct ana_result *res)
