@@ -19,7 +19,7 @@
 #include <jansson.h>
 #include <math.h>
 
-#include "tests/analyzer/ana_test_util.h"
+#include "tests/analyzer/ana_test_ops.h"
 #include "ptz/recorder.h" /* PT_METRIC_*, PT_H2D */
 
 #define T0 1000000ull
@@ -28,21 +28,6 @@
 enum { ID_A = 1, ID_B, ID_C, ID_D, ID_E, ID_K, ID_G, NIDS };
 static const char *const names[NIDS] = { NULL, "A", "B", "C", "D", "E", "K", "G" };
 
-enum { OP_B = 1, OP_E, OP_M, OP_X, OP_K, OP_L, OP_ERR };
-struct op {
-	uint8_t k;
-	uint32_t id;
-	uint64_t t;
-	int64_t v;
-	uint64_t v2;
-};
-#define B(t, id) { OP_B, (id), T0 + (t), 0, 0 }
-#define E(t, id) { OP_E, (id), T0 + (t), 0, 0 }
-#define M(kind, v) { OP_M, (kind), 0, (v), 0 }
-#define X(dir, v) { OP_X, (dir), 0, (v), 0 }
-#define K(t, id, v) { OP_K, (id), T0 + (t), (v), 0 }
-#define L(t, recs, secs) { OP_L, 0, T0 + (t), (recs), (secs) }
-#define ERR(t, code, n) { OP_ERR, (code), T0 + (t), (n), 0 }
 
 struct thr {
 	const char *name;
@@ -85,19 +70,8 @@ static void write_trace(const char *path, const struct thr *t, const uint32_t *t
 	for (size_t k = 0; k < nt; k++) {
 		if (t[k].gap_before)
 			b.seq[tidx[k]]++;
-		for (size_t i = 0; i < t[k].n; i++) {
-			const struct op *o = &t[k].ops[i];
-			switch (o->k) {
-			case OP_B: fmt_enc_begin(&b.e, o->t, o->id); break;
-			case OP_E: fmt_enc_end(&b.e, o->t, o->id); break;
-			case OP_M: fmt_enc_metric(&b.e, o->id, (uint64_t)o->v); break;
-			case OP_X: fmt_enc_transfer(&b.e, o->id, (uint64_t)o->v); break;
-			case OP_K: fmt_enc_counter(&b.e, o->t, o->id, o->v); break;
-			case OP_L: fmt_enc_loss(&b.e, o->t, (uint64_t)o->v, o->v2); break;
-			case OP_ERR: fmt_enc_error(&b.e, o->t, o->id, (uint64_t)o->v); break;
-			default: fail();
-			}
-		}
+		for (size_t i = 0; i < t[k].n; i++)
+			op_encode(&b.e, &t[k].ops[i]);
 		tb_flush(&b, FMT_CHUNK_EVENTS, tidx[k]);
 	}
 	tb_close(&b);

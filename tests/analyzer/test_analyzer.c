@@ -53,7 +53,7 @@
 #include <jansson.h>
 #include <math.h>
 
-#include "tests/analyzer/ana_test_util.h"
+#include "tests/analyzer/ana_test_ops.h"
 #include "ptz/recorder.h" /* PT_METRIC_*, PT_H2D, PT_D2H */
 
 /* ==== Trace scripts ==== */
@@ -80,22 +80,6 @@ enum {
 static const char *const names[NIDS] = { NULL,   "A",    "B",        "C",     KERN, "lossy", "E",
 					 "open", "D",    "mem_used", "queue", "P",  "S" };
 
-enum { OP_B = 1, OP_E, OP_M, OP_X, OP_K, OP_L, OP_ERR, OP_CUT };
-struct op {
-	uint8_t k;
-	uint32_t id; /* section or counter id; metric kind; direction; error code */
-	uint64_t t;  /* ticks (absolute) */
-	int64_t v;
-	uint64_t v2;
-};
-#define B(t, id) { OP_B, (id), T0 + (t), 0, 0 }
-#define E(t, id) { OP_E, (id), T0 + (t), 0, 0 }
-#define M(kind, v) { OP_M, (kind), 0, (v), 0 }
-#define X(dir, v) { OP_X, (dir), 0, (v), 0 }
-#define K(t, id, v) { OP_K, (id), T0 + (t), (v), 0 }
-#define L(t, recs, secs) { OP_L, 0, T0 + (t), (recs), (secs) }
-#define ERR(t, code, n) { OP_ERR, (code), T0 + (t), (n), 0 }
-#define CUT { OP_CUT, 0, 0, 0, 0 } /* next chunk of the same thread */
 
 enum { RD = PT_METRIC_READ_BYTES, WR = PT_METRIC_WRITTEN_BYTES, FL = PT_METRIC_FLOPS };
 enum { H2D = PT_H2D, D2H = PT_D2H };
@@ -190,21 +174,11 @@ static size_t tb_events(struct tb *b, uint32_t thread, const struct op *ops, siz
 	size_t i = from;
 	for (; i < n; i++) {
 		const struct op *o = &ops[i];
-		assert_true(fmt_enc_room(&b->e, FMT_MAX_RECORD_BYTES));
 		if (o->k == OP_CUT) {
 			i++;
 			break;
 		}
-		switch (o->k) {
-		case OP_B: fmt_enc_begin(&b->e, o->t, o->id); break;
-		case OP_E: fmt_enc_end(&b->e, o->t, o->id); break;
-		case OP_M: fmt_enc_metric(&b->e, o->id, (uint64_t)o->v); break;
-		case OP_X: fmt_enc_transfer(&b->e, o->id, (uint64_t)o->v); break;
-		case OP_K: fmt_enc_counter(&b->e, o->t, o->id, o->v); break;
-		case OP_L: fmt_enc_loss(&b->e, o->t, (uint64_t)o->v, o->v2); break;
-		case OP_ERR: fmt_enc_error(&b->e, o->t, o->id, (uint64_t)o->v); break;
-		default: fail();
-		}
+		op_encode(&b->e, o);
 	}
 	tb_flush(b, FMT_CHUNK_EVENTS, thread);
 	return i;
