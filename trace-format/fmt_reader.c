@@ -353,7 +353,8 @@ static void build_clock(struct pt_reader *r)
 		r->clocks[r->nclocks].ns = r->info.start_mono_ns;
 		r->nclocks++;
 	}
-	qsort(r->clocks, r->nclocks, sizeof(*r->clocks), cmp_clock);
+	if (r->nclocks > 1) /* none at all (no meta chunk): r->clocks is NULL, which qsort must not get */
+		qsort(r->clocks, r->nclocks, sizeof(*r->clocks), cmp_clock);
 	/* keep strictly increasing points: equal ticks or ns going back are noise */
 	size_t k = 0;
 	for (size_t i = 0; i < r->nclocks; i++) {
