@@ -7,10 +7,15 @@
  * 1,000 names, random nesting to depth 10, a metric on every 4th section),
  * then another child runs the analysis (ana_run + the text report to
  * /dev/null) and reports its wall time, CPU time and peak RSS (wait4's
- * ru_maxrss). Children keep the two measurements apart. Prints a table;
- * not a test.
+ * ru_maxrss), --runs times (default 3, each in a fresh child): the table
+ * gives the median of each figure and the fastest CPU time, since one run
+ * on a shared machine can be 20% off. Children keep the measurements
+ * apart. Prints a table; not a test.
  *
- * usage: bench-analyze [--quick] [--keep DIR] [--shape walk|loops]
+ * usage: bench-analyze [--quick] [--keep DIR [--reuse]] [--runs N] [--shape walk|loops]
+ *
+ * --reuse: analyze the traces already in DIR (from an earlier --keep run)
+ * instead of recording new ones, so two builds compare on the same files.
  *
  * --shape walk (default): a random walk over the call graph, up or down at
  * random (the branch predictor's worst case); --shape loops: the same graph
@@ -197,6 +202,19 @@ static int analyze(const char *path, struct result *out, int fd)
 	return 0;
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* Median of @v[0..n) (sorts @v). */
+static double median(double *v, int n)
+{
+	qsort(v, (size_t)n, sizeof(*v), cmp_double);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
 static int in_child(int (*fn)(const char *, uint64_t), const char *path, uint64_t n)
 {
 	pid_t p = fork();
@@ -213,20 +231,30 @@ int main(int argc, char **argv)
 	fprintf(stderr, "bench-analyze: built without optimization; use the default debugoptimized build\n");
 	return 2;
 #endif
-	int quick = 0;
+	int quick = 0, reuse = 0, runs = 3;
 	const char *keep = NULL;
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--quick") == 0) {
 			quick = 1;
 		} else if (strcmp(argv[i], "--keep") == 0 && i + 1 < argc) {
 			keep = argv[++i];
+		} else if (strcmp(argv[i], "--reuse") == 0) {
+			reuse = 1;
+		} else if (strcmp(argv[i], "--runs") == 0 && i + 1 < argc && atoi(argv[i + 1]) >= 1 &&
+			   atoi(argv[i + 1]) <= 99) {
+			runs = atoi(argv[++i]);
 		} else if (strcmp(argv[i], "--shape") == 0 && i + 1 < argc &&
 			   (strcmp(argv[i + 1], "walk") == 0 || strcmp(argv[i + 1], "loops") == 0)) {
 			shape_loops = strcmp(argv[++i], "loops") == 0;
 		} else {
-			fprintf(stderr, "usage: bench-analyze [--quick] [--keep DIR] [--shape walk|loops]\n");
+			fprintf(stderr,
+				"usage: bench-analyze [--quick] [--keep DIR [--reuse]] [--runs N] [--shape walk|loops]\n");
 			return 2;
 		}
+	}
+	if (reuse && !keep) {
+		fprintf(stderr, "bench-analyze: --reuse needs --keep DIR\n");
+		return 2;
 	}
 	char tmpdir[] = "/tmp/ptz-bench-analyze-XXXXXX";
 	const char *dir = keep;
@@ -241,31 +269,42 @@ int main(int argc, char **argv)
 	for (int i = 0; i < 2; i++) {
 		char path[256];
 		snprintf(path, sizeof(path), "%s/trace-%llu.ptz", dir, (unsigned long long)sizes[i]);
-		if (in_child(record, path, sizes[i]))
-			return 1;
-		int fds[2];
-		if (pipe(fds))
-			return 1;
-		pid_t p = fork();
-		if (p == 0) {
-			close(fds[0]);
-			_exit(analyze(path, NULL, fds[1]));
-		}
-		close(fds[1]);
-		int st;
-		struct rusage ru;
-		wait4(p, &st, 0, &ru);
-		if (read(fds[0], &r[i], sizeof(r[i])) != (ssize_t)sizeof(r[i]))
-			return 1;
-		close(fds[0]);
-		r[i].maxrss_kb = ru.ru_maxrss;
 		struct stat sb;
+		if (!(reuse && stat(path, &sb) == 0) && in_child(record, path, sizes[i]))
+			return 1;
+		double wall[99], cpu[99], rss[99];
+		for (int k = 0; k < runs; k++) {
+			int fds[2];
+			if (pipe(fds))
+				return 1;
+			pid_t p = fork();
+			if (p == 0) {
+				close(fds[0]);
+				_exit(analyze(path, NULL, fds[1]));
+			}
+			close(fds[1]);
+			int st;
+			struct rusage ru;
+			wait4(p, &st, 0, &ru);
+			if (read(fds[0], &r[i], sizeof(r[i])) != (ssize_t)sizeof(r[i]))
+				return 1;
+			close(fds[0]);
+			wall[k] = r[i].wall;
+			cpu[k] = r[i].cpu;
+			rss[k] = (double)ru.ru_maxrss;
+		}
+		double cpu_min = cpu[0];
+		for (int k = 1; k < runs; k++)
+			cpu_min = cpu[k] < cpu_min ? cpu[k] : cpu_min;
+		r[i].wall = median(wall, runs);
+		r[i].cpu = median(cpu, runs);
+		r[i].maxrss_kb = (long)median(rss, runs);
 		stat(path, &sb);
-		printf("%-10llu records  %u paths  file %7.1f MB  analysis wall %6.2f s  cpu %6.2f s  %6.1f M records/s "
-		       "(cpu)  peak RSS %7.1f MB\n",
-		       (unsigned long long)r[i].records, r[i].paths, sb.st_size / 1e6, r[i].wall, r[i].cpu,
-		       r[i].records / r[i].cpu / 1e6, r[i].maxrss_kb / 1024.0);
-		if (keep)
+		printf("%-10llu records  %u paths  file %7.1f MB  analysis (median of %d) wall %6.2f s  cpu %6.2f s  "
+		       "%6.1f M records/s (cpu; fastest run %.1f M)  peak RSS %7.1f MB\n",
+		       (unsigned long long)r[i].records, r[i].paths, sb.st_size / 1e6, runs, r[i].wall, r[i].cpu,
+		       r[i].records / r[i].cpu / 1e6, r[i].records / cpu_min / 1e6, r[i].maxrss_kb / 1024.0);
+		if (keep && !reuse)
 			fprintf(stderr, "  kept %s\n", path);
 		else
 			unlink(path);
