@@ -307,6 +307,16 @@ static void decode_meta(struct pt_reader *r, uint64_t off, const struct fmt_chun
 	}
 }
 
+/* The chunk header at @off, read and parsed: 0; the read's error (*@why
+ * NULL); or fmt_chunk_hdr_parse()'s -PT_E* (*@why names the defect). */
+static int hdr_at(struct pt_reader *r, uint64_t off, struct fmt_chunk_hdr *h, const char **why)
+{
+	uint8_t hb[PT_FMT_CHUNK_HEADER_BYTES];
+	*why = NULL;
+	int rc = pread_full(r->fd, hb, sizeof(hb), off);
+	return rc ? rc : fmt_chunk_hdr_parse(hb, h, why);
+}
+
 /* Scans forward from @from for a valid chunk header. Returns its offset or @limit. */
 static uint64_t resync(struct pt_reader *r, uint64_t from)
 {
@@ -322,13 +332,12 @@ static uint64_t resync(struct pt_reader *r, uint64_t from)
 		for (size_t i = 0; i + 4 <= n; i++) {
 			if (memcmp(buf + i, FMT_CHUNK_MAGIC, 4) != 0)
 				continue;
-			uint8_t hb[PT_FMT_CHUNK_HEADER_BYTES];
 			struct fmt_chunk_hdr h;
 			const char *why;
 			uint64_t cand = pos + i;
-			if (cand + sizeof(hb) > r->limit)
+			if (cand + PT_FMT_CHUNK_HEADER_BYTES > r->limit)
 				break;
-			if (pread_full(r->fd, hb, sizeof(hb), cand) == 0 && fmt_chunk_hdr_parse(hb, &h, &why) == 0) {
+			if (hdr_at(r, cand, &h, &why) == 0) {
 				free(buf);
 				return cand;
 			}
@@ -455,22 +464,20 @@ static void check_sequences(struct pt_reader *r)
 static int scan(struct pt_reader *r)
 {
 	uint64_t off = PT_FMT_HEADER_BYTES;
-	uint8_t hb[PT_FMT_CHUNK_HEADER_BYTES];
 	while (off < r->limit) {
 		struct fmt_chunk_hdr h;
 		const char *why;
-		if (off + sizeof(hb) > r->limit) {
+		if (off + PT_FMT_CHUNK_HEADER_BYTES > r->limit) {
 			r->info.torn_tail_offset = off;
 			problem(r, off, "torn tail @0x%llx: %llu bytes, less than a chunk header",
 				(unsigned long long)off, (unsigned long long)(r->limit - off));
 			break;
 		}
-		int rc = pread_full(r->fd, hb, sizeof(hb), off);
-		if (rc)
+		int rc = hdr_at(r, off, &h, &why);
+		if (rc && !why)
 			return rc;
-		rc = fmt_chunk_hdr_parse(hb, &h, &why);
 		if (rc == 0) {
-			uint64_t end = off + sizeof(hb) + h.stored_bytes;
+			uint64_t end = off + PT_FMT_CHUNK_HEADER_BYTES + h.stored_bytes;
 			if (end <= r->limit) {
 				if ((rc = add_chunk(r, off, &h)))
 					return rc;
@@ -528,12 +535,16 @@ int pt_reader_open(const char *path, struct pt_reader **out)
 	r->info.recorder_version = r->version;
 	struct stat st;
 	int rc;
-	if (fstat(r->fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-		/* a pipe, FIFO or device cannot be read at offsets (chunks are
-		 * indexed, then read thread by thread) */
-		rc = !S_ISREG(st.st_mode) ? (S_ISDIR(st.st_mode) ? -EISDIR : -ESPIPE) : -errno;
+	if (fstat(r->fd, &st) != 0) {
+		rc = -errno;
 		pt_reader_close(r);
 		return rc;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		/* a pipe, FIFO or device cannot be read at offsets (chunks are
+		 * indexed, then read thread by thread) */
+		pt_reader_close(r);
+		return S_ISDIR(st.st_mode) ? -EISDIR : -ESPIPE;
 	}
 	r->info.file_bytes = (uint64_t)st.st_size;
 	r->dctx = ZSTD_createDCtx();
@@ -713,14 +724,12 @@ static void chunk_info(const struct rd_chunk *c, const struct fmt_chunk_hdr *h, 
  * header pass 1 indexed there (the file changed under the reader). */
 static int reread_header(struct pt_reader *r, const struct rd_chunk *c, struct fmt_chunk_hdr *h)
 {
-	uint8_t hb[PT_FMT_CHUNK_HEADER_BYTES];
 	const char *why;
-	int rc = pread_full(r->fd, hb, sizeof(hb), c->off);
-	if (rc) {
+	int rc = hdr_at(r, c->off, h, &why);
+	if (rc && !why) {
 		problem(r, c->off, "chunk @0x%llx: header unreadable: %s", (unsigned long long)c->off, pt_strerror(rc));
 		return rc;
 	}
-	rc = fmt_chunk_hdr_parse(hb, h, &why);
 	if (rc == 0 && (h->sequence != c->sequence || h->thread != c->thread || h->records != c->records ||
 			(h->kind == FMT_CHUNK_META) != c->meta)) {
 		rc = -PT_ECORRUPT;
@@ -771,11 +780,9 @@ int pt_reader_next_chunk_header(struct pt_reader *r, struct pt_chunk_info *out)
 		return 0;
 	const struct rd_chunk *c = &r->chunks[r->cur++];
 	struct fmt_chunk_hdr h;
-	/* the ticks come from the header itself; without it (unreadable now), 0 */
-	uint8_t hb[PT_FMT_CHUNK_HEADER_BYTES];
 	const char *why;
-	int ok = pread_full(r->fd, hb, sizeof(hb), c->off) == 0 && fmt_chunk_hdr_parse(hb, &h, &why) == 0;
-	chunk_info(c, ok ? &h : NULL, out);
+	/* the ticks come from the header itself; without it (unreadable now), 0 */
+	chunk_info(c, hdr_at(r, c->off, &h, &why) == 0 ? &h : NULL, out);
 	return 1;
 }
 
