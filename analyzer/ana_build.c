@@ -744,37 +744,34 @@ static void flat_from_tree(struct ctx *c, const struct ana_tree *t, struct tstat
 	}
 }
 
-/* A pre-order walk of @src below node @s beside the same call paths of
- * @dst below @d (created in @dst as met, like the recursion it replaces:
- * children in order, each subtree whole before the next sibling), with an
- * explicit stack: nesting depth has no limit (a section never ended in a
- * loop nests every later one below it, hundreds of thousands deep), and
- * recursion overflowed the C stack. @visit gets each pair, (@s, @d) first.
- * A stack that cannot be allocated visits (@s, @d) only. */
-static void walk_pairs(struct ana_tree *dst, struct ana_tree *src, uint32_t s, uint32_t d,
+/*
+ * Pairs every node of @src with the node of the same call path in @dst
+ * (made there if missing) and hands each pair to @visit, in @src's node
+ * order: the order its paths first appeared, a node always after its
+ * parent (ana_tree_child() numbers a new node past every existing one), so
+ * @dst's new paths are numbered in the documented order
+ * (doc/analyzer-output.md §5) however the pass read the chunks, and one
+ * array maps the nodes, with no recursion (nesting depth has no limit: a
+ * section never ended in a loop nests every later one below it). A path
+ * whose node cannot be made in @dst is left out with its subtree; without
+ * memory for the map, only the roots are paired.
+ */
+static void pair_nodes(struct ana_tree *dst, struct ana_tree *src,
 		       void (*visit)(struct ana_tree *dst, struct ana_tree *src, uint32_t s, uint32_t d, void *arg),
 		       void *arg)
 {
-	struct pair { uint32_t s, d, next; } *st = malloc((src->count ? src->count : 1) * sizeof(*st));
-	size_t depth = 0;
-	visit(dst, src, s, d, arg);
-	if (!st)
+	visit(dst, src, 0, 0, arg);
+	uint32_t *map = malloc((src->count ? src->count : 1) * sizeof(*map));
+	if (!map)
 		return;
-	st[depth++] = (struct pair){ s, d, 0 };
-	while (depth) {
-		struct pair *p = &st[depth - 1];
-		if (p->next == src->n[p->s].nchild) {
-			depth--;
-			continue;
-		}
-		uint32_t sc = src->n[p->s].child[p->next++];
-		uint32_t dc = ana_tree_child(dst, p->d, src->n[sc].id);
-		if (dc == UINT32_MAX)
-			continue;
-		visit(dst, src, sc, dc, arg);
-		st[depth++] = (struct pair){ sc, dc, 0 }; /* depth <= src->count: a path visits a node once */
+	map[0] = 0;
+	for (uint32_t i = 1; i < src->count; i++) {
+		uint32_t p = map[src->n[i].parent]; /* parent < i */
+		map[i] = p == UINT32_MAX ? UINT32_MAX : ana_tree_child(dst, p, src->n[i].id);
+		if (map[i] != UINT32_MAX)
+			visit(dst, src, i, map[i], arg);
 	}
-	free(st);
+	free(map);
 }
 
 static void merge_visit(struct ana_tree *dst, struct ana_tree *src, uint32_t s, uint32_t d, void *rng)
@@ -782,30 +779,10 @@ static void merge_visit(struct ana_tree *dst, struct ana_tree *src, uint32_t s, 
 	ana_agg_merge(&dst->n[d].agg, &src->n[s].agg, rng);
 }
 
-/*
- * Merges thread tree @src into @dst in @src's node order, which is the
- * order its paths first appeared (a node is made at its path's first
- * BEGIN, after its parent), so that @dst's new paths are numbered in the
- * documented order (doc/analyzer-output.md §5) however the pass read the
- * chunks. A path whose node cannot be made in @dst is left out, with its
- * subtree. On ENOMEM for the index map: walk_pairs() (every path, tree order).
- */
+/* Adds thread tree @src's aggregates into @dst, path by path. */
 static void merge_tree(struct ana_tree *dst, struct ana_tree *src, uint64_t *rng)
 {
-	uint32_t *map = malloc((src->count ? src->count : 1) * sizeof(*map));
-	if (!map) {
-		walk_pairs(dst, src, 0, 0, merge_visit, rng);
-		return;
-	}
-	map[0] = 0;
-	ana_agg_merge(&dst->n[0].agg, &src->n[0].agg, rng);
-	for (uint32_t i = 1; i < src->count; i++) {
-		uint32_t p = map[src->n[i].parent]; /* parent < i */
-		map[i] = p == UINT32_MAX ? UINT32_MAX : ana_tree_child(dst, p, src->n[i].id);
-		if (map[i] != UINT32_MAX)
-			ana_agg_merge(&dst->n[map[i]].agg, &src->n[i].agg, rng);
-	}
-	free(map);
+	pair_nodes(dst, src, merge_visit, rng);
 }
 
 static void finish_agg(struct ctx *c, struct ana_agg *a)
@@ -832,7 +809,6 @@ static void read_meta(struct ctx *c, struct pt_record *batch, size_t max)
 			}
 		}
 }
-
 
 /*
  * Replays the current event chunk @ci of thread @th: the fused decoder and
@@ -917,7 +893,7 @@ static PT_NOINLINE_ void read_events(struct ctx *c, struct ana_thread *th, struc
  * appeared across threads; the documented order (threads in index order,
  * each in record order) is the one merge_tree() gives. @dst was built that
  * way; this moves each path's reservoir (the only thing the pass kept in
- * the merged tree) from @src, node @s, into @dst's node @d.
+ * the merged tree) from @src into @dst's node of the same path.
  */
 static void move_visit(struct ana_tree *dst, struct ana_tree *src, uint32_t s, uint32_t d, void *hist)
 {
@@ -931,9 +907,9 @@ static void move_visit(struct ana_tree *dst, struct ana_tree *src, uint32_t s, u
 	}
 }
 
-static void move_reservoirs(struct ana_tree *dst, struct ana_tree *src, uint32_t s, uint32_t d, bool hist)
+static void move_reservoirs(struct ana_tree *dst, struct ana_tree *src, bool hist)
 {
-	walk_pairs(dst, src, s, d, move_visit, &hist);
+	pair_nodes(dst, src, move_visit, &hist);
 }
 
 /* One pass; @track: follow same-name frames (flat sums from the pass) even
@@ -1129,7 +1105,7 @@ static int run_pass(const char *path, const struct ana_options *opt, struct ana_
 			maxid = c.ts[i].nflat;
 	}
 	if (pass_merged.n) {
-		move_reservoirs(&res->merged, &pass_merged, 0, 0, c.merged_only);
+		move_reservoirs(&res->merged, &pass_merged, c.merged_only);
 		ana_tree_free(&pass_merged);
 	}
 	res->nnames = maxid;
