@@ -166,8 +166,9 @@ static inline uint64_t ana_rnd(uint64_t *s)
 	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
 	return z ^ (z >> 31);
 }
-/* ana_reservoir_add() when the array must grow first (out of line). */
-void ana_reservoir_add_slow(struct ana_reservoir *r, uint64_t v, uint64_t *rng);
+/* ana_reservoir_add() when the array is full below ANA_RESERVOIR_CAP: grows
+ * it, then appends (out of line). */
+void ana_reservoir_add_grow(struct ana_reservoir *r, uint64_t v);
 /* Offers duration @v (ns) to @r; @rng is the pass's splitmix64 state. Inline:
  * an append while the array has room, then the draw once it is full. */
 static inline void ana_reservoir_add(struct ana_reservoir *r, uint64_t v, uint64_t *rng)
@@ -181,7 +182,7 @@ static inline void ana_reservoir_add(struct ana_reservoir *r, uint64_t v, uint64
 		if (j < ANA_RESERVOIR_CAP)
 			r->v[j] = v;
 	} else {
-		ana_reservoir_add_slow(r, v, rng);
+		ana_reservoir_add_grow(r, v);
 	}
 }
 void ana_reservoir_merge(struct ana_reservoir *dst, const struct ana_reservoir *src, uint64_t *rng);

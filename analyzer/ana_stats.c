@@ -38,22 +38,21 @@ uint64_t ana_hist_upper(uint32_t idx)
 	return lo + w < lo ? UINT64_MAX : lo + w;
 }
 
-#define SUBN (1u << ANA_SUB_BITS)
 #define PAIR_IDX(p) ((p) >> 16)
 #define PAIR_COUNT(p) ((p)&0xffffu)
 
-_Static_assert(ANA_HIST_OCTAVES * SUBN <= 0x10000, "a bucket index fits a pair's 16 bits");
+_Static_assert(ANA_HIST_OCTAVES * SUB <= 0x10000, "a bucket index fits a pair's 16 bits");
 _Static_assert(ANA_HIST_OCTAVES <= 64, "one bit per octave in ana_hist_blk.wide");
 _Static_assert(ANA_HIST_OCTAVES <= UINT8_MAX, "octaves fit ana_hist.olo and .nblk");
 _Static_assert(ANA_HIST_SPARSE <= UINT16_MAX, "the pair counts fit ana_hist.nsp and .csp");
-_Static_assert(ANA_HIST_DENSE_AT * sizeof(uint32_t) <= SUBN * sizeof(uint16_t),
+_Static_assert(ANA_HIST_DENSE_AT * sizeof(uint32_t) <= SUB * sizeof(uint16_t),
 	       "an octave's pairs never cost more than its narrow block");
 
 /*
  * Block table of a histogram: slot r holds octave olo + r's block, NULL
- * while that octave's buckets are pairs in sp. A block is uint16_t[SUBN]
+ * while that octave's buckets are pairs in sp. A block is uint16_t[SUB]
  * (narrow) until one of its counters would pass UINT16_MAX, then
- * uint32_t[SUBN] (wide); bit o of @wide tells which. The table spans the
+ * uint32_t[SUB] (wide); bit o of @wide tells which. The table spans the
  * dense octaves only (a path's body is a few adjacent octaves), not all
  * ANA_HIST_OCTAVES: 8 bytes per octave spanned instead of 464 per histogram.
  */
@@ -153,15 +152,15 @@ static int octave_densify(struct ana_hist *h, uint32_t o)
 {
 	if (table_cover(h, o))
 		return -1;
-	uint16_t *b = calloc(SUBN, sizeof(*b));
+	uint16_t *b = calloc(SUB, sizeof(*b));
 	if (!b)
 		return -1;
 	h->blk->b[o - h->olo] = b;
-	uint32_t first = sp_lower(h, o * SUBN), last = sp_lower(h, (o + 1) * SUBN);
+	uint32_t first = sp_lower(h, o * SUB), last = sp_lower(h, (o + 1) * SUB);
 	if (first == last)
 		return 0;
 	for (uint32_t k = first; k < last; k++)
-		b[PAIR_IDX(h->sp[k]) % SUBN] = (uint16_t)PAIR_COUNT(h->sp[k]);
+		b[PAIR_IDX(h->sp[k]) % SUB] = (uint16_t)PAIR_COUNT(h->sp[k]);
 	memmove(&h->sp[first], &h->sp[last], (h->nsp - last) * sizeof(*h->sp));
 	h->nsp = (uint16_t)(h->nsp - (last - first));
 	sp_shrink(h);
@@ -174,10 +173,10 @@ static int octave_widen(struct ana_hist *h, uint32_t o)
 {
 	void **slot = &h->blk->b[o - h->olo];
 	const uint16_t *n = *slot;
-	uint32_t *w = malloc(SUBN * sizeof(*w));
+	uint32_t *w = malloc(SUB * sizeof(*w));
 	if (!w)
 		return -1;
-	for (uint32_t j = 0; j < SUBN; j++)
+	for (uint32_t j = 0; j < SUB; j++)
 		w[j] = n[j];
 	free(*slot);
 	*slot = w;
@@ -209,7 +208,7 @@ static void block_add(struct ana_hist *h, uint32_t o, uint32_t j, uint32_t count
  * octave with the most pairs). Out of memory, the values are left out. */
 static PT_NOINLINE_STATS void hist_add_sparse(struct ana_hist *h, uint32_t i, uint32_t count)
 {
-	uint32_t o = i / SUBN, k = sp_lower(h, i);
+	uint32_t o = i / SUB, k = sp_lower(h, i);
 	if (k < h->nsp && PAIR_IDX(h->sp[k]) == i) {
 		if (PAIR_COUNT(h->sp[k]) + (uint64_t)count <= UINT16_MAX) {
 			h->sp[k] += count;
@@ -217,7 +216,7 @@ static PT_NOINLINE_STATS void hist_add_sparse(struct ana_hist *h, uint32_t i, ui
 		}
 		goto dense;
 	}
-	uint32_t first = sp_lower(h, o * SUBN), last = sp_lower(h, (o + 1) * SUBN);
+	uint32_t first = sp_lower(h, o * SUB), last = sp_lower(h, (o + 1) * SUB);
 	if (last - first + 1 >= ANA_HIST_DENSE_AT || count > UINT16_MAX)
 		goto dense;
 	if (h->nsp == h->csp) {
@@ -232,7 +231,7 @@ static PT_NOINLINE_STATS void hist_add_sparse(struct ana_hist *h, uint32_t i, ui
 			/* full: the octave with the most pairs (this one included) goes dense */
 			uint32_t best = o, nbest = last - first + 1;
 			for (uint32_t a = 0; a < h->nsp;) {
-				uint32_t oa = PAIR_IDX(h->sp[a]) / SUBN, b = sp_lower(h, (oa + 1) * SUBN);
+				uint32_t oa = PAIR_IDX(h->sp[a]) / SUB, b = sp_lower(h, (oa + 1) * SUB);
 				if (b - a > nbest) {
 					nbest = b - a;
 					best = oa;
@@ -252,30 +251,30 @@ static PT_NOINLINE_STATS void hist_add_sparse(struct ana_hist *h, uint32_t i, ui
 	return;
 dense:
 	if (octave_densify(h, o) == 0)
-		block_add(h, o, i % SUBN, count);
+		block_add(h, o, i % SUB, count);
 }
 
 /* Everything but a fitting add into an existing block: a narrow counter
  * about to pass UINT16_MAX, or an octave without a block. */
 static PT_NOINLINE_STATS void hist_add_slow(struct ana_hist *h, uint32_t i, uint32_t count)
 {
-	if (octave_block(h, i / SUBN))
-		block_add(h, i / SUBN, i % SUBN, count);
+	if (octave_block(h, i / SUB))
+		block_add(h, i / SUB, i % SUB, count);
 	else
 		hist_add_sparse(h, i, count);
 }
 
 static inline void hist_add_idx(struct ana_hist *h, uint32_t i, uint32_t count)
 {
-	uint32_t o = i / SUBN, r = o - h->olo;
+	uint32_t o = i / SUB, r = o - h->olo;
 	if (likely_(r < h->nblk)) {
 		void *b = h->blk->b[r];
 		if (likely_(b != NULL)) {
 			if (h->blk->wide >> o & 1) {
-				((uint32_t *)b)[i % SUBN] += count;
+				((uint32_t *)b)[i % SUB] += count;
 				return;
 			}
-			uint16_t *c = (uint16_t *)b + i % SUBN;
+			uint16_t *c = (uint16_t *)b + i % SUB;
 			if (likely_((uint64_t)*c + count <= UINT16_MAX)) {
 				*c = (uint16_t)(*c + count);
 				return;
@@ -302,10 +301,10 @@ void ana_hist_add_idx(struct ana_hist *h, const uint16_t *idx, uint32_t n)
 		uint64_t wide = t ? t->wide : 0;
 		if (!wide) {
 			for (; k < n; k++) {
-				uint32_t i = idx[k], r = i / SUBN - olo;
+				uint32_t i = idx[k], r = i / SUB - olo;
 				if (unlikely_(r >= nblk) || unlikely_(t->b[r] == NULL))
 					break;
-				uint16_t *c = (uint16_t *)t->b[r] + i % SUBN;
+				uint16_t *c = (uint16_t *)t->b[r] + i % SUB;
 				if (unlikely_(++*c == 0)) { /* wrapped: back to UINT16_MAX, and widen */
 					*c = UINT16_MAX;
 					break;
@@ -313,14 +312,14 @@ void ana_hist_add_idx(struct ana_hist *h, const uint16_t *idx, uint32_t n)
 			}
 		} else {
 			for (; k < n; k++) {
-				uint32_t i = idx[k], o = i / SUBN, r = o - olo;
+				uint32_t i = idx[k], o = i / SUB, r = o - olo;
 				if (unlikely_(r >= nblk) || unlikely_(t->b[r] == NULL))
 					break;
 				if (wide >> o & 1) {
-					((uint32_t *)t->b[r])[i % SUBN]++;
+					((uint32_t *)t->b[r])[i % SUB]++;
 					continue;
 				}
-				uint16_t *c = (uint16_t *)t->b[r] + i % SUBN;
+				uint16_t *c = (uint16_t *)t->b[r] + i % SUB;
 				if (unlikely_(++*c == 0)) {
 					*c = UINT16_MAX;
 					break;
@@ -346,10 +345,10 @@ void ana_hist_merge(struct ana_hist *dst, const struct ana_hist *src)
 		if (!wide && !(dst->blk->wide >> o & 1)) { /* both narrow: until a sum would not fit */
 			uint16_t *d = dst->blk->b[o - dst->olo];
 			const uint16_t *a = b;
-			for (; j < SUBN && (uint32_t)d[j] + a[j] <= UINT16_MAX; j++)
+			for (; j < SUB && (uint32_t)d[j] + a[j] <= UINT16_MAX; j++)
 				d[j] = (uint16_t)(d[j] + a[j]);
 		}
-		for (; j < SUBN; j++) {
+		for (; j < SUB; j++) {
 			uint32_t c = wide ? ((const uint32_t *)b)[j] : ((const uint16_t *)b)[j];
 			if (c)
 				block_add(dst, o, j, c);
@@ -383,16 +382,16 @@ uint64_t ana_hist_at_rank(const struct ana_hist *h, uint64_t rank, uint64_t lo, 
 		const void *b = octave_block(h, o);
 		if (b) {
 			const bool wide = h->blk->wide >> o & 1;
-			for (uint32_t j = 0; j < SUBN && !found; j++) {
+			for (uint32_t j = 0; j < SUB && !found; j++) {
 				seen += wide ? ((const uint32_t *)b)[j] : ((const uint16_t *)b)[j];
 				if (seen >= rank) {
-					idx = o * SUBN + j;
+					idx = o * SUB + j;
 					found = 1;
 				}
 			}
 			continue;
 		}
-		for (; k < h->nsp && PAIR_IDX(pairs[k]) / SUBN == o && !found; k++) {
+		for (; k < h->nsp && PAIR_IDX(pairs[k]) / SUB == o && !found; k++) {
 			seen += PAIR_COUNT(pairs[k]);
 			if (seen >= rank) {
 				idx = PAIR_IDX(pairs[k]);
@@ -506,17 +505,10 @@ static int res_push(struct ana_reservoir *r, uint64_t v)
 	return 0;
 }
 
-void ana_reservoir_add_slow(struct ana_reservoir *r, uint64_t v, uint64_t *rng)
+void ana_reservoir_add_grow(struct ana_reservoir *r, uint64_t v)
 {
 	r->seen++;
-	if (r->n < ANA_RESERVOIR_CAP) {
-		res_push(r, v);
-		return;
-	}
-	/* uniform in [0, seen) by Lemire's multiply-shift (no 64-bit division) */
-	uint64_t j = (uint64_t)(((ana_u128)ana_rnd(rng) * r->seen) >> 64);
-	if (j < ANA_RESERVOIR_CAP)
-		r->v[j] = v;
+	res_push(r, v); /* the value is left out if the array cannot grow */
 }
 
 void ana_reservoir_merge(struct ana_reservoir *dst, const struct ana_reservoir *src, uint64_t *rng)
