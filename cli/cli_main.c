@@ -354,14 +354,16 @@ int main(int argc, char **argv)
 	if (strcmp(cmd, "export") == 0 && !nexports)
 		return usage_error("%s", "export: give at least one of --perfetto, --chrome, --folded FILE");
 	const char *const outputs[] = { csv, json, outs[0], outs[1], outs[2] };
-	for (size_t k = 0; k < sizeof(outputs) / sizeof(outputs[0]); k++)
-		if (outputs[k] && same_file(path, outputs[k]))
+	const size_t noutputs = sizeof(outputs) / sizeof(outputs[0]);
+	for (size_t k = 0; k < noutputs; k++) {
+		if (!outputs[k])
+			continue;
+		if (same_file(path, outputs[k]))
 			return usage_error("output file '%s' is the trace itself", outputs[k]);
-	for (size_t k = 0; k < sizeof(outputs) / sizeof(outputs[0]); k++) /* one would overwrite the other */
-		for (size_t j = k + 1; j < sizeof(outputs) / sizeof(outputs[0]); j++)
-			if (outputs[k] && outputs[j] && strcmp(outputs[k], "-") &&
-			    (strcmp(outputs[k], outputs[j]) == 0 || same_file(outputs[k], outputs[j])))
+		for (size_t j = k + 1; j < noutputs && strcmp(outputs[k], "-"); j++) /* one would overwrite the other */
+			if (outputs[j] && (strcmp(outputs[k], outputs[j]) == 0 || same_file(outputs[k], outputs[j])))
 				return usage_error("two outputs name the file '%s'", outputs[k]);
+	}
 	if (nexports) {
 		int stdouts = 0;
 		for (int k = 0; k < EXP_N; k++)
