@@ -70,12 +70,13 @@ void ana_hist_free(struct ana_hist *h);
 /* Bucket index of @v (< ANA_HIST_OCTAVES * 2^ANA_SUB_BITS = 7,424: fits 16 bits). */
 static inline uint32_t ana_hist_index(uint64_t v)
 {
-	if (v < (1u << ANA_SUB_BITS))
-		return (uint32_t)v;
-	unsigned e = 63u - (unsigned)__builtin_clzll(v); /* >= ANA_SUB_BITS */
-	unsigned shift = e - ANA_SUB_BITS;
-	uint32_t sub = (uint32_t)(v >> shift) & ((1u << ANA_SUB_BITS) - 1);
-	return (1u << ANA_SUB_BITS) + shift * (1u << ANA_SUB_BITS) + sub;
+	/* Branch-free (durations straddle 2^ANA_SUB_BITS ns often enough to
+	 * mispredict): s = max(octave, ANA_SUB_BITS) - ANA_SUB_BITS, and
+	 * v >> s lies in [2^ANA_SUB_BITS, 2^(ANA_SUB_BITS+1)) for v above the
+	 * exact block, so (s << ANA_SUB_BITS) + (v >> s) is the block's base
+	 * plus the bucket; below it, s = 0 and the index is v itself. */
+	unsigned s = (63u - ANA_SUB_BITS) - (unsigned)__builtin_clzll(v | (1u << ANA_SUB_BITS));
+	return (s << ANA_SUB_BITS) + (uint32_t)(v >> s);
 }
 /* Adds one value to each of the @n buckets @idx (bucket indexes, as
  * ana_hist_index() gives): the histogram's blocks are loaded once for the

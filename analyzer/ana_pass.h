@@ -12,8 +12,8 @@
 
 #include "analyzer/ana.h"
 
-/* Metric sums of an open section; zeroed only when the first one arrives
- * (most sections carry none), flagged by frame.has_m. */
+/* Metric sums of an open section; zeroed at BEGIN, flagged by frame.has_m
+ * once a metric (its own or a child's) arrives. */
 struct frame_m {
 	uint64_t metric_self[ANA_NMETRIC], metric_incl[ANA_NMETRIC];
 };

@@ -794,6 +794,22 @@ static uint64_t bucket_mid(uint32_t i)
 	return lo + (up - 1 - lo) / 2;
 }
 
+/* The bucket index (branch-free in ana_hist_index()) agrees with the
+ * buckets' bounds at both edges of every bucket, 0 and UINT64_MAX included. */
+static void test_ana_hist_index_edges(void **state)
+{
+	(void)state;
+	assert_int_equal(ana_hist_index(0), 0);
+	assert_int_equal(ana_hist_index(UINT64_MAX), HB - 1);
+	for (uint32_t i = 0; i < HB; i++) {
+		uint64_t lo = ana_hist_lower(i), up = ana_hist_upper(i);
+		assert_int_equal(ana_hist_index(lo), i);
+		assert_int_equal(ana_hist_index(up - 1), i);
+		if (i + 1 < HB)
+			assert_int_equal(ana_hist_index(up), i + 1);
+	}
+}
+
 /* @h holds exactly @ref[i] values in each bucket i: the first and the last
  * rank of every non-empty bucket land in it (that pins every cumulative
  * count), and rank total + 1 finds nothing (no value more). */
@@ -2199,6 +2215,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_ana_run_merged_percentiles_only),
 		cmocka_unit_test(test_ana_run_huge_ids),
 		cmocka_unit_test(test_ana_hist_hybrid_ranks),
+		cmocka_unit_test(test_ana_hist_index_edges),
 		cmocka_unit_test(test_ana_hist_pair_count_overflow),
 		cmocka_unit_test(test_ana_hist_block_count_overflow),
 		cmocka_unit_test(test_ana_hist_merge_count_overflow),
