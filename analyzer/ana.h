@@ -286,6 +286,8 @@ struct ana_thread {
 	uint64_t unmatched_ends, open_at_end, gaps;
 	uint64_t misuse_errors;     /* ERROR records written by the recorder */
 	uint64_t unattributed[ANA_NMETRIC];
+	/* transfers recorded with no section open: bytes and count by direction */
+	uint64_t unattributed_xfer[ANA_DIRS], unattributed_xfer_count[ANA_DIRS];
 	struct ana_counter *counters;
 	size_t ncounters;
 	uint64_t *instants;         /* INSTANT records by name id (NULL if none) */

@@ -524,8 +524,13 @@ static void on_record(struct ctx *c, struct ana_thread *th, struct tstate *ts, c
 		sec_metric(th, ts, r->aux, r->value);
 		return;
 	case PT_REC_TRANSFER:
-		if (r->aux < 1 || r->aux > ANA_DIRS || !ts->depth)
+		if (r->aux < 1 || r->aux > ANA_DIRS)
 			return;
+		if (!ts->depth) {
+			th->unattributed_xfer[r->aux - 1] += r->value;
+			th->unattributed_xfer_count[r->aux - 1]++;
+			return;
+		}
 		{
 			struct frame_x *m = frame_x(&ts->st[ts->depth - 1]);
 			m->xfer_self[r->aux - 1] += r->value;

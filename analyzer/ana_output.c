@@ -50,6 +50,10 @@ void ana_row_compute(const struct ana_result *res, const struct ana_agg *a, stru
 
 /* ---------------------------------------------------------------- text */
 
+/* Transfer directions (PT_H2D..PT_P2P, index dir - 1): the text's labels and the CSV/JSON key prefixes. */
+static const char *const xfer_dir_name[ANA_DIRS] = { "H2D", "D2H", "D2D", "P2P" };
+static const char *const xfer_dir_key[ANA_DIRS] = { "h2d", "d2h", "d2d", "p2p" };
+
 static const char *dur(char *buf, size_t n, double ns)
 {
 	if (isnan(ns))
@@ -173,10 +177,9 @@ static void text_row(FILE *out, const struct ana_result *res, const char *label,
 		dur(b[2], 32, w.mean), dur(b[3], 32, w.std), dur(b[4], 32, (double)w.p50), dur(b[5], 32, (double)w.p90),
 		dur(b[6], 32, (double)w.p99), dur(b[7], 32, (double)a->first_ns), first_rest, gb, gf, ai);
 	for (int d = 0; d < ANA_DIRS; d++) {
-		static const char *dn[] = { "H2D", "D2H", "D2D", "P2P" };
 		if (a->xfer_incl[d])
 			fprintf(out, "%*s  transfers %s: %" PRIu64 " bytes (%" PRIu64 " self), %.2f GB/s over the section\n",
-				indent * 2, "", dn[d], a->xfer_incl[d], a->xfer_self[d], w.xfer_gbps[d]);
+				indent * 2, "", xfer_dir_name[d], a->xfer_incl[d], a->xfer_self[d], w.xfer_gbps[d]);
 	}
 }
 
@@ -553,6 +556,15 @@ void ana_report_text(FILE *out, const struct ana_result *res, const struct ana_r
 			fprintf(out, "thread %u: metrics recorded outside any section: %" PRIu64 " bytes read, %" PRIu64
 				     " written, %" PRIu64 " FLOPs\n",
 				res->threads[i].index, u[ANA_READ], u[ANA_WRITTEN], u[ANA_FLOPS]);
+		const uint64_t *x = res->threads[i].unattributed_xfer, *xc = res->threads[i].unattributed_xfer_count;
+		if (xc[0] | xc[1] | xc[2] | xc[3]) {
+			fprintf(out, "thread %u: transfers recorded outside any section:", res->threads[i].index);
+			for (int d = 0, sep = 0; d < ANA_DIRS; d++)
+				if (xc[d])
+					fprintf(out, "%s %s %" PRIu64 " bytes (%" PRIu64 ")", sep++ ? "," : "", xfer_dir_name[d],
+						x[d], xc[d]);
+			fputc('\n', out);
+		}
 	}
 	const struct ana_agg *flat;
 	uint32_t nflat;
@@ -920,11 +932,10 @@ static json_t *json_row(const struct ana_result *res, const struct ana_tree *t, 
 	JR("gb_per_s", w.gbps);
 	JR("gflop_per_s", w.gflops);
 	JR("flop_per_byte", w.intensity);
-	static const char *dn2[] = { "h2d", "d2h", "d2d", "p2p" };
 	for (int d = 0; d < ANA_DIRS; d++) {
 		char k1[32], k2[32];
-		snprintf(k1, sizeof(k1), "%s_bytes", dn2[d]);
-		snprintf(k2, sizeof(k2), "%s_gb_per_s", dn2[d]);
+		snprintf(k1, sizeof(k1), "%s_bytes", xfer_dir_key[d]);
+		snprintf(k2, sizeof(k2), "%s_gb_per_s", xfer_dir_key[d]);
 		JI(k1, a->xfer_incl[d]);
 		JR(k2, w.xfer_gbps[d]);
 	}
@@ -1109,6 +1120,18 @@ int ana_write_json(FILE *out, const struct ana_result *res, const struct ana_rep
 		json_object_set_new(j, "unattributed_written_bytes",
 				    json_integer((json_int_t)t->unattributed[ANA_WRITTEN]));
 		json_object_set_new(j, "unattributed_flops", json_integer((json_int_t)t->unattributed[ANA_FLOPS]));
+		const uint64_t *xc = t->unattributed_xfer_count;
+		if (xc[0] | xc[1] | xc[2] | xc[3]) { /* absent when none (older readers unaffected) */
+			json_t *ux = json_object();
+			for (int d = 0; d < ANA_DIRS; d++) {
+				char k[32];
+				snprintf(k, sizeof(k), "%s_bytes", xfer_dir_key[d]);
+				json_object_set_new(ux, k, json_integer((json_int_t)t->unattributed_xfer[d]));
+				snprintf(k, sizeof(k), "%s_count", xfer_dir_key[d]);
+				json_object_set_new(ux, k, json_integer((json_int_t)xc[d]));
+			}
+			json_object_set_new(j, "unattributed_transfers", ux);
+		}
 		json_object_set_new(j, "tree", json_tree(res, &t->tree));
 		json_object_set_new(j, "flat", json_flat(res, res->by_name_thread[i]));
 		json_t *cs = json_array();

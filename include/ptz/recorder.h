@@ -258,7 +258,8 @@ PT_API void pt_metric(pt_recorder *r, enum pt_metric_kind kind, uint64_t value);
  * pt_transfer() - Record a host/device transfer of @bytes in direction @dir,
  * attributed to the innermost open section.
  * @r: recorder or NULL. @bytes: bytes moved. @dir: enum pt_direction.
- * Context: as pt_metric().
+ * Context: as pt_metric(). With no section open, the analyzer attributes it
+ *          to the thread (bytes and count by direction).
  */
 PT_API void pt_transfer(pt_recorder *r, uint64_t bytes, enum pt_direction dir);
 

@@ -523,6 +523,71 @@ static void test_window_since_not_before(void **state)
 	unlink(path);
 }
 
+/* ==== Transfers with no section open ==== */
+
+/*
+ * thread 0 "main": H2D 4096 before any section; A[100,200] {D2H 100};
+ *                  then H2D 1000, P2P 7 and r64 with nothing open.
+ * thread 1 "worker": A[0,10], every transfer inside a section (none).
+ * Unattributed on thread 0: H2D 5096 bytes in 2 transfers, P2P 7 in 1,
+ * read 64; A keeps its own D2H 100 and nothing else.
+ */
+static const struct op ux0[] = { X(PT_H2D, 4096), B(100, ID_A), X(PT_D2H, 100), E(200, ID_A),
+				 X(PT_H2D, 1000), X(PT_P2P, 7), M(PT_METRIC_READ_BYTES, 64) };
+static const struct op ux1[] = { B(0, ID_A), X(PT_D2D, 9), E(10, ID_A) };
+
+static void test_unattributed_transfers(void **state)
+{
+	(void)state;
+	const char *path = tu_path("defs-unattributed.ptz");
+	static const char *const tn[] = { "main", "worker" };
+	const struct thr t[] = { { "main", ux0, PT_ARRAY_SIZE(ux0), false },
+				 { "worker", ux1, PT_ARRAY_SIZE(ux1), false } };
+	static const uint32_t ti[] = { 0, 1 };
+	write_trace(path, t, ti, 2, 2, tn);
+	struct ana_result r;
+	ana_test_run(path, &all_opts, &r);
+	const struct ana_thread *t0 = &r.threads[0], *t1 = &r.threads[1];
+	assert_int_equal(t0->unattributed_xfer[PT_H2D - 1], 5096);
+	assert_int_equal(t0->unattributed_xfer_count[PT_H2D - 1], 2);
+	assert_int_equal(t0->unattributed_xfer[PT_D2H - 1], 0);
+	assert_int_equal(t0->unattributed_xfer_count[PT_D2H - 1], 0);
+	assert_int_equal(t0->unattributed_xfer[PT_P2P - 1], 7);
+	assert_int_equal(t0->unattributed_xfer_count[PT_P2P - 1], 1);
+	assert_int_equal(t0->unattributed[ANA_READ], 64);
+	for (int d = 0; d < ANA_DIRS; d++)
+		assert_int_equal(t1->unattributed_xfer_count[d], 0);
+	const struct ana_agg *a = tree_agg(&r, -1, "A");
+	assert_int_equal(a->xfer_incl[PT_D2H - 1], 100);
+	assert_int_equal(a->xfer_incl[PT_H2D - 1], 0);
+	assert_int_equal(a->xfer_incl[PT_D2D - 1], 9);
+
+	char *text = output(ANA_OUT_TEXT, &r);
+	assert_non_null(strstr(text, "\nthread 0: transfers recorded outside any section: H2D 5096 bytes (2), "
+				     "P2P 7 bytes (1)\n"));
+	assert_null(strstr(text, "thread 1: transfers"));
+	free(text);
+
+	char *js = output(ANA_OUT_JSON, &r);
+	json_error_t jerr;
+	json_t *root = json_loads(js, 0, &jerr);
+	if (!root)
+		fail_msg("JSON: line %d: %s", jerr.line, jerr.text);
+	json_t *th = json_object_get(root, "threads");
+	json_t *ux = json_object_get(json_array_get(th, 0), "unattributed_transfers");
+	assert_non_null(ux);
+	assert_int_equal(json_integer_value(json_object_get(ux, "h2d_bytes")), 5096);
+	assert_int_equal(json_integer_value(json_object_get(ux, "h2d_count")), 2);
+	assert_int_equal(json_integer_value(json_object_get(ux, "d2h_bytes")), 0);
+	assert_int_equal(json_integer_value(json_object_get(ux, "p2p_bytes")), 7);
+	assert_int_equal(json_integer_value(json_object_get(ux, "p2p_count")), 1);
+	assert_null(json_object_get(json_array_get(th, 1), "unattributed_transfers"));
+	json_decref(root);
+	free(js);
+	ana_result_free(&r);
+	unlink(path);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -533,6 +598,7 @@ int main(void)
 		cmocka_unit_test(test_span_thread_without_timed_records),
 		cmocka_unit_test(test_merged_row_order_file_order),
 		cmocka_unit_test(test_window_since_not_before),
+		cmocka_unit_test(test_unattributed_transfers),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
