@@ -13,16 +13,44 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
+#include <ftw.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "ptz/format.h"
 
+static char tu_dir_[4096];
+static pid_t tu_dir_pid_;
+
+static inline int tu_rm_one_(const char *p, const struct stat *sb, int type, struct FTW *ftw)
+{
+	(void)sb;
+	(void)ftw;
+	if (type != FTW_DP)
+		(void)unlink(p); /* best effort: go on */
+	else if (rmdir(p) && errno == EBUSY && umount2(p, MNT_DETACH) == 0)
+		(void)rmdir(p); /* a tmpfs a failed test left mounted (test_recorder.c) */
+	return 0;
+}
+
+/* At exit of the process that made it (not of a forked child): the test's
+ * directory and whatever its tests left there, unless PTZ_KEEP_TEST_FILES
+ * is set (to look at them after a failure). */
+static inline void tu_rm_tmpdir_(void)
+{
+	const char *keep = getenv("PTZ_KEEP_TEST_FILES");
+	if (tu_dir_[0] && getpid() == tu_dir_pid_ && !(keep && *keep))
+		nftw(tu_dir_, tu_rm_one_, 16, FTW_DEPTH | FTW_PHYS);
+}
+
 static inline const char *tu_tmpdir(void)
 {
-	static char dir[4096];
+	char *dir = tu_dir_;
 	if (!dir[0]) {
 		const char *base = getenv("PTZ_TEST_TMPDIR");
-		snprintf(dir, sizeof(dir), "%s/ptz-%s-XXXXXX", base && *base ? base : "/tmp",
+		snprintf(dir, sizeof(tu_dir_), "%s/ptz-%s-XXXXXX", base && *base ? base : "/tmp",
 #ifdef PT_TEST_NAME
 			 PT_TEST_NAME
 #else
@@ -33,6 +61,8 @@ static inline const char *tu_tmpdir(void)
 			perror("mkdtemp");
 			abort();
 		}
+		tu_dir_pid_ = getpid();
+		atexit(tu_rm_tmpdir_);
 	}
 	return dir;
 }
