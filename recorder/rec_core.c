@@ -22,6 +22,7 @@
  */
 #include <errno.h>
 #include <limits.h>
+#include <sched.h> /* sched_yield */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -892,26 +893,16 @@ int pt_close(pt_recorder *r)
 	size_t ngone = 0, cgone = 0;
 	cds_list_for_each_entry_safe(g, tmp, &r->rings, node) {
 		/* the node's links stay untouched until the grace period ends: a
-		 * reader may be standing on it */
+		 * reader may be standing on it; its totals stay for pt_stats() */
+		rec_fold_ring(r, g);
 		if (ngone == cgone) {
 			size_t nc = cgone ? cgone * 2 : 16;
 			struct rec_ring **p = realloc(gone, nc * sizeof(*p));
-			if (!p) { /* out of memory: unlink and leak it, never free early */
-				cds_list_del_rcu(&g->node);
-				continue;
-			}
+			if (!p)
+				continue; /* out of memory: leak it, never free early */
 			gone = p;
 			cgone = nc;
 		}
-		/* keep the totals for pt_stats() after close */
-		atomic_fetch_add_explicit(&r->closed_lost, atomic_load_explicit(&g->lost_records, memory_order_relaxed),
-					  memory_order_relaxed);
-		atomic_fetch_add_explicit(&r->closed_lost_sections,
-					  atomic_load_explicit(&g->lost_sections, memory_order_relaxed),
-					  memory_order_relaxed);
-		atomic_fetch_add_explicit(&r->closed_errors, atomic_load_explicit(&g->errors, memory_order_relaxed),
-					  memory_order_relaxed);
-		cds_list_del_rcu(&g->node);
 		gone[ngone++] = g;
 	}
 	pthread_mutex_unlock(&r->reg_lock);
@@ -973,6 +964,41 @@ void pt_set_enabled(pt_recorder *r, bool on)
 	pthread_mutex_unlock(&open_lock);
 }
 
+__attribute__((weak)) void rec_test_fold_hook(void)
+{
+}
+
+/* Set while this thread folds: pt_stats() from a signal handler that
+ * interrupted a fold (in pt_close()) must not wait for itself. */
+static _Thread_local volatile sig_atomic_t folding;
+
+void rec_fold_ring(pt_recorder *r, struct rec_ring *g)
+{
+	/* seqcount writer (Boehm, "Can seqlocks get along with programming
+	 * language memory models?", 2012): odd, release fence, the moves,
+	 * even with release */
+	uint32_t s = atomic_load_explicit(&r->fold_seq, memory_order_relaxed);
+	folding = 1;
+	atomic_signal_fence(memory_order_seq_cst);
+	atomic_store_explicit(&r->fold_seq, s + 1, memory_order_relaxed);
+	atomic_thread_fence(memory_order_release);
+	atomic_fetch_add_explicit(&r->closed_lost, atomic_load_explicit(&g->lost_records, memory_order_relaxed),
+				  memory_order_relaxed);
+	atomic_fetch_add_explicit(&r->closed_lost_sections, atomic_load_explicit(&g->lost_sections, memory_order_relaxed),
+				  memory_order_relaxed);
+	atomic_fetch_add_explicit(&r->closed_errors, atomic_load_explicit(&g->errors, memory_order_relaxed),
+				  memory_order_relaxed);
+	rec_test_fold_hook();
+	cds_list_del_rcu(&g->node);
+	atomic_store_explicit(&r->fold_seq, s + 2, memory_order_release);
+	atomic_signal_fence(memory_order_seq_cst);
+	folding = 0;
+}
+
+/* How long pt_stats() waits for a fold to end (a few stores, unless the
+ * folding thread is descheduled) before it settles for a best-effort sum. */
+#define STATS_WAIT_NS 1000000000ull
+
 int pt_stats(pt_recorder *r, struct pt_stats_info *out)
 {
 	memset(out, 0, sizeof(*out));
@@ -980,22 +1006,41 @@ int pt_stats(pt_recorder *r, struct pt_stats_info *out)
 		return -EINVAL;
 	if (r->forked)
 		return 0;
-	uint64_t lost = atomic_load_explicit(&r->closed_lost, memory_order_relaxed) +
-			atomic_load_explicit(&r->after_exit, memory_order_relaxed) +
-			atomic_load_explicit(&r->no_ring_lost, memory_order_relaxed) +
-			atomic_load_explicit(&r->io_lost_records, memory_order_relaxed);
-	uint64_t lost_sec = atomic_load_explicit(&r->closed_lost_sections, memory_order_relaxed);
-	uint64_t errs = atomic_load_explicit(&r->closed_errors, memory_order_relaxed);
 	pthread_once(&global_once, global_init);
-	urcu_bp_read_lock();
-	struct rec_ring *g;
-	cds_list_for_each_entry_rcu(g, &r->rings, node) {
-		PT_TSAN_ACQUIRE(g);
-		lost += atomic_load_explicit(&g->lost_records, memory_order_relaxed);
-		lost_sec += atomic_load_explicit(&g->lost_sections, memory_order_relaxed);
-		errs += atomic_load_explicit(&g->errors, memory_order_relaxed);
+	uint64_t lost, lost_sec, errs, waited_ns = 0;
+	for (unsigned spins = 0;;) {
+		/* seqcount reader: the closed_* totals and the live rings from
+		 * one moment, so a ring being folded counts exactly once */
+		uint32_t s1 = atomic_load_explicit(&r->fold_seq, memory_order_acquire);
+		if ((s1 & 1) && !folding && waited_ns < STATS_WAIT_NS) {
+			if (++spins > 64) { /* the folder may share this core, or be descheduled */
+				struct timespec ts = { 0, 20000 };
+				nanosleep(&ts, NULL); /* async-signal-safe */
+				waited_ns += 20000;
+			} else if (spins > 16) {
+				sched_yield();
+			}
+			continue;
+		}
+		lost = atomic_load_explicit(&r->closed_lost, memory_order_relaxed);
+		lost_sec = atomic_load_explicit(&r->closed_lost_sections, memory_order_relaxed);
+		errs = atomic_load_explicit(&r->closed_errors, memory_order_relaxed);
+		urcu_bp_read_lock();
+		struct rec_ring *g;
+		cds_list_for_each_entry_rcu(g, &r->rings, node) {
+			PT_TSAN_ACQUIRE(g);
+			lost += atomic_load_explicit(&g->lost_records, memory_order_relaxed);
+			lost_sec += atomic_load_explicit(&g->lost_sections, memory_order_relaxed);
+			errs += atomic_load_explicit(&g->errors, memory_order_relaxed);
+		}
+		urcu_bp_read_unlock();
+		atomic_thread_fence(memory_order_acquire);
+		if (atomic_load_explicit(&r->fold_seq, memory_order_relaxed) == s1 || (s1 & 1))
+			break; /* consistent, or best effort (see above) */
 	}
-	urcu_bp_read_unlock();
+	lost += atomic_load_explicit(&r->after_exit, memory_order_relaxed) +
+		atomic_load_explicit(&r->no_ring_lost, memory_order_relaxed) +
+		atomic_load_explicit(&r->io_lost_records, memory_order_relaxed);
 	out->records = atomic_load_explicit(&r->records_written, memory_order_relaxed);
 	out->lost_records = lost;
 	out->lost_sections = lost_sec;

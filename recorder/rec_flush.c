@@ -344,14 +344,7 @@ static void reap(struct flusher *f, uint64_t now_ns)
 					  g->reported_lost_records;
 		f->orphan_lost_sections += atomic_load_explicit(&g->lost_sections, memory_order_relaxed) -
 					   g->reported_lost_sections;
-		atomic_fetch_add_explicit(&r->closed_lost, atomic_load_explicit(&g->lost_records, memory_order_relaxed),
-					  memory_order_relaxed);
-		atomic_fetch_add_explicit(&r->closed_lost_sections,
-					  atomic_load_explicit(&g->lost_sections, memory_order_relaxed),
-					  memory_order_relaxed);
-		atomic_fetch_add_explicit(&r->closed_errors, atomic_load_explicit(&g->errors, memory_order_relaxed),
-					  memory_order_relaxed);
-		cds_list_del_rcu(&g->node);
+		rec_fold_ring(r, g);
 		urcu_bp_call_rcu(&g->rcu, rec_ring_free_rcu);
 	}
 	pthread_mutex_unlock(&r->reg_lock);

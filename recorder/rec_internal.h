@@ -191,6 +191,10 @@ struct pt_recorder {
 	_Atomic uint64_t no_ring_lost;        /* calls dropped: their thread's ring could not be allocated */
 	_Atomic uint64_t closed_lost;         /* lost/error counters of rings already freed */
 	_Atomic uint64_t closed_lost_sections, closed_errors;
+	/* Sequence count over moving a ring's counters into closed_* and
+	 * unlinking it (rec_fold_ring()): odd while that runs, so pt_stats()
+	 * never sees the ring in both places or in neither. */
+	_Atomic uint32_t fold_seq;
 	_Atomic int last_io_error;
 
 	/* thread names set by pt_thread_name(), by OS tid (names_lock) */
@@ -302,5 +306,17 @@ PT_INTERNAL void rec_gpu_stats(struct pt_stats_info *out);
 PT_INTERNAL int rec_flusher_start(struct pt_recorder *r);
 PT_INTERNAL void rec_flusher_stop(struct pt_recorder *r);
 PT_INTERNAL void rec_ring_free_rcu(struct rcu_head *h);
+
+/*
+ * rec_fold_ring() - Adds ring @g's lost/error counters to @r's closed_*
+ * totals and unlinks @g from @r->rings (cds_list_del_rcu: readers may
+ * still stand on it), inside @r->fold_seq's odd section.
+ * Context: @r->reg_lock held (one writer at a time).
+ */
+void rec_fold_ring(pt_recorder *r, struct rec_ring *g);
+
+/* Test seam: called inside rec_fold_ring()'s odd section; a no-op (weak)
+ * unless a test defines it. */
+void rec_test_fold_hook(void);
 
 #endif /* PTZ_REC_INTERNAL_H */

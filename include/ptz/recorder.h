@@ -410,7 +410,13 @@ PT_API void pt_gpu_end(pt_recorder *r, uint32_t id, void *cuda_stream);
  * pt_stats() - Snapshot of the recorder's counters.
  * @r:   recorder, or NULL (fills @out with zeros).
  * @out: receives the counters; must not be NULL.
- * Context: any thread; RCU read side over the thread registry; no blocking.
+ * Context: any thread, and signal handlers; RCU read side over the thread
+ *          registry; takes no lock. The sums are consistent: while the
+ *          flusher (or pt_close()) moves an exited thread's counters into
+ *          the closed totals (a few stores under a sequence count), it
+ *          retries, so they count once. It waits for such a move only if
+ *          the moving thread was descheduled in it, and at most 1 s; then
+ *          it returns the sum as read.
  * Return: 0; -EINVAL when @r is NULL.
  */
 PT_API int pt_stats(pt_recorder *r, struct pt_stats_info *out);

@@ -17,7 +17,9 @@
  *    once writes succeed;
  *  - a GPU section begun when the ring has room for a BEGIN but not for
  *    its GPU_LAUNCH is dropped whole and counted, not recorded without
- *    its GPU half and without a count.
+ *    its GPU half and without a count;
+ *  - pt_stats() counts an exited thread's losses exactly once while the
+ *    flusher (or pt_close()) moves them from its ring to the closed totals.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -422,6 +424,73 @@ static void test_event_chunks_capped(void **state)
 	unlink(path);
 }
 
+/* ---- pt_stats() while an exited thread's ring is folded ---- */
+
+/* rec_internal.h's test seam, inside the fold's odd section: held open
+ * long enough that pt_stats() calls land inside it. */
+static _Atomic int fold_delay_ms, folds_started, folds_seen;
+void rec_test_fold_hook(void)
+{
+	int ms = atomic_load(&fold_delay_ms);
+	if (ms) {
+		atomic_fetch_add(&folds_started, 1);
+		sleep_ms(ms);
+		atomic_fetch_add(&folds_seen, 1);
+	}
+}
+
+static void *lossy_thread(void *arg)
+{
+	pt_recorder *r = arg;
+	uint32_t id = pt_intern(r, "fold");
+	for (int i = 0; i < 200000; i++) {
+		pt_begin(r, id);
+		pt_end(r, id);
+	}
+	return NULL;
+}
+
+/* A thread fills its small ring (losses counted in it) and exits; while
+ * the flusher folds the ring's counters into the closed totals (held open
+ * 30 ms by the seam), and after pt_close(), pt_stats() reads the same
+ * total: before the fold ran under a sequence count, a call inside it saw
+ * the ring both still linked and already added (twice its losses). */
+static void test_stats_exact_while_ring_folds(void **state)
+{
+	(void)state;
+	const char *path = tu_path("fold.ptz");
+	struct pt_options o = { .ring_bytes = 4096, .flush_interval_ms = 10 };
+	pt_recorder *r = pt_open(path, &o);
+	assert_non_null(r);
+	atomic_store(&fold_delay_ms, 30);
+	pthread_t t;
+	assert_int_equal(pthread_create(&t, NULL, lossy_thread, r), 0);
+	assert_int_equal(pthread_join(t, NULL), 0);
+	/* the thread's counters are final: every read must give one value */
+	struct pt_stats_info st;
+	uint64_t lost = UINT64_MAX;
+	int inside = 0;
+	struct timespec t0, now;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do {
+		int ended_before = atomic_load(&folds_seen);
+		pt_stats(r, &st);
+		inside += !ended_before && atomic_load(&folds_started); /* the call overlapped the fold */
+		if (lost == UINT64_MAX)
+			lost = st.lost_records;
+		assert_int_equal(st.lost_records, lost);
+		clock_gettime(CLOCK_MONOTONIC, &now);
+	} while (atomic_load(&folds_seen) == 0 && now.tv_sec - t0.tv_sec < 5);
+	assert_true(lost > 0);
+	assert_int_equal(atomic_load(&folds_seen), 1);
+	assert_true(inside > 0);
+	atomic_store(&fold_delay_ms, 0);
+	assert_int_equal(pt_close(r), 0);
+	pt_stats(r, &st);
+	assert_int_equal(st.lost_records, lost);
+	unlink(path);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -432,6 +501,7 @@ int main(void)
 		cmocka_unit_test(test_failed_meta_chunk_names_rewritten),
 		cmocka_unit_test(test_gpu_begin_without_room_is_dropped_whole),
 		cmocka_unit_test(test_event_chunks_capped),
+		cmocka_unit_test(test_stats_exact_while_ring_folds),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
