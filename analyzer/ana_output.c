@@ -152,6 +152,24 @@ static const char *tsafe(const char *s)
 	return buf;
 }
 
+/* Levels 1..TEXT_MAX_INDENT are indented with spaces (2 a level); deeper
+ * rows are indented 2 x TEXT_MAX_INDENT and show their level as "[N] "
+ * before the name, so a name never disappears into its indent and a row
+ * costs O(1), not O(depth). */
+#define TEXT_MAX_INDENT 16
+
+/* The name column of a text row at tree level @indent (0 = root). Return:
+ * the spaces to print before a detail line under it. */
+static int indent_label(char *name, size_t n, int indent, const char *lossy, const char *label)
+{
+	if (indent < TEXT_MAX_INDENT) {
+		snprintf(name, n, "%*s%s%s", indent * 2, "", lossy, label);
+		return indent * 2;
+	}
+	snprintf(name, n, "%*s[%d] %s%s", TEXT_MAX_INDENT * 2, "", indent + 1, lossy, label);
+	return TEXT_MAX_INDENT * 2;
+}
+
 #define HDR_FMT "%-40s %8s %10s %10s %6s %10s %10s %10s %10s %10s %10s %7s %8s %8s %6s\n"
 
 static void text_row(FILE *out, const struct ana_result *res, const char *label, int indent, const struct ana_agg *a)
@@ -159,10 +177,7 @@ static void text_row(FILE *out, const struct ana_result *res, const char *label,
 	struct ana_row w;
 	ana_row_compute(res, a, &w);
 	char name[256], b[10][32];
-	/* the pad clamped to what @name holds: the same text, without writing
-	 * (and cutting) 2 x depth spaces per row, quadratic in a deep tree */
-	int pad = indent * 2 < (int)sizeof(name) ? indent * 2 : (int)sizeof(name) - 1;
-	snprintf(name, sizeof(name), "%*s%s%s", pad, "", a->lossy ? "!" : "", label);
+	int pad = indent_label(name, sizeof(name), indent, a->lossy ? "!" : "", label);
 	char first_rest[16] = "-", gb[16] = "-", gf[16] = "-", ai[16] = "-";
 	if (w.first_over_rest > 0)
 		snprintf(first_rest, sizeof(first_rest), "%.2fx", w.first_over_rest);
@@ -179,7 +194,7 @@ static void text_row(FILE *out, const struct ana_result *res, const char *label,
 	for (int d = 0; d < ANA_DIRS; d++) {
 		if (a->xfer_incl[d])
 			fprintf(out, "%*s  transfers %s: %" PRIu64 " bytes (%" PRIu64 " self), %.2f GB/s over the section\n",
-				indent * 2, "", xfer_dir_name[d], a->xfer_incl[d], a->xfer_self[d], w.xfer_gbps[d]);
+				pad, "", xfer_dir_name[d], a->xfer_incl[d], a->xfer_self[d], w.xfer_gbps[d]);
 	}
 }
 
@@ -323,8 +338,7 @@ static void gpu_row(FILE *out, const struct ana_result *res, const char *label, 
 	struct ana_row w;
 	char name[256], b[8][32], ratio[16] = "-";
 	ana_row_compute(res, a, &w);
-	int pad = indent * 2 < (int)sizeof(name) ? indent * 2 : (int)sizeof(name) - 1; /* as text_row() */
-	snprintf(name, sizeof(name), "%*s%s", pad, "", label);
+	int pad = indent_label(name, sizeof(name), indent, "", label);
 	if (w.gpu_over_cpu > 0)
 		snprintf(ratio, sizeof(ratio), "%.2f", w.gpu_over_cpu);
 	const struct ana_gpu_dist *d = &g->self;
@@ -340,8 +354,8 @@ static void gpu_row(FILE *out, const struct ana_result *res, const char *label, 
 	fprintf(out, "%-30s %7" PRIu64 " %9s %9s %9s %9s %9s %8s\n", name, d->count, b[0], b[1], b[2], b[3],
 		dur(b[4], 32, (double)g->incl_total_ns), ratio);
 	if (d->count)
-		fprintf(out, "%*s  launch to GPU start: mean %s, min %s, max %s; %" PRIu64 " early start%s\n", indent * 2,
-			"", sdur(b[5], 32, w.gpu_lat_mean), sdur(b[6], 32, (double)d->lat_min_ns),
+		fprintf(out, "%*s  launch to GPU start: mean %s, min %s, max %s; %" PRIu64 " early start%s\n", pad, "",
+			sdur(b[5], 32, w.gpu_lat_mean), sdur(b[6], 32, (double)d->lat_min_ns),
 			sdur(b[7], 32, (double)d->lat_max_ns), d->early, d->early == 1 ? "" : "s");
 }
 

@@ -45,8 +45,11 @@ if [ "$MODE" = deep ]; then
 	"$GEN" "$TMP/rec.ptz" --deep 100000 || { echo "Bail out! generator failed"; exit 1; }
 	timeout 15 "$ANA" "$TMP/rec.ptz" >"$TMP/out" 2>"$TMP/err"
 	rc=$?
-	check "deep recursion: report within 15 s, 100,000 rows" \
-		eval '[ "$rc" -eq 0 ] && [ "$(grep -cE "^ *[rec]* +1 " "$TMP/out")" -eq 100000 ]'
+	check "deep recursion: report within 15 s, 100,000 rows, each with its name" \
+		eval '[ "$rc" -eq 0 ] && [ "$(grep -cE "^ *(\[[0-9]+\] )?rec +1 " "$TMP/out")" -eq 100000 ]'
+	check "deep recursion: level 16 indented 30 spaces, deeper rows 32 with their level" \
+		eval 'grep -qE "^ {30}rec +1 " "$TMP/out" && grep -qE "^ {32}\[17\] rec +1 " "$TMP/out" &&
+			grep -qE "^ {32}\[100000\] rec +1 " "$TMP/out"'
 	echo "1..$n"
 	[ "$failed" -eq 0 ]
 	exit
