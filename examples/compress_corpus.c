@@ -12,14 +12,15 @@
  *   compress      one per worker thread: the workers take files from a
  *                 shared queue (an atomic index into the sorted list); per
  *                 file:
- *       compress file   .read_bytes = bytes actually read from the file,
+ *       compress file   one file; its bytes roll up from its two phases,
+ *                       so its rate is the file's end-to-end throughput:
+ *           read        read the whole file into the thread's buffer;
+ *                       .read_bytes = bytes actually read (pt_metric() once
+ *                       known): the read rate
+ *           zstd        compress it into the thread's output buffer;
  *                       .written_bytes = the compressed size returned by
  *                       ZSTD_compressCCtx() at level 3 (ZSTD_compress() with
- *                       a context reused per thread), both added with
- *                       pt_metric() once known, so they sit on this section
- *                       itself; its children carry none:
- *           read        read the whole file into the thread's buffer
- *           zstd        compress it into the thread's output buffer
+ *                       a context reused per thread): the output rate
  *   summary       totals, overall ratio, best and worst compressing files.
  *
  * Independent totals: the program sums the read() counts and the
@@ -196,8 +197,8 @@ static void *worker_main(void *arg)
 				uint64_t nread = 0;
 				PT_SECTION(r, "read") {
 					nread = read_all(f->path, &in, &in_cap, f->stat_bytes, &err);
+					pt_metric(r, PT_METRIC_READ_BYTES, nread);
 				}
-				pt_metric(r, PT_METRIC_READ_BYTES, nread);
 				uint64_t csize = 0;
 				PT_SECTION(r, "zstd") {
 					if (!err) {
@@ -220,8 +221,8 @@ static void *worker_main(void *arg)
 							err = ENOMEM;
 						}
 					}
+					pt_metric(r, PT_METRIC_WRITTEN_BYTES, csize);
 				}
-				pt_metric(r, PT_METRIC_WRITTEN_BYTES, csize);
 				f->read_bytes = nread;
 				f->compressed_bytes = csize;
 				f->error = err;

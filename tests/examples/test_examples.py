@@ -96,13 +96,24 @@ def sums(rows, get, depth_of):
     return top, self_, count
 
 
-def check_rows(label, rows, get, depth_of, totals, flat=False):
+# compress_corpus attributes each byte count to the phase that did the work
+PHASES = {"compress_corpus": (("read", "read_bytes"), ("zstd", "written_bytes"))}
+
+
+def check_rows(label, rows, get, depth_of, totals, flat=False, phases=()):
     top, self_, count = sums(rows, get, depth_of)
     for k in METRICS:
         if not flat:
             check_eq(f"{label}: sum of depth-1 {k} = program's total", top[k], totals[k])
         check_eq(f"{label}: sum of self_{k} over all rows = program's total", self_[k], totals[k])
     check_eq(f"{label}: sum of count = program's sections", count, totals["sections"])
+    if flat and phases:
+        # per phase: each byte count sits on the section that did the work
+        by_name = {get(r, "name"): r for r in rows}
+        for name, k in phases:
+            row = by_name.get(name)
+            check_eq(f"{label}: {name} carries all self_{k}", int(get(row, "self_" + k)) if row else None,
+                     totals[k])
 
 
 def test_example(build, prog, tmp):
@@ -147,7 +158,8 @@ def test_example(build, prog, tmp):
         jget = lambda r, k: r[k]  # noqa: E731
         jdepth = lambda r: r["depth"]  # noqa: E731
         check_rows(f"{prog}: JSON merged tree", doc.get("tree", []), jget, jdepth, totals)
-        check_rows(f"{prog}: JSON flat", doc.get("flat", []), jget, None, totals, flat=True)
+        check_rows(f"{prog}: JSON flat", doc.get("flat", []), jget, None, totals, flat=True,
+                   phases=PHASES.get(prog, ()))
         threads = doc.get("threads", [])
         per_thread = []
         for t in threads:
@@ -170,7 +182,8 @@ def test_example(build, prog, tmp):
         check(f"{prog}: CSV has merged tree rows", len(merged) > 0)
         check_rows(f"{prog}: CSV merged tree (view=tree, thread=all)", merged, cget, cdepth, totals)
         flat = [r for r in rows if r["view"] == "flat" and r["thread"] == "all"]
-        check_rows(f"{prog}: CSV flat (view=flat, thread=all)", flat, cget, None, totals, flat=True)
+        check_rows(f"{prog}: CSV flat (view=flat, thread=all)", flat, cget, None, totals, flat=True,
+                   phases=PHASES.get(prog, ()))
         per_thread = [r for r in rows if r["view"] == "tree" and r["thread"] != "all"]
         check_rows(f"{prog}: CSV per-thread trees", per_thread, cget, cdepth, totals)
         if doc is not None:
