@@ -235,11 +235,44 @@ static void skip_section(struct rec_ring *g, uint32_t id, bool lost)
 	}
 }
 
+/*
+ * Sections of this thread begun while it had no ring (its allocation
+ * failed, or the thread is exiting), in recorder generation @gen: their
+ * begin was counted as lost; their END (or pt_stop()) is too, even if a
+ * ring exists by then, instead of a misuse error for an END with nothing
+ * open.
+ */
+static _Thread_local struct {
+	uint64_t gen;
+	uint32_t open;
+} noring;
+
+static void noring_begin(struct pt_recorder *r)
+{
+	uint64_t gen = atomic_load_explicit(&r->gen, memory_order_relaxed);
+	if (noring.gen != gen) {
+		noring.gen = gen;
+		noring.open = 0;
+	}
+	noring.open++;
+}
+
+/* true: this END closes a section begun without a ring (now counted) */
+static bool noring_end(struct pt_recorder *r)
+{
+	if (!noring.open || noring.gen != atomic_load_explicit(&r->gen, memory_order_relaxed))
+		return false;
+	noring.open--;
+	return true;
+}
+
 static PT_COLD void begin_slow(struct pt_recorder *r, uint32_t id)
 {
 	struct rec_ring *g = ring_for(r);
-	if (!g)
+	if (!g) {
+		noring_begin(r);
 		return;
+	}
 	if (g->skip_depth) {
 		/* skipped sections stay on the pt_stop() stack, above the recorded ones */
 		push_id(g, g->depth + g->skip_depth, id);
@@ -341,8 +374,10 @@ void pt_end(pt_recorder *r, uint32_t id)
 static PT_COLD void end_slow(struct pt_recorder *r, uint32_t id)
 {
 	struct rec_ring *g = ring_for(r);
-	if (!g)
+	if (!g) {
+		noring_end(r); /* counted by ring_for() */
 		return;
+	}
 	if (g->skip_depth) {
 		g->skip_depth--;
 		if (g->skip_lost)
@@ -350,7 +385,10 @@ static PT_COLD void end_slow(struct pt_recorder *r, uint32_t id)
 		return;
 	}
 	if (g->depth == 0) {
-		error_record(g, PT_ERRC_END_UNDERFLOW, 1);
+		if (noring_end(r))
+			bump(&g->lost_records, 1);
+		else
+			error_record(g, PT_ERRC_END_UNDERFLOW, 1);
 		return;
 	}
 	end_record(g, id, rec_ticks());
@@ -465,8 +503,10 @@ bool rec_emit(struct pt_recorder *r, uint32_t kind, uint32_t id, uint32_t hi, ui
 uint64_t rec_begin_gpu(struct pt_recorder *r, uint32_t id, uint32_t dev, uint64_t stream, uint64_t seq)
 {
 	struct rec_ring *g = ring_for(r);
-	if (!g)
+	if (!g) {
+		noring_begin(r);
 		return 0;
+	}
 	if (g->skip_depth) {
 		begin_slow(r, id); /* counts or skips exactly as pt_begin() */
 		return 0;
@@ -603,8 +643,10 @@ void pt_stop(pt_recorder *r, const char *name, const struct pt_metrics *m)
 	if (!r)
 		return;
 	struct rec_ring *g = ring_for(r);
-	if (!g)
+	if (!g) {
+		noring_end(r);
 		return;
+	}
 	/* levels [0, depth) are recorded sections, [depth, total) skipped
 	 * ones (always innermost); the search stops at the first level whose
 	 * entry a deeper level has overwritten */
@@ -622,7 +664,10 @@ void pt_stop(pt_recorder *r, const char *name, const struct pt_metrics *m)
 		}
 	}
 	if (found == UINT32_MAX) {
-		error_record(g, PT_ERRC_STOP_NOT_OPEN, 1);
+		if (g->depth + g->skip_depth == 0 && noring_end(r))
+			bump(&g->lost_records, 1); /* begun without a ring */
+		else
+			error_record(g, PT_ERRC_STOP_NOT_OPEN, 1);
 		return;
 	}
 	uint32_t implicit = total - found - 1;

@@ -19,7 +19,10 @@
  *    its GPU_LAUNCH is dropped whole and counted, not recorded without
  *    its GPU half and without a count;
  *  - pt_stats() counts an exited thread's losses exactly once while the
- *    flusher (or pt_close()) moves them from its ring to the closed totals.
+ *    flusher (or pt_close()) moves them from its ring to the closed totals;
+ *  - the END (or pt_stop()) of a section begun when the thread's ring could
+ *    not be allocated counts as lost, not as a misuse error, when the ring
+ *    exists by then.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -98,6 +101,52 @@ static void test_reattach_alloc_failure_counted_no_uaf(void **state)
 	assert_int_equal(tr.event_records, 0);
 	assert_int_equal(tr.lost_records, 2);
 	tu_free(&tr);
+}
+
+/* ---- the end of a section begun without a ring ---- */
+
+static void *noring_thread(void *arg)
+{
+	pt_recorder *r = arg;
+	uint32_t a = pt_intern(r, "noring-a");
+	atomic_store(&fail_memalign, 1);
+	pt_begin(r, a);              /* no ring: dropped, counted */
+	pt_start(r, "noring-b", NULL);
+	atomic_store(&fail_memalign, 0);
+	pt_stop(r, "noring-b", NULL); /* the ring is allocated here */
+	pt_end(r, a);
+	pt_begin(r, a);              /* recorded */
+	pt_end(r, a);
+	pt_end(r, a);                /* a real misuse: counted as one */
+	return NULL;
+}
+
+static void test_end_of_section_begun_without_ring(void **state)
+{
+	(void)state;
+	const char *path = tu_path("noring.ptz");
+	pt_recorder *r = pt_open(path, NULL);
+	assert_non_null(r);
+	pthread_t t;
+	assert_int_equal(pthread_create(&t, NULL, noring_thread, r), 0);
+	assert_int_equal(pthread_join(t, NULL), 0);
+	struct pt_stats_info st;
+	assert_int_equal(pt_close(r), 0);
+	pt_stats(r, &st);
+	assert_int_equal(st.lost_records, 4); /* two begins, their stop and end */
+	assert_int_equal(st.errors, 1);       /* the last END only */
+	struct tu_trace tr;
+	tu_read(path, &tr);
+	assert_int_equal(tr.lost_records, 4);
+	assert_int_equal(tr.errors, 1);
+	assert_int_equal(tr.nt, 1);
+	assert_int_equal(tr.t[0].n, 3); /* BEGIN, END, ERROR */
+	assert_int_equal(tr.t[0].recs[0].kind, PT_REC_BEGIN);
+	assert_int_equal(tr.t[0].recs[1].kind, PT_REC_END);
+	assert_int_equal(tr.t[0].recs[2].kind, PT_REC_ERROR);
+	assert_int_equal(tr.t[0].recs[2].aux, PT_ERRC_END_UNDERFLOW);
+	tu_free(&tr);
+	unlink(path);
 }
 
 /* ---- pt_stop() beyond 64 open sections ---- */
@@ -502,6 +551,7 @@ int main(void)
 		cmocka_unit_test(test_gpu_begin_without_room_is_dropped_whole),
 		cmocka_unit_test(test_event_chunks_capped),
 		cmocka_unit_test(test_stats_exact_while_ring_folds),
+		cmocka_unit_test(test_end_of_section_begun_without_ring),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
