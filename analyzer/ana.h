@@ -420,6 +420,26 @@ struct ana_result {
 	uint32_t ninstants;
 };
 
+/*
+ * ana_window_ticks() - A window bound: @ns after the trace start as a tick
+ * value, t0 + @ns / @ns_per_tick (the mean slope, doc/analyzer-output.md
+ * §4), rounded up if @up (a section starting before --since is outside),
+ * else down. A crafted clock table can give a slope of 0, or one so small
+ * that the quotient passes 2^64 ticks: the bound then saturates at
+ * UINT64_MAX instead of an undefined conversion (or a wrapped sum).
+ * Shared with the exports (viewer-export/pfx_ranges.c), which must cut the
+ * same window.
+ */
+static inline uint64_t ana_window_ticks(uint64_t t0, uint64_t ns, double ns_per_tick, bool up)
+{
+	const double t = (double)ns / ns_per_tick;
+	if (!(t < 18446744073709549568.0)) /* 2^64 - 2^11, the last double below 2^64; also NaN */
+		return UINT64_MAX;
+	uint64_t k = t > 0.0 ? (uint64_t)t : 0;
+	k += up && (double)k < t;
+	return k > UINT64_MAX - t0 ? UINT64_MAX : t0 + k;
+}
+
 /* Opens and analyzes @path. 0, -errno, or -PT_E* (message in *err, static or owned by res). */
 int ana_run(const char *path, const struct ana_options *opt, struct ana_result *res, char *err, size_t errlen);
 void ana_result_free(struct ana_result *res);

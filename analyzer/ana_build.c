@@ -994,11 +994,8 @@ static int run_pass(const char *path, const struct ana_options *opt, struct ana_
 	/* time window in ticks (mean slope; doc/analyzer-output.md §4) */
 	uint64_t t0 = info->start_ticks;
 	/* the first tick at or after --since (a section starting before it is outside) */
-	double since_t = (double)opt->since_ns / c.ns_per_tick;
-	uint64_t since_k = (uint64_t)since_t;
-	since_k += (double)since_k < since_t;
-	c.since_ticks = opt->since_ns ? t0 + since_k : 0;
-	c.until_ticks = opt->until_ns ? t0 + (uint64_t)((double)opt->until_ns / c.ns_per_tick) : UINT64_MAX;
+	c.since_ticks = opt->since_ns ? ana_window_ticks(t0, opt->since_ns, c.ns_per_tick, true) : 0;
+	c.until_ticks = opt->until_ns ? ana_window_ticks(t0, opt->until_ns, c.ns_per_tick, false) : UINT64_MAX;
 	c.keep_all = !track && c.since_ticks == 0 && c.until_ticks == UINT64_MAX && res->domain_filter == UINT32_MAX;
 
 	struct pt_chunk_info ci;

@@ -212,11 +212,17 @@ static inline uint32_t name_slot(uint32_t id)
 	return id < PT_FMT_MAX_STRING_ID ? id : 0;
 }
 
-/* Signed tick difference a - b in ns, with the mean slope. */
+/* Signed tick difference a - b in ns, with the mean slope; saturated at
+ * the int64_t range (a crafted clock table's slope can pass it). */
 static int64_t signed_ns(const struct ctx *c, uint64_t a, uint64_t b)
 {
 	double d = (double)(int64_t)(a - b) * c->ns_per_tick;
-	return (int64_t)(d < 0 ? d - 0.5 : d + 0.5);
+	d = d < 0 ? d - 0.5 : d + 0.5;
+	if (!(d < 9223372036854774784.0)) /* the last double below 2^63 */
+		return INT64_MAX;
+	if (!(d > -9223372036854774784.0))
+		return INT64_MIN;
+	return (int64_t)d;
 }
 
 static struct ana_gpu *gpu_of(struct ana_agg *a)

@@ -119,7 +119,9 @@ static inline uint64_t ana_ticks_ns(const struct ctx *c, uint64_t ticks)
 		if (__builtin_expect(x < 9.2e18, 1))
 			return (uint64_t)(int64_t)x;
 	}
-	return (uint64_t)((double)ticks * c->ns_per_tick + 0.5);
+	/* saturated: a crafted clock table's slope can take a duration past 2^64 ns */
+	const double x = (double)ticks * c->ns_per_tick + 0.5;
+	return x < 18446744073709549568.0 ? (uint64_t)x : UINT64_MAX;
 }
 
 /*

@@ -143,16 +143,33 @@ static int report_problems(const char *path, struct pt_reader *rd)
 enum { EXP_PERFETTO, EXP_CHROME, EXP_FOLDED, EXP_N };
 static const char *const exp_what[EXP_N] = { "Perfetto trace", "Chrome JSON", "folded stacks" };
 
-/* Writes one export to @out_path ("-" = stdout); a failed file is removed. */
+/*
+ * Whether @path still names the regular file open as @f (fstat before
+ * fclose in @st): only such a file is removed after a failed export. A
+ * device (/dev/full), a FIFO or a symbolic link named as the output (even
+ * one to a regular file: the link is what unlink() would remove) is left
+ * alone: removing it would destroy something the export did not create.
+ */
+static int own_regular_file(const char *path, const struct stat *st)
+{
+	struct stat l;
+	return S_ISREG(st->st_mode) && lstat(path, &l) == 0 && S_ISREG(l.st_mode) && l.st_dev == st->st_dev &&
+	       l.st_ino == st->st_ino;
+}
+
+/* Writes one export to @out_path ("-" = stdout); a failed regular file is removed. */
 static int export_one(int kind, const char *path, const char *out_path, const struct pfx_opts *po,
 		      const struct ana_result *res, int thread)
 {
 	FILE *f = open_out(out_path);
 	char err[512] = "";
+	struct stat st;
 	if (!f) {
 		fprintf(stderr, PROG ": %s: cannot write %s: %s\n", out_path, exp_what[kind], strerror(errno));
 		return 1;
 	}
+	if (fstat(fileno(f), &st))
+		st.st_mode = 0; /* unknown: never removed */
 	int rc;
 	if (kind == EXP_PERFETTO)
 		rc = pfx_write_perfetto(path, f, po, err, sizeof(err));
@@ -168,8 +185,11 @@ static int export_one(int kind, const char *path, const char *out_path, const st
 	}
 	if (rc) {
 		fprintf(stderr, PROG ": %s: cannot write %s from %s: %s\n", out_path, exp_what[kind], path, err);
-		if (f != stdout)
+		if (f != stdout && own_regular_file(out_path, &st))
 			unlink(out_path);
+		else if (f != stdout)
+			fprintf(stderr, PROG ": %s: left in place (a device, FIFO or symbolic link, "
+					"not a regular file)\n", out_path);
 		return 1;
 	}
 	return 0;

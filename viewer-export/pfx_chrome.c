@@ -19,9 +19,13 @@
  *  - a chunk sequence gap drops the thread's open stack;
  *  - sections still open at the end of the trace are dropped (the analyzer
  *    does not aggregate them either);
+ *  - a BEGIN or END whose ticks are below the thread's previous BEGIN or
+ *    END (only across chunks, on a TSC not synchronized between cores; the
+ *    writer clamps within a chunk) is taken at that previous tick, so the
+ *    thread's X events still nest;
  *  - with --since/--until only sections lying entirely inside the window
- *    are written; the window is converted to ticks with the mean slope,
- *    as the analyzer does.
+ *    are written; the window is converted to ticks exactly as the
+ *    analyzer does (pfx_window_ticks(): mean slope, since rounded up).
  *
  * Time: ts = pt_reader_ticks_to_ns(BEGIN) / 1000 in µs (CLOCK_MONOTONIC).
  * dur is not the rounded duration but end_us - ts_us computed in double,
@@ -281,7 +285,7 @@ static int export_thread(struct cw *w, const struct pt_thread_info *ti, uint32_t
 {
 	struct cframe *st = NULL;
 	uint32_t depth = 0, cap = 0;
-	uint64_t next_seq = 0;
+	uint64_t next_seq = 0, mono = 0;
 	struct pt_chunk_info ci;
 	struct pt_record r;
 	int rc = 0, more;
@@ -298,6 +302,11 @@ static int export_thread(struct cw *w, const struct pt_thread_info *ti, uint32_t
 		while (rc == 0 && pt_reader_next_record(w->rd, &r) == 1) {
 			const bool launched = launch_pending && r.kind == PT_REC_BEGIN && r.id == launch_id;
 			launch_pending = false;
+			if (r.kind == PT_REC_BEGIN || r.kind == PT_REC_END) { /* never back in time: X events nest */
+				if (r.ticks < mono)
+					r.ticks = mono;
+				mono = r.ticks;
+			}
 			switch (r.kind) {
 			case PT_REC_BEGIN:
 				if (depth == cap) {
@@ -464,10 +473,7 @@ int pfx_write_chrome(const char *trace_path, FILE *out, const struct pfx_opts *o
 		return rc;
 	}
 	const struct pt_trace_info *info = pt_reader_info(w.rd);
-	double ns_per_tick = pt_reader_ns_per_tick(w.rd);
-	uint64_t t0 = info->start_ticks;
-	w.since_ticks = o && o->since_ns ? t0 + (uint64_t)((double)o->since_ns / ns_per_tick) : 0;
-	w.until_ticks = o && o->until_ns ? t0 + (uint64_t)((double)o->until_ns / ns_per_tick) : UINT64_MAX;
+	pfx_window_ticks(w.rd, o ? o->since_ns : 0, o ? o->until_ns : 0, &w.since_ticks, &w.until_ticks);
 	w.pid = (int)info->pid;
 	w.x = json_object();
 	w.x_name = json_string("");

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analyzer/ana.h" /* ana_window_ticks() */
 #include "viewer-export/pfx_ranges.h"
 
 static int grow(void **p, size_t *cap, size_t n, size_t size)
@@ -243,7 +244,9 @@ int pfx_gpu_collect(struct pfx_gpu *g, struct pt_reader *rd)
 	}
 	pt_reader_rewind(rd);
 	const double ns_per_tick = pt_reader_ns_per_tick(rd);
-	return pfx_gpu_finish(g, ns_per_tick > 0 ? (uint64_t)(PFX_GPU_SNAP_NS / ns_per_tick) : 0);
+	/* ticks in PFX_GPU_SNAP_NS; a crafted slope near 0 saturates instead of overflowing */
+	const double snap = ns_per_tick > 0 ? PFX_GPU_SNAP_NS / ns_per_tick : 0;
+	return pfx_gpu_finish(g, snap < 18446744073709549568.0 ? (uint64_t)snap : UINT64_MAX);
 }
 
 void pfx_gpu_free(struct pfx_gpu *g)
@@ -441,6 +444,16 @@ void pfx_async_free(struct pfx_async *a)
 	free(a->r);
 	free(a->unmatched_end_ticks);
 	memset(a, 0, sizeof(*a));
+}
+
+void pfx_window_ticks(struct pt_reader *rd, uint64_t since_ns, uint64_t until_ns, uint64_t *since, uint64_t *until)
+{
+	const uint64_t t0 = pt_reader_info(rd)->start_ticks;
+	const double ns_per_tick = pt_reader_ns_per_tick(rd);
+	/* the analyzer's bounds (saturated on a crafted clock table); since
+	 * rounded up: a section starting before `since` is outside */
+	*since = since_ns ? ana_window_ticks(t0, since_ns, ns_per_tick, true) : 0;
+	*until = until_ns ? ana_window_ticks(t0, until_ns, ns_per_tick, false) : UINT64_MAX;
 }
 
 uint64_t pfx_trace_end_ticks(struct pt_reader *rd)

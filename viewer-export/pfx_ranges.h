@@ -206,6 +206,17 @@ int pfx_async_finish(struct pfx_async *a, uint64_t end_ticks);
 void pfx_async_free(struct pfx_async *a);
 
 /*
+ * pfx_window_ticks() - The export window (struct pfx_opts: ns after the
+ * trace start; until 0 = no limit) in ticks, exactly as the analyzer
+ * converts it (analyzer/ana_build.c, doc/analyzer-output.md §4): with the
+ * mean slope from the header's start_ticks, the first tick at or after
+ * `since` (0 when since is 0) and the last tick at or before `until`
+ * (UINT64_MAX when until is 0). A record is inside when its ticks are in
+ * [*since, *until], so the exports keep the sections the report counts.
+ */
+void pfx_window_ticks(struct pt_reader *rd, uint64_t since_ns, uint64_t until_ns, uint64_t *since, uint64_t *until);
+
+/*
  * pfx_trace_end_ticks() - The largest last_ticks of the trace's event
  * chunks (from the index: no I/O); 0 if there are none. Rewinds @rd.
  */

@@ -47,8 +47,10 @@
 #include <cmocka.h>
 #include <xxhash.h> /* XXH3_64bits: re-checksum edited payloads and headers */
 
+#include "analyzer/ana.h" /* test_clock_zero_slope_window */
 #include "ptz/recorder.h" /* PT_METRIC_READ_BYTES, PT_H2D */
 #include "trace-format/fmt_internal.h"
+#include "viewer-export/pfx.h"
 
 #ifdef PT_CORPUS_DIR
 #define PT_CORPUS_DIR_OR_EMPTY PT_CORPUS_DIR
@@ -642,6 +644,23 @@ static void mk_overlong_varint(struct ctx *c)
 	ex_iter_problem(c, c->l->off[CK_T0_SEQ1], "payload does not decode at byte 4; rest of chunk dropped");
 }
 
+/* A clock table whose mean slope is 0 ns per tick (found by tests/fuzz):
+ * the header's start time is 0 (so it is no calibration point) and the
+ * second clock record repeats the first one's CLOCK_MONOTONIC time. The
+ * reader takes it as it is; the window bounds derived from that slope
+ * must saturate (test_clock_zero_slope_window). */
+static void mk_clock_zero_slope(struct ctx *c)
+{
+	uint8_t ns1[10], ns2[10];
+	const size_t n1 = (size_t)(fmt_put_varint(ns1, CLOCK1_NS) - ns1), n2 = (size_t)(fmt_put_varint(ns2, CLOCK2_NS) - ns2);
+	const uint8_t *pay = c->out.b + c->l->off[CK_META] + PT_FMT_CHUNK_HEADER_BYTES;
+	const uint8_t *at = memmem(pay, ck_len(c->l, CK_META) - PT_FMT_CHUNK_HEADER_BYTES, ns2, n2);
+	assert_non_null(at);
+	payload_splice(c, CK_META, (size_t)(at - pay), n2, ns1, n1, 0);
+	fmt_put64(c->out.b + FMT_OFF_START_MONO, 0);
+	fmt_put64(c->out.b + FMT_OFF_HEADER_XXH, XXH3_64bits(c->out.b, FMT_OFF_HEADER_XXH));
+}
+
 static void mk_sequence_gap(struct ctx *c)
 {
 	const uint64_t len = ck_len(c->l, CK_T0_SEQ1);
@@ -688,6 +707,7 @@ static const struct variant variants[] = {
 	V("reserved-record-kind", mk_reserved_record_kind),
 	V("overlong-varint", mk_overlong_varint),
 	V("sequence-gap", mk_sequence_gap),
+	V("clock-zero-slope", mk_clock_zero_slope),
 };
 #define NVARIANTS PT_ARRAY_SIZE(variants)
 
@@ -1001,6 +1021,81 @@ static void test_pt_reader_open_checked_in_file(void **state)
 	img_free(&c.out);
 }
 
+/* Sections the analyzer keeps from @path in the window [@since_ns, @until_ns]. */
+static uint64_t window_sections(const char *path, uint64_t since_ns, uint64_t until_ns)
+{
+	struct ana_options ao = { .thread = -1, .since_ns = since_ns, .until_ns = until_ns };
+	struct ana_result res;
+	char err[256];
+	assert_int_equal(ana_run(path, &ao, &res, err, sizeof(err)), 0);
+	uint64_t n = 0; /* occurrences on every call path but the root (res.sections counts those read) */
+	for (uint32_t i = 1; i < res.merged.count; i++)
+		n += res.merged.n[i].agg.count;
+	ana_result_free(&res);
+	return n;
+}
+
+/* An export of @path (@kind 0 = Perfetto, 1 = Chrome JSON) in the window up to @until_ns; the caller frees it. */
+static char *window_export(const char *path, int kind, uint64_t until_ns, size_t *len)
+{
+	const struct pfx_opts po = { .until_ns = until_ns };
+	char *buf = NULL, err[256];
+	FILE *f = open_memstream(&buf, len);
+	assert_non_null(f);
+	if (kind == 0)
+		assert_int_equal(pfx_write_perfetto(path, f, &po, err, sizeof(err)), 0);
+	else
+		assert_int_equal(pfx_write_chrome(path, f, &po, err, sizeof(err)), 0);
+	assert_int_equal(fclose(f), 0);
+	return buf;
+}
+
+/* clock-zero-slope.ptz (found by tests/fuzz): a mean slope of 0 ns per
+ * tick puts every tick at the trace start, so --until 1 s keeps every
+ * section and --since 1 ns none, in the analyzer and in both exports. The
+ * window bounds, --since / slope in ticks, were converted from an infinite
+ * double (undefined: UBSan's float-cast-overflow; 0 on x86-64, which
+ * turned --until into "nothing after the start" and --since into "all"):
+ * they now saturate (ana_window_ticks()). */
+static void test_clock_zero_slope_window(void **state)
+{
+	const struct variant *v = &variants[NVARIANTS - 1];
+	char p[2][PATH_MAX];
+	struct ctx c;
+	(void)state;
+
+	assert_string_equal(v->name, "clock-zero-slope");
+	make_variant(v, &corpus.base, &corpus.l, &c);
+	path_in(p[0], sizeof(p[0]), corpus.dir, v->name);
+	img_store(p[0], &c.out);
+	img_free(&c.out);
+	path_in(p[1], sizeof(p[1]), PT_CORPUS_DIR_OR_EMPTY, v->name);
+	for (int i = 0; i < 2; i++) {
+		if (i == 1 && !corpus.have_ckd)
+			break;
+		struct pt_reader *r;
+		assert_int_equal(pt_reader_open(p[i], &r), 0);
+		assert_true(pt_reader_ns_per_tick(r) == 0.0);
+		pt_reader_close(r);
+
+		const uint64_t all = window_sections(p[i], 0, 0);
+		assert_true(all > 0);
+		assert_int_equal(window_sections(p[i], 0, 1000000000), all);
+		assert_int_equal(window_sections(p[i], 1, 0), 0);
+		for (int kind = 0; kind < 2; kind++) {
+			size_t n_all, n_win;
+			char *whole = window_export(p[i], kind, 0, &n_all);
+			char *win = window_export(p[i], kind, 1000000000, &n_win);
+			if (n_all != n_win || memcmp(whole, win, n_all) != 0)
+				fail_msg("%s: %s export up to 1 s differs from the whole one (%zu vs %zu bytes)", p[i],
+					 kind ? "Chrome" : "Perfetto", n_win, n_all);
+			free(whole);
+			free(win);
+		}
+	}
+	unlink(p[0]);
+}
+
 /* ==== Generator and runner ==== */
 
 /* --write-corpus DIR: writes valid.ptz and every defect next to it and
@@ -1037,7 +1132,7 @@ static int write_corpus(const char *dir)
 
 int main(int argc, char **argv)
 {
-	static struct CMUnitTest tests[2 + 2 * NVARIANTS];
+	static struct CMUnitTest tests[3 + 2 * NVARIANTS];
 	static char names[2 * NVARIANTS][96];
 	size_t n = 0;
 
@@ -1049,6 +1144,7 @@ int main(int argc, char **argv)
 	}
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_fmt_writer_close_trace_reads_back);
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_fmt_writer_abandon_trace_reads_back);
+	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_clock_zero_slope_window);
 	for (size_t i = 0; i < NVARIANTS; i++) {
 		snprintf(names[2 * i], sizeof(names[0]), "test_pt_reader_open_generated_file(%s)", variants[i].name);
 		snprintf(names[2 * i + 1], sizeof(names[0]), "test_pt_reader_open_checked_in_file(%s)",

@@ -82,13 +82,19 @@
  * `ptz.cut_by_gap`) = true, so the trace stays valid and the UI shows where
  * the thread stopped; the analyzer counts these as open, not as sections.
  * Beyond depth PFX_MAX_DEPTH (TP's limit) sections are not written.
+ * A BEGIN or END whose ticks are below the thread's previous BEGIN or END
+ * (possible only across chunks, on a TSC not synchronized between cores:
+ * the writer clamps within a chunk, doc/trace-format.md §4.2) is taken at
+ * that previous tick, as the writer would have: TP sorts each track by
+ * timestamp, so an END before its own BEGIN would close another slice and
+ * leave its own open, mis-nesting the rest of the track.
  *
- * Window (pfx_opts, ns after the header's start_mono_ns): as in the
- * analyzer, a section is written only if it lies fully inside
- * [since, until]. A BEGIN is written when read, so with an `until` a first
- * pass over the thread finds the sections still open when its records
- * first pass `until` (a stack, bounded by the depth) and the second pass
- * skips them. Counters and instants are kept when their time is inside.
+ * Window (pfx_opts, ns after the trace start): converted to ticks exactly as
+ * the analyzer does (pfx_window_ticks()), and as in the analyzer a section
+ * is written only if it lies fully inside [since, until]. A BEGIN is
+ * written when read, so with an `until` a first pass over the thread finds
+ * the sections still open when its records first pass `until` (a stack,
+ * bounded by the depth) and the second pass skips them. Counters and instants are kept when their time is inside.
  *
  * Memory is constant in the number of sections, counters and instants:
  * per thread, one stack of open sections, a bitmap of interned names and
@@ -159,7 +165,7 @@ struct pctx {
 	char *msg;
 	size_t msglen;
 
-	uint64_t since_abs_ns, until_abs_ns;
+	uint64_t since_ticks, until_ticks; /* the window, as the analyzer converts it */
 	bool until_set;
 	int32_t pid;
 
@@ -753,9 +759,9 @@ static void emit_thread(struct pctx *c, const struct pt_thread_info *ti)
 
 /* ==== GPU and async sequences (layout: pfx_ranges.h) ==== */
 
-static inline bool in_window(const struct pctx *c, uint64_t ns)
+static inline bool in_window(const struct pctx *c, uint64_t ticks)
 {
-	return ns >= c->since_abs_ns && ns <= c->until_abs_ns;
+	return ticks >= c->since_ticks && ticks <= c->until_ticks;
 }
 
 
@@ -784,7 +790,7 @@ static void gpu_keep(struct pctx *c)
 {
 	for (size_t i = 0; i < c->gpu.n; i++) {
 		struct pfx_gpu_range *g = &c->gpu.r[i];
-		if (in_window(c, ns_of(c, g->start_ticks)) && in_window(c, ns_of(c, g->end_ticks)))
+		if (in_window(c, g->start_ticks) && in_window(c, g->end_ticks))
 			g->flags |= PFX_GPU_KEEP;
 	}
 }
@@ -869,7 +875,7 @@ static void emit_async(struct pctx *c)
 	bool any = false;
 	for (size_t i = 0; i < a->n; i++) {
 		const struct pfx_async_range *r = &a->r[i];
-		if (in_window(c, ns_of(c, r->begin_ticks)) && in_window(c, ns_of(c, r->end_ticks)))
+		if (in_window(c, r->begin_ticks) && in_window(c, r->end_ticks))
 			any = lane_used[r->lane] = true;
 	}
 	if (any) {
@@ -883,7 +889,7 @@ static void emit_async(struct pctx *c)
 		for (size_t i = 0; i < a->n && !c->err; i++) {
 			const struct pfx_async_range *r = &a->r[i];
 			const uint64_t b_ns = ns_of(c, r->begin_ticks), e_ns = ns_of(c, r->end_ticks);
-			if (!in_window(c, b_ns) || !in_window(c, e_ns))
+			if (!in_window(c, r->begin_ticks) || !in_window(c, r->end_ticks))
 				continue;
 			struct annots ab = { .n = 0 }, ae = { .n = 0 };
 			annot_u(&ab, "begin_tid", r->begin_thread);
@@ -907,9 +913,9 @@ static void emit_async(struct pctx *c)
 	/* ASYNC_ENDs with no begin: skipped, counted in one instant at the first */
 	uint64_t n = 0, first_ns = 0;
 	for (size_t i = 0; i < a->nunmatched; i++) {
-		const uint64_t ns = ns_of(c, a->unmatched_end_ticks[i]);
-		if (in_window(c, ns) && !n++)
-			first_ns = ns;
+		const uint64_t t = a->unmatched_end_ticks[i];
+		if (in_window(c, t) && !n++)
+			first_ns = ns_of(c, t);
 	}
 	if (n && !c->err) {
 		struct annots an = { .n = 0 };
@@ -984,7 +990,7 @@ static int thread_pass(struct pctx *c, bool emit)
 {
 	struct pt_chunk_info ci;
 	struct pt_record r;
-	uint64_t next_seq = 0;
+	uint64_t next_seq = 0, mono = 0;
 	int rc;
 	c->depth = c->emitted_depth = 0;
 	c->ord = 0;
@@ -1003,9 +1009,14 @@ static int thread_pass(struct pctx *c, bool emit)
 			const bool launched = c->launch_pending; /* this record follows a GPU_LAUNCH */
 			c->launch_pending = false;
 			uint64_t ns = 0;
+			if (r.kind == PT_REC_BEGIN || r.kind == PT_REC_END) { /* never back in time on the track */
+				if (r.ticks < mono)
+					r.ticks = mono;
+				mono = r.ticks;
+			}
 			if (timed && r.kind < PT_REC_INSTANT) {
 				ns = ns_of(c, r.ticks);
-				if (!emit && ns > c->until_abs_ns) {
+				if (!emit && r.ticks > c->until_ticks) {
 					c->ndrop = 0;
 					for (uint32_t i = 0; i < c->depth; i++) {
 						if (c->ndrop == c->dcap) {
@@ -1041,7 +1052,7 @@ static int thread_pass(struct pctx *c, bool emit)
 					c->kdrop++;
 				if (c->kdrop < c->ndrop && c->drop[c->kdrop] == f->ord)
 					dropped = true;
-				if (!dropped && in_window(c, ns) && c->emitted_depth < PFX_MAX_DEPTH) {
+				if (!dropped && in_window(c, r.ticks) && c->emitted_depth < PFX_MAX_DEPTH) {
 					/* the section a GPU_LAUNCH marks starts the flow to
 					 * its GPU range, if that range is written too */
 					struct pfx_gpu_range *g = NULL;
@@ -1085,7 +1096,7 @@ static int thread_pass(struct pctx *c, bool emit)
 					frame_m(&c->st[c->depth - 1])->x_incl[r.aux - 1] += r.value;
 				break;
 			case PT_REC_COUNTER:
-				if (emit && in_window(c, ns)) {
+				if (emit && in_window(c, r.ticks)) {
 					if (c->routed)
 						emit_pcounter(c, ns, r.id, (int64_t)r.value);
 					else
@@ -1094,7 +1105,7 @@ static int thread_pass(struct pctx *c, bool emit)
 				break;
 			case PT_REC_LOSS:
 			case PT_REC_ERROR:
-				if (emit && in_window(c, ns)) {
+				if (emit && in_window(c, r.ticks)) {
 					if (c->routed)
 						emit_loss_or_error(c, PFX_SEQ_PROCESS, PFX_UUID_PROCESS, &r);
 					else
@@ -1103,7 +1114,7 @@ static int thread_pass(struct pctx *c, bool emit)
 				break;
 			case PT_REC_INSTANT:
 				ns = ns_of(c, r.ticks);
-				if (emit && in_window(c, ns)) {
+				if (emit && in_window(c, r.ticks)) {
 					if (c->routed) {
 						char tmp[48];
 						const struct annots none = { .n = 0 };
@@ -1187,9 +1198,8 @@ int pfx_write_perfetto(const char *trace_path, FILE *out, const struct pfx_opts 
 	}
 	c.info = pt_reader_info(c.rd);
 	c.pid = c.info->pid ? (int32_t)c.info->pid : 4194305; /* above Linux's largest pid_max */
-	c.since_abs_ns = c.info->start_mono_ns + (o ? o->since_ns : 0);
 	c.until_set = o && o->until_ns;
-	c.until_abs_ns = c.until_set ? c.info->start_mono_ns + o->until_ns : UINT64_MAX;
+	pfx_window_ticks(c.rd, o ? o->since_ns : 0, o ? o->until_ns : 0, &c.since_ticks, &c.until_ticks);
 	c.out = malloc(PFX_OUT_BYTES);
 	if (!c.out) {
 		fail(&c, -ENOMEM, "out of memory%s", "");
@@ -1208,7 +1218,7 @@ int pfx_write_perfetto(const char *trace_path, FILE *out, const struct pfx_opts 
 		while (!c.err && (rc = pt_reader_next_chunk(c.rd, PT_FMT_META_THREAD, &ci)) == 1)
 			while (!c.err && pt_reader_next_record(c.rd, &r) == 1)
 				if ((r.kind == PT_REC_LOSS || r.kind == PT_REC_ERROR) &&
-				    in_window(&c, ns_of(&c, r.ticks)))
+				    in_window(&c, r.ticks))
 					emit_loss_or_error(&c, PFX_SEQ_PROCESS, PFX_UUID_PROCESS, &r);
 		if (rc < 0)
 			fail(&c, rc, "%s", pt_reader_errmsg(c.rd));

@@ -1,0 +1,119 @@
+/*
+ * tests/export/review/gen_review_trace.c OUT.ptz CASE - writes one small
+ * trace with chosen ticks (1 tick = 1 ns, CLOCK_MONOTONIC source unless
+ * said otherwise) for the export review checks (check_review.py).
+ *
+ * Cases:
+ *  - backwards: a thread whose second chunk starts earlier than the first
+ *    chunk ended (a TSC that is not synchronized across cores: the writer
+ *    clamps ticks within a chunk, not across chunks), with an END earlier
+ *    than its own BEGIN and a section that begins earlier than its parent;
+ *  - since: 2.5 ticks per ns (TSC clock), a section starting one tick before
+ *    --since 1 ns (tick 2.5) and one starting right after it, so a window's
+ *    first tick must be rounded up as the analyzer does.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "trace-format/fmt_internal.h"
+
+#define T0 1000000000ull   /* ticks at pt_open */
+#define MONO0 T0           /* CLOCK_MONOTONIC ns at T0 (clock_source 3: ticks are ns) */
+
+static uint8_t buf[1 << 16];
+static uint64_t seq[4];
+
+static int flush(struct fmt_writer *w, struct fmt_enc *e, uint8_t kind, uint32_t thread)
+{
+	const struct fmt_chunk_hdr h = {
+		.kind = kind,
+		.thread = thread,
+		.records = e->records,
+		.sequence = thread == PT_FMT_META_THREAD ? 0 : seq[thread]++,
+		.first_ticks = e->first_ticks,
+		.last_ticks = e->last_ticks,
+	};
+	int rc = fmt_writer_append(w, &h, buf, (size_t)(e->pos - buf), 3);
+	fmt_enc_reset(e, buf, sizeof(buf));
+	return rc;
+}
+
+static const char *const names[] = { NULL, "outer", "inner", "early", "after", "plain" };
+enum { NNAMES = sizeof(names) / sizeof(names[0]) };
+
+static int meta(struct fmt_writer *w, struct fmt_enc *e, int tsc)
+{
+	fmt_enc_reset(e, buf, sizeof(buf));
+	for (uint32_t id = 1; id < NNAMES; id++)
+		fmt_enc_string(e, id, 0, names[id], strlen(names[id]));
+	fmt_enc_thread(e, 0, 4321, T0, 0, "worker", 6);
+	if (tsc) { /* 2.5 ticks per ns */
+		fmt_enc_clock(e, T0, MONO0, 1700000000000000000ull, 1);
+		fmt_enc_clock(e, T0 + 2500000000ull, MONO0 + 1000000000ull, 1700000001000000000ull, 1);
+	}
+	return flush(w, e, FMT_CHUNK_META, PT_FMT_META_THREAD);
+}
+
+static int case_backwards(struct fmt_writer *w, struct fmt_enc *e)
+{
+	const uint64_t t = T0 + 1000;
+	fmt_enc_begin(e, t, 1);        /* outer */
+	fmt_enc_begin(e, t + 1000, 2); /* inner */
+	if (flush(w, e, FMT_CHUNK_EVENTS, 0))
+		return 1;
+	fmt_enc_end(e, t + 500, 2);    /* inner ends before it began */
+	fmt_enc_end(e, t + 2000, 1);   /* outer */
+	if (flush(w, e, FMT_CHUNK_EVENTS, 0))
+		return 1;
+	fmt_enc_begin(e, t + 3000, 1); /* outer */
+	if (flush(w, e, FMT_CHUNK_EVENTS, 0))
+		return 1;
+	fmt_enc_begin(e, t + 2500, 3); /* early: begins before its parent */
+	fmt_enc_end(e, t + 3500, 3);
+	fmt_enc_end(e, t + 4000, 1);
+	fmt_enc_begin(e, t + 5000, 4); /* after */
+	fmt_enc_end(e, t + 6000, 4);
+	return flush(w, e, FMT_CHUNK_EVENTS, 0);
+}
+
+static int case_since(struct fmt_writer *w, struct fmt_enc *e)
+{
+	/* --since 1 ns is tick 2.5: the analyzer keeps sections from tick 3 on,
+	 * so "early" (tick 2) is outside and "plain" (tick 3) inside */
+	fmt_enc_begin(e, T0 + 2, 3);
+	fmt_enc_end(e, T0 + 2, 3);
+	fmt_enc_begin(e, T0 + 3, 5);
+	fmt_enc_end(e, T0 + 100, 5);
+	return flush(w, e, FMT_CHUNK_EVENTS, 0);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc != 3) {
+		fprintf(stderr, "usage: %s OUT.ptz backwards|since\n", argv[0]);
+		return 2;
+	}
+	const int tsc = strcmp(argv[2], "since") == 0;
+	const struct fmt_writer_hdr hd = {
+		.clock_source = tsc ? 1 : 3, .pid = 4242, .start_ticks = T0, .start_mono_ns = MONO0,
+		.start_real_ns = 1700000000000000000ull, .process_name = "review-gen", .host = "testhost",
+		.cmdline = "gen_review_trace", .recorder_version = "ptz-test 1",
+	};
+	struct fmt_writer *w;
+	struct fmt_enc e;
+	if (fmt_writer_open(argv[1], &hd, &w))
+		return 1;
+	int rc = meta(w, &e, tsc);
+	if (rc == 0 && strcmp(argv[2], "backwards") == 0)
+		rc = case_backwards(w, &e);
+	else if (rc == 0 && tsc)
+		rc = case_since(w, &e);
+	else if (rc == 0) {
+		fprintf(stderr, "unknown case %s\n", argv[2]);
+		rc = 2;
+	}
+	if (fmt_writer_close(w))
+		return 1;
+	return rc ? 1 : 0;
+}
