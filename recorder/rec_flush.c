@@ -39,6 +39,17 @@
  * changes. */
 #define EVENTS_CAP (256u << 10)
 #define REPEAT_BYTES (64ull << 20)  /* full tables repeated after this much output */
+#define EXITED_MAX 4096             /* exited threads' records kept for a retry at most */
+
+/* The last thread record of a thread that exited (its ring is gone), kept
+ * until a meta chunk holding it is written: a failed chunk would lose the
+ * thread's end tick and exit name for good. */
+struct exited_thread {
+	uint32_t index, tid;
+	uint64_t start_ticks, end_ticks;
+	uint64_t attempt;       /* the meta chunk it was last encoded into */
+	char name[32];
+};
 
 struct flusher {
 	struct pt_recorder *r;
@@ -58,6 +69,9 @@ struct flusher {
 	/* a meta chunk failed (I/O error): the strings, domains and threads it
 	 * held are marked written, so the full tables are written again */
 	bool meta_lost;
+	uint64_t meta_attempt;  /* number of the meta chunk being filled */
+	struct exited_thread *exited; /* not yet in a written meta chunk */
+	size_t nexited, cexited;
 	uint64_t meta_retry_ns; /* not before this CLOCK_MONOTONIC time */
 };
 
@@ -92,6 +106,7 @@ static void meta_flush(struct flusher *f, int final)
 	size_t len = (size_t)(m->pos - m->buf);
 	int rc = final ? fmt_writer_append_final(f->r->w, &h, m->buf, len, f->r->zstd_level)
 		       : fmt_writer_append(f->r->w, &h, m->buf, len, f->r->zstd_level);
+	uint64_t attempt = f->meta_attempt++;
 	if (rc) {
 		io_error(f->r, rc, 0); /* tables are written again later; not records */
 		f->meta_lost = true;
@@ -99,6 +114,11 @@ static void meta_flush(struct flusher *f, int final)
 	} else {
 		f->meta_seq++;
 		account(f->r, 0);
+		size_t k = 0; /* exited threads now on disk: forgotten */
+		for (size_t i = 0; i < f->nexited; i++)
+			if (f->exited[i].attempt != attempt)
+				f->exited[k++] = f->exited[i];
+		f->nexited = k;
 	}
 	fmt_enc_reset(m, f->meta, RAW_CAP);
 }
@@ -127,6 +147,47 @@ static void emit_thread(struct flusher *f, struct rec_ring *g, uint64_t end_tick
 		name = set; /* pt_thread_name() wins over the pthread name */
 	meta_room(f, 64 + sizeof(g->name));
 	fmt_enc_thread(&f->menc, g->index, g->tid, g->start_ticks, end_ticks, name, strnlen(name, sizeof(g->name)));
+}
+
+static void emit_exited(struct flusher *f, struct exited_thread *e)
+{
+	meta_room(f, 64 + sizeof(e->name));
+	fmt_enc_thread(&f->menc, e->index, e->tid, e->start_ticks, e->end_ticks, e->name,
+		       strnlen(e->name, sizeof(e->name)));
+	e->attempt = f->meta_attempt; /* after meta_room(), which may have flushed */
+}
+
+/* The last record of exited thread @g (end tick, exit name), kept for a
+ * retry until written (EXITED_MAX of them at most; then sent once). */
+static void emit_thread_exit(struct flusher *f, struct rec_ring *g)
+{
+	struct exited_thread e = { .index = g->index, .tid = g->tid, .start_ticks = g->start_ticks,
+				   .end_ticks = g->end_ticks ? g->end_ticks : 1 };
+	if (!rec_thread_name_for(f->r, g->tid, e.name)) /* pt_thread_name() wins */
+		memcpy(e.name, g->exit_name[0] ? g->exit_name : g->name, sizeof(e.name));
+	e.name[sizeof(e.name) - 1] = 0;
+	if (f->nexited == f->cexited && f->cexited < EXITED_MAX) {
+		size_t nc = f->cexited ? f->cexited * 2 : 16;
+		struct exited_thread *p = realloc(f->exited, nc * sizeof(*p));
+		if (p) {
+			f->exited = p;
+			f->cexited = nc;
+		}
+	}
+	if (f->nexited < f->cexited) {
+		f->exited[f->nexited] = e;
+		emit_exited(f, &f->exited[f->nexited++]);
+	} else {
+		emit_exited(f, &e);
+	}
+}
+
+/* Exited threads whose record went into a meta chunk that failed, again. */
+static void emit_exited_lost(struct flusher *f)
+{
+	for (size_t i = 0; i < f->nexited; i++)
+		if (f->exited[i].attempt != f->meta_attempt)
+			emit_exited(f, &f->exited[i]);
 }
 
 /* Emits strings/domains not yet in this file (all of them if @all). */
@@ -186,6 +247,7 @@ static void emit_repeat_if_due(struct flusher *f, uint64_t now_ns)
 		if (g->announced)
 			emit_thread(f, g, 0, g->name);
 	}
+	emit_exited_lost(f);
 }
 
 /* Appends the event chunk in f->enc for ring @g. */
@@ -338,7 +400,7 @@ static void reap(struct flusher *f, uint64_t now_ns)
 		if (atomic_load_explicit(&g->owner_state, memory_order_acquire) != OWNER_EXITED)
 			continue;
 		drain(f, g, now_ns, 1);
-		emit_thread(f, g, g->end_ticks ? g->end_ticks : 1, g->exit_name[0] ? g->exit_name : g->name);
+		emit_thread_exit(f, g);
 		g->announced = true;
 		f->orphan_lost_records += atomic_load_explicit(&g->lost_records, memory_order_relaxed) -
 					  g->reported_lost_records;
@@ -373,6 +435,7 @@ static void final_meta(struct flusher *f)
 	meta_flush(f, 0);
 	if (f->meta_lost) {
 		emit_tables(f, 1);
+		emit_exited_lost(f);
 		meta_flush(f, 0);
 	}
 	emit_tables(f, 0);
@@ -499,6 +562,7 @@ void rec_flusher_stop(struct pt_recorder *r)
 	r->flusher_running = false;
 	struct flusher *f = the_flusher;
 	the_flusher = NULL;
+	free(f->exited);
 	free(f->raw);
 	free(f->meta);
 	free(f);

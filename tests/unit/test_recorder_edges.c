@@ -22,7 +22,9 @@
  *    flusher (or pt_close()) moves them from its ring to the closed totals;
  *  - the END (or pt_stop()) of a section begun when the thread's ring could
  *    not be allocated counts as lost, not as a misuse error, when the ring
- *    exists by then.
+ *    exists by then;
+ *  - the record a thread leaves at exit (end tick, exit name) is written
+ *    again when the meta chunk holding it failed.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -52,6 +54,20 @@ int __wrap_posix_fallocate64(int fd, off_t off, off_t len)
 	if (atomic_load(&fail_fallocate))
 		return ENOSPC;
 	return __real_posix_fallocate64(fd, off, len);
+}
+
+/* meta chunks fail while set (the flusher's table and thread records) */
+int __real_fmt_writer_append(struct fmt_writer *w, const struct fmt_chunk_hdr *h, const uint8_t *raw, size_t len,
+			     int level);
+int __wrap_fmt_writer_append(struct fmt_writer *w, const struct fmt_chunk_hdr *h, const uint8_t *raw, size_t len,
+			     int level);
+static _Atomic int fail_meta;
+int __wrap_fmt_writer_append(struct fmt_writer *w, const struct fmt_chunk_hdr *h, const uint8_t *raw, size_t len,
+			     int level)
+{
+	if (atomic_load(&fail_meta) && h->kind == FMT_CHUNK_META)
+		return -EIO;
+	return __real_fmt_writer_append(w, h, raw, len, level);
 }
 
 static void sleep_ms(long ms)
@@ -145,6 +161,64 @@ static void test_end_of_section_begun_without_ring(void **state)
 	assert_int_equal(tr.t[0].recs[1].kind, PT_REC_END);
 	assert_int_equal(tr.t[0].recs[2].kind, PT_REC_ERROR);
 	assert_int_equal(tr.t[0].recs[2].aux, PT_ERRC_END_UNDERFLOW);
+	tu_free(&tr);
+	unlink(path);
+}
+
+/* ---- a thread's exit record in a failed meta chunk ---- */
+
+static _Atomic int exiter_go;
+
+static void *exiter_thread(void *arg)
+{
+	pt_recorder *r = arg;
+	pt_thread_name(r, 0, "exiter"); /* 0: the calling thread */
+	uint32_t id = pt_intern(r, "exiter-work");
+	pt_begin(r, id);
+	pt_end(r, id);
+	while (!atomic_load(&exiter_go))
+		sleep_ms(1);
+	return NULL;
+}
+
+static void test_exit_record_rewritten_after_failed_meta(void **state)
+{
+	(void)state;
+	const char *path = tu_path("exit-meta.ptz");
+	struct pt_options o = { .flush_interval_ms = 1 };
+	pt_recorder *r = pt_open(path, &o);
+	assert_non_null(r);
+	pthread_t t;
+	assert_int_equal(pthread_create(&t, NULL, exiter_thread, r), 0);
+	sleep_ms(100); /* its events and its first thread record (no end yet) are written */
+	atomic_store(&fail_meta, 1);
+	atomic_store(&exiter_go, 1);
+	assert_int_equal(pthread_join(t, NULL), 0);
+	sleep_ms(100); /* reaped: its last record goes into a meta chunk that fails */
+	struct pt_stats_info st;
+	pt_stats(r, &st);
+	assert_int_equal(st.last_io_error, EIO);
+	atomic_store(&fail_meta, 0);
+	uint32_t id = pt_intern(r, "after");
+	for (int i = 0; i < 30; i++) { /* the flusher retries the tables (every 100 ms) */
+		pt_begin(r, id);
+		pt_end(r, id);
+		sleep_ms(10);
+	}
+	assert_int_equal(pt_close(r), -EIO);
+	struct tu_trace tr;
+	tu_read(path, &tr);
+	int found = 0;
+	for (size_t i = 0; i < pt_reader_thread_count(tr.rd); i++) {
+		struct pt_thread_info ti;
+		assert_int_equal(pt_reader_thread(tr.rd, i, &ti), 1);
+		if (strcmp(ti.name, "exiter") == 0) {
+			found = 1;
+			assert_int_not_equal(ti.end_ticks, 0); /* its exit, not only its first record */
+			assert_true(ti.end_ticks >= ti.start_ticks);
+		}
+	}
+	assert_true(found);
 	tu_free(&tr);
 	unlink(path);
 }
@@ -552,6 +626,7 @@ int main(void)
 		cmocka_unit_test(test_event_chunks_capped),
 		cmocka_unit_test(test_stats_exact_while_ring_folds),
 		cmocka_unit_test(test_end_of_section_begun_without_ring),
+		cmocka_unit_test(test_exit_record_rewritten_after_failed_meta),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
