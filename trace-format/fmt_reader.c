@@ -18,6 +18,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -262,8 +263,8 @@ static void meta_record(struct pt_reader *r, const struct pt_record *rec)
 		if (!t)
 			return;
 		t->tid = (uint32_t)rec->value;
-		if (!t->start_ticks || rec->ticks < t->start_ticks)
-			t->start_ticks = rec->ticks;
+		if (rec->ticks && (!t->start_ticks || rec->ticks < t->start_ticks))
+			t->start_ticks = rec->ticks; /* the smallest non-zero one (§4.4) */
 		if (rec->value2)
 			t->end_ticks = rec->value2;
 		if (rec->str_len) { /* the last non-empty name wins (format 1.1) */
@@ -380,15 +381,24 @@ static void build_clock(struct pt_reader *r)
 		problem(r, 0, "clock: fewer than two calibration points; durations assume 1 tick = 1 ns");
 }
 
-/* Converts a double ns value to uint64_t, clamped (crafted clock tables
- * must not cause undefined conversions). */
-static uint64_t clamp_ns(double v)
+/* @n + @d, @d a whole number of ns (a rounded double), saturated to
+ * [0, UINT64_MAX]: crafted clock tables must not cause undefined
+ * conversions. The base point is added as an integer (§7), so a CLOCK_MONOTONIC
+ * value above 2^53 ns (104 days of uptime) keeps its last bit. */
+static uint64_t add_ns(uint64_t n, double d)
 {
-	if (!(v > 0.0))
-		return 0;
-	if (v >= 18446744073709549568.0)
+	if (d != d)
+		return n;
+	if (d >= 18446744073709551616.0)
 		return UINT64_MAX;
-	return (uint64_t)(v + 0.5);
+	if (d <= -18446744073709551616.0)
+		return 0;
+	if (d >= 0) {
+		uint64_t u = (uint64_t)d;
+		return u > UINT64_MAX - n ? UINT64_MAX : n + u;
+	}
+	uint64_t u = (uint64_t)-d;
+	return u > n ? 0 : n - u;
 }
 
 uint64_t pt_reader_ticks_to_ns(const struct pt_reader *r, uint64_t t)
@@ -397,8 +407,9 @@ uint64_t pt_reader_ticks_to_ns(const struct pt_reader *r, uint64_t t)
 		return t;
 	const struct rd_clock *c = r->clocks;
 	size_t n = r->nclocks;
-	if (n == 1) /* one point: 1 tick = 1 ns (a problem was recorded) */
-		return clamp_ns((double)c[0].ns + ((double)t - (double)c[0].ticks));
+	if (n == 1) /* one point: 1 tick = 1 ns (a problem was recorded); exact */
+		return t >= c[0].ticks ? (t - c[0].ticks > UINT64_MAX - c[0].ns ? UINT64_MAX : c[0].ns + (t - c[0].ticks))
+				       : (c[0].ticks - t > c[0].ns ? 0 : c[0].ns - (c[0].ticks - t));
 	size_t lo = 0, hi = n - 1; /* segment [lo, lo+1] containing t, clamped to the ends */
 	if (t <= c[0].ticks)
 		hi = 1;
@@ -415,8 +426,12 @@ uint64_t pt_reader_ticks_to_ns(const struct pt_reader *r, uint64_t t)
 	}
 	if (hi != lo + 1)
 		hi = lo + 1;
-	double slope = ((double)c[hi].ns - (double)c[lo].ns) / ((double)c[hi].ticks - (double)c[lo].ticks);
-	return clamp_ns((double)c[lo].ns + ((double)t - (double)c[lo].ticks) * slope);
+	/* §7: N_lo + round((t - T_lo) x (N_hi - N_lo) / (T_hi - T_lo)), t - T_lo the exact
+	 * difference (negative before T_lo), halves away from zero (round()); the kept
+	 * points have T_hi > T_lo and N_hi >= N_lo */
+	double dt = t >= c[lo].ticks ? (double)(t - c[lo].ticks) : -(double)(c[lo].ticks - t);
+	double x = dt * (double)(c[hi].ns - c[lo].ns) / (double)(c[hi].ticks - c[lo].ticks);
+	return add_ns(c[lo].ns, round(x));
 }
 
 double pt_reader_ns_per_tick(const struct pt_reader *r)
