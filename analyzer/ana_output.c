@@ -896,13 +896,29 @@ static json_t *jstr(const char *s)
 	return j ? j : json_string("?");
 }
 
-static json_t *json_row(const struct ana_result *res, const struct ana_tree *t, uint32_t node, uint32_t id,
-			const struct ana_agg *a)
+/*
+ * Name @id as a JSON string shared by every row and path that holds it
+ * (@cache: one slot per name id, or NULL): a path repeats its ancestors'
+ * names, so a tree D levels deep holds ~D^2/2 of them; one string each
+ * made that memory, and the time to build it, 10x what the text is.
+ * Return: a new reference.
+ */
+static json_t *jname(json_t **cache, const struct ana_result *res, uint32_t id)
+{
+	if (!cache || id >= res->nnames)
+		return jstr(ana_name(res, id));
+	if (!cache[id])
+		cache[id] = jstr(ana_name(res, id));
+	return json_incref(cache[id]);
+}
+
+static json_t *json_row(const struct ana_result *res, json_t **names, const struct ana_tree *t, uint32_t node,
+			uint32_t id, const struct ana_agg *a)
 {
 	struct ana_row w;
 	ana_row_compute(res, a, &w);
 	json_t *r = json_object();
-	json_object_set_new(r, "name", jstr(ana_name(res, id)));
+	json_object_set_new(r, "name", jname(names, res, id));
 	uint32_t dom = 0;
 	pt_reader_string(res->rd, id, &dom);
 	const char *dn = pt_reader_domain(res->rd, dom);
@@ -915,7 +931,7 @@ static json_t *json_row(const struct ana_result *res, const struct ana_tree *t, 
 		for (size_t i = 0; i < k; i++)
 			json_array_append_new(p, json_null());
 		for (uint32_t x = node; x != 0; x = t->n[x].parent)
-			json_array_set_new(p, --k, jstr(ana_name(res, t->n[x].id)));
+			json_array_set_new(p, --k, jname(names, res, t->n[x].id));
 		json_object_set_new(r, "path", p);
 		json_object_set_new(r, "depth", json_integer(t->n[node].depth));
 	}
@@ -1064,21 +1080,21 @@ static json_t *json_instants(const struct ana_result *res, const uint64_t *n, ui
 	return a;
 }
 
-static json_t *json_tree(const struct ana_result *res, const struct ana_tree *t)
+static json_t *json_tree(const struct ana_result *res, json_t **names, const struct ana_tree *t)
 {
 	json_t *a = json_array();
 	for (uint32_t i = 1; i < t->count; i++)
 		if (t->n[i].agg.count)
-			json_array_append_new(a, json_row(res, t, i, t->n[i].id, &t->n[i].agg));
+			json_array_append_new(a, json_row(res, names, t, i, t->n[i].id, &t->n[i].agg));
 	return a;
 }
 
-static json_t *json_flat(const struct ana_result *res, const struct ana_agg *flat)
+static json_t *json_flat(const struct ana_result *res, json_t **names, const struct ana_agg *flat)
 {
 	json_t *a = json_array();
 	for (uint32_t id = 0; id < res->nnames; id++)
 		if (flat[id].count)
-			json_array_append_new(a, json_row(res, NULL, 0, id, &flat[id]));
+			json_array_append_new(a, json_row(res, names, NULL, 0, id, &flat[id]));
 	return a;
 }
 
@@ -1087,6 +1103,7 @@ int ana_write_json(FILE *out, const struct ana_result *res, const struct ana_rep
 	(void)o;
 	const struct pt_trace_info *in = pt_reader_info(res->rd);
 	json_t *root = json_object();
+	json_t **names = calloc(res->nnames ? res->nnames : 1, sizeof(*names)); /* NULL: not shared */
 	json_object_set_new(root, "schema", json_string("ptanalyze-report/1"));
 	json_t *tr = json_object();
 	json_object_set_new(tr, "process", jstr(in->process_name));
@@ -1146,8 +1163,8 @@ int ana_write_json(FILE *out, const struct ana_result *res, const struct ana_rep
 			}
 			json_object_set_new(j, "unattributed_transfers", ux);
 		}
-		json_object_set_new(j, "tree", json_tree(res, &t->tree));
-		json_object_set_new(j, "flat", json_flat(res, res->by_name_thread[i]));
+		json_object_set_new(j, "tree", json_tree(res, names, &t->tree));
+		json_object_set_new(j, "flat", json_flat(res, names, res->by_name_thread[i]));
 		json_t *cs = json_array();
 		for (size_t k = 0; k < t->ncounters; k++) {
 			json_t *c = json_object();
@@ -1166,8 +1183,8 @@ int ana_write_json(FILE *out, const struct ana_result *res, const struct ana_rep
 		json_array_append_new(threads, j);
 	}
 	json_object_set_new(root, "threads", threads);
-	json_object_set_new(root, "tree", json_tree(res, &res->merged));
-	json_object_set_new(root, "flat", json_flat(res, res->by_name));
+	json_object_set_new(root, "tree", json_tree(res, names, &res->merged));
+	json_object_set_new(root, "flat", json_flat(res, names, res->by_name));
 	if (res->has_gpu)
 		json_object_set_new(root, "gpu", json_gpu(res));
 	if (res->has_async)
@@ -1176,5 +1193,8 @@ int ana_write_json(FILE *out, const struct ana_result *res, const struct ana_rep
 		json_object_set_new(root, "instants", json_instants(res, res->instants_by_name, res->ninstants));
 	int rc = json_dumpf(root, out, JSON_INDENT(1) | JSON_REAL_PRECISION(12)) == 0 && fputc('\n', out) != EOF ? 0 : -1;
 	json_decref(root);
+	for (uint32_t i = 0; names && i < res->nnames; i++)
+		json_decref(names[i]);
+	free(names);
 	return rc;
 }
