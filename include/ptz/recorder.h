@@ -410,7 +410,8 @@ PT_API void pt_gpu_end(pt_recorder *r, uint32_t id, void *cuda_stream);
  * pt_stats() - Snapshot of the recorder's counters.
  * @r:   recorder, or NULL (fills @out with zeros).
  * @out: receives the counters; must not be NULL.
- * Context: any thread, and signal handlers; RCU read side over the thread
+ * Context: any thread (not async-signal-safe: a thread's first call may
+ *          allocate its RCU and TLS state); RCU read side over the thread
  *          registry; takes no lock. The sums are consistent: while the
  *          flusher (or pt_close()) moves an exited thread's counters into
  *          the closed totals (a few stores under a sequence count), it
