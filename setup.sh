@@ -20,6 +20,7 @@ if [ "$(id -u)" -ne 0 ]; then
 	exit 1
 fi
 echo "setup.sh: installing$missing" >&2
+echo "setup.sh: apt-get update and install (on a fresh system a few hundred MB, several minutes; output hidden)" >&2
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -q >/dev/null
 apt-get install -y -q --no-install-recommends $missing >/dev/null
