@@ -420,6 +420,16 @@ struct ana_result {
 	uint32_t ninstants;
 };
 
+/* @x as uint64_t, saturated: UINT64_MAX from 2^64 up and for NaN, 0 for
+ * x <= 0, where the conversion itself would be undefined. Any tick or ns
+ * value derived from a (possibly crafted) clock slope goes through it. */
+static inline uint64_t ana_sat_u64(double x)
+{
+	if (!(x < 18446744073709549568.0)) /* 2^64 - 2^11, the last double below 2^64; also NaN */
+		return UINT64_MAX;
+	return x > 0.0 ? (uint64_t)x : 0;
+}
+
 /*
  * ana_window_ticks() - A window bound: @ns after the trace start as a tick
  * value, t0 + @ns / @ns_per_tick (the mean slope, doc/analyzer-output.md
@@ -433,9 +443,9 @@ struct ana_result {
 static inline uint64_t ana_window_ticks(uint64_t t0, uint64_t ns, double ns_per_tick, bool up)
 {
 	const double t = (double)ns / ns_per_tick;
-	if (!(t < 18446744073709549568.0)) /* 2^64 - 2^11, the last double below 2^64; also NaN */
+	uint64_t k = ana_sat_u64(t);
+	if (k == UINT64_MAX) /* t >= 2^64 or NaN: a converted t < 2^64 is at most 2^64 - 2^11 */
 		return UINT64_MAX;
-	uint64_t k = t > 0.0 ? (uint64_t)t : 0;
 	k += up && (double)k < t;
 	return k > UINT64_MAX - t0 ? UINT64_MAX : t0 + k;
 }

@@ -149,8 +149,7 @@ static inline int32_t *open_top_of(struct tstate *ts, uint32_t id)
 
 uint64_t ana_ticks_ns_big(double ns_per_tick, uint64_t ticks)
 {
-	const double x = (double)ticks * ns_per_tick + 0.5;
-	return x < 18446744073709549568.0 ? (uint64_t)x : UINT64_MAX; /* NaN too: UINT64_MAX */
+	return ana_sat_u64((double)ticks * ns_per_tick + 0.5);
 }
 
 void *ana_grow_by_id(void *arr, uint32_t *n, uint32_t id, size_t esize, uint32_t limit)

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analyzer/ana.h" /* ana_window_ticks() */
+#include "analyzer/ana.h" /* ana_window_ticks(), ana_sat_u64() */
 #include "viewer-export/pfx_ranges.h"
 
 static int grow(void **p, size_t *cap, size_t n, size_t size)
@@ -246,7 +246,7 @@ int pfx_gpu_collect(struct pfx_gpu *g, struct pt_reader *rd)
 	const double ns_per_tick = pt_reader_ns_per_tick(rd);
 	/* ticks in PFX_GPU_SNAP_NS; a crafted slope near 0 saturates instead of overflowing */
 	const double snap = ns_per_tick > 0 ? PFX_GPU_SNAP_NS / ns_per_tick : 0;
-	return pfx_gpu_finish(g, snap < 18446744073709549568.0 ? (uint64_t)snap : UINT64_MAX);
+	return pfx_gpu_finish(g, ana_sat_u64(snap));
 }
 
 void pfx_gpu_free(struct pfx_gpu *g)
