@@ -1013,18 +1013,12 @@ __attribute__((weak)) void rec_test_fold_hook(void)
 {
 }
 
-/* Set while this thread folds: pt_stats() from a signal handler that
- * interrupted a fold (in pt_close()) must not wait for itself. */
-static _Thread_local volatile sig_atomic_t folding;
-
 void rec_fold_ring(pt_recorder *r, struct rec_ring *g)
 {
 	/* seqcount writer (Boehm, "Can seqlocks get along with programming
 	 * language memory models?", 2012): odd, release fence, the moves,
 	 * even with release */
 	uint32_t s = atomic_load_explicit(&r->fold_seq, memory_order_relaxed);
-	folding = 1;
-	atomic_signal_fence(memory_order_seq_cst);
 	atomic_store_explicit(&r->fold_seq, s + 1, memory_order_relaxed);
 	atomic_thread_fence(memory_order_release);
 	atomic_fetch_add_explicit(&r->closed_lost, atomic_load_explicit(&g->lost_records, memory_order_relaxed),
@@ -1036,8 +1030,6 @@ void rec_fold_ring(pt_recorder *r, struct rec_ring *g)
 	rec_test_fold_hook();
 	cds_list_del_rcu(&g->node);
 	atomic_store_explicit(&r->fold_seq, s + 2, memory_order_release);
-	atomic_signal_fence(memory_order_seq_cst);
-	folding = 0;
 }
 
 /* How long pt_stats() waits for a fold to end (a few stores, unless the
@@ -1057,10 +1049,10 @@ int pt_stats(pt_recorder *r, struct pt_stats_info *out)
 		/* seqcount reader: the closed_* totals and the live rings from
 		 * one moment, so a ring being folded counts exactly once */
 		uint32_t s1 = atomic_load_explicit(&r->fold_seq, memory_order_acquire);
-		if ((s1 & 1) && !folding && waited_ns < STATS_WAIT_NS) {
+		if ((s1 & 1) && waited_ns < STATS_WAIT_NS) {
 			if (++spins > 64) { /* the folder may share this core, or be descheduled */
 				struct timespec ts = { 0, 20000 };
-				nanosleep(&ts, NULL); /* async-signal-safe */
+				nanosleep(&ts, NULL);
 				waited_ns += 20000;
 			} else if (spins > 16) {
 				sched_yield();
