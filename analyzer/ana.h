@@ -463,6 +463,17 @@ const char *ana_utf8_clean(const char *s, char **scratch);
 /* Name of a section id (or "(unknown id N)"); pointer valid until next call. */
 const char *ana_name(const struct ana_result *res, uint32_t id);
 
+/*
+ * ana_path_of() - @node's call path in tree @t of @res: its names from the
+ * root's child down, joined by ';', in *@buf (grown as needed: a path has
+ * no depth or length limit; the caller frees it). NULL when it cannot grow.
+ */
+const char *ana_path_of(const struct ana_result *res, const struct ana_tree *t, uint32_t node, char **buf,
+			size_t *cap);
+/* ana_fmt_dur() - @ns as "812 ns", "3.25 us", "1.50 ms" or "2.000 s" in
+ * @buf of @n bytes ("-" for NaN); returns @buf. */
+const char *ana_fmt_dur(char *buf, size_t n, double ns);
+
 /* ---- derived figures (doc/analyzer-output.md §3) ---- */
 struct ana_row {
 	const struct ana_agg *a;

@@ -69,6 +69,11 @@ static const char *dur(char *buf, size_t n, double ns)
 	return buf;
 }
 
+const char *ana_fmt_dur(char *buf, size_t n, double ns)
+{
+	return dur(buf, n, ns);
+}
+
 /* dur() of a signed value ("-300 ns"). */
 static const char *sdur(char *buf, size_t n, double ns)
 {
@@ -686,8 +691,8 @@ static void csv_gpu(FILE *out, const struct ana_agg *a, const struct ana_row *w)
  * in *@buf (grown as needed: a path has no depth or length limit); NULL
  * when it cannot be grown.
  */
-static const char *path_of(const struct ana_result *res, const struct ana_tree *t, uint32_t node, char **buf,
-			   size_t *cap)
+const char *ana_path_of(const struct ana_result *res, const struct ana_tree *t, uint32_t node, char **buf,
+			size_t *cap)
 {
 	size_t len = 0;
 	for (uint32_t x = node; x != 0; x = t->n[x].parent)
@@ -799,7 +804,7 @@ static int csv_tree(FILE *out, const struct ana_result *res, const struct ana_tr
 	for (uint32_t i = 1; i < t->count; i++) {
 		if (!t->n[i].agg.count)
 			continue;
-		const char *path = path_of(res, t, i, &buf, &cap);
+		const char *path = ana_path_of(res, t, i, &buf, &cap);
 		if (!path) {
 			free(buf);
 			errno = ENOMEM;

@@ -5,7 +5,8 @@
  * offset: every crashed production trace looks like that); 1 = damage
  * inside the file (the report of every intact chunk is still printed), the
  * trace cannot be read, --thread names no thread of it, or an output cannot
- * be written in full; 2 = usage error.
+ * be written in full; 2 = usage error; 3 = compare --fail-on-regression
+ * found a regression (and nothing else failed).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -17,6 +18,7 @@
 #include <unistd.h>
 
 #include "analyzer/ana.h"
+#include "analyzer/ana_compare.h"
 #include "viewer-export/pfx.h"
 
 #define PROG "ptanalyze"
@@ -27,6 +29,7 @@ static void usage(FILE *out)
 		"usage: " PROG " TRACE.ptz --report [options]     report (also: " PROG " report TRACE.ptz)\n"
 		"       " PROG " info TRACE.ptz                   header, threads, losses, compression\n"
 		"       " PROG " export --perfetto OUT TRACE.ptz  export for viewers (also: " PROG " TRACE.ptz --perfetto OUT)\n"
+		"       " PROG " compare BASE.ptz NEW.ptz         what got slower or faster, path by path, with a verdict\n"
 		"       " PROG " --help | --version\n"
 		"\n"
 		"Report options:\n"
@@ -50,9 +53,17 @@ static void usage(FILE *out)
 		"  --folded FILE        folded stacks 'a;b;c SELF_NS', for flamegraph.pl, inferno and speedscope\n"
 		"  --since T, --until T apply to every export; --thread N and --domain NAME to --folded only\n"
 		"\n"
+		"Compare options (doc/analyzer-output.md section 6; --thread, --domain, --since, --until and\n"
+		"--json FILE apply to both traces):\n"
+		"  --noise PCT          changes within +-PCT%% are not regressions (default 5)\n"
+		"  --alpha A            false discovery rate across all paths, 0 < A < 1 (default 0.05)\n"
+		"  --bootstrap N        resamples for the CI of the median change (default 1000)\n"
+		"  --top N              at most N lines per verdict (default 20; all in --json)\n"
+		"  --fail-on-regression exit 3 when any path regressed\n"
+		"\n"
 		"Columns and formulas: doc/analyzer-output.md. Exit codes: 0 clean or torn tail recovered,\n"
 		"1 damaged trace (intact chunks still reported), unreadable, no such --thread or output\n"
-		"not written, 2 usage error.\n");
+		"not written, 2 usage error, 3 compare --fail-on-regression found a regression.\n");
 }
 
 static int usage_error(const char *fmt, const char *arg)
@@ -121,7 +132,7 @@ static FILE *open_out(const char *path)
 
 enum { OPT_REPORT = 256, OPT_FLAT, OPT_SORT, OPT_TOP, OPT_DEPTH, OPT_MINPCT, OPT_THREAD, OPT_DOMAIN,
        OPT_BOTTLENECKS, OPT_SINCE, OPT_UNTIL, OPT_CSV, OPT_JSON, OPT_NOPROGRESS, OPT_VERSION, OPT_PERFETTO,
-       OPT_CHROME, OPT_FOLDED };
+       OPT_CHROME, OPT_FOLDED, OPT_NOISE, OPT_ALPHA, OPT_BOOTSTRAP, OPT_FAILREG };
 
 /* Prints the reader's problems the way every command does; 1 if the trace is damaged inside. */
 static int report_problems(const char *path, struct pt_reader *rd)
@@ -247,6 +258,96 @@ static int run_export(const char *path, const char *const outs[EXP_N], const str
 	return failed || corrupt ? 1 : 0;
 }
 
+/* Prints the reader's problems and the not-closed warning of one analyzed trace; 1 if damaged. */
+static int trace_warnings(const char *path, const struct ana_result *res)
+{
+	const struct pt_trace_info *in = pt_reader_info(res->rd);
+	for (size_t i = 0; i < pt_reader_problem_count(res->rd); i++) {
+		uint64_t off;
+		const char *m = pt_reader_problem(res->rd, i, &off);
+		fprintf(stderr, PROG ": %s: %s: %s\n", path, res->corrupt ? "error" : "warning", m);
+	}
+	if (!in->closed && !res->corrupt)
+		fprintf(stderr, PROG ": %s: warning: trace was not closed (the recorder crashed or is still "
+				"writing); read up to its committed length, %llu bytes\n",
+			path, (unsigned long long)in->committed_bytes);
+	return res->corrupt ? 1 : 0;
+}
+
+/* Analyzes one side of a comparison; 0, or 1 with a message. */
+static int analyze_side(const char *path, struct ana_options *ao, struct ana_result *res, int show_progress)
+{
+	char err[512];
+	ao->progress = NULL;
+	if (show_progress) {
+		struct stat st;
+		if (stat(path, &st) == 0 && st.st_size > (64l << 20))
+			ao->progress = progress;
+	}
+	if (ana_run(path, ao, res, err, sizeof(err))) {
+		fprintf(stderr, PROG ": %s: %s\n", path, err);
+		if (res->rd)
+			ana_result_free(res);
+		return 1;
+	}
+	size_t ti = 0;
+	while (ao->thread >= 0 && ti < res->nthreads && res->threads[ti].index != (uint32_t)ao->thread)
+		ti++;
+	if (ao->thread >= 0 && ti == res->nthreads) {
+		fprintf(stderr, PROG ": %s: no thread with index %d (see 'info')\n", path, ao->thread);
+		ana_result_free(res);
+		return 1;
+	}
+	return 0;
+}
+
+/*
+ * ptanalyze compare BASE NEW: both traces analyzed with the same options,
+ * compared path by path (analyzer/ana_compare.h). Text on stdout unless
+ * --json - ; exit 1 if either trace cannot be read, names no such
+ * --thread, is damaged, or the JSON cannot be written; else 3 with
+ * --fail-on-regression and a regression; else 0.
+ */
+static int run_compare(const char *bpath, const char *npath, struct ana_options *ao, const struct ana_cmp_opts *co,
+		       int top, const char *json, int fail_on_regression, int show_progress)
+{
+	struct ana_result b, n;
+	ao->merged_percentiles_only = true; /* the comparison reads the reservoirs, not the histograms */
+	ao->no_flat_percentiles = true;
+	if (analyze_side(bpath, ao, &b, show_progress))
+		return 1;
+	if (analyze_side(npath, ao, &n, show_progress)) {
+		ana_result_free(&b);
+		return 1;
+	}
+	int code = trace_warnings(bpath, &b) | trace_warnings(npath, &n);
+	struct ana_cmp c;
+	int rc = ana_compare(&b, &n, co, &c);
+	if (rc) {
+		fprintf(stderr, PROG ": compare: %s\n", strerror(-rc));
+		code = 1;
+	} else {
+		if (json) {
+			FILE *f = open_out(json);
+			if (!f || ana_compare_json(f, &b, &n, &c) || (f != stdout && fclose(f))) {
+				fprintf(stderr, PROG ": %s: cannot write JSON: %s\n", json, strerror(errno));
+				code = 1;
+			}
+		}
+		if (!json || strcmp(json, "-")) {
+			printf("base: %s\nnew:  %s\n", bpath, npath);
+			ana_compare_text(stdout, &b, &n, &c, top > 0 ? top : 20);
+		}
+		if (code == 0 && fail_on_regression && c.count[ANA_V_REGRESSION] > 0)
+			code = 3;
+		ana_compare_free(&c);
+	}
+	ana_result_free(&b);
+	ana_result_free(&n);
+	int out = stdout_ok();
+	return out ? out : code;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -269,6 +370,10 @@ int main(int argc, char **argv)
 		{ "perfetto", required_argument, NULL, OPT_PERFETTO },
 		{ "chrome", required_argument, NULL, OPT_CHROME },
 		{ "folded", required_argument, NULL, OPT_FOLDED },
+		{ "noise", required_argument, NULL, OPT_NOISE },
+		{ "alpha", required_argument, NULL, OPT_ALPHA },
+		{ "bootstrap", required_argument, NULL, OPT_BOOTSTRAP },
+		{ "fail-on-regression", no_argument, NULL, OPT_FAILREG },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct ana_options ao = { .thread = -1 };
@@ -276,6 +381,8 @@ int main(int argc, char **argv)
 	const char *csv = NULL, *json = NULL;
 	const char *outs[EXP_N] = { NULL, NULL, NULL };
 	int show_progress = isatty(2), c, report_flag = 0, nexports = 0, until_set = 0;
+	struct ana_cmp_opts co = { .noise = -1 };
+	int fail_on_regression = 0, cmp_only = 0, report_only = 0; /* options of one command only seen */
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
 		switch (c) {
@@ -289,9 +396,11 @@ int main(int argc, char **argv)
 			report_flag = 1;
 			break;
 		case OPT_FLAT:
+			report_only = 1;
 			ro.flat = true;
 			break;
 		case OPT_SORT: {
+			report_only = 1;
 			static const char *keys[] = { "time", "self", "flops", "count", "name" };
 			int k = -1;
 			for (int i = 0; i < 5; i++)
@@ -307,10 +416,12 @@ int main(int argc, char **argv)
 				return usage_error("--top: expected a positive integer, got '%s'", optarg);
 			break;
 		case OPT_DEPTH:
+			report_only = 1;
 			if (parse_int(optarg, 1, 1 << 20, &ro.depth))
 				return usage_error("--depth: expected a positive integer, got '%s'", optarg);
 			break;
 		case OPT_MINPCT: {
+			report_only = 1;
 			char *end;
 			ro.min_pct = strtod(optarg, &end);
 			if (*end || end == optarg || !(ro.min_pct >= 0 && ro.min_pct <= 100))
@@ -326,6 +437,7 @@ int main(int argc, char **argv)
 			ao.domain = optarg;
 			break;
 		case OPT_BOTTLENECKS:
+			report_only = 1;
 			if (parse_int(optarg, 1, 1 << 20, &ro.bottlenecks))
 				return usage_error("--bottlenecks: expected a positive integer, got '%s'", optarg);
 			break;
@@ -339,6 +451,7 @@ int main(int argc, char **argv)
 			until_set = 1;
 			break;
 		case OPT_CSV:
+			report_only = 1;
 			csv = optarg;
 			break;
 		case OPT_JSON:
@@ -346,6 +459,34 @@ int main(int argc, char **argv)
 			break;
 		case OPT_NOPROGRESS:
 			show_progress = 0;
+			break;
+		case OPT_NOISE: {
+			char *end;
+			co.noise = strtod(optarg, &end) / 100.0;
+			if (*end || end == optarg || !(co.noise >= 0 && co.noise <= 10))
+				return usage_error("--noise: expected a percentage 0..1000, got '%s'", optarg);
+			cmp_only = 1;
+			break;
+		}
+		case OPT_ALPHA: {
+			char *end;
+			co.alpha = strtod(optarg, &end);
+			if (*end || end == optarg || !(co.alpha > 0 && co.alpha < 1))
+				return usage_error("--alpha: expected a number between 0 and 1, got '%s'", optarg);
+			cmp_only = 1;
+			break;
+		}
+		case OPT_BOOTSTRAP: {
+			int b;
+			if (parse_int(optarg, 100, 1000000, &b))
+				return usage_error("--bootstrap: expected an integer 100..1000000, got '%s'", optarg);
+			co.bootstrap = (uint32_t)b;
+			cmp_only = 1;
+			break;
+		}
+		case OPT_FAILREG:
+			fail_on_regression = 1;
+			cmp_only = 1;
 			break;
 		case OPT_PERFETTO:
 		case OPT_CHROME:
@@ -360,11 +501,27 @@ int main(int argc, char **argv)
 	const char *cmd = "report", *path = NULL;
 	int rest = argc - optind;
 	if (rest >= 1 && (strcmp(argv[optind], "report") == 0 || strcmp(argv[optind], "info") == 0 ||
-			  strcmp(argv[optind], "export") == 0)) {
+			  strcmp(argv[optind], "export") == 0 || strcmp(argv[optind], "compare") == 0)) {
 		report_flag |= strcmp(argv[optind], "report") == 0;
 		cmd = argv[optind++];
 		rest--;
 	}
+	if (strcmp(cmd, "compare") == 0) {
+		if (rest != 2)
+			return usage_error("%s", "compare: expected two trace files, BASE.ptz NEW.ptz");
+		if (until_set && ao.until_ns <= ao.since_ns)
+			return usage_error("%s", "--until must be later than --since");
+		if (report_only || report_flag || nexports)
+			return usage_error("%s", "compare takes no report or export option (--flat, --sort, --depth, "
+						 "--min-pct, --bottlenecks, --csv, --report, exports)");
+		for (int k = 0; k < 2; k++)
+			if (json && same_file(argv[optind + k], json))
+				return usage_error("output file '%s' is a trace itself", json);
+		return run_compare(argv[optind], argv[optind + 1], &ao, &co, ro.top, json, fail_on_regression,
+				   show_progress);
+	}
+	if (cmp_only)
+		return usage_error("%s", "--noise, --alpha, --bootstrap and --fail-on-regression belong to compare");
 	if (rest != 1)
 		return usage_error("%s", rest ? "expected exactly one trace file" : "no trace file given");
 	path = argv[optind];

@@ -1,0 +1,701 @@
+/*
+ * analyzer/ana_compare.c - two traces compared path by path: Mann-Whitney
+ * U, Benjamini-Hochberg, bootstrap CI of the median change, verdicts
+ * (ana_compare.h has the method and its sources).
+ */
+#include "analyzer/ana_compare.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define DEF_ALPHA 0.05
+#define DEF_NOISE 0.05
+#define DEF_BOOT 1000u
+#define DEF_SEED 0x70747a636d70ull /* "ptzcmp" */
+
+const char *ana_verdict_name(enum ana_verdict v)
+{
+	static const char *const names[ANA_V_N] = { "regression", "improvement", "within noise", "not significant",
+						    "unverified", "only in base", "only in new" };
+	return (unsigned)v < ANA_V_N ? names[v] : NULL;
+}
+
+const char *ana_verdict_key(enum ana_verdict v)
+{
+	static const char *const keys[ANA_V_N] = { "regression", "improvement", "within_noise", "not_significant",
+						   "unverified", "only_base", "only_new" };
+	return (unsigned)v < ANA_V_N ? keys[v] : NULL;
+}
+
+/* ---- statistics ---- */
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return (x > y) - (x < y);
+}
+
+/* A value of the pooled sample, tagged with its side (0 = x, 1 = y). */
+struct tagged {
+	uint64_t v;
+	uint32_t side;
+};
+
+static int cmp_tagged(const void *a, const void *b)
+{
+	return cmp_u64(&((const struct tagged *)a)->v, &((const struct tagged *)b)->v);
+}
+
+/* P(U <= u) and P(U >= u) under H0 for sample sizes m, n, no ties: counts
+ * of arrangements N(m, n, k) = N(m - 1, n, k - n) + N(m, n - 1, k) (Mann and
+ * Whitney 1947), built column by column over n. */
+static int mwu_exact(uint32_t m, uint32_t n, double u, double *le, double *ge)
+{
+	if (m > n) { /* N(m, n, k) = N(n, m, k): the smaller table */
+		uint32_t t = m;
+		m = n;
+		n = t;
+	}
+	const size_t kmax = (size_t)m * n;
+	double *t = calloc((size_t)(m + 1) * (kmax + 1), sizeof(*t));
+	if (!t)
+		return -1;
+#define T(i, k) t[(size_t)(i) * (kmax + 1) + (k)]
+	/* column n' = 0: one arrangement with U = 0 for every i */
+	for (uint32_t i = 0; i <= m; i++)
+		T(i, 0) = 1;
+	for (uint32_t c = 1; c <= n; c++) /* N(i, c, k) = N(i - 1, c, k - c) + N(i, c - 1, k) */
+		for (uint32_t i = 1; i <= m; i++)
+			for (size_t k = kmax; k >= c; k--) {
+				T(i, k) += T(i - 1, k - c);
+				if (k == c)
+					break;
+			}
+	/* T(m, k) now counts arrangements with U = k (i ascending reads column c's i - 1 entries) */
+	double total = 0, below = 0, above = 0;
+	for (size_t k = 0; k <= kmax; k++) {
+		total += T(m, k);
+		if ((double)k <= u)
+			below += T(m, k);
+		if ((double)k >= u)
+			above += T(m, k);
+	}
+#undef T
+	free(t);
+	*le = below / total;
+	*ge = above / total;
+	return 0;
+}
+
+double ana_mwu(const uint64_t *x, uint32_t nx, const uint64_t *y, uint32_t ny, double *u, bool *exact)
+{
+	const size_t n = (size_t)nx + ny;
+	struct tagged *a = malloc(n * sizeof(*a));
+	if (!a)
+		return NAN;
+	for (uint32_t i = 0; i < nx; i++)
+		a[i] = (struct tagged){ x[i], 0 };
+	for (uint32_t j = 0; j < ny; j++)
+		a[nx + j] = (struct tagged){ y[j], 1 };
+	qsort(a, n, sizeof(*a), cmp_tagged);
+	double rx = 0, ties = 0; /* rank sum of x (average ranks), sum of t^3 - t */
+	for (size_t i = 0; i < n;) {
+		size_t j = i;
+		uint32_t in_x = 0;
+		while (j < n && a[j].v == a[i].v)
+			in_x += a[j++].side == 0;
+		const double t = (double)(j - i), rank = (double)(i + 1 + j) / 2.0; /* ranks i+1..j */
+		rx += rank * in_x;
+		ties += t * t * t - t;
+		i = j;
+	}
+	free(a);
+	const double mn = (double)nx * ny;
+	*u = rx - (double)nx * (nx + 1) / 2.0;
+	*exact = ties == 0 && mn <= ANA_CMP_EXACT_MAX;
+	if (*exact) {
+		double le, ge;
+		if (mwu_exact(nx, ny, *u, &le, &ge))
+			return NAN;
+		double p = 2.0 * (le < ge ? le : ge);
+		return p < 1.0 ? p : 1.0;
+	}
+	const double nn = (double)n;
+	const double var = mn / 12.0 * ((nn + 1.0) - ties / (nn * (nn - 1.0)));
+	if (!(var > 0))
+		return 1.0; /* every value equal */
+	double z = (fabs(*u - mn / 2.0) - 0.5) / sqrt(var);
+	if (z < 0)
+		z = 0;
+	double p = erfc(z / M_SQRT2);
+	return p < 1.0 ? p : 1.0;
+}
+
+struct pidx {
+	double p;
+	size_t i;
+};
+
+static int cmp_pidx(const void *a, const void *b)
+{
+	double x = ((const struct pidx *)a)->p, y = ((const struct pidx *)b)->p;
+	return (x > y) - (x < y);
+}
+
+int ana_bh(const double *p, size_t m, double *q)
+{
+	struct pidx *s = malloc((m ? m : 1) * sizeof(*s));
+	if (!s)
+		return -1;
+	size_t k = 0;
+	for (size_t i = 0; i < m; i++) {
+		q[i] = NAN;
+		if (!isnan(p[i]))
+			s[k++] = (struct pidx){ p[i], i };
+	}
+	qsort(s, k, sizeof(*s), cmp_pidx);
+	double run = 1.0; /* min over j >= i of p_(j) k / j, from the largest p down */
+	for (size_t j = k; j-- > 0;) {
+		double v = s[j].p * (double)k / (double)(j + 1);
+		if (v < run)
+			run = v;
+		q[s[j].i] = run;
+	}
+	free(s);
+	return 0;
+}
+
+/* The k-th smallest (0-based) of @v[0..n), by quickselect (Hoare's
+ * FIND with a median-of-three pivot); reorders @v. */
+static uint64_t select_k(uint64_t *v, uint32_t n, uint32_t k)
+{
+	uint32_t lo = 0, hi = n - 1;
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		uint64_t a = v[lo], b = v[mid], c = v[hi];
+		uint64_t piv = a < b ? (b < c ? b : (a < c ? c : a)) : (a < c ? a : (b < c ? c : b));
+		uint32_t i = lo, j = hi;
+		while (i <= j) {
+			while (v[i] < piv)
+				i++;
+			while (v[j] > piv)
+				j--;
+			if (i <= j) {
+				uint64_t t = v[i];
+				v[i] = v[j];
+				v[j] = t;
+				i++;
+				if (j == 0)
+					break;
+				j--;
+			}
+		}
+		if (k <= j)
+			hi = j;
+		else if (k >= i)
+			lo = i;
+		else
+			return v[k];
+	}
+	return v[k];
+}
+
+double ana_median(uint64_t *v, uint32_t n)
+{
+	uint64_t hi = select_k(v, n, n / 2);
+	if (n % 2)
+		return (double)hi;
+	uint64_t lo = v[0]; /* the largest of the lower half */
+	for (uint32_t i = 1; i < n / 2; i++)
+		if (v[i] > lo)
+			lo = v[i];
+	return ((double)lo + (double)hi) / 2.0;
+}
+
+static int cmp_dbl(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+int ana_boot_change(const uint64_t *x, uint32_t nx, const uint64_t *y, uint32_t ny, uint32_t b, uint64_t *rng,
+		    double *lo, double *hi)
+{
+	uint64_t *s = malloc(((size_t)(nx > ny ? nx : ny)) * sizeof(*s));
+	double *r = malloc((b ? b : 1) * sizeof(*r));
+	if (!s || !r) {
+		free(s);
+		free(r);
+		return -1;
+	}
+	uint32_t k = 0;
+	for (uint32_t i = 0; i < b; i++) {
+		for (uint32_t j = 0; j < nx; j++)
+			s[j] = x[(uint64_t)(((ana_u128)ana_rnd(rng) * nx) >> 64)];
+		double mx = ana_median(s, nx);
+		for (uint32_t j = 0; j < ny; j++)
+			s[j] = y[(uint64_t)(((ana_u128)ana_rnd(rng) * ny) >> 64)];
+		double my = ana_median(s, ny);
+		if (mx > 0)
+			r[k++] = my / mx - 1.0;
+	}
+	if (k == 0) {
+		*lo = *hi = NAN;
+	} else {
+		qsort(r, k, sizeof(*r), cmp_dbl);
+		/* percentile points by nearest rank on the k sorted values */
+		uint32_t il = (uint32_t)floor(0.025 * (k - 1) + 0.5), ih = (uint32_t)floor(0.975 * (k - 1) + 0.5);
+		*lo = r[il];
+		*hi = r[ih];
+	}
+	free(s);
+	free(r);
+	return 0;
+}
+
+/* ---- matching the two trees ---- */
+
+/* A child of a paired node: its name (NULL: unknown id, never matched) and index. */
+struct kid {
+	const char *name;
+	uint32_t node;
+};
+
+static int cmp_kid(const void *a, const void *b)
+{
+	const struct kid *x = a, *y = b;
+	if (!x->name || !y->name) /* unknown names last, by node */
+		return x->name ? -1 : y->name ? 1 : (x->node > y->node) - (x->node < y->node);
+	int c = strcmp(x->name, y->name);
+	return c ? c : (x->node > y->node) - (x->node < y->node);
+}
+
+/* The children of @node in @t, sorted by name, in a new array (*@n of them); NULL on ENOMEM. */
+static struct kid *kids_of(const struct ana_result *res, const struct ana_tree *t, uint32_t node, uint32_t *n)
+{
+	const struct ana_node *p = &t->n[node];
+	*n = p->nchild;
+	struct kid *k = malloc((p->nchild ? p->nchild : 1) * sizeof(*k));
+	if (!k)
+		return NULL;
+	for (uint32_t i = 0; i < p->nchild; i++)
+		k[i] = (struct kid){ pt_reader_string(res->rd, p->child_id[i], NULL), p->child[i] };
+	qsort(k, p->nchild, sizeof(*k), cmp_kid);
+	return k;
+}
+
+struct pair {
+	uint32_t b, n; /* nodes; UINT32_MAX = absent */
+};
+
+struct builder {
+	const struct ana_result *base, *nw;
+	struct ana_cmp *c;
+	size_t crows;
+	struct pair *st; /* DFS stack */
+	size_t nst, cst;
+};
+
+static int push(struct builder *bd, uint32_t b, uint32_t n)
+{
+	if (bd->nst == bd->cst) {
+		size_t nc = bd->cst ? bd->cst * 2 : 256;
+		struct pair *s = realloc(bd->st, nc * sizeof(*s));
+		if (!s)
+			return -1;
+		bd->st = s;
+		bd->cst = nc;
+	}
+	bd->st[bd->nst++] = (struct pair){ b, n };
+	return 0;
+}
+
+static struct ana_cmp_row *add_row(struct builder *bd)
+{
+	struct ana_cmp *c = bd->c;
+	if (c->nrows == bd->crows) {
+		size_t nc = bd->crows ? bd->crows * 2 : 256;
+		struct ana_cmp_row *r = realloc(c->rows, nc * sizeof(*r));
+		if (!r)
+			return NULL;
+		c->rows = r;
+		bd->crows = nc;
+	}
+	struct ana_cmp_row *r = &c->rows[c->nrows++];
+	memset(r, 0, sizeof(*r));
+	r->median_base = r->median_new = r->change = r->ci_lo = r->ci_hi = NAN;
+	r->u = r->p = r->q = NAN;
+	return r;
+}
+
+/* Pushes the children of the pair (@b, @n) in reverse name order (so they
+ * pop in name order), matched by name where both sides have them. */
+static int push_children(struct builder *bd, uint32_t b, uint32_t n)
+{
+	uint32_t kb = 0, kn = 0;
+	struct kid *xb = NULL, *xn = NULL;
+	if (b != UINT32_MAX && !(xb = kids_of(bd->base, &bd->base->merged, b, &kb)))
+		return -1;
+	if (n != UINT32_MAX && !(xn = kids_of(bd->nw, &bd->nw->merged, n, &kn))) {
+		free(xb);
+		return -1;
+	}
+	/* merge join from the end */
+	uint32_t i = kb, j = kn;
+	int rc = 0;
+	while (rc == 0 && (i > 0 || j > 0)) {
+		int d;
+		if (i == 0)
+			d = -1;
+		else if (j == 0)
+			d = 1;
+		else if (!xb[i - 1].name || !xn[j - 1].name)
+			d = xb[i - 1].name ? -1 : 1; /* unknown names sort last: take them first */
+		else
+			d = strcmp(xb[i - 1].name, xn[j - 1].name);
+		if (d > 0)
+			rc = push(bd, xb[--i].node, UINT32_MAX);
+		else if (d < 0)
+			rc = push(bd, UINT32_MAX, xn[--j].node);
+		else {
+			i--;
+			j--;
+			rc = push(bd, xb[i].node, xn[j].node);
+		}
+	}
+	free(xb);
+	free(xn);
+	return rc;
+}
+
+/* Copies @a's reservoir into @v without one value equal to the first
+ * occurrence's duration (the first occurrence itself whenever the
+ * reservoir holds every occurrence); the number kept. */
+static uint32_t samples_of(const struct ana_agg *a, uint64_t *v)
+{
+	uint32_t n = 0;
+	bool dropped = a->count == 0;
+	for (uint32_t i = 0; i < a->res.n; i++) {
+		if (!dropped && a->res.v[i] == a->first_ns) {
+			dropped = true;
+			continue;
+		}
+		v[n++] = a->res.v[i];
+	}
+	return n;
+}
+
+/* Whether any two-sided test on n1 vs n2 values can reach @alpha: the
+ * smallest exact p, 2 / C(n1 + n2, n1), is below it. */
+static bool testable(uint32_t n1, uint32_t n2, double alpha)
+{
+	if (n1 == 0 || n2 == 0)
+		return false;
+	double lc = lgamma((double)n1 + n2 + 1) - lgamma((double)n1 + 1) - lgamma((double)n2 + 1);
+	return log(2.0) - lc < log(alpha);
+}
+
+/* Fills the statistics of a row present in both trees; @vb, @vn scratch of ANA_RESERVOIR_CAP. */
+static int fill_pair(struct ana_cmp_row *r, const struct ana_agg *ab, const struct ana_agg *an, uint64_t *vb,
+		     uint64_t *vn, double alpha)
+{
+	r->n_base = samples_of(ab, vb);
+	r->n_new = samples_of(an, vn);
+	if (r->n_base > 0 && r->n_new > 0 && testable(r->n_base, r->n_new, alpha)) {
+		bool ex;
+		r->p = ana_mwu(vb, r->n_base, vn, r->n_new, &r->u, &ex);
+		if (isnan(r->p))
+			return -1;
+		r->exact = ex;
+		r->low_confidence = r->n_base < ANA_CMP_LOW_N || r->n_new < ANA_CMP_LOW_N;
+	}
+	/* medians (ana_median reorders: the bootstrap does not care about order) */
+	r->median_base = r->n_base ? ana_median(vb, r->n_base) : (ab->count ? (double)ab->first_ns : NAN);
+	r->median_new = r->n_new ? ana_median(vn, r->n_new) : (an->count ? (double)an->first_ns : NAN);
+	if (r->median_base > 0 && !isnan(r->median_new))
+		r->change = r->median_new / r->median_base - 1.0;
+	return 0;
+}
+
+int ana_compare(const struct ana_result *base, const struct ana_result *nw, const struct ana_cmp_opts *opts,
+		struct ana_cmp *out)
+{
+	memset(out, 0, sizeof(*out));
+	struct ana_cmp_opts o = opts ? *opts : (struct ana_cmp_opts){ 0 };
+	if (o.alpha == 0)
+		o.alpha = DEF_ALPHA;
+	if (!(o.alpha > 0 && o.alpha < 1))
+		return -EINVAL;
+	if (!(o.noise >= 0))
+		o.noise = DEF_NOISE;
+	if (o.bootstrap == 0)
+		o.bootstrap = DEF_BOOT;
+	if (o.seed == 0)
+		o.seed = DEF_SEED;
+	out->opts = o;
+	struct builder bd = { .base = base, .nw = nw, .c = out };
+	uint64_t *vb = malloc(2 * ANA_RESERVOIR_CAP * sizeof(*vb));
+	int rc = vb ? 0 : -1;
+	const bool have_b = base->merged.count > 0, have_n = nw->merged.count > 0;
+	if (rc == 0 && (have_b || have_n))
+		rc = push_children(&bd, have_b ? 0 : UINT32_MAX, have_n ? 0 : UINT32_MAX);
+	while (rc == 0 && bd.nst > 0) {
+		struct pair pr = bd.st[--bd.nst];
+		struct ana_cmp_row *r = add_row(&bd);
+		if (!r) {
+			rc = -1;
+			break;
+		}
+		r->base_node = pr.b;
+		r->new_node = pr.n;
+		const struct ana_agg *ab = pr.b != UINT32_MAX ? &base->merged.n[pr.b].agg : NULL;
+		const struct ana_agg *an = pr.n != UINT32_MAX ? &nw->merged.n[pr.n].agg : NULL;
+		r->depth = ab ? base->merged.n[pr.b].depth : nw->merged.n[pr.n].depth;
+		if (ab) {
+			r->count_base = ab->count;
+			r->first_base_ns = ab->first_ns;
+		}
+		if (an) {
+			r->count_new = an->count;
+			r->first_new_ns = an->first_ns;
+		}
+		if (ab && an)
+			rc = fill_pair(r, ab, an, vb, vb + ANA_RESERVOIR_CAP, o.alpha);
+		r->verdict = !an ? ANA_V_ONLY_BASE : !ab ? ANA_V_ONLY_NEW : isnan(r->p) ? ANA_V_UNVERIFIED : ANA_V_NOT_SIGNIFICANT;
+		if (rc == 0)
+			rc = push_children(&bd, pr.b, pr.n);
+	}
+	free(bd.st);
+	/* the BH family: every tested row */
+	double *p = NULL, *q = NULL;
+	if (rc == 0 && out->nrows) {
+		p = malloc(out->nrows * sizeof(*p));
+		q = malloc(out->nrows * sizeof(*q));
+		if (!p || !q)
+			rc = -1;
+	}
+	if (rc == 0 && out->nrows) {
+		for (size_t i = 0; i < out->nrows; i++) {
+			p[i] = out->rows[i].p;
+			out->tested += !isnan(p[i]);
+		}
+		rc = ana_bh(p, out->nrows, q);
+	}
+	uint64_t rng = o.seed;
+	double logsum = 0;
+	for (size_t i = 0; rc == 0 && i < out->nrows; i++) {
+		struct ana_cmp_row *r = &out->rows[i];
+		r->q = q[i];
+		if (r->median_base > 0 && r->median_new > 0) {
+			logsum += log(r->median_new / r->median_base);
+			out->ngeo++;
+		}
+		if (!(r->q < o.alpha))
+			continue;
+		/* significant: the effect's interval decides */
+		const struct ana_agg *ab = &base->merged.n[r->base_node].agg, *an = &nw->merged.n[r->new_node].agg;
+		uint32_t nb = samples_of(ab, vb), nn = samples_of(an, vb + ANA_RESERVOIR_CAP);
+		if (ana_boot_change(vb, nb, vb + ANA_RESERVOIR_CAP, nn, o.bootstrap, &rng, &r->ci_lo, &r->ci_hi)) {
+			rc = -1;
+			break;
+		}
+		if (r->ci_lo > o.noise)
+			r->verdict = ANA_V_REGRESSION;
+		else if (r->ci_hi < -o.noise)
+			r->verdict = ANA_V_IMPROVEMENT;
+		else
+			r->verdict = ANA_V_WITHIN_NOISE;
+	}
+	free(p);
+	free(q);
+	free(vb);
+	if (rc) {
+		ana_compare_free(out);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < out->nrows; i++)
+		out->count[out->rows[i].verdict]++;
+	out->geomean = out->ngeo ? exp(logsum / (double)out->ngeo) : NAN;
+	return 0;
+}
+
+void ana_compare_free(struct ana_cmp *c)
+{
+	free(c->rows);
+	memset(c, 0, sizeof(*c));
+}
+
+/* ---- outputs ---- */
+
+/* Display order of the verdict groups. */
+static const enum ana_verdict group_order[ANA_V_N] = { ANA_V_REGRESSION, ANA_V_IMPROVEMENT, ANA_V_WITHIN_NOISE,
+							ANA_V_UNVERIFIED, ANA_V_NOT_SIGNIFICANT,  ANA_V_ONLY_BASE,
+							ANA_V_ONLY_NEW };
+
+static const struct ana_cmp_row *sort_rows; /* qsort has no context argument */
+
+static int cmp_by_change(const void *a, const void *b)
+{
+	const struct ana_cmp_row *x = &sort_rows[*(const size_t *)a], *y = &sort_rows[*(const size_t *)b];
+	double cx = isnan(x->change) ? -1 : fabs(x->change), cy = isnan(y->change) ? -1 : fabs(y->change);
+	if (cx != cy)
+		return cx < cy ? 1 : -1;
+	size_t i = *(const size_t *)a, j = *(const size_t *)b; /* stable: tree order */
+	return (i > j) - (i < j);
+}
+
+/* The row's call path (';'-joined) from the tree that has it. */
+static const char *row_path(const struct ana_result *base, const struct ana_result *nw, const struct ana_cmp_row *r,
+			    char **buf, size_t *cap)
+{
+	if (r->base_node != UINT32_MAX)
+		return ana_path_of(base, &base->merged, r->base_node, buf, cap);
+	return ana_path_of(nw, &nw->merged, r->new_node, buf, cap);
+}
+
+static const char *pct(char *b, size_t n, double v)
+{
+	if (isnan(v))
+		snprintf(b, n, "-");
+	else
+		snprintf(b, n, "%+.1f%%", 100.0 * v);
+	return b;
+}
+
+static const char *plural_s(size_t n)
+{
+	return n == 1 ? "" : "s";
+}
+
+void ana_compare_text(FILE *out, const struct ana_result *base, const struct ana_result *nw,
+		      const struct ana_cmp *c, int top)
+{
+	const struct ana_cmp_opts *o = &c->opts;
+	fprintf(out,
+		"method: two-sided Mann-Whitney U on each call path's per-occurrence inclusive durations\n"
+		"        (first occurrence left out; up to %u samples a path), Benjamini-Hochberg FDR at %g,\n"
+		"        bootstrap 95%% CI of the median change (%u resamples), noise threshold +-%.1f%%\n",
+		ANA_RESERVOIR_CAP, o->alpha, o->bootstrap, 100.0 * o->noise);
+	size_t both = c->nrows - c->count[ANA_V_ONLY_BASE] - c->count[ANA_V_ONLY_NEW];
+	fprintf(out, "paths:   %zu in both (%zu tested), %zu only in base, %zu only in new\n", both, c->tested,
+		c->count[ANA_V_ONLY_BASE], c->count[ANA_V_ONLY_NEW]);
+	fprintf(out, "verdict: %zu regression%s, %zu improvement%s, %zu within noise, %zu not significant, %zu unverified\n",
+		c->count[ANA_V_REGRESSION], plural_s(c->count[ANA_V_REGRESSION]), c->count[ANA_V_IMPROVEMENT],
+		plural_s(c->count[ANA_V_IMPROVEMENT]), c->count[ANA_V_WITHIN_NOISE], c->count[ANA_V_NOT_SIGNIFICANT],
+		c->count[ANA_V_UNVERIFIED]);
+	if (c->ngeo)
+		fprintf(out, "geometric mean of median ratios (new / base): %.4f over %zu path%s\n", c->geomean, c->ngeo,
+			plural_s(c->ngeo));
+	if (!c->nrows)
+		return;
+	size_t *idx = malloc(c->nrows * sizeof(*idx));
+	char *pb = NULL;
+	size_t pcap = 0;
+	if (!idx) {
+		fprintf(out, "(rows not printed: out of memory)\n");
+		return;
+	}
+	fprintf(out, "\n%-13s %8s  %-19s %8s  %11s  %-23s %s\n", "verdict", "change", "95% CI", "q", "n base/new",
+		"median base -> new", "path");
+	for (int g = 0; g < ANA_V_N; g++) {
+		enum ana_verdict v = group_order[g];
+		size_t k = 0;
+		for (size_t i = 0; i < c->nrows; i++)
+			if (c->rows[i].verdict == v)
+				idx[k++] = i;
+		sort_rows = c->rows;
+		qsort(idx, k, sizeof(*idx), cmp_by_change);
+		size_t shown = top > 0 && (size_t)top < k ? (size_t)top : k;
+		for (size_t j = 0; j < shown; j++) {
+			const struct ana_cmp_row *r = &c->rows[idx[j]];
+			char ch[16], lo[16], hi[16], ci[40] = "-", q[16] = "-", nn[32], mb[16], mn[16], med[40];
+			if (!isnan(r->ci_lo))
+				snprintf(ci, sizeof(ci), "[%s, %s]", pct(lo, sizeof(lo), r->ci_lo), pct(hi, sizeof(hi), r->ci_hi));
+			if (!isnan(r->q))
+				snprintf(q, sizeof(q), "%.2g", r->q);
+			snprintf(nn, sizeof(nn), "%u/%u%s", r->n_base, r->n_new, r->low_confidence ? "*" : "");
+			snprintf(med, sizeof(med), "%s -> %s", ana_fmt_dur(mb, sizeof(mb), r->median_base),
+				 ana_fmt_dur(mn, sizeof(mn), r->median_new));
+			const char *path = row_path(base, nw, r, &pb, &pcap);
+			fprintf(out, "%-13s %8s  %-19s %8s  %11s  %-23s %s\n", ana_verdict_name(v),
+				pct(ch, sizeof(ch), r->change), ci, q, nn, med, path ? path : "?");
+		}
+		if (shown < k)
+			fprintf(out, "%-13s ... and %zu more (--top)\n", ana_verdict_name(v), k - shown);
+	}
+	if (c->count[ANA_V_REGRESSION] + c->count[ANA_V_IMPROVEMENT] + c->count[ANA_V_WITHIN_NOISE] +
+	    c->count[ANA_V_NOT_SIGNIFICANT] > 0)
+		fprintf(out, "\n* fewer than %u samples on a side: low confidence. Occurrences within one run are not\n"
+			     "  independent, so p-values are optimistic: the noise threshold guards the verdicts.\n",
+			ANA_CMP_LOW_N);
+	free(idx);
+	free(pb);
+}
+
+/* A JSON number, or null for NaN (JSON has no NaN). */
+static json_t *jnum(double v)
+{
+	return isnan(v) || isinf(v) ? json_null() : json_real(v);
+}
+
+/* The row's path as an array of names, innermost last. */
+static json_t *jpath(const struct ana_result *res, uint32_t node)
+{
+	const struct ana_tree *t = &res->merged;
+	json_t *a = json_array();
+	uint32_t d = t->n[node].depth;
+	for (uint32_t i = 0; a && i < d; i++)
+		if (json_array_append_new(a, json_null()))
+			return json_decref(a), NULL;
+	char *scratch = NULL;
+	for (uint32_t x = node; a && x != 0 && d > 0; x = t->n[x].parent) {
+		const char *n = ana_utf8_clean(ana_name(res, t->n[x].id), &scratch);
+		if (json_array_set_new(a, --d, json_string(n ? n : "?")))
+			a = (json_decref(a), NULL);
+	}
+	free(scratch);
+	return a;
+}
+
+int ana_compare_json(FILE *out, const struct ana_result *base, const struct ana_result *nw,
+		     const struct ana_cmp *c)
+{
+	const struct ana_cmp_opts *o = &c->opts;
+	json_t *root = json_object(), *counts = json_object(), *rows = json_array();
+	int bad = !root || !counts || !rows;
+	bad |= json_object_set_new(root, "schema", json_string("ptanalyze-compare/1"));
+	json_t *m = json_pack("{s:s, s:s, s:f, s:f, s:I, s:I, s:I, s:I}", "test", "mann-whitney-u",
+			      "correction", "benjamini-hochberg", "alpha", o->alpha, "noise", o->noise, "bootstrap",
+			      (json_int_t)o->bootstrap, "seed", (json_int_t)(o->seed & INT64_MAX), "samples_max",
+			      (json_int_t)ANA_RESERVOIR_CAP, "exact_max", (json_int_t)ANA_CMP_EXACT_MAX);
+	bad |= !m || json_object_set_new(root, "method", m);
+	for (int v = 0; v < ANA_V_N; v++)
+		bad |= json_object_set_new(counts, ana_verdict_key(v), json_integer((json_int_t)c->count[v]));
+	bad |= json_object_set_new(root, "counts", counts);
+	bad |= json_object_set_new(root, "tested", json_integer((json_int_t)c->tested));
+	bad |= json_object_set_new(root, "geomean", jnum(c->geomean));
+	bad |= json_object_set_new(root, "geomean_paths", json_integer((json_int_t)c->ngeo));
+	for (size_t i = 0; !bad && i < c->nrows; i++) {
+		const struct ana_cmp_row *r = &c->rows[i];
+		json_t *path = r->base_node != UINT32_MAX ? jpath(base, r->base_node) : jpath(nw, r->new_node);
+		json_t *j = json_pack("{s:o?, s:I, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:o, s:o, s:o, s:o, s:o, "
+				      "s:o, s:o, s:b, s:b}",
+				      "path", path, "depth", (json_int_t)r->depth, "verdict", ana_verdict_key(r->verdict),
+				      "count_base", (json_int_t)r->count_base, "count_new", (json_int_t)r->count_new,
+				      "first_base_ns", (json_int_t)r->first_base_ns, "first_new_ns",
+				      (json_int_t)r->first_new_ns, "n_base", (json_int_t)r->n_base, "n_new",
+				      (json_int_t)r->n_new, "median_base_ns", jnum(r->median_base), "median_new_ns",
+				      jnum(r->median_new), "change", jnum(r->change), "ci_low", jnum(r->ci_lo), "ci_high",
+				      jnum(r->ci_hi), "u", jnum(r->u), "p", jnum(r->p), "q", jnum(r->q), "exact", r->exact,
+				      "low_confidence", r->low_confidence);
+		bad |= !path || !j || json_array_append_new(rows, j);
+	}
+	bad |= json_object_set_new(root, "rows", rows);
+	bad = bad || json_dumpf(root, out, JSON_INDENT(1) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10)) ||
+	      fputc('\n', out) == EOF || fflush(out);
+	json_decref(root);
+	return bad ? -1 : 0;
+}

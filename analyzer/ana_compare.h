@@ -1,0 +1,164 @@
+/*
+ * analyzer/ana_compare.h - comparison of two analyzed traces, call path by
+ * call path: which sections got slower, faster, or did not change beyond
+ * noise, with a significance test that holds across hundreds of sections
+ * (doc/analyzer-output.md §6; method from ../shared/DESIGN.md §6 and the
+ * anchors' §10: uftrace's --diff has no test, Tracy's compare window one
+ * zone at a time and no test, google/benchmark's compare.py an uncorrected
+ * Mann-Whitney U per benchmark).
+ *
+ * Per call path present in both traces (paths matched by their names, so
+ * the two traces' string ids may differ):
+ *  - samples: the path's reservoir of per-occurrence inclusive durations
+ *    (ana_reservoir: every occurrence up to ANA_RESERVOIR_CAP, a uniform
+ *    sample beyond), without the first occurrence (warm-up: reported apart);
+ *  - test: two-sided Mann-Whitney U (rank sum), exact distribution when
+ *    there are no ties and n1 * n2 <= ANA_CMP_EXACT_MAX, else the normal
+ *    approximation with tie and continuity corrections;
+ *  - multiple testing: Benjamini-Hochberg false discovery rate over every
+ *    tested path (q-values);
+ *  - effect: relative change of the median, new / base - 1, with a
+ *    percentile bootstrap 95% confidence interval (seeded: reproducible);
+ *  - verdict (criterion.rs's scheme): q >= alpha -> not significant; else the
+ *    interval entirely above +noise -> regression, entirely below -noise ->
+ *    improvement, otherwise change within noise. Too few samples for the
+ *    test to ever reach alpha (2 / C(n1 + n2, n1) >= alpha): unverified,
+ *    with the change of the medians shown but no verdict.
+ *
+ * Caveat (documented): occurrences inside one run are not independent
+ * (warm-up drift, autocorrelation), so p-values are optimistic; the noise
+ * threshold is the guard against calling a tiny real shift a regression.
+ */
+#ifndef PTZ_ANA_COMPARE_H
+#define PTZ_ANA_COMPARE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "analyzer/ana.h"
+
+/* Exact Mann-Whitney distribution up to this n1 * n2 (and no ties). */
+#define ANA_CMP_EXACT_MAX 2500u
+/* Below this many samples on either side a verdict is "low confidence"
+ * (google/benchmark's UTEST_OPTIMAL_REPETITIONS). */
+#define ANA_CMP_LOW_N 9u
+
+enum ana_verdict {
+	ANA_V_REGRESSION,   /* significant, the CI of the change entirely above +noise */
+	ANA_V_IMPROVEMENT,  /* significant, the CI entirely below -noise */
+	ANA_V_WITHIN_NOISE, /* significant, but the CI reaches into [-noise, +noise] */
+	ANA_V_NOT_SIGNIFICANT, /* q >= alpha: no change shown beyond chance */
+	ANA_V_UNVERIFIED,   /* too few samples for any test to reach alpha */
+	ANA_V_ONLY_BASE,    /* path absent from the new trace */
+	ANA_V_ONLY_NEW,     /* path absent from the base trace */
+	ANA_V_N
+};
+/* "regression", "improvement", "within noise", "not significant", "unverified",
+ * "only in base", "only in new"; NULL for an out-of-range value. */
+const char *ana_verdict_name(enum ana_verdict v);
+/* The same as JSON keys and values: "regression", "improvement",
+ * "within_noise", "not_significant", "unverified", "only_base", "only_new". */
+const char *ana_verdict_key(enum ana_verdict v);
+
+struct ana_cmp_opts {
+	double alpha;       /* FDR level, (0, 1); 0 = 0.05 */
+	double noise;       /* relative noise threshold, >= 0; < 0 = 0.05 (so 0 is allowed) */
+	uint32_t bootstrap; /* bootstrap resamples; 0 = 1000 */
+	uint64_t seed;      /* bootstrap random seed; 0 = a fixed constant */
+};
+
+struct ana_cmp_row {
+	uint32_t base_node, new_node;  /* in base->merged / new->merged; UINT32_MAX = absent */
+	uint32_t depth;                /* 1 = top-level section */
+	uint64_t count_base, count_new;     /* occurrences (all) */
+	uint64_t first_base_ns, first_new_ns; /* the first occurrence's duration */
+	uint32_t n_base, n_new;        /* samples compared (reservoir minus the first occurrence) */
+	double median_base, median_new; /* of the samples, ns; NaN with no sample */
+	double change;                 /* median_new / median_base - 1; NaN if not defined */
+	double ci_lo, ci_hi;           /* bootstrap 95% CI of @change; NaN when not computed */
+	double u;                      /* Mann-Whitney U of the base samples; NaN if not tested */
+	double p, q;                   /* two-sided p, BH-adjusted q; NaN if not tested */
+	bool exact;                    /* p from the exact distribution */
+	bool low_confidence;           /* tested with fewer than ANA_CMP_LOW_N samples on a side */
+	enum ana_verdict verdict;
+};
+
+struct ana_cmp {
+	struct ana_cmp_row *rows; /* base tree order (depth first), then paths only in new */
+	size_t nrows;
+	size_t count[ANA_V_N];    /* rows by verdict */
+	size_t tested;            /* rows with a p-value (the BH family size) */
+	double geomean;           /* geometric mean of median ratios over rows with both medians > 0; NaN if none */
+	size_t ngeo;              /* rows in that mean */
+	struct ana_cmp_opts opts; /* with the defaults filled in */
+};
+
+/*
+ * ana_compare() - Compares every call path of @base's and @nw's merged
+ * trees (ana_run() results, any options) into @out (zeroed here; free with
+ * ana_compare_free()). Not thread-safe with other users of @base or @nw
+ * (ana_name() is used). Cost: one sort per tested path (at most 2 x
+ * ANA_RESERVOIR_CAP samples) plus opts.bootstrap resamples per path whose
+ * q < alpha.
+ * Return: 0, or -ENOMEM (@out then holds nothing to free), or -EINVAL for
+ * an alpha outside (0, 1).
+ */
+int ana_compare(const struct ana_result *base, const struct ana_result *nw, const struct ana_cmp_opts *opts,
+		struct ana_cmp *out);
+void ana_compare_free(struct ana_cmp *c);
+
+/*
+ * ana_compare_text() - The comparison as text: method, verdict counts, the
+ * geometric mean, then one line per path, regressions first, each group by
+ * decreasing |change|; @top > 0 keeps that many lines per verdict.
+ */
+void ana_compare_text(FILE *out, const struct ana_result *base, const struct ana_result *nw,
+		      const struct ana_cmp *c, int top);
+/*
+ * ana_compare_json() - The comparison as JSON, schema "ptanalyze-compare/1"
+ * (doc/analyzer-output.md §6): every row, in ana_cmp order, with raw
+ * numbers (ns, ratios; null for NaN). Return: 0, or -1 if @out failed.
+ */
+int ana_compare_json(FILE *out, const struct ana_result *base, const struct ana_result *nw,
+		     const struct ana_cmp *c);
+
+/* ---- the statistics, exposed for tests ---- */
+
+/*
+ * ana_mwu() - Two-sided Mann-Whitney U test of @x (@nx values) against @y
+ * (@ny values), both >= 1 value. *@u = U of @x: the number of pairs
+ * (x_i, y_j) with x_i > y_j, plus half the ties. Exact when there is no
+ * tie and nx * ny <= ANA_CMP_EXACT_MAX (*@exact true): p = min(1, 2 min(P(U
+ * <= u), P(U >= u))) under the null distribution; otherwise the normal
+ * approximation z = (|U - nx ny / 2| - 1/2) / sigma with sigma^2 = nx ny /
+ * 12 ((n + 1) - sum(t^3 - t) / (n (n - 1))) over tie groups of size t
+ * (Mann and Whitney 1947; tie correction as in scipy.stats.mannwhitneyu),
+ * p = erfc(z / sqrt 2); 1 when every value is equal.
+ * Return: p in [0, 1], or NaN on ENOMEM.
+ */
+double ana_mwu(const uint64_t *x, uint32_t nx, const uint64_t *y, uint32_t ny, double *u, bool *exact);
+
+/*
+ * ana_bh() - Benjamini-Hochberg (1995) adjusted p-values: with p sorted
+ * ascending p_(1..m), q_(i) = min(1, min over j >= i of p_(j) m / j), written
+ * to @q in the order of @p. NaN entries are left out of the family (their
+ * q is NaN). Return: 0, or -1 on ENOMEM.
+ */
+int ana_bh(const double *p, size_t m, double *q);
+
+/* ana_median() - The median of @n >= 1 values (the mean of the two middle
+ * ones for even @n); reorders @v. */
+double ana_median(uint64_t *v, uint32_t n);
+
+/*
+ * ana_boot_change() - Percentile bootstrap (Efron and Tibshirani 1993,
+ * §13.3) of median(y) / median(x) - 1 over @b resamples of each side with
+ * replacement, splitmix64 seeded by *@rng; *@lo and *@hi the 2.5% and
+ * 97.5% points (resamples whose base median is 0 are left out; NaN if all
+ * are). Return: 0, or -1 on ENOMEM.
+ */
+int ana_boot_change(const uint64_t *x, uint32_t nx, const uint64_t *y, uint32_t ny, uint32_t b, uint64_t *rng,
+		    double *lo, double *hi);
+
+#endif /* PTZ_ANA_COMPARE_H */

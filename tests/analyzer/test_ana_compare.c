@@ -1,0 +1,502 @@
+/*
+ * tests/analyzer/test_ana_compare.c - ptanalyze compare (analyzer/ana_compare.h):
+ *  - Mann-Whitney U: the exact p against a brute-force enumeration of every
+ *    arrangement, a published example (scipy.stats.mannwhitneyu's
+ *    documentation: males vs females, U = 17, exact p = 1/9), and the normal
+ *    approximation with ties against U counted pair by pair and the
+ *    tie-corrected variance written out here;
+ *  - Benjamini-Hochberg q-values worked by hand; median; bootstrap CI;
+ *  - two traces written with chosen durations, whose string ids differ
+ *    (paths are matched by name): every verdict, the first occurrence left
+ *    out (a 100x slower warm-up alone is not a regression), paths only on
+ *    one side, too few samples, and the JSON read back.
+ */
+#include <jansson.h>
+#include <math.h>
+
+#include "tests/analyzer/ana_test_util.h"
+#include "analyzer/ana_compare.h"
+
+/* ==== statistics ==== */
+
+static void test_mwu_exact_small(void **state)
+{
+	(void)state;
+	const uint64_t x[] = { 1, 2, 3 }, y[] = { 4, 5, 6 };
+	double u;
+	bool exact;
+	double p = ana_mwu(x, 3, y, 3, &u, &exact);
+	assert_true(exact);
+	assert_true(u == 0);
+	/* one arrangement of C(6, 3) = 20 has U = 0: p = 2 / 20 */
+	assert_true(fabs(p - 0.1) < 1e-12);
+	p = ana_mwu(y, 3, x, 3, &u, &exact);
+	assert_true(u == 9 && fabs(p - 0.1) < 1e-12);
+}
+
+/* scipy.stats.mannwhitneyu documentation example: U1 = 17, exact two-sided p = 0.1111... */
+static void test_mwu_published(void **state)
+{
+	(void)state;
+	const uint64_t males[] = { 19, 22, 16, 29, 24 }, females[] = { 20, 11, 17, 12 };
+	double u;
+	bool exact;
+	double p = ana_mwu(males, 5, females, 4, &u, &exact);
+	assert_true(exact);
+	assert_true(u == 17);
+	assert_true(fabs(p - 1.0 / 9.0) < 1e-12);
+}
+
+/* U of x by counting pairs (ties count 1/2): independent of the rank sums. */
+static double u_pairs(const uint64_t *x, uint32_t nx, const uint64_t *y, uint32_t ny)
+{
+	double u = 0;
+	for (uint32_t i = 0; i < nx; i++)
+		for (uint32_t j = 0; j < ny; j++)
+			u += x[i] > y[j] ? 1.0 : x[i] == y[j] ? 0.5 : 0.0;
+	return u;
+}
+
+/* Exact two-sided p by enumerating every subset of positions for x among n = nx + ny sorted distinct values. */
+static double p_enumerate(const uint64_t *x, uint32_t nx, const uint64_t *y, uint32_t ny)
+{
+	const uint32_t n = nx + ny;
+	double u_obs = u_pairs(x, nx, y, ny);
+	uint64_t le = 0, ge = 0, total = 0;
+	for (uint32_t mask = 0; mask < (1u << n); mask++) {
+		if ((uint32_t)__builtin_popcount(mask) != nx)
+			continue;
+		/* values 0..n-1; x takes the positions in mask: U = pairs x > y */
+		double u = 0;
+		for (uint32_t a = 0; a < n; a++)
+			if (mask >> a & 1)
+				for (uint32_t b = 0; b < a; b++)
+					u += !(mask >> b & 1);
+		total++;
+		le += u <= u_obs;
+		ge += u >= u_obs;
+	}
+	double p = 2.0 * (double)(le < ge ? le : ge) / (double)total;
+	return p < 1 ? p : 1;
+}
+
+static void test_mwu_exact_vs_enumeration(void **state)
+{
+	(void)state;
+	uint64_t rng = 42;
+	for (int round = 0; round < 40; round++) {
+		uint32_t nx = 1 + (uint32_t)(ana_rnd(&rng) % 7), ny = 1 + (uint32_t)(ana_rnd(&rng) % 7);
+		uint64_t x[8], y[8];
+		/* distinct values: a random interleaving of 0..n-1 */
+		uint32_t n = nx + ny, perm[16];
+		for (uint32_t i = 0; i < n; i++)
+			perm[i] = i;
+		for (uint32_t i = n; i > 1; i--) {
+			uint32_t j = (uint32_t)(ana_rnd(&rng) % i), t = perm[i - 1];
+			perm[i - 1] = perm[j];
+			perm[j] = t;
+		}
+		for (uint32_t i = 0; i < nx; i++)
+			x[i] = 100 + perm[i];
+		for (uint32_t j = 0; j < ny; j++)
+			y[j] = 100 + perm[nx + j];
+		double u;
+		bool exact;
+		double p = ana_mwu(x, nx, y, ny, &u, &exact);
+		assert_true(exact);
+		assert_true(u == u_pairs(x, nx, y, ny));
+		double want = p_enumerate(x, nx, y, ny);
+		if (fabs(p - want) > 1e-12)
+			fail_msg("nx %u ny %u: p %.15g, enumeration %.15g", nx, ny, p, want);
+	}
+}
+
+static void test_mwu_normal_ties(void **state)
+{
+	(void)state;
+	/* 60 vs 60 values (n1 n2 = 3600 > ANA_CMP_EXACT_MAX) with many ties: normal approximation */
+	uint64_t x[60], y[60];
+	for (int i = 0; i < 60; i++) {
+		x[i] = 10 + (uint64_t)(i % 7);
+		y[i] = 13 + (uint64_t)(i % 5);
+	}
+	double u;
+	bool exact;
+	double p = ana_mwu(x, 60, y, 60, &u, &exact);
+	assert_false(exact);
+	assert_true(u == u_pairs(x, 60, y, 60));
+	/* tie groups over the pooled 120 values */
+	double ties = 0;
+	for (uint64_t v = 0; v < 40; v++) {
+		double t = 0;
+		for (int i = 0; i < 60; i++)
+			t += (x[i] == v) + (y[i] == v);
+		ties += t * t * t - t;
+	}
+	const double n = 120, mn = 3600;
+	double sigma = sqrt(mn / 12.0 * ((n + 1) - ties / (n * (n - 1))));
+	double z = (fabs(u - mn / 2) - 0.5) / sigma;
+	assert_true(fabs(p - erfc(z / sqrt(2.0))) < 1e-12);
+	assert_true(p < 1e-3); /* y is shifted up by about 2: a real difference */
+	/* all equal: p = 1 */
+	uint64_t c[70];
+	for (int i = 0; i < 70; i++)
+		c[i] = 5;
+	p = ana_mwu(c, 35, c + 35, 35, &u, &exact);
+	assert_true(p == 1.0 && !exact);
+}
+
+static void test_bh(void **state)
+{
+	(void)state;
+	/* sorted: 0.005 (1), 0.01 (2), 0.03 (3), 0.04 (4), m = 4:
+	 * p m / j = 0.02, 0.02, 0.04, 0.04; running minimum from the top = the same */
+	const double p[] = { 0.01, 0.04, 0.03, 0.005, NAN };
+	double q[5];
+	assert_int_equal(ana_bh(p, 5, q), 0);
+	assert_true(fabs(q[0] - 0.02) < 1e-15);
+	assert_true(fabs(q[1] - 0.04) < 1e-15);
+	assert_true(fabs(q[2] - 0.04) < 1e-15);
+	assert_true(fabs(q[3] - 0.02) < 1e-15);
+	assert_true(isnan(q[4]));
+	/* monotone step: p = 0.01, 0.5 (m = 2): 0.02, min(1.0 * 0.5 ... ) = 0.5 */
+	const double p2[] = { 0.5, 0.01 };
+	assert_int_equal(ana_bh(p2, 2, q), 0);
+	assert_true(fabs(q[0] - 0.5) < 1e-15 && fabs(q[1] - 0.02) < 1e-15);
+	/* a large p above a small one: q capped by the later minimum; never above 1 */
+	const double p3[] = { 0.9, 0.8, 0.01 };
+	assert_int_equal(ana_bh(p3, 3, q), 0);
+	assert_true(fabs(q[0] - 0.9) < 1e-15 && fabs(q[1] - 0.9) < 1e-15 && fabs(q[2] - 0.03) < 1e-15);
+}
+
+static void test_median(void **state)
+{
+	(void)state;
+	uint64_t a[] = { 9, 1, 5, 3, 7 };
+	assert_true(ana_median(a, 5) == 5);
+	uint64_t b[] = { 10, 2, 8, 4 };
+	assert_true(ana_median(b, 4) == 6);
+	uint64_t c[] = { 42 };
+	assert_true(ana_median(c, 1) == 42);
+	uint64_t d[] = { 3, 3, 3, 1, 3, 3 };
+	assert_true(ana_median(d, 6) == 3);
+	/* against a sort, on random data with duplicates */
+	uint64_t rng = 7, v[101], s[101];
+	for (int n = 1; n <= 101; n += 4) {
+		for (int i = 0; i < n; i++)
+			s[i] = v[i] = ana_rnd(&rng) % 20;
+		for (int i = 1; i < n; i++) /* insertion sort */
+			for (int j = i; j > 0 && s[j - 1] > s[j]; j--) {
+				uint64_t t = s[j];
+				s[j] = s[j - 1];
+				s[j - 1] = t;
+			}
+		double want = n % 2 ? (double)s[n / 2] : ((double)s[n / 2 - 1] + (double)s[n / 2]) / 2;
+		assert_true(ana_median(v, (uint32_t)n) == want);
+	}
+}
+
+static void test_bootstrap(void **state)
+{
+	(void)state;
+	uint64_t x[50], y[50], rng = 1;
+	for (int i = 0; i < 50; i++) {
+		x[i] = 1000;
+		y[i] = 1200;
+	}
+	double lo, hi;
+	assert_int_equal(ana_boot_change(x, 50, y, 50, 500, &rng, &lo, &hi), 0);
+	assert_true(fabs(lo - 0.2) < 1e-12 && fabs(hi - 0.2) < 1e-12);
+	/* spread data, y = 1.2 x: the interval holds +20% and is narrow */
+	for (int i = 0; i < 50; i++) {
+		x[i] = 1000 + (uint64_t)(i * 10);
+		y[i] = x[i] * 12 / 10;
+	}
+	assert_int_equal(ana_boot_change(x, 50, y, 50, 2000, &rng, &lo, &hi), 0);
+	assert_true(lo < 0.2 && hi > 0.2);
+	assert_true(lo > 0.05 && hi < 0.35);
+	/* seeded: the same seed gives the same interval */
+	double lo2, hi2;
+	uint64_t r1 = 99, r2 = 99;
+	assert_int_equal(ana_boot_change(x, 50, y, 50, 300, &r1, &lo, &hi), 0);
+	assert_int_equal(ana_boot_change(x, 50, y, 50, 300, &r2, &lo2, &hi2), 0);
+	assert_true(lo == lo2 && hi == hi2);
+	/* a base median of 0 in every resample: no interval */
+	uint64_t z[4] = { 0, 0, 0, 0 };
+	assert_int_equal(ana_boot_change(z, 4, y, 4, 100, &rng, &lo, &hi), 0);
+	assert_true(isnan(lo) && isnan(hi));
+}
+
+/* ==== two traces ==== */
+
+/* Sections of the fixture. "warm" has a slow first occurrence in the new
+ * trace only. */
+enum { S_MAIN, S_SAME, S_SLOWER, S_FASTER, S_SLIGHT, S_WARM, S_FEW, S_GONE, S_ADDED, S_N };
+static const char *const sname[S_N] = { "main", "same", "slower", "faster", "slight", "warm", "few", "gone", "added" };
+
+#define REPS 200
+
+/* Duration in ticks (1 tick = 1 ns) of occurrence @i of section @s in trace @which (0 base, 1 new). */
+static uint64_t dur_of(int which, int s, int i, uint64_t *rng)
+{
+	uint64_t jitter = ana_rnd(rng) % 101; /* 0..100 ns */
+	uint64_t base = 10000 + jitter * 20;  /* 10..12 us */
+	switch (s) {
+	case S_SLOWER: return which ? base * 13 / 10 : base; /* +30% */
+	case S_FASTER: return which ? base * 7 / 10 : base;  /* -30% */
+	case S_SLIGHT: return which ? base + 100 + jitter : base; /* about +1.5%: within the 5% noise */
+	case S_WARM: return which && i == 0 ? base * 100 : base;
+	default: return base;
+	}
+}
+
+/* Writes a trace: REPS iterations of main { same, slower, faster, slight,
+ * warm, [few: first 3 iterations], [gone: base only], [added: new only] }.
+ * String ids are assigned in a different order in each trace. */
+static void write_side(const char *path, int which)
+{
+	const struct fmt_writer_hdr hd = {
+		.clock_source = 1,
+		.pid = 100 + (uint32_t)which,
+		.start_ticks = 1000,
+		.start_mono_ns = 1000,
+		.start_real_ns = 1700000000000000000ull,
+		.process_name = "ana-compare",
+		.host = "testhost",
+		.cmdline = "ana-compare",
+		.recorder_version = "ptz-test 1",
+	};
+	struct tb b;
+	tb_start(&b, path, &hd);
+	uint32_t id[S_N];
+	for (int s = 0; s < S_N; s++) {
+		id[s] = which ? (uint32_t)(S_N - s) : (uint32_t)(s + 1); /* reversed ids in the new trace */
+		assert_int_equal(fmt_enc_string(&b.e, id[s], 0, sname[s], strlen(sname[s])), 0);
+	}
+	assert_int_equal(fmt_enc_thread(&b.e, 0, 500, 1000, 0, "t0", 2), 0);
+	assert_int_equal(fmt_enc_clock(&b.e, 0, 0, 1700000000000000000ull, 1), 0);
+	assert_int_equal(fmt_enc_clock(&b.e, 1000000000, 1000000000, 1700000001000000000ull, 1), 0);
+	tb_flush(&b, FMT_CHUNK_META, PT_FMT_META_THREAD);
+	uint64_t t = 2000, rng = 12345 + (uint64_t)which;
+	for (int i = 0; i < REPS; i++) {
+		if (!fmt_enc_room(&b.e, 64 * FMT_MAX_RECORD_BYTES))
+			tb_flush(&b, FMT_CHUNK_EVENTS, 0);
+		fmt_enc_begin(&b.e, t, id[S_MAIN]);
+		for (int s = S_SAME; s < S_N; s++) {
+			if ((s == S_FEW && i >= 3) || (s == S_GONE && which) || (s == S_ADDED && !which))
+				continue;
+			uint64_t d = dur_of(which, s, i, &rng);
+			fmt_enc_begin(&b.e, ++t, id[s]);
+			t += d;
+			fmt_enc_end(&b.e, t, id[s]);
+		}
+		fmt_enc_end(&b.e, ++t, id[S_MAIN]);
+		t += 10;
+	}
+	tb_flush(&b, FMT_CHUNK_EVENTS, 0);
+	tb_close(&b);
+}
+
+struct pair_fixture {
+	char pb[4200], pn[4200];
+	struct ana_result base, nw;
+	struct ana_cmp c;
+};
+
+static int setup_pair(void **state)
+{
+	struct pair_fixture *f = calloc(1, sizeof(*f));
+	if (!f)
+		return -1;
+	snprintf(f->pb, sizeof(f->pb), "%s", tu_path("cmp-base.ptz"));
+	snprintf(f->pn, sizeof(f->pn), "%s", tu_path("cmp-new.ptz"));
+	write_side(f->pb, 0);
+	write_side(f->pn, 1);
+	const struct ana_options o = { .thread = -1, .merged_percentiles_only = true };
+	ana_test_run(f->pb, &o, &f->base);
+	ana_test_run(f->pn, &o, &f->nw);
+	const struct ana_cmp_opts co = { .noise = -1 };
+	if (ana_compare(&f->base, &f->nw, &co, &f->c))
+		return -1;
+	*state = f;
+	return 0;
+}
+
+static int teardown_pair(void **state)
+{
+	struct pair_fixture *f = *state;
+	ana_compare_free(&f->c);
+	ana_result_free(&f->base);
+	ana_result_free(&f->nw);
+	free(f);
+	return 0;
+}
+
+/* The row whose path is @path (';'-joined). */
+static const struct ana_cmp_row *row(struct pair_fixture *f, const char *path)
+{
+	char *buf = NULL;
+	size_t cap = 0;
+	const struct ana_cmp_row *found = NULL;
+	for (size_t i = 0; i < f->c.nrows && !found; i++) {
+		const struct ana_cmp_row *r = &f->c.rows[i];
+		const char *p = r->base_node != UINT32_MAX ? ana_path_of(&f->base, &f->base.merged, r->base_node, &buf, &cap)
+							    : ana_path_of(&f->nw, &f->nw.merged, r->new_node, &buf, &cap);
+		if (p && strcmp(p, path) == 0)
+			found = r;
+	}
+	free(buf);
+	if (!found)
+		fail_msg("no row %s", path);
+	return found;
+}
+
+static void expect(struct pair_fixture *f, const char *path, enum ana_verdict v)
+{
+	const struct ana_cmp_row *r = row(f, path);
+	if (r->verdict != v)
+		fail_msg("%s: verdict %s (change %g, CI [%g, %g], q %g), expected %s", path, ana_verdict_name(r->verdict),
+			 r->change, r->ci_lo, r->ci_hi, r->q, ana_verdict_name(v));
+}
+
+static void test_verdicts(void **state)
+{
+	struct pair_fixture *f = *state;
+	assert_int_equal(f->c.nrows, S_N);
+	expect(f, "main;slower", ANA_V_REGRESSION);
+	expect(f, "main;faster", ANA_V_IMPROVEMENT);
+	expect(f, "main;same", ANA_V_NOT_SIGNIFICANT);
+	expect(f, "main;slight", ANA_V_WITHIN_NOISE);
+	expect(f, "main;warm", ANA_V_NOT_SIGNIFICANT);
+	expect(f, "main;few", ANA_V_UNVERIFIED);
+	expect(f, "main;gone", ANA_V_ONLY_BASE);
+	expect(f, "main;added", ANA_V_ONLY_NEW);
+	/* main holds slower and faster (+30% and -30% of equal parts) and the added section */
+	const struct ana_cmp_row *m = row(f, "main");
+	assert_int_equal(m->count_base, REPS);
+	assert_int_equal(m->count_new, REPS);
+	assert_int_equal(f->c.count[ANA_V_REGRESSION] + f->c.count[ANA_V_IMPROVEMENT] + f->c.count[ANA_V_WITHIN_NOISE] +
+				 f->c.count[ANA_V_NOT_SIGNIFICANT] + f->c.count[ANA_V_UNVERIFIED] +
+				 f->c.count[ANA_V_ONLY_BASE] + f->c.count[ANA_V_ONLY_NEW],
+			 S_N);
+	assert_int_equal(f->c.count[ANA_V_ONLY_BASE], 1);
+	assert_int_equal(f->c.count[ANA_V_ONLY_NEW], 1);
+}
+
+static void test_effect_and_samples(void **state)
+{
+	struct pair_fixture *f = *state;
+	const struct ana_cmp_row *r = row(f, "main;slower");
+	/* every occurrence is in the reservoir (200 < 512): minus the first, 199 a side */
+	assert_int_equal(r->n_base, REPS - 1);
+	assert_int_equal(r->n_new, REPS - 1);
+	assert_true(fabs(r->change - 0.3) < 0.01); /* durations scaled by 13/10 (integer division) */
+	assert_true(r->ci_lo < 0.3 && r->ci_hi > 0.29 && r->ci_lo > 0.2);
+	assert_true(r->q < 1e-10 && r->q >= r->p);
+	assert_false(r->exact); /* 199 x 199 > ANA_CMP_EXACT_MAX */
+	assert_false(r->low_confidence);
+	r = row(f, "main;faster");
+	assert_true(fabs(r->change + 0.3) < 0.01 && r->ci_hi < -0.2);
+	/* the warm-up: 100x slower first occurrence, reported, not tested */
+	r = row(f, "main;warm");
+	assert_true(r->first_new_ns > 50 * r->first_base_ns);
+	assert_true(fabs(r->change) < 0.05);
+	assert_true(isnan(r->ci_lo)); /* not significant: no bootstrap */
+	/* few: 3 occurrences, 2 samples a side: 2 / C(4, 2) = 1/3 >= 0.05, so no test */
+	r = row(f, "main;few");
+	assert_int_equal(r->n_base, 2);
+	assert_true(isnan(r->p) && isnan(r->q));
+	assert_false(isnan(r->change));
+	/* only in one trace: no statistics */
+	r = row(f, "main;gone");
+	assert_int_equal(r->new_node, UINT32_MAX);
+	assert_true(isnan(r->change) && isnan(r->p));
+	assert_int_equal(r->count_new, 0);
+	assert_int_equal(r->count_base, REPS);
+	/* the family: every tested row (main and its 5 sections with enough samples) */
+	assert_int_equal(f->c.tested, 6);
+}
+
+/* A trace compared with itself: nothing changes, every p is 1 (identical samples) */
+static void test_self_compare(void **state)
+{
+	struct pair_fixture *f = *state;
+	struct ana_cmp c;
+	assert_int_equal(ana_compare(&f->base, &f->base, NULL, &c), 0);
+	assert_int_equal(c.count[ANA_V_REGRESSION] + c.count[ANA_V_IMPROVEMENT] + c.count[ANA_V_WITHIN_NOISE], 0);
+	assert_int_equal(c.count[ANA_V_ONLY_BASE] + c.count[ANA_V_ONLY_NEW], 0);
+	assert_true(fabs(c.geomean - 1.0) < 1e-12);
+	for (size_t i = 0; i < c.nrows; i++)
+		if (!isnan(c.rows[i].p))
+			assert_true(c.rows[i].p > 0.99);
+	ana_compare_free(&c);
+	const struct ana_cmp_opts bad = { .alpha = 1.5 };
+	assert_int_equal(ana_compare(&f->base, &f->nw, &bad, &c), -EINVAL);
+}
+
+static void test_text_and_json(void **state)
+{
+	struct pair_fixture *f = *state;
+	char *txt = NULL, *js = NULL;
+	size_t lt = 0, lj = 0;
+	FILE *o = open_memstream(&txt, &lt);
+	ana_compare_text(o, &f->base, &f->nw, &f->c, 0);
+	fclose(o);
+	assert_non_null(strstr(txt, "verdict: 1 regression, 1 improvement, 1 within noise"));
+	assert_non_null(strstr(txt, "main;slower"));
+	/* regressions come first */
+	assert_true(strstr(txt, "regression ") < strstr(txt, "improvement "));
+	o = open_memstream(&js, &lj);
+	assert_int_equal(ana_compare_json(o, &f->base, &f->nw, &f->c), 0);
+	fclose(o);
+	json_error_t err;
+	json_t *root = json_loads(js, 0, &err);
+	if (!root)
+		fail_msg("JSON: %s", err.text);
+	assert_string_equal(json_string_value(jget(root, "schema")), "ptanalyze-compare/1");
+	json_t *counts = jget(root, "counts");
+	assert_int_equal(jint(counts, "regression"), 1);
+	assert_int_equal(jint(counts, "only_new"), 1);
+	json_t *rows = jget(root, "rows");
+	assert_int_equal(json_array_size(rows), S_N);
+	size_t i, seen = 0;
+	json_t *r;
+	json_array_foreach(rows, i, r)
+	{
+		json_t *p = jget(r, "path");
+		assert_true(json_is_array(p));
+		if (json_array_size(p) == 2 && strcmp(json_string_value(json_array_get(p, 1)), "slower") == 0) {
+			seen++;
+			assert_string_equal(json_string_value(jget(r, "verdict")), "regression");
+			assert_int_equal(jint(r, "n_base"), REPS - 1);
+			assert_true(json_real_value(jget(r, "ci_low")) > 0.2);
+		}
+		if (json_array_size(p) == 2 && strcmp(json_string_value(json_array_get(p, 1)), "gone") == 0) {
+			seen++;
+			assert_true(json_is_null(jget(r, "change")) && json_is_null(jget(r, "p")));
+		}
+	}
+	assert_int_equal(seen, 2);
+	json_decref(root);
+	free(txt);
+	free(js);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_mwu_exact_small),
+		cmocka_unit_test(test_mwu_published),
+		cmocka_unit_test(test_mwu_exact_vs_enumeration),
+		cmocka_unit_test(test_mwu_normal_ties),
+		cmocka_unit_test(test_bh),
+		cmocka_unit_test(test_median),
+		cmocka_unit_test(test_bootstrap),
+		cmocka_unit_test(test_verdicts),
+		cmocka_unit_test(test_effect_and_samples),
+		cmocka_unit_test(test_self_compare),
+		cmocka_unit_test(test_text_and_json),
+	};
+	/* one group (one TAP plan): the statistics tests ignore the pair fixture */
+	return cmocka_run_group_tests(tests, setup_pair, teardown_pair);
+}
