@@ -2,10 +2,10 @@
  * analyzer/ana_compare.h - comparison of two analyzed traces, call path by
  * call path: which sections got slower, faster, or did not change beyond
  * noise, with a significance test that holds across hundreds of sections
- * (doc/analyzer-output.md §6; method from ../shared/DESIGN.md §6 and the
- * anchors' §10: uftrace's --diff has no test, Tracy's compare window one
- * zone at a time and no test, google/benchmark's compare.py an uncorrected
- * Mann-Whitney U per benchmark).
+ * (doc/analyzer-output.md §8). Peers: uftrace's --diff has no test,
+ * Tracy's compare window takes one zone at a time and has no test,
+ * google/benchmark's compare.py runs an uncorrected Mann-Whitney U per
+ * benchmark.
  *
  * Per call path present in both traces (paths matched by their names, so
  * the two traces' string ids may differ):
@@ -117,7 +117,7 @@ void ana_compare_text(FILE *out, const struct ana_result *base, const struct ana
 		      const struct ana_cmp *c, int top);
 /*
  * ana_compare_json() - The comparison as JSON, schema "ptanalyze-compare/1"
- * (doc/analyzer-output.md §6): every row, in ana_cmp order, with raw
+ * (doc/analyzer-output.md §8): every row, in ana_cmp order, with raw
  * numbers (ns, ratios; null for NaN). Return: 0, or -1 if @out failed.
  */
 int ana_compare_json(FILE *out, const struct ana_result *base, const struct ana_result *nw,

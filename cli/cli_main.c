@@ -53,7 +53,7 @@ static void usage(FILE *out)
 		"  --folded FILE        folded stacks 'a;b;c SELF_NS', for flamegraph.pl, inferno and speedscope\n"
 		"  --since T, --until T apply to every export; --thread N and --domain NAME to --folded only\n"
 		"\n"
-		"Compare options (doc/analyzer-output.md section 6; --thread, --domain, --since, --until and\n"
+		"Compare options (doc/analyzer-output.md section 8; --thread, --domain, --since, --until and\n"
 		"--json FILE apply to both traces):\n"
 		"  --noise PCT          changes within +-PCT%% are not regressions (default 5)\n"
 		"  --alpha A            false discovery rate across all paths, 0 < A < 1 (default 0.05)\n"

@@ -4,7 +4,8 @@
 # viewer export): --until 0, a --thread that does not exist, an output path
 # that is the trace itself, a full stdout, CSV/JSON/text with names holding
 # commas, quotes, CR, LF, control bytes and a non-UTF-8 byte, a call path
-# 601 levels deep. With 'deep': a trace 200,000 levels deep (a section
+# 601 levels deep; ptanalyze compare's verdict, exit codes and usage
+# errors on two recorder traces. With 'deep': a trace 200,000 levels deep (a section
 # never ended in a loop) must be reported, not crash, and a recursion
 # 100,000 deep in seconds, not minutes. Output is TAP.
 set -u
@@ -138,6 +139,47 @@ assert dj['depth'] == 601 and len(dj['path']) == 601 and dj['path'][0] == 'root'
 PY
 check "CSV (RFC 4180, 40 columns, exact names, full 601-level path) and JSON (valid, full path)" \
 	python3 "$TMP/check.py" "$TMP/g.csv" "$TMP/g.json"
+
+# ptanalyze compare on two recorder traces: "slower" sleeps 3 ms instead of 1 ms
+"$GEN" "$TMP/cb.ptz" --cmp-base 40 && "$GEN" "$TMP/cn.ptz" --cmp-new 40 || { echo "Bail out! generator failed"; exit 1; }
+run compare "$TMP/cb.ptz" "$TMP/cn.ptz"
+check "compare: exits 0 without --fail-on-regression" [ "$rc" -eq 0 ]
+check "compare: iter;slower is a regression of about +200%" \
+	eval 'grep -Eq "^regression +\+(1[5-9][0-9]|2[0-9][0-9])\.[0-9]%.* iter;slower$" "$TMP/out"'
+check "compare: 3 paths in both, 3 tested" grep -q '^paths: *3 in both (3 tested), 0 only in base, 0 only in new' "$TMP/out"
+run compare "$TMP/cb.ptz" "$TMP/cn.ptz" --fail-on-regression
+check "compare --fail-on-regression: exit 3 on a regression" [ "$rc" -eq 3 ]
+run compare "$TMP/cb.ptz" "$TMP/cb.ptz" --fail-on-regression
+check "compare a trace with itself: exit 0, nothing changed" \
+	eval '[ "$rc" -eq 0 ] && grep -q "^verdict: 0 regressions, 0 improvements, 0 within noise, 3 not significant" "$TMP/out"'
+run compare "$TMP/cb.ptz" "$TMP/cn.ptz" --json - --noise 10 --alpha 0.01 --bootstrap 200
+check "compare --json -: the schema and the options" python3 -c '
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert j["schema"] == "ptanalyze-compare/1", j["schema"]
+m = j["method"]
+assert m["noise"] == 0.1 and m["alpha"] == 0.01 and m["bootstrap"] == 200, m
+s = [r for r in j["rows"] if r["path"] == ["iter", "slower"]][0]
+assert s["verdict"] == "regression" and s["n_base"] == 39 and s["ci_low"] > 0.1, s
+assert j["counts"]["regression"] >= 1' "$TMP/out"
+run compare "$TMP/cb.ptz"
+check "compare with one trace: usage, exit 2" eval '[ "$rc" -eq 2 ] && grep -q "expected two trace files" "$TMP/err"'
+run compare "$TMP/cb.ptz" "$TMP/cn.ptz" --flat
+check "compare --flat: usage, exit 2" [ "$rc" -eq 2 ]
+run "$TMP/cb.ptz" --noise 3
+check "--noise without compare: usage, exit 2" eval '[ "$rc" -eq 2 ] && grep -q "belong to compare" "$TMP/err"'
+for bad in "--alpha 1" "--alpha 0" "--noise -1" "--bootstrap 5" "--noise x"; do
+	run compare "$TMP/cb.ptz" "$TMP/cn.ptz" $bad
+	check "compare $bad: usage, exit 2" [ "$rc" -eq 2 ]
+done
+run compare "$TMP/cb.ptz" "$TMP/missing.ptz" --fail-on-regression
+check "compare with a missing trace: exit 1" [ "$rc" -eq 1 ]
+DAMAGED=$(dirname "$SMALL")/../corrupt/crc-mismatch-payload-zstd.ptz
+run compare "$DAMAGED" "$TMP/cn.ptz" --fail-on-regression
+check "compare with a damaged trace: exit 1 (over 3), the damage on stderr, the comparison printed" \
+	eval '[ "$rc" -eq 1 ] && grep -q "error: " "$TMP/err" && grep -q "^verdict:" "$TMP/out"'
+run compare "$TMP/cb.ptz" "$TMP/cn.ptz" --json "$TMP/cb.ptz"
+check "compare --json onto a trace: usage, exit 2" [ "$rc" -eq 2 ]
 
 echo "1..$n"
 [ "$failed" -eq 0 ]

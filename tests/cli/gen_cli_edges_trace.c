@@ -12,6 +12,10 @@
  * it: a call tree N levels deep, each level with a closed "inner".
  * gen_cli_edges_trace OUT.ptz --deep N: a recursion N levels deep, every
  * section ended.
+ * gen_cli_edges_trace OUT.ptz --cmp-base N | --cmp-new N: for ptanalyze
+ * compare, N iterations of "iter" { "steady": sleep 200 us; "slower":
+ * sleep 1 ms (base) or 3 ms (new) }: a regression of about +200% that no
+ * scheduling noise hides (sleeps only get longer, and by far less).
  */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
@@ -28,8 +32,9 @@ enum { NNAMES = sizeof(names) / sizeof(names[0]), DEEP = 600, BURSTS = 4, LOOPS 
 int main(int argc, char **argv)
 {
 	int noend = argc == 4 && strcmp(argv[2], "--noend") == 0, deep = argc == 4 && strcmp(argv[2], "--deep") == 0;
-	if (argc != 2 && !noend && !deep) {
-		fprintf(stderr, "usage: %s OUT.ptz [--noend N | --deep N]\n", argv[0]);
+	int cmp_base = argc == 4 && strcmp(argv[2], "--cmp-base") == 0, cmp_new = argc == 4 && strcmp(argv[2], "--cmp-new") == 0;
+	if (argc != 2 && !noend && !deep && !cmp_base && !cmp_new) {
+		fprintf(stderr, "usage: %s OUT.ptz [--noend N | --deep N | --cmp-base N | --cmp-new N]\n", argv[0]);
 		return 2;
 	}
 	const struct pt_options opt = { .ring_bytes = 64u << 20, .flush_interval_ms = 10, .process_name = "cli-edges-gen" };
@@ -44,6 +49,20 @@ int main(int argc, char **argv)
 			pt_begin(r, step); /* the bug: no pt_end(r, step) */
 			pt_begin(r, inner);
 			pt_end(r, inner);
+		}
+		return pt_close(r) ? 1 : 0;
+	}
+	if (cmp_base || cmp_new) {
+		uint32_t iter = pt_intern(r, "iter"), steady = pt_intern(r, "steady"), slower = pt_intern(r, "slower");
+		for (long i = 0, n = atol(argv[3]); i < n; i++) {
+			pt_begin(r, iter);
+			pt_begin(r, steady);
+			nanosleep(&(struct timespec){ .tv_nsec = 200 * 1000 }, NULL);
+			pt_end(r, steady);
+			pt_begin(r, slower);
+			nanosleep(&(struct timespec){ .tv_nsec = (cmp_new ? 3 : 1) * 1000 * 1000 }, NULL);
+			pt_end(r, slower);
+			pt_end(r, iter);
 		}
 		return pt_close(r) ? 1 : 0;
 	}
