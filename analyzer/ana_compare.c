@@ -378,7 +378,7 @@ static uint32_t samples_of(const struct ana_agg *a, uint64_t *v)
 {
 	uint32_t n = 0;
 	bool dropped = a->count == 0;
-	for (uint32_t i = 0; i < a->res.n; i++) {
+	for (uint32_t i = 0; i < a->res.n && n < ANA_RESERVOIR_CAP; i++) {
 		if (!dropped && a->res.v[i] == a->first_ns) {
 			dropped = true;
 			continue;
@@ -547,13 +547,38 @@ static int cmp_by_change(const void *a, const void *b)
 	return (i > j) - (i < j);
 }
 
-/* The row's call path (';'-joined) from the tree that has it. */
+#define TEXT_PATH_DEPTH 8 /* deeper paths print as "[depth] ...;" and their innermost TEXT_PATH_TAIL names */
+#define TEXT_PATH_TAIL 4
+
+/* The row's call path (';'-joined) from the tree that has it, shortened
+ * past TEXT_PATH_DEPTH levels; NULL on ENOMEM. */
 static const char *row_path(const struct ana_result *base, const struct ana_result *nw, const struct ana_cmp_row *r,
 			    char **buf, size_t *cap)
 {
-	if (r->base_node != UINT32_MAX)
-		return ana_path_of(base, &base->merged, r->base_node, buf, cap);
-	return ana_path_of(nw, &nw->merged, r->new_node, buf, cap);
+	const struct ana_result *res = r->base_node != UINT32_MAX ? base : nw;
+	const uint32_t node = r->base_node != UINT32_MAX ? r->base_node : r->new_node;
+	const struct ana_tree *t = &res->merged;
+	if (t->n[node].depth <= TEXT_PATH_DEPTH)
+		return ana_path_of(res, t, node, buf, cap);
+	uint32_t tail[TEXT_PATH_TAIL]; /* nodes, outermost first */
+	char prefix[32];
+	size_t len = (size_t)snprintf(prefix, sizeof(prefix), "[%u] ...", t->n[node].depth) + 1;
+	uint32_t x = node;
+	for (int k = TEXT_PATH_TAIL; k-- > 0; x = t->n[x].parent) {
+		tail[k] = x;
+		len += strlen(ana_name(res, t->n[x].id)) + 1;
+	}
+	if (len > *cap) {
+		char *b = realloc(*buf, len);
+		if (!b)
+			return NULL;
+		*buf = b;
+		*cap = len;
+	}
+	size_t o = (size_t)sprintf(*buf, "%s", prefix);
+	for (int k = 0; k < TEXT_PATH_TAIL; k++) /* one ana_name() at a time: its buffer is reused */
+		o += (size_t)sprintf(*buf + o, ";%s", ana_name(res, t->n[tail[k]].id));
+	return *buf;
 }
 
 static const char *pct(char *b, size_t n, double v)
@@ -598,7 +623,7 @@ void ana_compare_text(FILE *out, const struct ana_result *base, const struct ana
 		fprintf(out, "(rows not printed: out of memory)\n");
 		return;
 	}
-	fprintf(out, "\n%-13s %8s  %-19s %8s  %11s  %-23s %s\n", "verdict", "change", "95% CI", "q", "n base/new",
+	fprintf(out, "\n%-15s %8s  %-19s %8s  %11s  %-23s %s\n", "verdict", "change", "95% CI", "q", "n base/new",
 		"median base -> new", "path");
 	for (int g = 0; g < ANA_V_N; g++) {
 		enum ana_verdict v = group_order[g];
@@ -620,11 +645,11 @@ void ana_compare_text(FILE *out, const struct ana_result *base, const struct ana
 			snprintf(med, sizeof(med), "%s -> %s", ana_fmt_dur(mb, sizeof(mb), r->median_base),
 				 ana_fmt_dur(mn, sizeof(mn), r->median_new));
 			const char *path = row_path(base, nw, r, &pb, &pcap);
-			fprintf(out, "%-13s %8s  %-19s %8s  %11s  %-23s %s\n", ana_verdict_name(v),
+			fprintf(out, "%-15s %8s  %-19s %8s  %11s  %-23s %s\n", ana_verdict_name(v),
 				pct(ch, sizeof(ch), r->change), ci, q, nn, med, path ? path : "?");
 		}
 		if (shown < k)
-			fprintf(out, "%-13s ... and %zu more (--top)\n", ana_verdict_name(v), k - shown);
+			fprintf(out, "%-15s ... and %zu more (--top)\n", ana_verdict_name(v), k - shown);
 	}
 	if (c->count[ANA_V_REGRESSION] + c->count[ANA_V_IMPROVEMENT] + c->count[ANA_V_WITHIN_NOISE] +
 	    c->count[ANA_V_NOT_SIGNIFICANT] > 0)

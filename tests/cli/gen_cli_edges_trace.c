@@ -13,9 +13,12 @@
  * gen_cli_edges_trace OUT.ptz --deep N: a recursion N levels deep, every
  * section ended.
  * gen_cli_edges_trace OUT.ptz --cmp-base N | --cmp-new N: for ptanalyze
- * compare, N iterations of "iter" { "steady": sleep 200 us; "slower":
- * sleep 1 ms (base) or 3 ms (new) }: a regression of about +200% that no
- * scheduling noise hides (sleeps only get longer, and by far less).
+ * compare, N iterations of "iter" { "steady": 100 us; "slower": 200 us
+ * (base) or 2 ms (new) }, each spent spinning on the thread's CPU clock: a
+ * section lasts at least that long whatever the load, and preemption only
+ * lengthens some of them, so the medians stay about 10x apart. (Sleeps do
+ * not: on a loaded virtual machine a 200 us nanosleep was seen to take
+ * 12 ms, which hid the difference.)
  */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
@@ -28,6 +31,16 @@
 static const char *const names[] = { "comma,name", "quote\"name", "line\nfeed", "carriage\rreturn",
 				     "ctl\x01" "byte", "del\x7f" "byte", "bad\xff" "utf8", "plain" };
 enum { NNAMES = sizeof(names) / sizeof(names[0]), DEEP = 600, BURSTS = 4, LOOPS = 5000 };
+
+/* Spins until the calling thread has used @us microseconds of CPU time. */
+static void spin_cpu_us(long us)
+{
+	struct timespec t0, t;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0);
+	do
+		clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+	while ((t.tv_sec - t0.tv_sec) * 1000000 + (t.tv_nsec - t0.tv_nsec) / 1000 < us);
+}
 
 int main(int argc, char **argv)
 {
@@ -57,10 +70,10 @@ int main(int argc, char **argv)
 		for (long i = 0, n = atol(argv[3]); i < n; i++) {
 			pt_begin(r, iter);
 			pt_begin(r, steady);
-			nanosleep(&(struct timespec){ .tv_nsec = 200 * 1000 }, NULL);
+			spin_cpu_us(100);
 			pt_end(r, steady);
 			pt_begin(r, slower);
-			nanosleep(&(struct timespec){ .tv_nsec = (cmp_new ? 3 : 1) * 1000 * 1000 }, NULL);
+			spin_cpu_us(cmp_new ? 2000 : 200);
 			pt_end(r, slower);
 			pt_end(r, iter);
 		}

@@ -11,7 +11,9 @@
  *  - the analyzer (analyzer/ana.h): ana_run() with the default options, and
  *    with a --since/--until window, the merged-percentiles options of the
  *    plain report and a --domain filter; each result through the text report
- *    (call tree, flat, one thread), the info text, CSV and JSON;
+ *    (call tree, flat, one thread), the info text, CSV and JSON; and
+ *    ptanalyze compare of the whole result with itself and with the
+ *    windowed one, both ways;
  *  - the viewer exports (viewer-export/pfx.h): Perfetto protobuf and Chrome
  *    JSON, whole and windowed, and folded stacks (merged and one thread).
  * Outputs go to /dev/null. The promise checked is the one of
@@ -39,6 +41,7 @@
 #include <xxhash.h>
 
 #include "analyzer/ana.h"
+#include "analyzer/ana_compare.h"
 #include "ptz/format.h"
 #include "trace-format/fmt_internal.h"
 #include "viewer-export/pfx.h"
@@ -188,6 +191,18 @@ static void fuzz_outputs(const char *path, const struct ana_result *res, bool al
 	(void)path;
 }
 
+/* ptanalyze compare of two results, text and JSON. */
+static void fuzz_compare(const struct ana_result *a, const struct ana_result *b)
+{
+	const struct ana_cmp_opts co = { .noise = -1, .bootstrap = 100 };
+	struct ana_cmp c;
+	if (ana_compare(a, b, &co, &c))
+		return;
+	ana_compare_text(devnull, a, b, &c, 5);
+	ana_compare_json(devnull, a, b, &c);
+	ana_compare_free(&c);
+}
+
 static void fuzz_analyzer_and_exports(const char *path)
 {
 	struct ana_options ao = { .thread = -1 };
@@ -196,13 +211,16 @@ static void fuzz_analyzer_and_exports(const char *path)
 	uint64_t span = 0;
 
 	/* 1: default options, every output */
-	memset(&res, 0, sizeof(res));
-	if (ana_run(path, &ao, &res, err, sizeof(err)) == 0) {
-		fuzz_outputs(path, &res, true);
-		span = res.end_ns > res.start_ns ? res.end_ns - res.start_ns : 0;
+	struct ana_result whole;
+	bool have_whole = false;
+	memset(&whole, 0, sizeof(whole));
+	if (ana_run(path, &ao, &whole, err, sizeof(err)) == 0) {
+		fuzz_outputs(path, &whole, true);
+		span = whole.end_ns > whole.start_ns ? whole.end_ns - whole.start_ns : 0;
+		have_whole = true;
+	} else if (whole.rd) {
+		ana_result_free(&whole);
 	}
-	if (res.rd)
-		ana_result_free(&res);
 
 	/* 2: a --since/--until window over the middle third, the plain
 	 * report's options, and a --domain filter */
@@ -212,10 +230,19 @@ static void fuzz_analyzer_and_exports(const char *path)
 	ao.no_flat_percentiles = true;
 	ao.domain = "gpu";
 	memset(&res, 0, sizeof(res));
-	if (ana_run(path, &ao, &res, err, sizeof(err)) == 0)
+	if (ana_run(path, &ao, &res, err, sizeof(err)) == 0) {
 		fuzz_outputs(path, &res, false);
+		/* compare: the whole trace against itself and against the window, both ways */
+		if (have_whole) {
+			fuzz_compare(&whole, &whole);
+			fuzz_compare(&whole, &res);
+			fuzz_compare(&res, &whole);
+		}
+	}
 	if (res.rd)
 		ana_result_free(&res);
+	if (have_whole)
+		ana_result_free(&whole);
 
 	/* 3: the exports, whole and windowed */
 	struct pfx_opts po = { 0 };
