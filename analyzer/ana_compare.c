@@ -666,23 +666,11 @@ static json_t *jnum(double v)
 	return isnan(v) || isinf(v) ? json_null() : json_real(v);
 }
 
-/* The row's path as an array of names, innermost last. */
-static json_t *jpath(const struct ana_result *res, uint32_t node)
+/* The row's own name, UTF-8-repaired. */
+static json_t *jname_of(const struct ana_result *res, uint32_t node, char **scratch)
 {
-	const struct ana_tree *t = &res->merged;
-	json_t *a = json_array();
-	uint32_t d = t->n[node].depth;
-	for (uint32_t i = 0; a && i < d; i++)
-		if (json_array_append_new(a, json_null()))
-			return json_decref(a), NULL;
-	char *scratch = NULL;
-	for (uint32_t x = node; a && x != 0 && d > 0; x = t->n[x].parent) {
-		const char *n = ana_utf8_clean(ana_name(res, t->n[x].id), &scratch);
-		if (json_array_set_new(a, --d, json_string(n ? n : "?")))
-			a = (json_decref(a), NULL);
-	}
-	free(scratch);
-	return a;
+	const char *n = ana_utf8_clean(ana_name(res, res->merged.n[node].id), scratch);
+	return json_string(n ? n : "?");
 }
 
 int ana_compare_json(FILE *out, const struct ana_result *base, const struct ana_result *nw,
@@ -703,21 +691,37 @@ int ana_compare_json(FILE *out, const struct ana_result *base, const struct ana_
 	bad |= json_object_set_new(root, "tested", json_integer((json_int_t)c->tested));
 	bad |= json_object_set_new(root, "geomean", jnum(c->geomean));
 	bad |= json_object_set_new(root, "geomean_paths", json_integer((json_int_t)c->ngeo));
+	/* row index of each node, for the parent links (rows are in tree order: a parent's row comes first) */
+	int64_t *brow = malloc((base->merged.count ? base->merged.count : 1) * sizeof(*brow));
+	int64_t *nrow = malloc((nw->merged.count ? nw->merged.count : 1) * sizeof(*nrow));
+	char *scratch = NULL;
+	bad |= !brow || !nrow;
 	for (size_t i = 0; !bad && i < c->nrows; i++) {
 		const struct ana_cmp_row *r = &c->rows[i];
-		json_t *path = r->base_node != UINT32_MAX ? jpath(base, r->base_node) : jpath(nw, r->new_node);
-		json_t *j = json_pack("{s:o?, s:I, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:o, s:o, s:o, s:o, s:o, "
+		const bool in_b = r->base_node != UINT32_MAX;
+		const struct ana_result *res = in_b ? base : nw;
+		const uint32_t node = in_b ? r->base_node : r->new_node;
+		if (in_b)
+			brow[r->base_node] = (int64_t)i;
+		if (r->new_node != UINT32_MAX)
+			nrow[r->new_node] = (int64_t)i;
+		const uint32_t par = res->merged.n[node].parent;
+		const int64_t parent = par == 0 ? -1 : in_b ? brow[par] : nrow[par];
+		json_t *j = json_pack("{s:o, s:I, s:I, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:o, s:o, s:o, s:o, s:o, "
 				      "s:o, s:o, s:b, s:b}",
-				      "path", path, "depth", (json_int_t)r->depth, "verdict", ana_verdict_key(r->verdict),
-				      "count_base", (json_int_t)r->count_base, "count_new", (json_int_t)r->count_new,
-				      "first_base_ns", (json_int_t)r->first_base_ns, "first_new_ns",
-				      (json_int_t)r->first_new_ns, "n_base", (json_int_t)r->n_base, "n_new",
-				      (json_int_t)r->n_new, "median_base_ns", jnum(r->median_base), "median_new_ns",
-				      jnum(r->median_new), "change", jnum(r->change), "ci_low", jnum(r->ci_lo), "ci_high",
-				      jnum(r->ci_hi), "u", jnum(r->u), "p", jnum(r->p), "q", jnum(r->q), "exact", r->exact,
-				      "low_confidence", r->low_confidence);
-		bad |= !path || !j || json_array_append_new(rows, j);
+				      "name", jname_of(res, node, &scratch), "parent", (json_int_t)parent, "depth",
+				      (json_int_t)r->depth, "verdict", ana_verdict_key(r->verdict), "count_base",
+				      (json_int_t)r->count_base, "count_new", (json_int_t)r->count_new, "first_base_ns",
+				      (json_int_t)r->first_base_ns, "first_new_ns", (json_int_t)r->first_new_ns, "n_base",
+				      (json_int_t)r->n_base, "n_new", (json_int_t)r->n_new, "median_base_ns",
+				      jnum(r->median_base), "median_new_ns", jnum(r->median_new), "change", jnum(r->change),
+				      "ci_low", jnum(r->ci_lo), "ci_high", jnum(r->ci_hi), "u", jnum(r->u), "p", jnum(r->p),
+				      "q", jnum(r->q), "exact", r->exact, "low_confidence", r->low_confidence);
+		bad |= !j || json_array_append_new(rows, j);
 	}
+	free(brow);
+	free(nrow);
+	free(scratch);
 	bad |= json_object_set_new(root, "rows", rows);
 	bad = bad || json_dumpf(root, out, JSON_INDENT(1) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10)) ||
 	      fputc('\n', out) == EOF || fflush(out);

@@ -88,7 +88,7 @@ struct ana_cmp_row {
 };
 
 struct ana_cmp {
-	struct ana_cmp_row *rows; /* base tree order (depth first), then paths only in new */
+	struct ana_cmp_row *rows; /* tree order: depth first, children by name, one-sided paths where they sit */
 	size_t nrows;
 	size_t count[ANA_V_N];    /* rows by verdict */
 	size_t tested;            /* rows with a p-value (the BH family size) */
@@ -122,7 +122,9 @@ void ana_compare_text(FILE *out, const struct ana_result *base, const struct ana
 /*
  * ana_compare_json() - The comparison as JSON, schema "ptanalyze-compare/1"
  * (doc/analyzer-output.md §8): every row, in ana_cmp order, with raw
- * numbers (ns, ratios; null for NaN). Return: 0, or -1 if @out failed.
+ * numbers (ns, ratios; null for NaN), its name and the index of its
+ * parent's row (-1 at the top), so the output grows linearly with the
+ * paths however deep they are. Return: 0, or -1 if @out failed.
  */
 int ana_compare_json(FILE *out, const struct ana_result *base, const struct ana_result *nw,
 		     const struct ana_cmp *c);

@@ -463,20 +463,27 @@ static void test_text_and_json(void **state)
 	json_t *r;
 	json_array_foreach(rows, i, r)
 	{
-		json_t *p = jget(r, "path");
-		assert_true(json_is_array(p));
-		if (json_array_size(p) == 2 && strcmp(json_string_value(json_array_get(p, 1)), "slower") == 0) {
+		/* a parent's row comes first; "main" is the top level */
+		json_int_t par = jint(r, "parent");
+		assert_true(par < (json_int_t)i);
+		const char *name = json_string_value(jget(r, "name"));
+		if (par >= 0)
+			assert_string_equal(json_string_value(jget(json_array_get(rows, (size_t)par), "name")), "main");
+		else
+			assert_string_equal(name, "main");
+		if (strcmp(name, "slower") == 0) {
 			seen++;
 			assert_string_equal(json_string_value(jget(r, "verdict")), "regression");
 			assert_int_equal(jint(r, "n_base"), REPS - 1);
 			assert_true(json_real_value(jget(r, "ci_low")) > 0.2);
 		}
-		if (json_array_size(p) == 2 && strcmp(json_string_value(json_array_get(p, 1)), "gone") == 0) {
+		if (strcmp(name, "gone") == 0 || strcmp(name, "added") == 0) {
 			seen++;
 			assert_true(json_is_null(jget(r, "change")) && json_is_null(jget(r, "p")));
+			assert_string_equal(json_string_value(jget(r, "verdict")), name[0] == 'g' ? "only_base" : "only_new");
 		}
 	}
-	assert_int_equal(seen, 2);
+	assert_int_equal(seen, 3);
 	json_decref(root);
 	free(txt);
 	free(js);

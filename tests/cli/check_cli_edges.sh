@@ -159,7 +159,8 @@ j = json.load(open(sys.argv[1]))
 assert j["schema"] == "ptanalyze-compare/1", j["schema"]
 m = j["method"]
 assert m["noise"] == 0.1 and m["alpha"] == 0.01 and m["bootstrap"] == 200, m
-s = [r for r in j["rows"] if r["path"] == ["iter", "slower"]][0]
+rows = j["rows"]
+s = [r for r in rows if r["name"] == "slower" and rows[r["parent"]]["name"] == "iter"][0]
 assert s["verdict"] == "regression" and s["n_base"] == 39 and s["ci_low"] > 1.0, s
 assert j["counts"]["regression"] >= 1' "$TMP/out"
 run compare "$TMP/cb.ptz"
