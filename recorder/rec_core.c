@@ -13,7 +13,7 @@
  * (urcu-bp). A thread registers on its first record (mutex-protected
  * cds_list_add_tail_rcu). At thread exit a pthread key destructor marks the
  * ring OWNER_EXITED; the flusher drains it a last time, unlinks it and frees
- * it with call_rcu. pt_close() unlinks every ring, waits one grace period,
+ * it after a grace period (synchronize_rcu). pt_close() unlinks every ring, waits one grace period,
  * then marks rings of live threads OWNER_DETACHED (their threads free them
  * on their next call or at exit) and frees the others.
  *
@@ -55,31 +55,172 @@ static __thread struct rec_ring *rec_tls __attribute__((tls_model("initial-exec"
 
 static void ring_retire(void *p);
 
-bool rec_fork_child;
+/* ---------------------------------------------------------------- fork */
 
-static void atfork_child(void)
+/*
+ * fork() (recorder.h, pt_open()). The prepare handler takes liburcu-bp's
+ * fork locks (urcu_bp_before_fork: grace-period and registry locks, all
+ * signals blocked), then the recorder's own locks in their order (open ->
+ * reg -> names -> intern table), each with a bounded wait: a lock still held
+ * after FORK_LOCK_WAIT_NS (the forking thread itself holds it, from a signal
+ * handler, or pt_close() is flushing) is left alone, and the child is then
+ * "unsafe": it records nothing and touches no lock, as a child always did
+ * before. No liburcu worker thread exists to pause: rings are freed by the
+ * flusher after synchronize_rcu, not by call_rcu. (The intern table's
+ * automatic resize has a worker; in a child it never runs again, so the
+ * table keeps the size it had, which only lengthens its chains.)
+ *
+ * In a safe child, the copy of a recorder that was open is dropped (its
+ * flusher and the parent's file are not ours; their memory is left as the
+ * fork copied it) and, if pt_open()'s path had "%p", a new recorder opens
+ * at that path, with the child's pid, on the child's first record: a child
+ * that records nothing (fork + exec) creates no file. The forking thread's
+ * open sections are begun again in the child's trace at that moment, so
+ * its pt_end() calls close them.
+ */
+#define FORK_LOCK_WAIT_NS 200000000ull /* per lock: 0.2 s */
+
+bool rec_fork_child, rec_fork_unsafe;
+
+int rec_grace;
+static struct {
+	bool urcu, open, reg, names, intern;
+} fork_held;
+/* The forking thread's open sections, taken by the child handler: ids of
+ * recorded levels [0, depth), then skipped ones; valid if every level was
+ * still on the ring's pt_stop() stack. */
+static struct {
+	uint32_t depth, skip;
+	bool skip_lost, valid;
+	uint32_t ids[REC_STOP_STACK];
+} fork_stack;
+static _Thread_local bool fork_resume; /* this thread forked: re-begin fork_stack */
+static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
+
+static bool try_mutex(void *m) { return pthread_mutex_trylock(m) == 0; }
+static bool try_intern(void *unused) { return (void)unused, rec_intern_fork_trylock(); }
+
+/* Takes a lock through @try, waiting at most FORK_LOCK_WAIT_NS. */
+static bool lock_bounded(bool (*try)(void *), void *arg)
 {
-	/* The child must never write into the parent's file: turn the handle
-	 * into a no-op. Nothing is freed: the state is a copy of the
-	 * parent's, and its flusher does not exist here. */
-	struct pt_recorder *r = &the_recorder;
-	atomic_store_explicit(&r->hot_gen, 0, memory_order_relaxed);
-	atomic_store_explicit(&r->gen, 0, memory_order_relaxed);
-	r->forked = true;
-	rec_fork_child = true;
-	rec_tls = NULL;
-	rec_gpu_atfork_child();
+	for (uint64_t waited = 0;; waited += 50000) {
+		if (try(arg))
+			return true;
+		if (waited >= FORK_LOCK_WAIT_NS)
+			return false;
+		struct timespec ts = { 0, 50000 };
+		nanosleep(&ts, NULL);
+	}
 }
 
-static void global_init(void)
+static void atfork_prepare(void)
+{
+	struct pt_recorder *r = &the_recorder;
+	memset(&fork_held, 0, sizeof(fork_held));
+	urcu_bp_before_fork();
+	fork_held.urcu = true;
+	fork_held.open = lock_bounded(try_mutex, &open_lock);
+	fork_held.reg = fork_held.open && lock_bounded(try_mutex, &r->reg_lock);
+	fork_held.names = fork_held.reg && lock_bounded(try_mutex, &r->names_lock);
+	fork_held.intern = fork_held.names && lock_bounded(try_intern, NULL);
+}
+
+/* Releases what atfork_prepare() took but liburcu's locks (the same in parent and child). */
+static void fork_unlock(void)
+{
+	struct pt_recorder *r = &the_recorder;
+	if (fork_held.intern)
+		rec_intern_fork_unlock();
+	if (fork_held.names)
+		pthread_mutex_unlock(&r->names_lock);
+	if (fork_held.reg)
+		pthread_mutex_unlock(&r->reg_lock);
+	if (fork_held.open)
+		pthread_mutex_unlock(&open_lock);
+}
+
+static void atfork_parent(void)
+{
+	fork_unlock();
+	if (fork_held.urcu)
+		urcu_bp_after_fork_parent();
+}
+
+static void init_stop_cond(struct pt_recorder *r)
 {
 	pthread_condattr_t ca;
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&the_recorder.stop_cond, &ca);
+	pthread_cond_init(&r->stop_cond, &ca);
 	pthread_condattr_destroy(&ca);
+}
+
+static void atfork_child(void)
+{
+	struct pt_recorder *r = &the_recorder;
+	if (fork_held.urcu)
+		urcu_bp_after_fork_child(); /* the registry keeps this thread only */
+	const bool safe = fork_held.intern;
+	rec_fork_child = true;
+	rec_fork_unsafe = !safe;
+	/* open: a recorder open here, or a reopen still pending (a child that
+	 * forks before its first record passes it on) */
+	const bool open = safe && ((is_open && !r->forked) || atomic_load_explicit(&r->reopen, memory_order_relaxed));
+	struct rec_ring *g = rec_tls;
+	if (!open) {
+		fork_resume = false;
+	} else if (g && g != &dead_ring && g->gen == atomic_load_explicit(&r->gen, memory_order_relaxed)) {
+		fork_stack.valid = false;
+		fork_stack.depth = fork_stack.skip = 0;
+		uint32_t total = g->depth + g->skip_depth;
+		fork_stack.depth = g->depth;
+		fork_stack.skip = g->skip_depth;
+		fork_stack.skip_lost = g->skip_lost;
+		fork_stack.valid = total <= REC_STOP_STACK;
+		for (uint32_t k = 0; fork_stack.valid && k < total; k++) {
+			uint64_t e = g->open_ids[k % REC_STOP_STACK];
+			fork_stack.valid = e >> 32 == k;
+			fork_stack.ids[k] = (uint32_t)e;
+		}
+		fork_resume = total > 0;
+	} else if (g) {
+		fork_resume = false; /* no ring of the open recorder: nothing open on it */
+	} /* else no ring yet: a pending fork_stack of this thread's own fork stays */
+	/* never write into the parent's file: the handle is a no-op until (and
+	 * unless) it reopens; the parent's rings, flusher state and writer stay
+	 * as the fork copied them */
+	atomic_store_explicit(&r->hot_gen, 0, memory_order_relaxed);
+	atomic_store_explicit(&r->gen, 0, memory_order_relaxed);
+	if (safe && g && g != &dead_ring)
+		pthread_setspecific(ring_key, NULL); /* the ring may be freed at reopen: no retire of it */
+	rec_tls = NULL;
+	if (safe) {
+		fork_unlock();
+		r->flusher_running = false;
+		pthread_mutex_init(&r->stop_lock, NULL); /* the parent's flusher may have held them */
+		init_stop_cond(r);
+	}
+	if (open || !safe)
+		r->forked = true;
+	atomic_store_explicit(&r->reopen, open && r->path_tmpl && strstr(r->path_tmpl, "%p"), memory_order_relaxed);
+	rec_gpu_atfork_child();
+}
+
+static void fork_init(void)
+{
+	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+}
+
+void rec_fork_init(void)
+{
+	pthread_once(&fork_once, fork_init);
+}
+
+static void global_init(void)
+{
+	init_stop_cond(&the_recorder);
 	pthread_key_create(&ring_key, ring_retire);
-	pthread_atfork(NULL, NULL, atfork_child);
+	rec_fork_init();
 	rec_clock_init();
 	CDS_INIT_LIST_HEAD(&the_recorder.rings);
 }
@@ -95,10 +236,13 @@ static void free_ring(struct rec_ring *g)
 	free(g);
 }
 
-void rec_ring_free_rcu(struct rcu_head *h)
+void rec_ring_free(struct rec_ring *g)
 {
-	free_ring(caa_container_of(h, struct rec_ring, rcu));
+	free_ring(g);
 }
+
+static uint64_t child_reopen(struct pt_recorder *r);
+static void fork_resume_sections(struct pt_recorder *r, struct rec_ring *g);
 
 /*
  * Registers a ring for the calling thread in generation @gen.
@@ -152,6 +296,8 @@ static PT_COLD struct rec_ring *ring_attach(struct pt_recorder *r, uint64_t gen)
 	PT_TESTPOINT("ring registered");
 	pthread_setspecific(ring_key, g);
 	rec_tls = g;
+	if (unlikely(fork_resume))
+		fork_resume_sections(r, g);
 	return g;
 no_memory:
 	/* the call is dropped, and counted: no silent loss */
@@ -181,8 +327,8 @@ static PT_COLD struct rec_ring *ring_for(struct pt_recorder *r)
 {
 	struct rec_ring *g = rec_tls;
 	uint64_t gen = atomic_load_explicit(&r->gen, memory_order_acquire);
-	if (gen == 0)
-		return NULL; /* closed (or in a forked child) */
+	if (gen == 0 && !(atomic_load_explicit(&r->reopen, memory_order_relaxed) && (gen = child_reopen(r))))
+		return NULL; /* closed (or in a fork child that does not record) */
 	if (g == &dead_ring) {
 		count_after_exit(r);
 		return NULL;
@@ -559,7 +705,8 @@ void pt_instant(pt_recorder *r, uint32_t id)
 
 uint64_t pt_async_begin(pt_recorder *r, uint32_t id)
 {
-	if (unlikely(!r) || atomic_load_explicit(&r->gen, memory_order_relaxed) == 0)
+	if (unlikely(!r) || (atomic_load_explicit(&r->gen, memory_order_relaxed) == 0 &&
+			     !(atomic_load_explicit(&r->reopen, memory_order_relaxed) && child_reopen(r))))
 		return 0;
 	uint64_t aid = atomic_fetch_add_explicit(&r->next_async_id, 1, memory_order_relaxed) + 1;
 	rec_emit(r, SLOT_ASYNC_BEGIN, id, 0, 0, &aid, 1);
@@ -575,7 +722,7 @@ void pt_async_end(pt_recorder *r, uint64_t async_id)
 
 void pt_thread_name(pt_recorder *r, uint32_t tid, const char *name)
 {
-	if (!r || !name || rec_fork_child) /* names_lock may be held by a thread that is not here */
+	if (!r || !name || rec_fork_unsafe) /* names_lock may be held by a thread that is not here */
 		return;
 	if (tid == 0)
 		tid = (uint32_t)syscall(SYS_gettid);
@@ -816,33 +963,32 @@ static int expand_path(const char *in, char *out, size_t cap)
 	return 0;
 }
 
-pt_recorder *pt_open(const char *path, const struct pt_options *opt)
+/*
+ * Opens @path (a template: %p, %h) with @opt into @r, open_lock held and
+ * the recorder not open; keeps both for a fork child's reopen.
+ * Return: 0 or -errno.
+ */
+static int open_locked(struct pt_recorder *r, const char *path, const struct pt_options *opt)
 {
-	if (!path) {
-		errno = EINVAL;
-		return NULL;
-	}
-	if (rec_fork_child) { /* a child after fork() does not record (recorder.h) */
-		errno = EBUSY;
-		return NULL;
-	}
-	pthread_once(&global_once, global_init);
-	struct pt_recorder *r = &the_recorder;
-	pthread_mutex_lock(&open_lock);
-	if (is_open || r->forked) {
-		pthread_mutex_unlock(&open_lock);
-		errno = EBUSY;
-		return NULL;
-	}
 	rec_clock_init(); /* PTZ_CLOCK is read at every open */
 	char fpath[4096];
 	int rc = expand_path(path, fpath, sizeof(fpath));
-	if (rc) {
-		pthread_mutex_unlock(&open_lock);
-		errno = -rc;
-		return NULL;
-	}
+	if (rc)
+		return rc;
 	struct pt_options o = opt ? *opt : (struct pt_options){ 0 };
+	if (path != r->path_tmpl) { /* kept for a fork child (child_reopen()) */
+		char *t = strdup(path);
+		if (!t)
+			return -ENOMEM;
+		free(r->path_tmpl);
+		r->path_tmpl = t;
+		r->opts = o;
+		r->opts.process_name = NULL;
+		if (o.process_name) {
+			snprintf(r->opts_pname, sizeof(r->opts_pname), "%s", o.process_name);
+			r->opts.process_name = r->opts_pname;
+		}
+	}
 	r->ring_bytes = pow2_ring(o.ring_bytes ? o.ring_bytes : env_size("PTZ_RING_BYTES", REC_DEFAULT_RING));
 	r->zstd_level = o.zstd_level ? o.zstd_level : env_int("PTZ_ZSTD_LEVEL", 1, ZSTD_minCLevel(), ZSTD_maxCLevel());
 	r->flush_ms = o.flush_interval_ms ? o.flush_interval_ms : (unsigned)env_int("PTZ_FLUSH_MS", 10, 0, INT_MAX);
@@ -869,11 +1015,8 @@ pt_recorder *pt_open(const char *path, const struct pt_options *opt)
 	uint32_t bracket;
 	rec_clock_triple(&hd.start_ticks, &hd.start_mono_ns, &hd.start_real_ns, &bracket);
 	rc = fmt_writer_open(fpath, &hd, &r->w);
-	if (rc) {
-		pthread_mutex_unlock(&open_lock);
-		errno = -rc;
-		return NULL;
-	}
+	if (rc)
+		return rc;
 	/* the flusher's small chunks (a quiet thread, every flush interval)
 	 * are stored raw: zstd's per-call cost would dominate an idle process */
 	fmt_writer_store_below(r->w, REC_STORE_BELOW);
@@ -897,22 +1040,112 @@ pt_recorder *pt_open(const char *path, const struct pt_options *opt)
 		fmt_writer_close(r->w);
 		r->w = NULL;
 		unlink(fpath);
-		pthread_mutex_unlock(&open_lock);
-		errno = -rc;
-		return NULL;
+		return rc;
 	}
 	/* release: settings and writer before threads may attach (they load
 	 * gen with acquire in ring_for()) */
 	atomic_store_explicit(&r->gen, r->cur_gen, memory_order_release);
 	atomic_store_explicit(&r->hot_gen, r->cur_gen, memory_order_release);
 	is_open = true;
+	return 0;
+}
+
+pt_recorder *pt_open(const char *path, const struct pt_options *opt)
+{
+	if (!path) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if (rec_fork_unsafe) { /* a child whose fork found a recorder lock held (recorder.h) */
+		errno = EBUSY;
+		return NULL;
+	}
+	pthread_once(&global_once, global_init);
+	struct pt_recorder *r = &the_recorder;
+	pthread_mutex_lock(&open_lock);
+	if (is_open || r->forked) {
+		pthread_mutex_unlock(&open_lock);
+		errno = EBUSY;
+		return NULL;
+	}
+	int rc = open_locked(r, path, opt);
 	pthread_mutex_unlock(&open_lock);
+	if (rc) {
+		errno = -rc;
+		return NULL;
+	}
 	return r;
+}
+
+/*
+ * In a fork child, the first record through the copy of a recorder whose
+ * path had %p: opens the child's own trace (atfork_child() decided it may).
+ * A failure is said once on stderr; the child then records nothing (there
+ * is no file to count the loss in).
+ * Return: the new generation, or 0.
+ */
+static PT_COLD uint64_t child_reopen(struct pt_recorder *r)
+{
+	pthread_mutex_lock(&open_lock);
+	if (atomic_load_explicit(&r->reopen, memory_order_relaxed)) {
+		/* the copies of the parent's recorder state: no thread here uses
+		 * them (the registry was consistent: the fork held reg_lock) */
+		struct rec_ring *g, *tmp;
+		cds_list_for_each_entry_safe(g, tmp, &r->rings, node)
+			free_ring(g);
+		CDS_INIT_LIST_HEAD(&r->rings);
+		rec_flusher_forget();
+		fmt_writer_forget(r->w);
+		r->w = NULL;
+		r->forked = false;
+		is_open = false;
+		int rc = open_locked(r, r->path_tmpl, &r->opts);
+		if (rc)
+			fprintf(stderr, "ptz: fork child %d: cannot open a trace at %s: %s; not recording\n", (int)getpid(),
+				r->path_tmpl, strerror(-rc));
+		atomic_store_explicit(&r->reopen, false, memory_order_relaxed);
+	}
+	pthread_mutex_unlock(&open_lock);
+	return atomic_load_explicit(&r->gen, memory_order_acquire);
+}
+
+/*
+ * The forking thread's first ring in the child: its sections open at the
+ * fork begin again now, with their ids, so that its later pt_end() calls
+ * close them; sections it was skipping stay skipped. If their ids are not
+ * all known (deeper than REC_STOP_STACK) or the ring has no room, their
+ * ENDs are counted as lost instead, like those of sections begun without a
+ * ring.
+ */
+static void fork_resume_sections(struct pt_recorder *r, struct rec_ring *g)
+{
+	fork_resume = false;
+	const uint32_t d = fork_stack.depth, total = d + fork_stack.skip;
+	uint64_t h = g->head_own;
+	if (!fork_stack.valid || !room(g, h, 2 * (uint64_t)d + 1 + REC_SLACK)) {
+		for (uint32_t k = 0; k < total; k++)
+			noring_begin(r);
+		return;
+	}
+	const uint64_t t = rec_ticks();
+	for (uint32_t k = 0; k < d; k++) {
+		struct rec_slot *s = &g->slots[(h + k) & g->mask];
+		s->a = t;
+		s->b = SLOT_BEGIN;
+		s->c = fork_stack.ids[k];
+		push_id(g, k, fork_stack.ids[k]);
+	}
+	for (uint32_t k = d; k < total; k++)
+		push_id(g, k, fork_stack.ids[k]);
+	g->depth = d;
+	g->skip_depth = fork_stack.skip;
+	g->skip_lost = fork_stack.skip_lost;
+	publish(g, h + d);
 }
 
 int pt_close(pt_recorder *r)
 {
-	if (!r || rec_fork_child) /* a fork child's copy: nothing to close, open_lock may be held */
+	if (!r || rec_fork_unsafe) /* a fork child's copy: nothing to close, open_lock may be held */
 		return 0;
 	pthread_mutex_lock(&open_lock);
 	if (!is_open || r->forked) {
@@ -952,6 +1185,7 @@ int pt_close(pt_recorder *r)
 	}
 	pthread_mutex_unlock(&r->reg_lock);
 	urcu_bp_synchronize_rcu();
+	PT_TSAN_ACQUIRE(&rec_grace);
 	for (size_t i = 0; i < ngone; i++) {
 		g = gone[i];
 		int expect = OWNER_ACTIVE;
@@ -1000,11 +1234,11 @@ pt_recorder *pt_default(void)
 
 void pt_set_enabled(pt_recorder *r, bool on)
 {
-	if (!r || rec_fork_child)
+	if (!r || rec_fork_unsafe)
 		return;
 	pthread_mutex_lock(&open_lock);
 	atomic_store_explicit(&r->enabled, on, memory_order_relaxed);
-	if (is_open)
+	if (is_open && !r->forked)
 		atomic_store_explicit(&r->hot_gen, on ? r->cur_gen : 0, memory_order_relaxed);
 	pthread_mutex_unlock(&open_lock);
 }
@@ -1070,6 +1304,7 @@ int pt_stats(pt_recorder *r, struct pt_stats_info *out)
 			lost_sec += atomic_load_explicit(&g->lost_sections, memory_order_relaxed);
 			errs += atomic_load_explicit(&g->errors, memory_order_relaxed);
 		}
+		PT_TSAN_RELEASE(&rec_grace); /* these reads before a later free (see rec_grace) */
 		urcu_bp_read_unlock();
 		atomic_thread_fence(memory_order_acquire);
 		if (atomic_load_explicit(&r->fold_seq, memory_order_relaxed) == s1 || (s1 & 1))

@@ -379,9 +379,14 @@ static uint64_t drain(struct flusher *f, struct rec_ring *g, uint64_t now_ns, in
 	return n;
 }
 
-/* Final pass over rings whose threads exited: drain, announce the exit, unlink, free. */
+/* Final pass over rings whose threads exited: drain, announce the exit,
+ * unlink, and free them once a grace period has passed. The flusher waits
+ * for the grace period itself (synchronize_rcu) rather than handing the
+ * rings to call_rcu: a call_rcu worker thread would have to be paused
+ * around every fork() for a child to record (recorder.h, pt_open()). */
 static void reap(struct flusher *f, uint64_t now_ns)
 {
+	struct rec_ring *gone = NULL;
 	struct pt_recorder *r = f->r;
 	struct rec_ring *g, *tmp;
 	int any = 0;
@@ -407,10 +412,20 @@ static void reap(struct flusher *f, uint64_t now_ns)
 		f->orphan_lost_sections += atomic_load_explicit(&g->lost_sections, memory_order_relaxed) -
 					   g->reported_lost_sections;
 		rec_fold_ring(r, g);
-		urcu_bp_call_rcu(&g->rcu, rec_ring_free_rcu);
+		g->reap_next = gone;
+		gone = g;
 	}
 	pthread_mutex_unlock(&r->reg_lock);
 	meta_flush(f, 0);
+	if (!gone)
+		return;
+	urcu_bp_synchronize_rcu(); /* no pt_stats() walker still stands on them */
+	PT_TSAN_ACQUIRE(&rec_grace);
+	while (gone) {
+		struct rec_ring *next = gone->reap_next;
+		rec_ring_free(gone);
+		gone = next;
+	}
 }
 
 static void clock_if_due(struct flusher *f, uint64_t now_ns)
@@ -548,6 +563,18 @@ int rec_flusher_start(struct pt_recorder *r)
 	the_flusher = f;
 	r->flusher_running = true;
 	return 0;
+}
+
+void rec_flusher_forget(void)
+{
+	struct flusher *f = the_flusher;
+	the_flusher = NULL;
+	if (!f)
+		return;
+	free(f->exited);
+	free(f->raw);
+	free(f->meta);
+	free(f);
 }
 
 void rec_flusher_stop(struct pt_recorder *r)

@@ -939,6 +939,9 @@ void rec_gpu_atfork_child(void)
 	if (atomic_load_explicit(&gpu_state, memory_order_relaxed) != PT_GPU_OFF)
 		go_off(0, "fork");
 	gpu_tls = NULL;
+	/* a thread that is not here (the CUDA thread) may have held it; the
+	 * child's pt_close() takes it to write the drop counts */
+	pthread_mutex_init(&ctl_lock, NULL);
 }
 
 void rec_gpu_stats(struct pt_stats_info *out)

@@ -34,6 +34,7 @@ static uint32_t unnamed_id;
 
 static void init(void)
 {
+	rec_fork_init(); /* a child must find the insertion lock free */
 	table = cds_lfht_new(1024, 1024, 0, CDS_LFHT_AUTO_RESIZE | CDS_LFHT_ACCOUNTING, NULL);
 }
 
@@ -115,8 +116,9 @@ out:
 	return id;
 }
 
-/* A fork child's placeholder id (never 0): the table's lock and liburcu's
- * registry lock may have been held by a thread that is not in the child. */
+/* The placeholder id (never 0) of a child whose fork could not take the
+ * table's lock (rec_fork_unsafe): it, or liburcu's registry lock, may have
+ * been held by a thread that is not in the child. */
 static uint32_t fork_child_id(void)
 {
 	uint32_t u = __atomic_load_n(&unnamed_id, __ATOMIC_RELAXED);
@@ -125,7 +127,7 @@ static uint32_t fork_child_id(void)
 
 static uint32_t intern(uint32_t domain, const char *name)
 {
-	if (rec_fork_child)
+	if (rec_fork_unsafe)
 		return fork_child_id();
 	pthread_once(&once, init);
 	if (!name)
@@ -148,7 +150,7 @@ static uint32_t intern(uint32_t domain, const char *name)
 
 uint32_t rec_intern_lookup(uint32_t domain, const char *name)
 {
-	if (rec_fork_child)
+	if (rec_fork_unsafe)
 		return fork_child_id();
 	pthread_once(&once, init);
 	if (!name)
@@ -172,7 +174,7 @@ uint32_t pt_intern(pt_recorder *r, const char *name)
 uint32_t pt_domain(pt_recorder *r, const char *name)
 {
 	(void)r;
-	if (!name || !*name || rec_fork_child)
+	if (!name || !*name || rec_fork_unsafe)
 		return 0;
 	pthread_mutex_lock(&lock);
 	uint32_t n = atomic_load_explicit(&ndomains, memory_order_relaxed), id = 0;
@@ -189,6 +191,16 @@ uint32_t pt_domain(pt_recorder *r, const char *name)
 out:
 	pthread_mutex_unlock(&lock);
 	return id;
+}
+
+bool rec_intern_fork_trylock(void)
+{
+	return pthread_mutex_trylock(&lock) == 0;
+}
+
+void rec_intern_fork_unlock(void)
+{
+	pthread_mutex_unlock(&lock);
 }
 
 uint32_t rec_domain_count(void) { return atomic_load_explicit(&ndomains, memory_order_acquire); }

@@ -154,7 +154,7 @@ struct rec_ring {
 	char name[32];            /* at registration; immutable afterwards */
 	char exit_name[32];       /* at exit, before OWNER_EXITED (release): names set later */
 	struct cds_list_head node;
-	struct rcu_head rcu;
+	struct rec_ring *reap_next; /* the flusher's list of unlinked rings awaiting a grace period */
 };
 _Static_assert(offsetof(struct rec_ring, head) % REC_LINE == 0, "producer group on its own line");
 _Static_assert(offsetof(struct rec_ring, tail) % REC_LINE == 0, "consumer group on its own line");
@@ -169,7 +169,13 @@ struct pt_recorder {
 	struct cds_list_head rings;            /* RCU list of struct rec_ring */
 	uint64_t cur_gen;
 	_Atomic bool enabled;
-	bool forked;
+	bool forked;                           /* a fork child's copy of a recorder open in the parent */
+	_Atomic bool reopen;                   /* such a copy whose path has %p: opens at the first record */
+
+	/* pt_open()'s arguments, kept for a fork child's reopen (open_lock) */
+	char *path_tmpl;
+	struct pt_options opts;
+	char opts_pname[256];
 
 	/* settings */
 	size_t ring_bytes;
@@ -212,11 +218,22 @@ struct rec_tname {
 
 /* ---- clocks (rec_clock.c) ---- */
 extern PT_INTERNAL int rec_clock_source; /* 1 = TSC, 2 = cntvct, 3 = CLOCK_MONOTONIC */
-/* True in a child process after fork(): nothing records there, and the
- * entry points return before any lock, since another thread of the parent
- * may have held it at the fork (the child has only the forking thread).
- * Written once by the atfork child handler, before the child has threads. */
+/* Fork (rec_core.c, atfork handlers): rec_fork_child is true in a child
+ * process after fork(). rec_fork_unsafe is true in a child whose parent
+ * could not take every recorder lock before the fork (a lock held past
+ * the bounded wait, e.g. a fork from a signal handler that interrupted
+ * the recorder): nothing records there, and the entry points return before
+ * any lock, which another thread of the parent may have held. Both are
+ * written once by the atfork child handler, before the child has threads. */
+/* ThreadSanitizer's view of an RCU grace period (it does not model
+ * liburcu's): a reader of the ring registry other than the flusher
+ * (pt_stats()) releases &rec_grace before rcu_read_unlock(); whoever frees
+ * unlinked rings acquires it after synchronize_rcu(). Annotation only. */
+extern PT_INTERNAL int rec_grace;
 extern PT_INTERNAL bool rec_fork_child;
+extern PT_INTERNAL bool rec_fork_unsafe;
+/* Registers the atfork handlers once (pt_open() and the intern table). */
+PT_INTERNAL void rec_fork_init(void);
 PT_INTERNAL void rec_clock_init(void);
 PT_INTERNAL uint64_t rec_ticks_slow(void);
 PT_INTERNAL uint64_t rec_mono_ns(void);
@@ -278,6 +295,9 @@ PT_INTERNAL struct rec_str *rec_intern_get(uint32_t id); /* NULL if not yet publ
 PT_INTERNAL uint32_t rec_domain_count(void);
 PT_INTERNAL const char *rec_domain_name(uint32_t id);
 PT_INTERNAL uint32_t rec_intern_lookup(uint32_t domain, const char *name); /* 0 if absent */
+/* The intern table's insertion lock around fork(): trylock (true if taken), unlock. */
+PT_INTERNAL bool rec_intern_fork_trylock(void);
+PT_INTERNAL void rec_intern_fork_unlock(void);
 
 /* ---- records written off the hot path (rec_core.c) ---- */
 /* Writes slot kind @kind (id @id, b>>8 = @hi) with ticks @t, followed by
@@ -305,7 +325,9 @@ PT_INTERNAL void rec_gpu_stats(struct pt_stats_info *out);
 /* ---- flusher (rec_flush.c) ---- */
 PT_INTERNAL int rec_flusher_start(struct pt_recorder *r);
 PT_INTERNAL void rec_flusher_stop(struct pt_recorder *r);
-PT_INTERNAL void rec_ring_free_rcu(struct rcu_head *h);
+/* In a fork child: frees the copy of the parent's flusher state (its thread is not here). */
+PT_INTERNAL void rec_flusher_forget(void);
+PT_INTERNAL void rec_ring_free(struct rec_ring *g);
 
 /*
  * rec_fold_ring() - Adds ring @g's lost/error counters to @r's closed_*

@@ -401,7 +401,12 @@ PT_INTERNAL void fmt_writer_store_below(struct fmt_writer *w, size_t bytes);
 /* Marks the file closed, truncates to the committed length, unmaps, closes.
  * 0 or -errno. Frees @w in every case. NULL-safe. */
 PT_INTERNAL int fmt_writer_close(struct fmt_writer *w);
-/* Drops the mapping and descriptor without finalizing (after fork). */
+/* Drops the mapping and descriptor without finalizing (a crash, in tests). */
 PT_INTERNAL void fmt_writer_abandon(struct fmt_writer *w);
+/* In a fork child, the copy of a writer another thread of the parent may
+ * have been using at the fork: closes the descriptor and frees the heap
+ * parts, but leaves the file's mappings alone (a window being moved at the
+ * fork can leave @w naming an address the child has since reused). */
+PT_INTERNAL void fmt_writer_forget(struct fmt_writer *w);
 
 #endif /* PTZ_FMT_INTERNAL_H */

@@ -246,6 +246,15 @@ int fmt_writer_close(struct fmt_writer *w)
 	return rc;
 }
 
+void fmt_writer_forget(struct fmt_writer *w)
+{
+	if (!w)
+		return;
+	close(w->fd);
+	ZSTD_freeCCtx(w->cctx);
+	free(w);
+}
+
 void fmt_writer_abandon(struct fmt_writer *w)
 {
 	if (!w)

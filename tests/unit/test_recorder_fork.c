@@ -1,22 +1,31 @@
 /*
  * tests/unit/test_recorder_fork.c - the recorder across fork() (without exec).
  *
- * A child after fork() does not record (include/ptz/recorder.h, pt_open):
- * the handle it inherits is a no-op, pt_open() in it fails with EBUSY, and
- * none of its calls may block on a lock that another thread of the parent
- * held at the fork (the child has only the forking thread, and a copy of
- * the lock as it was). Invariants covered:
+ * include/ptz/recorder.h, pt_open(): a child never writes into the parent's
+ * file. If the parent's recorder was opened with "%p" in its path, the
+ * child records into its own trace at that path (its pid), opened at its
+ * first record, with the forking thread's open sections begun again;
+ * otherwise the inherited handle is a no-op and pt_open() in the child
+ * fails with EBUSY. A child of a parent whose recorder was closed may open
+ * its own. None of the child's calls may block on a lock that another
+ * thread of the parent held at the fork. Invariants covered:
  *  - forks while parent threads record and loop on the recorder's locks
  *    (intern table, open lock, thread names): every child calls the whole
- *    API through the inherited handle and pt_open() (EBUSY) and exits
- *    within the timeout; nothing it did reaches the parent's file, which
- *    holds exactly the parent's records;
- *  - the same when the parent closed its recorder before forking.
+ *    API and exits within the timeout; nothing it did reaches the parent's
+ *    file, which holds exactly the parent's records;
+ *  - with "%p": each child's trace holds exactly its own records (a name
+ *    interned in the child included), the forking thread's open section
+ *    re-begun and closed by the child, nesting intact, no error; a child
+ *    that records nothing creates no file; a grandchild gets its own file;
+ *    a PTZ_TRACE recorder is finalized by the child's exit();
+ *  - after the parent closed its recorder: the inherited handle is a
+ *    no-op, and the child can open its own trace.
  *
- * Children leave with _exit() and a status the parent checks; each child
- * arms alarm() and the parent waits with a deadline, so a deadlock fails
- * the test instead of hanging it. Not in the 'tsan' suite: ThreadSanitizer
- * does not support fork() in a multithreaded process.
+ * Children leave with _exit() (but the exit() test) and a status the
+ * parent checks; each child arms alarm() and the parent waits with a
+ * deadline, so a deadlock fails the test instead of hanging it. Not in the
+ * 'tsan' suite: ThreadSanitizer does not support fork() in a multithreaded
+ * process.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -181,8 +190,10 @@ static void *load_locker(void *p)
 }
 
 
-/* Every call of the API through the inherited handle; returns the exit status. */
-static int noop_child(pt_recorder *r)
+/* Every call of the API through the inherited handle; returns the exit
+ * status. @parent_open: the parent's recorder was open at the fork (its
+ * copy must then report nothing; a closed one keeps its last totals). */
+static int noop_child(pt_recorder *r, bool parent_open)
 {
 	uint32_t C = pt_intern(r, "child-only-name");
 	if (C == 0)
@@ -204,7 +215,7 @@ static int noop_child(pt_recorder *r)
 	pt_set_enabled(r, false);
 	pt_set_enabled(r, true);
 	struct pt_stats_info st;
-	if (pt_stats(r, &st) != 0 || st.records != 0 || st.threads != 0)
+	if (pt_stats(r, &st) != 0 || (parent_open && (st.records != 0 || st.threads != 0)))
 		return 3;
 	if (pt_close(r) != 0)
 		return 4;
@@ -212,42 +223,61 @@ static int noop_child(pt_recorder *r)
 }
 
 
-/* A child's own pt_open(): refused at once, nothing created. */
-static int open_child(void)
+/* A child's own pt_open(): refused at once, nothing created, while the
+ * parent's recorder was open at the fork; else it works. */
+static int open_child(bool parent_open)
 {
 	char path[64];
 	snprintf(path, sizeof(path), "fork-child-%d.ptz", (int)getpid());
 	errno = 0;
 	pt_recorder *c = pt_open(tu_path(path), NULL);
-	if (c || errno != EBUSY)
-		return 5;
 	struct stat sb;
-	return stat(tu_path(path), &sb) == 0 ? 6 : 0;
+	if (parent_open) {
+		if (c || errno != EBUSY)
+			return 5;
+		return stat(tu_path(path), &sb) == 0 ? 6 : 0;
+	}
+	if (!c)
+		return 7;
+	sections(c, pt_intern(c, "child-own-open"), 10);
+	if (pt_close(c) != 0 || stat(tu_path(path), &sb) != 0)
+		return 8;
+	unlink(tu_path(path));
+	return 0;
 }
 
-static void fork_under_load(struct load *l)
+static void load_start(struct load *l, pthread_t th[3])
 {
-	pthread_t rec[2], locker;
 	for (int i = 0; i < 2; i++)
-		assert_int_equal(pthread_create(&rec[i], NULL, load_recorder, l), 0);
-	assert_int_equal(pthread_create(&locker, NULL, load_locker, l), 0);
+		assert_int_equal(pthread_create(&th[i], NULL, load_recorder, l), 0);
+	assert_int_equal(pthread_create(&th[2], NULL, load_locker, l), 0);
 	while (atomic_load(&l->spins) < 100 || atomic_load(&l->started) < 2)
 		sleep_us(1000);
+}
+
+static void load_stop(struct load *l, pthread_t th[3])
+{
+	atomic_store(&l->stop, true);
+	for (int i = 0; i < 3; i++)
+		pthread_join(th[i], NULL);
+}
+
+static void fork_under_load(struct load *l, bool parent_open)
+{
+	pthread_t th[3];
+	load_start(l, th);
 	for (int k = 0; k < FORKS; k++) {
 		sleep_us(500 + 997 * k % 3000);
 		ALLOC_GATE_LOCK();
 		pid_t pid = fork_child();
 		if (pid == 0) {
-			int st = noop_child(l->r);
-			_exit(st ? st : open_child());
+			int st = noop_child(l->r, parent_open);
+			_exit(st ? st : open_child(parent_open));
 		}
 		ALLOC_GATE_UNLOCK();
 		wait_child_ok(pid);
 	}
-	atomic_store(&l->stop, true);
-	for (int i = 0; i < 2; i++)
-		pthread_join(rec[i], NULL);
-	pthread_join(locker, NULL);
+	load_stop(l, th);
 }
 
 static void test_fork_child_noop_while_parent_records(void **state)
@@ -258,7 +288,7 @@ static void test_fork_child_noop_while_parent_records(void **state)
 	assert_non_null(l.r);
 	uint32_t P = pt_intern(l.r, "parent");
 	sections(l.r, P, PARENT_N);
-	fork_under_load(&l);
+	fork_under_load(&l, true);
 	sections(l.r, P, PARENT_N);
 	assert_int_equal(pt_close(l.r), 0);
 	assert_false(trace_has_name(path, "child-only-name"));
@@ -290,7 +320,7 @@ static void test_fork_child_noop_after_parent_closed(void **state)
 	struct stat sb;
 	assert_int_equal(stat(path, &sb), 0);
 	size = sb.st_size;
-	fork_under_load(&l); /* the threads call into a closed recorder */
+	fork_under_load(&l, false); /* the threads call into a closed recorder */
 	assert_int_equal(stat(path, &sb), 0);
 	assert_int_equal(sb.st_size, size);
 	assert_false(trace_has_name(path, "child-only-name"));
@@ -300,11 +330,211 @@ static void test_fork_child_noop_after_parent_closed(void **state)
 	assert_int_equal(pt_close(r), 0);
 }
 
+/* ---- "%p": the child records into its own trace ---- */
+
+#define CHILD_N 500
+
+/* The trace a "%p" template names for @pid. */
+static const char *pid_path(const char *tmpl_name, pid_t pid, char *buf, size_t cap)
+{
+	char name[128];
+	const char *p = strstr(tmpl_name, "%p");
+	snprintf(name, sizeof(name), "%.*s%d%s", (int)(p - tmpl_name), tmpl_name, (int)pid, p + 2);
+	snprintf(buf, cap, "%s", tu_path(name));
+	return buf;
+}
+
+/* In a child of a "%p" recorder, on the thread that forked inside section
+ * @outer: CHILD_N sections "child-work" (interned by the parent), one
+ * "child-new-name" (interned here), then the end of @outer. */
+static int pid_child(pt_recorder *r, uint32_t outer, uint32_t work)
+{
+	for (int i = 0; i < CHILD_N; i++) {
+		pt_begin(r, work);
+		pt_metric(r, PT_METRIC_FLOPS, 3);
+		pt_end(r, work);
+	}
+	uint32_t n = pt_intern(r, "child-new-name");
+	pt_begin(r, n);
+	pt_end(r, n);
+	pt_end(r, outer);
+	struct pt_stats_info st;
+	if (pt_stats(r, &st) != 0 || st.threads != 1 || st.lost_records != 0)
+		return 9;
+	return 0;
+}
+
+/* Counts BEGIN records of name @s in @tr (every thread). */
+static size_t begins_of(struct tu_trace *tr, const char *s)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < tr->nt; i++)
+		for (size_t k = 0; k < tr->t[i].n; k++) {
+			const struct pt_record *x = &tr->t[i].recs[k];
+			const char *v = x->kind == PT_REC_BEGIN ? pt_reader_string(tr->rd, x->id, NULL) : NULL;
+			n += v && strcmp(v, s) == 0;
+		}
+	return n;
+}
+
+/* A child's trace: its pid, one thread, @work_n "child-work" and one
+ * "outer" and "child-new-name", all nested and closed, no loss or error. */
+static void check_child_trace(const char *path, pid_t pid, size_t work_n, bool closed)
+{
+	struct tu_trace tr;
+	tu_read(path, &tr);
+	const struct pt_trace_info *in = pt_reader_info(tr.rd);
+	assert_int_equal(in->pid, (uint32_t)pid);
+	assert_int_equal(in->closed, closed);
+	assert_int_equal(tr.nt, 1);
+	assert_int_equal(tr.errors, 0);
+	assert_int_equal(tr.lost_records, 0);
+	assert_int_equal(begins_of(&tr, "child-work"), work_n);
+	assert_int_equal(begins_of(&tr, "outer"), 1);
+	assert_int_equal(begins_of(&tr, "child-new-name"), 1);
+	assert_int_equal(begins_of(&tr, "parent"), 0);
+	assert_int_equal(begins_of(&tr, "load"), 0);
+	size_t open = 99;
+	assert_int_equal(tu_check_nesting(&tr.t[0], &open), work_n + 2);
+	assert_int_equal(open, 0);
+	/* "outer" encloses the rest: the first record and the last */
+	const char *first = pt_reader_string(tr.rd, tr.t[0].recs[0].id, NULL);
+	assert_string_equal(first, "outer");
+	tu_free(&tr);
+}
+
+static void test_fork_child_records_own_trace(void **state)
+{
+	(void)state;
+	const char *tmpl = "fork-pid-%p.ptz";
+	char ppath[4200], cpath[4200];
+	snprintf(ppath, sizeof(ppath), "%s", tu_path(tmpl));
+	struct load l = { .r = pt_open(ppath, NULL) };
+	assert_non_null(l.r);
+	uint32_t P = pt_intern(l.r, "parent"), O = pt_intern(l.r, "outer"), W = pt_intern(l.r, "child-work");
+	sections(l.r, P, PARENT_N);
+	pthread_t th[3];
+	load_start(&l, th);
+	pid_t kids[FORKS];
+	for (int k = 0; k < FORKS; k++) {
+		sleep_us(500 + 997 * k % 3000);
+		pt_begin(l.r, O);
+		ALLOC_GATE_LOCK();
+		pid_t pid = fork_child();
+		if (pid == 0) {
+			int st = pid_child(l.r, O, W);
+			_exit(st ? st : pt_close(l.r) ? 11 : 0);
+		}
+		ALLOC_GATE_UNLOCK();
+		pt_end(l.r, O);
+		wait_child_ok(pid);
+		kids[k] = pid;
+	}
+	load_stop(&l, th);
+	sections(l.r, P, PARENT_N);
+	assert_int_equal(pt_close(l.r), 0);
+	for (int k = 0; k < FORKS; k++) {
+		check_child_trace(pid_path(tmpl, kids[k], cpath, sizeof(cpath)), kids[k], CHILD_N, true);
+		unlink(cpath);
+	}
+	/* the parent's own trace: its records only */
+	snprintf(ppath, sizeof(ppath), "%s", pid_path(tmpl, getpid(), cpath, sizeof(cpath)));
+	assert_false(trace_has_name(ppath, "child-new-name"));
+	struct tu_trace tr;
+	tu_read(ppath, &tr);
+	assert_int_equal(tr.errors, 0);
+	assert_int_equal(begins_of(&tr, "parent"), 2 * PARENT_N);
+	assert_int_equal(begins_of(&tr, "outer"), FORKS);
+	assert_int_equal(begins_of(&tr, "child-work"), 0);
+	tu_free(&tr);
+	unlink(ppath);
+}
+
+/* A "%p" child that records nothing (fork + exec, or a helper) creates no
+ * file; a grandchild records into its own. */
+static void test_fork_child_lazy_and_grandchild(void **state)
+{
+	(void)state;
+	const char *tmpl = "fork-lazy-%p.ptz";
+	char path[4200];
+	pt_recorder *r = pt_open(tu_path(tmpl), NULL);
+	assert_non_null(r);
+	uint32_t O = pt_intern(r, "outer"), W = pt_intern(r, "child-work");
+	pid_t quiet = fork_child();
+	if (quiet == 0) {
+		pt_intern(r, "quiet-child"); /* interning records nothing */
+		_exit(pt_close(r) ? 12 : 0);
+	}
+	wait_child_ok(quiet);
+	struct stat sb;
+	assert_int_not_equal(stat(pid_path(tmpl, quiet, path, sizeof(path)), &sb), 0);
+
+	/* child: forks a grandchild inside "outer", then records itself */
+	int fd[2];
+	assert_int_equal(pipe(fd), 0);
+	pt_begin(r, O);
+	pid_t kid = fork_child();
+	if (kid == 0) {
+		close(fd[0]);
+		pid_t gk = fork();
+		if (gk == 0) {
+			alarm(CHILD_ALARM_S);
+			_exit(pid_child(r, O, W) || pt_close(r) ? 13 : 0);
+		}
+		int st = 0;
+		if (gk < 0 || waitpid(gk, &st, 0) != gk || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+			_exit(14);
+		if (write(fd[1], &gk, sizeof(gk)) != sizeof(gk))
+			_exit(15);
+		_exit(pid_child(r, O, W) || pt_close(r) ? 16 : 0);
+	}
+	close(fd[1]);
+	pt_end(r, O);
+	wait_child_ok(kid);
+	pid_t grandkid = 0;
+	assert_int_equal(read(fd[0], &grandkid, sizeof(grandkid)), sizeof(grandkid));
+	close(fd[0]);
+	assert_int_equal(pt_close(r), 0);
+	check_child_trace(pid_path(tmpl, kid, path, sizeof(path)), kid, CHILD_N, true);
+	unlink(path);
+	check_child_trace(pid_path(tmpl, grandkid, path, sizeof(path)), grandkid, CHILD_N, true);
+	unlink(path);
+	unlink(pid_path(tmpl, getpid(), path, sizeof(path)));
+}
+
+/* PTZ_TRACE with "%p": the child's exit() finalizes its trace (pt_default's
+ * atexit handler), without any pt_close() in the child. Last: the default
+ * recorder stays open until this process exits. */
+static void test_fork_child_default_recorder_exit(void **state)
+{
+	(void)state;
+	const char *tmpl = "fork-default-%p.ptz";
+	char path[4200];
+	assert_int_equal(setenv("PTZ_TRACE", tu_path(tmpl), 1), 0);
+	pt_recorder *r = pt_default();
+	assert_non_null(r);
+	uint32_t O = pt_intern(r, "outer"), W = pt_intern(r, "child-work");
+	pt_begin(r, O);
+	pid_t kid = fork_child();
+	if (kid == 0)
+		exit(pid_child(r, O, W)); /* atexit: pt_close() of the default recorder */
+	pt_end(r, O);
+	wait_child_ok(kid);
+	check_child_trace(pid_path(tmpl, kid, path, sizeof(path)), kid, CHILD_N, true);
+	unlink(path);
+	assert_int_equal(pt_close(r), 0);
+	unlink(pid_path(tmpl, getpid(), path, sizeof(path)));
+	unsetenv("PTZ_TRACE");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_fork_child_noop_while_parent_records),
 		cmocka_unit_test(test_fork_child_noop_after_parent_closed),
+		cmocka_unit_test(test_fork_child_records_own_trace),
+		cmocka_unit_test(test_fork_child_lazy_and_grandchild),
+		cmocka_unit_test(test_fork_child_default_recorder_exit),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
