@@ -224,10 +224,9 @@ static uint64_t wait_drained(pt_recorder *r, uint64_t expected, int *timed_out)
 }
 
 /*
- * Thread ids whose name is "ptz-flusher", at most @cap. urcu's call_rcu
- * thread is created by the flusher the first time it frees a ring, and
- * inherits its name: a recorder's flusher is therefore the one that was not
- * there before pt_open().
+ * Thread ids whose name is "ptz-flusher", at most @cap: a recorder's
+ * flusher is the one that was not there before pt_open() (an earlier
+ * recorder's may still be exiting).
  */
 static int flusher_tids(long *out, int cap)
 {

@@ -30,8 +30,9 @@
  *   (1) retire runs on the owner thread itself (TLS destructor).
  *   (2) only the flusher drains; pt_close() joins the flusher first.
  * The registry list is an RCU list (urcu-bp): writers hold rec->reg_lock,
- * readers (flusher, pt_stats) use rcu_read_lock. Rings are freed through
- * call_rcu after removal.
+ * readers (flusher, pt_stats) use rcu_read_lock. Rings are freed after
+ * removal and a synchronize_rcu() (by the flusher, or by pt_close()): no
+ * call_rcu worker exists, so fork() needs none paused.
  */
 #ifndef PTZ_REC_INTERNAL_H
 #define PTZ_REC_INTERNAL_H

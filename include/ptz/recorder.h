@@ -149,16 +149,26 @@ enum pt_gpu_state {
  * Writes the header and a first clock triple; starts the flusher thread
  * (all signals blocked in it). No calibration sleep.
  * Context: any thread; blocking I/O; allocates. Not async-signal-safe.
- * fork(): a child process does not record. The handle it inherits is a
- * no-op (it never writes into the parent's file), pt_open() in it fails
- * with EBUSY, and none of the API's calls in it blocks, whatever locks
- * other threads of the parent held at the fork. (Recording in a child
- * would need liburcu's call_rcu workers paused around every fork, which
- * made each fork() of a recording process ~15 ms instead of ~0.2 ms.)
+ * fork() (without exec): a child never writes into the parent's file.
+ * If @path has "%p", the handle the child inherits records into the
+ * child's own trace at @path with the child's pid, opened (with @opt) at
+ * the child's first record: a child that records nothing, as in fork +
+ * exec, creates no file. The forking thread's sections open at the fork
+ * are begun again in the child's trace at that first record, so its
+ * pt_end() calls close them; a child's exit() finalizes a PTZ_TRACE
+ * recorder (pt_default()), otherwise call pt_close() in the child. Without
+ * "%p", the inherited handle is a no-op and pt_open() in the child fails
+ * with EBUSY. A child of a parent whose recorder was closed may pt_open()
+ * its own. The atfork handlers take the recorder's locks before the fork,
+ * waiting at most 0.2 s for each: if one is still held (a fork from a
+ * signal handler that interrupted the recorder), that child records
+ * nothing and none of its calls takes a lock. A child that cannot open
+ * its trace says so once on stderr and records nothing. Other threads of
+ * the parent are not in the child: their rings are not copied into it.
  * Return: the recorder, or NULL with errno set: EBUSY while another recorder
- *         is open or in a child after fork(), EINVAL for a NULL path, or the
- *         errno of the failed open/posix_fallocate/mmap. The program goes on
- *         either way.
+ *         is open or in a child that inherited an open one (see fork()),
+ *         EINVAL for a NULL path, or the errno of the failed
+ *         open/posix_fallocate/mmap. The program goes on either way.
  */
 PT_API pt_recorder *pt_open(const char *path, const struct pt_options *opt);
 
@@ -196,7 +206,8 @@ PT_API pt_recorder *pt_default(void);
  * @r:    recorder or NULL; the table is process-global.
  * @name: NUL-terminated, copied; NULL or "" returns 0 (the default domain).
  * Context: any thread; lock-free lookup, takes a mutex when inserting.
- * Return: domain id; 0 on allocation failure, and in a child after fork().
+ * Return: domain id; 0 on allocation failure, and in a child after a fork
+ *         that found a recorder lock held (pt_open(), fork()).
  */
 PT_API uint32_t pt_domain(pt_recorder *r, const char *name);
 
@@ -209,9 +220,9 @@ PT_API uint32_t pt_domain(pt_recorder *r, const char *name);
  * Context: any thread; RCU hash-table lookup (liburcu cds_lfht); a mutex
  *          and an allocation only the first time a name is seen.
  * Return: id, never 0 (on allocation failure the id of "(unnamed)"; in a
- *         child after fork(), which does not record, a placeholder id,
- *         without touching the table, whose lock the fork may have copied
- *         held).
+ *         child after a fork that found a recorder lock held, which does
+ *         not record, a placeholder id, without touching the table, whose
+ *         lock the fork may have copied held).
  */
 PT_API uint32_t pt_intern_in(pt_recorder *r, uint32_t domain, const char *name);
 
