@@ -337,10 +337,9 @@ static void test_fork_child_noop_after_parent_closed(void **state)
 /* The trace a "%p" template names for @pid. */
 static const char *pid_path(const char *tmpl_name, pid_t pid, char *buf, size_t cap)
 {
-	char name[128];
 	const char *p = strstr(tmpl_name, "%p");
-	snprintf(name, sizeof(name), "%.*s%d%s", (int)(p - tmpl_name), tmpl_name, (int)pid, p + 2);
-	snprintf(buf, cap, "%s", tu_path(name));
+	int n = snprintf(buf, cap, "%s/%.*s%d%s", tu_tmpdir(), (int)(p - tmpl_name), tmpl_name, (int)pid, p + 2);
+	assert_true(n > 0 && (size_t)n < cap);
 	return buf;
 }
 
