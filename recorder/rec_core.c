@@ -242,6 +242,7 @@ void rec_ring_free(struct rec_ring *g)
 }
 
 static uint64_t child_reopen(struct pt_recorder *r);
+static void pt_set_enabled_locked(pt_recorder *r, bool on);
 static void fork_resume_sections(struct pt_recorder *r, struct rec_ring *g);
 
 /*
@@ -1099,10 +1100,13 @@ static PT_COLD uint64_t child_reopen(struct pt_recorder *r)
 		r->w = NULL;
 		r->forked = false;
 		is_open = false;
+		const bool enabled = atomic_load_explicit(&r->enabled, memory_order_relaxed);
 		int rc = open_locked(r, r->path_tmpl, &r->opts);
 		if (rc)
 			fprintf(stderr, "ptz: fork child %d: cannot open a trace at %s: %s; not recording\n", (int)getpid(),
 				r->path_tmpl, strerror(-rc));
+		else if (!enabled) /* pt_set_enabled(false) in the parent (or here) holds in the child */
+			pt_set_enabled_locked(r, false);
 		atomic_store_explicit(&r->reopen, false, memory_order_relaxed);
 	}
 	pthread_mutex_unlock(&open_lock);
@@ -1232,14 +1236,19 @@ pt_recorder *pt_default(void)
 	return default_recorder;
 }
 
+static void pt_set_enabled_locked(pt_recorder *r, bool on)
+{
+	atomic_store_explicit(&r->enabled, on, memory_order_relaxed);
+	if (is_open && !r->forked)
+		atomic_store_explicit(&r->hot_gen, on ? r->cur_gen : 0, memory_order_relaxed);
+}
+
 void pt_set_enabled(pt_recorder *r, bool on)
 {
 	if (!r || rec_fork_unsafe)
 		return;
 	pthread_mutex_lock(&open_lock);
-	atomic_store_explicit(&r->enabled, on, memory_order_relaxed);
-	if (is_open && !r->forked)
-		atomic_store_explicit(&r->hot_gen, on ? r->cur_gen : 0, memory_order_relaxed);
+	pt_set_enabled_locked(r, on);
 	pthread_mutex_unlock(&open_lock);
 }
 

@@ -501,6 +501,35 @@ static void test_fork_child_lazy_and_grandchild(void **state)
 	unlink(pid_path(tmpl, getpid(), path, sizeof(path)));
 }
 
+/* pt_set_enabled(false) before the fork holds in the child's own trace
+ * until the child enables recording. */
+static void test_fork_child_keeps_disabled(void **state)
+{
+	(void)state;
+	const char *tmpl = "fork-off-%p.ptz";
+	char path[4200];
+	pt_recorder *r = pt_open(tu_path(tmpl), NULL);
+	assert_non_null(r);
+	uint32_t W = pt_intern(r, "child-work");
+	pt_set_enabled(r, false);
+	pid_t kid = fork_child();
+	if (kid == 0) {
+		sections(r, W, 10); /* opens the child's trace, records nothing */
+		pt_set_enabled(r, true);
+		sections(r, W, 5);
+		_exit(pt_close(r) ? 17 : 0);
+	}
+	wait_child_ok(kid);
+	assert_int_equal(pt_close(r), 0);
+	struct tu_trace tr;
+	tu_read(pid_path(tmpl, kid, path, sizeof(path)), &tr);
+	assert_int_equal(begins_of(&tr, "child-work"), 5);
+	assert_int_equal(tr.errors + tr.lost_records, 0);
+	tu_free(&tr);
+	unlink(path);
+	unlink(pid_path(tmpl, getpid(), path, sizeof(path)));
+}
+
 /* PTZ_TRACE with "%p": the child's exit() finalizes its trace (pt_default's
  * atexit handler), without any pt_close() in the child. Last: the default
  * recorder stays open until this process exits. */
@@ -533,6 +562,7 @@ int main(void)
 		cmocka_unit_test(test_fork_child_noop_after_parent_closed),
 		cmocka_unit_test(test_fork_child_records_own_trace),
 		cmocka_unit_test(test_fork_child_lazy_and_grandchild),
+		cmocka_unit_test(test_fork_child_keeps_disabled),
 		cmocka_unit_test(test_fork_child_default_recorder_exit),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
