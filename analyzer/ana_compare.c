@@ -258,18 +258,26 @@ int ana_boot_change(const uint64_t *x, uint32_t nx, const uint64_t *y, uint32_t 
 
 /* ---- matching the two trees ---- */
 
-/* A child of a paired node: its name (NULL: unknown id, never matched) and index. */
+/* A child of a paired node: its timing domain's name ("" = default), its
+ * name (NULL: unknown id, never matched) and its node. */
 struct kid {
-	const char *name;
+	const char *domain, *name;
 	uint32_t node;
 };
+
+/* By domain, then name: sections of one name in two domains are two paths. */
+static int kid_key_cmp(const struct kid *x, const struct kid *y)
+{
+	int c = strcmp(x->domain, y->domain);
+	return c ? c : strcmp(x->name, y->name);
+}
 
 static int cmp_kid(const void *a, const void *b)
 {
 	const struct kid *x = a, *y = b;
 	if (!x->name || !y->name) /* unknown names last, by node */
 		return x->name ? -1 : y->name ? 1 : (x->node > y->node) - (x->node < y->node);
-	int c = strcmp(x->name, y->name);
+	int c = kid_key_cmp(x, y);
 	return c ? c : (x->node > y->node) - (x->node < y->node);
 }
 
@@ -281,8 +289,12 @@ static struct kid *kids_of(const struct ana_result *res, const struct ana_tree *
 	struct kid *k = malloc((p->nchild ? p->nchild : 1) * sizeof(*k));
 	if (!k)
 		return NULL;
-	for (uint32_t i = 0; i < p->nchild; i++)
-		k[i] = (struct kid){ pt_reader_string(res->rd, p->child_id[i], NULL), p->child[i] };
+	for (uint32_t i = 0; i < p->nchild; i++) {
+		uint32_t dom = 0;
+		const char *name = pt_reader_string(res->rd, p->child_id[i], &dom);
+		const char *dname = dom ? pt_reader_domain(res->rd, dom) : "";
+		k[i] = (struct kid){ dname ? dname : "?", name, p->child[i] };
+	}
 	qsort(k, p->nchild, sizeof(*k), cmp_kid);
 	return k;
 }
@@ -355,7 +367,7 @@ static int push_children(struct builder *bd, uint32_t b, uint32_t n)
 		else if (!xb[i - 1].name || !xn[j - 1].name)
 			d = xb[i - 1].name ? -1 : 1; /* unknown names sort last: take them first */
 		else
-			d = strcmp(xb[i - 1].name, xn[j - 1].name);
+			d = kid_key_cmp(&xb[i - 1], &xn[j - 1]);
 		if (d > 0)
 			rc = push(bd, xb[--i].node, UINT32_MAX);
 		else if (d < 0)
@@ -502,7 +514,9 @@ int ana_compare(const struct ana_result *base, const struct ana_result *nw, cons
 			rc = -1;
 			break;
 		}
-		if (r->ci_lo > o.noise)
+		if (isnan(r->ci_lo))
+			r->verdict = ANA_V_UNVERIFIED; /* significant, but a base median of 0: no relative change */
+		else if (r->ci_lo > o.noise)
 			r->verdict = ANA_V_REGRESSION;
 		else if (r->ci_hi < -o.noise)
 			r->verdict = ANA_V_IMPROVEMENT;
@@ -651,8 +665,10 @@ void ana_compare_text(FILE *out, const struct ana_result *base, const struct ana
 		if (shown < k)
 			fprintf(out, "%-15s ... and %zu more (--top)\n", ana_verdict_name(v), k - shown);
 	}
-	if (c->count[ANA_V_REGRESSION] + c->count[ANA_V_IMPROVEMENT] + c->count[ANA_V_WITHIN_NOISE] +
-	    c->count[ANA_V_NOT_SIGNIFICANT] > 0)
+	bool low = false;
+	for (size_t i = 0; i < c->nrows; i++)
+		low |= c->rows[i].low_confidence;
+	if (low)
 		fprintf(out, "\n* fewer than %u samples on a side: low confidence. Occurrences within one run are not\n"
 			     "  independent, so p-values are optimistic: the noise threshold guards the verdicts.\n",
 			ANA_CMP_LOW_N);

@@ -22,8 +22,11 @@
  *  - verdict (criterion.rs's scheme): q >= alpha -> not significant; else the
  *    interval entirely above +noise -> regression, entirely below -noise ->
  *    improvement, otherwise change within noise. Too few samples for the
- *    test to ever reach alpha (2 / C(n1 + n2, n1) >= alpha): unverified,
- *    with the change of the medians shown but no verdict.
+ *    test to ever reach alpha (2 / C(n1 + n2, n1) >= alpha), or a
+ *    significant path whose base median is 0 in every resample (no
+ *    relative change): unverified, with the change of the medians shown.
+ * Paths are matched by timing domain and name: one name in two domains is
+ * two paths.
  *
  * Caveat (documented): occurrences inside one run are not independent
  * (warm-up drift, autocorrelation), so p-values are optimistic; the noise

@@ -329,8 +329,11 @@ static int run_compare(const char *bpath, const char *npath, struct ana_options 
 	} else {
 		if (json) {
 			FILE *f = open_out(json);
-			if (!f || ana_compare_json(f, &b, &n, &c) || (f != stdout && fclose(f))) {
-				fprintf(stderr, PROG ": %s: cannot write JSON: %s\n", json, strerror(errno));
+			int bad = !f || ana_compare_json(f, &b, &n, &c);
+			if (f && f != stdout)
+				bad |= fclose(f) != 0;
+			if (bad) {
+				fprintf(stderr, PROG ": %s: cannot write JSON: %s\n", json, strerror(errno ? errno : EIO));
 				code = 1;
 			}
 		}

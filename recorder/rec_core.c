@@ -100,13 +100,14 @@ static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
 static bool try_mutex(void *m) { return pthread_mutex_trylock(m) == 0; }
 static bool try_intern(void *unused) { return (void)unused, rec_intern_fork_trylock(); }
 
-/* Takes a lock through @try, waiting at most FORK_LOCK_WAIT_NS. */
+/* Takes a lock through @try, waiting at most FORK_LOCK_WAIT_NS (measured). */
 static bool lock_bounded(bool (*try)(void *), void *arg)
 {
-	for (uint64_t waited = 0;; waited += 50000) {
+	const uint64_t t0 = rec_mono_ns();
+	for (;;) {
 		if (try(arg))
 			return true;
-		if (waited >= FORK_LOCK_WAIT_NS)
+		if (rec_mono_ns() - t0 >= FORK_LOCK_WAIT_NS)
 			return false;
 		struct timespec ts = { 0, 50000 };
 		nanosleep(&ts, NULL);
@@ -117,6 +118,11 @@ static void atfork_prepare(void)
 {
 	struct pt_recorder *r = &the_recorder;
 	memset(&fork_held, 0, sizeof(fork_held));
+	/* only for a recorder whose children record (a %p path): any other
+	 * fork costs nothing and leaves the child not recording, as always;
+	 * a child that could not take the locks cannot take them later either */
+	if (rec_fork_unsafe || !atomic_load_explicit(&r->fork_records, memory_order_relaxed))
+		return;
 	urcu_bp_before_fork();
 	fork_held.urcu = true;
 	fork_held.open = lock_bounded(try_mutex, &open_lock);
@@ -160,12 +166,13 @@ static void atfork_child(void)
 	struct pt_recorder *r = &the_recorder;
 	if (fork_held.urcu)
 		urcu_bp_after_fork_child(); /* the registry keeps this thread only */
-	const bool safe = fork_held.intern;
+	const bool safe = fork_held.intern; /* false too when no %p recorder was open */
 	rec_fork_child = true;
 	rec_fork_unsafe = !safe;
-	/* open: a recorder open here, or a reopen still pending (a child that
-	 * forks before its first record passes it on) */
-	const bool open = safe && ((is_open && !r->forked) || atomic_load_explicit(&r->reopen, memory_order_relaxed));
+	/* open: a %p recorder open here, or a reopen still pending (a child
+	 * that forks before its first record passes it on) */
+	const bool open = safe && ((is_open && !atomic_load_explicit(&r->forked, memory_order_relaxed)) ||
+				   atomic_load_explicit(&r->reopen, memory_order_relaxed));
 	struct rec_ring *g = rec_tls;
 	if (!open) {
 		fork_resume = false;
@@ -199,10 +206,15 @@ static void atfork_child(void)
 		r->flusher_running = false;
 		pthread_mutex_init(&r->stop_lock, NULL); /* the parent's flusher may have held them */
 		init_stop_cond(r);
+		/* the parent's descriptor, closed now while its number is surely
+		 * still the copy's (a child may close and reuse fds before its
+		 * first record); the mappings stay, unused */
+		fmt_writer_forget(r->w);
+		r->w = NULL;
 	}
-	if (open || !safe)
-		r->forked = true;
-	atomic_store_explicit(&r->reopen, open && r->path_tmpl && strstr(r->path_tmpl, "%p"), memory_order_relaxed);
+	atomic_store_explicit(&r->forked, true, memory_order_relaxed);
+	atomic_store_explicit(&r->fork_records, open, memory_order_relaxed); /* a grandchild records too */
+	atomic_store_explicit(&r->reopen, open, memory_order_relaxed);
 	rec_gpu_atfork_child();
 }
 
@@ -966,10 +978,11 @@ static int expand_path(const char *in, char *out, size_t cap)
 
 /*
  * Opens @path (a template: %p, %h) with @opt into @r, open_lock held and
- * the recorder not open; keeps both for a fork child's reopen.
+ * the recorder not open, recording if @enabled (pt_set_enabled()); keeps
+ * @path and @opt for a fork child's reopen.
  * Return: 0 or -errno.
  */
-static int open_locked(struct pt_recorder *r, const char *path, const struct pt_options *opt)
+static int open_locked(struct pt_recorder *r, const char *path, const struct pt_options *opt, bool enabled)
 {
 	rec_clock_init(); /* PTZ_CLOCK is read at every open */
 	char fpath[4096];
@@ -1034,7 +1047,7 @@ static int open_locked(struct pt_recorder *r, const char *path, const struct pt_
 	atomic_store_explicit(&r->closed_lost_sections, 0, memory_order_relaxed);
 	atomic_store_explicit(&r->closed_errors, 0, memory_order_relaxed);
 	atomic_store_explicit(&r->last_io_error, 0, memory_order_relaxed);
-	atomic_store_explicit(&r->enabled, true, memory_order_relaxed);
+	atomic_store_explicit(&r->enabled, enabled, memory_order_relaxed);
 	r->cur_gen = ++gen_counter;
 	rc = rec_flusher_start(r);
 	if (rc) {
@@ -1046,7 +1059,8 @@ static int open_locked(struct pt_recorder *r, const char *path, const struct pt_
 	/* release: settings and writer before threads may attach (they load
 	 * gen with acquire in ring_for()) */
 	atomic_store_explicit(&r->gen, r->cur_gen, memory_order_release);
-	atomic_store_explicit(&r->hot_gen, r->cur_gen, memory_order_release);
+	atomic_store_explicit(&r->hot_gen, enabled ? r->cur_gen : 0, memory_order_release);
+	atomic_store_explicit(&r->fork_records, strstr(path, "%p") != NULL, memory_order_relaxed);
 	is_open = true;
 	return 0;
 }
@@ -1069,7 +1083,7 @@ pt_recorder *pt_open(const char *path, const struct pt_options *opt)
 		errno = EBUSY;
 		return NULL;
 	}
-	int rc = open_locked(r, path, opt);
+	int rc = open_locked(r, path, opt, true);
 	pthread_mutex_unlock(&open_lock);
 	if (rc) {
 		errno = -rc;
@@ -1096,17 +1110,13 @@ static PT_COLD uint64_t child_reopen(struct pt_recorder *r)
 			free_ring(g);
 		CDS_INIT_LIST_HEAD(&r->rings);
 		rec_flusher_forget();
-		fmt_writer_forget(r->w);
-		r->w = NULL;
-		r->forked = false;
+		atomic_store_explicit(&r->forked, false, memory_order_relaxed);
 		is_open = false;
-		const bool enabled = atomic_load_explicit(&r->enabled, memory_order_relaxed);
-		int rc = open_locked(r, r->path_tmpl, &r->opts);
+		/* pt_set_enabled(false) in the parent (or here) holds in the child */
+		int rc = open_locked(r, r->path_tmpl, &r->opts, atomic_load_explicit(&r->enabled, memory_order_relaxed));
 		if (rc)
 			fprintf(stderr, "ptz: fork child %d: cannot open a trace at %s: %s; not recording\n", (int)getpid(),
 				r->path_tmpl, strerror(-rc));
-		else if (!enabled) /* pt_set_enabled(false) in the parent (or here) holds in the child */
-			pt_set_enabled_locked(r, false);
 		atomic_store_explicit(&r->reopen, false, memory_order_relaxed);
 	}
 	pthread_mutex_unlock(&open_lock);
@@ -1153,9 +1163,12 @@ int pt_close(pt_recorder *r)
 		return 0;
 	pthread_mutex_lock(&open_lock);
 	if (!is_open || r->forked) {
+		/* a fork child's copy that has not recorded: it never will now */
+		atomic_store_explicit(&r->reopen, false, memory_order_relaxed);
 		pthread_mutex_unlock(&open_lock);
 		return 0;
 	}
+	atomic_store_explicit(&r->fork_records, false, memory_order_relaxed); /* forks from now on: no locks taken */
 	/* GPU work still in flight is resolved (bounded wait) and written
 	 * while the recorder is still open. */
 	rec_gpu_stop(r);

@@ -942,6 +942,10 @@ void rec_gpu_atfork_child(void)
 	/* a thread that is not here (the CUDA thread) may have held it; the
 	 * child's pt_close() takes it to write the drop counts */
 	pthread_mutex_init(&ctl_lock, NULL);
+	/* the parent's GPU halves lost so far are the parent's: a child's own
+	 * trace counts only its own */
+	for (uint32_t c = PT_ERRC_GPU_POOL_EMPTY; c < NCODES; c++)
+		drop_written[c] = atomic_load_explicit(&n_drop[c], memory_order_relaxed);
 }
 
 void rec_gpu_stats(struct pt_stats_info *out)

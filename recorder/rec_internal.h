@@ -170,8 +170,9 @@ struct pt_recorder {
 	struct cds_list_head rings;            /* RCU list of struct rec_ring */
 	uint64_t cur_gen;
 	_Atomic bool enabled;
-	bool forked;                           /* a fork child's copy of a recorder open in the parent */
+	_Atomic bool forked;                   /* a fork child's copy of a recorder open in the parent */
 	_Atomic bool reopen;                   /* such a copy whose path has %p: opens at the first record */
+	_Atomic bool fork_records;             /* open at a path with %p: the atfork handlers take the locks */
 
 	/* pt_open()'s arguments, kept for a fork child's reopen (open_lock) */
 	char *path_tmpl;

@@ -158,13 +158,18 @@ enum pt_gpu_state {
  * pt_end() calls close them; a child's exit() finalizes a PTZ_TRACE
  * recorder (pt_default()), otherwise call pt_close() in the child. Without
  * "%p", the inherited handle is a no-op and pt_open() in the child fails
- * with EBUSY. A child of a parent whose recorder was closed may pt_open()
- * its own. The atfork handlers take the recorder's locks before the fork,
- * waiting at most 0.2 s for each: if one is still held (a fork from a
- * signal handler that interrupted the recorder), that child records
- * nothing and none of its calls takes a lock. A child that cannot open
- * its trace says so once on stderr and records nothing. Other threads of
- * the parent are not in the child: their rings are not copied into it.
+ * with EBUSY, as in the child of a parent whose recorder was closed. Only
+ * while a "%p" recorder is open do the atfork handlers do anything: they
+ * call liburcu-bp's fork handlers (urcu_bp_before_fork() and its two
+ * partners: a program that uses liburcu-bp itself must then not call them
+ * around fork() too, or the fork deadlocks) and take the recorder's locks,
+ * waiting at most 0.2 s for each; if one is still held (pt_close()
+ * running), that child records nothing and none of its calls takes a
+ * lock. Do not fork() from a signal handler while such a recorder is open:
+ * if the handler interrupted the recorder inside liburcu, the fork can
+ * block. A child that cannot open its trace says so once on stderr and
+ * records nothing. Other threads of the parent are not in the child:
+ * their rings are not copied into it.
  * Return: the recorder, or NULL with errno set: EBUSY while another recorder
  *         is open or in a child that inherited an open one (see fork()),
  *         EINVAL for a NULL path, or the errno of the failed

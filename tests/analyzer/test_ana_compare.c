@@ -489,6 +489,66 @@ static void test_text_and_json(void **state)
 	free(js);
 }
 
+/* One name "x" in the default domain and in domain "d", first met in the
+ * opposite order in the two traces, each with its own steady duration:
+ * paired by domain and name, nothing changed; paired by name alone (in
+ * order of appearance), each would be compared with the other. */
+static void write_domains(const char *path, int which)
+{
+	const struct fmt_writer_hdr hd = {
+		.clock_source = 1, .pid = 300, .start_ticks = 1000, .start_mono_ns = 1000,
+		.start_real_ns = 1700000000000000000ull, .process_name = "cmp-domains", .host = "h",
+		.cmdline = "c", .recorder_version = "ptz-test 1",
+	};
+	struct tb b;
+	tb_start(&b, path, &hd);
+	assert_int_equal(fmt_enc_domain(&b.e, 1, "d", 1), 0);
+	assert_int_equal(fmt_enc_string(&b.e, 1, 0, "x", 1), 0);
+	assert_int_equal(fmt_enc_string(&b.e, 2, 1, "x", 1), 0);
+	assert_int_equal(fmt_enc_thread(&b.e, 0, 500, 1000, 0, "t0", 2), 0);
+	assert_int_equal(fmt_enc_clock(&b.e, 0, 0, 1700000000000000000ull, 1), 0);
+	assert_int_equal(fmt_enc_clock(&b.e, 1000000000, 1000000000, 1700000001000000000ull, 1), 0);
+	tb_flush(&b, FMT_CHUNK_META, PT_FMT_META_THREAD);
+	uint64_t t = 2000, rng = 5;
+	for (int i = 0; i < 100; i++) {
+		for (int k = 0; k < 2; k++) {
+			uint32_t id = (k == 0) == (which == 0) ? 1 : 2; /* base: default first; new: "d" first */
+			uint64_t d = (id == 1 ? 1000 : 5000) + ana_rnd(&rng) % 50;
+			fmt_enc_begin(&b.e, t, id);
+			t += d;
+			fmt_enc_end(&b.e, t, id);
+			t += 10;
+		}
+	}
+	tb_flush(&b, FMT_CHUNK_EVENTS, 0);
+	tb_close(&b);
+}
+
+static void test_domains_matched_apart(void **state)
+{
+	(void)state;
+	char pb[4200], pn[4200];
+	snprintf(pb, sizeof(pb), "%s", tu_path("cmp-dom-base.ptz"));
+	snprintf(pn, sizeof(pn), "%s", tu_path("cmp-dom-new.ptz"));
+	write_domains(pb, 0);
+	write_domains(pn, 1);
+	const struct ana_options o = { .thread = -1, .merged_percentiles_only = true };
+	struct ana_result b, n;
+	ana_test_run(pb, &o, &b);
+	ana_test_run(pn, &o, &n);
+	struct ana_cmp c;
+	assert_int_equal(ana_compare(&b, &n, NULL, &c), 0);
+	assert_int_equal(c.nrows, 2);
+	/* jitter may be significant, never beyond the noise threshold; paired
+	 * by name alone, each x would be +400% or -80% */
+	assert_int_equal(c.count[ANA_V_REGRESSION] + c.count[ANA_V_IMPROVEMENT], 0);
+	for (size_t i = 0; i < c.nrows; i++)
+		assert_true(fabs(c.rows[i].change) < 0.05);
+	ana_compare_free(&c);
+	ana_result_free(&b);
+	ana_result_free(&n);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -503,6 +563,7 @@ int main(void)
 		cmocka_unit_test(test_effect_and_samples),
 		cmocka_unit_test(test_self_compare),
 		cmocka_unit_test(test_text_and_json),
+		cmocka_unit_test(test_domains_matched_apart),
 	};
 	/* one group (one TAP plan): the statistics tests ignore the pair fixture */
 	return cmocka_run_group_tests(tests, setup_pair, teardown_pair);

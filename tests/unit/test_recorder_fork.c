@@ -6,8 +6,7 @@
  * child records into its own trace at that path (its pid), opened at its
  * first record, with the forking thread's open sections begun again;
  * otherwise the inherited handle is a no-op and pt_open() in the child
- * fails with EBUSY. A child of a parent whose recorder was closed may open
- * its own. None of the child's calls may block on a lock that another
+ * fails with EBUSY. None of the child's calls may block on a lock that another
  * thread of the parent held at the fork. Invariants covered:
  *  - forks while parent threads record and loop on the recorder's locks
  *    (intern table, open lock, thread names): every child calls the whole
@@ -19,7 +18,8 @@
  *    that records nothing creates no file; a grandchild gets its own file;
  *    a PTZ_TRACE recorder is finalized by the child's exit();
  *  - after the parent closed its recorder: the inherited handle is a
- *    no-op, and the child can open its own trace.
+ *    no-op, and pt_open() in the child fails with EBUSY;
+ *  - a fork with no %p recorder open takes no lock (bench-fork).
  *
  * Children leave with _exit() (but the exit() test) and a status the
  * parent checks; each child arms alarm() and the parent waits with a
@@ -28,6 +28,7 @@
  * process.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -190,10 +191,8 @@ static void *load_locker(void *p)
 }
 
 
-/* Every call of the API through the inherited handle; returns the exit
- * status. @parent_open: the parent's recorder was open at the fork (its
- * copy must then report nothing; a closed one keeps its last totals). */
-static int noop_child(pt_recorder *r, bool parent_open)
+/* Every call of the API through the inherited handle; returns the exit status. */
+static int noop_child(pt_recorder *r)
 {
 	uint32_t C = pt_intern(r, "child-only-name");
 	if (C == 0)
@@ -215,7 +214,7 @@ static int noop_child(pt_recorder *r, bool parent_open)
 	pt_set_enabled(r, false);
 	pt_set_enabled(r, true);
 	struct pt_stats_info st;
-	if (pt_stats(r, &st) != 0 || (parent_open && (st.records != 0 || st.threads != 0)))
+	if (pt_stats(r, &st) != 0 || st.records != 0 || st.threads != 0)
 		return 3;
 	if (pt_close(r) != 0)
 		return 4;
@@ -223,27 +222,18 @@ static int noop_child(pt_recorder *r, bool parent_open)
 }
 
 
-/* A child's own pt_open(): refused at once, nothing created, while the
- * parent's recorder was open at the fork; else it works. */
-static int open_child(bool parent_open)
+/* A child's own pt_open(): refused at once, nothing created (the parent's
+ * recorder, open or closed, had no %p path). */
+static int open_child(void)
 {
 	char path[64];
 	snprintf(path, sizeof(path), "fork-child-%d.ptz", (int)getpid());
 	errno = 0;
 	pt_recorder *c = pt_open(tu_path(path), NULL);
+	if (c || errno != EBUSY)
+		return 5;
 	struct stat sb;
-	if (parent_open) {
-		if (c || errno != EBUSY)
-			return 5;
-		return stat(tu_path(path), &sb) == 0 ? 6 : 0;
-	}
-	if (!c)
-		return 7;
-	sections(c, pt_intern(c, "child-own-open"), 10);
-	if (pt_close(c) != 0 || stat(tu_path(path), &sb) != 0)
-		return 8;
-	unlink(tu_path(path));
-	return 0;
+	return stat(tu_path(path), &sb) == 0 ? 6 : 0;
 }
 
 static void load_start(struct load *l, pthread_t th[3])
@@ -262,7 +252,7 @@ static void load_stop(struct load *l, pthread_t th[3])
 		pthread_join(th[i], NULL);
 }
 
-static void fork_under_load(struct load *l, bool parent_open)
+static void fork_under_load(struct load *l)
 {
 	pthread_t th[3];
 	load_start(l, th);
@@ -271,8 +261,8 @@ static void fork_under_load(struct load *l, bool parent_open)
 		ALLOC_GATE_LOCK();
 		pid_t pid = fork_child();
 		if (pid == 0) {
-			int st = noop_child(l->r, parent_open);
-			_exit(st ? st : open_child(parent_open));
+			int st = noop_child(l->r);
+			_exit(st ? st : open_child());
 		}
 		ALLOC_GATE_UNLOCK();
 		wait_child_ok(pid);
@@ -288,7 +278,7 @@ static void test_fork_child_noop_while_parent_records(void **state)
 	assert_non_null(l.r);
 	uint32_t P = pt_intern(l.r, "parent");
 	sections(l.r, P, PARENT_N);
-	fork_under_load(&l, true);
+	fork_under_load(&l);
 	sections(l.r, P, PARENT_N);
 	assert_int_equal(pt_close(l.r), 0);
 	assert_false(trace_has_name(path, "child-only-name"));
@@ -320,7 +310,7 @@ static void test_fork_child_noop_after_parent_closed(void **state)
 	struct stat sb;
 	assert_int_equal(stat(path, &sb), 0);
 	size = sb.st_size;
-	fork_under_load(&l, false); /* the threads call into a closed recorder */
+	fork_under_load(&l); /* the threads call into a closed recorder */
 	assert_int_equal(stat(path, &sb), 0);
 	assert_int_equal(sb.st_size, size);
 	assert_false(trace_has_name(path, "child-only-name"));
@@ -467,6 +457,16 @@ static void test_fork_child_lazy_and_grandchild(void **state)
 	wait_child_ok(quiet);
 	struct stat sb;
 	assert_int_not_equal(stat(pid_path(tmpl, quiet, path, sizeof(path)), &sb), 0);
+	/* pt_close() before any record: later records open nothing */
+	pid_t closer = fork_child();
+	if (closer == 0) {
+		if (pt_close(r) != 0)
+			_exit(18);
+		sections(r, W, 10);
+		_exit(0);
+	}
+	wait_child_ok(closer);
+	assert_int_not_equal(stat(pid_path(tmpl, closer, path, sizeof(path)), &sb), 0);
 
 	/* child: forks a grandchild inside "outer", then records itself */
 	int fd[2];
@@ -498,6 +498,46 @@ static void test_fork_child_lazy_and_grandchild(void **state)
 	unlink(path);
 	check_child_trace(pid_path(tmpl, grandkid, path, sizeof(path)), grandkid, CHILD_N, true);
 	unlink(path);
+	unlink(pid_path(tmpl, getpid(), path, sizeof(path)));
+}
+
+/* A child that closes the descriptors it inherited and opens its own
+ * files before its first record (a daemon): its files keep their
+ * descriptors, and its trace is its own. */
+static void test_fork_child_closes_inherited_fds(void **state)
+{
+	(void)state;
+	const char *tmpl = "fork-fds-%p.ptz";
+	char path[4200], log[4200];
+	snprintf(log, sizeof(log), "%s", tu_path("fork-fds-app.log"));
+	pt_recorder *r = pt_open(tu_path(tmpl), NULL);
+	assert_non_null(r);
+	uint32_t O = pt_intern(r, "outer"), W = pt_intern(r, "child-work");
+	pt_begin(r, O);
+	pid_t kid = fork_child();
+	if (kid == 0) {
+		for (int fd = 3; fd < 1024; fd++)
+			close(fd);
+		int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600); /* takes the lowest number: the trace's was one */
+		if (fd < 0)
+			_exit(19);
+		int st = pid_child(r, O, W); /* the first record opens the child's trace */
+		if (write(fd, "hello\n", 6) != 6 || close(fd) != 0)
+			_exit(20);
+		_exit(st || pt_close(r) ? 21 : 0);
+	}
+	pt_end(r, O);
+	wait_child_ok(kid);
+	assert_int_equal(pt_close(r), 0);
+	char buf[16] = "";
+	FILE *f = fopen(log, "r");
+	assert_non_null(f);
+	assert_non_null(fgets(buf, sizeof(buf), f));
+	fclose(f);
+	assert_string_equal(buf, "hello\n");
+	check_child_trace(pid_path(tmpl, kid, path, sizeof(path)), kid, CHILD_N, true);
+	unlink(path);
+	unlink(log);
 	unlink(pid_path(tmpl, getpid(), path, sizeof(path)));
 }
 
@@ -563,6 +603,7 @@ int main(void)
 		cmocka_unit_test(test_fork_child_records_own_trace),
 		cmocka_unit_test(test_fork_child_lazy_and_grandchild),
 		cmocka_unit_test(test_fork_child_keeps_disabled),
+		cmocka_unit_test(test_fork_child_closes_inherited_fds),
 		cmocka_unit_test(test_fork_child_default_recorder_exit),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
