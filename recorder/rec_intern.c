@@ -34,7 +34,6 @@ static uint32_t unnamed_id;
 
 static void init(void)
 {
-	rec_fork_init(); /* a child must find the insertion lock free */
 	table = cds_lfht_new(1024, 1024, 0, CDS_LFHT_AUTO_RESIZE | CDS_LFHT_ACCOUNTING, NULL);
 }
 

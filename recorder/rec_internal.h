@@ -234,7 +234,9 @@ extern PT_INTERNAL int rec_clock_source; /* 1 = TSC, 2 = cntvct, 3 = CLOCK_MONOT
 extern PT_INTERNAL int rec_grace;
 extern PT_INTERNAL bool rec_fork_child;
 extern PT_INTERNAL bool rec_fork_unsafe;
-/* Registers the atfork handlers once (pt_open() and the intern table). */
+/* Registers the atfork handlers once (at the first pt_open() or
+ * pt_stats(); a process that only interns names forks as if libptz were not
+ * there, and its children may open a recorder). */
 PT_INTERNAL void rec_fork_init(void);
 PT_INTERNAL void rec_clock_init(void);
 PT_INTERNAL uint64_t rec_ticks_slow(void);

@@ -392,6 +392,35 @@ static void check_child_trace(const char *path, pid_t pid, size_t work_n, bool c
 	tu_free(&tr);
 }
 
+/* First in the run, before any pt_open() in this process: a parent that
+ * only interned names (instrumented code without a recorder) forks as if
+ * libptz were not there, and its child opens and records its own trace. */
+static void test_fork_intern_only_parent(void **state)
+{
+	(void)state;
+	uint32_t X = pt_intern(NULL, "interned-by-parent");
+	(void)tu_tmpdir(); /* made by the parent, shared with the child */
+	pid_t kid = fork_child();
+	if (kid == 0) {
+		char name[64];
+		snprintf(name, sizeof(name), "fork-io-%d.ptz", (int)getpid());
+		pt_recorder *c = pt_open(tu_path(name), NULL);
+		if (!c)
+			_exit(22);
+		sections(c, X, 7);
+		_exit(pt_close(c) ? 23 : 0);
+	}
+	wait_child_ok(kid);
+	char name[64], path[4200];
+	snprintf(name, sizeof(name), "fork-io-%d.ptz", (int)kid);
+	snprintf(path, sizeof(path), "%s", tu_path(name));
+	struct tu_trace tr;
+	tu_read(path, &tr);
+	assert_int_equal(begins_of(&tr, "interned-by-parent"), 7);
+	tu_free(&tr);
+	unlink(path);
+}
+
 static void test_fork_child_records_own_trace(void **state)
 {
 	(void)state;
@@ -598,6 +627,7 @@ static void test_fork_child_default_recorder_exit(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_fork_intern_only_parent), /* first: no pt_open() before it */
 		cmocka_unit_test(test_fork_child_noop_while_parent_records),
 		cmocka_unit_test(test_fork_child_noop_after_parent_closed),
 		cmocka_unit_test(test_fork_child_records_own_trace),
