@@ -158,7 +158,9 @@ enum pt_gpu_state {
  * pt_end() calls close them; a child's exit() finalizes a PTZ_TRACE
  * recorder (pt_default()), otherwise call pt_close() in the child. Without
  * "%p", the inherited handle is a no-op and pt_open() in the child fails
- * with EBUSY, as in the child of a parent whose recorder was closed. Only
+ * with EBUSY, as in the child of a parent whose recorder was closed (a
+ * process that never called pt_open() or pt_stats() forks as if libptz
+ * were not there: its children may open a recorder). Only
  * while a "%p" recorder is open do the atfork handlers do anything: they
  * call liburcu-bp's fork handlers (urcu_bp_before_fork() and its two
  * partners: a program that uses liburcu-bp itself must then not call them
