@@ -73,6 +73,13 @@ static void test_kill_trace_readable_and_fresh(void **state)
 	pid_t pid = fork();
 	if (pid == 0)
 		child(path, p);
+	/* from the child's first sample on: its pt_open() alone (file
+	 * preallocation) took most of 600 ms under ASan while other tests kept
+	 * the disk busy, and nothing was then old enough to be required */
+	for (int waited_ms = 0; atomic_load_explicit(&p->n, memory_order_acquire) == 0 && waited_ms < 20000; waited_ms++) {
+		struct timespec ms = { 0, 1000000 };
+		nanosleep(&ms, NULL);
+	}
 	struct timespec ts = { 0, 600000000 }; /* leaves > 390 ms of sections that must be in the file */
 	nanosleep(&ts, NULL);
 	uint64_t kill_ns = mono_ns();

@@ -323,6 +323,7 @@ static void test_fork_child_noop_after_parent_closed(void **state)
 /* ---- "%p": the child records into its own trace ---- */
 
 #define CHILD_N 500
+#define PID_FORKS 8 /* recording children: each preallocates and writes a trace */
 
 /* The trace a "%p" template names for @pid. */
 static const char *pid_path(const char *tmpl_name, pid_t pid, char *buf, size_t cap)
@@ -433,8 +434,8 @@ static void test_fork_child_records_own_trace(void **state)
 	sections(l.r, P, PARENT_N);
 	pthread_t th[3];
 	load_start(&l, th);
-	pid_t kids[FORKS];
-	for (int k = 0; k < FORKS; k++) {
+	pid_t kids[PID_FORKS];
+	for (int k = 0; k < PID_FORKS; k++) {
 		sleep_us(500 + 997 * k % 3000);
 		pt_begin(l.r, O);
 		ALLOC_GATE_LOCK();
@@ -451,7 +452,7 @@ static void test_fork_child_records_own_trace(void **state)
 	load_stop(&l, th);
 	sections(l.r, P, PARENT_N);
 	assert_int_equal(pt_close(l.r), 0);
-	for (int k = 0; k < FORKS; k++) {
+	for (int k = 0; k < PID_FORKS; k++) {
 		check_child_trace(pid_path(tmpl, kids[k], cpath, sizeof(cpath)), kids[k], CHILD_N, true);
 		unlink(cpath);
 	}
@@ -462,7 +463,7 @@ static void test_fork_child_records_own_trace(void **state)
 	tu_read(ppath, &tr);
 	assert_int_equal(tr.errors, 0);
 	assert_int_equal(begins_of(&tr, "parent"), 2 * PARENT_N);
-	assert_int_equal(begins_of(&tr, "outer"), FORKS);
+	assert_int_equal(begins_of(&tr, "outer"), PID_FORKS);
 	assert_int_equal(begins_of(&tr, "child-work"), 0);
 	tu_free(&tr);
 	unlink(ppath);
