@@ -58,29 +58,30 @@ static void ring_retire(void *p);
 /* ---------------------------------------------------------------- fork */
 
 /*
- * fork() (recorder.h, pt_open()). The prepare handler takes liburcu-bp's
+ * fork() (recorder.h, pt_open()). The handlers are registered at the
+ * first pt_open()/pt_stats(), and act only while a recorder whose path has
+ * "%p" is open (fork_records): then the prepare handler takes liburcu-bp's
  * fork locks (urcu_bp_before_fork: grace-period and registry locks, all
- * signals blocked), then the recorder's own locks in their order (open ->
- * reg -> names -> intern table), each with a bounded wait: a lock still held
- * after FORK_LOCK_WAIT_NS (the forking thread itself holds it, from a signal
- * handler, or pt_close() is flushing) is left alone, and the child is then
- * "unsafe": it records nothing and touches no lock, as a child always did
- * before. No liburcu worker thread exists to pause: rings are freed by the
- * flusher after synchronize_rcu, not by call_rcu. (The intern table's
- * automatic resize has a worker; in a child it never runs again, so the
- * table keeps the size it had, which only lengthens its chains.)
+ * signals blocked) and the recorder's own locks in their order (open ->
+ * reg -> names -> intern table), each with a bounded wait. A lock still
+ * held after FORK_LOCK_WAIT_NS (pt_close() flushing), or no such recorder,
+ * makes the child "unsafe": it records nothing and touches no lock, as a
+ * child always did before. No liburcu worker thread exists to pause: rings
+ * are freed by the flusher after synchronize_rcu, not by call_rcu. (The
+ * intern table's automatic resize has a worker; in a child it never runs
+ * again, so the table keeps the size it had, which only lengthens its
+ * chains.)
  *
- * In a safe child, the copy of a recorder that was open is dropped (its
- * flusher and the parent's file are not ours; their memory is left as the
- * fork copied it) and, if pt_open()'s path had "%p", a new recorder opens
- * at that path, with the child's pid, on the child's first record: a child
- * that records nothing (fork + exec) creates no file. The forking thread's
- * open sections are begun again in the child's trace at that moment, so
- * its pt_end() calls close them.
+ * In a safe child, the copy of the parent's descriptor is closed at once;
+ * the copies of its rings and flusher state are freed when a new recorder
+ * opens at the "%p" path, with the child's pid, on the child's first
+ * record: a child that records nothing (fork + exec) creates no file. The
+ * forking thread's open sections are begun again in the child's trace at
+ * that moment, so its pt_end() calls close them.
  */
 #define FORK_LOCK_WAIT_NS 200000000ull /* per lock: 0.2 s */
 
-bool rec_fork_child, rec_fork_unsafe;
+bool rec_fork_unsafe;
 
 int rec_grace;
 static struct {
@@ -167,7 +168,6 @@ static void atfork_child(void)
 	if (fork_held.urcu)
 		urcu_bp_after_fork_child(); /* the registry keeps this thread only */
 	const bool safe = fork_held.intern; /* false too when no %p recorder was open */
-	rec_fork_child = true;
 	rec_fork_unsafe = !safe;
 	/* open: a %p recorder open here, or a reopen still pending (a child
 	 * that forks before its first record passes it on) */

@@ -220,19 +220,17 @@ struct rec_tname {
 
 /* ---- clocks (rec_clock.c) ---- */
 extern PT_INTERNAL int rec_clock_source; /* 1 = TSC, 2 = cntvct, 3 = CLOCK_MONOTONIC */
-/* Fork (rec_core.c, atfork handlers): rec_fork_child is true in a child
- * process after fork(). rec_fork_unsafe is true in a child whose parent
- * could not take every recorder lock before the fork (a lock held past
- * the bounded wait, e.g. a fork from a signal handler that interrupted
- * the recorder): nothing records there, and the entry points return before
- * any lock, which another thread of the parent may have held. Both are
- * written once by the atfork child handler, before the child has threads. */
+/* Fork (rec_core.c, atfork handlers): rec_fork_unsafe is true in a child
+ * whose parent did not take every recorder lock before the fork (no "%p"
+ * recorder was open, or a lock was held past the bounded wait): nothing
+ * records there, and the entry points return before any lock, which
+ * another thread of the parent may have held. Written once by the atfork
+ * child handler, before the child has threads. */
 /* ThreadSanitizer's view of an RCU grace period (it does not model
  * liburcu's): a reader of the ring registry other than the flusher
  * (pt_stats()) releases &rec_grace before rcu_read_unlock(); whoever frees
  * unlinked rings acquires it after synchronize_rcu(). Annotation only. */
 extern PT_INTERNAL int rec_grace;
-extern PT_INTERNAL bool rec_fork_child;
 extern PT_INTERNAL bool rec_fork_unsafe;
 /* Registers the atfork handlers once (at the first pt_open() or
  * pt_stats(); a process that only interns names forks as if libptz were not
