@@ -263,6 +263,8 @@ struct ana_tree {
 	uint32_t count, cap;
 };
 uint32_t ana_tree_child(struct ana_tree *t, uint32_t parent, uint32_t id); /* finds or adds; UINT32_MAX on ENOMEM */
+/* The child of @parent named @id, or UINT32_MAX if it has none (never adds). */
+uint32_t ana_tree_find(const struct ana_tree *t, uint32_t parent, uint32_t id);
 void ana_tree_free(struct ana_tree *t);
 
 struct ana_counter {
@@ -470,6 +472,16 @@ const char *ana_name(const struct ana_result *res, uint32_t id);
  */
 const char *ana_path_of(const struct ana_result *res, const struct ana_tree *t, uint32_t node, char **buf,
 			size_t *cap);
+/*
+ * ana_path_short() - ana_path_of() for text: a path deeper than
+ * ANA_PATH_SHORT_DEPTH levels prints as "[DEPTH] ..." and its innermost
+ * ANA_PATH_SHORT_TAIL names, so one line stays readable however deep the
+ * nesting (and a report of many deep paths stays linear in their depth).
+ */
+#define ANA_PATH_SHORT_DEPTH 8
+#define ANA_PATH_SHORT_TAIL 4
+const char *ana_path_short(const struct ana_result *res, const struct ana_tree *t, uint32_t node, char **buf,
+			   size_t *cap);
 /* ana_fmt_dur() - @ns as "812 ns", "3.25 us", "1.50 ms" or "2.000 s" in
  * @buf of @n bytes ("-" for NaN); returns @buf. */
 const char *ana_fmt_dur(char *buf, size_t n, double ns);

@@ -77,6 +77,13 @@ static inline uint32_t child_lower(const struct ana_node *p, uint32_t id)
 	return lo;
 }
 
+uint32_t ana_tree_find(const struct ana_tree *t, uint32_t parent, uint32_t id)
+{
+	const struct ana_node *p = &t->n[parent];
+	uint32_t lo = child_lower(p, id);
+	return lo < p->nchild && p->child_id[lo] == id ? p->child[lo] : UINT32_MAX;
+}
+
 uint32_t ana_tree_child(struct ana_tree *t, uint32_t parent, uint32_t id)
 {
 	struct ana_node *p = &t->n[parent];

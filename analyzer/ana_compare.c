@@ -383,10 +383,7 @@ static int push_children(struct builder *bd, uint32_t b, uint32_t n)
 	return rc;
 }
 
-/* Copies @a's reservoir into @v without one value equal to the first
- * occurrence's duration (the first occurrence itself whenever the
- * reservoir holds every occurrence); the number kept. */
-static uint32_t samples_of(const struct ana_agg *a, uint64_t *v)
+uint32_t ana_samples_without_first(const struct ana_agg *a, uint64_t *v)
 {
 	uint32_t n = 0;
 	bool dropped = a->count == 0;
@@ -414,8 +411,8 @@ static bool testable(uint32_t n1, uint32_t n2, double alpha)
 static int fill_pair(struct ana_cmp_row *r, const struct ana_agg *ab, const struct ana_agg *an, uint64_t *vb,
 		     uint64_t *vn, double alpha)
 {
-	r->n_base = samples_of(ab, vb);
-	r->n_new = samples_of(an, vn);
+	r->n_base = ana_samples_without_first(ab, vb);
+	r->n_new = ana_samples_without_first(an, vn);
 	if (r->n_base > 0 && r->n_new > 0 && testable(r->n_base, r->n_new, alpha)) {
 		bool ex;
 		r->p = ana_mwu(vb, r->n_base, vn, r->n_new, &r->u, &ex);
@@ -509,7 +506,7 @@ int ana_compare(const struct ana_result *base, const struct ana_result *nw, cons
 			continue;
 		/* significant: the effect's interval decides */
 		const struct ana_agg *ab = &base->merged.n[r->base_node].agg, *an = &nw->merged.n[r->new_node].agg;
-		uint32_t nb = samples_of(ab, vb), nn = samples_of(an, vb + ANA_RESERVOIR_CAP);
+		uint32_t nb = ana_samples_without_first(ab, vb), nn = ana_samples_without_first(an, vb + ANA_RESERVOIR_CAP);
 		if (ana_boot_change(vb, nb, vb + ANA_RESERVOIR_CAP, nn, o.bootstrap, &rng, &r->ci_lo, &r->ci_hi)) {
 			rc = -1;
 			break;
@@ -561,38 +558,14 @@ static int cmp_by_change(const void *a, const void *b)
 	return (i > j) - (i < j);
 }
 
-#define TEXT_PATH_DEPTH 8 /* deeper paths print as "[depth] ...;" and their innermost TEXT_PATH_TAIL names */
-#define TEXT_PATH_TAIL 4
-
-/* The row's call path (';'-joined) from the tree that has it, shortened
- * past TEXT_PATH_DEPTH levels; NULL on ENOMEM. */
+/* The row's call path from the tree that has it, shortened past
+ * ANA_PATH_SHORT_DEPTH levels; NULL on ENOMEM. */
 static const char *row_path(const struct ana_result *base, const struct ana_result *nw, const struct ana_cmp_row *r,
 			    char **buf, size_t *cap)
 {
 	const struct ana_result *res = r->base_node != UINT32_MAX ? base : nw;
 	const uint32_t node = r->base_node != UINT32_MAX ? r->base_node : r->new_node;
-	const struct ana_tree *t = &res->merged;
-	if (t->n[node].depth <= TEXT_PATH_DEPTH)
-		return ana_path_of(res, t, node, buf, cap);
-	uint32_t tail[TEXT_PATH_TAIL]; /* nodes, outermost first */
-	char prefix[32];
-	size_t len = (size_t)snprintf(prefix, sizeof(prefix), "[%u] ...", t->n[node].depth) + 1;
-	uint32_t x = node;
-	for (int k = TEXT_PATH_TAIL; k-- > 0; x = t->n[x].parent) {
-		tail[k] = x;
-		len += strlen(ana_name(res, t->n[x].id)) + 1;
-	}
-	if (len > *cap) {
-		char *b = realloc(*buf, len);
-		if (!b)
-			return NULL;
-		*buf = b;
-		*cap = len;
-	}
-	size_t o = (size_t)sprintf(*buf, "%s", prefix);
-	for (int k = 0; k < TEXT_PATH_TAIL; k++) /* one ana_name() at a time: its buffer is reused */
-		o += (size_t)sprintf(*buf + o, ";%s", ana_name(res, t->n[tail[k]].id));
-	return *buf;
+	return ana_path_short(res, &res->merged, node, buf, cap);
 }
 
 static const char *pct(char *b, size_t n, double v)

@@ -156,6 +156,12 @@ double ana_mwu(const uint64_t *x, uint32_t nx, const uint64_t *y, uint32_t ny, d
  */
 int ana_bh(const double *p, size_t m, double *q);
 
+/* ana_samples_without_first() - Copies @a's reservoir into @v (room for
+ * ANA_RESERVOIR_CAP values) without one value equal to the first
+ * occurrence's duration (the first occurrence itself whenever the
+ * reservoir holds every occurrence); returns the number copied. */
+uint32_t ana_samples_without_first(const struct ana_agg *a, uint64_t *v);
+
 /* ana_median() - The median of @n >= 1 values (the mean of the two middle
  * ones for even @n); reorders @v. */
 double ana_median(uint64_t *v, uint32_t n);

@@ -717,6 +717,32 @@ const char *ana_path_of(const struct ana_result *res, const struct ana_tree *t, 
 	return *buf;
 }
 
+const char *ana_path_short(const struct ana_result *res, const struct ana_tree *t, uint32_t node, char **buf,
+			   size_t *cap)
+{
+	if (t->n[node].depth <= ANA_PATH_SHORT_DEPTH)
+		return ana_path_of(res, t, node, buf, cap);
+	uint32_t tail[ANA_PATH_SHORT_TAIL]; /* nodes, outermost first */
+	char prefix[32];
+	size_t len = (size_t)snprintf(prefix, sizeof(prefix), "[%u] ...", t->n[node].depth) + 1;
+	uint32_t x = node;
+	for (int k = ANA_PATH_SHORT_TAIL; k-- > 0; x = t->n[x].parent) {
+		tail[k] = x;
+		len += strlen(ana_name(res, t->n[x].id)) + 1;
+	}
+	if (len > *cap) {
+		char *b = realloc(*buf, len);
+		if (!b)
+			return NULL;
+		*buf = b;
+		*cap = len;
+	}
+	size_t o = (size_t)sprintf(*buf, "%s", prefix);
+	for (int k = 0; k < ANA_PATH_SHORT_TAIL; k++) /* one ana_name() at a time: its buffer is reused */
+		o += (size_t)sprintf(*buf + o, ";%s", ana_name(res, t->n[tail[k]].id));
+	return *buf;
+}
+
 /* A std in integer ns; empty when not available (NaN: ana_moments_std). */
 static const char *csv_std(char buf[32], double v)
 {

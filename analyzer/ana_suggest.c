@@ -1,0 +1,928 @@
+/*
+ * analyzer/ana_suggest.c - optimization suggestions (ana_suggest.h; the
+ * rules, triggers and stakes are defined in doc/analyzer-output.md §9).
+ */
+#include <errno.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analyzer/ana_compare.h"
+#include "analyzer/ana_suggest.h"
+
+static const char *const rule_key[ANA_R_N] = {
+	"data-quality", "hot-section", "roofline", "imbalance", "cold-first",
+	"unstable", "short-sections", "small-transfers", "slow-transfer", "gpu-idle",
+};
+
+const char *ana_rule_key(enum ana_rule r)
+{
+	return (unsigned)r < ANA_R_N ? rule_key[r] : "?";
+}
+
+static const char *const roof_key[ANA_ROOF_NCLASS] = {
+	"memory-bound-near-roof", "memory-bound-below-roof", "compute-bound-near-roof",
+	"compute-bound-below-roof", "latency-bound", "above-roof",
+};
+static const char *const dq_key[ANA_DQ_NKIND] = {
+	"lost-records", "unmatched-ends", "open-at-end", "misuse-errors", "damaged-chunks", "torn-tail",
+	"gpu-errors",
+};
+static const char *const dir_key[ANA_DIRS] = { "h2d", "d2h", "d2d", "p2p" };
+
+const char *ana_class_key(enum ana_rule r, uint32_t cls)
+{
+	if (r == ANA_R_ROOFLINE && cls < ANA_ROOF_NCLASS)
+		return roof_key[cls];
+	if (r == ANA_R_DATA && cls < ANA_DQ_NKIND)
+		return dq_key[cls];
+	if ((r == ANA_R_SMALL_XFER || r == ANA_R_SLOW_XFER) && cls >= 1 && cls <= ANA_DIRS)
+		return dir_key[cls - 1];
+	return NULL;
+}
+
+/* Evidence names per rule, in ev[] order (doc/analyzer-output.md §9.2). */
+static const char *const ev_key[ANA_R_N][ANA_SUG_EV + 1] = {
+	[ANA_R_DATA] = { "count", "sections" },
+	[ANA_R_HOT] = { "self_ns", "self_share", "total_ns", "share", "count" },
+	[ANA_R_ROOFLINE] = { "flops", "bytes", "total_ns", "intensity", "gflops", "gbps", "roof_gflops", "roof_gbps",
+			     "efficiency" },
+	[ANA_R_IMBALANCE] = { "threads", "max_ns", "mean_ns", "min_ns", "ratio" },
+	[ANA_R_COLD_FIRST] = { "count", "first_ns", "rest_median_ns", "rest_mad_ns", "z", "ratio" },
+	[ANA_R_UNSTABLE] = { "count", "rest_mean_ns", "rest_std_ns", "cv", "p50_ns", "p99_ns", "min_ns", "max_ns" },
+	[ANA_R_SHORT] = { "count", "mean_ns", "total_ns", "share" },
+	[ANA_R_SMALL_XFER] = { "transfers", "bytes", "mean_bytes", "total_ns" },
+	[ANA_R_SLOW_XFER] = { "transfers", "bytes", "mean_bytes", "total_ns", "gbps", "link_gbps", "ratio" },
+	[ANA_R_GPU_IDLE] = { "ranges", "span_ns", "busy_ns", "utilization", "gaps", "gap_ns", "longest_gap_ns",
+			     "longest_gap_at_s" },
+};
+
+const char *ana_evidence_key(enum ana_rule r, unsigned i)
+{
+	return (unsigned)r < ANA_R_N && i < ANA_SUG_EV ? ev_key[r][i] : NULL;
+}
+
+/* ---------------------------------------------------------------- triggers */
+
+#define TH(field, dflt, lo, hi) { #field, offsetof(struct ana_sug_opts, field), dflt, lo, hi }
+static const struct th {
+	const char *key;
+	size_t off;
+	double dflt, lo, hi; /* accepted: lo < v <= hi (lo == 1: v >= 1) */
+} ths[] = {
+	TH(min_pct, 1, 0, 100),        TH(hot_self_pct, 10, 0, 100),  TH(cold_z, 10, 0, INFINITY),
+	TH(cold_ratio, 2, 1, INFINITY), TH(cold_min_pct, 0.1, 0, 100), TH(unstable_cv, 0.10, 0, INFINITY),
+	TH(short_ns, 1000, 0, INFINITY), TH(imbalance_ratio, 1.2, 1, INFINITY), TH(gpu_util_pct, 50, 0, 100),
+	TH(gap_ms, 1, 0, INFINITY),
+};
+#define NTH (sizeof(ths) / sizeof(ths[0]))
+
+const char *const ana_sug_threshold_keys[] = {
+	"min_pct", "hot_self_pct", "cold_z", "cold_ratio", "cold_min_pct", "unstable_cv", "short_ns",
+	"imbalance_ratio", "gpu_util_pct", "gap_ms", NULL,
+};
+
+static double *th_field(struct ana_sug_opts *o, const struct th *t)
+{
+	return (double *)((char *)o + t->off);
+}
+
+int ana_sug_threshold_set(struct ana_sug_opts *o, const char *key, double value)
+{
+	for (size_t i = 0; i < NTH; i++) {
+		if (strcmp(key, ths[i].key))
+			continue;
+		bool ok = isfinite(value) && value <= ths[i].hi && (ths[i].lo == 1 ? value >= 1 : value > ths[i].lo);
+		if (!ok)
+			return -ERANGE;
+		*th_field(o, &ths[i]) = value;
+		return 0;
+	}
+	return -ENOENT;
+}
+
+static void fill_defaults(struct ana_sug_opts *o)
+{
+	for (size_t i = 0; i < NTH; i++)
+		if (*th_field(o, &ths[i]) == 0)
+			*th_field(o, &ths[i]) = ths[i].dflt;
+}
+
+/* ---------------------------------------------------------------- findings */
+
+struct sctx {
+	const struct ana_result *res;
+	const struct ana_sug_opts *o;
+	struct ana_sug *s;
+	double span_sum;  /* sum of thread spans, ns: the share denominator */
+	uint64_t *samp;   /* ANA_RESERVOIR_CAP values */
+	int nomem;
+};
+
+static struct ana_finding *add(struct sctx *c, enum ana_rule r, uint32_t node, double stake)
+{
+	struct ana_sug *s = c->s;
+	if ((s->n & (s->n - 1)) == 0 && s->n >= 16) { /* 16, 32, 64, ...: grow by doubling */
+		struct ana_finding *f = realloc(s->f, 2 * s->n * sizeof(*f));
+		if (!f) {
+			c->nomem = 1;
+			return NULL;
+		}
+		s->f = f;
+	} else if (!s->f) {
+		s->f = malloc(16 * sizeof(*s->f));
+		if (!s->f) {
+			c->nomem = 1;
+			return NULL;
+		}
+	}
+	struct ana_finding *f = &s->f[s->n++];
+	memset(f, 0, sizeof(*f));
+	f->rule = r;
+	f->node = node;
+	f->device = UINT32_MAX;
+	f->thread = UINT32_MAX;
+	f->stake_ns = isfinite(stake) && stake > 0 ? stake : 0;
+	for (unsigned i = 0; i < ANA_SUG_EV; i++)
+		f->ev[i] = NAN;
+	if (node != UINT32_MAX)
+		f->lossy = c->res->merged.n[node].agg.lossy > 0;
+	return f;
+}
+
+static void data_quality(struct sctx *c)
+{
+	const struct ana_result *res = c->res;
+	uint64_t gpu_errors = 0;
+	for (int k = 0; k < ANA_GPU_ERRC_N; k++)
+		gpu_errors += res->gpu.errors[k];
+	const uint64_t n[ANA_DQ_NKIND] = {
+		[ANA_DQ_LOST] = res->lost_records,
+		[ANA_DQ_UNMATCHED] = res->unmatched_ends,
+		[ANA_DQ_OPEN] = res->open_at_end,
+		[ANA_DQ_MISUSE] = res->misuse_errors,
+		[ANA_DQ_CORRUPT] = (uint64_t)(res->corrupt > 0 ? res->corrupt : 0),
+		[ANA_DQ_TORN] = (uint64_t)(res->torn_tail > 0),
+		[ANA_DQ_GPU_ERRORS] = gpu_errors,
+	};
+	for (uint32_t k = 0; k < ANA_DQ_NKIND; k++) {
+		if (!n[k] && !(k == ANA_DQ_LOST && res->lost_sections))
+			continue;
+		struct ana_finding *f = add(c, ANA_R_DATA, UINT32_MAX, 0);
+		if (!f)
+			return;
+		f->cls = k;
+		f->ev[0] = (double)n[k];
+		if (k == ANA_DQ_LOST)
+			f->ev[1] = (double)res->lost_sections;
+	}
+}
+
+static double share(const struct sctx *c, double ns)
+{
+	return c->span_sum > 0 ? ns / c->span_sum : 0;
+}
+
+static void hot(struct sctx *c, uint32_t i, const struct ana_agg *a)
+{
+	double sh = share(c, (double)a->self_ns);
+	if (100.0 * sh < c->o->hot_self_pct)
+		return;
+	struct ana_finding *f = add(c, ANA_R_HOT, i, (double)a->self_ns);
+	if (!f)
+		return;
+	f->ev[0] = (double)a->self_ns;
+	f->ev[1] = sh;
+	f->ev[2] = (double)a->total_ns;
+	f->ev[3] = share(c, (double)a->total_ns);
+	f->ev[4] = (double)a->count;
+}
+
+/* Roofs for a rate: one core, unless the section is faster than that (several cores). */
+static void roofs(const struct sctx *c, double gflops, double gbps, double *pi, double *beta, bool *several)
+{
+	const struct ana_peaks *p = c->o->peaks;
+	double pi1 = c->o->fp32 ? p->gflops32_1 : p->gflops64_1, pia = c->o->fp32 ? p->gflops32_all : p->gflops64_all;
+	*pi = pi1;
+	*beta = p->gbps_1;
+	*several = false;
+	if ((pi1 > 0 && gflops > 1.05 * pi1) || (p->gbps_1 > 0 && gbps > 1.05 * p->gbps_1)) {
+		*several = true;
+		*pi = pia > 0 ? pia : pi1;
+		*beta = p->gbps_all > 0 ? p->gbps_all : p->gbps_1;
+	}
+}
+
+static void roofline(struct sctx *c, uint32_t i, const struct ana_agg *a)
+{
+	if (!a->metric_self[ANA_FLOPS] && !a->metric_self[ANA_READ] && !a->metric_self[ANA_WRITTEN])
+		return; /* declares nothing itself: its children's rows carry the class */
+	c->s->roofline_paths++;
+	const struct ana_peaks *p = c->o->peaks;
+	if (!p) {
+		c->s->roofline_no_peaks = true;
+		return;
+	}
+	const double t = (double)a->total_ns, fl = (double)a->metric_incl[ANA_FLOPS],
+		     by = (double)(a->metric_incl[ANA_READ] + a->metric_incl[ANA_WRITTEN]);
+	if (t <= 0)
+		return;
+	const double gflops = fl / t, gbps = by / t; /* per ns = G per s */
+	double pi, beta;
+	bool several;
+	roofs(c, gflops, gbps, &pi, &beta, &several);
+	if (fl > 0 && !(pi > 0))
+		pi = 0; /* no FLOP roof measured: judged on bytes alone */
+	if (by > 0 && !(beta > 0))
+		beta = 0;
+	double attain; /* GFLOP/s (or GB/s when only bytes count) at the roof */
+	bool memory;
+	double e;
+	if (fl > 0 && by > 0 && pi > 0 && beta > 0) {
+		const double ai = fl / by;
+		memory = ai < pi / beta;
+		attain = memory ? ai * beta : pi;
+		e = gflops / attain;
+	} else if (fl > 0 && pi > 0) {
+		memory = false;
+		e = gflops / pi;
+	} else if (by > 0 && beta > 0) {
+		memory = true;
+		e = gbps / beta;
+	} else {
+		return; /* no roof for what it declares */
+	}
+	uint32_t cls;
+	if (e > 1.05 && several)
+		cls = ANA_ROOF_ABOVE;
+	else if (e >= 0.8)
+		cls = memory ? ANA_ROOF_MEM_NEAR : ANA_ROOF_COMP_NEAR;
+	else if (e >= 0.6)
+		cls = memory ? ANA_ROOF_MEM_BELOW : ANA_ROOF_COMP_BELOW;
+	else
+		cls = ANA_ROOF_LATENCY;
+	/* at the roof the same work takes t * e: the stake is the rest */
+	struct ana_finding *f = add(c, ANA_R_ROOFLINE, i, e < 1 ? t * (1 - e) : 0);
+	if (!f)
+		return;
+	f->cls = cls;
+	f->several_cores = several;
+	f->ev[0] = fl;
+	f->ev[1] = by;
+	f->ev[2] = t;
+	f->ev[3] = by > 0 ? fl / by : NAN;
+	f->ev[4] = gflops;
+	f->ev[5] = gbps;
+	f->ev[6] = fl > 0 && pi > 0 ? pi : NAN;
+	f->ev[7] = by > 0 && beta > 0 ? beta : NAN;
+	f->ev[8] = e;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return (x > y) - (x < y);
+}
+
+/* Median of sorted @v[0..n). */
+static double median_sorted(const uint64_t *v, uint32_t n)
+{
+	return n % 2 ? (double)v[n / 2] : ((double)v[n / 2 - 1] + (double)v[n / 2]) / 2;
+}
+
+/* cold-first and unstable: both read the occurrences after the first. */
+static void distribution(struct sctx *c, uint32_t i, const struct ana_agg *a)
+{
+	if (a->count < 3)
+		return;
+	const struct ana_sug_opts *o = c->o;
+	uint32_t n = ana_samples_without_first(a, c->samp);
+	if (n < 2)
+		return;
+	uint64_t *v = c->samp;
+	qsort(v, n, sizeof(*v), cmp_u64);
+	const double med = median_sorted(v, n);
+	const double first = (double)a->first_ns;
+	/* the sample's mean excess over its lower quartile (nearest rank): what running every occurrence as
+	 * fast as the quick quarter would save, per occurrence */
+	const double q1 = (double)v[(n + 3) / 4 - 1];
+	double above = 0;
+	for (uint32_t k = 0; k < n; k++)
+		above += (double)v[k] - q1;
+	above /= n;
+	/* cold-first: modified z-score of the first occurrence against the rest */
+	if (first - med >= o->cold_min_pct / 100.0 * c->span_sum && first >= o->cold_ratio * med) {
+		uint64_t *d = c->samp + ANA_RESERVOIR_CAP; /* absolute deviations */
+		for (uint32_t k = 0; k < n; k++)
+			d[k] = (uint64_t)llround(fabs((double)v[k] - med) * 2); /* x2: a half-ns median stays exact */
+		qsort(d, n, sizeof(*d), cmp_u64);
+		const double mad = median_sorted(d, n) / 2;
+		const double z = mad > 0 ? (first - med) / (1.4826 * mad) : INFINITY;
+		if (z > o->cold_z) {
+			struct ana_finding *f = add(c, ANA_R_COLD_FIRST, i, first - med);
+			if (!f)
+				return;
+			f->ev[0] = (double)a->count;
+			f->ev[1] = first;
+			f->ev[2] = med;
+			f->ev[3] = mad;
+			f->ev[4] = z;
+			f->ev[5] = med > 0 ? first / med : INFINITY;
+		}
+	}
+	/* unstable: spread of the rest, from exact moments */
+	if (a->count < 10 || 100.0 * share(c, (double)a->total_ns) < o->min_pct)
+		return;
+	struct ana_moments rest = ana_moments_without(&a->all, a->first_ns);
+	const double mean = ana_moments_mean(&rest, a->count - 1), sd = ana_moments_std(&rest, a->count - 1);
+	if (!(mean > 0) || !(sd / mean > o->unstable_cv))
+		return;
+	/* stake: the time spent above the lower quartile, the sample's mean excess times the occurrences */
+	struct ana_finding *f = add(c, ANA_R_UNSTABLE, i, above * (double)(a->count - 1));
+	if (!f)
+		return;
+	f->ev[0] = (double)a->count;
+	f->ev[1] = mean;
+	f->ev[2] = sd;
+	f->ev[3] = sd / mean;
+	f->ev[4] = (double)ana_hist_quantile(&a->hist, 0.50, a->count, a->min_ns, a->max_ns);
+	f->ev[5] = (double)ana_hist_quantile(&a->hist, 0.99, a->count, a->min_ns, a->max_ns);
+	f->ev[6] = (double)a->min_ns;
+	f->ev[7] = (double)a->max_ns;
+}
+
+static void short_sections(struct sctx *c, uint32_t i, const struct ana_agg *a)
+{
+	const double mean = ana_moments_mean(&a->all, a->count);
+	if (!(mean < c->o->short_ns) || 100.0 * share(c, (double)a->total_ns) < c->o->min_pct)
+		return;
+	struct ana_finding *f = add(c, ANA_R_SHORT, i, (double)a->total_ns);
+	if (!f)
+		return;
+	f->ev[0] = (double)a->count;
+	f->ev[1] = mean;
+	f->ev[2] = (double)a->total_ns;
+	f->ev[3] = share(c, (double)a->total_ns);
+}
+
+#define XFER_SMALL_BYTES 65536.0 /* CUDA: host-to-device copies up to 64 KiB are staged; below, latency rules */
+#define XFER_MANY 100
+
+static void transfers(struct sctx *c, uint32_t i, const struct ana_agg *a)
+{
+	if (100.0 * share(c, (double)a->total_ns) < c->o->min_pct)
+		return;
+	const struct ana_peaks *p = c->o->peaks;
+	for (int d = 0; d < ANA_DIRS; d++) {
+		const double n = (double)a->xfer_count[d], by = (double)a->xfer_self[d];
+		if (!n)
+			continue;
+		const double mean = by / n, t = (double)a->total_ns;
+		struct ana_finding *f = NULL;
+		if (n >= XFER_MANY && mean < XFER_SMALL_BYTES) {
+			f = add(c, ANA_R_SMALL_XFER, i, t);
+		} else if (p && p->link_gbps[d] > 0 && mean >= XFER_SMALL_BYTES && t > 0 &&
+			   by / t < 0.5 * p->link_gbps[d]) {
+			f = add(c, ANA_R_SLOW_XFER, i, t - by / p->link_gbps[d]);
+			if (f) {
+				f->ev[4] = by / t;
+				f->ev[5] = p->link_gbps[d];
+				f->ev[6] = by / t / p->link_gbps[d];
+			}
+		}
+		if (!f)
+			continue;
+		f->cls = (uint32_t)d + 1;
+		f->ev[0] = n;
+		f->ev[1] = by;
+		f->ev[2] = mean;
+		f->ev[3] = t;
+	}
+}
+
+/* imbalance: each merged path's inclusive totals per (CPU) thread */
+static void imbalance(struct sctx *c)
+{
+	const struct ana_result *res = c->res;
+	const struct ana_tree *m = &res->merged;
+	struct acc { double max, sum, min; uint32_t n, argmax; } *acc = calloc(m->count, sizeof(*acc));
+	uint32_t *map = NULL;
+	size_t cap = 0;
+	if (!acc) {
+		c->nomem = 1;
+		return;
+	}
+	for (size_t ti = 0; ti < res->nthreads; ti++) {
+		const struct ana_thread *th = &res->threads[ti];
+		const struct ana_tree *t = &th->tree;
+		if (th->gpu_thread || !t->count)
+			continue;
+		if (t->count > cap) {
+			uint32_t *nm = realloc(map, t->count * sizeof(*nm));
+			if (!nm) {
+				c->nomem = 1;
+				break;
+			}
+			map = nm;
+			cap = t->count;
+		}
+		map[0] = 0;
+		for (uint32_t i = 1; i < t->count; i++) { /* a node comes after its parent */
+			const uint32_t p = map[t->n[i].parent];
+			map[i] = p == UINT32_MAX ? UINT32_MAX : ana_tree_find(m, p, t->n[i].id);
+			const struct ana_agg *a = &t->n[i].agg;
+			if (map[i] == UINT32_MAX || !a->count)
+				continue;
+			struct acc *x = &acc[map[i]];
+			const double v = (double)a->total_ns;
+			if (!x->n || v > x->max) {
+				x->max = v;
+				x->argmax = th->index;
+			}
+			if (!x->n || v < x->min)
+				x->min = v;
+			x->sum += v;
+			x->n++;
+		}
+	}
+	for (uint32_t i = 1; i < m->count && !c->nomem; i++) {
+		const struct acc *x = &acc[i];
+		if (x->n < 2 || 100.0 * share(c, (double)m->n[i].agg.total_ns) < c->o->min_pct)
+			continue;
+		const double mean = x->sum / x->n;
+		if (!(mean > 0) || !(x->max / mean > c->o->imbalance_ratio))
+			continue;
+		struct ana_finding *f = add(c, ANA_R_IMBALANCE, i, x->max - mean);
+		if (!f)
+			break;
+		f->thread = x->argmax;
+		f->ev[0] = x->n;
+		f->ev[1] = x->max;
+		f->ev[2] = mean;
+		f->ev[3] = x->min;
+		f->ev[4] = x->max / mean;
+	}
+	free(acc);
+	free(map);
+}
+
+static void gpu_idle(struct sctx *c)
+{
+	const struct ana_result *res = c->res;
+	for (size_t k = 0; k < res->gpu.ndev; k++) {
+		const struct ana_gpu_device *d = &res->gpu.dev[k];
+		if (d->niv == 0 || d->ranges < 2)
+			continue;
+		const double t0 = (double)pt_reader_ticks_to_ns(res->rd, d->iv[0]),
+			     t1 = (double)pt_reader_ticks_to_ns(res->rd, d->iv[2 * d->niv - 1]);
+		const double span = t1 - t0;
+		if (!(span > 0))
+			continue;
+		const double min_gap = fmax(c->o->gap_ms * 1e6, 0.01 * span);
+		double gaps = 0, gap_ns = 0, longest = 0, longest_at = 0;
+		for (size_t j = 1; j < d->niv; j++) {
+			const double a = (double)pt_reader_ticks_to_ns(res->rd, d->iv[2 * j - 1]),
+				     b = (double)pt_reader_ticks_to_ns(res->rd, d->iv[2 * j]);
+			if (b - a < min_gap)
+				continue;
+			gaps++;
+			gap_ns += b - a;
+			if (b - a > longest) {
+				longest = b - a;
+				longest_at = (a - (double)res->start_ns) / 1e9;
+			}
+		}
+		const double util = (double)d->busy_ns / span;
+		if (!gaps && !(100.0 * util < c->o->gpu_util_pct))
+			continue;
+		struct ana_finding *f = add(c, ANA_R_GPU_IDLE, UINT32_MAX, gaps ? gap_ns : span - (double)d->busy_ns);
+		if (!f)
+			return;
+		f->device = d->device;
+		f->ev[0] = (double)d->ranges;
+		f->ev[1] = span;
+		f->ev[2] = (double)d->busy_ns;
+		f->ev[3] = util;
+		f->ev[4] = gaps;
+		f->ev[5] = gap_ns;
+		f->ev[6] = gaps ? longest : NAN;
+		f->ev[7] = gaps ? longest_at : NAN;
+	}
+}
+
+/* Ranking: data-quality first (in kind order), then the largest stake; ties by rule, then tree order. */
+static int cmp_finding(const void *pa, const void *pb)
+{
+	const struct ana_finding *a = pa, *b = pb;
+	bool da = a->rule == ANA_R_DATA, db = b->rule == ANA_R_DATA;
+	if (da != db)
+		return da ? -1 : 1;
+	if (da)
+		return (a->cls > b->cls) - (a->cls < b->cls);
+	if (a->stake_ns != b->stake_ns)
+		return a->stake_ns > b->stake_ns ? -1 : 1;
+	if (a->rule != b->rule)
+		return a->rule < b->rule ? -1 : 1;
+	if (a->node != b->node)
+		return a->node < b->node ? -1 : 1;
+	return (a->device > b->device) - (a->device < b->device);
+}
+
+/* Keeps the ANA_SUG_MAX_PER_RULE largest stakes of each rule (the array is ranked). */
+static void cap_rules(struct ana_sug *s)
+{
+	size_t kept[ANA_R_N] = { 0 }, o = 0;
+	for (size_t i = 0; i < s->n; i++) {
+		enum ana_rule r = s->f[i].rule;
+		if (kept[r] == ANA_SUG_MAX_PER_RULE) {
+			s->left_out[r]++;
+			continue;
+		}
+		kept[r]++;
+		s->f[o++] = s->f[i];
+	}
+	s->n = o;
+}
+
+int ana_suggest(const struct ana_result *res, const struct ana_sug_opts *o, struct ana_sug *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (o)
+		out->o = *o;
+	fill_defaults(&out->o);
+	struct sctx c = {
+		.res = res,
+		.o = &out->o,
+		.s = out,
+		.span_sum = (double)res->thread_span_sum_ns,
+		.samp = malloc(2 * ANA_RESERVOIR_CAP * sizeof(uint64_t)),
+	};
+	if (!c.samp)
+		return -ENOMEM;
+	const struct ana_peaks *p = out->o.peaks;
+	const char *host = pt_reader_info(res->rd)->host;
+	out->peaks_other_host = p && p->host[0] && host && host[0] && strcmp(p->host, host) != 0;
+
+	data_quality(&c);
+	const struct ana_tree *t = &res->merged;
+	for (uint32_t i = 1; i < t->count && !c.nomem; i++) {
+		const struct ana_agg *a = &t->n[i].agg;
+		if (!a->count)
+			continue;
+		hot(&c, i, a);
+		if (100.0 * share(&c, (double)a->total_ns) >= out->o.min_pct)
+			roofline(&c, i, a);
+		distribution(&c, i, a);
+		short_sections(&c, i, a);
+		transfers(&c, i, a);
+	}
+	if (!c.nomem)
+		imbalance(&c);
+	if (!c.nomem)
+		gpu_idle(&c);
+	free(c.samp);
+	if (c.nomem) {
+		ana_suggest_free(out);
+		return -ENOMEM;
+	}
+	if (out->n)
+		qsort(out->f, out->n, sizeof(*out->f), cmp_finding);
+	cap_rules(out);
+	return 0;
+}
+
+void ana_suggest_free(struct ana_sug *s)
+{
+	free(s->f);
+	s->f = NULL;
+	s->n = 0;
+}
+
+/* ---------------------------------------------------------------- text */
+
+static const char *dur(char *b, size_t n, double ns)
+{
+	return ana_fmt_dur(b, n, ns);
+}
+
+static const char *bytes_str(char *b, size_t n, double v)
+{
+	if (v < 1e3)
+		snprintf(b, n, "%.0f B", v);
+	else if (v < 1e6)
+		snprintf(b, n, "%.1f kB", v / 1e3);
+	else if (v < 1e9)
+		snprintf(b, n, "%.1f MB", v / 1e6);
+	else
+		snprintf(b, n, "%.2f GB", v / 1e9);
+	return b;
+}
+
+static void text_data(FILE *out, const struct ana_finding *f)
+{
+	const unsigned long long n = (unsigned long long)f->ev[0];
+	switch (f->cls) {
+	case ANA_DQ_LOST:
+		fprintf(out, "%llu records lost (%llu sections): the recorder's rings were full. Rows marked '!' "
+			     "undercount;\n      a larger ring (PTZ_RING_KB) or fewer, longer sections keep them.\n",
+			n, (unsigned long long)f->ev[1]);
+		break;
+	case ANA_DQ_UNMATCHED:
+		fprintf(out, "%llu section ends matched no open section: a pt_end() without its pt_begin(), or "
+			     "ends out of order\n      (the report closes the sections above it). Check the "
+			     "instrumentation of early returns.\n", n);
+		break;
+	case ANA_DQ_OPEN:
+		fprintf(out, "%llu sections were still open at the end of the trace (or at a gap) and are not "
+			     "counted:\n      a crash, a thread that never ended them, or a missing pt_end().\n", n);
+		break;
+	case ANA_DQ_MISUSE:
+		fprintf(out, "the recorder counted %llu misuses (ends without a begin, nesting too deep, ...): "
+			     "'info' lists them.\n", n);
+		break;
+	case ANA_DQ_CORRUPT:
+		fprintf(out, "%llu damaged regions in the file: their records are missing from every figure "
+			     "(offsets on stderr).\n", n);
+		break;
+	case ANA_DQ_TORN:
+		fprintf(out, "the trace ends in a torn chunk (the recorder crashed or is still writing): the "
+			     "last records are missing.\n");
+		break;
+	case ANA_DQ_GPU_ERRORS:
+		fprintf(out, "%llu GPU ranges were not timed (event pool empty, CUDA errors): GPU figures "
+			     "undercount; 'info' lists the causes.\n", n);
+		break;
+	}
+}
+
+static void text_roofline(FILE *out, const struct ana_finding *f, bool fp32)
+{
+	char a[32], b[32];
+	const double *e = f->ev;
+	const char *roofs = f->several_cores ? "all-core" : "one-core";
+	fprintf(out, "%s", roof_key[f->cls]);
+	if (f->several_cores)
+		fprintf(out, " (faster than one core: compared with the all-core roofs)");
+	fprintf(out, "\n      ");
+	if (!isnan(e[3]))
+		fprintf(out, "declared intensity %.3g FLOP/B", e[3]);
+	if (!isnan(e[6]) && !isnan(e[7]))
+		fprintf(out, " vs ridge %.3g FLOP/B; ", e[6] / e[7]);
+	else if (!isnan(e[3]))
+		fprintf(out, "; ");
+	if (e[0] > 0)
+		fprintf(out, "%.3g GFLOP/s", e[4]);
+	if (e[0] > 0 && e[1] > 0)
+		fprintf(out, ", ");
+	if (e[1] > 0)
+		fprintf(out, "%.3g GB/s", e[5]);
+	fprintf(out, " = %.0f%% of the attainable %s roof (%s%s%s)\n", 100.0 * e[8], roofs,
+		isnan(e[6]) ? "" : (snprintf(a, sizeof(a), "%.3g %s GFLOP/s", e[6], fp32 ? "FP32" : "FP64"), a),
+		!isnan(e[6]) && !isnan(e[7]) ? ", " : "", isnan(e[7]) ? "" : (snprintf(b, sizeof(b), "%.3g GB/s", e[7]), b));
+	if (f->stake_ns > 0) {
+		char t1[32], t2[32];
+		fprintf(out, "      at the roof: %s instead of %s\n", dur(t1, sizeof(t1), e[2] - f->stake_ns),
+			dur(t2, sizeof(t2), e[2]));
+	}
+	static const char *const advice[ANA_ROOF_NCLASS] = {
+		"near the bandwidth roof: only moving fewer bytes helps (fuse passes, reuse data while in cache, "
+		"smaller types)",
+		"memory-bound, below the roof: better access patterns (unit stride, prefetch, fewer TLB misses) or "
+		"more threads",
+		"near the compute roof: only a better algorithm (fewer FLOPs) helps",
+		"compute-bound, below the roof: vectorize (SIMD, FMA), use a tuned library, or more threads",
+		"on neither roof: latency, overhead or synchronization bound; more independent work per call, "
+		"fewer calls, less waiting",
+		"faster than the measured roofs: the declared bytes are served from cache (a cache-aware roofline "
+		"would place it), or the declared FLOPs/bytes overstate the work",
+	};
+	fprintf(out, "      -> %s.\n", advice[f->cls]);
+}
+
+static void text_finding(FILE *out, const struct ana_result *res, const struct ana_sug *s, const struct ana_finding *f)
+{
+	char a[32], b[32], d[32];
+	const double *e = f->ev;
+	switch (f->rule) {
+	case ANA_R_DATA:
+		text_data(out, f);
+		return;
+	case ANA_R_HOT:
+		fprintf(out, "self time %s = %.1f%% of the summed thread time (trigger %g%%); inclusive %s, %.0f "
+			     "occurrence%s\n",
+			dur(a, sizeof(a), e[0]), 100 * e[1], s->o.hot_self_pct, dur(b, sizeof(b), e[2]), e[4],
+			e[4] == 1 ? "" : "s");
+		fprintf(out, "      -> its own code, not its sub-sections, takes the time: add sections inside it to "
+			     "see where, or optimize its body.\n");
+		return;
+	case ANA_R_ROOFLINE:
+		text_roofline(out, f, s->o.fp32);
+		return;
+	case ANA_R_IMBALANCE:
+		fprintf(out, "on %.0f threads: thread #%u spends %s in it, the mean is %s (max/mean %.2f, trigger "
+			     "%g), the least %s\n",
+			e[0], f->thread, dur(a, sizeof(a), e[1]), dur(b, sizeof(b), e[2]), e[4], s->o.imbalance_ratio,
+			dur(d, sizeof(d), e[3]));
+		fprintf(out, "      -> split the work evenly (smaller chunks, dynamic scheduling, work stealing); "
+			     "the others wait for the slowest.\n");
+		return;
+	case ANA_R_COLD_FIRST:
+		fprintf(out, "first occurrence %s, %.1fx the median %s of the other %.0f (modified z-score %.3g, "
+			     "trigger %g)\n",
+			dur(a, sizeof(a), e[1]), e[5], dur(b, sizeof(b), e[2]), e[0] - 1, e[4], s->o.cold_z);
+		fprintf(out, "      -> warm-up: page faults, cold caches, lazy initialization or JIT. Allocate and "
+			     "touch memory ahead, or keep the state\n         warm across calls; benchmarks should "
+			     "leave the first call out (the report's 'rest' columns do).\n");
+		return;
+	case ANA_R_UNSTABLE:
+		fprintf(out, "after the first: mean %s, std %s (CV %.0f%%, trigger %.0f%%); p50 %s, p99 %s, max %s\n",
+			dur(a, sizeof(a), e[1]), dur(b, sizeof(b), e[2]), 100 * e[3], 100 * s->o.unstable_cv,
+			dur(d, sizeof(d), e[4]), dur((char[32]){ 0 }, 32, e[5]), dur((char[32]){ 0 }, 32, e[7]));
+		fprintf(out, "      -> durations vary: data-dependent work, contention, page faults, frequency "
+			     "changes or preemption.\n         Judge it by percentiles, not the mean; 'compare' tests "
+			     "medians.\n");
+		return;
+	case ANA_R_SHORT:
+		fprintf(out, "mean %s over %.0f occurrences (trigger below %s), %.1f%% of the summed thread time\n",
+			dur(a, sizeof(a), e[1]), e[0], dur(b, sizeof(b), s->o.short_ns), 100 * e[3]);
+		fprintf(out, "      -> at this length the recorder's own cost per begin/end pair (bench-recorder "
+			     "measures it) and the tick\n         resolution weigh on each figure: time the enclosing "
+			     "loop instead and count iterations with a metric.\n");
+		return;
+	case ANA_R_SMALL_XFER:
+		fprintf(out, "%.0f %s transfers averaging %s (%s in all) in %s\n", e[0], dir_key[f->cls - 1],
+			bytes_str(a, sizeof(a), e[2]), bytes_str(b, sizeof(b), e[1]), dur(d, sizeof(d), e[3]));
+		fprintf(out, "      -> each small copy pays the launch latency: batch them into fewer, larger "
+			     "copies from pinned buffers.\n");
+		return;
+	case ANA_R_SLOW_XFER:
+		fprintf(out, "%.0f %s transfers averaging %s: %.3g GB/s over the section's time, %.0f%% of the "
+			     "link's %.3g GB/s\n",
+			e[0], dir_key[f->cls - 1], bytes_str(a, sizeof(a), e[2]), e[4], 100 * e[6], e[5]);
+		fprintf(out, "      -> pageable host memory halves copy rates and makes async copies synchronous: "
+			     "allocate with cudaHostAlloc\n         (or cudaHostRegister), and overlap copies with "
+			     "work on other streams.\n");
+		return;
+	case ANA_R_GPU_IDLE:
+		fprintf(out, "device %u: busy %.0f%% of its active span %s (trigger below %g%%)", f->device, 100 * e[3],
+			dur(a, sizeof(a), e[1]), s->o.gpu_util_pct);
+		if (e[4] > 0)
+			fprintf(out, "; %.0f gap%s of %s, the longest %s at %.3f s", e[4], e[4] == 1 ? "" : "s",
+				dur(b, sizeof(b), e[5]), dur(d, sizeof(d), e[6]), e[7]);
+		fprintf(out, "\n      -> the host did not feed the device: 'report --since/--until' around a gap shows "
+			     "what the threads did;\n         queue work ahead (streams, CUDA graphs), move "
+			     "host work off the launching thread.\n");
+		return;
+	default:
+		(void)res;
+		fprintf(out, "\n");
+	}
+}
+
+void ana_suggest_text(FILE *out, const struct ana_result *res, const struct ana_sug *s, int top)
+{
+	const struct ana_sug_opts *o = &s->o;
+	fprintf(out, "suggestions (rules and triggers: doc/analyzer-output.md section 9; --threshold KEY=VALUE)\n");
+	fprintf(out, "triggers: impact gate %g%% of the summed thread time, hot self %g%%, cold-first z %g and %gx, "
+		     "unstable CV %g%%,\n          short below %g ns, imbalance max/mean %g, GPU busy below %g%% or "
+		     "gaps of %g ms\n",
+		o->min_pct, o->hot_self_pct, o->cold_z, o->cold_ratio, 100 * o->unstable_cv, o->short_ns,
+		o->imbalance_ratio, o->gpu_util_pct, o->gap_ms);
+	const struct ana_peaks *p = o->peaks;
+	if (p) {
+		fprintf(out, "roofs:    measured on %s%s%s: %s %.3g / %.3g GFLOP/s, memory %.3g / %.3g GB/s (one core / "
+			     "all cores)\n",
+			p->host[0] ? p->host : "an unnamed host", p->cpu[0] ? ", " : "", p->cpu, o->fp32 ? "FP32" : "FP64",
+			o->fp32 ? p->gflops32_1 : p->gflops64_1, o->fp32 ? p->gflops32_all : p->gflops64_all, p->gbps_1,
+			p->gbps_all);
+		if (s->peaks_other_host)
+			fprintf(out, "warning:  the roofs were measured on '%s', the trace was recorded on '%s'\n", p->host,
+				pt_reader_info(res->rd)->host);
+	}
+	size_t shown = 0, hidden = 0;
+	char *buf = NULL;
+	size_t cap = 0;
+	for (size_t i = 0; i < s->n; i++) {
+		const struct ana_finding *f = &s->f[i];
+		if (f->rule != ANA_R_DATA && top > 0 && shown >= (size_t)top) {
+			hidden++;
+			continue;
+		}
+		shown += f->rule != ANA_R_DATA;
+		fprintf(out, "\n%2zu. [%s] ", i + 1, rule_key[f->rule]);
+		if (f->node != UINT32_MAX) {
+			const char *path = ana_path_short(res, &res->merged, f->node, &buf, &cap);
+			fprintf(out, "%s%s", path ? path : "(out of memory)", f->lossy ? " !" : "");
+		}
+		if (f->rule == ANA_R_ROOFLINE)
+			fprintf(out, ": ");
+		else
+			fprintf(out, "\n      ");
+		text_finding(out, res, s, f);
+		if (f->stake_ns > 0 && f->rule != ANA_R_ROOFLINE) {
+			char t[32];
+			fprintf(out, "      at stake: %s\n", dur(t, sizeof(t), f->stake_ns));
+		}
+	}
+	free(buf);
+	if (s->n == 0)
+		fprintf(out, "\nno findings: no rule fired at these triggers.\n");
+	if (hidden)
+		fprintf(out, "\n%zu more finding%s (--top 0 shows all).\n", hidden, hidden == 1 ? "" : "s");
+	for (int r = 0; r < ANA_R_N; r++)
+		if (s->left_out[r])
+			fprintf(out, "%llu more %s findings with smaller stakes left out (at most %d a rule).\n",
+				(unsigned long long)s->left_out[r], rule_key[r], ANA_SUG_MAX_PER_RULE);
+	if (s->roofline_no_peaks)
+		fprintf(out, "\nroofline: %u section%s declare FLOPs or bytes; to place them on a roofline, measure "
+			     "this machine's\npeaks with 'ptanalyze peaks --json machine.json' (on the machine that "
+			     "recorded the trace), then add\n--peaks machine.json.\n",
+			s->roofline_paths, s->roofline_paths == 1 ? "" : "s");
+}
+
+/* ---------------------------------------------------------------- JSON */
+
+static json_t *num_or_null(double v)
+{
+	return isfinite(v) ? json_real(v) : json_null();
+}
+
+int ana_suggest_json(FILE *out, const struct ana_result *res, const struct ana_sug *s)
+{
+	const struct ana_sug_opts *o = &s->o;
+	const struct ana_peaks *p = o->peaks;
+	/* each value is handed to its parent as soon as it is made: on a failure, freeing root frees all */
+	json_t *root = json_object(), *th = json_object(), *lo = json_object(), *fs = json_array();
+	int bad = !root || json_object_set_new(root, "schema", json_string("ptanalyze-suggest/1")) ||
+		  json_object_set_new(root, "thresholds", th) || json_object_set_new(root, "left_out", lo) ||
+		  json_object_set_new(root, "findings", fs);
+	for (size_t i = 0; i < NTH && !bad; i++)
+		bad = json_object_set_new(th, ths[i].key, json_real(*(const double *)((const char *)o + ths[i].off)));
+	for (int r = 0; r < ANA_R_N && !bad; r++)
+		bad = json_object_set_new(lo, rule_key[r], json_integer((json_int_t)s->left_out[r]));
+	if (!bad && p)
+		bad = json_object_set_new(
+			root, "peaks",
+			json_pack("{s:s, s:s, s:s, s:o, s:o, s:o, s:o, s:o, s:o, s:b}", "host", p->host, "cpu", p->cpu,
+				  "precision", o->fp32 ? "fp32" : "fp64", "gflops_one_core",
+				  num_or_null(o->fp32 ? p->gflops32_1 : p->gflops64_1), "gflops_all_cores",
+				  num_or_null(o->fp32 ? p->gflops32_all : p->gflops64_all), "gbps_one_core",
+				  num_or_null(p->gbps_1), "gbps_all_cores", num_or_null(p->gbps_all), "link_gbps_h2d",
+				  num_or_null(p->link_gbps[0]), "link_gbps_d2h", num_or_null(p->link_gbps[1]),
+				  "other_host", s->peaks_other_host));
+	else if (!bad)
+		bad = json_object_set_new(root, "peaks", json_null());
+	bad = bad || json_object_set_new(root, "roofline_paths", json_integer(s->roofline_paths)) ||
+	      json_object_set_new(root, "roofline_needs_peaks", json_boolean(s->roofline_no_peaks));
+	char *buf = NULL;
+	size_t cap = 0;
+	for (size_t i = 0; i < s->n && !bad; i++) {
+		const struct ana_finding *f = &s->f[i];
+		json_t *j = json_object(), *ev = json_object();
+		const char *cls = ana_class_key(f->rule, f->cls);
+		if (!j || json_array_append_new(fs, j)) { /* a failed append frees j */
+			json_decref(ev);
+			bad = 1;
+			break;
+		}
+		if (json_object_set_new(j, "evidence", ev)) { /* frees ev */
+			bad = 1;
+			break;
+		}
+		bad = json_object_set_new(j, "rule", json_string(rule_key[f->rule])) ||
+		      json_object_set_new(j, "class", cls ? json_string(cls) : json_null()) ||
+		      json_object_set_new(j, "stake_ns", json_real(f->stake_ns));
+		if (!bad && f->node != UINT32_MAX) {
+			const char *path = ana_path_of(res, &res->merged, f->node, &buf, &cap);
+			char *clean = NULL;
+			const char *cp = path ? ana_utf8_clean(path, &clean) : NULL;
+			bad = !cp || json_object_set_new(j, "path", json_string(cp));
+			free(clean);
+			clean = NULL;
+			const char *cn = bad ? NULL : ana_utf8_clean(ana_name(res, res->merged.n[f->node].id), &clean);
+			bad = !cn || json_object_set_new(j, "name", json_string(cn)) ||
+			      json_object_set_new(j, "depth", json_integer(res->merged.n[f->node].depth)) ||
+			      json_object_set_new(j, "lossy", json_boolean(f->lossy));
+			free(clean);
+		}
+		if (!bad && f->rule == ANA_R_IMBALANCE)
+			bad = json_object_set_new(j, "thread", json_integer(f->thread));
+		if (!bad && f->rule == ANA_R_GPU_IDLE)
+			bad = json_object_set_new(j, "device", json_integer(f->device));
+		if (!bad && f->rule == ANA_R_ROOFLINE)
+			bad = json_object_set_new(j, "roofs", json_string(f->several_cores ? "all-cores" : "one-core"));
+		for (unsigned k = 0; k < ANA_SUG_EV && ev_key[f->rule][k] && !bad; k++)
+			bad = json_object_set_new(ev, ev_key[f->rule][k], num_or_null(f->ev[k]));
+	}
+	free(buf);
+	if (bad) {
+		json_decref(root);
+		return -ENOMEM;
+	}
+	int rc = json_dumpf(root, out, JSON_INDENT(1) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(12));
+	json_decref(root);
+	if (rc || fputc('\n', out) == EOF || ferror(out))
+		return -EIO;
+	return 0;
+}

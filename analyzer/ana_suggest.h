@@ -1,0 +1,181 @@
+/*
+ * analyzer/ana_suggest.h - optimization suggestions: rules with a trigger,
+ * the evidence that fired it, and the time at stake, read off one analyzed
+ * trace (doc/analyzer-output.md §9). Peers: nsys analyze has expert rules
+ * for CUDA API use only; Tracy, uftrace, Caliper and Perfetto have none;
+ * Intel Advisor and Nsight Compute classify kernels on a roofline measured
+ * on the machine. The rules and their default triggers come from those
+ * tools (shared/reference/analysis-anchors.md §5, §7, §9):
+ *
+ *  data-quality   (every run) losses, unmatched ends, sections open at the
+ *                 end, recorder-counted misuse, damaged chunks, a torn
+ *                 tail, GPU timing errors: figures that undercount.
+ *  hot-section    a call path whose self time is at least hot_self_pct of
+ *                 the sum of thread spans (nsys "large share", uftrace's
+ *                 sort by self).
+ *  roofline       a path that declares FLOPs or bytes itself, on a
+ *                 roofline of MEASURED peaks (struct ana_peaks: Williams,
+ *                 Waterman and Patterson 2009; thresholds of Nsight
+ *                 Compute's SOLBottleneck rule): attainable P(AI) =
+ *                 min(pi, AI * beta), efficiency e = achieved / attainable;
+ *                 memory-bound below the ridge pi / beta, compute-bound at
+ *                 or above it; e >= 0.8 near the roof, e < 0.6 on neither
+ *                 roof (latency or overhead bound), in between below the
+ *                 roof; a rate above the one-core roof is compared with the
+ *                 all-core roof ("several cores"), and one above that too
+ *                 is "above-roof" (declared bytes served from cache, or
+ *                 declared FLOPs that overstate the work). Without peaks no
+ *                 class is given (a note says how to measure them).
+ *  imbalance      a path run on two threads or more whose largest
+ *                 per-thread inclusive total is above imbalance_ratio times
+ *                 their mean (Hatchet's max/mean load imbalance).
+ *  cold-first     a first occurrence far slower than the rest: modified
+ *                 z-score (first - median) / (1.4826 MAD) above cold_z over
+ *                 the path's sample of the other occurrences (Iglewicz and
+ *                 Hoaglin 1993; hyperfine's SlowInitialRun uses 10), and at
+ *                 least cold_ratio times their median.
+ *  unstable       the occurrences after the first vary: coefficient of
+ *                 variation (sample std / mean) above unstable_cv (pyperf's
+ *                 check uses 10%).
+ *  short-sections mean duration below short_ns: at that length the
+ *                 recorder's own cost and the tick resolution weigh on
+ *                 every figure (pyperf and hyperfine warn likewise).
+ *  small-transfers at least 100 host/device transfers of one direction in
+ *                 a section, averaging less than 64 KiB (the size below
+ *                 which CUDA copies are latency-bound: nsys's 64 KB rule).
+ *  slow-transfer  (needs link_gbps in the peaks) transfers averaging at
+ *                 least 64 KiB whose bytes over the section's inclusive time
+ *                 reach less than half the link's measured rate (nsys's
+ *                 pageable-memory rule); a lower bound of the copy's own
+ *                 rate, since the section may do other work too.
+ *  gpu-idle       a device idle for long: time utilization (union of its
+ *                 ranges over its active span) below gpu_util_pct, or gaps
+ *                 of at least max(gap_ms, 1% of the span) between ranges
+ *                 (nsys's gpu_gaps and gpu_time_util, whose 500 ms default
+ *                 misses the gaps of a 200 ms step).
+ *
+ * Every path rule but hot-section and data-quality fires only on paths
+ * whose inclusive time is at least min_pct of the sum of thread spans (the
+ * impact gate: a 50 ns section that varies by 30% is not worth a line).
+ * Findings are ranked by the time at stake (ana_finding.stake_ns), after
+ * the data-quality ones, which come first.
+ */
+#ifndef PTZ_ANA_SUGGEST_H
+#define PTZ_ANA_SUGGEST_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "analyzer/ana.h"
+#include "analyzer/ana_peaks.h"
+
+enum ana_rule {
+	ANA_R_DATA,
+	ANA_R_HOT,
+	ANA_R_ROOFLINE,
+	ANA_R_IMBALANCE,
+	ANA_R_COLD_FIRST,
+	ANA_R_UNSTABLE,
+	ANA_R_SHORT,
+	ANA_R_SMALL_XFER,
+	ANA_R_SLOW_XFER,
+	ANA_R_GPU_IDLE,
+	ANA_R_N
+};
+/* The rule's id as printed and in JSON ("hot-section", ...). */
+const char *ana_rule_key(enum ana_rule r);
+
+/*
+ * Triggers. Every field 0 takes its default (the value in brackets);
+ * ana_sug_threshold_set() sets one by its key, the CLI's
+ * --threshold KEY=VALUE.
+ */
+struct ana_sug_opts {
+	const struct ana_peaks *peaks; /* NULL: no roofline classes, no slow-transfer */
+	bool fp32;                     /* FLOP rates against the FP32 roofs (else FP64) */
+	double min_pct;         /* [1] impact gate: inclusive time, % of the sum of thread spans */
+	double hot_self_pct;    /* [10] hot-section: self time, % of the sum of thread spans */
+	double cold_z;          /* [10] cold-first: modified z-score of the first occurrence */
+	double cold_ratio;      /* [2] cold-first: first / median of the rest, at least */
+	double cold_min_pct;    /* [0.1] cold-first: first - median, % of the sum of thread spans */
+	double unstable_cv;     /* [0.10] unstable: std / mean of the rest, above */
+	double short_ns;        /* [1000] short-sections: mean duration below, ns */
+	double imbalance_ratio; /* [1.2] imbalance: max / mean per-thread inclusive total, above */
+	double gpu_util_pct;    /* [50] gpu-idle: time utilization below, % */
+	double gap_ms;          /* [1] gpu-idle: smallest gap, ms (or 1% of the span if longer) */
+};
+/*
+ * ana_sug_threshold_set() - Sets the threshold @key (a field name above
+ * except peaks and fp32, e.g. "hot_self_pct") to @value. Return: 0;
+ * -ENOENT for an unknown key; -ERANGE for a value that is not finite and
+ * positive (or a percentage above 100, a cold_ratio or imbalance_ratio
+ * below 1).
+ */
+int ana_sug_threshold_set(struct ana_sug_opts *o, const char *key, double value);
+/* Keys accepted by ana_sug_threshold_set(), NULL-terminated. */
+extern const char *const ana_sug_threshold_keys[];
+
+/* Classes of a roofline finding (ana_finding.cls). */
+enum ana_roof_class {
+	ANA_ROOF_MEM_NEAR,    /* memory-bound, e >= 0.8 */
+	ANA_ROOF_MEM_BELOW,   /* memory-bound, 0.6 <= e < 0.8 */
+	ANA_ROOF_COMP_NEAR,   /* compute-bound, e >= 0.8 */
+	ANA_ROOF_COMP_BELOW,  /* compute-bound, 0.6 <= e < 0.8 */
+	ANA_ROOF_LATENCY,     /* e < 0.6 on either side: neither roof */
+	ANA_ROOF_ABOVE,       /* faster than the all-core roof */
+	ANA_ROOF_NCLASS
+};
+/* Kinds of a data-quality finding (ana_finding.cls). */
+enum ana_data_kind {
+	ANA_DQ_LOST, ANA_DQ_UNMATCHED, ANA_DQ_OPEN, ANA_DQ_MISUSE, ANA_DQ_CORRUPT, ANA_DQ_TORN,
+	ANA_DQ_GPU_ERRORS, ANA_DQ_NKIND
+};
+/* The class or kind key of finding class @cls of rule @r ("memory-bound-near-roof", "lost-records",
+ * ...); NULL for rules without classes. */
+const char *ana_class_key(enum ana_rule r, uint32_t cls);
+
+/* Evidence values per finding; their names, per rule, in ana_evidence_key(). */
+#define ANA_SUG_EV 10
+struct ana_finding {
+	enum ana_rule rule;
+	uint32_t cls;      /* enum ana_roof_class, enum ana_data_kind, or the transfer direction (PT_H2D..) */
+	uint32_t node;     /* node of the merged tree; UINT32_MAX: the whole trace, or a device */
+	uint32_t device;   /* gpu-idle: the device ordinal */
+	uint32_t thread;   /* imbalance: index of the slowest thread */
+	bool lossy;        /* the path's figures are affected by losses */
+	bool several_cores; /* roofline: compared with the all-core roofs */
+	double stake_ns;   /* the time at stake (rank key; its definition per rule in §9) */
+	double ev[ANA_SUG_EV]; /* evidence, named by ana_evidence_key(rule, i); unused ones NaN */
+};
+/* Name of evidence value @i of rule @r ("self_ns", "share", ...); NULL past the last one. */
+const char *ana_evidence_key(enum ana_rule r, unsigned i);
+
+/* At most this many findings of one rule are kept (the largest stakes); the rest are counted. */
+#define ANA_SUG_MAX_PER_RULE 256
+
+struct ana_sug {
+	struct ana_finding *f;   /* ranked */
+	size_t n;
+	uint64_t left_out[ANA_R_N]; /* findings of each rule past ANA_SUG_MAX_PER_RULE */
+	uint32_t roofline_paths;    /* paths that declare FLOPs or bytes (and pass the gate) */
+	bool roofline_no_peaks;     /* some did, but no peaks were given */
+	bool peaks_other_host;      /* the peaks were measured on another host than the trace's */
+	struct ana_sug_opts o;      /* the triggers used, defaults filled in */
+};
+
+/*
+ * ana_suggest() - Runs every rule over @res (analyzed with any options;
+ * merged percentiles are enough) with triggers @o (NULL: defaults) into
+ * *@out. @res must outlive *@out (findings name its nodes). Return: 0, or
+ * -ENOMEM (then *@out holds nothing to free). Not thread-safe on one @res.
+ */
+int ana_suggest(const struct ana_result *res, const struct ana_sug_opts *o, struct ana_sug *out);
+void ana_suggest_free(struct ana_sug *s);
+
+/* The findings as text: a header with the triggers, at most @top findings of each rule (0 = all). */
+void ana_suggest_text(FILE *out, const struct ana_result *res, const struct ana_sug *s, int top);
+/* Every finding as JSON, schema "ptanalyze-suggest/1" (doc/analyzer-output.md §9). 0, or -EIO/-ENOMEM. */
+int ana_suggest_json(FILE *out, const struct ana_result *res, const struct ana_sug *s);
+
+#endif /* PTZ_ANA_SUGGEST_H */

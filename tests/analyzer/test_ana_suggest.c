@@ -1,0 +1,430 @@
+/*
+ * tests/analyzer/test_ana_suggest.c - ptanalyze suggest
+ * (analyzer/ana_suggest.h): one trace written with chosen ticks (1 tick =
+ * 1 ns) where each rule has a path that must fire, with evidence computed
+ * here by hand, and a path next to it that must not (a steady section, an
+ * even split between threads); the roofline on hand-set roofs (one core
+ * 10 GFLOP/s and 10 GB/s, all cores 20 and 20: ridge 1 FLOP/B) placing a
+ * kernel in each class; the ranking; triggers moved by
+ * ana_sug_threshold_set(); the text and the JSON read back.
+ */
+#include <jansson.h>
+#include <math.h>
+
+#include "tests/analyzer/ana_test_util.h"
+#include "analyzer/ana_suggest.h"
+#include "include/ptz/recorder.h"
+
+enum { N_MAIN = 1, N_HOT, N_MEM, N_COMP, N_PAR, N_CACHED, N_COLD, N_JITTER, N_STEADY, N_TINY, N_XFER, N_BIGX,
+       N_WORK, N_EVEN, N_GHOST, N_NAMES };
+static const char *const names[N_NAMES] = {
+	[N_MAIN] = "main",   [N_HOT] = "hot",       [N_MEM] = "mem",       [N_COMP] = "comp",   [N_PAR] = "par",
+	[N_CACHED] = "cached", [N_COLD] = "cold",   [N_JITTER] = "jitter", [N_STEADY] = "steady", [N_TINY] = "tiny",
+	[N_XFER] = "xfer",   [N_BIGX] = "bigx",     [N_WORK] = "work",     [N_EVEN] = "even",   [N_GHOST] = "ghost",
+};
+
+#define US 1000ull
+#define MS 1000000ull
+
+struct w {
+	struct tb b;
+	uint64_t t;
+	uint32_t thread;
+};
+
+static void room(struct w *w)
+{
+	if (!fmt_enc_room(&w->b.e, 64 * FMT_MAX_RECORD_BYTES))
+		tb_flush(&w->b, FMT_CHUNK_EVENTS, w->thread);
+}
+
+/* One occurrence of @id lasting @d ns, back to back with the previous one; metrics by kind (0 = none). */
+static void sec(struct w *w, uint32_t id, uint64_t d, uint64_t rd, uint64_t fl)
+{
+	room(w);
+	fmt_enc_begin(&w->b.e, w->t, id);
+	if (rd)
+		fmt_enc_metric(&w->b.e, PT_METRIC_READ_BYTES, rd);
+	if (fl)
+		fmt_enc_metric(&w->b.e, PT_METRIC_FLOPS, fl);
+	w->t += d;
+	fmt_enc_end(&w->b.e, w->t, id);
+}
+
+/* A section of @d ns holding @n transfers of @bytes each in direction @dir. */
+static void xfer_sec(struct w *w, uint32_t id, uint64_t d, uint32_t dir, int n, uint64_t bytes)
+{
+	room(w);
+	fmt_enc_begin(&w->b.e, w->t, id);
+	for (int i = 0; i < n; i++) {
+		room(w);
+		fmt_enc_transfer(&w->b.e, dir, bytes);
+	}
+	w->t += d;
+	fmt_enc_end(&w->b.e, w->t, id);
+}
+
+/* Thread 0: main with every path; thread 1: main with work, even, a loss and a stray end. */
+static void write_trace(const char *path)
+{
+	const struct fmt_writer_hdr hd = {
+		.clock_source = 1,
+		.pid = 7,
+		.start_ticks = 0,
+		.start_mono_ns = 0,
+		.start_real_ns = 1700000000000000000ull,
+		.process_name = "ana-suggest",
+		.host = "testhost",
+		.cmdline = "ana-suggest",
+		.recorder_version = "ptz-test 1",
+	};
+	struct w w = { .t = 0 };
+	tb_start(&w.b, path, &hd);
+	for (uint32_t id = 1; id < N_NAMES; id++)
+		assert_int_equal(fmt_enc_string(&w.b.e, id, 0, names[id], strlen(names[id])), 0);
+	assert_int_equal(fmt_enc_thread(&w.b.e, 0, 500, 0, 0, "t0", 2), 0);
+	assert_int_equal(fmt_enc_thread(&w.b.e, 1, 501, 0, 0, "t1", 2), 0);
+	assert_int_equal(fmt_enc_clock(&w.b.e, 0, 0, 1700000000000000000ull, 1), 0);
+	assert_int_equal(fmt_enc_clock(&w.b.e, 1000000000, 1000000000, 1700000001000000000ull, 1), 0);
+	tb_flush(&w.b, FMT_CHUNK_META, PT_FMT_META_THREAD);
+
+	w.thread = 0;
+	fmt_enc_begin(&w.b.e, w.t, N_MAIN);
+	sec(&w, N_HOT, 200 * MS, 0, 0);
+	for (int i = 0; i < 10; i++) {
+		sec(&w, N_MEM, 1 * MS, 9000000, 2250000);   /* 9 GB/s, 2.25 GFLOP/s, AI 0.25: e = 0.9 */
+		sec(&w, N_COMP, 1 * MS, 100000, 3000000);   /* AI 30, 3 GFLOP/s: e = 0.3 */
+		sec(&w, N_PAR, 1 * MS, 0, 15000000);        /* 15 GFLOP/s > one core: all cores, e = 0.75 */
+		sec(&w, N_CACHED, 1 * MS, 50000000, 0);     /* 50 GB/s > all cores: above the roof */
+	}
+	sec(&w, N_COLD, 10 * MS, 0, 0);
+	for (int i = 0; i < 20; i++)
+		sec(&w, N_COLD, 100 * US + (uint64_t)(i % 3), 0, 0);
+	for (int i = 0; i < 50; i++)
+		sec(&w, N_JITTER, i % 2 ? 300 * US : 100 * US, 0, 0);
+	for (int i = 0; i < 50; i++)
+		sec(&w, N_STEADY, 100 * US, 0, 0);
+	for (int i = 0; i < 40000; i++)
+		sec(&w, N_TINY, 200, 0, 0);
+	xfer_sec(&w, N_XFER, 10 * MS, PT_H2D, 200, 4096);
+	xfer_sec(&w, N_BIGX, 100 * MS, PT_D2H, 10, 1000000);
+	sec(&w, N_WORK, 30 * MS, 0, 0);
+	sec(&w, N_EVEN, 20 * MS, 0, 0);
+	fmt_enc_end(&w.b.e, w.t, N_MAIN);
+	tb_flush(&w.b, FMT_CHUNK_EVENTS, 0);
+
+	w.thread = 1;
+	w.t = 0;
+	fmt_enc_begin(&w.b.e, w.t, N_MAIN);
+	sec(&w, N_WORK, 10 * MS, 0, 0);
+	fmt_enc_loss(&w.b.e, w.t, 5, 2);
+	sec(&w, N_EVEN, 20 * MS, 0, 0);
+	fmt_enc_end(&w.b.e, w.t, N_GHOST); /* no such section open: an unmatched end */
+	fmt_enc_end(&w.b.e, w.t, N_MAIN);
+	tb_flush(&w.b, FMT_CHUNK_EVENTS, 1);
+	tb_close(&w.b);
+}
+
+/* thread 0 spans 435 ms and 19 ns (cold's 0 + 1 + 2 + 0 + ... ns), thread 1 30 ms */
+static const double span_sum = 465.0 * MS + 19;
+
+static const struct ana_peaks roofs_fixture = {
+	.host = "testhost",
+	.gflops64_1 = 10, .gflops64_all = 20, .gflops32_1 = 20, .gflops32_all = 40,
+	.gbps_1 = 10, .gbps_all = 20,
+	.link_gbps = { 10, 10, 0, 0 },
+};
+
+static int setup(void **state)
+{
+	return ana_fixture_setup(state, "suggest.ptz", write_trace);
+}
+
+static int teardown(void **state)
+{
+	return ana_fixture_teardown(state);
+}
+
+/* The finding of @rule on the path whose innermost name is @name (NULL: none). */
+static const struct ana_finding *find(const struct ana_result *res, const struct ana_sug *s, enum ana_rule rule,
+				      const char *name)
+{
+	for (size_t i = 0; i < s->n; i++) {
+		const struct ana_finding *f = &s->f[i];
+		if (f->rule != rule)
+			continue;
+		if (!name && f->node == UINT32_MAX)
+			return f;
+		if (name && f->node != UINT32_MAX && strcmp(ana_name(res, res->merged.n[f->node].id), name) == 0)
+			return f;
+	}
+	return NULL;
+}
+
+/* Whether any finding at all names the path ending in @name. */
+static bool any_on(const struct ana_result *res, const struct ana_sug *s, const char *name)
+{
+	for (int r = 0; r < ANA_R_N; r++)
+		if (find(res, s, (enum ana_rule)r, name))
+			return true;
+	return false;
+}
+
+static bool near(double a, double b, double rel)
+{
+	return fabs(a - b) <= rel * fabs(b);
+}
+
+static void test_rules_without_peaks(void **state)
+{
+	struct ana_fixture *fx = *state;
+	const struct ana_result *res = &fx->res;
+	assert_true((double)res->thread_span_sum_ns == span_sum);
+	struct ana_sug s;
+	assert_int_equal(ana_suggest(res, NULL, &s), 0);
+
+	/* data quality first, in kind order */
+	assert_true(s.n >= 2);
+	assert_int_equal(s.f[0].rule, ANA_R_DATA);
+	assert_int_equal(s.f[0].cls, ANA_DQ_LOST);
+	assert_true(s.f[0].ev[0] == 5 && s.f[0].ev[1] == 2);
+	assert_int_equal(s.f[1].rule, ANA_R_DATA);
+	assert_int_equal(s.f[1].cls, ANA_DQ_UNMATCHED);
+	assert_true(s.f[1].ev[0] == 1);
+	for (size_t i = 3; i < s.n; i++) /* then by stake */
+		if (s.f[i - 1].rule != ANA_R_DATA)
+			assert_true(s.f[i - 1].stake_ns >= s.f[i].stake_ns);
+
+	const struct ana_finding *f = find(res, &s, ANA_R_HOT, "hot");
+	assert_non_null(f);
+	assert_true(f->ev[0] == 200.0 * MS && f->stake_ns == 200.0 * MS);
+	assert_true(near(f->ev[1], 200.0 * MS / span_sum, 1e-12));
+	assert_non_null(find(res, &s, ANA_R_HOT, "bigx")); /* 100 ms self: 21% */
+	assert_null(find(res, &s, ANA_R_HOT, "work"));      /* 40 ms: 8.5% */
+
+	/* no roofs: no class, a note */
+	assert_null(find(res, &s, ANA_R_ROOFLINE, "mem"));
+	assert_true(s.roofline_no_peaks);
+	assert_int_equal(s.roofline_paths, 4);
+	assert_null(find(res, &s, ANA_R_SLOW_XFER, "bigx"));
+
+	/* cold: 10 ms, then 100,000..100,002 ns: median 100,001, MAD 1 */
+	f = find(res, &s, ANA_R_COLD_FIRST, "cold");
+	assert_non_null(f);
+	assert_true(f->ev[0] == 21 && f->ev[1] == 10.0 * MS && f->ev[2] == 100001 && f->ev[3] == 1);
+	assert_true(near(f->ev[4], (10.0 * MS - 100001) / 1.4826, 1e-12));
+	assert_true(f->stake_ns == 10.0 * MS - 100001);
+	assert_null(find(res, &s, ANA_R_UNSTABLE, "cold"));
+	assert_null(find(res, &s, ANA_R_COLD_FIRST, "jitter")); /* its first is the short kind */
+
+	/* jitter after the first: 25 x 300 us, 24 x 100 us */
+	f = find(res, &s, ANA_R_UNSTABLE, "jitter");
+	assert_non_null(f);
+	const double mean = (25 * 300.0 + 24 * 100.0) * US / 49;
+	double ss = 25 * pow(300.0 * US - mean, 2) + 24 * pow(100.0 * US - mean, 2);
+	assert_true(f->ev[0] == 50 && near(f->ev[1], mean, 1e-12) && near(f->ev[2], sqrt(ss / 48), 1e-9));
+	assert_true(near(f->ev[3], sqrt(ss / 48) / mean, 1e-9));
+	/* stake: time above the lower quartile (100 us): 25 x 200 us */
+	assert_true(near(f->stake_ns, 25 * 200.0 * US, 1e-12));
+
+	f = find(res, &s, ANA_R_SHORT, "tiny");
+	assert_non_null(f);
+	assert_true(f->ev[0] == 40000 && f->ev[1] == 200 && f->ev[2] == 8.0 * MS);
+
+	f = find(res, &s, ANA_R_SMALL_XFER, "xfer");
+	assert_non_null(f);
+	assert_int_equal(f->cls, PT_H2D);
+	assert_true(f->ev[0] == 200 && f->ev[1] == 200 * 4096.0 && f->ev[2] == 4096);
+	assert_null(find(res, &s, ANA_R_SMALL_XFER, "bigx")); /* 10 transfers of 1 MB */
+
+	/* work: 30 ms on #0, 10 ms on #1; even: 20 and 20 */
+	f = find(res, &s, ANA_R_IMBALANCE, "work");
+	assert_non_null(f);
+	assert_true(f->ev[0] == 2 && f->ev[1] == 30.0 * MS && f->ev[2] == 20.0 * MS && f->ev[3] == 10.0 * MS);
+	assert_true(f->ev[4] == 1.5 && f->stake_ns == 10.0 * MS);
+	assert_int_equal(f->thread, 0);
+	assert_null(find(res, &s, ANA_R_IMBALANCE, "even"));
+
+	assert_false(any_on(res, &s, "steady"));
+	assert_false(any_on(res, &s, "even"));
+	assert_null(find(res, &s, ANA_R_GPU_IDLE, NULL)); /* no GPU records */
+	ana_suggest_free(&s);
+}
+
+static void test_roofline_classes(void **state)
+{
+	struct ana_fixture *fx = *state;
+	const struct ana_result *res = &fx->res;
+	struct ana_sug_opts o = { .peaks = &roofs_fixture };
+	struct ana_sug s;
+	assert_int_equal(ana_suggest(res, &o, &s), 0);
+	assert_false(s.roofline_no_peaks);
+	assert_false(s.peaks_other_host);
+
+	const struct ana_finding *f = find(res, &s, ANA_R_ROOFLINE, "mem");
+	assert_non_null(f);
+	assert_int_equal(f->cls, ANA_ROOF_MEM_NEAR);
+	assert_false(f->several_cores);
+	assert_true(near(f->ev[3], 0.25, 1e-12) && near(f->ev[4], 2.25, 1e-12) && near(f->ev[5], 9.0, 1e-12));
+	assert_true(near(f->ev[8], 0.9, 1e-12));
+	assert_true(near(f->stake_ns, 1.0 * MS, 1e-9)); /* 10 ms at 90%: 1 ms to gain */
+
+	f = find(res, &s, ANA_R_ROOFLINE, "comp");
+	assert_non_null(f);
+	assert_int_equal(f->cls, ANA_ROOF_LATENCY); /* AI 30 >= ridge 1: compute side, 3 of 10 GFLOP/s */
+	assert_true(near(f->ev[8], 0.3, 1e-12));
+
+	f = find(res, &s, ANA_R_ROOFLINE, "par");
+	assert_non_null(f);
+	assert_int_equal(f->cls, ANA_ROOF_COMP_BELOW);
+	assert_true(f->several_cores && near(f->ev[6], 20, 1e-12) && near(f->ev[8], 0.75, 1e-12));
+	assert_true(isnan(f->ev[1] - f->ev[1]) == 0 && f->ev[1] == 0 && isnan(f->ev[7]));
+
+	f = find(res, &s, ANA_R_ROOFLINE, "cached");
+	assert_non_null(f);
+	assert_int_equal(f->cls, ANA_ROOF_ABOVE);
+	assert_true(f->several_cores && near(f->ev[8], 2.5, 1e-12) && f->stake_ns == 0);
+
+	/* FP32 roofs are twice as high: mem's FLOPs are not what bounds it (memory side), comp halves */
+	o.fp32 = true;
+	ana_suggest_free(&s);
+	assert_int_equal(ana_suggest(res, &o, &s), 0);
+	f = find(res, &s, ANA_R_ROOFLINE, "comp");
+	assert_non_null(f);
+	assert_true(near(f->ev[8], 0.15, 1e-12));
+
+	/* the link: 10 MB in 100 ms = 0.1 GB/s of 10 */
+	f = find(res, &s, ANA_R_SLOW_XFER, "bigx");
+	assert_non_null(f);
+	assert_int_equal(f->cls, PT_D2H);
+	assert_true(near(f->ev[4], 0.1, 1e-12) && f->ev[5] == 10 && near(f->ev[6], 0.01, 1e-12));
+	assert_true(near(f->stake_ns, 100.0 * MS - 1e7 / 10, 1e-12));
+	ana_suggest_free(&s);
+
+	/* roofs from another machine are flagged */
+	struct ana_peaks other = roofs_fixture;
+	snprintf(other.host, sizeof(other.host), "elsewhere");
+	o.peaks = &other;
+	assert_int_equal(ana_suggest(res, &o, &s), 0);
+	assert_true(s.peaks_other_host);
+	ana_suggest_free(&s);
+}
+
+static void test_thresholds(void **state)
+{
+	struct ana_fixture *fx = *state;
+	const struct ana_result *res = &fx->res;
+	struct ana_sug_opts o = { 0 };
+	assert_int_equal(ana_sug_threshold_set(&o, "nope", 1), -ENOENT);
+	assert_int_equal(ana_sug_threshold_set(&o, "hot_self_pct", 0), -ERANGE);
+	assert_int_equal(ana_sug_threshold_set(&o, "hot_self_pct", 101), -ERANGE);
+	assert_int_equal(ana_sug_threshold_set(&o, "imbalance_ratio", 0.5), -ERANGE);
+	assert_int_equal(ana_sug_threshold_set(&o, "cold_z", NAN), -ERANGE);
+	for (int i = 0; ana_sug_threshold_keys[i]; i++) /* every listed key is accepted */
+		assert_int_equal(ana_sug_threshold_set(&o, ana_sug_threshold_keys[i], 1.5), 0);
+
+	memset(&o, 0, sizeof(o));
+	assert_int_equal(ana_sug_threshold_set(&o, "hot_self_pct", 50), 0);     /* hot: 42.6% */
+	assert_int_equal(ana_sug_threshold_set(&o, "imbalance_ratio", 1.6), 0); /* work: 1.5 */
+	assert_int_equal(ana_sug_threshold_set(&o, "short_ns", 150), 0);        /* tiny: 200 ns */
+	assert_int_equal(ana_sug_threshold_set(&o, "unstable_cv", 0.6), 0);     /* jitter: ~0.5 */
+	assert_int_equal(ana_sug_threshold_set(&o, "cold_ratio", 200), 0);      /* cold: 100x */
+	struct ana_sug s;
+	assert_int_equal(ana_suggest(res, &o, &s), 0);
+	assert_null(find(res, &s, ANA_R_HOT, "hot"));
+	assert_null(find(res, &s, ANA_R_IMBALANCE, "work"));
+	assert_null(find(res, &s, ANA_R_SHORT, "tiny"));
+	assert_null(find(res, &s, ANA_R_UNSTABLE, "jitter"));
+	assert_null(find(res, &s, ANA_R_COLD_FIRST, "cold"));
+	assert_true(s.o.hot_self_pct == 50 && s.o.min_pct == 1); /* the others keep their defaults */
+	ana_suggest_free(&s);
+
+	/* the impact gate: at 3%, jitter (2.1%) and tiny (1.7%) are out */
+	memset(&o, 0, sizeof(o));
+	assert_int_equal(ana_sug_threshold_set(&o, "min_pct", 3), 0);
+	assert_int_equal(ana_suggest(res, &o, &s), 0);
+	assert_null(find(res, &s, ANA_R_UNSTABLE, "jitter"));
+	assert_null(find(res, &s, ANA_R_SHORT, "tiny"));
+	assert_non_null(find(res, &s, ANA_R_HOT, "hot")); /* hot-section has its own trigger */
+	ana_suggest_free(&s);
+}
+
+static char *text_of(const struct ana_result *res, const struct ana_sug *s, int top)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	assert_non_null(f);
+	ana_suggest_text(f, res, s, top);
+	assert_int_equal(fclose(f), 0);
+	return buf;
+}
+
+static void test_text_and_json(void **state)
+{
+	struct ana_fixture *fx = *state;
+	const struct ana_result *res = &fx->res;
+	struct ana_sug_opts o = { .peaks = &roofs_fixture };
+	struct ana_sug s;
+	assert_int_equal(ana_suggest(res, &o, &s), 0);
+	char *t = text_of(res, &s, 0);
+	assert_non_null(strstr(t, "5 records lost (2 sections)"));
+	assert_non_null(strstr(t, "[hot-section] main;hot\n"));
+	assert_non_null(strstr(t, "[roofline] main;mem: memory-bound-near-roof"));
+	assert_non_null(strstr(t, "= 90% of the attainable one-core roof"));
+	assert_non_null(strstr(t, "[imbalance] main;work\n      on 2 threads: thread #0 spends 30.00 ms"));
+	assert_non_null(strstr(t, "[cold-first] main;cold"));
+	assert_null(strstr(t, "more finding"));
+	free(t);
+	t = text_of(res, &s, 2); /* data quality always, then two */
+	assert_non_null(strstr(t, "[data-quality]"));
+	assert_non_null(strstr(t, "[hot-section] main;hot"));
+	assert_null(strstr(t, "[cold-first]"));
+	assert_non_null(strstr(t, "more findings (--top 0 shows all)"));
+	free(t);
+
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	assert_non_null(f);
+	assert_int_equal(ana_suggest_json(f, res, &s), 0);
+	assert_int_equal(fclose(f), 0);
+	json_error_t err;
+	json_t *root = json_loads(buf, 0, &err);
+	if (!root)
+		fail_msg("JSON: %s at line %d", err.text, err.line);
+	assert_string_equal(json_string_value(jget(root, "schema")), "ptanalyze-suggest/1");
+	json_t *fs = jget(root, "findings");
+	assert_int_equal(json_array_size(fs), s.n);
+	assert_true(json_real_value(jget(jget(root, "thresholds"), "hot_self_pct")) == 10);
+	assert_true(json_real_value(jget(jget(root, "peaks"), "gbps_one_core")) == 10);
+	bool seen_mem = false;
+	for (size_t i = 0; i < s.n; i++) {
+		json_t *j = json_array_get(fs, i);
+		assert_string_equal(json_string_value(jget(j, "rule")), ana_rule_key(s.f[i].rule));
+		assert_true(near(json_real_value(jget(j, "stake_ns")), s.f[i].stake_ns, 1e-11)); /* 12 digits */
+		if (s.f[i].rule == ANA_R_ROOFLINE && strcmp(json_string_value(jget(j, "path")), "main;mem") == 0) {
+			seen_mem = true;
+			assert_string_equal(json_string_value(jget(j, "class")), "memory-bound-near-roof");
+			json_t *ev = jget(j, "evidence");
+			assert_true(near(json_real_value(jget(ev, "efficiency")), 0.9, 1e-12));
+			assert_true(json_real_value(jget(ev, "flops")) == 2.25e7);
+			assert_string_equal(json_string_value(jget(j, "roofs")), "one-core");
+		}
+	}
+	assert_true(seen_mem);
+	json_decref(root);
+	free(buf);
+	ana_suggest_free(&s);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_rules_without_peaks),
+		cmocka_unit_test(test_roofline_classes),
+		cmocka_unit_test(test_thresholds),
+		cmocka_unit_test(test_text_and_json),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
