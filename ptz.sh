@@ -45,6 +45,9 @@ demo)
 	configure
 	out=${PTZ_DEMO_DIR:-$BUILD/demo}
 	mkdir -p "$out"
+	echo "== $BUILD/cli/ptanalyze peaks --json $out/machine.json   (this machine's roofs, for suggest)"
+	"$BUILD/cli/ptanalyze" peaks --json "$out/machine.json"
+	echo
 	for ex in led_optimizer compress_corpus; do
 		[ -x "$BUILD/examples/$ex" ] || { echo "ptz.sh: $ex was not built" >&2; continue; }
 		echo "== $ex: recording $out/$ex.ptz"
@@ -53,6 +56,8 @@ demo)
 		echo "== $BUILD/cli/ptanalyze $out/$ex.ptz --report --bottlenecks 5 --csv $out/$ex.csv --json $out/$ex.json"
 		"$BUILD/cli/ptanalyze" "$out/$ex.ptz" --report --bottlenecks 5 --no-progress \
 			--csv "$out/$ex.csv" --json "$out/$ex.json"
+		echo "== $BUILD/cli/ptanalyze suggest $out/$ex.ptz --peaks $out/machine.json --top 6"
+		"$BUILD/cli/ptanalyze" suggest "$out/$ex.ptz" --peaks "$out/machine.json" --top 6 --no-progress
 		echo "== $BUILD/cli/ptanalyze export --perfetto $out/$ex.pftrace --chrome $out/$ex.chrome.json $out/$ex.ptz"
 		"$BUILD/cli/ptanalyze" export --perfetto "$out/$ex.pftrace" --chrome "$out/$ex.chrome.json" \
 			--no-progress "$out/$ex.ptz"

@@ -27,7 +27,7 @@ static const char *const roof_key[ANA_ROOF_NCLASS] = {
 };
 static const char *const dq_key[ANA_DQ_NKIND] = {
 	"lost-records", "unmatched-ends", "open-at-end", "misuse-errors", "damaged-chunks", "torn-tail",
-	"gpu-errors",
+	"gpu-errors", "oversubscribed",
 };
 static const char *const dir_key[ANA_DIRS] = { "h2d", "d2h", "d2d", "p2p" };
 
@@ -44,7 +44,7 @@ const char *ana_class_key(enum ana_rule r, uint32_t cls)
 
 /* Evidence names per rule, in ev[] order (doc/analyzer-output.md §9.2). */
 static const char *const ev_key[ANA_R_N][ANA_SUG_EV + 1] = {
-	[ANA_R_DATA] = { "count", "sections" },
+	[ANA_R_DATA] = { "count", "sections" }, /* oversubscribed: threads alive on average, CPUs */
 	[ANA_R_HOT] = { "self_ns", "self_share", "total_ns", "share", "count" },
 	[ANA_R_ROOFLINE] = { "flops", "bytes", "total_ns", "intensity", "gflops", "gbps", "roof_gflops", "roof_gbps",
 			     "efficiency" },
@@ -166,7 +166,7 @@ static void data_quality(struct sctx *c)
 		[ANA_DQ_TORN] = (uint64_t)(res->torn_tail > 0),
 		[ANA_DQ_GPU_ERRORS] = gpu_errors,
 	};
-	for (uint32_t k = 0; k < ANA_DQ_NKIND; k++) {
+	for (uint32_t k = 0; k < ANA_DQ_OVERSUB; k++) {
 		if (!n[k] && !(k == ANA_DQ_LOST && res->lost_sections))
 			continue;
 		struct ana_finding *f = add(c, ANA_R_DATA, UINT32_MAX, 0);
@@ -176,6 +176,17 @@ static void data_quality(struct sctx *c)
 		f->ev[0] = (double)n[k];
 		if (k == ANA_DQ_LOST)
 			f->ev[1] = (double)res->lost_sections;
+	}
+	/* threads alive on average against the recording host's CPUs (peaks measured there) */
+	const struct ana_peaks *p = c->o->peaks;
+	const double wall = (double)(res->end_ns - res->start_ns), alive = wall > 0 ? c->span_sum / wall : 0;
+	if (p && p->cpus && !c->s->peaks_other_host && alive > 1.1 * p->cpus) {
+		struct ana_finding *f = add(c, ANA_R_DATA, UINT32_MAX, 0);
+		if (!f)
+			return;
+		f->cls = ANA_DQ_OVERSUB;
+		f->ev[0] = alive;
+		f->ev[1] = p->cpus;
 	}
 }
 
@@ -649,6 +660,11 @@ static void text_data(FILE *out, const struct ana_finding *f)
 		fprintf(out, "the trace ends in a torn chunk (the recorder crashed or is still writing): the "
 			     "last records are missing.\n");
 		break;
+	case ANA_DQ_OVERSUB:
+		fprintf(out, "%.1f threads alive on average (summed thread spans / wall span) on %.0f CPUs: "
+			     "durations are wall-clock,\n      so they may include time spent waiting for a CPU "
+			     "(rates and roofline efficiencies read low).\n", f->ev[0], f->ev[1]);
+		break;
 	case ANA_DQ_GPU_ERRORS:
 		fprintf(out, "%llu GPU ranges were not timed (event pool empty, CUDA errors): GPU figures "
 			     "undercount; 'info' lists the causes.\n", n);
@@ -665,12 +681,9 @@ static void text_roofline(FILE *out, const struct ana_finding *f, bool fp32)
 	if (f->several_cores)
 		fprintf(out, " (faster than one core: compared with the all-core roofs)");
 	fprintf(out, "\n      ");
-	if (!isnan(e[3]))
-		fprintf(out, "declared intensity %.3g FLOP/B", e[3]);
-	if (!isnan(e[6]) && !isnan(e[7]))
-		fprintf(out, " vs ridge %.3g FLOP/B; ", e[6] / e[7]);
-	else if (!isnan(e[3]))
-		fprintf(out, "; ");
+	if (e[0] > 0 && e[1] > 0) /* both declared: where the ridge puts it */
+		fprintf(out, "declared intensity %.3g FLOP/B %s the ridge %.3g FLOP/B; ", e[3],
+			e[3] < e[6] / e[7] ? "below" : "at or above", e[6] / e[7]);
 	if (e[0] > 0)
 		fprintf(out, "%.3g GFLOP/s", e[4]);
 	if (e[0] > 0 && e[1] > 0)
@@ -692,7 +705,7 @@ static void text_roofline(FILE *out, const struct ana_finding *f, bool fp32)
 		"more threads",
 		"near the compute roof: only a better algorithm (fewer FLOPs) helps",
 		"compute-bound, below the roof: vectorize (SIMD, FMA), use a tuned library, or more threads",
-		"on neither roof: latency, overhead or synchronization bound; more independent work per call, "
+		"on neither roof: latency, overhead, I/O or synchronization bound; more independent work per call, "
 		"fewer calls, less waiting",
 		"faster than the measured roofs: the declared bytes are served from cache (a cache-aware roofline "
 		"would place it), or the declared FLOPs/bytes overstate the work",
@@ -814,6 +827,8 @@ void ana_suggest_text(FILE *out, const struct ana_result *res, const struct ana_
 		if (f->node != UINT32_MAX) {
 			const char *path = ana_path_short(res, &res->merged, f->node, &buf, &cap);
 			fprintf(out, "%s%s", path ? path : "(out of memory)", f->lossy ? " !" : "");
+		} else if (f->rule == ANA_R_DATA) {
+			fprintf(out, "%s", dq_key[f->cls]);
 		}
 		if (f->rule == ANA_R_ROOFLINE)
 			fprintf(out, ": ");
@@ -829,7 +844,7 @@ void ana_suggest_text(FILE *out, const struct ana_result *res, const struct ana_
 	if (s->n == 0)
 		fprintf(out, "\nno findings: no rule fired at these triggers.\n");
 	if (hidden)
-		fprintf(out, "\n%zu more finding%s (--top 0 shows all).\n", hidden, hidden == 1 ? "" : "s");
+		fprintf(out, "\n%zu more finding%s (--top N shows N).\n", hidden, hidden == 1 ? "" : "s");
 	for (int r = 0; r < ANA_R_N; r++)
 		if (s->left_out[r])
 			fprintf(out, "%llu more %s findings with smaller stakes left out (at most %d a rule).\n",
@@ -846,6 +861,29 @@ void ana_suggest_text(FILE *out, const struct ana_result *res, const struct ana_
 static json_t *num_or_null(double v)
 {
 	return isfinite(v) ? json_real(v) : json_null();
+}
+
+/* @node's call path as an array of names, outermost first (as the report's JSON, §6); NULL on ENOMEM. */
+static json_t *json_path(const struct ana_result *res, uint32_t node)
+{
+	const struct ana_tree *t = &res->merged;
+	const uint32_t depth = t->n[node].depth;
+	json_t *p = json_array();
+	for (uint32_t i = 0; p && i < depth; i++)
+		if (json_array_append_new(p, json_null()))
+			goto fail;
+	for (uint32_t x = node, k = depth; p && x != 0; x = t->n[x].parent) {
+		char *clean = NULL;
+		const char *name = ana_utf8_clean(ana_name(res, t->n[x].id), &clean);
+		int bad = !name || json_array_set_new(p, --k, json_string(name));
+		free(clean);
+		if (bad)
+			goto fail;
+	}
+	return p;
+fail:
+	json_decref(p);
+	return NULL;
 }
 
 int ana_suggest_json(FILE *out, const struct ana_result *res, const struct ana_sug *s)
@@ -875,8 +913,6 @@ int ana_suggest_json(FILE *out, const struct ana_result *res, const struct ana_s
 		bad = json_object_set_new(root, "peaks", json_null());
 	bad = bad || json_object_set_new(root, "roofline_paths", json_integer(s->roofline_paths)) ||
 	      json_object_set_new(root, "roofline_needs_peaks", json_boolean(s->roofline_no_peaks));
-	char *buf = NULL;
-	size_t cap = 0;
 	for (size_t i = 0; i < s->n && !bad; i++) {
 		const struct ana_finding *f = &s->f[i];
 		json_t *j = json_object(), *ev = json_object();
@@ -894,17 +930,11 @@ int ana_suggest_json(FILE *out, const struct ana_result *res, const struct ana_s
 		      json_object_set_new(j, "class", cls ? json_string(cls) : json_null()) ||
 		      json_object_set_new(j, "stake_ns", json_real(f->stake_ns));
 		if (!bad && f->node != UINT32_MAX) {
-			const char *path = ana_path_of(res, &res->merged, f->node, &buf, &cap);
-			char *clean = NULL;
-			const char *cp = path ? ana_utf8_clean(path, &clean) : NULL;
-			bad = !cp || json_object_set_new(j, "path", json_string(cp));
-			free(clean);
-			clean = NULL;
-			const char *cn = bad ? NULL : ana_utf8_clean(ana_name(res, res->merged.n[f->node].id), &clean);
-			bad = !cn || json_object_set_new(j, "name", json_string(cn)) ||
+			json_t *path = json_path(res, f->node);
+			bad = json_object_set_new(j, "path", path) ||
+			      json_object_set_new(j, "name", json_incref(json_array_get(path, json_array_size(path) - 1))) ||
 			      json_object_set_new(j, "depth", json_integer(res->merged.n[f->node].depth)) ||
 			      json_object_set_new(j, "lossy", json_boolean(f->lossy));
-			free(clean);
 		}
 		if (!bad && f->rule == ANA_R_IMBALANCE)
 			bad = json_object_set_new(j, "thread", json_integer(f->thread));
@@ -915,7 +945,6 @@ int ana_suggest_json(FILE *out, const struct ana_result *res, const struct ana_s
 		for (unsigned k = 0; k < ANA_SUG_EV && ev_key[f->rule][k] && !bad; k++)
 			bad = json_object_set_new(ev, ev_key[f->rule][k], num_or_null(f->ev[k]));
 	}
-	free(buf);
 	if (bad) {
 		json_decref(root);
 		return -ENOMEM;

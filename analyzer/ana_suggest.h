@@ -9,7 +9,11 @@
  *
  *  data-quality   (every run) losses, unmatched ends, sections open at the
  *                 end, recorder-counted misuse, damaged chunks, a torn
- *                 tail, GPU timing errors: figures that undercount.
+ *                 tail, GPU timing errors: figures that undercount; and,
+ *                 with peaks of the recording host, more threads alive on
+ *                 average (sum of thread spans / wall span) than 1.1 times
+ *                 its CPUs: durations are wall-clock, so they may include
+ *                 time spent waiting for a CPU.
  *  hot-section    a call path whose self time is at least hot_self_pct of
  *                 the sum of thread spans (nsys "large share", uftrace's
  *                 sort by self).
@@ -129,7 +133,7 @@ enum ana_roof_class {
 /* Kinds of a data-quality finding (ana_finding.cls). */
 enum ana_data_kind {
 	ANA_DQ_LOST, ANA_DQ_UNMATCHED, ANA_DQ_OPEN, ANA_DQ_MISUSE, ANA_DQ_CORRUPT, ANA_DQ_TORN,
-	ANA_DQ_GPU_ERRORS, ANA_DQ_NKIND
+	ANA_DQ_GPU_ERRORS, ANA_DQ_OVERSUB, ANA_DQ_NKIND
 };
 /* The class or kind key of finding class @cls of rule @r ("memory-bound-near-roof", "lost-records",
  * ...); NULL for rules without classes. */

@@ -19,6 +19,8 @@
 
 #include "analyzer/ana.h"
 #include "analyzer/ana_compare.h"
+#include "analyzer/ana_peaks.h"
+#include "analyzer/ana_suggest.h"
 #include "viewer-export/pfx.h"
 
 #define PROG "ptanalyze"
@@ -30,6 +32,8 @@ static void usage(FILE *out)
 		"       " PROG " info TRACE.ptz                   header, threads, losses, compression\n"
 		"       " PROG " export --perfetto OUT TRACE.ptz  export for viewers (also: " PROG " TRACE.ptz --perfetto OUT)\n"
 		"       " PROG " compare BASE.ptz NEW.ptz         what got slower or faster, path by path, with a verdict\n"
+		"       " PROG " suggest TRACE.ptz                what to optimize first, with the evidence\n"
+		"       " PROG " peaks [--json FILE]              measure this machine's roofs (FLOP/s, memory GB/s)\n"
 		"       " PROG " --help | --version\n"
 		"\n"
 		"Report options:\n"
@@ -60,6 +64,15 @@ static void usage(FILE *out)
 		"  --bootstrap N        resamples for the CI of the median change (default 1000)\n"
 		"  --top N              at most N lines per verdict (default 20; all in --json)\n"
 		"  --fail-on-regression exit 3 when any path regressed\n"
+		"\n"
+		"Suggest options (doc/analyzer-output.md section 9; --since, --until, --domain, --top N (default\n"
+		"20) and --json FILE apply):\n"
+		"  --peaks FILE         roofs from 'ptanalyze peaks' (a ptz-machine/1 JSON file): roofline classes\n"
+		"  --fp32               compare FLOP rates with the FP32 roofs (default FP64)\n"
+		"  --threshold KEY=V    change one trigger; keys: min_pct hot_self_pct cold_z cold_ratio cold_min_pct\n"
+		"                       unstable_cv short_ns imbalance_ratio gpu_util_pct gap_ms\n"
+		"\n"
+		"Peaks options: --json FILE (default: stdout), --seconds S per figure (default 0.5).\n"
 		"\n"
 		"Columns and formulas: doc/analyzer-output.md. Exit codes: 0 clean or torn tail recovered,\n"
 		"1 damaged trace (intact chunks still reported), unreadable, no such --thread or output\n"
@@ -132,7 +145,8 @@ static FILE *open_out(const char *path)
 
 enum { OPT_REPORT = 256, OPT_FLAT, OPT_SORT, OPT_TOP, OPT_DEPTH, OPT_MINPCT, OPT_THREAD, OPT_DOMAIN,
        OPT_BOTTLENECKS, OPT_SINCE, OPT_UNTIL, OPT_CSV, OPT_JSON, OPT_NOPROGRESS, OPT_VERSION, OPT_PERFETTO,
-       OPT_CHROME, OPT_FOLDED, OPT_NOISE, OPT_ALPHA, OPT_BOOTSTRAP, OPT_FAILREG };
+       OPT_CHROME, OPT_FOLDED, OPT_NOISE, OPT_ALPHA, OPT_BOOTSTRAP, OPT_FAILREG, OPT_PEAKS, OPT_FP32,
+       OPT_THRESHOLD, OPT_SECONDS };
 
 /* Prints the reader's problems the way every command does; 1 if the trace is damaged inside. */
 static int report_problems(const char *path, struct pt_reader *rd)
@@ -351,6 +365,73 @@ static int run_compare(const char *bpath, const char *npath, struct ana_options 
 	return out ? out : code;
 }
 
+/*
+ * ptanalyze suggest TRACE: the rules of analyzer/ana_suggest.h over one
+ * analyzed trace. Text on stdout unless --json - ; exit codes as the
+ * report's.
+ */
+static int run_suggest(const char *path, struct ana_options *ao, const struct ana_sug_opts *so, int top,
+		       const char *json, int show_progress)
+{
+	struct ana_result res;
+	ao->merged_percentiles_only = true; /* the rules read merged rows and per-thread totals only */
+	ao->no_flat_percentiles = true;
+	if (analyze_side(path, ao, &res, show_progress))
+		return 1;
+	int code = trace_warnings(path, &res);
+	struct ana_sug s;
+	int rc = ana_suggest(&res, so, &s);
+	if (rc) {
+		fprintf(stderr, PROG ": suggest: %s\n", strerror(-rc));
+		ana_result_free(&res);
+		return 1;
+	}
+	if (json) {
+		FILE *f = open_out(json);
+		int bad = !f || ana_suggest_json(f, &res, &s);
+		if (f && f != stdout)
+			bad |= fclose(f) != 0;
+		if (bad) {
+			fprintf(stderr, PROG ": %s: cannot write JSON: %s\n", json, strerror(errno ? errno : EIO));
+			code = 1;
+		}
+	}
+	if (!json || strcmp(json, "-"))
+		ana_suggest_text(stdout, &res, &s, top > 0 ? top : 20);
+	ana_suggest_free(&s);
+	ana_result_free(&res);
+	int out = stdout_ok();
+	return out ? out : code;
+}
+
+/* ptanalyze peaks: measures this machine's roofs; JSON to @json ("-" or NULL: stdout), a summary on stderr. */
+static int run_peaks(const char *json, double seconds)
+{
+	struct ana_peaks p;
+	char err[512];
+	fprintf(stderr, PROG ": measuring FLOP/s and memory bandwidth, one core then all cores (%g s a figure, "
+			"a few seconds in all)...\n",
+		seconds);
+	int rc = ana_peaks_measure(&p, seconds, err, sizeof(err));
+	if (rc) {
+		fprintf(stderr, PROG ": peaks: %s\n", err);
+		return 1;
+	}
+	fprintf(stderr, PROG ": %s (%s, %u CPUs): FP64 %.3g / %.3g GFLOP/s, FP32 %.3g / %.3g GFLOP/s, memory "
+			"%.3g / %.3g GB/s (one core / all cores)\n",
+		p.host, p.isa, p.cpus, p.gflops64_1, p.gflops64_all, p.gflops32_1, p.gflops32_all, p.gbps_1, p.gbps_all);
+	FILE *f = json && strcmp(json, "-") ? fopen(json, "w") : stdout;
+	int bad = !f || ana_peaks_write_json(f, &p);
+	if (f && f != stdout)
+		bad |= fclose(f) != 0;
+	if (bad) {
+		fprintf(stderr, PROG ": %s: cannot write the machine profile: %s\n", json ? json : "stdout",
+			strerror(errno ? errno : EIO));
+		return 1;
+	}
+	return stdout_ok();
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -377,6 +458,10 @@ int main(int argc, char **argv)
 		{ "alpha", required_argument, NULL, OPT_ALPHA },
 		{ "bootstrap", required_argument, NULL, OPT_BOOTSTRAP },
 		{ "fail-on-regression", no_argument, NULL, OPT_FAILREG },
+		{ "peaks", required_argument, NULL, OPT_PEAKS },
+		{ "fp32", no_argument, NULL, OPT_FP32 },
+		{ "threshold", required_argument, NULL, OPT_THRESHOLD },
+		{ "seconds", required_argument, NULL, OPT_SECONDS },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct ana_options ao = { .thread = -1 };
@@ -386,6 +471,11 @@ int main(int argc, char **argv)
 	int show_progress = isatty(2), c, report_flag = 0, nexports = 0, until_set = 0;
 	struct ana_cmp_opts co = { .noise = -1 };
 	int fail_on_regression = 0, cmp_only = 0, report_only = 0; /* options of one command only seen */
+	struct ana_sug_opts so = { 0 };
+	struct ana_peaks peaks;
+	const char *peaks_path = NULL;
+	int sug_only = 0, seconds_set = 0;
+	double seconds = 0.5;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
 		switch (c) {
@@ -491,6 +581,38 @@ int main(int argc, char **argv)
 			fail_on_regression = 1;
 			cmp_only = 1;
 			break;
+		case OPT_PEAKS:
+			peaks_path = optarg;
+			sug_only = 1;
+			break;
+		case OPT_FP32:
+			so.fp32 = true;
+			sug_only = 1;
+			break;
+		case OPT_THRESHOLD: {
+			const char *eq = strchr(optarg, '=');
+			char key[64], *end;
+			if (!eq || (size_t)(eq - optarg) >= sizeof(key))
+				return usage_error("--threshold: expected KEY=VALUE, got '%s'", optarg);
+			memcpy(key, optarg, (size_t)(eq - optarg));
+			key[eq - optarg] = 0;
+			double v = strtod(eq + 1, &end);
+			int trc = *end || end == eq + 1 ? -ERANGE : ana_sug_threshold_set(&so, key, v);
+			if (trc == -ENOENT)
+				return usage_error("--threshold: unknown key in '%s' (see --help)", optarg);
+			if (trc)
+				return usage_error("--threshold: value out of range in '%s'", optarg);
+			sug_only = 1;
+			break;
+		}
+		case OPT_SECONDS: {
+			char *end;
+			seconds = strtod(optarg, &end);
+			if (*end || end == optarg || !(seconds >= 0.001 && seconds <= 60))
+				return usage_error("--seconds: expected 0.001..60, got '%s'", optarg);
+			seconds_set = 1;
+			break;
+		}
 		case OPT_PERFETTO:
 		case OPT_CHROME:
 		case OPT_FOLDED:
@@ -504,11 +626,43 @@ int main(int argc, char **argv)
 	const char *cmd = "report", *path = NULL;
 	int rest = argc - optind;
 	if (rest >= 1 && (strcmp(argv[optind], "report") == 0 || strcmp(argv[optind], "info") == 0 ||
-			  strcmp(argv[optind], "export") == 0 || strcmp(argv[optind], "compare") == 0)) {
+			  strcmp(argv[optind], "export") == 0 || strcmp(argv[optind], "compare") == 0 ||
+			  strcmp(argv[optind], "suggest") == 0 || strcmp(argv[optind], "peaks") == 0)) {
 		report_flag |= strcmp(argv[optind], "report") == 0;
 		cmd = argv[optind++];
 		rest--;
 	}
+	if (seconds_set && strcmp(cmd, "peaks"))
+		return usage_error("%s", "--seconds belongs to peaks");
+	if (strcmp(cmd, "peaks") == 0) {
+		if (rest != 0)
+			return usage_error("%s", "peaks: takes no trace file (it measures this machine)");
+		if (report_only || report_flag || nexports || cmp_only || sug_only || csv || ao.domain ||
+		    ao.thread >= 0 || ao.since_ns || until_set || ro.top)
+			return usage_error("%s", "peaks takes only --json FILE and --seconds S");
+		return run_peaks(json, seconds);
+	}
+	if (strcmp(cmd, "suggest") == 0) {
+		if (rest != 1)
+			return usage_error("%s", rest ? "suggest: expected one trace file" : "no trace file given");
+		if (until_set && ao.until_ns <= ao.since_ns)
+			return usage_error("%s", "--until must be later than --since");
+		if (report_only || report_flag || nexports || cmp_only || ao.thread >= 0)
+			return usage_error("%s", "suggest takes no report, export, compare or --thread option");
+		if (json && same_file(argv[optind], json))
+			return usage_error("output file '%s' is the trace itself", json);
+		if (peaks_path) {
+			char err[512];
+			if (ana_peaks_load(peaks_path, &peaks, err, sizeof(err))) {
+				fprintf(stderr, PROG ": %s\n", err);
+				return 1;
+			}
+			so.peaks = &peaks;
+		}
+		return run_suggest(argv[optind], &ao, &so, ro.top, json, show_progress);
+	}
+	if (sug_only)
+		return usage_error("%s", "--peaks, --fp32 and --threshold belong to suggest");
 	if (strcmp(cmd, "compare") == 0) {
 		if (rest != 2)
 			return usage_error("%s", "compare: expected two trace files, BASE.ptz NEW.ptz");

@@ -301,12 +301,36 @@ static void test_roofline_classes(void **state)
 	assert_true(near(f->stake_ns, 100.0 * MS - 1e7 / 10, 1e-12));
 	ana_suggest_free(&s);
 
-	/* roofs from another machine are flagged */
+	/* threads alive against CPUs: 465 ms over a 435 ms wall span is 1.07 threads, not above 1.1 x 1 CPU */
+	struct ana_peaks one = roofs_fixture;
+	one.cpus = 1;
+	o.peaks = &one;
+	assert_int_equal(ana_suggest(res, &o, &s), 0);
+	for (size_t i = 0; i < s.n; i++)
+		assert_false(s.f[i].rule == ANA_R_DATA && s.f[i].cls == ANA_DQ_OVERSUB);
+	ana_suggest_free(&s);
+	struct ana_result half = *res; /* the same rows over half the wall span: 2.1 threads alive */
+	half.end_ns = half.start_ns + (res->end_ns - res->start_ns) / 2;
+	assert_int_equal(ana_suggest(&half, &o, &s), 0);
+	const struct ana_finding *ov = NULL;
+	for (size_t i = 0; i < s.n; i++)
+		if (s.f[i].rule == ANA_R_DATA && s.f[i].cls == ANA_DQ_OVERSUB)
+			ov = &s.f[i];
+	assert_non_null(ov);
+	assert_true(near(ov->ev[0], span_sum / (double)(half.end_ns - half.start_ns), 1e-12) && ov->ev[1] == 1);
+	ana_suggest_free(&s);
+
+	/* roofs from another machine are flagged (and say nothing of this host's CPUs) */
 	struct ana_peaks other = roofs_fixture;
 	snprintf(other.host, sizeof(other.host), "elsewhere");
 	o.peaks = &other;
 	assert_int_equal(ana_suggest(res, &o, &s), 0);
 	assert_true(s.peaks_other_host);
+	ana_suggest_free(&s);
+	other.cpus = 1;
+	assert_int_equal(ana_suggest(&half, &o, &s), 0);
+	for (size_t i = 0; i < s.n; i++)
+		assert_false(s.f[i].rule == ANA_R_DATA && s.f[i].cls == ANA_DQ_OVERSUB);
 	ana_suggest_free(&s);
 }
 
@@ -380,7 +404,7 @@ static void test_text_and_json(void **state)
 	assert_non_null(strstr(t, "[data-quality]"));
 	assert_non_null(strstr(t, "[hot-section] main;hot"));
 	assert_null(strstr(t, "[cold-first]"));
-	assert_non_null(strstr(t, "more findings (--top 0 shows all)"));
+	assert_non_null(strstr(t, "more findings (--top N shows N)"));
 	free(t);
 
 	char *buf = NULL;
@@ -403,7 +427,13 @@ static void test_text_and_json(void **state)
 		json_t *j = json_array_get(fs, i);
 		assert_string_equal(json_string_value(jget(j, "rule")), ana_rule_key(s.f[i].rule));
 		assert_true(near(json_real_value(jget(j, "stake_ns")), s.f[i].stake_ns, 1e-11)); /* 12 digits */
-		if (s.f[i].rule == ANA_R_ROOFLINE && strcmp(json_string_value(jget(j, "path")), "main;mem") == 0) {
+		json_t *path = json_object_get(j, "path");
+		if (s.f[i].node != UINT32_MAX) /* names outermost first, as the report's JSON */
+			assert_int_equal(json_array_size(path), res->merged.n[s.f[i].node].depth);
+		if (s.f[i].rule == ANA_R_ROOFLINE && json_array_size(path) == 2 &&
+		    strcmp(json_string_value(json_array_get(path, 0)), "main") == 0 &&
+		    strcmp(json_string_value(json_array_get(path, 1)), "mem") == 0) {
+			assert_string_equal(json_string_value(jget(j, "name")), "mem");
 			seen_mem = true;
 			assert_string_equal(json_string_value(jget(j, "class")), "memory-bound-near-roof");
 			json_t *ev = jget(j, "evidence");

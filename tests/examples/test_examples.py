@@ -17,7 +17,9 @@ For each example (BUILD/examples/led_optimizer, BUILD/examples/compress_corpus):
          self_written_bytes,
        - the sum of count over all merged tree rows, against "sections",
      and the same for each thread's own tree and for the flat (by name)
-     view's self sums and counts; plus the trace's lost_records == 0.
+     view's self sums and counts; plus the trace's lost_records == 0;
+  4. run `ptanalyze suggest TRACE --peaks M --json S` with hand-set roofs and
+     check its roofline and hot-section findings against the report's rows.
 Prints one line per check and a final "N passed, N failed"; exits 1 on any
 failure. Standard library only.
 """
@@ -188,6 +190,54 @@ def test_example(build, prog, tmp):
         check_rows(f"{prog}: CSV per-thread trees", per_thread, cget, cdepth, totals)
         if doc is not None:
             check_eq(f"{prog}: CSV merged rows = JSON merged rows", len(merged), len(doc.get("tree", [])))
+
+    if doc is not None:
+        check_suggest(ana, prog, trace, tmp, doc)
+
+
+def check_suggest(ana, prog, trace, tmp, doc):
+    """ptanalyze suggest on the real trace, with hand-set roofs: every row that
+    declares FLOPs or bytes itself and passes the 1% impact gate gets exactly one
+    roofline finding, whose evidence equals the report's own figures for the row;
+    every hot-section finding is a row with self share >= 10%."""
+    peaks = os.path.join(tmp, "machine.json")
+    with open(peaks, "w") as f:
+        json.dump({"schema": "ptz-machine/1", "host": doc["trace"]["host"], "cpus": 1,
+                   "fp64_gflops": {"one_core": 1000.0, "all_cores": 4000.0},
+                   "memory_gbps": {"one_core": 1000.0, "all_cores": 4000.0}}, f)
+    out = os.path.join(tmp, prog + ".suggest.json")
+    q = run([ana, "suggest", trace, "--peaks", peaks, "--json", out, "--no-progress"], cwd=tmp)
+    if not check(f"{prog}: ptanalyze suggest exits 0", q is not None and q.returncode == 0,
+                 "timed out" if q is None else f"status {q.returncode}: {q.stderr.strip()}"):
+        return
+    with open(out) as f:
+        sug = json.load(f)
+    check_eq(f"{prog}: suggest schema", sug.get("schema"), "ptanalyze-suggest/1")
+    span = doc["trace"]["thread_span_sum_ns"]
+    rows = {tuple(r["path"]): r for r in doc["tree"]}
+    want = sorted(tuple(r["path"]) for r in doc["tree"]
+                  if (r["self_flops"] or r["self_read_bytes"] or r["self_written_bytes"])
+                  and r["total_ns"] >= 0.01 * span)
+    roof = [x for x in sug["findings"] if x["rule"] == "roofline"]
+    check_eq(f"{prog}: suggest: one roofline finding per row declaring metrics (gated)",
+             sorted(tuple(x["path"]) for x in roof), want)
+    check(f"{prog}: suggest: roofline rows found", len(want) > 0)
+    bad = []
+    for x in roof:
+        r, ev = rows[tuple(x["path"])], x["evidence"]
+        nbytes = r["read_bytes"] + r["written_bytes"]
+        if ev["flops"] != r["flops"] or ev["bytes"] != nbytes or ev["total_ns"] != r["total_ns"]:
+            bad.append((x["path"], ev, r["flops"], nbytes, r["total_ns"]))
+        elif abs(ev["gbps"] - nbytes / r["total_ns"]) > 1e-9 * max(1.0, ev["gbps"]):
+            bad.append((x["path"], "gbps", ev["gbps"]))
+        elif x["class"] != "latency-bound":  # roofs of 1,000 GFLOP/s and GB/s: far above a real run
+            bad.append((x["path"], x["class"]))
+    check(f"{prog}: suggest: roofline evidence equals the report's figures", not bad, repr(bad[:3]))
+    hot = [x for x in sug["findings"] if x["rule"] == "hot-section"]
+    check(f"{prog}: suggest: hot sections have self >= 10% of the thread time",
+          all(rows[tuple(x["path"])]["self_ns"] >= 0.10 * span for x in hot)
+          and sorted(tuple(x["path"]) for x in hot)
+          == sorted(p for p, r in rows.items() if r["self_ns"] >= 0.10 * span), repr(hot[:3]))
 
 
 def main():

@@ -13,7 +13,8 @@
  *    plain report and a --domain filter; each result through the text report
  *    (call tree, flat, one thread), the info text, CSV and JSON; and
  *    ptanalyze compare of the whole result with itself and with the
- *    windowed one, both ways;
+ *    windowed one, both ways; ptanalyze suggest on both, with and without
+ *    roofs (text and JSON);
  *  - the viewer exports (viewer-export/pfx.h): Perfetto protobuf and Chrome
  *    JSON, whole and windowed, and folded stacks (merged and one thread).
  * Outputs go to /dev/null. The promise checked is the one of
@@ -42,6 +43,7 @@
 
 #include "analyzer/ana.h"
 #include "analyzer/ana_compare.h"
+#include "analyzer/ana_suggest.h"
 #include "ptz/format.h"
 #include "trace-format/fmt_internal.h"
 #include "viewer-export/pfx.h"
@@ -203,6 +205,22 @@ static void fuzz_compare(const struct ana_result *a, const struct ana_result *b)
 	ana_compare_free(&c);
 }
 
+/* ptanalyze suggest of one result, without roofs and with roofs low enough to place every section. */
+static void fuzz_suggest(const struct ana_result *res)
+{
+	static const struct ana_peaks roofs = { .host = "fuzz", .cpus = 1, .gflops64_1 = 1, .gflops64_all = 2,
+						.gbps_1 = 1, .gbps_all = 2, .link_gbps = { 1, 1, 1, 1 } };
+	const struct ana_sug_opts o[2] = { { .peaks = NULL }, { .peaks = &roofs } };
+	for (int k = 0; k < 2; k++) {
+		struct ana_sug s;
+		if (ana_suggest(res, &o[k], &s))
+			continue;
+		ana_suggest_text(devnull, res, &s, 5);
+		ana_suggest_json(devnull, res, &s);
+		ana_suggest_free(&s);
+	}
+}
+
 static void fuzz_analyzer_and_exports(const char *path)
 {
 	struct ana_options ao = { .thread = -1 };
@@ -233,7 +251,9 @@ static void fuzz_analyzer_and_exports(const char *path)
 	if (ana_run(path, &ao, &res, err, sizeof(err)) == 0) {
 		fuzz_outputs(path, &res, false);
 		/* compare: the whole trace against itself and against the window, both ways */
+		fuzz_suggest(&res);
 		if (have_whole) {
+			fuzz_suggest(&whole);
 			fuzz_compare(&whole, &whole);
 			fuzz_compare(&whole, &res);
 			fuzz_compare(&res, &whole);
