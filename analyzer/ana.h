@@ -343,8 +343,9 @@ struct ana_gpu_device {
 	uint64_t busy_ns;      /* union of the ranges: "instrumented GPU busy" time */
 	uint64_t streams;      /* distinct stream keys */
 	struct ana_slat lat;   /* launch to GPU start, signed ns; lat.neg = early starts */
-	/* private: disjoint busy intervals [start, end) in ticks, sorted (16 bytes
-	 * each, one per run of overlapping or touching ranges), and the stream set */
+	/* disjoint busy intervals [start, end) in ticks, sorted (16 bytes each,
+	 * one per run of overlapping or touching ranges; kept after the pass:
+	 * ana_suggest()'s gpu-idle reads the gaps), and the stream set (private) */
 	uint64_t *iv;
 	size_t niv, civ;
 	struct ana_map stream_set;

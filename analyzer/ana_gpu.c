@@ -638,9 +638,14 @@ void ana_pass_finish(struct ctx *c)
 		for (size_t k = 0; k < d->niv; k++)
 			busy += d->iv[2 * k + 1] - d->iv[2 * k];
 		d->busy_ns = ana_ticks_ns(c, busy);
-		free(d->iv);
-		d->iv = NULL;
-		d->niv = d->civ = 0;
+		/* the intervals stay (suggest's gpu-idle reads the gaps), without their slack */
+		uint64_t *iv = d->niv ? realloc(d->iv, 2 * d->niv * sizeof(*iv)) : NULL;
+		if (iv || !d->niv) {
+			if (!d->niv)
+				free(d->iv);
+			d->iv = iv;
+			d->civ = d->niv;
+		}
 		ana_map_free(&d->stream_set);
 	}
 	for (size_t i = 0; i < res->nthreads; i++) {

@@ -40,6 +40,7 @@
 #include <math.h>
 
 #include "tests/analyzer/ana_test_util.h"
+#include "analyzer/ana_suggest.h"
 
 #define T0 1000000ull
 #define REAL_NS 1700000000000000000ull
@@ -475,8 +476,11 @@ static void test_ana_gpu_devices(void **state)
 	EQ(d1->lat.neg, 0);
 	EQ(ana_slat_quantile(&d1->lat, 0.50), 300);
 	EQ(ana_slat_quantile(&d1->lat, 0.99), 500);
-	/* the private union and stream set are released after the pass */
-	assert_null(d0->iv);
+	/* the union stays, without slack (suggest's gpu-idle reads it); the stream set is released */
+	EQ(d0->niv, 3);
+	EQ(d0->civ, 3);
+	EQ(d0->iv[0], T0 + 200);
+	EQ(d0->iv[5], T0 + 13000);
 	EQ(d0->stream_set.count, 0);
 }
 
@@ -1071,6 +1075,49 @@ static void test_ana_map_matches_reference(void **state)
 	ana_map_free(&m);
 }
 
+/* gpu-idle (ana_suggest.h) on the fixture's devices. Device 0: the union of its ranges is
+ * [200, 2200] [2644, 5644] [12500, 13000], busy 5,500 of a 12,800 span (43%); device 1: [600, 1600]
+ * [2500, 3000] [3700, 4200], busy 2,000 of 3,600 (56%). No gap reaches 1 ms. */
+static void test_ana_gpu_suggest_idle(void **state)
+{
+	const struct ana_fixture *g = *state;
+	const struct ana_result *res = &g->res;
+	struct ana_sug s;
+	assert_int_equal(ana_suggest(res, NULL, &s), 0);
+	const struct ana_finding *d0 = NULL, *d1 = NULL;
+	for (size_t i = 0; i < s.n; i++)
+		if (s.f[i].rule == ANA_R_GPU_IDLE)
+			*(s.f[i].device == 0 ? &d0 : &d1) = &s.f[i];
+	assert_non_null(d0);
+	assert_null(d1); /* 56% busy, no gap of 1 ms */
+	assert_true(d0->ev[0] == 5 && d0->ev[1] == 12800 && d0->ev[2] == 5500);
+	assert_true(fabs(d0->ev[3] - 5500.0 / 12800) < 1e-12 && d0->ev[4] == 0 && d0->ev[5] == 0);
+	assert_true(isnan(d0->ev[6]) && d0->stake_ns == 12800 - 5500);
+	/* the GPU error counts (pool empty 3, CUDA 1, early start 1, queue full 1) are a data-quality finding */
+	bool gpu_errors = false;
+	for (size_t i = 0; i < s.n; i++)
+		gpu_errors |= s.f[i].rule == ANA_R_DATA && s.f[i].cls == ANA_DQ_GPU_ERRORS && s.f[i].ev[0] > 0;
+	assert_true(gpu_errors);
+	ana_suggest_free(&s);
+
+	/* gaps of 100 ns and more: the gap floor is then 1% of each span (128 and 36 ns) */
+	struct ana_sug_opts o = { 0 };
+	assert_int_equal(ana_sug_threshold_set(&o, "gap_ms", 0.0001), 0);
+	assert_int_equal(ana_sug_threshold_set(&o, "gpu_util_pct", 10), 0);
+	assert_int_equal(ana_suggest(res, &o, &s), 0);
+	d0 = d1 = NULL;
+	for (size_t i = 0; i < s.n; i++)
+		if (s.f[i].rule == ANA_R_GPU_IDLE)
+			*(s.f[i].device == 0 ? &d0 : &d1) = &s.f[i];
+	assert_non_null(d0);
+	assert_non_null(d1);
+	assert_true(d0->ev[4] == 2 && d0->ev[5] == 444 + 6856 && d0->ev[6] == 6856 && d0->stake_ns == 7300);
+	assert_true(fabs(d0->ev[7] - (double)(T0 + 5644 - res->start_ns) / 1e9) < 1e-15);
+	assert_true(d1->ev[4] == 2 && d1->ev[5] == 900 + 700 && d1->ev[6] == 900);
+	assert_true(d0 < d1); /* ranked by stake: 7,300 ns before 1,600 */
+	ana_suggest_free(&s);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 3 && strcmp(argv[1], "--write") == 0) { /* a trace to look at with ptanalyze */
@@ -1093,6 +1140,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_ana_gpu_timing_off),
 		cmocka_unit_test(test_ana_gpu_absent_adds_nothing),
 		cmocka_unit_test(test_ana_map_matches_reference),
+		cmocka_unit_test(test_ana_gpu_suggest_idle),
 	};
 	int failed = cmocka_run_group_tests(tests, setup_gpu, ana_fixture_teardown);
 	rmdir(tu_tmpdir());
