@@ -302,6 +302,13 @@ static double median_sorted(const uint64_t *v, uint32_t n)
 	return n % 2 ? (double)v[n / 2] : ((double)v[n / 2 - 1] + (double)v[n / 2]) / 2;
 }
 
+/* |2 @x - @m2|, saturated at UINT64_MAX (a crafted trace's durations near 2^64 ns) */
+static uint64_t abs_dev2(uint64_t x, ana_u128 m2)
+{
+	const ana_u128 x2 = 2 * (ana_u128)x, d = x2 >= m2 ? x2 - m2 : m2 - x2;
+	return d > UINT64_MAX ? UINT64_MAX : (uint64_t)d;
+}
+
 /* cold-first and unstable: both read the occurrences after the first. */
 static void distribution(struct sctx *c, uint32_t i, const struct ana_agg *a)
 {
@@ -319,14 +326,15 @@ static void distribution(struct sctx *c, uint32_t i, const struct ana_agg *a)
 	 * fast as the quick quarter would save, per occurrence */
 	const double q1 = (double)v[(n + 3) / 4 - 1];
 	double above = 0;
-	for (uint32_t k = 0; k < n; k++)
+	for (uint32_t k = (n + 3) / 4; k < n; k++) /* sorted: the values after q1's rank are not below it */
 		above += (double)v[k] - q1;
 	above /= n;
 	/* cold-first: modified z-score of the first occurrence against the rest */
 	if (first - med >= o->cold_min_pct / 100.0 * c->span_sum && first >= o->cold_ratio * med) {
-		uint64_t *d = c->samp + ANA_RESERVOIR_CAP; /* absolute deviations */
+		uint64_t *d = c->samp + ANA_RESERVOIR_CAP; /* absolute deviations, doubled: exact integers */
+		const ana_u128 m2 = n % 2 ? 2 * (ana_u128)v[n / 2] : (ana_u128)v[n / 2 - 1] + v[n / 2]; /* 2 x median */
 		for (uint32_t k = 0; k < n; k++)
-			d[k] = (uint64_t)llround(fabs((double)v[k] - med) * 2); /* x2: a half-ns median stays exact */
+			d[k] = abs_dev2(v[k], m2);
 		qsort(d, n, sizeof(*d), cmp_u64);
 		const double mad = median_sorted(d, n) / 2;
 		const double z = mad > 0 ? (first - med) / (1.4826 * mad) : INFINITY;

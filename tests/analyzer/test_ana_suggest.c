@@ -16,11 +16,12 @@
 #include "include/ptz/recorder.h"
 
 enum { N_MAIN = 1, N_HOT, N_MEM, N_COMP, N_PAR, N_CACHED, N_COLD, N_JITTER, N_STEADY, N_TINY, N_XFER, N_BIGX,
-       N_WORK, N_EVEN, N_GHOST, N_NAMES };
+       N_WORK, N_EVEN, N_GHOST, N_RAMP, N_NAMES };
 static const char *const names[N_NAMES] = {
 	[N_MAIN] = "main",   [N_HOT] = "hot",       [N_MEM] = "mem",       [N_COMP] = "comp",   [N_PAR] = "par",
 	[N_CACHED] = "cached", [N_COLD] = "cold",   [N_JITTER] = "jitter", [N_STEADY] = "steady", [N_TINY] = "tiny",
 	[N_XFER] = "xfer",   [N_BIGX] = "bigx",     [N_WORK] = "work",     [N_EVEN] = "even",   [N_GHOST] = "ghost",
+	[N_RAMP] = "ramp",
 };
 
 #define US 1000ull
@@ -104,6 +105,9 @@ static void write_trace(const char *path)
 		sec(&w, N_JITTER, i % 2 ? 300 * US : 100 * US, 0, 0);
 	for (int i = 0; i < 50; i++)
 		sec(&w, N_STEADY, 100 * US, 0, 0);
+	sec(&w, N_RAMP, 100 * US, 0, 0); /* then 10, 20, ..., 390 us */
+	for (int k = 1; k < 40; k++)
+		sec(&w, N_RAMP, (uint64_t)k * 10 * US, 0, 0);
 	for (int i = 0; i < 40000; i++)
 		sec(&w, N_TINY, 200, 0, 0);
 	xfer_sec(&w, N_XFER, 10 * MS, PT_H2D, 200, 4096);
@@ -125,8 +129,8 @@ static void write_trace(const char *path)
 	tb_close(&w.b);
 }
 
-/* thread 0 spans 435 ms and 19 ns (cold's 0 + 1 + 2 + 0 + ... ns), thread 1 30 ms */
-static const double span_sum = 465.0 * MS + 19;
+/* thread 0 spans 442.9 ms and 19 ns (cold's 0 + 1 + 2 + 0 + ... ns), thread 1 30 ms */
+static const double span_sum = 472.9 * MS + 19;
 
 static const struct ana_peaks roofs_fixture = {
 	.host = "testhost",
@@ -227,6 +231,13 @@ static void test_rules_without_peaks(void **state)
 	/* stake: time above the lower quartile (100 us): 25 x 200 us */
 	assert_true(near(f->stake_ns, 25 * 200.0 * US, 1e-12));
 
+	/* ramp after the first: 10..390 us; lower quartile (rank 10 of 39) 100 us; the stake counts only
+	 * the values above it: sum over k = 11..39 of (10 k - 100) us */
+	f = find(res, &s, ANA_R_UNSTABLE, "ramp");
+	assert_non_null(f);
+	assert_true(near(f->stake_ns, 4350.0 * US, 1e-12));
+	assert_null(find(res, &s, ANA_R_COLD_FIRST, "ramp"));
+
 	f = find(res, &s, ANA_R_SHORT, "tiny");
 	assert_non_null(f);
 	assert_true(f->ev[0] == 40000 && f->ev[1] == 200 && f->ev[2] == 8.0 * MS);
@@ -301,7 +312,7 @@ static void test_roofline_classes(void **state)
 	assert_true(near(f->stake_ns, 100.0 * MS - 1e7 / 10, 1e-12));
 	ana_suggest_free(&s);
 
-	/* threads alive against CPUs: 465 ms over a 435 ms wall span is 1.07 threads, not above 1.1 x 1 CPU */
+	/* threads alive against CPUs: 472.9 ms over a 442.9 ms wall span is 1.07 threads, not above 1.1 x 1 CPU */
 	struct ana_peaks one = roofs_fixture;
 	one.cpus = 1;
 	o.peaks = &one;
@@ -348,7 +359,7 @@ static void test_thresholds(void **state)
 		assert_int_equal(ana_sug_threshold_set(&o, ana_sug_threshold_keys[i], 1.5), 0);
 
 	memset(&o, 0, sizeof(o));
-	assert_int_equal(ana_sug_threshold_set(&o, "hot_self_pct", 50), 0);     /* hot: 42.6% */
+	assert_int_equal(ana_sug_threshold_set(&o, "hot_self_pct", 50), 0);     /* hot: 42.3% */
 	assert_int_equal(ana_sug_threshold_set(&o, "imbalance_ratio", 1.6), 0); /* work: 1.5 */
 	assert_int_equal(ana_sug_threshold_set(&o, "short_ns", 150), 0);        /* tiny: 200 ns */
 	assert_int_equal(ana_sug_threshold_set(&o, "unstable_cv", 0.6), 0);     /* jitter: ~0.5 */
@@ -363,12 +374,13 @@ static void test_thresholds(void **state)
 	assert_true(s.o.hot_self_pct == 50 && s.o.min_pct == 1); /* the others keep their defaults */
 	ana_suggest_free(&s);
 
-	/* the impact gate: at 3%, jitter (2.1%) and tiny (1.7%) are out */
+	/* the impact gate: at 3%, jitter (2.1%), ramp (1.7%) and tiny (1.7%) are out */
 	memset(&o, 0, sizeof(o));
 	assert_int_equal(ana_sug_threshold_set(&o, "min_pct", 3), 0);
 	assert_int_equal(ana_suggest(res, &o, &s), 0);
 	assert_null(find(res, &s, ANA_R_UNSTABLE, "jitter"));
 	assert_null(find(res, &s, ANA_R_SHORT, "tiny"));
+	assert_null(find(res, &s, ANA_R_UNSTABLE, "ramp"));
 	assert_non_null(find(res, &s, ANA_R_HOT, "hot")); /* hot-section has its own trigger */
 	ana_suggest_free(&s);
 }
