@@ -238,52 +238,5 @@ check "peaks with a trace: usage, exit 2" [ "$rc" -eq 2 ]
 run peaks --seconds 0
 check "peaks --seconds 0: usage, exit 2" [ "$rc" -eq 2 ]
 
-# ptanalyze suggest and peaks
-run suggest "$TMP/cn.ptz"
-check "suggest: exits 0, names its triggers" eval '[ "$rc" -eq 0 ] && grep -q "^triggers: impact gate 1%" "$TMP/out"'
-check "suggest: iter;slower (2 ms of each iteration) is a hot section" grep -q '\[hot-section\] iter;slower$' "$TMP/out"
-check "suggest without --peaks: no roofline class" eval '! grep -q "\[roofline\]" "$TMP/out"'
-run peaks --seconds 0.01 --json "$TMP/m.json"
-check "peaks --json FILE: exit 0, every figure positive" python3 -c '
-import json, sys
-j = json.load(open(sys.argv[1]))
-assert j["schema"] == "ptz-machine/1", j
-for k in ("fp64_gflops", "fp32_gflops", "memory_gbps"):
-    for c in ("one_core", "all_cores"):
-        assert j[k][c] > 0, (k, c, j[k])
-assert j["cpus"] >= 1 and j["isa"]' "$TMP/m.json"
-run suggest "$TMP/cn.ptz" --peaks "$TMP/m.json" --json - --threshold hot_self_pct=5 --fp32
-check "suggest --json -: schema, thresholds, the peaks used" python3 -c '
-import json, sys
-j = json.load(open(sys.argv[1]))
-assert j["schema"] == "ptanalyze-suggest/1", j["schema"]
-assert j["thresholds"]["hot_self_pct"] == 5 and j["thresholds"]["min_pct"] == 1
-assert j["peaks"]["precision"] == "fp32" and j["peaks"]["gbps_one_core"] > 0
-assert any(f["rule"] == "hot-section" and f["path"] == ["iter", "slower"] for f in j["findings"]), j["findings"]' "$TMP/out"
-run suggest "$TMP/g.ptz" --top 1000
-check "suggest: a 601-level trace, exit 0" [ "$rc" -eq 0 ]
-run suggest "$DAMAGED"
-check "suggest on a damaged trace: exit 1, the damage named in a finding" \
-	eval '[ "$rc" -eq 1 ] && grep -q "\[data-quality\] damaged-chunks" "$TMP/out"'
-run suggest "$TMP/cn.ptz" --peaks "$TMP/missing.json"
-check "suggest --peaks with a missing file: exit 1, the file named" \
-	eval '[ "$rc" -eq 1 ] && grep -q "missing.json" "$TMP/err"'
-echo '{"schema": "ptz-machine/1", "memory_gbps": {"one_core": -3}}' >"$TMP/bad.json"
-run suggest "$TMP/cn.ptz" --peaks "$TMP/bad.json"
-check "suggest --peaks with a negative figure: exit 1" [ "$rc" -eq 1 ]
-for bad in "" "$TMP/cn.ptz $TMP/cb.ptz" "$TMP/cn.ptz --threshold bogus=1" "$TMP/cn.ptz --threshold hot_self_pct=x" \
-	"$TMP/cn.ptz --threshold hot_self_pct=0" "$TMP/cn.ptz --threshold hot_self_pct" "$TMP/cn.ptz --thread 0" \
-	"$TMP/cn.ptz --flat" "$TMP/cn.ptz --seconds 1"; do
-	# shellcheck disable=SC2086
-	run suggest $bad
-	check "suggest $bad: usage, exit 2" [ "$rc" -eq 2 ]
-done
-run "$TMP/cn.ptz" --report --peaks "$TMP/m.json"
-check "--peaks without suggest: usage, exit 2" eval '[ "$rc" -eq 2 ] && grep -q "belong to suggest" "$TMP/err"'
-run peaks "$TMP/cn.ptz"
-check "peaks with a trace: usage, exit 2" [ "$rc" -eq 2 ]
-run peaks --seconds 0
-check "peaks --seconds 0: usage, exit 2" [ "$rc" -eq 2 ]
-
 echo "1..$n"
 [ "$failed" -eq 0 ]
