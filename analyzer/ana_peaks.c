@@ -10,6 +10,7 @@
 #include <jansson.h>
 #include <math.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -496,7 +497,8 @@ int ana_peaks_measure(struct ana_peaks *p, double seconds, char *err, size_t err
 		p->host[0] = 0;
 	p->host[sizeof(p->host) - 1] = 0; /* a truncated name need not be terminated */
 	cpu_model(p->cpu, sizeof(p->cpu));
-	const long online = sysconf(_SC_NPROCESSORS_ONLN);
+	cpu_set_t set; /* the CPUs this process may run on (taskset, a container's cpuset), else every online one */
+	const long online = sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : sysconf(_SC_NPROCESSORS_ONLN);
 	const unsigned n = online < 1 ? 1u : online > 4096 ? 4096u : (unsigned)online;
 	const struct fma_isa *isa = pick_isa();
 	snprintf(p->isa, sizeof(p->isa), "%s", isa->name);

@@ -29,8 +29,10 @@
  *    wins over the 4x rule on caches over 85 MiB). The arrays are fresh
  *    mappings whose pages are touched before timing, each thread its own
  *    slice (first touch: on a NUMA machine the slice sits on its node).
- *  - All cores: one thread per online CPU (sysconf(_SC_NPROCESSORS_ONLN),
- *    not the affinity mask; at most 4096), not pinned, released together by
+ *  - All cores: one thread per CPU the process may run on (its affinity
+ *    mask: taskset, a container's cpuset; every online CPU,
+ *    sysconf(_SC_NPROCESSORS_ONLN), if the mask cannot be read; at most
+ *    4096), not pinned, released together by
  *    a barrier; a repetition's rate is the work of all threads over the
  *    time from the first thread's start to the last thread's end
  *    (CLOCK_MONOTONIC), not over the slowest thread's own time: threads
@@ -78,7 +80,7 @@ struct ana_peaks {
 	char host[256]; /* gethostname() of the measuring machine; "" unknown */
 	char cpu[128];  /* /proc/cpuinfo "model name" of the first CPU; "" unknown */
 	char isa[16];   /* FLOP kernel used: "avx512f", "avx2+fma", "generic"; "" unknown */
-	uint32_t cpus;  /* online CPUs the all-core figures used (0 = unknown) */
+	uint32_t cpus;  /* CPUs the all-core figures used (the affinity mask; 0 = unknown) */
 	/* FP64 FMA peak, GFLOP/s (10^9 FLOP/s, an FMA lane = 2 FLOP): one core, all cores */
 	double gflops64_1, gflops64_all;
 	double gflops32_1, gflops32_all; /* FP32, the same */
@@ -101,7 +103,7 @@ struct ana_peaks {
  * @err:     Receives a message on error ("" on success); may be NULL if @errlen is 0.
  * @errlen:  Size of @err in bytes.
  *
- * Context: any thread; not async-signal-safe. Starts and joins one thread per online CPU but
+ * Context: any thread; not async-signal-safe. Starts and joins one thread per usable CPU but
  *          one, for each all-core figure, and maps up to 1 GiB (unmapped before returning).
  *          The figures are only as good as the machine is quiet: other load lowers them.
  * Return: 0; -ENOMEM (the arrays could not be mapped); or the negated error of

@@ -27,7 +27,7 @@ static const char *const roof_key[ANA_ROOF_NCLASS] = {
 };
 static const char *const dq_key[ANA_DQ_NKIND] = {
 	"lost-records", "unmatched-ends", "open-at-end", "misuse-errors", "damaged-chunks", "torn-tail",
-	"gpu-errors", "oversubscribed",
+	"gpu-errors", "sequence-gaps", "oversubscribed",
 };
 static const char *const dir_key[ANA_DIRS] = { "h2d", "d2h", "d2d", "p2p" };
 
@@ -69,10 +69,10 @@ const char *ana_evidence_key(enum ana_rule r, unsigned i)
 static const struct th {
 	const char *key;
 	size_t off;
-	double dflt, lo, hi; /* accepted: lo < v <= hi (lo == 1: v >= 1) */
+	double dflt, lo, hi; /* accepted: lo < v <= hi (lo == 1: v >= 1; lo == -1: v >= 0) */
 } ths[] = {
-	TH(min_pct, 1, 0, 100),        TH(hot_self_pct, 10, 0, 100),  TH(cold_z, 10, 0, INFINITY),
-	TH(cold_ratio, 2, 1, INFINITY), TH(cold_min_pct, 0.1, 0, 100), TH(unstable_cv, 0.10, 0, INFINITY),
+	TH(min_pct, 1, -1, 100),        TH(hot_self_pct, 10, 0, 100),  TH(cold_z, 10, 0, INFINITY),
+	TH(cold_ratio, 2, 1, INFINITY), TH(cold_min_pct, 0.1, -1, 100), TH(unstable_cv, 0.10, 0, INFINITY),
 	TH(short_ns, 1000, 0, INFINITY), TH(imbalance_ratio, 1.2, 1, INFINITY), TH(gpu_util_pct, 50, 0, 100),
 	TH(gap_ms, 1, 0, INFINITY),
 };
@@ -93,10 +93,12 @@ int ana_sug_threshold_set(struct ana_sug_opts *o, const char *key, double value)
 	for (size_t i = 0; i < NTH; i++) {
 		if (strcmp(key, ths[i].key))
 			continue;
-		bool ok = isfinite(value) && value <= ths[i].hi && (ths[i].lo == 1 ? value >= 1 : value > ths[i].lo);
+		bool ok = isfinite(value) && value <= ths[i].hi &&
+			  (ths[i].lo == 1 ? value >= 1 : ths[i].lo == -1 ? value >= 0 : value > ths[i].lo);
 		if (!ok)
 			return -ERANGE;
 		*th_field(o, &ths[i]) = value;
+		o->set_mask |= 1u << i; /* an explicit 0 (min_pct, cold_min_pct) is not "the default" */
 		return 0;
 	}
 	return -ENOENT;
@@ -105,7 +107,7 @@ int ana_sug_threshold_set(struct ana_sug_opts *o, const char *key, double value)
 static void fill_defaults(struct ana_sug_opts *o)
 {
 	for (size_t i = 0; i < NTH; i++)
-		if (*th_field(o, &ths[i]) == 0)
+		if (*th_field(o, &ths[i]) == 0 && !(o->set_mask & 1u << i))
 			*th_field(o, &ths[i]) = ths[i].dflt;
 }
 
@@ -154,15 +156,19 @@ static struct ana_finding *add(struct sctx *c, enum ana_rule r, uint32_t node, d
 static void data_quality(struct sctx *c)
 {
 	const struct ana_result *res = c->res;
-	uint64_t gpu_errors = 0;
+	uint64_t gpu_errors = 0, gaps = 0;
 	for (int k = 0; k < ANA_GPU_ERRC_N; k++)
 		gpu_errors += res->gpu.errors[k];
+	for (size_t t = 0; t < res->nthreads; t++)
+		gaps += res->threads[t].gaps;
+	const struct pt_trace_info *in = pt_reader_info(res->rd);
 	const uint64_t n[ANA_DQ_NKIND] = {
 		[ANA_DQ_LOST] = res->lost_records,
 		[ANA_DQ_UNMATCHED] = res->unmatched_ends,
 		[ANA_DQ_OPEN] = res->open_at_end,
 		[ANA_DQ_MISUSE] = res->misuse_errors,
-		[ANA_DQ_CORRUPT] = (uint64_t)(res->corrupt > 0 ? res->corrupt : 0),
+		[ANA_DQ_CORRUPT] = in->corrupt_regions + in->damaged_chunks + (uint64_t)(in->header_damaged != 0),
+		[ANA_DQ_GAPS] = gaps,
 		[ANA_DQ_TORN] = (uint64_t)(res->torn_tail > 0),
 		[ANA_DQ_GPU_ERRORS] = gpu_errors,
 	};
@@ -215,13 +221,19 @@ static void roofs(const struct sctx *c, double gflops, double gbps, double *pi, 
 {
 	const struct ana_peaks *p = c->o->peaks;
 	double pi1 = c->o->fp32 ? p->gflops32_1 : p->gflops64_1, pia = c->o->fp32 ? p->gflops32_all : p->gflops64_all;
+	double b1 = p->gbps_1, ba = p->gbps_all;
+	/* a profile may give one of the two: one core is a way to use all (at least), all bound one (at most) */
+	pia = fmax(pia, pi1);
+	ba = fmax(ba, b1);
+	pi1 = pi1 > 0 ? pi1 : pia;
+	b1 = b1 > 0 ? b1 : ba;
 	*pi = pi1;
-	*beta = p->gbps_1;
+	*beta = b1;
 	*several = false;
-	if ((pi1 > 0 && gflops > 1.05 * pi1) || (p->gbps_1 > 0 && gbps > 1.05 * p->gbps_1)) {
+	if ((pi1 > 0 && gflops > 1.05 * pi1) || (b1 > 0 && gbps > 1.05 * b1)) {
 		*several = true;
-		*pi = pia > 0 ? pia : pi1;
-		*beta = p->gbps_all > 0 ? p->gbps_all : p->gbps_1;
+		*pi = pia;
+		*beta = ba;
 	}
 }
 
@@ -236,7 +248,7 @@ static void roofline(struct sctx *c, uint32_t i, const struct ana_agg *a)
 		return;
 	}
 	const double t = (double)a->total_ns, fl = (double)a->metric_incl[ANA_FLOPS],
-		     by = (double)(a->metric_incl[ANA_READ] + a->metric_incl[ANA_WRITTEN]);
+		     by = (double)a->metric_incl[ANA_READ] + (double)a->metric_incl[ANA_WRITTEN]; /* no wrap */
 	if (t <= 0)
 		return;
 	const double gflops = fl / t, gbps = by / t; /* per ns = G per s */
@@ -247,10 +259,11 @@ static void roofline(struct sctx *c, uint32_t i, const struct ana_agg *a)
 		pi = 0; /* no FLOP roof measured: judged on bytes alone */
 	if (by > 0 && !(beta > 0))
 		beta = 0;
-	double attain; /* GFLOP/s (or GB/s when only bytes count) at the roof */
-	bool memory;
+	double attain; /* GFLOP/s at the roof */
+	bool memory, both = false; /* both: each figure it declares has its roof */
 	double e;
 	if (fl > 0 && by > 0 && pi > 0 && beta > 0) {
+		both = true;
 		const double ai = fl / by;
 		memory = ai < pi / beta;
 		attain = memory ? ai * beta : pi;
@@ -258,9 +271,11 @@ static void roofline(struct sctx *c, uint32_t i, const struct ana_agg *a)
 	} else if (fl > 0 && pi > 0) {
 		memory = false;
 		e = gflops / pi;
+		both = by == 0;
 	} else if (by > 0 && beta > 0) {
 		memory = true;
 		e = gbps / beta;
+		both = fl == 0;
 	} else {
 		return; /* no roof for what it declares */
 	}
@@ -269,7 +284,7 @@ static void roofline(struct sctx *c, uint32_t i, const struct ana_agg *a)
 		cls = ANA_ROOF_ABOVE;
 	else if (e >= 0.8)
 		cls = memory ? ANA_ROOF_MEM_NEAR : ANA_ROOF_COMP_NEAR;
-	else if (e >= 0.6)
+	else if (e >= 0.6 || !both) /* with a roof unknown, "neither roof" cannot be told */
 		cls = memory ? ANA_ROOF_MEM_BELOW : ANA_ROOF_COMP_BELOW;
 	else
 		cls = ANA_ROOF_LATENCY;
@@ -285,8 +300,8 @@ static void roofline(struct sctx *c, uint32_t i, const struct ana_agg *a)
 	f->ev[3] = by > 0 ? fl / by : NAN;
 	f->ev[4] = gflops;
 	f->ev[5] = gbps;
-	f->ev[6] = fl > 0 && pi > 0 ? pi : NAN;
-	f->ev[7] = by > 0 && beta > 0 ? beta : NAN;
+	f->ev[6] = pi > 0 ? pi : NAN; /* the roofs used, also where the section declares no such figure */
+	f->ev[7] = beta > 0 ? beta : NAN;
 	f->ev[8] = e;
 }
 
@@ -315,6 +330,11 @@ static void distribution(struct sctx *c, uint32_t i, const struct ana_agg *a)
 	if (a->count < 3)
 		return;
 	const struct ana_sug_opts *o = c->o;
+	const bool may_cold = (double)a->first_ns - (double)a->min_ns >= o->cold_min_pct / 100.0 * c->span_sum &&
+			      a->first_ns > a->min_ns; /* the median of the rest is at least min_ns */
+	const bool may_unstable = a->count >= 10 && 100.0 * share(c, (double)a->total_ns) >= o->min_pct;
+	if (!may_cold && !may_unstable)
+		return;
 	uint32_t n = ana_samples_without_first(a, c->samp);
 	if (n < 2)
 		return;
@@ -330,7 +350,7 @@ static void distribution(struct sctx *c, uint32_t i, const struct ana_agg *a)
 		above += (double)v[k] - q1;
 	above /= n;
 	/* cold-first: modified z-score of the first occurrence against the rest */
-	if (first - med >= o->cold_min_pct / 100.0 * c->span_sum && first >= o->cold_ratio * med) {
+	if (first > med && first - med >= o->cold_min_pct / 100.0 * c->span_sum && first >= o->cold_ratio * med) {
 		uint64_t *d = c->samp + ANA_RESERVOIR_CAP; /* absolute deviations, doubled: exact integers */
 		const ana_u128 m2 = n % 2 ? 2 * (ana_u128)v[n / 2] : (ana_u128)v[n / 2 - 1] + v[n / 2]; /* 2 x median */
 		for (uint32_t k = 0; k < n; k++)
@@ -351,7 +371,7 @@ static void distribution(struct sctx *c, uint32_t i, const struct ana_agg *a)
 		}
 	}
 	/* unstable: spread of the rest, from exact moments */
-	if (a->count < 10 || 100.0 * share(c, (double)a->total_ns) < o->min_pct)
+	if (!may_unstable)
 		return;
 	struct ana_moments rest = ana_moments_without(&a->all, a->first_ns);
 	const double mean = ana_moments_mean(&rest, a->count - 1), sd = ana_moments_std(&rest, a->count - 1);
@@ -489,6 +509,8 @@ static void imbalance(struct sctx *c)
 static void gpu_idle(struct sctx *c)
 {
 	const struct ana_result *res = c->res;
+	/* seconds as --since counts them: from the trace start (pt_open()), not from the first record */
+	const double origin = (double)pt_reader_ticks_to_ns(res->rd, pt_reader_info(res->rd)->start_ticks);
 	for (size_t k = 0; k < res->gpu.ndev; k++) {
 		const struct ana_gpu_device *d = &res->gpu.dev[k];
 		if (d->niv == 0 || d->ranges < 2)
@@ -509,7 +531,7 @@ static void gpu_idle(struct sctx *c)
 			gap_ns += b - a;
 			if (b - a > longest) {
 				longest = b - a;
-				longest_at = (a - (double)res->start_ns) / 1e9;
+				longest_at = (a - origin) / 1e9;
 			}
 		}
 		const double util = (double)d->busy_ns / span;
@@ -648,21 +670,22 @@ static void text_data(FILE *out, const struct ana_finding *f)
 			n, (unsigned long long)f->ev[1]);
 		break;
 	case ANA_DQ_UNMATCHED:
-		fprintf(out, "%llu section ends matched no open section: a pt_end() without its pt_begin(), or "
+		fprintf(out, "%llu section end%s matched no open section: a pt_end() without its pt_begin(), or "
 			     "ends out of order\n      (the report closes the sections above it). Check the "
-			     "instrumentation of early returns.\n", n);
+			     "instrumentation of early returns.\n", n, n == 1 ? "" : "s");
 		break;
 	case ANA_DQ_OPEN:
-		fprintf(out, "%llu sections were still open at the end of the trace (or at a gap) and are not "
-			     "counted:\n      a crash, a thread that never ended them, or a missing pt_end().\n", n);
+		fprintf(out, "%llu section%s still open at the end of the trace (or at a gap), not counted:\n"
+			     "      a crash, a thread that never ended %s, or a missing pt_end().\n",
+			n, n == 1 ? "" : "s", n == 1 ? "it" : "them");
 		break;
 	case ANA_DQ_MISUSE:
-		fprintf(out, "the recorder counted %llu misuses (ends without a begin, nesting too deep, ...): "
-			     "'info' lists them.\n", n);
+		fprintf(out, "the recorder counted %llu misuse%s (ends without a begin, nesting too deep, ...): "
+			     "'info' lists them.\n", n, n == 1 ? "" : "s");
 		break;
 	case ANA_DQ_CORRUPT:
-		fprintf(out, "%llu damaged regions in the file: their records are missing from every figure "
-			     "(offsets on stderr).\n", n);
+		fprintf(out, "%llu damaged region%s in the file: their records are missing from every figure "
+			     "(offsets on stderr).\n", n, n == 1 ? "" : "s");
 		break;
 	case ANA_DQ_TORN:
 		fprintf(out, "the trace ends in a torn chunk (the recorder crashed or is still writing): the "
@@ -673,9 +696,14 @@ static void text_data(FILE *out, const struct ana_finding *f)
 			     "durations are wall-clock,\n      so they may include time spent waiting for a CPU "
 			     "(rates and roofline efficiencies read low).\n", f->ev[0], f->ev[1]);
 		break;
+	case ANA_DQ_GAPS:
+		fprintf(out, "%llu gap%s in the threads' chunk sequences (chunks missing or damaged): the records "
+			     "between are missing,\n      and the sections open across a gap are not counted.\n",
+			n, n == 1 ? "" : "s");
+		break;
 	case ANA_DQ_GPU_ERRORS:
-		fprintf(out, "%llu GPU ranges were not timed (event pool empty, CUDA errors): GPU figures "
-			     "undercount; 'info' lists the causes.\n", n);
+		fprintf(out, "%llu GPU range%s not timed (event pool empty, CUDA errors): GPU figures "
+			     "undercount; 'info' lists the causes.\n", n, n == 1 ? " was" : "s were");
 		break;
 	}
 }
@@ -689,7 +717,7 @@ static void text_roofline(FILE *out, const struct ana_finding *f, bool fp32)
 	if (f->several_cores)
 		fprintf(out, " (faster than one core: compared with the all-core roofs)");
 	fprintf(out, "\n      ");
-	if (e[0] > 0 && e[1] > 0) /* both declared: where the ridge puts it */
+	if (e[0] > 0 && e[1] > 0 && !isnan(e[6]) && !isnan(e[7])) /* both declared and both roofs: the ridge */
 		fprintf(out, "declared intensity %.3g FLOP/B %s the ridge %.3g FLOP/B; ", e[3],
 			e[3] < e[6] / e[7] ? "below" : "at or above", e[6] / e[7]);
 	if (e[0] > 0)
@@ -698,9 +726,13 @@ static void text_roofline(FILE *out, const struct ana_finding *f, bool fp32)
 		fprintf(out, ", ");
 	if (e[1] > 0)
 		fprintf(out, "%.3g GB/s", e[5]);
+	const bool use_pi = e[0] > 0 && !isnan(e[6]), use_beta = e[1] > 0 && !isnan(e[7]);
 	fprintf(out, " = %.0f%% of the attainable %s roof (%s%s%s)\n", 100.0 * e[8], roofs,
-		isnan(e[6]) ? "" : (snprintf(a, sizeof(a), "%.3g %s GFLOP/s", e[6], fp32 ? "FP32" : "FP64"), a),
-		!isnan(e[6]) && !isnan(e[7]) ? ", " : "", isnan(e[7]) ? "" : (snprintf(b, sizeof(b), "%.3g GB/s", e[7]), b));
+		use_pi ? (snprintf(a, sizeof(a), "%.3g %s GFLOP/s", e[6], fp32 ? "FP32" : "FP64"), a) : "",
+		use_pi && use_beta ? ", " : "", use_beta ? (snprintf(b, sizeof(b), "%.3g GB/s", e[7]), b) : "");
+	if ((e[0] > 0 && !use_pi) || (e[1] > 0 && !use_beta))
+		fprintf(out, "      (the profile has no %s roof: judged on the other alone)\n",
+			e[0] > 0 && !use_pi ? "FLOP/s" : "memory");
 	if (f->stake_ns > 0) {
 		char t1[32], t2[32];
 		fprintf(out, "      at the roof: %s instead of %s\n", dur(t1, sizeof(t1), e[2] - f->stake_ns),
@@ -757,7 +789,7 @@ static void text_finding(FILE *out, const struct ana_result *res, const struct a
 			     "leave the first call out (the report's 'rest' columns do).\n");
 		return;
 	case ANA_R_UNSTABLE:
-		fprintf(out, "after the first: mean %s, std %s (CV %.0f%%, trigger %.0f%%); p50 %s, p99 %s, max %s\n",
+		fprintf(out, "after the first: mean %s, std %s (CV %.0f%%, trigger %.0f%%); all: p50 %s, p99 %s, max %s\n",
 			dur(a, sizeof(a), e[1]), dur(b, sizeof(b), e[2]), 100 * e[3], 100 * s->o.unstable_cv,
 			dur(d, sizeof(d), e[4]), dur((char[32]){ 0 }, 32, e[5]), dur((char[32]){ 0 }, 32, e[7]));
 		fprintf(out, "      -> durations vary: data-dependent work, contention, page faults, frequency "
@@ -786,10 +818,10 @@ static void text_finding(FILE *out, const struct ana_result *res, const struct a
 			     "work on other streams.\n");
 		return;
 	case ANA_R_GPU_IDLE:
-		fprintf(out, "device %u: busy %.0f%% of its active span %s (trigger below %g%%)", f->device, 100 * e[3],
+		fprintf(out, "busy %.0f%% of its active span %s (trigger below %g%%)", 100 * e[3],
 			dur(a, sizeof(a), e[1]), s->o.gpu_util_pct);
 		if (e[4] > 0)
-			fprintf(out, "; %.0f gap%s of %s, the longest %s at %.3f s", e[4], e[4] == 1 ? "" : "s",
+			fprintf(out, "; %.0f gap%s of %s, the longest %s at %.6f s", e[4], e[4] == 1 ? "" : "s",
 				dur(b, sizeof(b), e[5]), dur(d, sizeof(d), e[6]), e[7]);
 		fprintf(out, "\n      -> the host did not feed the device: 'report --since/--until' around a gap shows "
 			     "what the threads did;\n         queue work ahead (streams, CUDA graphs), move "
@@ -812,11 +844,15 @@ void ana_suggest_text(FILE *out, const struct ana_result *res, const struct ana_
 		o->imbalance_ratio, o->gpu_util_pct, o->gap_ms);
 	const struct ana_peaks *p = o->peaks;
 	if (p) {
-		fprintf(out, "roofs:    measured on %s%s%s: %s %.3g / %.3g GFLOP/s, memory %.3g / %.3g GB/s (one core / "
-			     "all cores)\n",
+		char r[4][24];
+		const double v[4] = { o->fp32 ? p->gflops32_1 : p->gflops64_1, o->fp32 ? p->gflops32_all : p->gflops64_all,
+				      p->gbps_1, p->gbps_all };
+		for (int k = 0; k < 4; k++)
+			v[k] > 0 ? snprintf(r[k], sizeof(r[k]), "%.3g", v[k]) : snprintf(r[k], sizeof(r[k]), "-");
+		fprintf(out, "roofs:    measured on %s%s%s: %s %s / %s GFLOP/s, memory %s / %s GB/s (one core / all "
+			     "cores)\n",
 			p->host[0] ? p->host : "an unnamed host", p->cpu[0] ? ", " : "", p->cpu, o->fp32 ? "FP32" : "FP64",
-			o->fp32 ? p->gflops32_1 : p->gflops64_1, o->fp32 ? p->gflops32_all : p->gflops64_all, p->gbps_1,
-			p->gbps_all);
+			r[0], r[1], r[2], r[3]);
 		if (s->peaks_other_host)
 			fprintf(out, "warning:  the roofs were measured on '%s', the trace was recorded on '%s'\n", p->host,
 				pt_reader_info(res->rd)->host);
@@ -837,6 +873,8 @@ void ana_suggest_text(FILE *out, const struct ana_result *res, const struct ana_
 			fprintf(out, "%s%s", path ? path : "(out of memory)", f->lossy ? " !" : "");
 		} else if (f->rule == ANA_R_DATA) {
 			fprintf(out, "%s", dq_key[f->cls]);
+		} else if (f->rule == ANA_R_GPU_IDLE) {
+			fprintf(out, "device %u", f->device);
 		}
 		if (f->rule == ANA_R_ROOFLINE)
 			fprintf(out, ": ");
@@ -869,6 +907,12 @@ void ana_suggest_text(FILE *out, const struct ana_result *res, const struct ana_
 static json_t *num_or_null(double v)
 {
 	return isfinite(v) ? json_real(v) : json_null();
+}
+
+/* A peaks figure: 0 is "unknown" (ana_peaks.h). */
+static json_t *fig_or_null(double v)
+{
+	return v > 0 && isfinite(v) ? json_real(v) : json_null();
 }
 
 /* @node's call path as an array of names, outermost first (as the report's JSON, §6); NULL on ENOMEM. */
@@ -910,13 +954,14 @@ int ana_suggest_json(FILE *out, const struct ana_result *res, const struct ana_s
 	if (!bad && p)
 		bad = json_object_set_new(
 			root, "peaks",
-			json_pack("{s:s, s:s, s:s, s:o, s:o, s:o, s:o, s:o, s:o, s:b}", "host", p->host, "cpu", p->cpu,
-				  "precision", o->fp32 ? "fp32" : "fp64", "gflops_one_core",
-				  num_or_null(o->fp32 ? p->gflops32_1 : p->gflops64_1), "gflops_all_cores",
-				  num_or_null(o->fp32 ? p->gflops32_all : p->gflops64_all), "gbps_one_core",
-				  num_or_null(p->gbps_1), "gbps_all_cores", num_or_null(p->gbps_all), "link_gbps_h2d",
-				  num_or_null(p->link_gbps[0]), "link_gbps_d2h", num_or_null(p->link_gbps[1]),
-				  "other_host", s->peaks_other_host));
+			json_pack("{s:s, s:s, s:s, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:b}", "host", p->host, "cpu",
+				  p->cpu, "precision", o->fp32 ? "fp32" : "fp64", "gflops_one_core",
+				  fig_or_null(o->fp32 ? p->gflops32_1 : p->gflops64_1), "gflops_all_cores",
+				  fig_or_null(o->fp32 ? p->gflops32_all : p->gflops64_all), "gbps_one_core",
+				  fig_or_null(p->gbps_1), "gbps_all_cores", fig_or_null(p->gbps_all), "link_gbps_h2d",
+				  fig_or_null(p->link_gbps[0]), "link_gbps_d2h", fig_or_null(p->link_gbps[1]), "link_gbps_d2d",
+				  fig_or_null(p->link_gbps[2]), "link_gbps_p2p", fig_or_null(p->link_gbps[3]), "other_host",
+				  s->peaks_other_host));
 	else if (!bad)
 		bad = json_object_set_new(root, "peaks", json_null());
 	bad = bad || json_object_set_new(root, "roofline_paths", json_integer(s->roofline_paths)) ||

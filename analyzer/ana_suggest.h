@@ -9,7 +9,8 @@
  *
  *  data-quality   (every run) losses, unmatched ends, sections open at the
  *                 end, recorder-counted misuse, damaged chunks, a torn
- *                 tail, GPU timing errors: figures that undercount; and,
+ *                 tail, gaps in a thread's chunk sequence, GPU timing
+ *                 errors: figures that undercount; and,
  *                 with peaks of the recording host, more threads alive on
  *                 average (sum of thread spans / wall span) than 1.1 times
  *                 its CPUs: durations are wall-clock, so they may include
@@ -25,7 +26,11 @@
  *                 memory-bound below the ridge pi / beta, compute-bound at
  *                 or above it; e >= 0.8 near the roof, e < 0.6 on neither
  *                 roof (latency or overhead bound), in between below the
- *                 roof; a rate above the one-core roof is compared with the
+ *                 roof (also any e < 0.8 when the profile lacks the roof
+ *                 of a figure the section declares: "neither" is then
+ *                 unknowable); a profile's missing one-core roof is its
+ *                 all-core one, and an all-core roof is at least the
+ *                 one-core one; a rate above the one-core roof is compared with the
  *                 all-core roof ("several cores"), and one above that too
  *                 is "above-roof" (declared bytes served from cache, or
  *                 declared FLOPs that overstate the work). Without peaks no
@@ -58,11 +63,12 @@
  *                 (nsys's gpu_gaps and gpu_time_util, whose 500 ms default
  *                 misses the gaps of a 200 ms step).
  *
- * Every path rule but hot-section and data-quality fires only on paths
- * whose inclusive time is at least min_pct of the sum of thread spans (the
- * impact gate: a 50 ns section that varies by 30% is not worth a line).
- * Findings are ranked by the time at stake (ana_finding.stake_ns), after
- * the data-quality ones, which come first.
+ * Every path rule but hot-section and cold-first (which have triggers of
+ * their own) fires only on paths whose inclusive time is at least min_pct
+ * of the sum of thread spans (the impact gate: a 50 ns section that varies
+ * by 30% is not worth a line). Findings are ranked by the time at stake
+ * (ana_finding.stake_ns), after the data-quality ones, which come first;
+ * ties by rule, then by node index (the order paths first appeared).
  */
 #ifndef PTZ_ANA_SUGGEST_H
 #define PTZ_ANA_SUGGEST_H
@@ -108,13 +114,14 @@ struct ana_sug_opts {
 	double imbalance_ratio; /* [1.2] imbalance: max / mean per-thread inclusive total, above */
 	double gpu_util_pct;    /* [50] gpu-idle: time utilization below, % */
 	double gap_ms;          /* [1] gpu-idle: smallest gap, ms (or 1% of the span if longer) */
+	uint32_t set_mask;      /* private: the fields ana_sug_threshold_set() set (an explicit 0 stays 0) */
 };
 /*
  * ana_sug_threshold_set() - Sets the threshold @key (a field name above
  * except peaks and fp32, e.g. "hot_self_pct") to @value. Return: 0;
  * -ENOENT for an unknown key; -ERANGE for a value that is not finite and
  * positive (or a percentage above 100, a cold_ratio or imbalance_ratio
- * below 1).
+ * below 1). min_pct and cold_min_pct may be 0: that gate is off.
  */
 int ana_sug_threshold_set(struct ana_sug_opts *o, const char *key, double value);
 /* Keys accepted by ana_sug_threshold_set(), NULL-terminated. */
@@ -133,7 +140,7 @@ enum ana_roof_class {
 /* Kinds of a data-quality finding (ana_finding.cls). */
 enum ana_data_kind {
 	ANA_DQ_LOST, ANA_DQ_UNMATCHED, ANA_DQ_OPEN, ANA_DQ_MISUSE, ANA_DQ_CORRUPT, ANA_DQ_TORN,
-	ANA_DQ_GPU_ERRORS, ANA_DQ_OVERSUB, ANA_DQ_NKIND
+	ANA_DQ_GPU_ERRORS, ANA_DQ_GAPS, ANA_DQ_OVERSUB, ANA_DQ_NKIND
 };
 /* The class or kind key of finding class @cls of rule @r ("memory-bound-near-roof", "lost-records",
  * ...); NULL for rules without classes. */
@@ -177,7 +184,8 @@ struct ana_sug {
 int ana_suggest(const struct ana_result *res, const struct ana_sug_opts *o, struct ana_sug *out);
 void ana_suggest_free(struct ana_sug *s);
 
-/* The findings as text: a header with the triggers, at most @top findings of each rule (0 = all). */
+/* The findings as text: a header with the triggers, every data-quality finding, then at most @top others
+ * (0 = all), in rank order. */
 void ana_suggest_text(FILE *out, const struct ana_result *res, const struct ana_sug *s, int top);
 /* Every finding as JSON, schema "ptanalyze-suggest/1" (doc/analyzer-output.md §9). 0, or -EIO/-ENOMEM. */
 int ana_suggest_json(FILE *out, const struct ana_result *res, const struct ana_sug *s);

@@ -409,24 +409,39 @@ static int run_peaks(const char *json, double seconds)
 {
 	struct ana_peaks p;
 	char err[512];
+	/* the output opened first: a path that cannot be written costs no measurement */
+	FILE *f = json && strcmp(json, "-") ? fopen(json, "w") : stdout;
+	struct stat st;
+	if (!f) {
+		fprintf(stderr, PROG ": %s: cannot write the machine profile: %s\n", json, strerror(errno));
+		return 1;
+	}
+	if (fstat(fileno(f), &st))
+		st.st_mode = 0; /* unknown: never removed */
 	fprintf(stderr, PROG ": measuring FLOP/s and memory bandwidth, one core then all cores (%g s a figure, "
 			"a few seconds in all)...\n",
 		seconds);
 	int rc = ana_peaks_measure(&p, seconds, err, sizeof(err));
 	if (rc) {
 		fprintf(stderr, PROG ": peaks: %s\n", err);
+		if (f != stdout) {
+			fclose(f);
+			if (own_regular_file(json, &st)) /* created empty above; never a device or a link */
+				unlink(json);
+		}
 		return 1;
 	}
 	fprintf(stderr, PROG ": %s (%s, %u CPUs): FP64 %.3g / %.3g GFLOP/s, FP32 %.3g / %.3g GFLOP/s, memory "
 			"%.3g / %.3g GB/s (one core / all cores)\n",
 		p.host, p.isa, p.cpus, p.gflops64_1, p.gflops64_all, p.gflops32_1, p.gflops32_all, p.gbps_1, p.gbps_all);
-	FILE *f = json && strcmp(json, "-") ? fopen(json, "w") : stdout;
-	int bad = !f || ana_peaks_write_json(f, &p);
-	if (f && f != stdout)
+	int bad = ana_peaks_write_json(f, &p) != 0;
+	if (f != stdout)
 		bad |= fclose(f) != 0;
 	if (bad) {
 		fprintf(stderr, PROG ": %s: cannot write the machine profile: %s\n", json ? json : "stdout",
 			strerror(errno ? errno : EIO));
+		if (f != stdout && own_regular_file(json, &st)) /* a partial profile would not load */
+			unlink(json);
 		return 1;
 	}
 	return stdout_ok();
@@ -651,6 +666,8 @@ int main(int argc, char **argv)
 			return usage_error("%s", "suggest takes no report, export, compare or --thread option");
 		if (json && same_file(argv[optind], json))
 			return usage_error("output file '%s' is the trace itself", json);
+		if (json && peaks_path && strcmp(json, "-") && (!strcmp(json, peaks_path) || same_file(peaks_path, json)))
+			return usage_error("output file '%s' is the --peaks file", json);
 		if (peaks_path) {
 			char err[512];
 			if (ana_peaks_load(peaks_path, &peaks, err, sizeof(err))) {

@@ -289,7 +289,7 @@ static void test_roofline_classes(void **state)
 	assert_non_null(f);
 	assert_int_equal(f->cls, ANA_ROOF_COMP_BELOW);
 	assert_true(f->several_cores && near(f->ev[6], 20, 1e-12) && near(f->ev[8], 0.75, 1e-12));
-	assert_true(isnan(f->ev[1] - f->ev[1]) == 0 && f->ev[1] == 0 && isnan(f->ev[7]));
+	assert_true(f->ev[1] == 0 && f->ev[7] == 20); /* declares no bytes; ev[7] is the memory roof used */
 
 	f = find(res, &s, ANA_R_ROOFLINE, "cached");
 	assert_non_null(f);
@@ -311,6 +311,38 @@ static void test_roofline_classes(void **state)
 	assert_true(near(f->ev[4], 0.1, 1e-12) && f->ev[5] == 10 && near(f->ev[6], 0.01, 1e-12));
 	assert_true(near(f->stake_ns, 100.0 * MS - 1e7 / 10, 1e-12));
 	ana_suggest_free(&s);
+
+	/* a memory-only profile: judged on bytes alone, never "neither roof" (which binds is unknown) */
+	const struct ana_peaks memonly = { .gbps_1 = 10, .gbps_all = 20 };
+	o.peaks = &memonly;
+	o.fp32 = false;
+	assert_int_equal(ana_suggest(res, &o, &s), 0);
+	f = find(res, &s, ANA_R_ROOFLINE, "mem");
+	assert_non_null(f);
+	assert_int_equal(f->cls, ANA_ROOF_MEM_NEAR);
+	assert_true(near(f->ev[8], 0.9, 1e-12) && isnan(f->ev[6]));
+	f = find(res, &s, ANA_R_ROOFLINE, "comp"); /* 0.1 GB/s of 10 */
+	assert_non_null(f);
+	assert_int_equal(f->cls, ANA_ROOF_MEM_BELOW);
+	assert_null(find(res, &s, ANA_R_ROOFLINE, "par")); /* FLOPs only: no roof for them */
+	ana_suggest_free(&s);
+	/* an all-core-only profile: its roofs serve for one core too */
+	const struct ana_peaks allonly = { .gflops64_all = 10, .gbps_all = 10 };
+	o.peaks = &allonly;
+	assert_int_equal(ana_suggest(res, &o, &s), 0);
+	f = find(res, &s, ANA_R_ROOFLINE, "mem");
+	assert_non_null(f);
+	assert_true(near(f->ev[8], 0.9, 1e-12) && !f->several_cores);
+	ana_suggest_free(&s);
+	/* a profile whose all-core roof reads below its one-core one (steal): at least the one-core roof */
+	const struct ana_peaks low_all = { .gflops64_1 = 10, .gflops64_all = 5, .gbps_1 = 10, .gbps_all = 5 };
+	o.peaks = &low_all;
+	assert_int_equal(ana_suggest(res, &o, &s), 0);
+	f = find(res, &s, ANA_R_ROOFLINE, "par"); /* 15 GFLOP/s: several cores, against max(5, 10) */
+	assert_non_null(f);
+	assert_true(f->several_cores && near(f->ev[6], 10, 1e-12) && f->cls == ANA_ROOF_ABOVE);
+	ana_suggest_free(&s);
+	o.peaks = &roofs_fixture;
 
 	/* threads alive against CPUs: 472.9 ms over a 442.9 ms wall span is 1.07 threads, not above 1.1 x 1 CPU */
 	struct ana_peaks one = roofs_fixture;
@@ -372,6 +404,18 @@ static void test_thresholds(void **state)
 	assert_null(find(res, &s, ANA_R_UNSTABLE, "jitter"));
 	assert_null(find(res, &s, ANA_R_COLD_FIRST, "cold"));
 	assert_true(s.o.hot_self_pct == 50 && s.o.min_pct == 1); /* the others keep their defaults */
+	ana_suggest_free(&s);
+
+	/* gates off: min_pct 0 and cold_min_pct 0 stay 0 (not "the default"); steady's first equals its
+	 * median (MAD 0) and is still no cold-first */
+	memset(&o, 0, sizeof(o));
+	assert_int_equal(ana_sug_threshold_set(&o, "min_pct", 0), 0);
+	assert_int_equal(ana_sug_threshold_set(&o, "cold_min_pct", 0), 0);
+	assert_int_equal(ana_sug_threshold_set(&o, "cold_ratio", 1), 0); /* first = median passes every gate but z */
+	assert_int_equal(ana_suggest(res, &o, &s), 0);
+	assert_true(s.o.min_pct == 0 && s.o.cold_min_pct == 0 && s.o.cold_ratio == 1 && s.o.hot_self_pct == 10);
+	assert_null(find(res, &s, ANA_R_COLD_FIRST, "steady"));
+	assert_non_null(find(res, &s, ANA_R_COLD_FIRST, "cold"));
 	ana_suggest_free(&s);
 
 	/* the impact gate: at 3%, jitter (2.1%), ramp (1.7%) and tiny (1.7%) are out */

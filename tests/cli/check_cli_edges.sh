@@ -231,6 +231,12 @@ for bad in "" "$TMP/cn.ptz $TMP/cb.ptz" "$TMP/cn.ptz --threshold bogus=1" "$TMP/
 	run suggest $bad
 	check "suggest $bad: usage, exit 2" [ "$rc" -eq 2 ]
 done
+cp "$TMP/m.json" "$TMP/m2.json"
+run suggest "$TMP/cn.ptz" --peaks "$TMP/m2.json" --json "$TMP/m2.json"
+check "suggest --json onto the --peaks file: usage, exit 2, the file kept" \
+	eval '[ "$rc" -eq 2 ] && cmp -s "$TMP/m.json" "$TMP/m2.json"'
+run peaks --seconds 0.01 --json "$TMP/no-such-dir/m.json"
+check "peaks --json into a missing directory: exit 1 at once" eval '[ "$rc" -eq 1 ] && ! grep -q measuring "$TMP/err"'
 run "$TMP/cn.ptz" --report --peaks "$TMP/m.json"
 check "--peaks without suggest: usage, exit 2" eval '[ "$rc" -eq 2 ] && grep -q "belong to suggest" "$TMP/err"'
 run peaks "$TMP/cn.ptz"
