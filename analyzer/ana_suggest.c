@@ -522,6 +522,7 @@ static void gpu_idle(struct sctx *c)
 			continue;
 		const double min_gap = fmax(c->o->gap_ms * 1e6, 0.01 * span);
 		double gaps = 0, gap_ns = 0, longest = 0, longest_at = 0;
+		uint64_t lg[2] = { 0, 0 }; /* the longest gap, ticks */
 		for (size_t j = 1; j < d->niv; j++) {
 			const double a = (double)pt_reader_ticks_to_ns(res->rd, d->iv[2 * j - 1]),
 				     b = (double)pt_reader_ticks_to_ns(res->rd, d->iv[2 * j]);
@@ -532,6 +533,8 @@ static void gpu_idle(struct sctx *c)
 			if (b - a > longest) {
 				longest = b - a;
 				longest_at = (a - origin) / 1e9;
+				lg[0] = d->iv[2 * j - 1];
+				lg[1] = d->iv[2 * j];
 			}
 		}
 		const double util = (double)d->busy_ns / span;
@@ -549,7 +552,164 @@ static void gpu_idle(struct sctx *c)
 		f->ev[5] = gap_ns;
 		f->ev[6] = gaps ? longest : NAN;
 		f->ev[7] = gaps ? longest_at : NAN;
+		f->gap_ticks[0] = lg[0];
+		f->gap_ticks[1] = lg[1];
 	}
+}
+
+/* ---- gpu-idle: the host sections running during a gap (a second read of the trace) ---- */
+
+struct hframe {
+	uint32_t id;
+	uint64_t start;   /* ticks */
+	double child_ns;  /* overlap of its closed children with the gap */
+};
+
+struct hpass {
+	struct pt_reader *rd;
+	uint64_t ga, gb;        /* the gap, ticks */
+	struct ana_map shares;  /* key thread << 32 | id: struct hshare */
+	struct hframe *st;
+	size_t depth, cap;
+	double top_ns;          /* overlap of this thread's outermost sections with the gap */
+	int nomem;
+};
+struct hshare {
+	uint64_t key;
+	double ns;
+};
+
+/* The overlap of [s, e] with the gap, in ns. */
+static double gap_overlap(const struct hpass *h, uint64_t s, uint64_t e)
+{
+	const uint64_t a = s > h->ga ? s : h->ga, b = e < h->gb ? e : h->gb;
+	return b > a ? (double)(pt_reader_ticks_to_ns(h->rd, b) - pt_reader_ticks_to_ns(h->rd, a)) : 0;
+}
+
+/* Closes the top frame of @thread's stack at @end: its self time in the gap to its name. */
+static void hclose(struct hpass *h, uint32_t thread, uint64_t end)
+{
+	const struct hframe *f = &h->st[--h->depth];
+	const double o = gap_overlap(h, f->start, end), self = o - f->child_ns;
+	if (h->depth)
+		h->st[h->depth - 1].child_ns += o;
+	else
+		h->top_ns += o;
+	if (!(self > 0))
+		return;
+	const uint64_t key = (uint64_t)thread << 32 | f->id;
+	struct hshare *x = ana_map_find(&h->shares, key);
+	if (!x && !(x = ana_map_add(&h->shares, key))) {
+		h->nomem = 1;
+		return;
+	}
+	x->ns += self;
+}
+
+/* One CPU thread's chunks up to the gap's end; the sections still open then ran through it. */
+static int host_thread(struct hpass *h, uint32_t thread)
+{
+	struct pt_chunk_info ci;
+	struct pt_record r;
+	uint64_t next_seq = 0;
+	int rc;
+	h->depth = 0;
+	pt_reader_rewind(h->rd);
+	while ((rc = pt_reader_next_chunk(h->rd, thread, &ci)) == 1 && ci.first_ticks < h->gb && !h->nomem) {
+		if (ci.sequence != next_seq) /* records missing: what was open is unknown */
+			h->depth = 0;
+		next_seq = ci.sequence + 1;
+		while (pt_reader_next_record(h->rd, &r) == 1 && !h->nomem) {
+			if (r.kind == PT_REC_BEGIN) {
+				if (h->depth == h->cap) {
+					size_t nc = h->cap ? 2 * h->cap : 64;
+					struct hframe *n = realloc(h->st, nc * sizeof(*n));
+					if (!n) {
+						h->nomem = 1;
+						break;
+					}
+					h->st = n;
+					h->cap = nc;
+				}
+				h->st[h->depth++] = (struct hframe){ .id = r.id, .start = r.ticks };
+			} else if (r.kind == PT_REC_END) {
+				size_t k = h->depth; /* the innermost of that name; the sections above it end too */
+				while (k > 0 && h->st[k - 1].id != r.id)
+					k--;
+				while (k > 0 && h->depth >= k)
+					hclose(h, thread, r.ticks);
+			}
+		}
+	}
+	while (h->depth && !h->nomem) /* open at the gap's end (or at the trace's): through the gap */
+		hclose(h, thread, h->gb);
+	return rc < 0 ? rc : 0;
+}
+
+static int cmp_share(const void *a, const void *b)
+{
+	const struct ana_host_share *x = a, *y = b;
+	if (x->ns != y->ns)
+		return x->ns > y->ns ? -1 : 1;
+	if (x->thread != y->thread)
+		return x->thread < y->thread ? -1 : 1;
+	return (x->id > y->id) - (x->id < y->id);
+}
+
+struct top_ctx {
+	struct ana_host_share *top;
+	uint32_t *n;
+};
+
+static void keep_top(void *ctx, const void *entry)
+{
+	struct top_ctx *t = ctx;
+	const struct hshare *x = entry;
+	const struct ana_host_share c = { .thread = (uint32_t)(x->key >> 32), .id = (uint32_t)x->key, .ns = x->ns };
+	if (*t->n < ANA_SUG_HOST) {
+		t->top[(*t->n)++] = c;
+	} else if (cmp_share(&c, &t->top[ANA_SUG_HOST - 1]) < 0) {
+		t->top[ANA_SUG_HOST - 1] = c;
+	} else {
+		return;
+	}
+	qsort(t->top, *t->n, sizeof(*t->top), cmp_share);
+}
+
+/* Fills @f's host attribution from @path: 0, or a negative errno / PT_E* (left unattributed). */
+static int host_during_gap(const struct ana_result *res, const char *path, struct ana_finding *f)
+{
+	struct hpass h = { .ga = f->gap_ticks[0], .gb = f->gap_ticks[1] };
+	int rc = pt_reader_open(path, &h.rd);
+	if (rc) {
+		pt_reader_close(h.rd);
+		return rc;
+	}
+	ana_map_init(&h.shares, sizeof(struct hshare));
+	const double ga_ns = (double)pt_reader_ticks_to_ns(h.rd, h.ga), gb_ns = (double)pt_reader_ticks_to_ns(h.rd, h.gb);
+	double none = 0;
+	for (size_t t = 0; t < res->nthreads && !rc && !h.nomem; t++) {
+		const struct ana_thread *th = &res->threads[t];
+		if (th->gpu_thread)
+			continue;
+		h.top_ns = 0;
+		rc = host_thread(&h, th->index);
+		/* the part of the gap the thread lived through (its span) with no section open */
+		const double alive = fmin(gb_ns, (double)th->last_ns) - fmax(ga_ns, (double)th->first_ns);
+		if (alive > h.top_ns)
+			none += alive - h.top_ns;
+	}
+	if (!rc && !h.nomem) {
+		struct top_ctx tc = { f->host, &f->nhost };
+		f->nhost = 0;
+		ana_map_each(&h.shares, keep_top, &tc);
+		f->host_none_ns = none > 0 ? none : 0;
+		f->host_read = true;
+	}
+	ana_map_free(&h.shares);
+	free(h.st);
+	pt_reader_close(h.rd);
+	return rc ? rc : h.nomem ? -ENOMEM : 0;
 }
 
 /* Ranking: data-quality first (in kind order), then the largest stake; ties by rule, then tree order. */
@@ -630,6 +790,9 @@ int ana_suggest(const struct ana_result *res, const struct ana_sug_opts *o, stru
 	if (out->n)
 		qsort(out->f, out->n, sizeof(*out->f), cmp_finding);
 	cap_rules(out);
+	for (size_t i = 0; i < out->n && out->o.trace_path; i++)
+		if (out->f[i].rule == ANA_R_GPU_IDLE && out->f[i].gap_ticks[1] > out->f[i].gap_ticks[0])
+			host_during_gap(res, out->o.trace_path, &out->f[i]); /* unreadable now: left unattributed */
 	return 0;
 }
 
@@ -823,9 +986,19 @@ static void text_finding(FILE *out, const struct ana_result *res, const struct a
 		if (e[4] > 0)
 			fprintf(out, "; %.0f gap%s of %s, the longest %s at %.6f s", e[4], e[4] == 1 ? "" : "s",
 				dur(b, sizeof(b), e[5]), dur(d, sizeof(d), e[6]), e[7]);
-		fprintf(out, "\n      -> the host did not feed the device: 'report --since/--until' around a gap shows "
-			     "what the threads did;\n         queue work ahead (streams, CUDA graphs), move "
-			     "host work off the launching thread.\n");
+		fprintf(out, "\n");
+		if (f->host_read) {
+			fprintf(out, "      during the longest gap, the CPU threads ran (innermost section, self time):\n");
+			for (uint32_t k = 0; k < f->nhost; k++)
+				fprintf(out, "        thread #%u %s: %s (%.0f%% of the gap)\n", f->host[k].thread,
+					ana_name(res, f->host[k].id), dur(a, sizeof(a), f->host[k].ns),
+					100 * f->host[k].ns / e[6]);
+			fprintf(out, "        no section open: %s summed over the CPU threads\n",
+				dur(a, sizeof(a), f->host_none_ns));
+		}
+		fprintf(out, "      -> the host did not feed the device: queue work ahead (streams, CUDA graphs), move "
+			     "host work off\n         the launching thread; 'report --since/--until' around a gap "
+			     "shows the rest.\n");
 		return;
 	default:
 		(void)res;
@@ -993,6 +1166,19 @@ int ana_suggest_json(FILE *out, const struct ana_result *res, const struct ana_s
 			bad = json_object_set_new(j, "thread", json_integer(f->thread));
 		if (!bad && f->rule == ANA_R_GPU_IDLE)
 			bad = json_object_set_new(j, "device", json_integer(f->device));
+		if (!bad && f->rule == ANA_R_GPU_IDLE && f->host_read) {
+			json_t *hs = json_array();
+			bad = json_object_set_new(j, "host_during_gap", hs) ||
+			      json_object_set_new(j, "host_none_ns", json_real(f->host_none_ns));
+			for (uint32_t k = 0; k < f->nhost && !bad; k++) {
+				char *clean = NULL;
+				const char *name = ana_utf8_clean(ana_name(res, f->host[k].id), &clean);
+				bad = !name || json_array_append_new(hs, json_pack("{s:I, s:s, s:f}", "thread",
+										(json_int_t)f->host[k].thread, "name",
+										name, "ns", f->host[k].ns));
+				free(clean);
+			}
+		}
 		if (!bad && f->rule == ANA_R_ROOFLINE)
 			bad = json_object_set_new(j, "roofs", json_string(f->several_cores ? "all-cores" : "one-core"));
 		for (unsigned k = 0; k < ANA_SUG_EV && ev_key[f->rule][k] && !bad; k++)

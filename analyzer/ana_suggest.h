@@ -61,7 +61,11 @@
  *                 ranges over its active span) below gpu_util_pct, or gaps
  *                 of at least max(gap_ms, 1% of the span) between ranges
  *                 (nsys's gpu_gaps and gpu_time_util, whose 500 ms default
- *                 misses the gaps of a 200 ms step).
+ *                 misses the gaps of a 200 ms step). For the longest gap,
+ *                 the host sections that were running then (the innermost
+ *                 open section of each CPU thread, by self time in the
+ *                 gap), read from the trace a second time: why the device
+ *                 starved, which nsys leaves to the user.
  *
  * Every path rule but hot-section and cold-first (which have triggers of
  * their own) fires only on paths whose inclusive time is at least min_pct
@@ -103,6 +107,9 @@ const char *ana_rule_key(enum ana_rule r);
  */
 struct ana_sug_opts {
 	const struct ana_peaks *peaks; /* NULL: no roofline classes, no slow-transfer */
+	/* The trace file @res was analyzed from, read again for gpu-idle's longest gaps: which host
+	 * sections were running then (ana_finding.host). NULL: not attributed. */
+	const char *trace_path;
 	bool fp32;                     /* FLOP rates against the FP32 roofs (else FP64) */
 	double min_pct;         /* [1] impact gate: inclusive time, % of the sum of thread spans */
 	double hot_self_pct;    /* [10] hot-section: self time, % of the sum of thread spans */
@@ -146,6 +153,15 @@ enum ana_data_kind {
  * ...); NULL for rules without classes. */
 const char *ana_class_key(enum ana_rule r, uint32_t cls);
 
+/* gpu-idle: what a CPU thread was doing during the device's longest gap, as the innermost open
+ * section (its self time within the gap), the largest first. */
+#define ANA_SUG_HOST 4
+struct ana_host_share {
+	uint32_t thread; /* thread index */
+	uint32_t id;     /* section name id */
+	double ns;       /* time within the gap with this section innermost on that thread */
+};
+
 /* Evidence values per finding; their names, per rule, in ana_evidence_key(). */
 #define ANA_SUG_EV 10
 struct ana_finding {
@@ -158,6 +174,13 @@ struct ana_finding {
 	bool several_cores; /* roofline: compared with the all-core roofs */
 	double stake_ns;   /* the time at stake (rank key; its definition per rule in §9) */
 	double ev[ANA_SUG_EV]; /* evidence, named by ana_evidence_key(rule, i); unused ones NaN */
+	/* gpu-idle with trace_path and a gap: the longest gap [gap_ticks[0], gap_ticks[1]), the largest
+	 * host shares in it, and the CPU-thread time in it with no section open (summed over threads) */
+	uint64_t gap_ticks[2];
+	struct ana_host_share host[ANA_SUG_HOST];
+	uint32_t nhost;
+	double host_none_ns;
+	bool host_read;    /* the attribution was made (else host, host_none_ns are empty) */
 };
 /* Name of evidence value @i of rule @r ("self_ns", "share", ...); NULL past the last one. */
 const char *ana_evidence_key(enum ana_rule r, unsigned i);

@@ -380,7 +380,9 @@ static int run_suggest(const char *path, struct ana_options *ao, const struct an
 		return 1;
 	int code = trace_warnings(path, &res);
 	struct ana_sug s;
-	int rc = ana_suggest(&res, so, &s);
+	struct ana_sug_opts o = *so;
+	o.trace_path = path; /* gpu-idle reads the trace again for the host sections of its longest gaps */
+	int rc = ana_suggest(&res, &o, &s);
 	if (rc) {
 		fprintf(stderr, PROG ": suggest: %s\n", strerror(-rc));
 		ana_result_free(&res);

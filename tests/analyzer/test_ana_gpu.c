@@ -1116,6 +1116,42 @@ static void test_ana_gpu_suggest_idle(void **state)
 	assert_true(fabs(d0->ev[7] - 5644e-9) < 1e-15);
 	assert_true(d1->ev[4] == 2 && d1->ev[5] == 900 + 700 && d1->ev[6] == 900);
 	assert_true(d0 < d1); /* ranked by stake: 7,300 ns before 1,600 */
+	assert_false(d0->host_read); /* no trace_path: no second read */
+	ana_suggest_free(&s);
+
+	/* the host during device 0's longest gap [5644, 12500): on main, step [0, 10000] overlaps 4,356, of
+	 * which layer (to 6000) 356 and gemm [7000, 7500] 500: step's self 3,500; idle [11000, 12000] 1,000;
+	 * main lives to 12000: 6,356 of the gap, 5,356 in sections, 1,000 in none; the worker's sections all
+	 * ended by 4500, its span ends at 6000: 356 with none. The ptz-gpu thread is not a host thread. */
+	o.trace_path = g->path;
+	assert_int_equal(ana_suggest(res, &o, &s), 0);
+	d0 = NULL;
+	for (size_t i = 0; i < s.n; i++)
+		if (s.f[i].rule == ANA_R_GPU_IDLE && s.f[i].device == 0)
+			d0 = &s.f[i];
+	assert_non_null(d0);
+	assert_true(d0->host_read);
+	assert_int_equal(d0->gap_ticks[0], T0 + 5644);
+	assert_int_equal(d0->gap_ticks[1], T0 + 12500);
+	assert_int_equal(d0->nhost, 4);
+	static const struct { uint32_t id; double ns; } want[] = {
+		{ ID_STEP, 3500 }, { ID_IDLE, 1000 }, { ID_GEMM, 500 }, { ID_LAYER, 356 } };
+	for (int k = 0; k < 4; k++) {
+		assert_int_equal(d0->host[k].thread, 0);
+		assert_int_equal(d0->host[k].id, want[k].id);
+		assert_true(d0->host[k].ns == want[k].ns);
+	}
+	assert_true(d0->host_none_ns == 1000 + 356);
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	assert_non_null(f);
+	ana_suggest_text(f, res, &s, 0);
+	assert_int_equal(ana_suggest_json(f, res, &s), 0);
+	assert_int_equal(fclose(f), 0);
+	assert_non_null(strstr(buf, "        thread #0 step: 3.50 us (51% of the gap)\n"));
+	assert_non_null(strstr(buf, "\"host_none_ns\": 1356"));
+	free(buf);
 	ana_suggest_free(&s);
 }
 
