@@ -216,6 +216,48 @@ static void hot(struct sctx *c, uint32_t i, const struct ana_agg *a)
 	f->ev[4] = (double)a->count;
 }
 
+/* hot-section by name: names whose paths reach the trigger together, none of them alone. */
+static void hot_names(struct sctx *c)
+{
+	const struct ana_result *res = c->res;
+	const struct ana_tree *t = &res->merged;
+	if (!res->by_name || !res->nnames)
+		return;
+	uint32_t *paths = calloc(res->nnames, sizeof(*paths));
+	bool *alone = calloc(res->nnames, sizeof(*alone)); /* a path of the name fired on its own */
+	if (!paths || !alone) {
+		free(paths);
+		free(alone);
+		c->nomem = 1;
+		return;
+	}
+	for (uint32_t i = 1; i < t->count; i++) {
+		const uint32_t id = t->n[i].id;
+		if (id >= res->nnames || !t->n[i].agg.count)
+			continue;
+		paths[id]++;
+		alone[id] |= 100.0 * share(c, (double)t->n[i].agg.self_ns) >= c->o->hot_self_pct;
+	}
+	for (uint32_t id = 1; id < res->nnames && !c->nomem; id++) {
+		const struct ana_agg *a = &res->by_name[id];
+		if (!a->count || alone[id] || paths[id] < 2 || 100.0 * share(c, (double)a->self_ns) < c->o->hot_self_pct)
+			continue;
+		struct ana_finding *f = add(c, ANA_R_HOT, UINT32_MAX, (double)a->self_ns);
+		if (!f)
+			break;
+		f->name_id = id;
+		f->paths = paths[id];
+		f->lossy = a->lossy > 0;
+		f->ev[0] = (double)a->self_ns;
+		f->ev[1] = share(c, (double)a->self_ns);
+		f->ev[2] = (double)a->total_ns; /* recursion-safe (§2) */
+		f->ev[3] = share(c, (double)a->total_ns);
+		f->ev[4] = (double)a->count;
+	}
+	free(paths);
+	free(alone);
+}
+
 /* Roofs for a rate: one core, unless the section is faster than that (several cores). */
 static void roofs(const struct sctx *c, double gflops, double gbps, double *pi, double *beta, bool *several)
 {
@@ -727,6 +769,8 @@ static int cmp_finding(const void *pa, const void *pb)
 		return a->rule < b->rule ? -1 : 1;
 	if (a->node != b->node)
 		return a->node < b->node ? -1 : 1;
+	if (a->name_id != b->name_id)
+		return a->name_id < b->name_id ? -1 : 1;
 	return (a->device > b->device) - (a->device < b->device);
 }
 
@@ -778,6 +822,8 @@ int ana_suggest(const struct ana_result *res, const struct ana_sug_opts *o, stru
 		short_sections(&c, i, a);
 		transfers(&c, i, a);
 	}
+	if (!c.nomem)
+		hot_names(&c);
 	if (!c.nomem)
 		imbalance(&c);
 	if (!c.nomem)
@@ -929,8 +975,12 @@ static void text_finding(FILE *out, const struct ana_result *res, const struct a
 			     "occurrence%s\n",
 			dur(a, sizeof(a), e[0]), 100 * e[1], s->o.hot_self_pct, dur(b, sizeof(b), e[2]), e[4],
 			e[4] == 1 ? "" : "s");
-		fprintf(out, "      -> its own code, not its sub-sections, takes the time: add sections inside it to "
-			     "see where, or optimize its body.\n");
+		if (f->node == UINT32_MAX)
+			fprintf(out, "      -> no one call path stands out, all of them together do: optimize the section "
+				     "itself, or call it less\n         (batch the calls, cache its results).\n");
+		else
+			fprintf(out, "      -> its own code, not its sub-sections, takes the time: add sections inside it "
+				     "to see where, or optimize its body.\n");
 		return;
 	case ANA_R_ROOFLINE:
 		text_roofline(out, f, s->o.fp32);
@@ -1044,6 +1094,8 @@ void ana_suggest_text(FILE *out, const struct ana_result *res, const struct ana_
 		if (f->node != UINT32_MAX) {
 			const char *path = ana_path_short(res, &res->merged, f->node, &buf, &cap);
 			fprintf(out, "%s%s", path ? path : "(out of memory)", f->lossy ? " !" : "");
+		} else if (f->rule == ANA_R_HOT) {
+			fprintf(out, "%s (by name, over %u paths)%s", ana_name(res, f->name_id), f->paths, f->lossy ? " !" : "");
 		} else if (f->rule == ANA_R_DATA) {
 			fprintf(out, "%s", dq_key[f->cls]);
 		} else if (f->rule == ANA_R_GPU_IDLE) {
@@ -1161,6 +1213,14 @@ int ana_suggest_json(FILE *out, const struct ana_result *res, const struct ana_s
 			      json_object_set_new(j, "name", json_incref(json_array_get(path, json_array_size(path) - 1))) ||
 			      json_object_set_new(j, "depth", json_integer(res->merged.n[f->node].depth)) ||
 			      json_object_set_new(j, "lossy", json_boolean(f->lossy));
+		}
+		if (!bad && f->rule == ANA_R_HOT && f->node == UINT32_MAX) {
+			char *clean = NULL;
+			const char *name = ana_utf8_clean(ana_name(res, f->name_id), &clean);
+			bad = !name || json_object_set_new(j, "name", json_string(name)) ||
+			      json_object_set_new(j, "by_name", json_true()) ||
+			      json_object_set_new(j, "paths", json_integer(f->paths));
+			free(clean);
 		}
 		if (!bad && f->rule == ANA_R_IMBALANCE)
 			bad = json_object_set_new(j, "thread", json_integer(f->thread));

@@ -17,7 +17,10 @@
  *                 time spent waiting for a CPU.
  *  hot-section    a call path whose self time is at least hot_self_pct of
  *                 the sum of thread spans (nsys "large share", uftrace's
- *                 sort by self).
+ *                 sort by self); or a section name whose paths together
+ *                 reach it while none does alone (the flat, by-name row:
+ *                 a helper called from everywhere, "death by a thousand
+ *                 cuts").
  *  roofline       a path that declares FLOPs or bytes itself, on a
  *                 roofline of MEASURED peaks (struct ana_peaks: Williams,
  *                 Waterman and Patterson 2009; thresholds of Nsight
@@ -167,7 +170,9 @@ struct ana_host_share {
 struct ana_finding {
 	enum ana_rule rule;
 	uint32_t cls;      /* enum ana_roof_class, enum ana_data_kind, or the transfer direction (PT_H2D..) */
-	uint32_t node;     /* node of the merged tree; UINT32_MAX: the whole trace, or a device */
+	uint32_t node;     /* node of the merged tree; UINT32_MAX: the whole trace, a device, or a name */
+	uint32_t name_id;  /* hot-section by name (node UINT32_MAX): the section name id; else 0 */
+	uint32_t paths;    /* hot-section by name: the call paths holding the name */
 	uint32_t device;   /* gpu-idle: the device ordinal */
 	uint32_t thread;   /* imbalance: index of the slowest thread */
 	bool lossy;        /* the path's figures are affected by losses */

@@ -16,12 +16,12 @@
 #include "include/ptz/recorder.h"
 
 enum { N_MAIN = 1, N_HOT, N_MEM, N_COMP, N_PAR, N_CACHED, N_COLD, N_JITTER, N_STEADY, N_TINY, N_XFER, N_BIGX,
-       N_WORK, N_EVEN, N_GHOST, N_RAMP, N_NAMES };
+       N_WORK, N_EVEN, N_GHOST, N_RAMP, N_HELPER, N_P1, N_P2, N_P3, N_NAMES };
 static const char *const names[N_NAMES] = {
 	[N_MAIN] = "main",   [N_HOT] = "hot",       [N_MEM] = "mem",       [N_COMP] = "comp",   [N_PAR] = "par",
 	[N_CACHED] = "cached", [N_COLD] = "cold",   [N_JITTER] = "jitter", [N_STEADY] = "steady", [N_TINY] = "tiny",
 	[N_XFER] = "xfer",   [N_BIGX] = "bigx",     [N_WORK] = "work",     [N_EVEN] = "even",   [N_GHOST] = "ghost",
-	[N_RAMP] = "ramp",
+	[N_RAMP] = "ramp",   [N_HELPER] = "helper", [N_P1] = "p1",       [N_P2] = "p2",       [N_P3] = "p3",
 };
 
 #define US 1000ull
@@ -114,6 +114,11 @@ static void write_trace(const char *path)
 	xfer_sec(&w, N_BIGX, 100 * MS, PT_D2H, 10, 1000000);
 	sec(&w, N_WORK, 30 * MS, 0, 0);
 	sec(&w, N_EVEN, 20 * MS, 0, 0);
+	for (uint32_t p = N_P1; p <= N_P3; p++) { /* helper: 20 ms under each of three parents */
+		fmt_enc_begin(&w.b.e, w.t, p);
+		sec(&w, N_HELPER, 20 * MS, 0, 0);
+		fmt_enc_end(&w.b.e, w.t, p);
+	}
 	fmt_enc_end(&w.b.e, w.t, N_MAIN);
 	tb_flush(&w.b, FMT_CHUNK_EVENTS, 0);
 
@@ -129,8 +134,8 @@ static void write_trace(const char *path)
 	tb_close(&w.b);
 }
 
-/* thread 0 spans 442.9 ms and 19 ns (cold's 0 + 1 + 2 + 0 + ... ns), thread 1 30 ms */
-static const double span_sum = 472.9 * MS + 19;
+/* thread 0 spans 502.9 ms and 19 ns (cold's 0 + 1 + 2 + 0 + ... ns), thread 1 30 ms */
+static const double span_sum = 532.9 * MS + 19;
 
 static const struct ana_peaks roofs_fixture = {
 	.host = "testhost",
@@ -204,7 +209,20 @@ static void test_rules_without_peaks(void **state)
 	assert_true(f->ev[0] == 200.0 * MS && f->stake_ns == 200.0 * MS);
 	assert_true(near(f->ev[1], 200.0 * MS / span_sum, 1e-12));
 	assert_non_null(find(res, &s, ANA_R_HOT, "bigx")); /* 100 ms self: 21% */
-	assert_null(find(res, &s, ANA_R_HOT, "work"));      /* 40 ms: 8.5% */
+	assert_null(find(res, &s, ANA_R_HOT, "work"));      /* 40 ms: 7.5% */
+	/* helper: 20 ms self on each of 3 paths (3.8%), 60 ms by name (11.3%) */
+	assert_null(find(res, &s, ANA_R_HOT, "helper"));
+	const struct ana_finding *byname = NULL;
+	for (size_t i = 0; i < s.n; i++)
+		if (s.f[i].rule == ANA_R_HOT && s.f[i].node == UINT32_MAX) {
+			assert_null(byname); /* one: hot's paths fire on their own, so the name does not */
+			byname = &s.f[i];
+		}
+	assert_non_null(byname);
+	assert_int_equal(byname->name_id, N_HELPER);
+	assert_int_equal(byname->paths, 3);
+	assert_true(byname->ev[0] == 60.0 * MS && byname->ev[4] == 3 && byname->stake_ns == 60.0 * MS);
+	assert_true(near(byname->ev[1], 60.0 * MS / span_sum, 1e-12));
 
 	/* no roofs: no class, a note */
 	assert_null(find(res, &s, ANA_R_ROOFLINE, "mem"));
@@ -344,7 +362,7 @@ static void test_roofline_classes(void **state)
 	ana_suggest_free(&s);
 	o.peaks = &roofs_fixture;
 
-	/* threads alive against CPUs: 472.9 ms over a 442.9 ms wall span is 1.07 threads, not above 1.1 x 1 CPU */
+	/* threads alive against CPUs: 532.9 ms over a 502.9 ms wall span is 1.06 threads, not above 1.1 x 1 CPU */
 	struct ana_peaks one = roofs_fixture;
 	one.cpus = 1;
 	o.peaks = &one;
@@ -391,7 +409,7 @@ static void test_thresholds(void **state)
 		assert_int_equal(ana_sug_threshold_set(&o, ana_sug_threshold_keys[i], 1.5), 0);
 
 	memset(&o, 0, sizeof(o));
-	assert_int_equal(ana_sug_threshold_set(&o, "hot_self_pct", 50), 0);     /* hot: 42.3% */
+	assert_int_equal(ana_sug_threshold_set(&o, "hot_self_pct", 50), 0);     /* hot: 37.5% */
 	assert_int_equal(ana_sug_threshold_set(&o, "imbalance_ratio", 1.6), 0); /* work: 1.5 */
 	assert_int_equal(ana_sug_threshold_set(&o, "short_ns", 150), 0);        /* tiny: 200 ns */
 	assert_int_equal(ana_sug_threshold_set(&o, "unstable_cv", 0.6), 0);     /* jitter: ~0.5 */
@@ -418,7 +436,7 @@ static void test_thresholds(void **state)
 	assert_non_null(find(res, &s, ANA_R_COLD_FIRST, "cold"));
 	ana_suggest_free(&s);
 
-	/* the impact gate: at 3%, jitter (2.1%), ramp (1.7%) and tiny (1.7%) are out */
+	/* the impact gate: at 3%, jitter (1.9%), ramp (1.5%) and tiny (1.5%) are out */
 	memset(&o, 0, sizeof(o));
 	assert_int_equal(ana_sug_threshold_set(&o, "min_pct", 3), 0);
 	assert_int_equal(ana_suggest(res, &o, &s), 0);
@@ -454,6 +472,7 @@ static void test_text_and_json(void **state)
 	assert_non_null(strstr(t, "= 90% of the attainable one-core roof"));
 	assert_non_null(strstr(t, "[imbalance] main;work\n      on 2 threads: thread #0 spends 30.00 ms"));
 	assert_non_null(strstr(t, "[cold-first] main;cold"));
+	assert_non_null(strstr(t, "[hot-section] helper (by name, over 3 paths)\n      self time 60.00 ms"));
 	assert_null(strstr(t, "more finding"));
 	free(t);
 	t = text_of(res, &s, 2); /* data quality always, then two */
@@ -484,6 +503,12 @@ static void test_text_and_json(void **state)
 		assert_string_equal(json_string_value(jget(j, "rule")), ana_rule_key(s.f[i].rule));
 		assert_true(near(json_real_value(jget(j, "stake_ns")), s.f[i].stake_ns, 1e-11)); /* 12 digits */
 		json_t *path = json_object_get(j, "path");
+		if (s.f[i].rule == ANA_R_HOT && s.f[i].node == UINT32_MAX) {
+			assert_null(path);
+			assert_true(json_is_true(jget(j, "by_name")));
+			assert_string_equal(json_string_value(jget(j, "name")), "helper");
+			assert_int_equal(jint(j, "paths"), 3);
+		}
 		if (s.f[i].node != UINT32_MAX) /* names outermost first, as the report's JSON */
 			assert_int_equal(json_array_size(path), res->merged.n[s.f[i].node].depth);
 		if (s.f[i].rule == ANA_R_ROOFLINE && json_array_size(path) == 2 &&

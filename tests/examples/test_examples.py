@@ -233,7 +233,12 @@ def check_suggest(ana, prog, trace, tmp, doc):
         elif x["class"] != "latency-bound":  # roofs of 1,000 GFLOP/s and GB/s: far above a real run
             bad.append((x["path"], x["class"]))
     check(f"{prog}: suggest: roofline evidence equals the report's figures", not bad, repr(bad[:3]))
-    hot = [x for x in sug["findings"] if x["rule"] == "hot-section"]
+    byname = [x for x in sug["findings"] if x["rule"] == "hot-section" and x.get("by_name")]
+    flat = {r["name"]: r for r in doc.get("flat", [])}
+    check(f"{prog}: suggest: by-name hot sections match the report's flat rows",
+          all(x["name"] in flat and flat[x["name"]]["self_ns"] == x["evidence"]["self_ns"]
+              and flat[x["name"]]["self_ns"] >= 0.10 * span for x in byname), repr(byname[:3]))
+    hot = [x for x in sug["findings"] if x["rule"] == "hot-section" and not x.get("by_name")]
     check(f"{prog}: suggest: hot sections have self >= 10% of the thread time",
           all(rows[tuple(x["path"])]["self_ns"] >= 0.10 * span for x in hot)
           and sorted(tuple(x["path"]) for x in hot)
