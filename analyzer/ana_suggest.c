@@ -599,93 +599,97 @@ static void gpu_idle(struct sctx *c)
 	}
 }
 
-/* ---- gpu-idle: the host sections running during a gap (a second read of the trace) ---- */
+/* ---- gpu-idle: the host sections running during the gaps (one more read of the trace) ---- */
+
+#define HOST_GAPS 8 /* the gpu-idle findings, by stake, whose longest gap is attributed */
 
 struct hframe {
 	uint32_t id;
-	uint64_t start;   /* ticks */
-	double child_ns;  /* overlap of its closed children with the gap */
+	uint64_t start;              /* ticks */
+	double child_ns[HOST_GAPS];  /* overlap of its closed children with each gap */
+};
+
+struct hthread {
+	uint64_t key;                /* thread index (ana_map entry) */
+	uint64_t next_seq, last;     /* the next chunk sequence; the last tick seen of the thread */
+	struct hframe *st;
+	size_t depth, cap;
+	double top_ns[HOST_GAPS];    /* overlap of its outermost sections with each gap */
+	bool done;                   /* its end handled (an index listed twice counts once) */
+};
+
+struct hshare {
+	uint64_t key;                /* thread << 32 | id */
+	double ns;
 };
 
 struct hpass {
 	struct pt_reader *rd;
-	uint64_t ga, gb;        /* the gap, ticks */
-	struct ana_map shares;  /* key thread << 32 | id: struct hshare */
-	struct hframe *st;
-	size_t depth, cap;
-	double top_ns;          /* overlap of this thread's outermost sections with the gap */
+	uint32_t ng;
+	uint64_t ga[HOST_GAPS], gb[HOST_GAPS], gmax; /* the gaps, ticks; the latest end */
+	struct ana_map shares[HOST_GAPS];
 	int nomem;
 };
-struct hshare {
-	uint64_t key;
-	double ns;
-};
 
-/* The overlap of [s, e] with the gap, in ns. */
-static double gap_overlap(const struct hpass *h, uint64_t s, uint64_t e)
+/* The overlap of [s, e] with gap @g, in ns. */
+static double gap_overlap(const struct hpass *h, uint32_t g, uint64_t s, uint64_t e)
 {
-	const uint64_t a = s > h->ga ? s : h->ga, b = e < h->gb ? e : h->gb;
+	const uint64_t a = s > h->ga[g] ? s : h->ga[g], b = e < h->gb[g] ? e : h->gb[g];
 	return b > a ? (double)(pt_reader_ticks_to_ns(h->rd, b) - pt_reader_ticks_to_ns(h->rd, a)) : 0;
 }
 
-/* Closes the top frame of @thread's stack at @end: its self time in the gap to its name. */
-static void hclose(struct hpass *h, uint32_t thread, uint64_t end)
+/* Closes the top frame of @t at @end: its self time in each gap goes to its name. */
+static void hclose(struct hpass *h, struct hthread *t, uint64_t end)
 {
-	const struct hframe *f = &h->st[--h->depth];
-	const double o = gap_overlap(h, f->start, end), self = o - f->child_ns;
-	if (h->depth)
-		h->st[h->depth - 1].child_ns += o;
-	else
-		h->top_ns += o;
-	if (!(self > 0))
-		return;
-	const uint64_t key = (uint64_t)thread << 32 | f->id;
-	struct hshare *x = ana_map_find(&h->shares, key);
-	if (!x && !(x = ana_map_add(&h->shares, key))) {
-		h->nomem = 1;
-		return;
+	const struct hframe *f = &t->st[--t->depth];
+	for (uint32_t g = 0; g < h->ng; g++) {
+		const double o = gap_overlap(h, g, f->start, end), self = o - f->child_ns[g];
+		if (t->depth)
+			t->st[t->depth - 1].child_ns[g] += o;
+		else
+			t->top_ns[g] += o;
+		if (!(self > 0))
+			continue;
+		const uint64_t key = t->key << 32 | f->id;
+		struct hshare *x = ana_map_find(&h->shares[g], key);
+		if (!x && !(x = ana_map_add(&h->shares[g], key))) {
+			h->nomem = 1;
+			return;
+		}
+		x->ns += self;
 	}
-	x->ns += self;
 }
 
-/* One CPU thread's chunks up to the gap's end; the sections still open then ran through it. */
-static int host_thread(struct hpass *h, uint32_t thread)
+/* The records of one chunk of thread @t (the current chunk of the reader). */
+static void host_chunk(struct hpass *h, struct hthread *t)
 {
-	struct pt_chunk_info ci;
 	struct pt_record r;
-	uint64_t next_seq = 0;
-	int rc;
-	h->depth = 0;
-	pt_reader_rewind(h->rd);
-	while ((rc = pt_reader_next_chunk(h->rd, thread, &ci)) == 1 && ci.first_ticks < h->gb && !h->nomem) {
-		if (ci.sequence != next_seq) /* records missing: what was open is unknown */
-			h->depth = 0;
-		next_seq = ci.sequence + 1;
-		while (pt_reader_next_record(h->rd, &r) == 1 && !h->nomem) {
-			if (r.kind == PT_REC_BEGIN) {
-				if (h->depth == h->cap) {
-					size_t nc = h->cap ? 2 * h->cap : 64;
-					struct hframe *n = realloc(h->st, nc * sizeof(*n));
-					if (!n) {
-						h->nomem = 1;
-						break;
-					}
-					h->st = n;
-					h->cap = nc;
+	while (!h->nomem && pt_reader_next_record(h->rd, &r) == 1) {
+		if (r.kind == PT_REC_BEGIN || r.kind == PT_REC_END)
+			t->last = r.ticks > t->last ? r.ticks : t->last;
+		if (r.kind == PT_REC_BEGIN) {
+			if (t->depth == t->cap) {
+				size_t nc = t->cap ? 2 * t->cap : 16;
+				struct hframe *n = realloc(t->st, nc * sizeof(*n));
+				if (!n) {
+					h->nomem = 1;
+					return;
 				}
-				h->st[h->depth++] = (struct hframe){ .id = r.id, .start = r.ticks };
-			} else if (r.kind == PT_REC_END) {
-				size_t k = h->depth; /* the innermost of that name; the sections above it end too */
-				while (k > 0 && h->st[k - 1].id != r.id)
-					k--;
-				while (k > 0 && h->depth >= k)
-					hclose(h, thread, r.ticks);
+				t->st = n;
+				t->cap = nc;
 			}
+			struct hframe *f = &t->st[t->depth++];
+			memset(f, 0, sizeof(*f));
+			f->id = r.id;
+			f->start = r.ticks;
+		} else if (r.kind == PT_REC_END) {
+			size_t k = t->depth; /* the innermost of that name; the sections above it end too */
+			while (k > 0 && t->st[k - 1].id != r.id)
+				k--;
+			while (k > 0 && t->depth >= k && !h->nomem)
+				hclose(h, t, r.ticks);
 		}
 	}
-	while (h->depth && !h->nomem) /* open at the gap's end (or at the trace's): through the gap */
-		hclose(h, thread, h->gb);
-	return rc < 0 ? rc : 0;
 }
 
 static int cmp_share(const void *a, const void *b)
@@ -708,48 +712,107 @@ static void keep_top(void *ctx, const void *entry)
 	struct top_ctx *t = ctx;
 	const struct hshare *x = entry;
 	const struct ana_host_share c = { .thread = (uint32_t)(x->key >> 32), .id = (uint32_t)x->key, .ns = x->ns };
-	if (*t->n < ANA_SUG_HOST) {
+	if (*t->n < ANA_SUG_HOST)
 		t->top[(*t->n)++] = c;
-	} else if (cmp_share(&c, &t->top[ANA_SUG_HOST - 1]) < 0) {
+	else if (cmp_share(&c, &t->top[ANA_SUG_HOST - 1]) < 0)
 		t->top[ANA_SUG_HOST - 1] = c;
-	} else {
+	else
 		return;
-	}
 	qsort(t->top, *t->n, sizeof(*t->top), cmp_share);
 }
 
-/* Fills @f's host attribution from @path: 0, or a negative errno / PT_E* (left unattributed). */
-static int host_during_gap(const struct ana_result *res, const char *path, struct ana_finding *f)
+static void free_stack(void *ctx, const void *entry)
 {
-	struct hpass h = { .ga = f->gap_ticks[0], .gb = f->gap_ticks[1] };
+	(void)ctx;
+	free(((const struct hthread *)entry)->st);
+}
+
+/*
+ * Attributes the longest gap of the first HOST_GAPS gpu-idle findings of
+ * @s (ranked) with one read of @path in file order: a stack per CPU thread
+ * (the ptz-gpu thread and threads the analysis did not keep are left out),
+ * each closed section's self overlap with each gap to its (thread, name);
+ * a gap in a thread's chunk sequence closes its open sections at the last
+ * tick seen, as does the end of its records; chunks that start after every
+ * gap are not decoded (they only tell that the thread lived on). Return: 0,
+ * or a negative errno / PT_E* (the findings stay unattributed).
+ */
+static int host_during_gaps(const struct ana_result *res, const char *path, struct ana_sug *s)
+{
+	struct hpass h = { .ng = 0 };
+	struct ana_finding *fs[HOST_GAPS];
+	for (size_t i = 0; i < s->n && h.ng < HOST_GAPS; i++) {
+		struct ana_finding *f = &s->f[i];
+		if (f->rule != ANA_R_GPU_IDLE || f->gap_ticks[1] <= f->gap_ticks[0])
+			continue;
+		fs[h.ng] = f;
+		h.ga[h.ng] = f->gap_ticks[0];
+		h.gb[h.ng] = f->gap_ticks[1];
+		h.gmax = h.gb[h.ng] > h.gmax ? h.gb[h.ng] : h.gmax;
+		h.ng++;
+	}
+	if (!h.ng)
+		return 0;
 	int rc = pt_reader_open(path, &h.rd);
 	if (rc) {
 		pt_reader_close(h.rd);
 		return rc;
 	}
-	ana_map_init(&h.shares, sizeof(struct hshare));
-	const double ga_ns = (double)pt_reader_ticks_to_ns(h.rd, h.ga), gb_ns = (double)pt_reader_ticks_to_ns(h.rd, h.gb);
-	double none = 0;
-	for (size_t t = 0; t < res->nthreads && !rc && !h.nomem; t++) {
-		const struct ana_thread *th = &res->threads[t];
-		if (th->gpu_thread)
+	struct ana_map threads;
+	ana_map_init(&threads, sizeof(struct hthread));
+	for (uint32_t g = 0; g < h.ng; g++)
+		ana_map_init(&h.shares[g], sizeof(struct hshare));
+	for (size_t t = 0; t < res->nthreads && !h.nomem; t++)
+		if (!res->threads[t].gpu_thread && !ana_map_find(&threads, res->threads[t].index) &&
+		    !ana_map_add(&threads, res->threads[t].index))
+			h.nomem = 1;
+	struct pt_chunk_info ci;
+	while (!h.nomem && (rc = pt_reader_next_chunk(h.rd, PT_READER_ALL_CHUNKS, &ci)) == 1) {
+		struct hthread *t = ci.thread == PT_FMT_META_THREAD ? NULL : ana_map_find(&threads, ci.thread);
+		if (!t)
 			continue;
-		h.top_ns = 0;
-		rc = host_thread(&h, th->index);
-		/* the part of the gap the thread lived through (its span) with no section open */
-		const double alive = fmin(gb_ns, (double)th->last_ns) - fmax(ga_ns, (double)th->first_ns);
-		if (alive > h.top_ns)
-			none += alive - h.top_ns;
+		if (ci.sequence != t->next_seq) /* records missing: what was open ends at the last tick seen */
+			while (t->depth && !h.nomem)
+				hclose(&h, t, t->last);
+		t->next_seq = ci.sequence + 1;
+		if (ci.first_ticks >= h.gmax) { /* past every gap: the thread lived on, nothing more to learn */
+			t->last = ci.first_ticks > t->last ? ci.first_ticks : t->last;
+			continue;
+		}
+		host_chunk(&h, t);
 	}
-	if (!rc && !h.nomem) {
-		struct top_ctx tc = { f->host, &f->nhost };
-		f->nhost = 0;
-		ana_map_each(&h.shares, keep_top, &tc);
-		f->host_none_ns = none > 0 ? none : 0;
-		f->host_read = true;
+	rc = rc < 0 ? rc : 0;
+	/* the end of each thread's records: what is still open ends at its last tick; then the
+	 * time each thread lived through each gap with no section open */
+	double none[HOST_GAPS] = { 0 };
+	for (size_t t = 0; t < res->nthreads && !h.nomem; t++) {
+		const struct ana_thread *th = &res->threads[t];
+		struct hthread *x = th->gpu_thread ? NULL : ana_map_find(&threads, th->index);
+		if (!x || x->done)
+			continue;
+		x->done = true;
+		while (x->depth && !h.nomem)
+			hclose(&h, x, x->last);
+		for (uint32_t g = 0; g < h.ng; g++) {
+			const double ga = (double)pt_reader_ticks_to_ns(h.rd, h.ga[g]),
+				     gb = (double)pt_reader_ticks_to_ns(h.rd, h.gb[g]);
+			const double alive = fmin(gb, (double)th->last_ns) - fmax(ga, (double)th->first_ns);
+			if (alive > x->top_ns[g])
+				none[g] += alive - x->top_ns[g];
+		}
 	}
-	ana_map_free(&h.shares);
-	free(h.st);
+	if (!rc && !h.nomem)
+		for (uint32_t g = 0; g < h.ng; g++) {
+			struct top_ctx tc = { fs[g]->host, &fs[g]->nhost };
+			fs[g]->nhost = 0;
+			ana_map_each(&h.shares[g], keep_top, &tc);
+			fs[g]->host_none_ns = none[g];
+			fs[g]->host_read = true;
+		}
+	ana_map_each(&threads, free_stack, NULL);
+	for (uint32_t g = 0; g < h.ng; g++)
+		ana_map_free(&h.shares[g]);
+	ana_map_free(&threads);
 	pt_reader_close(h.rd);
 	return rc ? rc : h.nomem ? -ENOMEM : 0;
 }
@@ -836,9 +899,8 @@ int ana_suggest(const struct ana_result *res, const struct ana_sug_opts *o, stru
 	if (out->n)
 		qsort(out->f, out->n, sizeof(*out->f), cmp_finding);
 	cap_rules(out);
-	for (size_t i = 0; i < out->n && out->o.trace_path; i++)
-		if (out->f[i].rule == ANA_R_GPU_IDLE && out->f[i].gap_ticks[1] > out->f[i].gap_ticks[0])
-			host_during_gap(res, out->o.trace_path, &out->f[i]); /* unreadable now: left unattributed */
+	if (out->o.trace_path)
+		host_during_gaps(res, out->o.trace_path, out); /* unreadable now: left unattributed */
 	return 0;
 }
 

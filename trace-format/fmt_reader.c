@@ -191,14 +191,27 @@ static int load_payload(struct pt_reader *r, uint64_t off, const struct fmt_chun
 
 static const char no_name[] = ""; /* names not pointing here are owned */
 
+/* The thread table's entry for @index, added if missing. The table stays
+ * sorted by index (binary search, insertion in place): open looks a thread
+ * up once per chunk, so a linear search made thousands of threads cost
+ * chunks x threads. The pointer is valid until the next call. */
 static struct pt_thread_info *thread_slot(struct pt_reader *r, uint32_t index)
 {
-	for (size_t i = 0; i < r->nthreads; i++)
-		if (r->threads[i].index == index)
-			return &r->threads[i];
+	size_t lo = 0, hi = r->nthreads;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (r->threads[mid].index < index)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo < r->nthreads && r->threads[lo].index == index)
+		return &r->threads[lo];
 	if (grow((void **)&r->threads, &r->threads_cap, r->nthreads + 1, sizeof(*r->threads)))
 		return NULL;
-	struct pt_thread_info *t = &r->threads[r->nthreads++];
+	memmove(&r->threads[lo + 1], &r->threads[lo], (r->nthreads - lo) * sizeof(*r->threads));
+	r->nthreads++;
+	struct pt_thread_info *t = &r->threads[lo];
 	memset(t, 0, sizeof(*t));
 	t->index = index;
 	t->name = no_name;
@@ -454,26 +467,69 @@ static int add_chunk(struct pt_reader *r, uint64_t off, const struct fmt_chunk_h
 	return 0;
 }
 
-/* Reports per-thread sequence gaps (lost or damaged chunks). */
+/* Reports per-thread sequence gaps (lost or damaged chunks), thread by
+ * thread in index order, each thread's in file order: one walk of the
+ * chunks (a thread's position by binary search in the sorted table), the
+ * gaps found sorted into that order, so thousands of threads cost
+ * chunks x log(threads), not chunks x threads. */
+struct seq_gap {
+	size_t pos, chunk;      /* thread table position; chunk index (file order) */
+	uint64_t prev;          /* the sequence before, if any */
+	int any;
+};
+
+static int cmp_seq_gap(const void *a, const void *b)
+{
+	const struct seq_gap *x = a, *y = b;
+	if (x->pos != y->pos)
+		return x->pos < y->pos ? -1 : 1;
+	return (x->chunk > y->chunk) - (x->chunk < y->chunk);
+}
+
 static void check_sequences(struct pt_reader *r)
 {
-	for (size_t t = 0; t < r->nthreads; t++) {
-		uint32_t idx = r->threads[t].index;
-		uint64_t expect = 0;
-		int any = 0;
-		for (size_t i = 0; i < r->nchunks; i++) {
-			const struct rd_chunk *c = &r->chunks[i];
-			if (c->meta || c->thread != idx)
-				continue;
-			if (c->sequence != expect)
-				problem(r, c->off, "thread %u: chunk sequence %llu follows %llu%s", idx,
-					(unsigned long long)c->sequence,
-					any ? (unsigned long long)expect - 1 : 0ull,
-					any ? " (chunks missing)" : " (earlier chunks missing)");
-			expect = c->sequence + 1;
-			any = 1;
+	if (!r->nthreads)
+		return;
+	uint64_t *expect = calloc(r->nthreads, sizeof(*expect));
+	unsigned char *any = calloc(r->nthreads, 1);
+	struct seq_gap *gaps = NULL;
+	size_t ngaps = 0, cgaps = 0;
+	if (!expect || !any)
+		goto out;
+	for (size_t i = 0; i < r->nchunks; i++) {
+		const struct rd_chunk *c = &r->chunks[i];
+		if (c->meta)
+			continue;
+		size_t lo = 0, hi = r->nthreads;
+		while (lo < hi) {
+			size_t mid = lo + (hi - lo) / 2;
+			if (r->threads[mid].index < c->thread)
+				lo = mid + 1;
+			else
+				hi = mid;
 		}
+		if (lo == r->nthreads || r->threads[lo].index != c->thread)
+			continue;
+		if (c->sequence != expect[lo]) {
+			if (grow((void **)&gaps, &cgaps, ngaps + 1, sizeof(*gaps)))
+				goto out;
+			gaps[ngaps++] = (struct seq_gap){ lo, i, expect[lo] - 1, any[lo] };
+		}
+		expect[lo] = c->sequence + 1;
+		any[lo] = 1;
 	}
+	if (ngaps)
+		qsort(gaps, ngaps, sizeof(*gaps), cmp_seq_gap);
+	for (size_t k = 0; k < ngaps; k++) {
+		const struct rd_chunk *c = &r->chunks[gaps[k].chunk];
+		problem(r, c->off, "thread %u: chunk sequence %llu follows %llu%s", c->thread,
+			(unsigned long long)c->sequence, gaps[k].any ? (unsigned long long)gaps[k].prev : 0ull,
+			gaps[k].any ? " (chunks missing)" : " (earlier chunks missing)");
+	}
+out:
+	free(expect);
+	free(any);
+	free(gaps);
 }
 
 static int scan(struct pt_reader *r)
@@ -680,21 +736,13 @@ const char *pt_reader_problem(const struct pt_reader *r, size_t i, uint64_t *off
 	return r->problems[i].msg;
 }
 
-static int cmp_thread(const void *a, const void *b)
-{
-	const struct pt_thread_info *x = a, *y = b;
-	return x->index < y->index ? -1 : x->index > y->index;
-}
-
 size_t pt_reader_thread_count(const struct pt_reader *r) { return r->nthreads; }
 
 int pt_reader_thread(const struct pt_reader *r, size_t i, struct pt_thread_info *out)
 {
 	if (i >= r->nthreads)
 		return 0;
-	/* sorted lazily; the table is small */
-	qsort(((struct pt_reader *)r)->threads, r->nthreads, sizeof(*r->threads), cmp_thread);
-	*out = r->threads[i];
+	*out = r->threads[i]; /* sorted by index (thread_slot()) */
 	return 1;
 }
 

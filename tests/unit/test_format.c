@@ -543,6 +543,71 @@ static void test_reader_crafted_tables_are_safe(void **state)
 	pt_reader_close(rd);
 }
 
+/* A thread table listed out of index order, chunks of threads never
+ * listed, and sequence gaps on two threads: pt_reader_thread() gives the
+ * threads by ascending index (the table is kept sorted), and the gaps are
+ * reported thread by thread in index order, each in file order. */
+static void test_reader_thread_table_order_and_gaps(void **state)
+{
+	(void)state;
+	const char *path = tu_path("threads.ptz");
+	const struct fmt_writer_hdr hd = { .clock_source = 1, .pid = 1, .process_name = "p", .host = "h",
+					   .cmdline = "c", .recorder_version = "t" };
+	struct fmt_writer *w;
+	assert_int_equal(fmt_writer_open(path, &hd, &w), 0);
+	uint8_t *buf = malloc(1 << 16);
+	struct fmt_enc e;
+	enum { NT = 300 };
+	fmt_enc_reset(&e, buf, 1 << 16);
+	for (uint32_t k = 0; k < NT; k++) { /* indexes 3 * (NT - 1 - k) + 1: descending */
+		uint32_t idx = 3 * (NT - 1 - k) + 1;
+		char name[16];
+		int n = snprintf(name, sizeof(name), "t%u", idx);
+		assert_int_equal(fmt_enc_thread(&e, idx, 1000 + idx, 0, 0, name, (size_t)n), 0);
+	}
+	struct fmt_chunk_hdr mh = { .kind = FMT_CHUNK_META, .thread = PT_FMT_META_THREAD };
+	assert_int_equal(fmt_enc_clock(&e, 0, 0, 0, 1), 0);
+	assert_int_equal(fmt_enc_clock(&e, 1000000, 1000000, 1000000, 1), 0);
+	mh.records = e.records;
+	assert_int_equal(fmt_writer_append(w, &mh, buf, (size_t)(e.pos - buf), 1), 0);
+	/* chunks: thread 7 sequences 0, 2 (gap); thread 2 (never listed) 0; thread 4 sequence 1 (earlier missing);
+	 * thread 7 sequence 5 (gap) */
+	const struct { uint32_t t; uint64_t seq; } ch[] = { { 7, 0 }, { 7, 2 }, { 2, 0 }, { 4, 1 }, { 7, 5 } };
+	for (size_t i = 0; i < sizeof(ch) / sizeof(ch[0]); i++) {
+		fmt_enc_reset(&e, buf, 1 << 16);
+		fmt_enc_begin(&e, 10 * i + 1, 1);
+		fmt_enc_end(&e, 10 * i + 2, 1);
+		struct fmt_chunk_hdr h = { .kind = FMT_CHUNK_EVENTS, .thread = ch[i].t, .records = e.records,
+					   .sequence = ch[i].seq, .first_ticks = e.first_ticks, .last_ticks = e.last_ticks };
+		assert_int_equal(fmt_writer_append(w, &h, buf, (size_t)(e.pos - buf), 1), 0);
+	}
+	assert_int_equal(fmt_writer_close(w), 0);
+	free(buf);
+
+	struct pt_reader *rd;
+	assert_int_equal(pt_reader_open(path, &rd), 0);
+	assert_int_equal(pt_reader_thread_count(rd), NT + 1); /* and thread 2, from its chunk */
+	uint32_t prev = 0;
+	for (size_t i = 0; i < NT + 1; i++) {
+		struct pt_thread_info ti;
+		assert_int_equal(pt_reader_thread(rd, i, &ti), 1);
+		if (i)
+			assert_true(ti.index > prev);
+		prev = ti.index;
+		if (ti.index == 2)
+			assert_int_equal(ti.tid, 0);
+		else
+			assert_int_equal(ti.tid, 1000 + ti.index);
+	}
+	assert_int_equal(pt_reader_problem_count(rd), 3);
+	uint64_t off;
+	assert_string_equal(pt_reader_problem(rd, 0, &off), "thread 4: chunk sequence 1 follows 0 (earlier chunks missing)");
+	assert_string_equal(pt_reader_problem(rd, 1, &off), "thread 7: chunk sequence 2 follows 0 (chunks missing)");
+	assert_string_equal(pt_reader_problem(rd, 2, &off), "thread 7: chunk sequence 5 follows 2 (chunks missing)");
+	pt_reader_close(rd);
+	unlink(path);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -557,6 +622,7 @@ int main(void)
 		cmocka_unit_test(test_reader_open_directory_is_errno),
 		cmocka_unit_test(test_reader_header_changed_after_open),
 		cmocka_unit_test(test_reader_crafted_tables_are_safe),
+		cmocka_unit_test(test_reader_thread_table_order_and_gaps),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
