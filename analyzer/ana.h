@@ -483,6 +483,11 @@ const char *ana_path_of(const struct ana_result *res, const struct ana_tree *t, 
 #define ANA_PATH_SHORT_TAIL 4
 const char *ana_path_short(const struct ana_result *res, const struct ana_tree *t, uint32_t node, char **buf,
 			   size_t *cap);
+/* ana_text_safe() - @s for text output: control bytes (below 0x20, and
+ * DEL) as '?', so that a name holding a line break or a terminal escape
+ * cannot break a table or drive the terminal. The copy lives in a buffer
+ * reused by the next call (one per printf); "?" if it cannot grow. */
+const char *ana_text_safe(const char *s);
 /* ana_fmt_dur() - @ns as "812 ns", "3.25 us", "1.50 ms" or "2.000 s" in
  * @buf of @n bytes ("-" for NaN); returns @buf. */
 const char *ana_fmt_dur(char *buf, size_t n, double ns);

@@ -138,6 +138,11 @@ static void sorted(const struct ana_result *res, const struct ana_tree *tree, co
  */
 static const char *tsafe(const char *s)
 {
+	return ana_text_safe(s);
+}
+
+const char *ana_text_safe(const char *s)
+{
 	static char *buf;
 	static size_t cap;
 	size_t n = strlen(s), i = 0;

@@ -45,7 +45,7 @@ const char *ana_class_key(enum ana_rule r, uint32_t cls)
 /* Evidence names per rule, in ev[] order (doc/analyzer-output.md §9.2). */
 static const char *const ev_key[ANA_R_N][ANA_SUG_EV + 1] = {
 	[ANA_R_DATA] = { "count", "sections" }, /* oversubscribed: threads alive on average, CPUs */
-	[ANA_R_HOT] = { "self_ns", "self_share", "total_ns", "share", "count" },
+	[ANA_R_HOT] = { "self_ns", "self_share", "total_ns", "share", "count", "largest_path_self_ns" },
 	[ANA_R_ROOFLINE] = { "flops", "bytes", "total_ns", "intensity", "gflops", "gbps", "roof_gflops", "roof_gbps",
 			     "efficiency" },
 	[ANA_R_IMBALANCE] = { "threads", "max_ns", "mean_ns", "min_ns", "ratio" },
@@ -225,9 +225,11 @@ static void hot_names(struct sctx *c)
 		return;
 	uint32_t *paths = calloc(res->nnames, sizeof(*paths));
 	bool *alone = calloc(res->nnames, sizeof(*alone)); /* a path of the name fired on its own */
-	if (!paths || !alone) {
+	uint64_t *largest = calloc(res->nnames, sizeof(*largest)); /* the largest self time of one path */
+	if (!paths || !alone || !largest) {
 		free(paths);
 		free(alone);
+		free(largest);
 		c->nomem = 1;
 		return;
 	}
@@ -237,6 +239,8 @@ static void hot_names(struct sctx *c)
 			continue;
 		paths[id]++;
 		alone[id] |= 100.0 * share(c, (double)t->n[i].agg.self_ns) >= c->o->hot_self_pct;
+		if (t->n[i].agg.self_ns > largest[id])
+			largest[id] = t->n[i].agg.self_ns;
 	}
 	for (uint32_t id = 1; id < res->nnames && !c->nomem; id++) {
 		const struct ana_agg *a = &res->by_name[id];
@@ -253,9 +257,11 @@ static void hot_names(struct sctx *c)
 		f->ev[2] = (double)a->total_ns; /* recursion-safe (§2) */
 		f->ev[3] = share(c, (double)a->total_ns);
 		f->ev[4] = (double)a->count;
+		f->ev[5] = (double)largest[id];
 	}
 	free(paths);
 	free(alone);
+	free(largest);
 }
 
 /* Roofs for a rate: one core, unless the section is faster than that (several cores). */
@@ -1038,8 +1044,10 @@ static void text_finding(FILE *out, const struct ana_result *res, const struct a
 			dur(a, sizeof(a), e[0]), 100 * e[1], s->o.hot_self_pct, dur(b, sizeof(b), e[2]), e[4],
 			e[4] == 1 ? "" : "s");
 		if (f->node == UINT32_MAX)
-			fprintf(out, "      -> no one call path stands out, all of them together do: optimize the section "
-				     "itself, or call it less\n         (batch the calls, cache its results).\n");
+			fprintf(out, "      the largest of its %u paths holds %s (%.0f%% of the name's self time); none "
+				     "reaches the trigger alone\n      -> optimize the section itself, or call it less "
+				     "(batch the calls, cache its results).\n",
+				f->paths, dur(a, sizeof(a), e[5]), e[0] > 0 ? 100 * e[5] / e[0] : 0.0);
 		else
 			fprintf(out, "      -> its own code, not its sub-sections, takes the time: add sections inside it "
 				     "to see where, or optimize its body.\n");
@@ -1103,7 +1111,7 @@ static void text_finding(FILE *out, const struct ana_result *res, const struct a
 			fprintf(out, "      during the longest gap, the CPU threads ran (innermost section, self time):\n");
 			for (uint32_t k = 0; k < f->nhost; k++)
 				fprintf(out, "        thread #%u %s: %s (%.0f%% of the gap)\n", f->host[k].thread,
-					ana_name(res, f->host[k].id), dur(a, sizeof(a), f->host[k].ns),
+					ana_text_safe(ana_name(res, f->host[k].id)), dur(a, sizeof(a), f->host[k].ns),
 					100 * f->host[k].ns / e[6]);
 			fprintf(out, "        no section open: %s summed over the CPU threads\n",
 				dur(a, sizeof(a), f->host_none_ns));
@@ -1155,9 +1163,10 @@ void ana_suggest_text(FILE *out, const struct ana_result *res, const struct ana_
 		fprintf(out, "\n%2zu. [%s] ", i + 1, rule_key[f->rule]);
 		if (f->node != UINT32_MAX) {
 			const char *path = ana_path_short(res, &res->merged, f->node, &buf, &cap);
-			fprintf(out, "%s%s", path ? path : "(out of memory)", f->lossy ? " !" : "");
+			fprintf(out, "%s%s", path ? ana_text_safe(path) : "(out of memory)", f->lossy ? " !" : "");
 		} else if (f->rule == ANA_R_HOT) {
-			fprintf(out, "%s (by name, over %u paths)%s", ana_name(res, f->name_id), f->paths, f->lossy ? " !" : "");
+			fprintf(out, "%s (by name, over %u paths)%s", ana_text_safe(ana_name(res, f->name_id)), f->paths,
+				f->lossy ? " !" : "");
 		} else if (f->rule == ANA_R_DATA) {
 			fprintf(out, "%s", dq_key[f->cls]);
 		} else if (f->rule == ANA_R_GPU_IDLE) {

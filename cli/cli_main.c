@@ -9,6 +9,7 @@
  * found a regression (and nothing else failed).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>
@@ -406,44 +407,59 @@ static int run_suggest(const char *path, struct ana_options *ao, const struct an
 	return out ? out : code;
 }
 
-/* ptanalyze peaks: measures this machine's roofs; JSON to @json ("-" or NULL: stdout), a summary on stderr. */
+/*
+ * ptanalyze peaks: measures this machine's roofs; JSON to @json ("-" or
+ * NULL: stdout), a summary on stderr. The output is opened before the
+ * measurement (a path that cannot be written costs no measurement) but
+ * not truncated until there is something to write: a failed or
+ * interrupted run leaves an existing profile as it was, and removes only
+ * a file it created itself.
+ */
 static int run_peaks(const char *json, double seconds)
 {
 	struct ana_peaks p;
 	char err[512];
-	/* the output opened first: a path that cannot be written costs no measurement */
-	FILE *f = json && strcmp(json, "-") ? fopen(json, "w") : stdout;
-	struct stat st;
-	if (!f) {
-		fprintf(stderr, PROG ": %s: cannot write the machine profile: %s\n", json, strerror(errno));
-		return 1;
+	int fd = -1, created = 0;
+	if (json && strcmp(json, "-")) {
+		fd = open(json, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+		created = fd >= 0;
+		if (fd < 0 && errno == EEXIST)
+			fd = open(json, O_WRONLY | O_CLOEXEC);
+		if (fd < 0) {
+			fprintf(stderr, PROG ": %s: cannot write the machine profile: %s\n", json, strerror(errno));
+			return 1;
+		}
 	}
-	if (fstat(fileno(f), &st))
-		st.st_mode = 0; /* unknown: never removed */
 	fprintf(stderr, PROG ": measuring FLOP/s and memory bandwidth, one core then all cores (%g s a figure, "
 			"a few seconds in all)...\n",
 		seconds);
 	int rc = ana_peaks_measure(&p, seconds, err, sizeof(err));
 	if (rc) {
 		fprintf(stderr, PROG ": peaks: %s\n", err);
-		if (f != stdout) {
-			fclose(f);
-			if (own_regular_file(json, &st)) /* created empty above; never a device or a link */
-				unlink(json);
-		}
+		if (fd >= 0)
+			close(fd);
+		if (created)
+			unlink(json);
 		return 1;
 	}
 	fprintf(stderr, PROG ": %s (%s, %u CPUs): FP64 %.3g / %.3g GFLOP/s, FP32 %.3g / %.3g GFLOP/s, memory "
 			"%.3g / %.3g GB/s (one core / all cores)\n",
 		p.host, p.isa, p.cpus, p.gflops64_1, p.gflops64_all, p.gflops32_1, p.gflops32_all, p.gbps_1, p.gbps_all);
-	int bad = ana_peaks_write_json(f, &p) != 0;
-	if (f != stdout)
+	struct stat st;
+	if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && ftruncate(fd, 0)) {
+		fprintf(stderr, PROG ": %s: cannot write the machine profile: %s\n", json, strerror(errno));
+		close(fd);
+		return 1;
+	}
+	FILE *f = fd >= 0 ? fdopen(fd, "w") : stdout;
+	int bad = !f || ana_peaks_write_json(f, &p) != 0;
+	if (f && f != stdout)
 		bad |= fclose(f) != 0;
+	else if (!f)
+		close(fd);
 	if (bad) {
 		fprintf(stderr, PROG ": %s: cannot write the machine profile: %s\n", json ? json : "stdout",
 			strerror(errno ? errno : EIO));
-		if (f != stdout && own_regular_file(json, &st)) /* a partial profile would not load */
-			unlink(json);
 		return 1;
 	}
 	return stdout_ok();

@@ -222,6 +222,7 @@ static void test_rules_without_peaks(void **state)
 	assert_int_equal(byname->name_id, N_HELPER);
 	assert_int_equal(byname->paths, 3);
 	assert_true(byname->ev[0] == 60.0 * MS && byname->ev[4] == 3 && byname->stake_ns == 60.0 * MS);
+	assert_true(byname->ev[5] == 20.0 * MS); /* the largest path's self time */
 	assert_true(near(byname->ev[1], 60.0 * MS / span_sum, 1e-12));
 
 	/* no roofs: no class, a note */

@@ -237,6 +237,11 @@ check "suggest --json onto the --peaks file: usage, exit 2, the file kept" \
 	eval '[ "$rc" -eq 2 ] && cmp -s "$TMP/m.json" "$TMP/m2.json"'
 run peaks --seconds 0.01 --json "$TMP/no-such-dir/m.json"
 check "peaks --json into a missing directory: exit 1 at once" eval '[ "$rc" -eq 1 ] && ! grep -q measuring "$TMP/err"'
+cp "$TMP/m.json" "$TMP/m3.json"
+timeout -s INT 1 "$ANA" peaks --seconds 5 --json "$TMP/m3.json" >/dev/null 2>&1
+rc=$?
+check "peaks interrupted while measuring: an existing profile is left as it was" \
+	eval '[ "$rc" -eq 124 ] && cmp -s "$TMP/m.json" "$TMP/m3.json"'
 run "$TMP/cn.ptz" --report --peaks "$TMP/m.json"
 check "--peaks without suggest: usage, exit 2" eval '[ "$rc" -eq 2 ] && grep -q "belong to suggest" "$TMP/err"'
 run peaks "$TMP/cn.ptz"
