@@ -195,7 +195,7 @@ static const char no_name[] = ""; /* names not pointing here are owned */
  * sorted by index (binary search, insertion in place): open looks a thread
  * up once per chunk, so a linear search made thousands of threads cost
  * chunks x threads. The pointer is valid until the next call. */
-static struct pt_thread_info *thread_slot(struct pt_reader *r, uint32_t index)
+static size_t thread_lower(const struct pt_reader *r, uint32_t index)
 {
 	size_t lo = 0, hi = r->nthreads;
 	while (lo < hi) {
@@ -205,6 +205,12 @@ static struct pt_thread_info *thread_slot(struct pt_reader *r, uint32_t index)
 		else
 			hi = mid;
 	}
+	return lo; /* the first entry not below @index */
+}
+
+static struct pt_thread_info *thread_slot(struct pt_reader *r, uint32_t index)
+{
+	const size_t lo = thread_lower(r, index);
 	if (lo < r->nthreads && r->threads[lo].index == index)
 		return &r->threads[lo];
 	if (grow((void **)&r->threads, &r->threads_cap, r->nthreads + 1, sizeof(*r->threads)))
@@ -500,14 +506,7 @@ static void check_sequences(struct pt_reader *r)
 		const struct rd_chunk *c = &r->chunks[i];
 		if (c->meta)
 			continue;
-		size_t lo = 0, hi = r->nthreads;
-		while (lo < hi) {
-			size_t mid = lo + (hi - lo) / 2;
-			if (r->threads[mid].index < c->thread)
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
+		const size_t lo = thread_lower(r, c->thread);
 		if (lo == r->nthreads || r->threads[lo].index != c->thread)
 			continue;
 		if (c->sequence != expect[lo]) {
