@@ -1264,14 +1264,9 @@ int ana_suggest_json(FILE *out, const struct ana_result *res, const struct ana_s
 	      json_object_set_new(root, "roofline_needs_peaks", json_boolean(s->roofline_no_peaks));
 	for (size_t i = 0; i < s->n && !bad; i++) {
 		const struct ana_finding *f = &s->f[i];
-		json_t *j = json_object(), *ev = json_object();
+		json_t *j = json_object();
 		const char *cls = ana_class_key(f->rule, f->cls);
 		if (!j || json_array_append_new(fs, j)) { /* a failed append frees j */
-			json_decref(ev);
-			bad = 1;
-			break;
-		}
-		if (json_object_set_new(j, "evidence", ev)) { /* frees ev */
 			bad = 1;
 			break;
 		}
@@ -1312,6 +1307,10 @@ int ana_suggest_json(FILE *out, const struct ana_result *res, const struct ana_s
 		}
 		if (!bad && f->rule == ANA_R_ROOFLINE)
 			bad = json_object_set_new(j, "roofs", json_string(f->several_cores ? "all-cores" : "one-core"));
+		if (bad)
+			break;
+		json_t *ev = json_object(); /* last: the figures after what they are about */
+		bad = json_object_set_new(j, "evidence", ev); /* frees ev on a failure */
 		for (unsigned k = 0; k < ANA_SUG_EV && ev_key[f->rule][k] && !bad; k++)
 			bad = json_object_set_new(ev, ev_key[f->rule][k], num_or_null(f->ev[k]));
 	}
