@@ -18,6 +18,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include <jansson.h>
+
 #include "ptz/format.h"
 
 /* ---- statistics building blocks (ana_stats.c) ---- */
@@ -483,6 +485,15 @@ const char *ana_path_of(const struct ana_result *res, const struct ana_tree *t, 
 #define ANA_PATH_SHORT_TAIL 4
 const char *ana_path_short(const struct ana_result *res, const struct ana_tree *t, uint32_t node, char **buf,
 			   size_t *cap);
+/* ana_json_str() - @s as a JSON string, repaired by ana_utf8_clean()
+ * (jansson rejects invalid UTF-8): "?" if it cannot be made. A new
+ * reference; NULL only on ENOMEM. */
+json_t *ana_json_str(const char *s);
+/* ana_json_path() - @node's call path in tree @t as a JSON array of its
+ * names, outermost first (the report's "path", doc/analyzer-output.md §6);
+ * @names: a cache of one string per name id shared across paths (as the
+ * report keeps), or NULL. A new reference; NULL on ENOMEM. */
+json_t *ana_json_path(const struct ana_result *res, json_t **names, const struct ana_tree *t, uint32_t node);
 /* ana_text_safe() - @s for text output: control bytes (below 0x20, and
  * DEL) as '?', so that a name holding a line break or a terminal escape
  * cannot break a table or drive the terminal. The copy lives in a buffer

@@ -948,6 +948,29 @@ static json_t *jname(json_t **cache, const struct ana_result *res, uint32_t id)
 	return json_incref(cache[id]);
 }
 
+json_t *ana_json_str(const char *s)
+{
+	return jstr(s);
+}
+
+json_t *ana_json_path(const struct ana_result *res, json_t **names, const struct ana_tree *t, uint32_t node)
+{
+	json_t *p = json_array(); /* sized first, then filled from the innermost name up */
+	size_t k = 0;
+	for (uint32_t x = node; x != 0; x = t->n[x].parent)
+		k++;
+	for (size_t i = 0; p && i < k; i++)
+		if (json_array_append_new(p, json_null()))
+			goto fail;
+	for (uint32_t x = node; p && x != 0; x = t->n[x].parent)
+		if (json_array_set_new(p, --k, jname(names, res, t->n[x].id)))
+			goto fail;
+	return p;
+fail:
+	json_decref(p);
+	return NULL;
+}
+
 static json_t *json_row(const struct ana_result *res, json_t **names, const struct ana_tree *t, uint32_t node,
 			uint32_t id, const struct ana_agg *a)
 {
@@ -960,15 +983,7 @@ static json_t *json_row(const struct ana_result *res, json_t **names, const stru
 	const char *dn = pt_reader_domain(res->rd, dom);
 	json_object_set_new(r, "domain", jstr(dn ? dn : ""));
 	if (t) {
-		json_t *p = json_array(); /* sized first, then filled from the innermost name up */
-		size_t k = 0;
-		for (uint32_t x = node; x != 0; x = t->n[x].parent)
-			k++;
-		for (size_t i = 0; i < k; i++)
-			json_array_append_new(p, json_null());
-		for (uint32_t x = node; x != 0; x = t->n[x].parent)
-			json_array_set_new(p, --k, jname(names, res, t->n[x].id));
-		json_object_set_new(r, "path", p);
+		json_object_set_new(r, "path", ana_json_path(res, names, t, node));
 		json_object_set_new(r, "depth", json_integer(t->n[node].depth));
 	}
 #define JI(k, v) json_object_set_new(r, k, json_integer((json_int_t)(v)))

@@ -1211,29 +1211,6 @@ static json_t *fig_or_null(double v)
 	return v > 0 && isfinite(v) ? json_real(v) : json_null();
 }
 
-/* @node's call path as an array of names, outermost first (as the report's JSON, §6); NULL on ENOMEM. */
-static json_t *json_path(const struct ana_result *res, uint32_t node)
-{
-	const struct ana_tree *t = &res->merged;
-	const uint32_t depth = t->n[node].depth;
-	json_t *p = json_array();
-	for (uint32_t i = 0; p && i < depth; i++)
-		if (json_array_append_new(p, json_null()))
-			goto fail;
-	for (uint32_t x = node, k = depth; p && x != 0; x = t->n[x].parent) {
-		char *clean = NULL;
-		const char *name = ana_utf8_clean(ana_name(res, t->n[x].id), &clean);
-		int bad = !name || json_array_set_new(p, --k, json_string(name));
-		free(clean);
-		if (bad)
-			goto fail;
-	}
-	return p;
-fail:
-	json_decref(p);
-	return NULL;
-}
-
 int ana_suggest_json(FILE *out, const struct ana_result *res, const struct ana_sug *s)
 {
 	const struct ana_sug_opts *o = &s->o;
@@ -1274,20 +1251,16 @@ int ana_suggest_json(FILE *out, const struct ana_result *res, const struct ana_s
 		      json_object_set_new(j, "class", cls ? json_string(cls) : json_null()) ||
 		      json_object_set_new(j, "stake_ns", json_real(f->stake_ns));
 		if (!bad && f->node != UINT32_MAX) {
-			json_t *path = json_path(res, f->node);
+			json_t *path = ana_json_path(res, NULL, &res->merged, f->node);
 			bad = json_object_set_new(j, "path", path) ||
 			      json_object_set_new(j, "name", json_incref(json_array_get(path, json_array_size(path) - 1))) ||
 			      json_object_set_new(j, "depth", json_integer(res->merged.n[f->node].depth)) ||
 			      json_object_set_new(j, "lossy", json_boolean(f->lossy));
 		}
-		if (!bad && f->rule == ANA_R_HOT && f->node == UINT32_MAX) {
-			char *clean = NULL;
-			const char *name = ana_utf8_clean(ana_name(res, f->name_id), &clean);
-			bad = !name || json_object_set_new(j, "name", json_string(name)) ||
+		if (!bad && f->rule == ANA_R_HOT && f->node == UINT32_MAX)
+			bad = json_object_set_new(j, "name", ana_json_str(ana_name(res, f->name_id))) ||
 			      json_object_set_new(j, "by_name", json_true()) ||
 			      json_object_set_new(j, "paths", json_integer(f->paths));
-			free(clean);
-		}
 		if (!bad && f->rule == ANA_R_IMBALANCE)
 			bad = json_object_set_new(j, "thread", json_integer(f->thread));
 		if (!bad && f->rule == ANA_R_GPU_IDLE)
@@ -1296,14 +1269,11 @@ int ana_suggest_json(FILE *out, const struct ana_result *res, const struct ana_s
 			json_t *hs = json_array();
 			bad = json_object_set_new(j, "host_during_gap", hs) ||
 			      json_object_set_new(j, "host_none_ns", json_real(f->host_none_ns));
-			for (uint32_t k = 0; k < f->nhost && !bad; k++) {
-				char *clean = NULL;
-				const char *name = ana_utf8_clean(ana_name(res, f->host[k].id), &clean);
-				bad = !name || json_array_append_new(hs, json_pack("{s:I, s:s, s:f}", "thread",
-										(json_int_t)f->host[k].thread, "name",
-										name, "ns", f->host[k].ns));
-				free(clean);
-			}
+			for (uint32_t k = 0; k < f->nhost && !bad; k++)
+				bad = json_array_append_new(hs, json_pack("{s:I, s:o, s:f}", "thread",
+									  (json_int_t)f->host[k].thread, "name",
+									  ana_json_str(ana_name(res, f->host[k].id)), "ns",
+									  f->host[k].ns));
 		}
 		if (!bad && f->rule == ANA_R_ROOFLINE)
 			bad = json_object_set_new(j, "roofs", json_string(f->several_cores ? "all-cores" : "one-core"));
