@@ -144,6 +144,18 @@ static FILE *open_out(const char *path)
 	return fopen(path, "w");
 }
 
+/* Closes @f, an output of open_out() (NULL: it could not be opened) whose
+ * writing @failed or not, and names @path and @what on a failure; 1 if
+ * anything failed. */
+static int close_out(FILE *f, const char *path, const char *what, int failed)
+{
+	if (f && f != stdout)
+		failed |= fclose(f) != 0;
+	if (failed)
+		fprintf(stderr, PROG ": %s: cannot write %s: %s\n", path, what, strerror(errno ? errno : EIO));
+	return failed;
+}
+
 enum { OPT_REPORT = 256, OPT_FLAT, OPT_SORT, OPT_TOP, OPT_DEPTH, OPT_MINPCT, OPT_THREAD, OPT_DOMAIN,
        OPT_BOTTLENECKS, OPT_SINCE, OPT_UNTIL, OPT_CSV, OPT_JSON, OPT_NOPROGRESS, OPT_VERSION, OPT_PERFETTO,
        OPT_CHROME, OPT_FOLDED, OPT_NOISE, OPT_ALPHA, OPT_BOOTSTRAP, OPT_FAILREG, OPT_PEAKS, OPT_FP32,
@@ -344,13 +356,8 @@ static int run_compare(const char *bpath, const char *npath, struct ana_options 
 	} else {
 		if (json) {
 			FILE *f = open_out(json);
-			int bad = !f || ana_compare_json(f, &b, &n, &c);
-			if (f && f != stdout)
-				bad |= fclose(f) != 0;
-			if (bad) {
-				fprintf(stderr, PROG ": %s: cannot write JSON: %s\n", json, strerror(errno ? errno : EIO));
+			if (close_out(f, json, "JSON", !f || ana_compare_json(f, &b, &n, &c)))
 				code = 1;
-			}
 		}
 		if (!json || strcmp(json, "-")) {
 			printf("base: %s\nnew:  %s\n", bpath, npath);
@@ -391,13 +398,8 @@ static int run_suggest(const char *path, struct ana_options *ao, const struct an
 	}
 	if (json) {
 		FILE *f = open_out(json);
-		int bad = !f || ana_suggest_json(f, &res, &s);
-		if (f && f != stdout)
-			bad |= fclose(f) != 0;
-		if (bad) {
-			fprintf(stderr, PROG ": %s: cannot write JSON: %s\n", json, strerror(errno ? errno : EIO));
+		if (close_out(f, json, "JSON", !f || ana_suggest_json(f, &res, &s)))
 			code = 1;
-		}
 	}
 	if (!json || strcmp(json, "-"))
 		ana_suggest_text(stdout, &res, &s, top > 0 ? top : 20);
@@ -782,16 +784,14 @@ int main(int argc, char **argv)
 	} else {
 		if (csv) {
 			FILE *f = open_out(csv);
-			if (!f || ana_write_csv(f, &res, &ro) || (f != stdout && fclose(f))) {
-				fprintf(stderr, PROG ": %s: cannot write CSV: %s\n", csv, strerror(errno));
+			if (close_out(f, csv, "CSV", !f || ana_write_csv(f, &res, &ro))) {
 				ana_result_free(&res);
 				return 1;
 			}
 		}
 		if (json) {
 			FILE *f = open_out(json);
-			if (!f || ana_write_json(f, &res, &ro) || (f != stdout && fclose(f))) {
-				fprintf(stderr, PROG ": %s: cannot write JSON: %s\n", json, strerror(errno));
+			if (close_out(f, json, "JSON", !f || ana_write_json(f, &res, &ro))) {
 				ana_result_free(&res);
 				return 1;
 			}
