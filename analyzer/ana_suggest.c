@@ -201,19 +201,24 @@ static double share(const struct sctx *c, double ns)
 	return c->span_sum > 0 ? ns / c->span_sum : 0;
 }
 
-static void hot(struct sctx *c, uint32_t i, const struct ana_agg *a)
+/* A hot-section finding on @a (a path's row, or a name's flat row): its evidence; NULL on ENOMEM. */
+static struct ana_finding *add_hot(struct sctx *c, uint32_t node, const struct ana_agg *a)
 {
-	double sh = share(c, (double)a->self_ns);
-	if (100.0 * sh < c->o->hot_self_pct)
-		return;
-	struct ana_finding *f = add(c, ANA_R_HOT, i, (double)a->self_ns);
+	struct ana_finding *f = add(c, ANA_R_HOT, node, (double)a->self_ns);
 	if (!f)
-		return;
+		return NULL;
 	f->ev[0] = (double)a->self_ns;
-	f->ev[1] = sh;
-	f->ev[2] = (double)a->total_ns;
+	f->ev[1] = share(c, (double)a->self_ns);
+	f->ev[2] = (double)a->total_ns; /* a flat row's: recursion-safe (§2) */
 	f->ev[3] = share(c, (double)a->total_ns);
 	f->ev[4] = (double)a->count;
+	return f;
+}
+
+static void hot(struct sctx *c, uint32_t i, const struct ana_agg *a)
+{
+	if (100.0 * share(c, (double)a->self_ns) >= c->o->hot_self_pct)
+		add_hot(c, i, a);
 }
 
 /* hot-section by name: names whose paths reach the trigger together, none of them alone. */
@@ -246,17 +251,12 @@ static void hot_names(struct sctx *c)
 		const struct ana_agg *a = &res->by_name[id];
 		if (!a->count || alone[id] || paths[id] < 2 || 100.0 * share(c, (double)a->self_ns) < c->o->hot_self_pct)
 			continue;
-		struct ana_finding *f = add(c, ANA_R_HOT, UINT32_MAX, (double)a->self_ns);
+		struct ana_finding *f = add_hot(c, UINT32_MAX, a);
 		if (!f)
 			break;
 		f->name_id = id;
 		f->paths = paths[id];
 		f->lossy = a->lossy > 0;
-		f->ev[0] = (double)a->self_ns;
-		f->ev[1] = share(c, (double)a->self_ns);
-		f->ev[2] = (double)a->total_ns; /* recursion-safe (§2) */
-		f->ev[3] = share(c, (double)a->total_ns);
-		f->ev[4] = (double)a->count;
 		f->ev[5] = (double)largest[id];
 	}
 	free(paths);
@@ -302,11 +302,7 @@ static void roofline(struct sctx *c, uint32_t i, const struct ana_agg *a)
 	const double gflops = fl / t, gbps = by / t; /* per ns = G per s */
 	double pi, beta;
 	bool several;
-	roofs(c, gflops, gbps, &pi, &beta, &several);
-	if (fl > 0 && !(pi > 0))
-		pi = 0; /* no FLOP roof measured: judged on bytes alone */
-	if (by > 0 && !(beta > 0))
-		beta = 0;
+	roofs(c, gflops, gbps, &pi, &beta, &several); /* each 0 (not in the profile) or positive */
 	double attain; /* GFLOP/s at the roof */
 	bool memory, both = false; /* both: each figure it declares has its roof */
 	double e;
@@ -790,7 +786,11 @@ static int host_during_gaps(const struct ana_result *res, const char *path, stru
 	rc = rc < 0 ? rc : 0;
 	/* the end of each thread's records: what is still open ends at its last tick; then the
 	 * time each thread lived through each gap with no section open */
-	double none[HOST_GAPS] = { 0 };
+	double none[HOST_GAPS] = { 0 }, ga_ns[HOST_GAPS], gb_ns[HOST_GAPS];
+	for (uint32_t g = 0; g < h.ng; g++) {
+		ga_ns[g] = (double)pt_reader_ticks_to_ns(h.rd, h.ga[g]);
+		gb_ns[g] = (double)pt_reader_ticks_to_ns(h.rd, h.gb[g]);
+	}
 	for (size_t t = 0; t < res->nthreads && !h.nomem; t++) {
 		const struct ana_thread *th = &res->threads[t];
 		struct hthread *x = th->gpu_thread ? NULL : ana_map_find(&threads, th->index);
@@ -800,9 +800,7 @@ static int host_during_gaps(const struct ana_result *res, const char *path, stru
 		while (x->depth && !h.nomem)
 			hclose(&h, x, x->last);
 		for (uint32_t g = 0; g < h.ng; g++) {
-			const double ga = (double)pt_reader_ticks_to_ns(h.rd, h.ga[g]),
-				     gb = (double)pt_reader_ticks_to_ns(h.rd, h.gb[g]);
-			const double alive = fmin(gb, (double)th->last_ns) - fmax(ga, (double)th->first_ns);
+			const double alive = fmin(gb_ns[g], (double)th->last_ns) - fmax(ga_ns[g], (double)th->first_ns);
 			if (alive > x->top_ns[g])
 				none[g] += alive - x->top_ns[g];
 		}
@@ -919,11 +917,6 @@ void ana_suggest_free(struct ana_sug *s)
 
 /* ---------------------------------------------------------------- text */
 
-static const char *dur(char *b, size_t n, double ns)
-{
-	return ana_fmt_dur(b, n, ns);
-}
-
 static const char *bytes_str(char *b, size_t n, double v)
 {
 	if (v < 1e3)
@@ -1012,8 +1005,8 @@ static void text_roofline(FILE *out, const struct ana_finding *f, bool fp32)
 			e[0] > 0 && !use_pi ? "FLOP/s" : "memory");
 	if (f->stake_ns > 0) {
 		char t1[32], t2[32];
-		fprintf(out, "      at the roof: %s instead of %s\n", dur(t1, sizeof(t1), e[2] - f->stake_ns),
-			dur(t2, sizeof(t2), e[2]));
+		fprintf(out, "      at the roof: %s instead of %s\n", ana_fmt_dur(t1, sizeof(t1), e[2] - f->stake_ns),
+			ana_fmt_dur(t2, sizeof(t2), e[2]));
 	}
 	static const char *const advice[ANA_ROOF_NCLASS] = {
 		"near the bandwidth roof: only moving fewer bytes helps (fuse passes, reuse data while in cache, "
@@ -1041,13 +1034,13 @@ static void text_finding(FILE *out, const struct ana_result *res, const struct a
 	case ANA_R_HOT:
 		fprintf(out, "self time %s = %.1f%% of the summed thread time (trigger %g%%); inclusive %s, %.0f "
 			     "occurrence%s\n",
-			dur(a, sizeof(a), e[0]), 100 * e[1], s->o.hot_self_pct, dur(b, sizeof(b), e[2]), e[4],
+			ana_fmt_dur(a, sizeof(a), e[0]), 100 * e[1], s->o.hot_self_pct, ana_fmt_dur(b, sizeof(b), e[2]), e[4],
 			e[4] == 1 ? "" : "s");
 		if (f->node == UINT32_MAX)
 			fprintf(out, "      the largest of its %u paths holds %s (%.0f%% of the name's self time); none "
 				     "reaches the trigger alone\n      -> optimize the section itself, or call it less "
 				     "(batch the calls, cache its results).\n",
-				f->paths, dur(a, sizeof(a), e[5]), e[0] > 0 ? 100 * e[5] / e[0] : 0.0);
+				f->paths, ana_fmt_dur(a, sizeof(a), e[5]), e[0] > 0 ? 100 * e[5] / e[0] : 0.0);
 		else
 			fprintf(out, "      -> its own code, not its sub-sections, takes the time: add sections inside it "
 				     "to see where, or optimize its body.\n");
@@ -1058,37 +1051,37 @@ static void text_finding(FILE *out, const struct ana_result *res, const struct a
 	case ANA_R_IMBALANCE:
 		fprintf(out, "on %.0f threads: thread #%u spends %s in it, the mean is %s (max/mean %.2f, trigger "
 			     "%g), the least %s\n",
-			e[0], f->thread, dur(a, sizeof(a), e[1]), dur(b, sizeof(b), e[2]), e[4], s->o.imbalance_ratio,
-			dur(d, sizeof(d), e[3]));
+			e[0], f->thread, ana_fmt_dur(a, sizeof(a), e[1]), ana_fmt_dur(b, sizeof(b), e[2]), e[4], s->o.imbalance_ratio,
+			ana_fmt_dur(d, sizeof(d), e[3]));
 		fprintf(out, "      -> split the work evenly (smaller chunks, dynamic scheduling, work stealing); "
 			     "the others wait for the slowest.\n");
 		return;
 	case ANA_R_COLD_FIRST:
 		fprintf(out, "first occurrence %s, %.1fx the median %s of the other %.0f (modified z-score %.3g, "
 			     "trigger %g)\n",
-			dur(a, sizeof(a), e[1]), e[5], dur(b, sizeof(b), e[2]), e[0] - 1, e[4], s->o.cold_z);
+			ana_fmt_dur(a, sizeof(a), e[1]), e[5], ana_fmt_dur(b, sizeof(b), e[2]), e[0] - 1, e[4], s->o.cold_z);
 		fprintf(out, "      -> warm-up: page faults, cold caches, lazy initialization or JIT. Allocate and "
 			     "touch memory ahead, or keep the state\n         warm across calls; benchmarks should "
 			     "leave the first call out (the report's 'rest' columns do).\n");
 		return;
 	case ANA_R_UNSTABLE:
 		fprintf(out, "after the first: mean %s, std %s (CV %.0f%%, trigger %.0f%%); all: p50 %s, p99 %s, max %s\n",
-			dur(a, sizeof(a), e[1]), dur(b, sizeof(b), e[2]), 100 * e[3], 100 * s->o.unstable_cv,
-			dur(d, sizeof(d), e[4]), dur((char[32]){ 0 }, 32, e[5]), dur((char[32]){ 0 }, 32, e[7]));
+			ana_fmt_dur(a, sizeof(a), e[1]), ana_fmt_dur(b, sizeof(b), e[2]), 100 * e[3], 100 * s->o.unstable_cv,
+			ana_fmt_dur(d, sizeof(d), e[4]), ana_fmt_dur((char[32]){ 0 }, 32, e[5]), ana_fmt_dur((char[32]){ 0 }, 32, e[7]));
 		fprintf(out, "      -> durations vary: data-dependent work, contention, page faults, frequency "
 			     "changes or preemption.\n         Judge it by percentiles, not the mean; 'compare' tests "
 			     "medians.\n");
 		return;
 	case ANA_R_SHORT:
 		fprintf(out, "mean %s over %.0f occurrences (trigger below %s), %.1f%% of the summed thread time\n",
-			dur(a, sizeof(a), e[1]), e[0], dur(b, sizeof(b), s->o.short_ns), 100 * e[3]);
+			ana_fmt_dur(a, sizeof(a), e[1]), e[0], ana_fmt_dur(b, sizeof(b), s->o.short_ns), 100 * e[3]);
 		fprintf(out, "      -> at this length the recorder's own cost per begin/end pair (bench-recorder "
 			     "measures it) and the tick\n         resolution weigh on each figure: time the enclosing "
 			     "loop instead and count iterations with a metric.\n");
 		return;
 	case ANA_R_SMALL_XFER:
 		fprintf(out, "%.0f %s transfers averaging %s (%s in all) in %s\n", e[0], dir_key[f->cls - 1],
-			bytes_str(a, sizeof(a), e[2]), bytes_str(b, sizeof(b), e[1]), dur(d, sizeof(d), e[3]));
+			bytes_str(a, sizeof(a), e[2]), bytes_str(b, sizeof(b), e[1]), ana_fmt_dur(d, sizeof(d), e[3]));
 		fprintf(out, "      -> each small copy pays the launch latency: batch them into fewer, larger "
 			     "copies from pinned buffers.\n");
 		return;
@@ -1102,19 +1095,19 @@ static void text_finding(FILE *out, const struct ana_result *res, const struct a
 		return;
 	case ANA_R_GPU_IDLE:
 		fprintf(out, "busy %.0f%% of its active span %s (trigger below %g%%)", 100 * e[3],
-			dur(a, sizeof(a), e[1]), s->o.gpu_util_pct);
+			ana_fmt_dur(a, sizeof(a), e[1]), s->o.gpu_util_pct);
 		if (e[4] > 0)
 			fprintf(out, "; %.0f gap%s of %s, the longest %s at %.6f s", e[4], e[4] == 1 ? "" : "s",
-				dur(b, sizeof(b), e[5]), dur(d, sizeof(d), e[6]), e[7]);
+				ana_fmt_dur(b, sizeof(b), e[5]), ana_fmt_dur(d, sizeof(d), e[6]), e[7]);
 		fprintf(out, "\n");
 		if (f->host_read) {
 			fprintf(out, "      during the longest gap, the CPU threads ran (innermost section, self time):\n");
 			for (uint32_t k = 0; k < f->nhost; k++)
 				fprintf(out, "        thread #%u %s: %s (%.0f%% of the gap)\n", f->host[k].thread,
-					ana_text_safe(ana_name(res, f->host[k].id)), dur(a, sizeof(a), f->host[k].ns),
+					ana_text_safe(ana_name(res, f->host[k].id)), ana_fmt_dur(a, sizeof(a), f->host[k].ns),
 					100 * f->host[k].ns / e[6]);
 			fprintf(out, "        no section open: %s summed over the CPU threads\n",
-				dur(a, sizeof(a), f->host_none_ns));
+				ana_fmt_dur(a, sizeof(a), f->host_none_ns));
 		}
 		fprintf(out, "      -> the host did not feed the device: queue work ahead (streams, CUDA graphs), move "
 			     "host work off\n         the launching thread; 'report --since/--until' around a gap "
@@ -1179,7 +1172,7 @@ void ana_suggest_text(FILE *out, const struct ana_result *res, const struct ana_
 		text_finding(out, res, s, f);
 		if (f->stake_ns > 0 && f->rule != ANA_R_ROOFLINE) {
 			char t[32];
-			fprintf(out, "      at stake: %s\n", dur(t, sizeof(t), f->stake_ns));
+			fprintf(out, "      at stake: %s\n", ana_fmt_dur(t, sizeof(t), f->stake_ns));
 		}
 	}
 	free(buf);
