@@ -639,12 +639,16 @@ void ana_pass_finish(struct ctx *c)
 			busy += d->iv[2 * k + 1] - d->iv[2 * k];
 		d->busy_ns = ana_ticks_ns(c, busy);
 		/* the intervals stay (suggest's gpu-idle reads the gaps), without their slack */
-		uint64_t *iv = d->niv ? realloc(d->iv, 2 * d->niv * sizeof(*iv)) : NULL;
-		if (iv || !d->niv) {
-			if (!d->niv)
-				free(d->iv);
-			d->iv = iv;
-			d->civ = d->niv;
+		if (!d->niv) {
+			free(d->iv);
+			d->iv = NULL;
+			d->civ = 0;
+		} else {
+			uint64_t *iv = realloc(d->iv, 2 * d->niv * sizeof(*iv));
+			if (iv) { /* a failed shrink keeps the larger block */
+				d->iv = iv;
+				d->civ = d->niv;
+			}
 		}
 		ana_map_free(&d->stream_set);
 	}
