@@ -469,10 +469,15 @@ const char *ana_utf8_clean(const char *s, char **scratch);
 const char *ana_name(const struct ana_result *res, uint32_t id);
 
 /*
- * ana_path_of() - @node's call path in tree @t of @res: its names from the
- * root's child down, joined by ';', in *@buf (grown as needed: a path has
- * no depth or length limit; the caller frees it). NULL when it cannot grow.
+ * ana_path_of() - @node's call path in tree @t of @res, as the CSV's `path`
+ * column holds it (doc/analyzer-output.md §5): its names from the root's
+ * child down, joined by ';'; a path deeper than ANA_PATH_MAX_NAMES levels
+ * (a runaway recursion, a section never ended in a loop) as "[DEPTH] ..."
+ * and its innermost ANA_PATH_MAX_NAMES names, so that a file of D such
+ * rows grows as D, not D^2/2 (200,000 levels took over 200 GB). In *@buf,
+ * grown as needed (the caller frees it). NULL when it cannot grow.
  */
+#define ANA_PATH_MAX_NAMES 256
 const char *ana_path_of(const struct ana_result *res, const struct ana_tree *t, uint32_t node, char **buf,
 			size_t *cap);
 /*
@@ -490,10 +495,14 @@ const char *ana_path_short(const struct ana_result *res, const struct ana_tree *
  * reference; NULL only on ENOMEM. */
 json_t *ana_json_str(const char *s);
 /* ana_json_path() - @node's call path in tree @t as a JSON array of its
- * names, outermost first (the report's "path", doc/analyzer-output.md §6);
- * @names: a cache of one string per name id shared across paths (as the
- * report keeps), or NULL. A new reference; NULL on ENOMEM. */
-json_t *ana_json_path(const struct ana_result *res, json_t **names, const struct ana_tree *t, uint32_t node);
+ * names, outermost first (the report's "path", doc/analyzer-output.md §6),
+ * at most its innermost ANA_PATH_MAX_NAMES names: *@elided (may be NULL)
+ * gets the number of outer names left out (0 for a path of at most
+ * ANA_PATH_MAX_NAMES levels). @names: a cache of one string per name id
+ * shared across paths (as the report keeps), or NULL. A new reference;
+ * NULL on ENOMEM. */
+json_t *ana_json_path(const struct ana_result *res, json_t **names, const struct ana_tree *t, uint32_t node,
+		      uint32_t *elided);
 /* ana_text_safe() - @s for text output: control bytes (below 0x20, and
  * DEL) as '?', so that a name holding a line break or a terminal escape
  * cannot break a table or drive the terminal. The copy lives in a buffer

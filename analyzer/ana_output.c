@@ -692,49 +692,26 @@ static void csv_gpu(FILE *out, const struct ana_agg *a, const struct ana_row *w)
 }
 
 /*
- * @node's call path, its names from the root's child down joined by ';',
- * in *@buf (grown as needed: a path has no depth or length limit); NULL
- * when it cannot be grown.
+ * @node's call path in *@buf (grown as needed): its names from the root's
+ * child down, joined by ';', or for a node deeper than @keep levels
+ * "[DEPTH] ..." and its innermost @keep names. Only those names are
+ * visited, never the whole chain: a row costs O(@keep) however deep.
+ * NULL when *@buf cannot be grown.
  */
-const char *ana_path_of(const struct ana_result *res, const struct ana_tree *t, uint32_t node, char **buf,
-			size_t *cap)
+static const char *path_tail(const struct ana_result *res, const struct ana_tree *t, uint32_t node, uint32_t keep,
+			     char **buf, size_t *cap)
 {
-	size_t len = 0;
-	for (uint32_t x = node; x != 0; x = t->n[x].parent)
-		len += strlen(ana_name(res, t->n[x].id)) + 1;
-	if (len + 1 > *cap) {
-		char *b = realloc(*buf, len + 1);
-		if (!b)
-			return NULL;
-		*buf = b;
-		*cap = len + 1;
-	}
-	size_t o = len ? len - 1 : 0; /* written from the end, innermost name first */
-	(*buf)[o] = 0;
-	for (uint32_t x = node; x != 0; x = t->n[x].parent) {
-		const char *name = ana_name(res, t->n[x].id);
-		size_t n = strlen(name);
-		o -= n;
-		memcpy(*buf + o, name, n);
-		if (o)
-			(*buf)[--o] = ';';
-	}
-	return *buf;
-}
-
-const char *ana_path_short(const struct ana_result *res, const struct ana_tree *t, uint32_t node, char **buf,
-			   size_t *cap)
-{
-	if (t->n[node].depth <= ANA_PATH_SHORT_DEPTH)
-		return ana_path_of(res, t, node, buf, cap);
-	uint32_t tail[ANA_PATH_SHORT_TAIL]; /* nodes, outermost first */
-	char prefix[32];
-	size_t len = (size_t)snprintf(prefix, sizeof(prefix), "[%u] ...", t->n[node].depth) + 1;
+	uint32_t depth = t->n[node].depth, k = depth < keep ? depth : keep;
+	char prefix[32] = "";
+	if (depth > keep)
+		snprintf(prefix, sizeof(prefix), "[%u] ...", depth);
+	size_t plen = strlen(prefix);
+	size_t len = plen ? plen + 1 : 0; /* the prefix and its ';' */
 	uint32_t x = node;
-	for (int k = ANA_PATH_SHORT_TAIL; k-- > 0; x = t->n[x].parent) {
-		tail[k] = x;
-		len += strlen(ana_name(res, t->n[x].id)) + 1;
-	}
+	for (uint32_t i = 0; i < k; i++, x = t->n[x].parent)
+		len += strlen(ana_name(res, t->n[x].id)) + 1; /* a name and its ';' (the last: the NUL) */
+	if (!len)
+		len = 1;
 	if (len > *cap) {
 		char *b = realloc(*buf, len);
 		if (!b)
@@ -742,10 +719,32 @@ const char *ana_path_short(const struct ana_result *res, const struct ana_tree *
 		*buf = b;
 		*cap = len;
 	}
-	size_t o = (size_t)sprintf(*buf, "%s", prefix);
-	for (int k = 0; k < ANA_PATH_SHORT_TAIL; k++) /* one ana_name() at a time: its buffer is reused */
-		o += (size_t)sprintf(*buf + o, ";%s", ana_name(res, t->n[tail[k]].id));
+	size_t o = len - 1; /* written from the end, innermost name first */
+	(*buf)[o] = 0;
+	x = node;
+	for (uint32_t i = 0; i < k; i++, x = t->n[x].parent) {
+		const char *name = ana_name(res, t->n[x].id); /* one at a time: its buffer is reused */
+		size_t n = strlen(name);
+		o -= n;
+		memcpy(*buf + o, name, n);
+		if (o)
+			(*buf)[--o] = ';';
+	}
+	memcpy(*buf, prefix, plen); /* o == plen here */
 	return *buf;
+}
+
+const char *ana_path_of(const struct ana_result *res, const struct ana_tree *t, uint32_t node, char **buf,
+			size_t *cap)
+{
+	return path_tail(res, t, node, ANA_PATH_MAX_NAMES, buf, cap);
+}
+
+const char *ana_path_short(const struct ana_result *res, const struct ana_tree *t, uint32_t node, char **buf,
+			   size_t *cap)
+{
+	return path_tail(res, t, node, t->n[node].depth <= ANA_PATH_SHORT_DEPTH ? ANA_PATH_SHORT_DEPTH : ANA_PATH_SHORT_TAIL,
+			 buf, cap);
 }
 
 /* A std in integer ns; empty when not available (NaN: ana_moments_std). */
@@ -953,22 +952,33 @@ json_t *ana_json_str(const char *s)
 	return jstr(s);
 }
 
-json_t *ana_json_path(const struct ana_result *res, json_t **names, const struct ana_tree *t, uint32_t node)
+json_t *ana_json_path(const struct ana_result *res, json_t **names, const struct ana_tree *t, uint32_t node,
+		      uint32_t *elided)
 {
+	uint32_t depth = t->n[node].depth, k = depth < ANA_PATH_MAX_NAMES ? depth : ANA_PATH_MAX_NAMES;
+	if (elided)
+		*elided = depth - k;
 	json_t *p = json_array(); /* sized first, then filled from the innermost name up */
-	size_t k = 0;
-	for (uint32_t x = node; x != 0; x = t->n[x].parent)
-		k++;
-	for (size_t i = 0; p && i < k; i++)
+	for (uint32_t i = 0; p && i < k; i++)
 		if (json_array_append_new(p, json_null()))
 			goto fail;
-	for (uint32_t x = node; p && x != 0; x = t->n[x].parent)
+	for (uint32_t x = node; p && k > 0; x = t->n[x].parent)
 		if (json_array_set_new(p, --k, jname(names, res, t->n[x].id)))
 			goto fail;
 	return p;
 fail:
 	json_decref(p);
 	return NULL;
+}
+
+/* "path" (and "path_elided" when the path was cut) of node @node into row @r. */
+static void json_set_path(json_t *r, const struct ana_result *res, json_t **names, const struct ana_tree *t,
+			  uint32_t node)
+{
+	uint32_t elided;
+	json_object_set_new(r, "path", ana_json_path(res, names, t, node, &elided));
+	if (elided)
+		json_object_set_new(r, "path_elided", json_integer(elided));
 }
 
 static json_t *json_row(const struct ana_result *res, json_t **names, const struct ana_tree *t, uint32_t node,
@@ -983,7 +993,7 @@ static json_t *json_row(const struct ana_result *res, json_t **names, const stru
 	const char *dn = pt_reader_domain(res->rd, dom);
 	json_object_set_new(r, "domain", jstr(dn ? dn : ""));
 	if (t) {
-		json_object_set_new(r, "path", ana_json_path(res, names, t, node));
+		json_set_path(r, res, names, t, node);
 		json_object_set_new(r, "depth", json_integer(t->n[node].depth));
 	}
 #define JI(k, v) json_object_set_new(r, k, json_integer((json_int_t)(v)))
@@ -1131,31 +1141,111 @@ static json_t *json_instants(const struct ana_result *res, const uint64_t *n, ui
 	return a;
 }
 
-static json_t *json_tree(const struct ana_result *res, json_t **names, const struct ana_tree *t)
+/*
+ * The JSON document is written as it is made, a row at a time: a row is
+ * built, dumped and freed, so memory stays at one row's objects however
+ * many call paths the trace has (the whole document built first took
+ * 2.2 GB for 400,000 rows, 11x the analysis itself). jansson dumps every
+ * value; only the punctuation between them is written here. Each row is
+ * one line.
+ */
+struct jw {
+	FILE *out;
+	int err; /* a write or an allocation failed: the document is incomplete */
+};
+
+static void jw_raw(struct jw *w, const char *s)
 {
-	json_t *a = json_array();
-	for (uint32_t i = 1; i < t->count; i++)
-		if (t->n[i].agg.count)
-			json_array_append_new(a, json_row(res, names, t, i, t->n[i].id, &t->n[i].agg));
-	return a;
+	if (fputs(s, w->out) == EOF)
+		w->err = 1;
 }
 
-static json_t *json_flat(const struct ana_result *res, json_t **names, const struct ana_agg *flat)
+/* Dumps @v (a new reference, consumed; NULL = ENOMEM). */
+static void jw_val(struct jw *w, json_t *v)
 {
-	json_t *a = json_array();
-	for (uint32_t id = 0; id < res->nnames; id++)
+	if (!v || json_dumpf(v, w->out, JSON_ENCODE_ANY | JSON_REAL_PRECISION(12)))
+		w->err = 1;
+	json_decref(v);
+}
+
+/* `"key": ` after a line break and @indent spaces, a comma first unless *@first. */
+static void jw_key(struct jw *w, const char *key, const char *indent, bool *first)
+{
+	jw_raw(w, *first ? "\n" : ",\n");
+	*first = false;
+	jw_raw(w, indent);
+	jw_val(w, json_string(key));
+	jw_raw(w, ": ");
+}
+
+/* Every member of object @o (consumed), as keys of the object being written. */
+static void jw_members(struct jw *w, json_t *o, const char *indent, bool *first)
+{
+	const char *k;
+	json_t *v;
+	if (!o) {
+		w->err = 1;
+		return;
+	}
+	json_object_foreach(o, k, v) {
+		jw_key(w, k, indent, first);
+		jw_val(w, json_incref(v));
+	}
+	json_decref(o);
+}
+
+/* One element of an array being written, on its own line after @indent. */
+static void jw_elem(struct jw *w, json_t *v, const char *indent, bool *first)
+{
+	jw_raw(w, *first ? "\n" : ",\n");
+	*first = false;
+	jw_raw(w, indent);
+	jw_val(w, v);
+}
+
+/* The end of an array whose elements were indented by @indent (one space
+ * deeper than its key): "]" alone for an empty one. */
+static void jw_close(struct jw *w, const char *indent, bool first, const char *close)
+{
+	if (!first) {
+		jw_raw(w, "\n");
+		jw_raw(w, indent + 1);
+	}
+	jw_raw(w, close);
+}
+
+static void jw_tree(struct jw *w, const struct ana_result *res, json_t **names, const struct ana_tree *t,
+		    const char *indent)
+{
+	bool first = true;
+	jw_raw(w, "[");
+	for (uint32_t i = 1; i < t->count && !w->err; i++)
+		if (t->n[i].agg.count)
+			jw_elem(w, json_row(res, names, t, i, t->n[i].id, &t->n[i].agg), indent, &first);
+	jw_close(w, indent, first, "]");
+}
+
+static void jw_flat(struct jw *w, const struct ana_result *res, json_t **names, const struct ana_agg *flat,
+		    const char *indent)
+{
+	bool first = true;
+	jw_raw(w, "[");
+	for (uint32_t id = 0; id < res->nnames && !w->err; id++)
 		if (flat[id].count)
-			json_array_append_new(a, json_row(res, names, NULL, 0, id, &flat[id]));
-	return a;
+			jw_elem(w, json_row(res, names, NULL, 0, id, &flat[id]), indent, &first);
+	jw_close(w, indent, first, "]");
 }
 
 int ana_write_json(FILE *out, const struct ana_result *res, const struct ana_report_opts *o)
 {
 	(void)o;
 	const struct pt_trace_info *in = pt_reader_info(res->rd);
-	json_t *root = json_object();
+	struct jw w = { out, 0 };
+	bool first = true;
 	json_t **names = calloc(res->nnames ? res->nnames : 1, sizeof(*names)); /* NULL: not shared */
-	json_object_set_new(root, "schema", json_string("ptanalyze-report/1"));
+	jw_raw(&w, "{");
+	jw_key(&w, "schema", " ", &first);
+	jw_val(&w, json_string("ptanalyze-report/1"));
 	json_t *tr = json_object();
 	json_object_set_new(tr, "process", jstr(in->process_name));
 	json_object_set_new(tr, "pid", json_integer(in->pid));
@@ -1186,9 +1276,12 @@ int ana_write_json(FILE *out, const struct ana_result *res, const struct ana_rep
 		json_array_append_new(probs, p);
 	}
 	json_object_set_new(tr, "problems", probs);
-	json_object_set_new(root, "trace", tr);
-	json_t *threads = json_array();
-	for (size_t i = 0; i < res->nthreads; i++) {
+	jw_key(&w, "trace", " ", &first);
+	jw_val(&w, tr);
+	jw_key(&w, "threads", " ", &first);
+	jw_raw(&w, "[");
+	bool tfirst = true;
+	for (size_t i = 0; i < res->nthreads && !w.err; i++) {
 		const struct ana_thread *t = &res->threads[i];
 		json_t *j = json_object();
 		json_object_set_new(j, "index", json_integer(t->index));
@@ -1214,8 +1307,14 @@ int ana_write_json(FILE *out, const struct ana_result *res, const struct ana_rep
 			}
 			json_object_set_new(j, "unattributed_transfers", ux);
 		}
-		json_object_set_new(j, "tree", json_tree(res, names, &t->tree));
-		json_object_set_new(j, "flat", json_flat(res, names, res->by_name_thread[i]));
+		jw_raw(&w, tfirst ? "\n  {" : ",\n  {");
+		tfirst = false;
+		bool kfirst = true;
+		jw_members(&w, j, "   ", &kfirst);
+		jw_key(&w, "tree", "   ", &kfirst);
+		jw_tree(&w, res, names, &t->tree, "    ");
+		jw_key(&w, "flat", "   ", &kfirst);
+		jw_flat(&w, res, names, res->by_name_thread[i], "    ");
 		json_t *cs = json_array();
 		for (size_t k = 0; k < t->ncounters; k++) {
 			json_t *c = json_object();
@@ -1228,22 +1327,33 @@ int ana_write_json(FILE *out, const struct ana_result *res, const struct ana_rep
 				json_object_set_new(c, "unit", json_string("bytes"));
 			json_array_append_new(cs, c);
 		}
-		json_object_set_new(j, "counters", cs);
-		if (res->has_instants)
-			json_object_set_new(j, "instants", json_instants(res, t->instants, t->ninstants));
-		json_array_append_new(threads, j);
+		jw_key(&w, "counters", "   ", &kfirst);
+		jw_val(&w, cs);
+		if (res->has_instants) {
+			jw_key(&w, "instants", "   ", &kfirst);
+			jw_val(&w, json_instants(res, t->instants, t->ninstants));
+		}
+		jw_raw(&w, "\n  }");
 	}
-	json_object_set_new(root, "threads", threads);
-	json_object_set_new(root, "tree", json_tree(res, names, &res->merged));
-	json_object_set_new(root, "flat", json_flat(res, names, res->by_name));
-	if (res->has_gpu)
-		json_object_set_new(root, "gpu", json_gpu(res));
-	if (res->has_async)
-		json_object_set_new(root, "async", json_async(res));
-	if (res->has_instants)
-		json_object_set_new(root, "instants", json_instants(res, res->instants_by_name, res->ninstants));
-	int rc = json_dumpf(root, out, JSON_INDENT(1) | JSON_REAL_PRECISION(12)) == 0 && fputc('\n', out) != EOF ? 0 : -1;
-	json_decref(root);
+	jw_raw(&w, tfirst ? "]" : "\n ]");
+	jw_key(&w, "tree", " ", &first);
+	jw_tree(&w, res, names, &res->merged, "  ");
+	jw_key(&w, "flat", " ", &first);
+	jw_flat(&w, res, names, res->by_name, "  ");
+	if (res->has_gpu) {
+		jw_key(&w, "gpu", " ", &first);
+		jw_val(&w, json_gpu(res));
+	}
+	if (res->has_async) {
+		jw_key(&w, "async", " ", &first);
+		jw_val(&w, json_async(res));
+	}
+	if (res->has_instants) {
+		jw_key(&w, "instants", " ", &first);
+		jw_val(&w, json_instants(res, res->instants_by_name, res->ninstants));
+	}
+	jw_raw(&w, "\n}\n");
+	int rc = w.err ? -1 : 0;
 	for (uint32_t i = 0; names && i < res->nnames; i++)
 		json_decref(names[i]);
 	free(names);

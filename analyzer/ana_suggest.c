@@ -1244,8 +1244,10 @@ int ana_suggest_json(FILE *out, const struct ana_result *res, const struct ana_s
 		      json_object_set_new(j, "class", cls ? json_string(cls) : json_null()) ||
 		      json_object_set_new(j, "stake_ns", json_real(f->stake_ns));
 		if (!bad && f->node != UINT32_MAX) {
-			json_t *path = ana_json_path(res, NULL, &res->merged, f->node);
+			uint32_t elided;
+			json_t *path = ana_json_path(res, NULL, &res->merged, f->node, &elided);
 			bad = json_object_set_new(j, "path", path) ||
+			      (elided && json_object_set_new(j, "path_elided", json_integer(elided))) ||
 			      json_object_set_new(j, "name", json_incref(json_array_get(path, json_array_size(path) - 1))) ||
 			      json_object_set_new(j, "depth", json_integer(res->merged.n[f->node].depth)) ||
 			      json_object_set_new(j, "lossy", json_boolean(f->lossy));

@@ -52,9 +52,9 @@ if [ "$MODE" = deep ]; then
 	check "deep recursion: level 16 indented 30 spaces, deeper rows 32 with their level" \
 		eval 'grep -qE "^ {30}rec +1 " "$TMP/out" && grep -qE "^ {32}\[17\] rec +1 " "$TMP/out" &&
 			grep -qE "^ {32}\[100000\] rec +1 " "$TMP/out"'
-	# --json of a recursion 3,000 deep: every row carries its full path
-	# (4.5 M names in all, 113 MB of text); one shared string per name keeps
-	# the document's memory near the text's size (it took 828 MB)
+	# --json of a recursion 3,000 deep: rows deeper than 256 levels carry
+	# their innermost 256 names and path_elided (the full paths were 4.5 M
+	# names, 113 MB of text); rows are written one at a time
 	"$GEN" "$TMP/rec3k.ptz" --deep 3000 || { echo "Bail out! generator failed"; exit 1; }
 	if ldd "$ANA" 2>/dev/null | grep -q libasan; then
 		n=$((n + 1)); echo "ok $n - # SKIP deep --json peak RSS: not measured under AddressSanitizer"
@@ -63,9 +63,57 @@ if [ "$MODE" = deep ]; then
 p = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024 if p.returncode == 0 else -1)' \
 			"$ANA" "$TMP/rec3k.ptz" --json "$TMP/rec3k.json" --no-progress)
-		check "deep --json: exit 0, all 3,000 levels, peak RSS $rss MB <= 300 MB" \
-			eval '[ "$rss" -ge 0 ] && [ "$rss" -le 300 ] && grep -q "\"depth\": 3000," "$TMP/rec3k.json"'
+		check "deep --json: exit 0, all 3,000 levels, peak RSS $rss MB <= 100 MB" \
+			eval '[ "$rss" -ge 0 ] && [ "$rss" -le 100 ] && grep -q "\"depth\": 3000," "$TMP/rec3k.json"'
+		check "deep --json: the 3,000-level row keeps 256 names, path_elided 2744" python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+r = [x for x in d["tree"] if x["depth"] == 3000]
+assert len(r) == 1 and r[0]["path_elided"] == 2744 and r[0]["path"] == ["rec"] * 256, r[0]["path_elided"]
+assert all("path_elided" not in x for x in d["tree"] if x["depth"] <= 256)
+assert all(len(x["path"]) == x["depth"] for x in d["tree"] if x["depth"] <= 256)' "$TMP/rec3k.json"
 	fi
+	# --json of 30,000 distinct call paths: written a row at a time, its
+	# peak RSS stays near the report's (the whole document built first
+	# took 11x: 2.2 GB for 100,000 paths)
+	"$GEN" "$TMP/wide.ptz" --wide 30000 || { echo "Bail out! generator failed"; exit 1; }
+	if ldd "$ANA" 2>/dev/null | grep -q libasan; then
+		n=$((n + 1)); echo "ok $n - # SKIP wide --json peak RSS: not measured under AddressSanitizer"
+	else
+		rss() { python3 -c 'import resource, subprocess, sys
+p = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024 if p.returncode == 0 else -1)' "$@"; }
+		r0=$(rss "$ANA" "$TMP/wide.ptz" --no-progress)
+		r1=$(rss "$ANA" "$TMP/wide.ptz" --json "$TMP/wide.json" --no-progress)
+		check "wide --json: 30,000 paths, peak RSS $r1 MB <= 1.5 x the report's $r0 MB + 10 MB" \
+			eval '[ "$r0" -gt 0 ] && [ "$r1" -gt 0 ] && [ "$r1" -le $((r0 * 3 / 2 + 10)) ] &&
+				[ "$(grep -c "\"name\": \"w" "$TMP/wide.json")" -eq 120000 ]'
+		rm -f "$TMP/wide.json"
+	fi
+	# CSV and JSON of a section never ended in a loop of 20,000 iterations:
+	# 20,000 levels, each with a closed "inner". Full paths would be 2 x
+	# 200 M names (over 1 GB of CSV); bounded, each row holds at most 256
+	"$GEN" "$TMP/noend20k.ptz" --noend 20000 || { echo "Bail out! generator failed"; exit 1; }
+	timeout 60 "$ANA" "$TMP/noend20k.ptz" --csv "$TMP/noend.csv" --json "$TMP/noend.json" --no-progress \
+		>/dev/null 2>"$TMP/err"
+	rc=$?
+	check "never-ended loop: --csv and --json exit 0 within 60 s, each under 150 MB" \
+		eval '[ "$rc" -eq 0 ] && [ "$(stat -c %s "$TMP/noend.csv")" -lt 150000000 ] &&
+			[ "$(stat -c %s "$TMP/noend.json")" -lt 150000000 ]'
+	check "never-ended loop: paths cut to their innermost 256 names past 256 levels" python3 -c '
+import csv, json, sys
+csv.field_size_limit(1 << 30)
+rows = {(r["thread"], int(r["depth"])): r["path"] for r in csv.DictReader(open(sys.argv[1])) if r["view"] == "tree"
+        and r["name"] == "inner"}
+assert rows[("all", 256)] == ";".join(["step"] * 255 + ["inner"]), rows[("all", 256)][:50]
+assert rows[("all", 257)] == "[257] ...;" + ";".join(["step"] * 255 + ["inner"]), rows[("all", 257)][:50]
+assert rows[("0", 20000)] == "[20000] ...;" + ";".join(["step"] * 255 + ["inner"])
+d = json.load(open(sys.argv[2]))
+r = {x["depth"]: x for x in d["threads"][0]["tree"] if x["name"] == "inner"}
+assert "path_elided" not in r[256] and r[256]["path"] == ["step"] * 255 + ["inner"]
+assert r[257]["path_elided"] == 1 and r[257]["path"] == ["step"] * 255 + ["inner"]
+assert r[20000]["path_elided"] == 19744 and len(r[20000]["path"]) == 256' "$TMP/noend.csv" "$TMP/noend.json"
+	rm -f "$TMP/noend.csv" "$TMP/noend.json" "$TMP/rec3k.json"
 	run suggest "$TMP/deep.ptz" --json "$TMP/deep-suggest.json"
 	check "deep: suggest exits 0 and names the 200,000 open sections" \
 		eval '[ "$rc" -eq 0 ] && grep -q "\"open-at-end\"" "$TMP/deep-suggest.json"'
@@ -118,6 +166,12 @@ rc=$?
 check "a FIFO without a writer: exit 1 at once, 'not a regular file'" \
 	eval '[ "$rc" -eq 1 ] && grep -q "not a regular file" "$TMP/err"'
 
+# ---- a full disk under the CSV or JSON (written as made): an error, not exit 0
+for fmt in csv json; do
+	run "$SMALL" --$fmt /dev/full --no-progress
+	check "--$fmt /dev/full: exit 1, 'cannot write'" eval '[ "$rc" -eq 1 ] && grep -q "cannot write" "$TMP/err"'
+done
+
 # ---- names with CSV/JSON/terminal specials, a path 601 levels deep
 "$GEN" "$TMP/g.ptz" || { echo "Bail out! generator failed"; exit 1; }
 run "$TMP/g.ptz" --csv "$TMP/g.csv" --json "$TMP/g.json"
@@ -132,18 +186,21 @@ assert rows[0][0] == 'view' and len(rows[0]) == 40, rows[0]
 assert all(len(r) == 40 for r in rows), set(len(r) for r in rows)
 flat = [r[4] for r in rows if r[0] == 'flat' and r[1] == 'all']
 assert set(names) <= set(flat), flat
-deep = max((r for r in rows if r[0] == 'tree' and r[1] == 'all' and r[4] == 'rec'), key=lambda r: int(r[3]))
-seg = deep[2].split(';')
-assert deep[3] == '601' and len(seg) == 601 and seg[0] == 'root' and set(seg[1:]) == {'rec'}, (deep[3], len(seg), seg[:2])
+recs = {int(r[3]): r[2] for r in rows if r[0] == 'tree' and r[1] == 'all' and r[4] == 'rec'}
+seg = recs[256].split(';')  # 256 levels: the whole path
+assert len(seg) == 256 and seg[0] == 'root' and set(seg[1:]) == {'rec'}, (len(seg), seg[:2])
+seg = recs[601].split(';')  # deeper: "[601] ..." and the innermost 256 names
+assert max(recs) == 601 and len(seg) == 257 and seg[0] == '[601] ...' and set(seg[1:]) == {'rec'}, (len(seg), seg[:2])
 paths = [r[2] for r in rows if r[0] == 'tree' and r[1] == 'all']
 assert len(paths) == len(set(paths)), 'two tree rows with one path'
 j = json.load(open(sys.argv[2], encoding='utf-8'))
 jn = [r['name'] for r in j['flat']]
 assert set(n.replace('\xff', '?') for n in names) <= set(jn), jn
-dj = max((r for r in j['tree'] if r['name'] == 'rec'), key=lambda r: r['depth'])
-assert dj['depth'] == 601 and len(dj['path']) == 601 and dj['path'][0] == 'root', (dj['depth'], len(dj['path']))
+dj = {r['depth']: r for r in j['tree'] if r['name'] == 'rec'}
+assert len(dj[256]['path']) == 256 and dj[256]['path'][0] == 'root' and 'path_elided' not in dj[256]
+assert max(dj) == 601 and dj[601]['path'] == ['rec'] * 256 and dj[601]['path_elided'] == 345, dj[601].get('path_elided')
 PY
-check "CSV (RFC 4180, 40 columns, exact names, full 601-level path) and JSON (valid, full path)" \
+check "CSV (RFC 4180, 40 columns, exact names, a 601-level path cut to 256 names) and JSON (valid, path_elided)" \
 	python3 "$TMP/check.py" "$TMP/g.csv" "$TMP/g.json"
 
 # ptanalyze compare on two recorder traces: "slower" spins 2 ms instead of 200 us

@@ -12,6 +12,8 @@
  * it: a call tree N levels deep, each level with a closed "inner".
  * gen_cli_edges_trace OUT.ptz --deep N: a recursion N levels deep, every
  * section ended.
+ * gen_cli_edges_trace OUT.ptz --wide N: N distinct names ("w0" .. "wN-1"),
+ * each one section at the top level: N call paths, N flat rows.
  * gen_cli_edges_trace OUT.ptz --cmp-base N | --cmp-new N: for ptanalyze
  * compare, N iterations of "iter" { "steady": 100 us; "slower": 200 us
  * (base) or 2 ms (new) }, each spent spinning on the thread's CPU clock: a
@@ -45,9 +47,11 @@ static void spin_cpu_us(long us)
 int main(int argc, char **argv)
 {
 	int noend = argc == 4 && strcmp(argv[2], "--noend") == 0, deep = argc == 4 && strcmp(argv[2], "--deep") == 0;
+	int wide = argc == 4 && strcmp(argv[2], "--wide") == 0;
 	int cmp_base = argc == 4 && strcmp(argv[2], "--cmp-base") == 0, cmp_new = argc == 4 && strcmp(argv[2], "--cmp-new") == 0;
-	if (argc != 2 && !noend && !deep && !cmp_base && !cmp_new) {
-		fprintf(stderr, "usage: %s OUT.ptz [--noend N | --deep N | --cmp-base N | --cmp-new N]\n", argv[0]);
+	if (argc != 2 && !noend && !deep && !wide && !cmp_base && !cmp_new) {
+		fprintf(stderr, "usage: %s OUT.ptz [--noend N | --deep N | --wide N | --cmp-base N | --cmp-new N]\n",
+			argv[0]);
 		return 2;
 	}
 	const struct pt_options opt = { .ring_bytes = 64u << 20, .flush_interval_ms = 10, .process_name = "cli-edges-gen" };
@@ -76,6 +80,16 @@ int main(int argc, char **argv)
 			spin_cpu_us(cmp_new ? 2000 : 200);
 			pt_end(r, slower);
 			pt_end(r, iter);
+		}
+		return pt_close(r) ? 1 : 0;
+	}
+	if (wide) {
+		for (long i = 0, n = atol(argv[3]); i < n; i++) {
+			char name[32];
+			snprintf(name, sizeof(name), "w%ld", i);
+			uint32_t id = pt_intern(r, name);
+			pt_begin(r, id);
+			pt_end(r, id);
 		}
 		return pt_close(r) ? 1 : 0;
 	}
