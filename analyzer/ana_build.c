@@ -1112,7 +1112,10 @@ static int run_pass(const char *path, const struct ana_options *opt, struct ana_
 			pass_merged.n = NULL;
 		}
 	}
-	uint32_t maxid = res->nnames;
+	/* flat tables cover the ids that have rows (each thread's grew to the
+	 * ids it saw), not every id the string table defines: one STRING
+	 * record with id 2^24 - 1 made every table 5 GB */
+	uint32_t maxid = 0;
 	for (size_t i = 0; i < res->nthreads; i++) {
 		merge_tree(&res->merged, &res->threads[i].tree, &c.rng);
 		if (c.ts[i].nflat > maxid)
@@ -1125,11 +1128,19 @@ static int run_pass(const char *path, const struct ana_options *opt, struct ana_
 	res->nnames = maxid;
 	res->by_name = calloc(maxid ? maxid : 1, sizeof(*res->by_name));
 	res->by_name_thread = calloc(res->nthreads ? res->nthreads : 1, sizeof(*res->by_name_thread));
+	bool nomem = !res->by_name || !res->by_name_thread;
 	for (size_t i = 0; i < res->nthreads; i++) {
-		res->by_name_thread[i] = calloc(maxid ? maxid : 1, sizeof(struct ana_agg));
+		struct ana_agg *bt = nomem ? NULL : calloc(maxid ? maxid : 1, sizeof(struct ana_agg));
+		nomem |= !bt;
+		if (bt)
+			res->by_name_thread[i] = bt;
 		for (uint32_t id = 0; id < c.ts[i].nflat; id++) {
+			if (!bt) { /* out of memory: freed, ana_run() fails */
+				ana_agg_free(&c.ts[i].flat[id]);
+				continue;
+			}
 			/* ownership moves to the result */
-			res->by_name_thread[i][id] = c.ts[i].flat[id];
+			bt[id] = c.ts[i].flat[id];
 			ana_agg_merge(&res->by_name[id], &c.ts[i].flat[id], &c.rng);
 		}
 		free(c.ts[i].flat);
@@ -1141,6 +1152,11 @@ static int run_pass(const char *path, const struct ana_options *opt, struct ana_
 		ana_pass_free_tstate(&c.ts[i]);
 	}
 	free(c.ts);
+	if (nomem) {
+		free(c.domain_of);
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
 	/* flat percentiles: every path of a name, from the merged tree */
 	if (c.merged_only && !opt->no_flat_percentiles)
 		for (uint32_t i = 1; i < res->merged.count; i++) {

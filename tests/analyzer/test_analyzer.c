@@ -681,6 +681,44 @@ static void test_ana_run_huge_ids(void **state)
 	unlink(path);
 }
 
+/* A string table that defines one far id (2^24 - 1, the largest the
+ * format allows) that no section uses: the flat tables cover the ids that
+ * have rows, not every id defined (they were sized by the largest one:
+ * 304 B x 2^24 = 5 GB per thread and for the merged view, then a crash
+ * when calloc failed), and the far name still reads back. */
+static void test_ana_run_far_string_id(void **state)
+{
+	(void)state;
+	const char *path = tu_path("far-string.ptz");
+	const uint32_t far = (1u << 24) - 1;
+	struct tb b;
+	tb_open(&b, path, "far string id");
+	tb_meta(&b, 3);
+	assert_int_equal(fmt_enc_string(&b.e, far, 0, "far", 3), 0);
+	tb_flush(&b, FMT_CHUNK_META, PT_FMT_META_THREAD);
+	for (uint32_t th = 0; th < 3; th++) {
+		fmt_enc_begin(&b.e, T0 + 10, ID_A);
+		fmt_enc_end(&b.e, T0 + 110, ID_A);
+		tb_flush(&b, FMT_CHUNK_EVENTS, th);
+	}
+	tb_close(&b);
+	struct ana_result r;
+	ana_test_run(path, &all_opts, &r);
+	assert_int_equal(r.nthreads, 3);
+	assert_true(r.name_id_limit > far);
+	assert_true(r.nnames <= ANA_MIN_NAME_IDS); /* ids with rows: A's, not far's */
+	assert_int_equal(r.by_name[ID_A].count, 3);
+	for (uint32_t th = 0; th < 3; th++)
+		assert_int_equal(r.by_name_thread[th][ID_A].count, 1);
+	assert_string_equal(ana_name(&r, far), "far");
+	const struct ana_report_opts ro = { .sort = ANA_SORT_TIME, .thread = -1 };
+	char *json = ana_test_output(ANA_OUT_JSON, &r, &ro);
+	assert_non_null(strstr(json, "\"name\": \"A\""));
+	free(json);
+	ana_result_free(&r);
+	unlink(path);
+}
+
 /* merged_percentiles_only (the --report path): every merged and flat
  * figure equals the default mode's; per-thread histograms stay empty;
  * with no_flat_percentiles too, so do the flat ones. */
@@ -2214,6 +2252,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_ana_run_counters),
 		cmocka_unit_test(test_ana_run_merged_percentiles_only),
 		cmocka_unit_test(test_ana_run_huge_ids),
+		cmocka_unit_test(test_ana_run_far_string_id),
 		cmocka_unit_test(test_ana_hist_hybrid_ranks),
 		cmocka_unit_test(test_ana_hist_index_edges),
 		cmocka_unit_test(test_ana_hist_pair_count_overflow),
