@@ -409,6 +409,24 @@ static int emit_gpu(struct cw *w)
 			rc = emit_flow(w, "f", r->seq, r->start_ticks, PFX_GPU_TID_BASE + r->lane);
 	}
 	free(used);
+	/* ranges with no lane (PFX_GPU_MAX_LANES): not drawn, counted in one
+	 * instant at the first */
+	uint64_t n = 0, first = 0;
+	for (size_t i = 0; g->no_lane && i < g->n; i++) {
+		const struct pfx_gpu_range *r = &g->r[i];
+		if ((r->flags & PFX_GPU_NO_LANE) && r->start_ticks >= w->since_ticks && r->end_ticks <= w->until_ticks &&
+		    !n++)
+			first = r->start_ticks;
+	}
+	if (rc == 0 && n) {
+		const double ts = ts_us(w, first);
+		rc = emit_new(w,
+			      json_pack("{s:s, s:s, s:s, s:s, s:f, s:i, s:{s:I, s:i}}", "name",
+					"ptz: GPU ranges not drawn (overlapping on one stream beyond its lanes)", "cat",
+					"ptz", "ph", "i", "s", "p", "ts", ts, "pid", w->pid, "args", "count",
+					(json_int_t)n, "max_lanes_per_stream", (int)PFX_GPU_MAX_LANES),
+			      ts);
+	}
 	return rc;
 }
 
@@ -496,7 +514,8 @@ int pfx_write_chrome(const char *trace_path, FILE *out, const struct pfx_opts *o
 		goto out;
 	}
 	for (size_t i = 0; i < w.gpu.n; i++)
-		if (w.gpu.r[i].start_ticks >= w.since_ticks && w.gpu.r[i].end_ticks <= w.until_ticks)
+		if (w.gpu.r[i].start_ticks >= w.since_ticks && w.gpu.r[i].end_ticks <= w.until_ticks &&
+		    !(w.gpu.r[i].flags & PFX_GPU_NO_LANE))
 			w.gpu.r[i].flags |= PFX_GPU_KEEP;
 	const char *pname = info->process_name && *info->process_name ? info->process_name : "ptz trace";
 	pname = ana_utf8_clean(pname, &w.scratch_name);

@@ -112,7 +112,7 @@ int pfx_gpu_finish(struct pfx_gpu *g, uint64_t snap_ticks)
 	g->lanes = NULL;
 	g->devices = NULL;
 	g->by_seq = NULL;
-	g->nlanes = g->ndevices = 0;
+	g->nlanes = g->ndevices = g->no_lane = 0;
 	if (!g->n)
 		return 0;
 	qsort(g->r, g->n, sizeof(*g->r), cmp_gpu);
@@ -141,6 +141,13 @@ int pfx_gpu_finish(struct pfx_gpu *g, uint64_t snap_ticks)
 				break;
 			if (k == 0 && snap_lane0(l, x, snap_ticks))
 				break;
+		}
+		x->flags &= ~PFX_GPU_NO_LANE;
+		if (k == nnl && nnl == PFX_GPU_MAX_LANES) { /* nests nowhere: not drawn */
+			x->flags |= PFX_GPU_NO_LANE;
+			x->lane = first_lane;
+			g->no_lane++;
+			continue;
 		}
 		if (k == nnl) {
 			if (nnl == nalloc) {

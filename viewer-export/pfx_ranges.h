@@ -20,7 +20,8 @@
  *    clamped start, end descending, seq) and each gets a lane of its stream:
  *    lane 0 normally; a range that does not nest with the ranges open in a
  *    lane (a partial overlap, which one CUDA stream should never produce)
- *    moves to the lowest lane where it nests, so a track never mis-nests.
+ *    moves to the lowest lane where it nests, so a track never mis-nests
+ *    (at most PFX_GPU_MAX_LANES lanes a stream: beyond, not drawn).
  *    Except for jitter: the recorder maps a start through the float
  *    milliseconds of cudaEventElapsedTime from an anchor and the end as the
  *    start plus another such elapsed time, so back-to-back kernels overlap
@@ -62,9 +63,18 @@
  * milliseconds have 24 bits, about 6 ns at 100 ms and 1 us at 16 s. */
 #define PFX_GPU_SNAP_NS 1000u
 
+/* Lanes of one (device, stream) at most: a range that nests in none of
+ * them (more than this many ranges overlapping each other partially on one
+ * stream, which a CUDA stream never produces; a crafted trace does) gets
+ * none and is not drawn, but counted (pfx_gpu.no_lane): so the layout
+ * stays linear in the ranges (a staircase of N ranges, each overlapping
+ * the last, took N^2/2 steps and N tracks: 65 s for 160,000). */
+#define PFX_GPU_MAX_LANES 64u
+
 /* struct pfx_gpu_range.flags */
-#define PFX_GPU_KEEP 1u   /* inside the export window: written */
-#define PFX_GPU_LINKED 2u /* its CPU section was written with flow id = seq */
+#define PFX_GPU_KEEP 1u    /* inside the export window: written */
+#define PFX_GPU_LINKED 2u  /* its CPU section was written with flow id = seq */
+#define PFX_GPU_NO_LANE 4u /* set by pfx_gpu_finish(): no lane (PFX_GPU_MAX_LANES), never drawn */
 
 /** struct pfx_gpu_range - one GPU_RANGE record, laid out. */
 struct pfx_gpu_range {
@@ -77,8 +87,8 @@ struct pfx_gpu_range {
 	uint64_t snap_ticks;  /* how far pfx_gpu_finish() moved the start */
 	uint32_t device;
 	uint32_t name_id;   /* section id */
-	uint32_t lane;      /* index into pfx_gpu.lanes (set by pfx_gpu_finish) */
-	uint32_t flags;     /* PFX_GPU_*, owned by the exporter */
+	uint32_t lane;      /* index into pfx_gpu.lanes (set by pfx_gpu_finish; its stream's first lane for PFX_GPU_NO_LANE) */
+	uint32_t flags;     /* PFX_GPU_*: NO_LANE set by pfx_gpu_finish(), the rest owned by the exporter */
 };
 
 /** struct pfx_gpu_lane - one track of GPU ranges: a lane of a (device, stream). */
@@ -103,6 +113,7 @@ struct pfx_gpu {
 	uint32_t *devices; /* distinct device ordinals, ascending */
 	size_t ndevices;
 	struct pfx_gpu_seq *by_seq; /* by (seq, position in r) */
+	size_t no_lane;             /* ranges flagged PFX_GPU_NO_LANE */
 	/* threads named "ptz-gpu": recorder index and whether they have sections */
 	uint32_t *threads;
 	bool *thread_sections;

@@ -790,7 +790,7 @@ static void gpu_keep(struct pctx *c)
 {
 	for (size_t i = 0; i < c->gpu.n; i++) {
 		struct pfx_gpu_range *g = &c->gpu.r[i];
-		if (in_window(c, g->start_ticks) && in_window(c, g->end_ticks))
+		if (in_window(c, g->start_ticks) && in_window(c, g->end_ticks) && !(g->flags & PFX_GPU_NO_LANE))
 			g->flags |= PFX_GPU_KEEP;
 	}
 }
@@ -856,6 +856,22 @@ static void emit_gpu(struct pctx *c)
 out:
 	free(lane_used);
 	free(dev_used);
+	/* ranges with no lane (PFX_GPU_MAX_LANES): not drawn, counted in one
+	 * instant at the first */
+	uint64_t n = 0, first_ns = 0;
+	for (size_t i = 0; g->no_lane && i < g->n; i++) {
+		const struct pfx_gpu_range *r = &g->r[i];
+		if ((r->flags & PFX_GPU_NO_LANE) && in_window(c, r->start_ticks) && in_window(c, r->end_ticks) &&
+		    !n++)
+			first_ns = ns_of(c, r->start_ticks);
+	}
+	if (n && !c->err) {
+		struct annots an = { .n = 0 };
+		annot_u(&an, "count", n);
+		annot_u(&an, "max_lanes_per_stream", PFX_GPU_MAX_LANES);
+		emit_instant(c, PFX_SEQ_PROCESS, PFX_UUID_PROCESS, first_ns,
+			     "ptz: GPU ranges not drawn (overlapping on one stream beyond its lanes)", &an);
+	}
 }
 
 static void emit_async(struct pctx *c)

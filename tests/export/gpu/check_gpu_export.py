@@ -458,6 +458,46 @@ def check_random(seed):
     same(gota, want_async, f"random {seed}: chrome async b/e pairs")
 
 
+# ==== more ranges overlapping on one stream than it has lanes ====
+def check_staircase(n=1000, lanes=64):
+    """n ranges on one stream, each overlapping every other partially: the
+    first `lanes` (PFX_GPU_MAX_LANES) get a lane each, the rest are not drawn
+    but counted in one process instant at the first of them (the layout
+    searched every lane for every range: quadratic, and a track per range)."""
+    trace = os.path.join(TMP, "staircase.ptz")
+    r = subprocess.run([GEN, trace, "--staircase", str(n)], capture_output=True)
+    if not tap(r.returncode == 0, "staircase: gen_gpu_trace --staircase", r.stderr.decode()):
+        return
+    want_instant = ("ptz: GPU ranges not drawn (overlapping on one stream beyond its lanes)", lanes * 1000,
+                    {"count": n - lanes, "max_lanes_per_stream": lanes})
+    out = os.path.join(TMP, "staircase.pftrace")
+    e = subprocess.run([EXPORTER, trace, out], capture_output=True)
+    if tap(e.returncode == 0, "staircase: export-perfetto", e.stderr.decode()):
+        t = pb.Trace()
+        with open(out, "rb") as fh:
+            t.ParseFromString(fh.read())
+        fs = [f for f in pftrace_check.check(t) if f.severity != "warning"]
+        tap(not fs, "staircase: trace-processor checker finds no error",
+            "\n".join(f"{f.severity} {f.rule} {f.packet} {f.msg}" for f in fs))
+        _, _, slices, instants, _ = perfetto_model(t)
+        gpu = {lab: v for lab, v in slices.items() if lab.startswith("GPU ")}
+        same((len(gpu), sorted(len(v) for v in gpu.values())[-1:], sorted(s[1] for v in gpu.values() for s in v),
+              [i for i in instants.get("process", []) if i[0] == want_instant[0]]),
+             (lanes, [1], [1000 * i for i in range(lanes)], [want_instant]),
+             f"staircase: perfetto draws {lanes} lanes of one range each, counts the other {n - lanes}")
+    out = os.path.join(TMP, "staircase.json")
+    e = subprocess.run([PTANALYZE, "export", "--chrome", out, trace], capture_output=True)
+    if not tap(e.returncode == 0 and not e.stderr, "staircase: export --chrome", e.stderr.decode()):
+        return
+    with open(out, encoding="utf-8") as fh:
+        ev = json.load(fh)
+    xs = sorted(us_to_ns(x["ts"]) for x in ev if x["ph"] == "X" and x["tid"] >= GPU_TID)
+    ins = [(x["name"], us_to_ns(x["ts"]), x["args"]) for x in ev if x["ph"] == "i" and "not drawn" in x["name"]]
+    same((xs, len({x["tid"] for x in ev if x["ph"] == "X"}), ins),
+         ([1000 * i for i in range(lanes)], lanes, [want_instant]),
+         f"staircase: chrome draws {lanes} lanes of one range each, counts the other {n - lanes}")
+
+
 def main():
     print("TAP version 13")
     trace = os.path.join(TMP, "gpu.ptz")
@@ -467,6 +507,7 @@ def main():
         check_chrome(trace)
     for seed in (1, 2, 3):
         check_random(seed)
+    check_staircase()
     return finish()
 
 

@@ -46,6 +46,11 @@
  * T0, raw start offset from the launch) and CPU launch (seq, thread,
  * start), every async range (name, begin, end, whether never ended) and
  * the number of unmatched ends, and the trace's last tick.
+ *
+ * With --staircase N: N "kernA" ranges on device 0 stream 7 only, the i-th
+ * from 1000 i to 1000 (i + N) + 5000 ns (each overlaps every other
+ * partially, by more than the jitter snap, so none nests: one lane each up
+ * to PFX_GPU_MAX_LANES, the rest not drawn).
  */
 #include <inttypes.h>
 #include <stdbool.h>
@@ -327,8 +332,9 @@ static void r_script(void)
 int main(int argc, char **argv)
 {
 	const bool random = argc == 4 && !strcmp(argv[2], "--random");
-	if (argc != 2 && !random) {
-		fprintf(stderr, "usage: %s OUT.ptz [--random SEED]\n", argv[0]);
+	const bool stair = argc == 4 && !strcmp(argv[2], "--staircase");
+	if (argc != 2 && !random && !stair) {
+		fprintf(stderr, "usage: %s OUT.ptz [--random SEED | --staircase N]\n", argv[0]);
 		return 2;
 	}
 	if (random) {
@@ -353,6 +359,23 @@ int main(int argc, char **argv)
 	fmt_enc_clock(&e, 1000000000, 1000000000, 1700000000000000000ull - T0 + 1000000000, 1);
 	if (flush(w, &e, FMT_CHUNK_META, PT_FMT_META_THREAD))
 		return 1;
+	if (stair) {
+		const uint64_t n = strtoull(argv[3], NULL, 10);
+		fmt_enc_reset(&e, buf, sizeof(buf));
+		for (uint64_t i = 0; i < n; i++) {
+			if (!fmt_enc_room(&e, 80)) {
+				if (flush(w, &e, FMT_CHUNK_EVENTS, TH_GPU))
+					return 1;
+				fmt_enc_reset(&e, buf, sizeof(buf));
+			}
+			const uint64_t t = T0 + 1000 * i;
+			if (fmt_enc_gpu_range(&e, ID_KERNA, 0, t, t + 1000 * n + 5000, t, i + 1, 7))
+				return 1;
+		}
+		if (flush(w, &e, FMT_CHUNK_EVENTS, TH_GPU))
+			return 1;
+		return fmt_writer_close(w) ? 1 : 0;
+	}
 	if (random) { /* file order: gpu 0, main, gpu 1, worker, gpu 2, gpu 3 */
 		size_t f[NTH] = { 0, 0, 0 };
 		if (events(w, TH_GPU, r_ops[TH_GPU], r_n[TH_GPU], &f[TH_GPU]) ||
