@@ -18,9 +18,11 @@
  * Failure behaviour: a chunk that cannot be written (ENOSPC, EIO...) is
  * counted in io_lost_records and its error kept in last_io_error; draining
  * continues so producers keep recording (and losing) without blocking. At
- * stop, the final meta chunk (threads, clock, losses, errors) is written
- * into the space the writer keeps in reserve.
+ * stop, the tables and thread records go in ordinary meta chunks, then the
+ * final meta chunk (a clock, the losses, the I/O error; bounded whatever the
+ * thread count) is written into the space the writer keeps in reserve.
  */
+#include <assert.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -40,6 +42,12 @@
 #define EVENTS_CAP (256u << 10)
 #define REPEAT_BYTES (64ull << 20)  /* full tables repeated after this much output */
 #define EXITED_MAX 4096             /* exited threads' records kept for a retry at most */
+/* Raw payload bound of the final meta chunk (a clock, a loss and two error
+ * records, ~130 bytes at most): the only chunk that may use the writer's
+ * reserve (FINAL_RESERVE_BYTES, 256 KiB, in fmt_writer.c), which it must
+ * fit whatever the number of threads, strings or losses (asserted in
+ * final_meta(); tests/unit/test_recorder_final.c checks it on a trace). */
+#define FINAL_META_MAX_BYTES 512u
 
 /* The last thread record of a thread that exited (its ring is gone), kept
  * until a meta chunk holding it is written: a failed chunk would lose the
@@ -464,6 +472,10 @@ static void final_meta(struct flusher *f)
 		ring_ls += atomic_load_explicit(&g->lost_sections, memory_order_relaxed) - g->reported_lost_sections;
 	}
 	urcu_bp_read_unlock();
+	/* the thread records, one per live thread (tens of thousands are
+	 * possible), go in ordinary chunks too: in the final one they could
+	 * outgrow the reserve, and on a full disk the losses would go with them */
+	meta_flush(f, 0);
 	emit_clock(f);
 	uint64_t t = rec_ticks();
 	uint64_t io = atomic_load_explicit(&r->io_lost_records, memory_order_relaxed);
@@ -477,6 +489,8 @@ static void final_meta(struct flusher *f)
 	int err = atomic_load_explicit(&r->last_io_error, memory_order_relaxed);
 	if (err)
 		fmt_enc_error(&f->menc, t, PT_ERRC_IO, (uint64_t)err);
+	/* one clock, one loss and two error records whatever the thread count */
+	assert((size_t)(f->menc.pos - f->menc.buf) <= FINAL_META_MAX_BYTES);
 	meta_flush(f, 1);
 }
 

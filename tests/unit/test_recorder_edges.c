@@ -24,10 +24,16 @@
  *    not be allocated counts as lost, not as a misuse error, when the ring
  *    exists by then;
  *  - the record a thread leaves at exit (end tick, exit name) is written
- *    again when the meta chunk holding it failed.
+ *    again when the meta chunk holding it failed;
+ *  - the final chunk (the only one that may use the writer's reserve) is
+ *    small and holds no THREAD record whatever the number of live threads,
+ *    every thread being announced in an earlier chunk; on a full disk it
+ *    still carries the LOSS and I/O ERROR records.
  */
 #include <errno.h>
 #include <pthread.h>
+#include <stdbool.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <time.h>
 
@@ -62,9 +68,14 @@ int __real_fmt_writer_append(struct fmt_writer *w, const struct fmt_chunk_hdr *h
 int __wrap_fmt_writer_append(struct fmt_writer *w, const struct fmt_chunk_hdr *h, const uint8_t *raw, size_t len,
 			     int level);
 static _Atomic int fail_meta;
+/* every ordinary chunk fails while set: a full disk, only the writer's
+ * reserve left for the final chunk (fmt_writer_append_final(), not wrapped) */
+static _Atomic int fail_disk_full;
 int __wrap_fmt_writer_append(struct fmt_writer *w, const struct fmt_chunk_hdr *h, const uint8_t *raw, size_t len,
 			     int level)
 {
+	if (atomic_load(&fail_disk_full))
+		return -ENOSPC;
 	if (atomic_load(&fail_meta) && h->kind == FMT_CHUNK_META)
 		return -EIO;
 	return __real_fmt_writer_append(w, h, raw, len, level);
@@ -220,6 +231,168 @@ static void test_exit_record_rewritten_after_failed_meta(void **state)
 	}
 	assert_true(found);
 	tu_free(&tr);
+	unlink(path);
+}
+
+/* ---- the final chunk with thousands of live threads ---- */
+
+/* Threads that record one section, then stay alive across pt_close(). */
+enum { MANY_THREADS = 2000 };
+static pthread_mutex_t many_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t many_cond = PTHREAD_COND_INITIALIZER;
+static int many_ready, many_go;
+
+static void *many_thread(void *arg)
+{
+	pt_recorder *r = arg;
+	uint32_t id = pt_intern(r, "many");
+	pt_begin(r, id);
+	pt_end(r, id);
+	pthread_mutex_lock(&many_lock);
+	many_ready++;
+	pthread_cond_broadcast(&many_cond);
+	while (!many_go)
+		pthread_cond_wait(&many_cond, &many_lock);
+	pthread_mutex_unlock(&many_lock);
+	return NULL;
+}
+
+/* The last chunk of @path: its records counted by kind into @kinds[256],
+ * its payload size returned. Every other chunk's THREAD records are marked
+ * in @announced[] (indexed by thread index, @nann entries). */
+static uint64_t read_final_chunk(const char *path, unsigned kinds[256], struct pt_record *loss,
+				 struct pt_record *io, unsigned char *announced, size_t nann)
+{
+	struct pt_reader *rd;
+	assert_int_equal(pt_reader_open(path, &rd), 0);
+	struct pt_chunk_info ci, last = { 0 };
+	struct pt_record rec;
+	uint32_t *thread_ids = NULL; /* THREAD records of the chunk being read */
+	size_t nthr = 0;
+	while (pt_reader_next_chunk(rd, PT_READER_ALL_CHUNKS, &ci) == 1) {
+		/* the previous chunk was not the last: its THREAD records count */
+		for (size_t i = 0; i < nthr; i++)
+			if (thread_ids[i] < nann)
+				announced[thread_ids[i]] = 1;
+		nthr = 0;
+		memset(kinds, 0, 256 * sizeof(*kinds));
+		thread_ids = realloc(thread_ids, (ci.records + 1) * sizeof(*thread_ids));
+		last = ci;
+		int rc;
+		while ((rc = pt_reader_next_record(rd, &rec)) == 1) {
+			kinds[rec.kind & 0xff]++;
+			if (rec.kind == PT_REC_THREAD)
+				thread_ids[nthr++] = rec.id;
+			if (rec.kind == PT_REC_LOSS)
+				*loss = rec;
+			if (rec.kind == PT_REC_ERROR && rec.aux == PT_ERRC_IO)
+				*io = rec;
+		}
+		assert_int_equal(rc, 0);
+	}
+	free(thread_ids);
+	assert_int_equal(pt_reader_problem_count(rd), 0);
+	pt_reader_close(rd);
+	assert_int_equal(last.thread, PT_FMT_META_THREAD);
+	struct stat sb;
+	assert_int_equal(stat(path, &sb), 0);
+	return (uint64_t)sb.st_size - last.offset - PT_FMT_CHUNK_HEADER_BYTES;
+}
+
+/* Opens @path, starts MANY_THREADS threads that each record a section and
+ * wait, closes the recorder while they live (with every ordinary chunk
+ * failing from then on if @disk_full, after @lost sections of this thread),
+ * then lets them exit. Returns pt_close()'s result. */
+static int close_with_many_threads(const char *path, bool disk_full, int lost)
+{
+	struct pt_options o = { .ring_bytes = 4096, .flush_interval_ms = 1 };
+	pt_recorder *r = pt_open(path, &o);
+	assert_non_null(r);
+	many_ready = many_go = 0;
+	pthread_attr_t at;
+	pthread_attr_init(&at);
+	pthread_attr_setstacksize(&at, 256 << 10);
+	static pthread_t t[MANY_THREADS];
+	for (int i = 0; i < MANY_THREADS; i++)
+		assert_int_equal(pthread_create(&t[i], &at, many_thread, r), 0);
+	pthread_attr_destroy(&at);
+	pthread_mutex_lock(&many_lock);
+	while (many_ready < MANY_THREADS)
+		pthread_cond_wait(&many_cond, &many_lock);
+	pthread_mutex_unlock(&many_lock);
+	if (disk_full) {
+		struct pt_stats_info st = { 0 };
+		for (int i = 0; i < 1000 && st.records < 2 * MANY_THREADS; i++) {
+			sleep_ms(5);
+			pt_stats(r, &st);
+		}
+		assert_int_equal(st.records, 2 * MANY_THREADS); /* written before the disk fills */
+		atomic_store(&fail_disk_full, 1);
+		uint32_t id = pt_intern(r, "lost-on-full-disk");
+		for (int i = 0; i < lost; i++) {
+			pt_begin(r, id);
+			pt_end(r, id);
+		}
+	}
+	int rc = pt_close(r); /* the threads are still alive */
+	atomic_store(&fail_disk_full, 0);
+	pthread_mutex_lock(&many_lock);
+	many_go = 1;
+	pthread_cond_broadcast(&many_cond);
+	pthread_mutex_unlock(&many_lock);
+	for (int i = 0; i < MANY_THREADS; i++)
+		assert_int_equal(pthread_join(t[i], NULL), 0);
+	return rc;
+}
+
+/* The final chunk, the only one that may use the writer's 256 KiB reserve,
+ * holds no THREAD record: with ~10,000 live threads it outgrew the reserve
+ * and, on a full disk, the losses it carries were dropped with it. Every
+ * thread still has its THREAD record, in an earlier chunk. */
+static void test_final_chunk_small_with_many_threads(void **state)
+{
+	(void)state;
+	const char *path = tu_path("many-threads.ptz");
+	assert_int_equal(close_with_many_threads(path, false, 0), 0);
+	unsigned kinds[256];
+	struct pt_record loss = { 0 }, io = { 0 };
+	static unsigned char announced[MANY_THREADS + 8];
+	uint64_t payload = read_final_chunk(path, kinds, &loss, &io, announced, sizeof(announced));
+	assert_int_equal(kinds[PT_REC_THREAD], 0);
+	assert_int_equal(kinds[PT_REC_CLOCK], 1);
+	assert_true(payload <= 512);
+	struct pt_reader *rd;
+	assert_int_equal(pt_reader_open(path, &rd), 0);
+	size_t nthreads = pt_reader_thread_count(rd);
+	assert_int_equal(nthreads, MANY_THREADS);
+	for (size_t i = 0; i < nthreads; i++) {
+		struct pt_thread_info ti;
+		assert_int_equal(pt_reader_thread(rd, i, &ti), 1);
+		assert_true(ti.index < sizeof(announced));
+		assert_true(announced[ti.index]);
+	}
+	pt_reader_close(rd);
+	unlink(path);
+}
+
+/* A full disk (every ordinary chunk fails) with thousands of live threads:
+ * the final chunk still carries the losses and the I/O error. */
+static void test_final_chunk_keeps_losses_on_full_disk(void **state)
+{
+	(void)state;
+	const char *path = tu_path("many-threads-full.ptz");
+	enum { LOST = 50 };
+	assert_int_equal(close_with_many_threads(path, true, LOST), -ENOSPC);
+	unsigned kinds[256];
+	struct pt_record loss = { 0 }, io = { 0 };
+	static unsigned char announced[MANY_THREADS + 8];
+	uint64_t payload = read_final_chunk(path, kinds, &loss, &io, announced, sizeof(announced));
+	assert_true(payload <= 512);
+	assert_int_equal(kinds[PT_REC_THREAD], 0);
+	assert_int_equal(kinds[PT_REC_LOSS], 1);
+	assert_int_equal(loss.value, 2 * LOST); /* the sections drained after the disk filled */
+	assert_int_equal(kinds[PT_REC_ERROR], 1);
+	assert_int_equal(io.value, ENOSPC);
 	unlink(path);
 }
 
@@ -627,6 +800,8 @@ int main(void)
 		cmocka_unit_test(test_stats_exact_while_ring_folds),
 		cmocka_unit_test(test_end_of_section_begun_without_ring),
 		cmocka_unit_test(test_exit_record_rewritten_after_failed_meta),
+		cmocka_unit_test(test_final_chunk_small_with_many_threads),
+		cmocka_unit_test(test_final_chunk_keeps_losses_on_full_disk),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
