@@ -35,6 +35,7 @@
 struct rd_chunk {
 	uint64_t off;
 	uint64_t sequence;
+	uint64_t payload_xxh;   /* the header's: tells an exact repeat (check_sequences) */
 	uint32_t thread;        /* the header's thread field */
 	uint32_t records : 30;  /* <= raw_bytes <= 16 MiB */
 	uint32_t meta : 1;      /* kind: meta (1) or events (0) */
@@ -278,6 +279,8 @@ static void meta_record(struct pt_reader *r, const struct pt_record *rec)
 		return;
 	}
 	case PT_REC_THREAD: {
+		if (rec->id >= PT_FMT_MAX_STRING_ID)
+			return; /* thread indexes are < 2^24 (§3.1); 0xfffffffe and 0xffffffff are iteration selectors */
 		struct pt_thread_info *t = thread_slot(r, rec->id);
 		if (!t)
 			return;
@@ -462,8 +465,9 @@ static int add_chunk(struct pt_reader *r, uint64_t off, const struct fmt_chunk_h
 {
 	if (grow((void **)&r->chunks, &r->chunks_cap, r->nchunks + 1, sizeof(*r->chunks)))
 		return -ENOMEM;
-	r->chunks[r->nchunks] = (struct rd_chunk){ .off = off, .sequence = h->sequence, .thread = h->thread,
-						   .records = h->records, .meta = h->kind == FMT_CHUNK_META };
+	r->chunks[r->nchunks] = (struct rd_chunk){ .off = off, .sequence = h->sequence, .payload_xxh = h->payload_xxh,
+						   .thread = h->thread, .records = h->records,
+						   .meta = h->kind == FMT_CHUNK_META };
 	r->nchunks++;
 	r->info.chunks++;
 	r->info.raw_bytes += h->raw_bytes;
@@ -477,11 +481,16 @@ static int add_chunk(struct pt_reader *r, uint64_t off, const struct fmt_chunk_h
  * thread in index order, each thread's in file order: one walk of the
  * chunks (a thread's position by binary search in the sorted table), the
  * gaps found sorted into that order, so thousands of threads cost
- * chunks x log(threads), not chunks x threads. */
+ * chunks x log(threads), not chunks x threads. A chunk that repeats the
+ * thread's previous one exactly (same sequence, records and payload
+ * checksum: a block of the file duplicated) is skipped, so its records
+ * are not delivered twice (doc/trace-format.md §6.3). */
+enum { GAP_MISSING, GAP_BACK, GAP_REPEAT };
 struct seq_gap {
 	size_t pos, chunk;      /* thread table position; chunk index (file order) */
 	uint64_t prev;          /* the sequence before, if any */
-	int any;
+	size_t prev_chunk;      /* GAP_REPEAT: the chunk it repeats */
+	int any, kind;
 };
 
 static int cmp_seq_gap(const void *a, const void *b)
@@ -497,37 +506,55 @@ static void check_sequences(struct pt_reader *r)
 	if (!r->nthreads)
 		return;
 	uint64_t *expect = calloc(r->nthreads, sizeof(*expect));
-	unsigned char *any = calloc(r->nthreads, 1);
+	size_t *last = calloc(r->nthreads, sizeof(*last)); /* the thread's previous chunk + 1; 0 = none */
 	struct seq_gap *gaps = NULL;
 	size_t ngaps = 0, cgaps = 0;
-	if (!expect || !any)
+	if (!expect || !last)
 		goto out;
 	for (size_t i = 0; i < r->nchunks; i++) {
-		const struct rd_chunk *c = &r->chunks[i];
+		struct rd_chunk *c = &r->chunks[i];
 		if (c->meta)
 			continue;
 		const size_t lo = thread_lower(r, c->thread);
 		if (lo == r->nthreads || r->threads[lo].index != c->thread)
 			continue;
-		if (c->sequence != expect[lo]) {
+		const struct rd_chunk *p = last[lo] ? &r->chunks[last[lo] - 1] : NULL;
+		int kind = -1;
+		if (p && c->sequence == p->sequence && c->records == p->records && c->payload_xxh == p->payload_xxh)
+			kind = GAP_REPEAT;
+		else if (c->sequence != expect[lo])
+			kind = p && c->sequence < expect[lo] ? GAP_BACK : GAP_MISSING;
+		if (kind >= 0) {
 			if (grow((void **)&gaps, &cgaps, ngaps + 1, sizeof(*gaps)))
 				goto out;
-			gaps[ngaps++] = (struct seq_gap){ lo, i, expect[lo] - 1, any[lo] };
+			gaps[ngaps++] = (struct seq_gap){ lo, i, expect[lo] - 1, last[lo] - 1, p != NULL, kind };
+		}
+		if (kind == GAP_REPEAT) {
+			c->bad = 1; /* skipped by iteration; reported here */
+			continue;
 		}
 		expect[lo] = c->sequence + 1;
-		any[lo] = 1;
+		last[lo] = i + 1;
 	}
 	if (ngaps)
 		qsort(gaps, ngaps, sizeof(*gaps), cmp_seq_gap);
 	for (size_t k = 0; k < ngaps; k++) {
-		const struct rd_chunk *c = &r->chunks[gaps[k].chunk];
-		problem(r, c->off, "thread %u: chunk sequence %llu follows %llu%s", c->thread,
-			(unsigned long long)c->sequence, gaps[k].any ? (unsigned long long)gaps[k].prev : 0ull,
-			gaps[k].any ? " (chunks missing)" : " (earlier chunks missing)");
+		const struct seq_gap *g = &gaps[k];
+		const struct rd_chunk *c = &r->chunks[g->chunk];
+		if (g->kind == GAP_REPEAT)
+			problem(r, c->off, "thread %u: chunk sequence %llu repeats chunk @0x%llx exactly (skipped)",
+				c->thread, (unsigned long long)c->sequence,
+				(unsigned long long)r->chunks[g->prev_chunk].off);
+		else
+			problem(r, c->off, "thread %u: chunk sequence %llu follows %llu%s", c->thread,
+				(unsigned long long)c->sequence, g->any ? (unsigned long long)g->prev : 0ull,
+				g->kind == GAP_BACK ? " (out of order or repeated)"
+				: g->any	    ? " (chunks missing)"
+						    : " (earlier chunks missing)");
 	}
 out:
 	free(expect);
-	free(any);
+	free(last);
 	free(gaps);
 }
 

@@ -719,6 +719,35 @@ static void test_ana_run_far_string_id(void **state)
 	unlink(path);
 }
 
+/* THREAD records whose index is no thread index (>= 2^24: 0xfffffffe is
+ * the reader's every-chunk selector, 0xffffffff the meta chunks' one) are
+ * ignored: they made a thread that read every chunk of every thread (each
+ * section counted twice) or the meta chunks. */
+static void test_ana_run_thread_record_bad_index(void **state)
+{
+	(void)state;
+	const char *path = tu_path("ghost-thread.ptz");
+	struct tb b;
+	tb_open(&b, path, "ghost thread");
+	tb_meta(&b, 1);
+	assert_int_equal(fmt_enc_thread(&b.e, PT_READER_ALL_CHUNKS, 555, T0, 0, "ghost", 5), 0);
+	assert_int_equal(fmt_enc_thread(&b.e, PT_FMT_META_THREAD, 556, T0, 0, "ghost2", 6), 0);
+	assert_int_equal(fmt_enc_thread(&b.e, 1u << 24, 557, T0, 0, "ghost3", 6), 0);
+	tb_flush(&b, FMT_CHUNK_META, PT_FMT_META_THREAD);
+	fmt_enc_begin(&b.e, T0 + 10, ID_A);
+	fmt_enc_end(&b.e, T0 + 110, ID_A);
+	tb_flush(&b, FMT_CHUNK_EVENTS, 0);
+	tb_close(&b);
+	struct ana_result r;
+	ana_test_run(path, &all_opts, &r);
+	assert_int_equal(r.nthreads, 1);
+	assert_int_equal(r.sections, 1);
+	assert_int_equal(r.by_name[ID_A].count, 1);
+	assert_int_equal(r.end_ns - r.start_ns, 100);
+	ana_result_free(&r);
+	unlink(path);
+}
+
 /* merged_percentiles_only (the --report path): every merged and flat
  * figure equals the default mode's; per-thread histograms stay empty;
  * with no_flat_percentiles too, so do the flat ones. */
@@ -2253,6 +2282,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_ana_run_merged_percentiles_only),
 		cmocka_unit_test(test_ana_run_huge_ids),
 		cmocka_unit_test(test_ana_run_far_string_id),
+		cmocka_unit_test(test_ana_run_thread_record_bad_index),
 		cmocka_unit_test(test_ana_hist_hybrid_ranks),
 		cmocka_unit_test(test_ana_hist_index_edges),
 		cmocka_unit_test(test_ana_hist_pair_count_overflow),

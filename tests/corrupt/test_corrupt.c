@@ -28,6 +28,8 @@
  *  - unknown length-prefixed record kinds are skipped, reserved ones decode,
  *    an overlong varint drops the rest of its chunk only (§4, §8);
  *  - per-thread sequence gaps are reported at the chunk after the gap (§6);
+ *    a chunk repeated byte for byte is reported and skipped, one that goes
+ *    back in sequence is reported and delivered;
  *  - an abandoned (never closed) trace reads completely (§5);
  *  - each checked-in corrupt file is exactly its defect applied to the
  *    checked-in valid.ptz, so the corpus cannot go stale.
@@ -670,6 +672,42 @@ static void mk_sequence_gap(struct ctx *c)
 	ex_problem(c, c->l->off[CK_T0_SEQ2] - len, "thread 0: chunk sequence 2 follows 0 (chunks missing)");
 }
 
+/* CK_T0_SEQ1 twice in a row, byte for byte (a duplicated block): the copy
+ * is reported and skipped, its records delivered once. */
+static void mk_chunk_repeated(struct ctx *c)
+{
+	static char msg[96];
+	const uint64_t off = c->l->off[CK_T0_SEQ1], len = ck_len(c->l, CK_T0_SEQ1);
+	uint8_t *copy = malloc(len);
+	assert_non_null(copy);
+	memcpy(copy, c->out.b + off, len);
+	img_splice(&c->out, off + len, 0, copy, len);
+	free(copy);
+	img_set_committed(&c->out, img_committed(&c->out) + len);
+	snprintf(msg, sizeof(msg), "thread 0: chunk sequence 1 repeats chunk @0x%llx exactly (skipped)",
+		 (unsigned long long)off);
+	ex_problem(c, off + len, msg);
+}
+
+/* CK_T0_SEQ1 followed by another chunk of sequence 1 whose payload differs
+ * (one tick delta): not a repeat, so both are delivered, and the second
+ * goes back in sequence. */
+static void mk_chunk_out_of_order(struct ctx *c)
+{
+	const uint64_t off = c->l->off[CK_T0_SEQ1], len = ck_len(c->l, CK_T0_SEQ1);
+	uint8_t *copy = malloc(len);
+	assert_non_null(copy);
+	memcpy(copy, c->out.b + off, len);
+	img_splice(&c->out, off + len, 0, copy, len);
+	free(copy);
+	img_set_committed(&c->out, img_committed(&c->out) + len);
+	const uint8_t dt = 0x0b; /* END_TOP's delta 10 -> 11 in the first of the two */
+	payload_splice(c, CK_T0_SEQ1, sizeof(small_payload) - 1, 1, &dt, 1, 0);
+	c->ex.chunks++;
+	c->ex.records += chunk_records[CK_T0_SEQ1];
+	ex_problem(c, off + len, "thread 0: chunk sequence 1 follows 1 (out of order or repeated)");
+}
+
 struct variant {
 	const char *name;
 	void (*make)(struct ctx *c);
@@ -678,6 +716,8 @@ struct variant {
 #define V(n, f) { n, f }
 static const struct variant variants[] = {
 	V("valid", mk_valid),
+	V("chunk-repeated", mk_chunk_repeated),
+	V("chunk-out-of-order", mk_chunk_out_of_order),
 	V("empty", mk_empty),
 	V("trunc-file-header", mk_trunc_file_header),
 	V("trunc-file-header-end", mk_trunc_file_header_end),

@@ -43,6 +43,8 @@ static const char *const phrases[] = {
 	"clock: fewer than two calibration points",
 	"earlier chunks missing",
 	"chunks missing",
+	"out of order or repeated",
+	"exactly (skipped)",
 };
 
 static void put_esc(const char *s, size_t n)

@@ -51,6 +51,8 @@ P_DECODE = "payload does not decode at byte"
 P_CLOCK = "clock: fewer than two calibration points"
 P_EARLIER = "earlier chunks missing"
 P_MISSING = "chunks missing"
+P_BACK = "out of order or repeated"
+P_REPEAT = "exactly (skipped)"
 
 
 def xxh3(b):
@@ -375,7 +377,7 @@ class Reader:
 				self.strings[r["id"]] = (r["str"], r["aux"])
 			elif k == 0x81 and 1 <= r["id"] < MAX_ID and r["id"] not in self.domains:
 				self.domains[r["id"]] = r["str"]
-			elif k == 0x82:
+			elif k == 0x82 and r["id"] < MAX_ID:  # thread indexes are < 2^24 (§3.1)
 				t = self.thread_entry(r["id"])
 				t["tid"] = r["value"]
 				if r["ticks"] and (not t["start"] or r["ticks"] < t["start"]):
@@ -476,16 +478,23 @@ class Reader:
 
 	# §6.3 sequence gaps
 	def sequence_gaps(self):
-		for index in self.threads:  # table order: first met in the walk
+		gaps = []
+		for index in sorted(self.threads):  # ascending thread index
 			exp = 0
-			first = True
+			prev = None
 			for c in self.chunks:
 				if c["kind"] != 1 or c["thread"] != index:
 					continue
+				if prev is not None and all(c[k] == prev[k] for k in ("sequence", "records", "payload_xxh")):
+					c["bad"] = True  # an exact repeat: skipped by iteration, reported here
+					gaps.append((c["offset"], [P_REPEAT]))
+					continue
 				if c["sequence"] != exp:
-					self.problems.append((c["offset"], [P_EARLIER if first else P_MISSING]))
+					gaps.append((c["offset"], [P_EARLIER if prev is None else P_BACK if c["sequence"] < exp
+								   else P_MISSING]))
 				exp = c["sequence"] + 1
-				first = False
+				prev = c
+		self.problems.extend(gaps)
 
 
 def chunk_line(c, r):
