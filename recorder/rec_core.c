@@ -563,6 +563,11 @@ static PT_COLD void payload_slow(struct pt_recorder *r, uint32_t kind, uint64_t 
 			bump(&g->lost_records, 1);
 		return;
 	}
+	/* recording disabled: a thread-level metric or transfer (no section
+	 * open) is not recorded; one inside a section begun while enabled
+	 * belongs to it and is */
+	if (g->depth == 0 && !atomic_load_explicit(&r->enabled, memory_order_relaxed))
+		return;
 	uint64_t h = g->head_own;
 	if (!room(g, h, g->depth + 1)) {
 		bump(&g->lost_records, 1);
@@ -580,7 +585,10 @@ static inline void payload(struct pt_recorder *r, uint32_t kind, uint64_t v)
 	if (unlikely(!r))
 		return;
 	struct rec_ring *g = rec_tls;
-	if (unlikely(!g || g->gen != atomic_load_explicit(&r->gen, memory_order_relaxed) || g->skip_depth)) {
+	/* hot_gen, not gen: while recording is disabled (hot_gen 0) the slow
+	 * path decides. Relaxed: a stale value only delays the switch by a
+	 * call, as in pt_begin() */
+	if (unlikely(!g || g->gen != atomic_load_explicit(&r->hot_gen, memory_order_relaxed) || g->skip_depth)) {
 		payload_slow(r, kind, v);
 		return;
 	}
@@ -606,9 +614,16 @@ void pt_transfer(pt_recorder *r, uint64_t bytes, enum pt_direction dir)
 	payload(r, SLOT_TRANSFER | (uint32_t)dir << 8, bytes);
 }
 
+/* Recording is on (pt_set_enabled()): instants, counters and async ranges
+ * begun while it is off are not recorded. Relaxed, as for hot_gen. */
+static inline bool rec_enabled(const struct pt_recorder *r)
+{
+	return atomic_load_explicit(&r->enabled, memory_order_relaxed);
+}
+
 void pt_counter(pt_recorder *r, uint32_t id, int64_t value)
 {
-	if (unlikely(!r))
+	if (unlikely(!r) || !rec_enabled(r))
 		return;
 	struct rec_ring *g = ring_for(r);
 	if (!g)
@@ -711,10 +726,14 @@ void rec_gpu_error(struct pt_recorder *r, uint32_t code, uint32_t count)
 
 void pt_instant(pt_recorder *r, uint32_t id)
 {
-	if (unlikely(!r))
+	if (unlikely(!r) || !rec_enabled(r))
 		return;
 	rec_emit(r, SLOT_INSTANT, id, 0, 0, NULL, 0);
 }
+
+/* Marks the async id of a range begun while recording was disabled: its
+ * pt_async_end() records nothing either. Never reached by the counter. */
+#define ASYNC_UNRECORDED (1ull << 63)
 
 uint64_t pt_async_begin(pt_recorder *r, uint32_t id)
 {
@@ -722,13 +741,17 @@ uint64_t pt_async_begin(pt_recorder *r, uint32_t id)
 			     !(atomic_load_explicit(&r->reopen, memory_order_relaxed) && child_reopen(r))))
 		return 0;
 	uint64_t aid = atomic_fetch_add_explicit(&r->next_async_id, 1, memory_order_relaxed) + 1;
+	if (!rec_enabled(r))
+		return aid | ASYNC_UNRECORDED;
 	rec_emit(r, SLOT_ASYNC_BEGIN, id, 0, 0, &aid, 1);
 	return aid;
 }
 
 void pt_async_end(pt_recorder *r, uint64_t async_id)
 {
-	if (unlikely(!r) || async_id == 0)
+	/* a range begun while enabled ends even if recording is off now, as
+	 * an open section does */
+	if (unlikely(!r) || async_id == 0 || (async_id & ASYNC_UNRECORDED))
 		return;
 	rec_emit(r, SLOT_ASYNC_END, 0, 0, 0, &async_id, 1);
 }

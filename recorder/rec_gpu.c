@@ -606,7 +606,9 @@ static void write_drops(struct pt_recorder *r)
 			continue;
 		drop_written[c] = v;
 		if (c == PT_ERRC_GPU_OFF && atomic_load_explicit(&gpu_state, memory_order_acquire) == PT_GPU_OFF)
-			pt_instant(r, pt_intern(r, off_reason)); /* the reason, in every trace that lost GPU halves */
+			/* the reason, in every trace that lost GPU halves; written
+			 * with them even while recording is disabled (not pt_instant()) */
+			rec_emit(r, SLOT_INSTANT, pt_intern(r, off_reason), 0, 0, NULL, 0);
 		while (dlt) {
 			uint32_t k = dlt > UINT32_MAX ? UINT32_MAX : (uint32_t)dlt;
 			rec_gpu_error(r, c, k);

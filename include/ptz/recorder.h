@@ -266,9 +266,12 @@ PT_API void pt_end(pt_recorder *r, uint32_t id);
  * @r:     recorder or NULL.
  * @kind:  enum pt_metric_kind.
  * @value: bytes or floating-point operations.
- * Context: as pt_begin(). Dropped (and counted) when the section itself was
- *          skipped or the ring is full. With no section open, the analyzer
- *          attributes it to the thread.
+ * Context: as pt_begin(). Dropped and counted as lost when the ring is
+ *          full or its section was dropped for lack of room; not recorded,
+ *          and not counted, when its section was skipped because recording
+ *          was disabled (pt_set_enabled()). With no section open, the
+ *          analyzer attributes it to the thread; while recording is
+ *          disabled such a thread-level metric is not recorded.
  */
 PT_API void pt_metric(pt_recorder *r, enum pt_metric_kind kind, uint64_t value);
 
@@ -277,7 +280,8 @@ PT_API void pt_metric(pt_recorder *r, enum pt_metric_kind kind, uint64_t value);
  * attributed to the innermost open section.
  * @r: recorder or NULL. @bytes: bytes moved. @dir: enum pt_direction.
  * Context: as pt_metric(). With no section open, the analyzer attributes it
- *          to the thread (bytes and count by direction).
+ *          to the thread (bytes and count by direction); while recording is
+ *          disabled such a thread-level transfer is not recorded.
  */
 PT_API void pt_transfer(pt_recorder *r, uint64_t bytes, enum pt_direction dir);
 
@@ -286,7 +290,8 @@ PT_API void pt_transfer(pt_recorder *r, uint64_t bytes, enum pt_direction dir);
  * @r:     recorder or NULL.
  * @id:    counter name id from pt_intern().
  * @value: sample, signed.
- * Context: as pt_begin() (one tick read, two record slots).
+ * Context: as pt_begin() (one tick read, two record slots). Not recorded,
+ *          and not counted, while recording is disabled (pt_set_enabled()).
  */
 PT_API void pt_counter(pt_recorder *r, uint32_t id, int64_t value);
 
@@ -324,7 +329,8 @@ PT_API void pt_stop(pt_recorder *r, const char *name, const struct pt_metrics *m
  * @id: name id from pt_intern() or pt_intern_in().
  * Context: as pt_counter(): any thread, wait-free, one tick read, one
  *          16-byte slot; counted as lost when the ring is full. Recorded
- *          even inside a skipped section (it is not part of one).
+ *          even inside a skipped section (it is not part of one); not
+ *          recorded, and not counted, while recording is disabled.
  * Since: 0.2.0.
  */
 PT_API void pt_instant(pt_recorder *r, uint32_t id);
@@ -335,6 +341,9 @@ PT_API void pt_instant(pt_recorder *r, uint32_t id);
  * @r:  recorder or NULL.
  * @id: name id from pt_intern() or pt_intern_in().
  * Context: as pt_counter() (two slots) plus one relaxed atomic increment.
+ *          While recording is disabled nothing is recorded, and the id
+ *          returned makes pt_async_end() record nothing either, whenever
+ *          it is called.
  * Return: the range's async id, unique in the process and never 0, to pass
  *         to pt_async_end(); 0 when @r is NULL or closed.
  * Since: 0.2.0.
@@ -344,10 +353,13 @@ PT_API uint64_t pt_async_begin(pt_recorder *r, uint32_t id);
 /**
  * pt_async_end() - Close the async range @async_id, from any thread.
  * @r:        recorder or NULL.
- * @async_id: a value returned by pt_async_begin(); 0 is ignored. An id that
- *            was never begun is written anyway; the analyzer counts it as
- *            unmatched.
- * Context: as pt_counter() (two slots).
+ * @async_id: a value returned by pt_async_begin(); 0 is ignored, and so is
+ *            an id returned while recording was disabled (bit 63 set). An
+ *            id that was never begun is written anyway; the analyzer
+ *            counts it as unmatched.
+ * Context: as pt_counter() (two slots), except that the end of a range
+ *          begun while recording was enabled is recorded even if recording
+ *          is disabled now (as the end of an open section is).
  * Since: 0.2.0.
  */
 PT_API void pt_async_end(pt_recorder *r, uint64_t async_id);
@@ -442,13 +454,23 @@ PT_API int pt_stats(pt_recorder *r, struct pt_stats_info *out);
 
 /**
  * pt_set_enabled() - Turn recording on or off for all threads.
- * @r:  recorder or NULL.
- * @on: false to skip sections begun from now on (whole, with their nested
- *      sections and metrics; not counted as losses). Sections already open
- *      still record their end.
+ * @r:  recorder or NULL (no-op).
+ * @on: false: from now on nothing new is recorded, and nothing of it is
+ *      counted as lost: no section (pt_begin(), pt_start(), the macros,
+ *      pt_gpu_begin(): skipped whole, with their nested sections and
+ *      metrics), no counter sample, no instant, no async range
+ *      (pt_async_begin()), no metric or transfer made with no section
+ *      open. What was begun while recording was on still completes:
+ *      sections already open record their end and the metrics and
+ *      transfers added to them, async ranges begun before record their
+ *      pt_async_end(), and the GPU ranges of GPU sections begun before,
+ *      with the ERROR records of their GPU halves not timed, are written.
+ *      true: record again from the next call on.
  * Context: any thread; takes the recorder's open/close lock briefly (waits
  * while pt_open() or pt_close() runs), then threads see the change promptly
- * (a relaxed store they read at their next section).
+ * (a relaxed store they read at their next call). Not async-signal-safe.
+ * The setting outlives pt_close() only in a fork child's reopened trace;
+ * pt_open() starts enabled.
  */
 PT_API void pt_set_enabled(pt_recorder *r, bool on);
 

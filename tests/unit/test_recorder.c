@@ -9,7 +9,9 @@
  *    and pt_stats().records equals what the reader finds;
  *  - pt_start/pt_stop closes down to the named section, counting implicit
  *    closes and unknown names as errors (in pt_stats and ERROR records);
- *  - pt_set_enabled(false) skips sections begun while off, whole;
+ *  - pt_set_enabled(false) skips sections begun while off, whole, and
+ *    records no counter, instant, async range, or metric or transfer
+ *    outside a section; what was begun before completes;
  *  - PTZ_CLOCK=monotonic selects the clock_gettime tick source;
  *  - fork: the child never writes into the parent's file;
  *  - disk full (injected posix_fallocate failure, and a real 1 MiB tmpfs
@@ -247,6 +249,61 @@ static void test_set_enabled_skips_whole_sections(void **state)
 	assert_int_equal(tr.t[0].recs[2].id, c);
 	assert_int_equal(tu_check_nesting(&tr.t[0], NULL), 2);
 	tu_free(&tr);
+}
+
+/* While disabled, nothing new is recorded (counters, instants, async
+ * ranges, thread-level metrics and transfers once were), and nothing is
+ * counted as lost; what was begun while enabled completes. */
+static void test_set_enabled_off_records_nothing_new(void **state)
+{
+	(void)state;
+	const char *path = tu_path("disabled-all.ptz");
+	pt_recorder *r = pt_open(path, NULL);
+	assert_non_null(r);
+	uint32_t open_sec = pt_intern(r, "dis-open"), sec = pt_intern(r, "dis-sec");
+	uint32_t ctr = pt_intern(r, "dis-ctr"), mark = pt_intern(r, "dis-mark");
+	uint64_t before = pt_async_begin(r, mark); /* recorded: begun while enabled */
+	pt_begin(r, open_sec);                     /* recorded */
+	pt_set_enabled(r, false);
+	pt_metric(r, PT_METRIC_FLOPS, 7);          /* recorded: its section is open */
+	pt_transfer(r, 64, PT_H2D);                /* recorded: idem */
+	pt_end(r, open_sec);                       /* recorded */
+	pt_async_end(r, before);                   /* recorded: its range was begun while enabled */
+	/* nothing below is recorded */
+	pt_begin(r, sec);
+	pt_metric(r, PT_METRIC_FLOPS, 1);
+	pt_end(r, sec);
+	pt_counter(r, ctr, 42);
+	pt_instant(r, mark);
+	pt_metric(r, PT_METRIC_READ_BYTES, 4096);
+	pt_transfer(r, 1 << 20, PT_H2D);
+	uint64_t during = pt_async_begin(r, mark);
+	assert_int_not_equal(during, 0);
+	assert_int_not_equal(during, before);
+	pt_set_enabled(r, true);
+	pt_async_end(r, during); /* begun while disabled: not recorded either */
+	pt_counter(r, ctr, 43);  /* recorded */
+	struct pt_stats_info st;
+	pt_stats(r, &st);
+	assert_int_equal(st.lost_records, 0);
+	assert_int_equal(st.lost_sections, 0);
+	assert_int_equal(st.errors, 0);
+	assert_int_equal(pt_close(r), 0);
+	pt_stats(r, &st);
+	assert_int_equal(st.records, 7);
+	struct tu_trace tr;
+	tu_read(path, &tr);
+	assert_int_equal(tr.nt, 1);
+	const struct tu_thread *t = &tr.t[0];
+	assert_int_equal(t->n, 7);
+	static const uint32_t kinds[7] = { PT_REC_ASYNC_BEGIN, PT_REC_BEGIN, PT_REC_METRIC, PT_REC_TRANSFER,
+					   PT_REC_END, PT_REC_ASYNC_END, PT_REC_COUNTER };
+	for (size_t i = 0; i < 7; i++)
+		assert_int_equal(t->recs[i].kind, kinds[i]);
+	assert_int_equal(t->recs[5].value, before);
+	assert_int_equal(t->recs[6].value, 43);
+	tu_free(&tr);
+	unlink(path);
 }
 
 static void test_clock_env_monotonic(void **state)
@@ -534,6 +591,7 @@ int main(void)
 		cmocka_unit_test(test_records_roundtrip_two_threads),
 		cmocka_unit_test(test_start_stop_counts_implicit_closes),
 		cmocka_unit_test(test_set_enabled_skips_whole_sections),
+		cmocka_unit_test(test_set_enabled_off_records_nothing_new),
 		cmocka_unit_test(test_clock_env_monotonic),
 		cmocka_unit_test(test_fork_child_does_not_write),
 		cmocka_unit_test(test_disk_full_injected_fallocate),
