@@ -10,7 +10,17 @@
  * ids through ring records published after they were obtained) finds its
  * slot filled. Strings are never freed: ids stay valid across
  * pt_close()/pt_open() for the life of the process.
+ *
+ * Names that get no id (table full, allocation failure): two entries are
+ * kept out of the hash table, in static storage: "(unnamed)", the id every
+ * such name gets, so it never aliases a real name, and the name of the
+ * counter that tells how many there were (pt_intern_in(), recorder.h).
+ * Each takes the next id the first time it is needed, like any name;
+ * ordinary names stop two ids short of the format's bound
+ * (rec_intern_limit), so both always find one. rec_intern_get() serves
+ * them from here.
  */
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 #include <xxhash.h>
@@ -30,7 +40,24 @@ static _Atomic(str_slot *) segs[MAX_SEGS]; /* written under lock (release), read
 static _Atomic uint32_t next_id = 1;                  /* [I2] release after the slot */
 static char *domains[MAX_DOMAINS];
 static _Atomic uint32_t ndomains = 1;                 /* id 0 = default domain */
-static uint32_t unnamed_id;
+
+/* Ids ordinary names may take: [1, rec_intern_limit). Lowered only by
+ * tests, before the first intern (rec_internal.h). */
+uint32_t rec_intern_limit = PT_FMT_MAX_STRING_ID - 2;
+
+/* The entries for names that get no id: [SPECIAL_COUNT] names the counter,
+ * [SPECIAL_UNNAMED] is "(unnamed)". Static: a failed allocation must not
+ * take them away. special_id[k] is 0 until entry k has an id; written
+ * once under the lock, [I5] release, read with acquire [I6]. */
+enum { SPECIAL_COUNT, SPECIAL_UNNAMED, NSPECIAL };
+static const char *const special_name[NSPECIAL] = { "ptz: names interned as (unnamed)", "(unnamed)" };
+static union { /* room for the name; not an array: that is not ISO C (flexible member) */
+	struct rec_str s;
+	char bytes[sizeof(struct rec_str) + 40];
+} special_count, special_unnamed;
+static struct rec_str *const special[NSPECIAL] = { &special_count.s, &special_unnamed.s };
+static _Atomic uint32_t special_id[NSPECIAL];
+static _Atomic uint64_t unnamed_count; /* names given the id of "(unnamed)" */
 
 static void init(void)
 {
@@ -77,7 +104,7 @@ static uint32_t insert(const struct key *k, unsigned long h)
 	if (id)
 		goto out;
 	id = atomic_load_explicit(&next_id, memory_order_relaxed); /* writers hold the lock */
-	if (id >= PT_FMT_MAX_STRING_ID) {
+	if (id >= rec_intern_limit) {
 		id = 0;
 		goto out;
 	}
@@ -115,12 +142,39 @@ out:
 	return id;
 }
 
+/* The id of special entry @k, given the next id the first time. Never 0:
+ * ordinary names leave two ids free for the two entries. */
+static uint32_t special_get(unsigned k)
+{
+	uint32_t id = atomic_load_explicit(&special_id[k], memory_order_acquire);
+	if (id)
+		return id;
+	pthread_mutex_lock(&lock);
+	id = atomic_load_explicit(&special_id[k], memory_order_relaxed); /* lock held */
+	if (!id) {
+		id = atomic_load_explicit(&next_id, memory_order_relaxed);
+		assert(id < PT_FMT_MAX_STRING_ID); /* rec_intern_limit leaves room */
+		struct rec_str *s = special[k];
+		s->id = id;
+		s->len = strlen(special_name[k]);
+		memcpy(s->name, special_name[k], s->len + 1);
+		/* [I5] release: the entry before its id. Pairs with [I6] in
+		 * rec_intern_get(). */
+		atomic_store_explicit(&special_id[k], id, memory_order_release);
+		/* [I2] release, as in insert() */
+		atomic_store_explicit(&next_id, id + 1, memory_order_release);
+	}
+	pthread_mutex_unlock(&lock);
+	return id;
+}
+
 /* The placeholder id (never 0) of a child whose fork could not take the
  * table's lock (rec_fork_unsafe): it, or liburcu's registry lock, may have
- * been held by a thread that is not in the child. */
+ * been held by a thread that is not in the child. Such a child records
+ * nothing. */
 static uint32_t fork_child_id(void)
 {
-	uint32_t u = __atomic_load_n(&unnamed_id, __ATOMIC_RELAXED);
+	uint32_t u = atomic_load_explicit(&special_id[SPECIAL_UNNAMED], memory_order_relaxed);
 	return u ? u : 1;
 }
 
@@ -136,14 +190,20 @@ static uint32_t intern(uint32_t domain, const char *name)
 	uint32_t id = find(&k, h);
 	if (!id)
 		id = insert(&k, h);
-	if (!id) { /* allocation failure or table full: never return 0 */
-		if (!unnamed_id) {
-			struct key u = { 0, "(unnamed)", 9 };
-			uint32_t v = insert(&u, hash_key(&u));
-			__atomic_store_n(&unnamed_id, v ? v : 1, __ATOMIC_RELAXED);
-		}
-		id = __atomic_load_n(&unnamed_id, __ATOMIC_RELAXED);
-	}
+	return id; /* 0: table full or no memory */
+}
+
+/* intern(); a name that gets no id of its own gets the id of "(unnamed)",
+ * counted: the count is sampled on @r (recorder.h, pt_intern_in()). */
+static uint32_t intern_counted(pt_recorder *r, uint32_t domain, const char *name)
+{
+	uint32_t id = intern(domain, name);
+	if (id)
+		return id;
+	id = special_get(SPECIAL_UNNAMED);
+	uint32_t counter = special_get(SPECIAL_COUNT);
+	uint64_t n = atomic_fetch_add_explicit(&unnamed_count, 1, memory_order_relaxed) + 1;
+	pt_counter(r, counter, (int64_t)n);
 	return id;
 }
 
@@ -160,14 +220,12 @@ uint32_t rec_intern_lookup(uint32_t domain, const char *name)
 
 uint32_t pt_intern_in(pt_recorder *r, uint32_t domain, const char *name)
 {
-	(void)r;
-	return intern(domain, name);
+	return intern_counted(r, domain, name);
 }
 
 uint32_t pt_intern(pt_recorder *r, const char *name)
 {
-	(void)r;
-	return intern(0, name);
+	return intern_counted(r, 0, name);
 }
 
 uint32_t pt_domain(pt_recorder *r, const char *name)
@@ -213,6 +271,10 @@ uint32_t rec_intern_next_id(void)
 
 struct rec_str *rec_intern_get(uint32_t id)
 {
+	/* [I6] acquire: pairs with [I5] in special_get(). */
+	for (unsigned k = 0; k < NSPECIAL; k++)
+		if (id == atomic_load_explicit(&special_id[k], memory_order_acquire))
+			return special[k];
 	if (id >= PT_FMT_MAX_STRING_ID)
 		return NULL;
 	str_slot *seg = atomic_load_explicit(&segs[id >> SEG_BITS], memory_order_acquire);

@@ -292,6 +292,11 @@ struct rec_str {
 	size_t len;
 	char name[];
 };
+/* Test seam: ordinary names take ids below this (default
+ * PT_FMT_MAX_STRING_ID - 2: two ids stay for "(unnamed)" and its counter,
+ * rec_intern.c); a test lowers it before its first intern to fill the
+ * table in a few calls. */
+extern PT_INTERNAL uint32_t rec_intern_limit;
 PT_INTERNAL uint32_t rec_intern_next_id(void);  /* acquire */
 PT_INTERNAL struct rec_str *rec_intern_get(uint32_t id); /* NULL if not yet published */
 PT_INTERNAL uint32_t rec_domain_count(void);

@@ -221,15 +221,23 @@ PT_API uint32_t pt_domain(pt_recorder *r, const char *name);
 /**
  * pt_intern_in() - Intern section or counter name @name in @domain.
  * @r:      recorder or NULL; ids are process-global and stable across
- *          pt_close()/pt_open().
+ *          pt_close()/pt_open(). Used only to count a name that gets no id
+ *          (see Return).
  * @domain: id from pt_domain(), 0 = default.
  * @name:   NUL-terminated, copied; NULL is treated as "".
  * Context: any thread; RCU hash-table lookup (liburcu cds_lfht); a mutex
  *          and an allocation only the first time a name is seen.
- * Return: id, never 0 (on allocation failure the id of "(unnamed)"; in a
- *         child after a fork that found a recorder lock held, which does
- *         not record, a placeholder id, without touching the table, whose
- *         lock the fork may have copied held).
+ * Return: id, never 0. A name that gets no id of its own, because the
+ *         table is full (2^24 - 3 names: PT_FMT_MAX_STRING_ID less the two
+ *         ids kept for this case) or an allocation failed, gets the id of
+ *         "(unnamed)", which is never another name's id; each such call
+ *         also records, through @r when it is open and recording is
+ *         enabled, a sample of the counter "ptz: names interned as
+ *         (unnamed)" (pt_counter() on the calling thread) whose value is
+ *         the number of such calls in the process so far. In a child after
+ *         a fork that found a recorder lock held, which does not record: a
+ *         placeholder id, without touching the table, whose lock the fork
+ *         may have copied held.
  */
 PT_API uint32_t pt_intern_in(pt_recorder *r, uint32_t domain, const char *name);
 
