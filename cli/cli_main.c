@@ -724,6 +724,11 @@ int main(int argc, char **argv)
 		return usage_error("%s", "--until must be later than --since");
 	if (strcmp(cmd, "export") == 0 && !nexports)
 		return usage_error("%s", "export: give at least one of --perfetto, --chrome, --folded FILE");
+	if (strcmp(cmd, "info") == 0 && (report_only || report_flag || csv || json || ro.top))
+		return usage_error("%s", "info takes no report option (--report, --csv, --json, --flat, --sort, --top, "
+					 "--depth, --min-pct, --bottlenecks)");
+	if (csv && json && !strcmp(csv, "-") && !strcmp(json, "-"))
+		return usage_error("%s", "only one of --csv and --json may go to stdout ('-')");
 	const char *const outputs[] = { csv, json, outs[0], outs[1], outs[2] };
 	const size_t noutputs = sizeof(outputs) / sizeof(outputs[0]);
 	for (size_t k = 0; k < noutputs; k++) {

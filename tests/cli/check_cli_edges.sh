@@ -166,6 +166,18 @@ rc=$?
 check "a FIFO without a writer: exit 1 at once, 'not a regular file'" \
 	eval '[ "$rc" -eq 1 ] && grep -q "not a regular file" "$TMP/err"'
 
+# ---- outputs that would be lost or mixed: usage errors, nothing written
+for args in "info --csv $TMP/i.csv" "info --json $TMP/i.json" "info --flat" "info --top 3" "--csv - --json -"; do
+	rm -f "$TMP/i.csv" "$TMP/i.json"
+	case $args in
+	info*) run info "$SMALL" ${args#info } ;;
+	*) run "$SMALL" $args ;;
+	esac
+	check "$args: usage error, exit 2, nothing written" \
+		eval '[ "$rc" -eq 2 ] && [ ! -s "$TMP/out" ] && [ ! -e "$TMP/i.csv" ] && [ ! -e "$TMP/i.json" ] &&
+			grep -q "^usage\|ptanalyze: " "$TMP/err"'
+done
+
 # ---- a full disk under the CSV or JSON (written as made): an error, not exit 0
 for fmt in csv json; do
 	run "$SMALL" --$fmt /dev/full --no-progress
