@@ -229,8 +229,8 @@ if [ "$rc" -eq 1 ] && grep -q "^ptanalyze: $TMP/nosuchdir/x.csv: cannot write CS
 else
 	not_ok "--csv to an unwritable path: exit 1"
 fi
-run "$S" --csv - --json -
-if [ "$rc" -eq 0 ] && head -1 "$TMP/out" | grep -q '^view,' && ! grep -q '^process ' "$TMP/out"; then
+run "$S" --csv - --json "$TMP/x2.json"
+if [ "$rc" -eq 0 ] && head -1 "$TMP/out" | grep -q '^view,' && ! grep -q '^process ' "$TMP/out" && [ -s "$TMP/x2.json" ]; then
 	ok "--csv - : no text report mixed into stdout"
 else
 	not_ok "--csv - : no text report mixed into stdout"
