@@ -717,6 +717,16 @@ uint64_t rec_begin_gpu(struct pt_recorder *r, uint32_t id, uint32_t dev, uint64_
 	return t;
 }
 
+bool rec_begin_cpu(struct pt_recorder *r, uint32_t id)
+{
+	pt_begin(r, id);
+	/* recorded: the thread has a ring of the open recorder and is not
+	 * skipping (a skipped BEGIN leaves skip_depth >= 1; no ring, a closed
+	 * recorder or an exited thread leave no ring of generation gen) */
+	const struct rec_ring *g = rec_tls;
+	return g && g->gen == atomic_load_explicit(&r->gen, memory_order_relaxed) && !g->skip_depth;
+}
+
 void rec_gpu_error(struct pt_recorder *r, uint32_t code, uint32_t count)
 {
 	/* GPU halves not timed: counted in the trace, not as misuse (no bump

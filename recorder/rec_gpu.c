@@ -801,12 +801,14 @@ void pt_gpu_begin(pt_recorder *r, uint32_t id, void *cuda_stream)
 		st = atomic_load_explicit(&gpu_state, memory_order_acquire);
 	}
 	struct gpu_tls *t = gpu_tls;
+	/* Each call counts once, or not at all (pt_stats_info.gpu_dropped): a
+	 * GPU half not timed is counted only if its CPU section was recorded;
+	 * a skipped section (full ring: lost_sections; disabled; closed) has
+	 * no GPU half to count. */
+	uint32_t why;
 	if (st != PT_GPU_ON) {
-		if (atomic_load_explicit(&r->gen, memory_order_relaxed))
-			drop(PT_ERRC_GPU_OFF);
-		pt_begin(r, id);
-		push_open(t, NULL);
-		return;
+		why = PT_ERRC_GPU_OFF;
+		goto cpu_only;
 	}
 	uint64_t gen = atomic_load_explicit(&r->gen, memory_order_acquire);
 	if (unlikely(gen == 0)) {
@@ -817,31 +819,36 @@ void pt_gpu_begin(pt_recorder *r, uint32_t id, void *cuda_stream)
 	if (unlikely(atomic_load_explicit(&thr_gen, memory_order_acquire) != gen))
 		ensure_thread(r, gen);
 	if (unlikely(!t) && !(t = tls_get())) {
-		drop(PT_ERRC_GPU_QUEUE_FULL);
-		pt_begin(r, id);
-		return;
+		why = PT_ERRC_GPU_QUEUE_FULL; /* no memory for this thread's state */
+		goto cpu_only;
 	}
 	rc_stream s = cuda_stream;
 	int capt = RC_CAPTURE_NONE, dev = 0;
 	rc_err e = api.StreamIsCapturing(s, &capt);
 	if (e != RC_SUCCESS && e != RC_ERR_CAPTURE_IMPLICIT) {
-		drop(PT_ERRC_GPU_CUDA);
+		why = PT_ERRC_GPU_CUDA;
 		goto cpu_only;
 	}
 	if (e != RC_SUCCESS || capt != RC_CAPTURE_NONE) {
 		/* cudaErrorStreamCaptureImplicit: the legacy stream while
 		 * another stream captures, also a capture in progress */
-		drop(PT_ERRC_GPU_CAPTURING);
+		why = PT_ERRC_GPU_CAPTURING;
 		goto cpu_only;
 	}
 	e = api.StreamGetDevice ? api.StreamGetDevice(s, &dev) : api.GetDevice(&dev);
 	if (e != RC_SUCCESS || dev < 0 || dev >= GPU_MAX_DEV) {
-		drop(PT_ERRC_GPU_CUDA);
+		why = PT_ERRC_GPU_CUDA;
+		goto cpu_only;
+	}
+	if (t->depth >= GPU_STACK) {
+		/* no slot to keep its pair for pt_gpu_end(): a pair taken here
+		 * would never be ended, resolved, counted or returned */
+		why = PT_ERRC_GPU_QUEUE_FULL;
 		goto cpu_only;
 	}
 	struct gpu_pair *p = pair_get(t, (unsigned)dev);
 	if (!p) {
-		drop(PT_ERRC_GPU_POOL_EMPTY);
+		why = PT_ERRC_GPU_POOL_EMPTY;
 		goto cpu_only;
 	}
 	uint64_t seq = atomic_fetch_add_explicit(&next_seq, 1, memory_order_relaxed) + 1;
@@ -867,7 +874,8 @@ void pt_gpu_begin(pt_recorder *r, uint32_t id, void *cuda_stream)
 	push_open(t, p);
 	return;
 cpu_only:
-	pt_begin(r, id);
+	if (rec_begin_cpu(r, id))
+		drop(why);
 	push_open(t, NULL);
 }
 

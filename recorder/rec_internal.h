@@ -319,6 +319,10 @@ PT_INTERNAL bool rec_emit(struct pt_recorder *r, uint32_t kind, uint32_t id, uin
  * inside a skipped section, no recorder): then nothing GPU may follow. */
 PT_INTERNAL uint64_t rec_begin_gpu(struct pt_recorder *r, uint32_t id, uint32_t dev, uint64_t stream,
 				   uint64_t seq);
+/* pt_begin(r, @id); true if the section was recorded (false: skipped for
+ * lack of room or while disabled, no ring, no open recorder). For a GPU
+ * section whose GPU half is not timed: only then is that half counted. */
+PT_INTERNAL bool rec_begin_cpu(struct pt_recorder *r, uint32_t id);
 /* Copies the pt_thread_name() override for @tid into @out[32]; false if none. */
 PT_INTERNAL bool rec_thread_name_for(struct pt_recorder *r, uint32_t tid, char out[32]);
 /* Counts one GPU loss of @code on the calling thread's ring (ERROR record). */

@@ -114,10 +114,17 @@ struct pt_metrics {
  * @gpu_launched:  GPU halves recorded by pt_gpu_begin() (events queued).
  * @gpu_ranges:    GPU ranges resolved and handed to the flusher.
  * @gpu_dropped:   GPU halves not timed: pool empty, capturing, CUDA error,
- *                 GPU timing off, queue full, unfinished at close (their CPU
- *                 sections recorded). A GPU section skipped whole (full
- *                 ring, recording disabled) is in @lost_sections instead, so
- *                 gpu_ranges + gpu_dropped + those = pt_gpu_begin() calls.
+ *                 GPU timing off, no memory for the thread's GPU state,
+ *                 unfinished at close; each one's CPU section was recorded.
+ *                 A pt_gpu_begin() whose section is skipped whole has no
+ *                 GPU half and is in neither GPU count: for lack of room it
+ *                 is in @lost_sections, while recording is disabled or with
+ *                 no open recorder it is counted nowhere. So, once every
+ *                 GPU half is resolved (after pt_close()): gpu_ranges +
+ *                 gpu_dropped = the pt_gpu_begin() calls whose CPU section
+ *                 was recorded; where every section is a GPU section and
+ *                 recording stays enabled, gpu_ranges + gpu_dropped +
+ *                 lost_sections = pt_gpu_begin() calls made while open.
  * @gpu_early_starts: ranges whose GPU start mapped before its host launch.
  * @gpu_state:     enum pt_gpu_state.
  * @gpu_error:     CUDA error code that turned GPU timing off, 0 if none.
@@ -406,7 +413,11 @@ PT_API void pt_thread_name(pt_recorder *r, uint32_t tid, const char *name);
  * sections on a device while its pool is being created), when the stream
  * is being captured into a CUDA graph, or when a CUDA call fails, only the
  * GPU half is skipped and counted (ERROR records GPU_POOL_EMPTY,
- * GPU_CAPTURING, GPU_CUDA; pt_stats() gpu_dropped). The GPU range is
+ * GPU_CAPTURING, GPU_CUDA; pt_stats() gpu_dropped); so is the GPU half of
+ * a GPU section nested more than 64 deep in the thread's open GPU sections
+ * (GPU_QUEUE_FULL). A GPU half is counted only when its CPU section is
+ * recorded: a section skipped whole (full ring, recording disabled) has
+ * none (struct pt_stats_info). The GPU range is
  * resolved later by the CUDA thread with cudaEventQuery (never a
  * synchronize) and mapped to host ticks (doc/gpu-timing.md).
  *
