@@ -1081,6 +1081,12 @@ static int open_locked(struct pt_recorder *r, const char *path, const struct pt_
 	atomic_store_explicit(&r->closed_errors, 0, memory_order_relaxed);
 	atomic_store_explicit(&r->last_io_error, 0, memory_order_relaxed);
 	atomic_store_explicit(&r->enabled, enabled, memory_order_relaxed);
+	/* pt_thread_name() names belong to the trace they were given for: a
+	 * later recorder (or a fork child's, whose threads have other tids)
+	 * starts with none */
+	pthread_mutex_lock(&r->names_lock);
+	r->ntnames = 0;
+	pthread_mutex_unlock(&r->names_lock);
 	r->cur_gen = ++gen_counter;
 	rc = rec_flusher_start(r);
 	if (rc) {

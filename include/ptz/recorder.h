@@ -386,7 +386,8 @@ PT_API void pt_async_end(pt_recorder *r, uint64_t async_id);
  * @name: NUL-terminated, copied (truncated to 31 bytes); NULL is ignored.
  * The name takes precedence over the pthread name the recorder reads when
  * a thread first records, whether @tid has recorded yet or not; the last
- * call for a tid wins.
+ * call for a tid wins. Names hold for the recorder open now: pt_open()
+ * (and a fork child's reopen) forgets them.
  * Context: any thread; takes a mutex and may allocate (not for hot loops).
  * Since: 0.2.0.
  */

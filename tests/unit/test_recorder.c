@@ -18,7 +18,8 @@
  *    when root): the program keeps running, recorded + lost == emitted,
  *    the error is in pt_stats, pt_close's return and the trace;
  *  - thread exit writes the thread's end; calls from later TLS destructors
- *    are counted, not crashed on; ids stay stable across close/reopen.
+ *    are counted, not crashed on; ids stay stable across close/reopen;
+ *    pt_thread_name() names do not carry over to the next recorder.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -517,6 +518,45 @@ static void test_reopen_keeps_ids_and_names(void **state)
 	tu_free(&tr);
 }
 
+/* A name from pt_thread_name() belongs to the recorder it was given in:
+ * the next recorder's trace names the thread by its pthread name. */
+static void *renamed_thread(void *arg)
+{
+	(void)arg;
+	pthread_setname_np(pthread_self(), "own-name");
+	uint32_t id = pt_intern(NULL, "renamed-work");
+	pt_recorder *r = pt_open(tu_path("names1.ptz"), NULL);
+	assert_non_null(r);
+	pt_thread_name(r, 0, "first-rec-name");
+	pt_begin(r, id);
+	pt_end(r, id);
+	assert_int_equal(pt_close(r), 0);
+	r = pt_open(tu_path("names2.ptz"), NULL);
+	assert_non_null(r);
+	pt_begin(r, id);
+	pt_end(r, id);
+	assert_int_equal(pt_close(r), 0);
+	return NULL;
+}
+
+static void test_thread_names_not_carried_to_next_recorder(void **state)
+{
+	(void)state;
+	pthread_t t;
+	assert_int_equal(pthread_create(&t, NULL, renamed_thread, NULL), 0);
+	assert_int_equal(pthread_join(t, NULL), 0);
+	static const char *const want[2] = { "first-rec-name", "own-name" };
+	for (int k = 0; k < 2; k++) {
+		struct tu_trace tr;
+		tu_read(tu_path(k ? "names2.ptz" : "names1.ptz"), &tr);
+		assert_int_equal(pt_reader_thread_count(tr.rd), 1);
+		struct pt_thread_info ti;
+		assert_int_equal(pt_reader_thread(tr.rd, 0, &ti), 1);
+		assert_string_equal(ti.name, want[k]);
+		tu_free(&tr);
+	}
+}
+
 static void test_default_from_env(void **state)
 {
 	(void)state;
@@ -598,6 +638,7 @@ int main(void)
 		cmocka_unit_test(test_disk_full_real_tmpfs),
 		cmocka_unit_test(test_thread_exit_and_late_calls),
 		cmocka_unit_test(test_reopen_keeps_ids_and_names),
+		cmocka_unit_test(test_thread_names_not_carried_to_next_recorder),
 		cmocka_unit_test(test_default_from_env),
 		cmocka_unit_test(test_env_knobs_ring_zstd_flush),
 	};
