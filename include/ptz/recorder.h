@@ -260,9 +260,19 @@ PT_API uint32_t pt_intern(pt_recorder *r, const char *name);
  *
  * Context: any thread; wait-free, never blocks; allocates only on the
  *          thread's first record (ring registration). If the ring is nearly
- *          full, or recording is disabled, the whole section is skipped
- *          (losses are counted in pt_stats()). Not async-signal-safe on a
- *          thread's first call.
+ *          full the whole section is skipped and counted as lost
+ *          (pt_stats()); while recording is disabled it is skipped, not
+ *          counted. Not async-signal-safe, on any call: each thread's ring
+ *          has one writer, and a signal handler that records (this or any
+ *          recording call: pt_end(), pt_metric(), pt_counter(),
+ *          pt_instant(), the macros...) on a thread whose own recording
+ *          call it interrupted overwrites or is overwritten by that call's
+ *          records, and the ring's head can go back: records are lost
+ *          without being counted and nesting breaks. A handler may record
+ *          only on a thread that cannot be inside a recording call when the
+ *          signal arrives (one that never records otherwise, or that blocks
+ *          the signal around its recording calls), and not on a thread's
+ *          first call.
  */
 PT_API void pt_begin(pt_recorder *r, uint32_t id);
 
