@@ -509,7 +509,8 @@ static void check_sequences(struct pt_reader *r)
 	size_t *last = calloc(r->nthreads, sizeof(*last)); /* the thread's previous chunk + 1; 0 = none */
 	struct seq_gap *gaps = NULL;
 	size_t ngaps = 0, cgaps = 0;
-	if (!expect || !last)
+	int oom = !expect || !last;
+	if (oom)
 		goto out;
 	for (size_t i = 0; i < r->nchunks; i++) {
 		struct rd_chunk *c = &r->chunks[i];
@@ -525,8 +526,10 @@ static void check_sequences(struct pt_reader *r)
 		else if (c->sequence != expect[lo])
 			kind = p && c->sequence < expect[lo] ? GAP_BACK : GAP_MISSING;
 		if (kind >= 0) {
-			if (grow((void **)&gaps, &cgaps, ngaps + 1, sizeof(*gaps)))
-				goto out;
+			if (grow((void **)&gaps, &cgaps, ngaps + 1, sizeof(*gaps))) {
+				oom = 1; /* the gaps so far are still reported (every skipped repeat has one) */
+				break;
+			}
 			gaps[ngaps++] = (struct seq_gap){ lo, i, expect[lo] - 1, last[lo] - 1, p != NULL, kind };
 		}
 		if (kind == GAP_REPEAT) {
@@ -553,6 +556,8 @@ static void check_sequences(struct pt_reader *r)
 						    : " (earlier chunks missing)");
 	}
 out:
+	if (oom) /* said, so that no gap passes unreported in silence */
+		problem(r, PT_FMT_HEADER_BYTES, "sequence check incomplete: out of memory (later gaps not reported)");
 	free(expect);
 	free(last);
 	free(gaps);
