@@ -499,8 +499,8 @@ PT_API int pt_stats(pt_recorder *r, struct pt_stats_info *out);
  * Context: any thread; takes the recorder's open/close lock briefly (waits
  * while pt_open() or pt_close() runs), then threads see the change promptly
  * (a relaxed store they read at their next call). Not async-signal-safe.
- * The setting outlives pt_close() only in a fork child's reopened trace;
- * pt_open() starts enabled.
+ * pt_open() starts enabled; a fork child's own trace ("%p", pt_open())
+ * starts with the setting its parent had at the fork.
  */
 PT_API void pt_set_enabled(pt_recorder *r, bool on);
 
