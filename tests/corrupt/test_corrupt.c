@@ -674,16 +674,23 @@ static void mk_sequence_gap(struct ctx *c)
 
 /* CK_T0_SEQ1 twice in a row, byte for byte (a duplicated block): the copy
  * is reported and skipped, its records delivered once. */
-static void mk_chunk_repeated(struct ctx *c)
+/* Writes a byte-for-byte copy of chunk @i right after it; returns its length. */
+static uint64_t copy_after(struct ctx *c, enum chunk_ix i)
 {
-	static char msg[96];
-	const uint64_t off = c->l->off[CK_T0_SEQ1], len = ck_len(c->l, CK_T0_SEQ1);
+	const uint64_t off = c->l->off[i], len = ck_len(c->l, i);
 	uint8_t *copy = malloc(len);
 	assert_non_null(copy);
 	memcpy(copy, c->out.b + off, len);
 	img_splice(&c->out, off + len, 0, copy, len);
 	free(copy);
 	img_set_committed(&c->out, img_committed(&c->out) + len);
+	return len;
+}
+
+static void mk_chunk_repeated(struct ctx *c)
+{
+	static char msg[96];
+	const uint64_t off = c->l->off[CK_T0_SEQ1], len = copy_after(c, CK_T0_SEQ1);
 	snprintf(msg, sizeof(msg), "thread 0: chunk sequence 1 repeats chunk @0x%llx exactly (skipped)",
 		 (unsigned long long)off);
 	ex_problem(c, off + len, msg);
@@ -694,13 +701,7 @@ static void mk_chunk_repeated(struct ctx *c)
  * goes back in sequence. */
 static void mk_chunk_out_of_order(struct ctx *c)
 {
-	const uint64_t off = c->l->off[CK_T0_SEQ1], len = ck_len(c->l, CK_T0_SEQ1);
-	uint8_t *copy = malloc(len);
-	assert_non_null(copy);
-	memcpy(copy, c->out.b + off, len);
-	img_splice(&c->out, off + len, 0, copy, len);
-	free(copy);
-	img_set_committed(&c->out, img_committed(&c->out) + len);
+	const uint64_t off = c->l->off[CK_T0_SEQ1], len = copy_after(c, CK_T0_SEQ1);
 	const uint8_t dt = 0x0b; /* END_TOP's delta 10 -> 11 in the first of the two */
 	payload_splice(c, CK_T0_SEQ1, sizeof(small_payload) - 1, 1, &dt, 1, 0);
 	c->ex.chunks++;
