@@ -83,6 +83,8 @@ struct pt_reader {
 	double slope_all;
 	struct rd_problem *problems;
 	size_t nproblems, problems_cap;
+	size_t problems_lost;  /* messages that could not be stored (ENOMEM) */
+	char lost_msg[96];     /* says so: the last problem while problems_lost */
 };
 
 static void problem(struct pt_reader *r, uint64_t off, const char *fmt, ...)
@@ -95,16 +97,20 @@ static void problem(struct pt_reader *r, uint64_t off, const char *fmt, ...)
 		size_t nc = r->problems_cap ? r->problems_cap * 2 : 8;
 		struct rd_problem *p = realloc(r->problems, nc * sizeof(*p));
 		if (!p)
-			return;
+			goto lost;
 		r->problems = p;
 		r->problems_cap = nc;
 	}
 	char *m = strdup(r->errmsg);
 	if (!m)
-		return;
+		goto lost;
 	r->problems[r->nproblems].off = off;
 	r->problems[r->nproblems].msg = m;
 	r->nproblems++;
+	return;
+lost: /* never in silence: one more problem, kept without allocating */
+	r->problems_lost++;
+	snprintf(r->lost_msg, sizeof(r->lost_msg), "%zu problem(s) not recorded: out of memory", r->problems_lost);
 }
 
 static int grow(void **p, size_t *cap, size_t need, size_t elem)
@@ -756,10 +762,15 @@ void pt_reader_close(struct pt_reader *r)
 
 const char *pt_reader_errmsg(const struct pt_reader *r) { return r ? r->errmsg : "no reader"; }
 const struct pt_trace_info *pt_reader_info(const struct pt_reader *r) { return &r->info; }
-size_t pt_reader_problem_count(const struct pt_reader *r) { return r->nproblems; }
+size_t pt_reader_problem_count(const struct pt_reader *r) { return r->nproblems + (r->problems_lost > 0); }
 
 const char *pt_reader_problem(const struct pt_reader *r, size_t i, uint64_t *offset)
 {
+	if (i == r->nproblems && r->problems_lost) {
+		if (offset)
+			*offset = 0;
+		return r->lost_msg;
+	}
 	if (i >= r->nproblems)
 		return NULL;
 	if (offset)

@@ -233,7 +233,9 @@ PT_API const struct pt_trace_info *pt_reader_info(const struct pt_reader *r);
 
 /**
  * pt_reader_problem_count() - Number of damaged regions and failed chunks met
- * so far (at open and during iteration).
+ * so far (at open and during iteration). When a problem's message could not
+ * be stored (out of memory), the last problem says how many were not
+ * recorded (offset 0), so none passes in silence.
  * @r: reader; must not be NULL.
  */
 PT_API size_t pt_reader_problem_count(const struct pt_reader *r);
