@@ -128,6 +128,20 @@ static int same_file(const char *trace, const char *out)
 	       a.st_ino == b.st_ino;
 }
 
+/* "-" when @out names what stdout already is (/dev/stdout, or the file or
+ * device stdout goes to), else @out: such an output is written as "-", so
+ * that two outputs cannot share stdout unnoticed (one overwrote the other)
+ * and the text report stays off it. */
+static const char *as_stdout(const char *out)
+{
+	struct stat a, b;
+	if (!out || strcmp(out, "-") == 0)
+		return out;
+	return fstat(STDOUT_FILENO, &a) == 0 && stat(out, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino
+		       ? "-"
+		       : out;
+}
+
 /* The text on stdout (report, info) reached it whole; else a message and 1. */
 static int stdout_ok(void)
 {
@@ -724,6 +738,10 @@ int main(int argc, char **argv)
 		return usage_error("%s", "--until must be later than --since");
 	if (strcmp(cmd, "export") == 0 && !nexports)
 		return usage_error("%s", "export: give at least one of --perfetto, --chrome, --folded FILE");
+	csv = as_stdout(csv);
+	json = as_stdout(json);
+	for (int k = 0; k < EXP_N; k++)
+		outs[k] = as_stdout(outs[k]);
 	if (strcmp(cmd, "info") == 0 && (report_only || report_flag || csv || json || ro.top))
 		return usage_error("%s", "info takes no report option (--report, --csv, --json, --flat, --sort, --top, "
 					 "--depth, --min-pct, --bottlenecks)");

@@ -178,6 +178,15 @@ for args in "info --csv $TMP/i.csv" "info --json $TMP/i.json" "info --flat" "inf
 			grep -q "^usage\|ptanalyze: " "$TMP/err"'
 done
 
+# ---- an output naming what stdout already is counts as stdout ('-')
+run "$SMALL" --csv /dev/stdout --json -
+check "--csv /dev/stdout --json -: usage error, exit 2" eval '[ "$rc" -eq 2 ] && [ ! -s "$TMP/out" ]'
+"$ANA" "$SMALL" --csv "$TMP/so.csv" --no-progress >"$TMP/so.csv" 2>"$TMP/err"
+rc=$?
+check "--csv FILE with stdout sent to FILE: FILE is the CSV alone, no report mixed in" \
+	eval '[ "$rc" -eq 0 ] && head -1 "$TMP/so.csv" | grep -q "^view,thread,path," && ! grep -q "^process " "$TMP/so.csv" &&
+		[ "$(python3 -c "import csv, sys; print(len(list(csv.reader(open(sys.argv[1])))))" "$TMP/so.csv")" -gt 10 ]'
+
 # ---- a full disk under the CSV or JSON (written as made): an error, not exit 0
 for fmt in csv json; do
 	run "$SMALL" --$fmt /dev/full --no-progress
