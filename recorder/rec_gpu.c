@@ -948,7 +948,16 @@ void rec_gpu_atfork_child(void)
 	thr_running = false;
 	if (atomic_load_explicit(&gpu_state, memory_order_relaxed) != PT_GPU_OFF)
 		go_off(0, "fork");
+	/* The forking thread's cache and open pairs are the parent's: never
+	 * returned here. Its exit would run tls_free(), which locks a pool
+	 * mutex another parent thread may have held at the fork (the child
+	 * hung for good); the pools are not used here again (GPU off), so
+	 * their mutexes are reinitialized too. */
+	if (gpu_tls)
+		pthread_setspecific(tls_key, NULL);
 	gpu_tls = NULL;
+	for (unsigned d = 0; d < GPU_MAX_DEV; d++)
+		pthread_mutex_init(&pools[d].lock, NULL);
 	/* a thread that is not here (the CUDA thread) may have held it; the
 	 * child's pt_close() takes it to write the drop counts */
 	pthread_mutex_init(&ctl_lock, NULL);

@@ -46,6 +46,11 @@
  *                section begun after pt_close does not end an older one.
  *   fork         in a fork() child pt_gpu_begin/end make no CUDA call and
  *                the child exits cleanly; the parent goes on timing.
+ *   fork-exit    300 forks from a thread that is not main while two others
+ *                run GPU sections: each child's only thread leaves through
+ *                pthread_exit() (the GPU cache's key destructor runs) and
+ *                exits within 1 s; none hangs on a pool mutex that another
+ *                parent thread held at the fork.
  *   threads      4 threads, 2 devices, pools refilled under load: the
  *                pairing and counting invariants hold exactly.
  * test_gpu_real.c covers the real libcudart with no driver.
@@ -77,6 +82,8 @@
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -1083,6 +1090,78 @@ static void test_gpu_begin_fork_child(void **state)
 	gfree(&t);
 }
 
+/* fork-exit: the forking thread is not main and exits in the child
+ * (pthread_exit runs the key destructors: the GPU cache's included) while
+ * other threads keep GPU sections going, so a pool mutex is often held at
+ * the fork. */
+#define FORKS 300
+#define FORK_WAIT_MS 1000 /* a child exits in about 1 ms; one that takes 1 s hung */
+static pt_recorder *fx_rec;
+static void *fx_s[3];
+static uint32_t fx_id;
+static atomic_bool fx_stop;
+
+static void *fx_hammer(void *p)
+{
+	void *s = p;
+	while (!atomic_load(&fx_stop)) {
+		pt_gpu_begin(fx_rec, fx_id, s);
+		pt_gpu_end(fx_rec, fx_id, s);
+	}
+	return NULL;
+}
+
+static void *fx_forker(void *p)
+{
+	unsigned *hung = p;
+	for (int i = 0; i < FORKS; i++) {
+		/* this thread's cache holds pairs of the pool */
+		pt_gpu_begin(fx_rec, fx_id, fx_s[0]);
+		pt_gpu_end(fx_rec, fx_id, fx_s[0]);
+		pid_t pid = fork();
+		if (pid < 0)
+			abort();
+		if (pid == 0)
+			pthread_exit(NULL); /* the child's only thread: exit status 0 */
+		int status, k;
+		for (k = 0; k < FORK_WAIT_MS && waitpid(pid, &status, WNOHANG) == 0; k++)
+			sleep_ms(1);
+		if (k == FORK_WAIT_MS) {
+			(*hung)++;
+			kill(pid, SIGKILL);
+			waitpid(pid, &status, 0);
+		} else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+			abort();
+		}
+	}
+	return NULL;
+}
+
+static void test_gpu_fork_thread_exits(void **state)
+{
+	(void)state;
+	fake_set_device_count(1, 0);
+	const char *path = tu_path("fork-exit.ptz");
+	fx_rec = open_rec(path);
+	fx_id = pt_intern(fx_rec, "sec");
+	for (int k = 0; k < 3; k++)
+		fx_s[k] = fake_stream_create(0);
+	warm(&main_log, fx_rec, fx_id, fx_s[0]);
+	fflush(stdout); /* no buffered TAP output in the children */
+	pthread_t h[2], f;
+	unsigned hung = 0;
+	for (int k = 0; k < 2; k++)
+		assert_int_equal(pthread_create(&h[k], NULL, fx_hammer, fx_s[k + 1]), 0);
+	assert_int_equal(pthread_create(&f, NULL, fx_forker, &hung), 0);
+	assert_int_equal(pthread_join(f, NULL), 0);
+	atomic_store(&fx_stop, true);
+	for (int k = 0; k < 2; k++)
+		assert_int_equal(pthread_join(h[k], NULL), 0);
+	print_message("# fork-exit: %u of %d children hung at thread exit\n", hung, FORKS);
+	assert_int_equal(hung, 0);
+	assert_int_equal(pt_close(fx_rec), 0);
+}
+
 #define NTHR 4
 static struct log thr_logs[NTHR];
 
@@ -1166,6 +1245,7 @@ int main(int argc, char **argv)
 		{ "unload", test_close_runtime_unloading, NULL, NULL, NULL },
 		{ "reopen", test_close_gpu_pending, NULL, NULL, NULL },
 		{ "fork", test_gpu_begin_fork_child, NULL, NULL, NULL },
+		{ "fork-exit", test_gpu_fork_thread_exits, NULL, NULL, NULL },
 		{ "threads", test_gpu_begin_threads, NULL, NULL, NULL },
 	};
 	if (argc == 2)
