@@ -49,48 +49,61 @@ static int cmp_tagged(const void *a, const void *b)
 	return cmp_u64(&((const struct tagged *)a)->v, &((const struct tagged *)b)->v);
 }
 
-/* P(U <= u) and P(U >= u) under H0 for sample sizes m, n, no ties: counts
- * of arrangements N(m, n, k) = N(m - 1, n, k - n) + N(m, n - 1, k) (Mann and
- * Whitney 1947), built column by column over n. */
+/*
+ * P(U <= u) and P(U >= u) under H0 for sample sizes m, n, no ties. The
+ * number of arrangements with U = k is the coefficient of q^k in the
+ * Gaussian binomial [m + n choose m]_q (Mann and Whitney 1947 count the
+ * same numbers by the recursion N(m, n, k) = N(m - 1, n, k - n) +
+ * N(m, n - 1, k); Andrews, "The Theory of Partitions", 1976, §3.2 gives
+ * the product), built as the product over i = 1..m of
+ * (1 - q^(n + i)) / (1 - q^i), m the smaller size: O(m * mn) additions,
+ * where the recursion took O(n * m * mn), so the exact distribution now
+ * serves any n against a small side (1 against 401 took the normal
+ * approximation, whose p cannot go below 0.083 there).
+ * Both tails are summed from the low end (P(U >= u) = P(U <= mn - u), by
+ * symmetry), where the coefficients are built without cancellation.
+ */
 static int mwu_exact(uint32_t m, uint32_t n, double u, double *le, double *ge)
 {
-	if (m > n) { /* N(m, n, k) = N(n, m, k): the smaller table */
+	if (m > n) { /* [m + n choose m]_q = [m + n choose n]_q: the shorter product */
 		uint32_t t = m;
 		m = n;
 		n = t;
 	}
-	const size_t kmax = (size_t)m * n;
-	double *t = calloc((size_t)(m + 1) * (kmax + 1), sizeof(*t));
-	if (!t)
+	const size_t mn = (size_t)m * n;
+	double *c = calloc(mn + n + m + 1, sizeof(*c)); /* room for (1 - q^(n + i)) before dividing */
+	if (!c)
 		return -1;
-#define T(i, k) t[(size_t)(i) * (kmax + 1) + (k)]
-	/* column n' = 0: one arrangement with U = 0 for every i */
-	for (uint32_t i = 0; i <= m; i++)
-		T(i, 0) = 1;
-	for (uint32_t c = 1; c <= n; c++) /* N(i, c, k) = N(i - 1, c, k - c) + N(i, c - 1, k) */
-		for (uint32_t i = 1; i <= m; i++)
-			for (size_t k = kmax; k >= c; k--) {
-				T(i, k) += T(i - 1, k - c);
-				if (k == c)
-					break;
-			}
-	/* T(m, k) now counts arrangements with U = k (i ascending reads column c's i - 1 entries) */
-	double total = 0, below = 0, above = 0;
-	for (size_t k = 0; k <= kmax; k++) {
-		total += T(m, k);
-		if ((double)k <= u)
-			below += T(m, k);
-		if ((double)k >= u)
-			above += T(m, k);
+	c[0] = 1;
+	size_t deg = 0; /* of [n + i - 1 choose i - 1]_q: (i - 1) n */
+	for (uint32_t i = 1; i <= m; i++) {
+		const size_t s = (size_t)n + i, top = deg + s;
+		for (size_t k = top; k >= s; k--) /* times (1 - q^s) */
+			c[k] -= c[k - s];
+		for (size_t k = i; k <= top; k++) /* over (1 - q^i): exact, the quotient is a polynomial */
+			c[k] += c[k - i];
+		deg += n;
+		for (size_t k = deg + 1; k <= top; k++)
+			c[k] = 0; /* the quotient's degree; rounding can leave dust above it */
 	}
-#undef T
-	free(t);
-	*le = below / total;
-	*ge = above / total;
+	double total = 0;
+	for (size_t k = 0; k <= mn; k++)
+		total += c[k];
+	double lo = 0, hi = 0; /* sum of c[k] for k <= u, for k <= mn - u */
+	for (size_t k = 0; k <= mn; k++) {
+		if ((double)k <= u)
+			lo += c[k];
+		if ((double)k <= (double)mn - u)
+			hi += c[k];
+	}
+	free(c);
+	*le = lo / total;
+	*ge = hi / total;
 	return 0;
 }
 
-double ana_mwu(const uint64_t *x, uint32_t nx, const uint64_t *y, uint32_t ny, double *u, bool *exact)
+double ana_mwu(const uint64_t *x, uint32_t nx, const uint64_t *y, uint32_t ny, double *u, bool *exact,
+	       double *p_min)
 {
 	const size_t n = (size_t)nx + ny;
 	struct tagged *a = malloc(n * sizeof(*a));
@@ -115,18 +128,25 @@ double ana_mwu(const uint64_t *x, uint32_t nx, const uint64_t *y, uint32_t ny, d
 	free(a);
 	const double mn = (double)nx * ny;
 	*u = rx - (double)nx * (nx + 1) / 2.0;
-	*exact = ties == 0 && mn <= ANA_CMP_EXACT_MAX;
+	*exact = ties == 0 && (nx < ny ? nx : ny) <= ANA_CMP_EXACT_SMALL;
 	if (*exact) {
 		double le, ge;
 		if (mwu_exact(nx, ny, *u, &le, &ge))
 			return NAN;
+		if (p_min) /* U = 0 or mn: one arrangement of C(n, nx) */
+			*p_min = fmin(1.0, 2.0 * exp(lgamma((double)nx + 1) + lgamma((double)ny + 1) - lgamma((double)n + 1)));
 		double p = 2.0 * (le < ge ? le : ge);
 		return p < 1.0 ? p : 1.0;
 	}
 	const double nn = (double)n;
 	const double var = mn / 12.0 * ((nn + 1.0) - ties / (nn * (nn - 1.0)));
-	if (!(var > 0))
+	if (!(var > 0)) {
+		if (p_min)
+			*p_min = 1.0;
 		return 1.0; /* every value equal */
+	}
+	if (p_min) /* the farthest U from mn / 2 (0 or mn) */
+		*p_min = fmin(1.0, erfc(fmax(0.0, (mn / 2.0 - 0.5) / sqrt(var)) / M_SQRT2));
 	double z = (fabs(*u - mn / 2.0) - 0.5) / sqrt(var);
 	if (z < 0)
 		z = 0;
@@ -246,8 +266,8 @@ int ana_boot_change(const uint64_t *x, uint32_t nx, const uint64_t *y, uint32_t 
 		*lo = *hi = NAN;
 	} else {
 		qsort(r, k, sizeof(*r), cmp_dbl);
-		/* percentile points by nearest rank on the k sorted values */
-		uint32_t il = (uint32_t)floor(0.025 * (k - 1) + 0.5), ih = (uint32_t)floor(0.975 * (k - 1) + 0.5);
+		/* percentile points by nearest rank on the k sorted values (§3) */
+		uint32_t il = ana_rank_index(25, k), ih = ana_rank_index(975, k);
 		*lo = r[il];
 		*hi = r[ih];
 	}
@@ -415,12 +435,18 @@ static int fill_pair(struct ana_cmp_row *r, const struct ana_agg *ab, const stru
 	r->n_new = ana_samples_without_first(an, vn);
 	if (r->n_base > 0 && r->n_new > 0 && testable(r->n_base, r->n_new, alpha)) {
 		bool ex;
-		r->p = ana_mwu(vb, r->n_base, vn, r->n_new, &r->u, &ex);
+		double p_min;
+		r->p = ana_mwu(vb, r->n_base, vn, r->n_new, &r->u, &ex, &p_min);
 		if (isnan(r->p))
 			return -1;
+		if (p_min >= alpha) { /* ties and a small side: the approximation cannot reach alpha */
+			r->p = r->u = NAN;
+			goto medians;
+		}
 		r->exact = ex;
 		r->low_confidence = r->n_base < ANA_CMP_LOW_N || r->n_new < ANA_CMP_LOW_N;
 	}
+medians:
 	/* medians (ana_median reorders: the bootstrap does not care about order) */
 	r->median_base = r->n_base ? ana_median(vb, r->n_base) : (ab->count ? (double)ab->first_ns : NAN);
 	r->median_new = r->n_new ? ana_median(vn, r->n_new) : (an->count ? (double)an->first_ns : NAN);
@@ -672,7 +698,7 @@ int ana_compare_json(FILE *out, const struct ana_result *base, const struct ana_
 	json_t *m = json_pack("{s:s, s:s, s:f, s:f, s:I, s:I, s:I, s:I}", "test", "mann-whitney-u",
 			      "correction", "benjamini-hochberg", "alpha", o->alpha, "noise", o->noise, "bootstrap",
 			      (json_int_t)o->bootstrap, "seed", (json_int_t)(o->seed & INT64_MAX), "samples_max",
-			      (json_int_t)ANA_RESERVOIR_CAP, "exact_max", (json_int_t)ANA_CMP_EXACT_MAX);
+			      (json_int_t)ANA_RESERVOIR_CAP, "exact_small_n", (json_int_t)ANA_CMP_EXACT_SMALL);
 	bad |= !m || json_object_set_new(root, "method", m);
 	for (int v = 0; v < ANA_V_N; v++)
 		bad |= json_object_set_new(counts, ana_verdict_key(v), json_integer((json_int_t)c->count[v]));

@@ -13,8 +13,9 @@
  *    (ana_reservoir: every occurrence up to ANA_RESERVOIR_CAP, a uniform
  *    sample beyond), without the first occurrence (warm-up: reported apart);
  *  - test: two-sided Mann-Whitney U (rank sum), exact distribution when
- *    there are no ties and n1 * n2 <= ANA_CMP_EXACT_MAX, else the normal
- *    approximation with tie and continuity corrections;
+ *    there are no ties and the smaller side has at most ANA_CMP_EXACT_SMALL
+ *    samples, else the normal approximation with tie and continuity
+ *    corrections;
  *  - multiple testing: Benjamini-Hochberg false discovery rate over every
  *    tested path (q-values);
  *  - effect: relative change of the median, new / base - 1, with a
@@ -22,7 +23,8 @@
  *  - verdict (criterion.rs's scheme): q >= alpha -> not significant; else the
  *    interval entirely above +noise -> regression, entirely below -noise ->
  *    improvement, otherwise change within noise. Too few samples for the
- *    test to ever reach alpha (2 / C(n1 + n2, n1) >= alpha), or a
+ *    test to ever reach alpha (2 / C(n1 + n2, n1) >= alpha, or, for the
+ *    normal approximation, its p at U = 0 >= alpha), or a
  *    significant path whose base median is 0 in every resample (no
  *    relative change): unverified, with the change of the medians shown.
  * Paths are matched by timing domain and name: one name in two domains is
@@ -41,11 +43,13 @@
 
 #include "analyzer/ana.h"
 
-/* Exact Mann-Whitney distribution up to this n1 * n2 (and no ties): the
- * recursion costs about (n1 n2)^2 / 2 additions, 80,000 here; above it the
- * normal approximation with continuity correction is within 1e-3 of the
- * exact p. */
-#define ANA_CMP_EXACT_MAX 400u
+/* Exact Mann-Whitney distribution (no ties) when the smaller side has at
+ * most this many samples, whatever the larger: the product that counts it
+ * costs n1 * n1 * n2 additions, 1.3 M against a full reservoir (512). The
+ * normal approximation is poor against a small side (1 against 401:
+ * p >= 0.083 whatever the data, where the exact p reaches 0.005); with 50
+ * or more on each side it is within about 1e-3 of the exact p. */
+#define ANA_CMP_EXACT_SMALL 50u
 /* Below this many samples on either side a verdict is "low confidence"
  * (google/benchmark's UTEST_OPTIMAL_REPETITIONS). */
 #define ANA_CMP_LOW_N 9u
@@ -135,18 +139,33 @@ int ana_compare_json(FILE *out, const struct ana_result *base, const struct ana_
 /* ---- the statistics, exposed for tests ---- */
 
 /*
+ * ana_rank_index() - 0-based index, among @k >= 1 sorted values, of the
+ * nearest-rank quantile @q_permille / 1000 (0 < q <= 1): the ceil(q k)-th
+ * smallest (doc/analyzer-output.md §3), in integers, since q k in floating
+ * point can land just above an integer and take the next rank.
+ */
+static inline uint32_t ana_rank_index(uint32_t q_permille, uint32_t k)
+{
+	uint64_t r = ((uint64_t)q_permille * k + 999) / 1000; /* ceil(q k) */
+	return r ? (uint32_t)r - 1 : 0;
+}
+
+/*
  * ana_mwu() - Two-sided Mann-Whitney U test of @x (@nx values) against @y
  * (@ny values), both >= 1 value. *@u = U of @x: the number of pairs
  * (x_i, y_j) with x_i > y_j, plus half the ties. Exact when there is no
- * tie and nx * ny <= ANA_CMP_EXACT_MAX (*@exact true): p = min(1, 2 min(P(U
- * <= u), P(U >= u))) under the null distribution; otherwise the normal
+ * tie and min(nx, ny) <= ANA_CMP_EXACT_SMALL (*@exact true): p = min(1,
+ * 2 min(P(U <= u), P(U >= u))) under the null distribution; otherwise the normal
  * approximation z = (|U - nx ny / 2| - 1/2) / sigma with sigma^2 = nx ny /
  * 12 ((n + 1) - sum(t^3 - t) / (n (n - 1))) over tie groups of size t
  * (Mann and Whitney 1947; tie correction as in scipy.stats.mannwhitneyu),
  * p = erfc(z / sqrt 2); 1 when every value is equal.
+ * *@p_min (may be NULL): the smallest p the method used can give for these
+ * sizes and ties (U = 0 or nx ny): under alpha, the test can reject.
  * Return: p in [0, 1], or NaN on ENOMEM.
  */
-double ana_mwu(const uint64_t *x, uint32_t nx, const uint64_t *y, uint32_t ny, double *u, bool *exact);
+double ana_mwu(const uint64_t *x, uint32_t nx, const uint64_t *y, uint32_t ny, double *u, bool *exact,
+	       double *p_min);
 
 /*
  * ana_bh() - Benjamini-Hochberg (1995) adjusted p-values: with p sorted

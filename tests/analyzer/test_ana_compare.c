@@ -25,12 +25,12 @@ static void test_mwu_exact_small(void **state)
 	const uint64_t x[] = { 1, 2, 3 }, y[] = { 4, 5, 6 };
 	double u;
 	bool exact;
-	double p = ana_mwu(x, 3, y, 3, &u, &exact);
+	double p = ana_mwu(x, 3, y, 3, &u, &exact, NULL);
 	assert_true(exact);
 	assert_true(u == 0);
 	/* one arrangement of C(6, 3) = 20 has U = 0: p = 2 / 20 */
 	assert_true(fabs(p - 0.1) < 1e-12);
-	p = ana_mwu(y, 3, x, 3, &u, &exact);
+	p = ana_mwu(y, 3, x, 3, &u, &exact, NULL);
 	assert_true(u == 9 && fabs(p - 0.1) < 1e-12);
 }
 
@@ -41,7 +41,7 @@ static void test_mwu_published(void **state)
 	const uint64_t males[] = { 19, 22, 16, 29, 24 }, females[] = { 20, 11, 17, 12 };
 	double u;
 	bool exact;
-	double p = ana_mwu(males, 5, females, 4, &u, &exact);
+	double p = ana_mwu(males, 5, females, 4, &u, &exact, NULL);
 	assert_true(exact);
 	assert_true(u == 17);
 	assert_true(fabs(p - 1.0 / 9.0) < 1e-12);
@@ -102,7 +102,7 @@ static void test_mwu_exact_vs_enumeration(void **state)
 			y[j] = 100 + perm[nx + j];
 		double u;
 		bool exact;
-		double p = ana_mwu(x, nx, y, ny, &u, &exact);
+		double p = ana_mwu(x, nx, y, ny, &u, &exact, NULL);
 		assert_true(exact);
 		assert_true(u == u_pairs(x, nx, y, ny));
 		double want = p_enumerate(x, nx, y, ny);
@@ -111,10 +111,101 @@ static void test_mwu_exact_vs_enumeration(void **state)
 	}
 }
 
+/* The Mann-Whitney recursion N(m, n, k) = N(m - 1, n, k - n) + N(m, n - 1, k)
+ * (Mann and Whitney 1947), straight from its definition: the reference for
+ * the product the analyzer uses. Returns the counts for k = 0..mn. */
+static double *mw_counts(uint32_t m, uint32_t n)
+{
+	/* N[a][b][k] for a <= m, b <= n, flattened */
+	const size_t K = (size_t)m * n + 1;
+	double *t = calloc((size_t)(m + 1) * (n + 1) * K, sizeof(*t));
+	assert_non_null(t);
+#define N_(a, b, k) t[(((size_t)(a) * (n + 1)) + (b)) * K + (k)]
+	for (uint32_t a = 0; a <= m; a++)
+		for (uint32_t b = 0; b <= n; b++)
+			for (size_t k = 0; k <= (size_t)a * b; k++)
+				N_(a, b, k) = a == 0 || b == 0 ? (k == 0)
+					    : (k >= b ? N_(a - 1, b, k - b) : 0) + N_(a, b - 1, k);
+	double *c = malloc(K * sizeof(*c));
+	assert_non_null(c);
+	for (size_t k = 0; k < K; k++)
+		c[k] = N_(m, n, k);
+#undef N_
+	free(t);
+	return c;
+}
+
+/* One side small, the other large (the exact distribution serves them now:
+ * 1 against 401 took the normal approximation, whose p never went below
+ * 0.083 there): p at every u equals the recursion's, and the extreme U
+ * gives 2 / C(m + n, m). */
+static void test_mwu_exact_small_side(void **state)
+{
+	(void)state;
+	static const uint32_t sizes[][2] = { { 1, 401 }, { 2, 201 }, { 3, 150 }, { 5, 90 }, { 10, 41 } };
+	uint64_t x[16], y[512];
+	for (size_t s = 0; s < PT_ARRAY_SIZE(sizes); s++) {
+		const uint32_t m = sizes[s][0], n = sizes[s][1];
+		double *c = mw_counts(m, n), total = 0;
+		for (size_t k = 0; k <= (size_t)m * n; k++)
+			total += c[k];
+		for (uint32_t j = 0; j < n; j++)
+			y[j] = 1000 + 10 * (uint64_t)j; /* distinct, no tie with x */
+		/* x slides from below every y (U = 0) to above every y (U = mn):
+		 * x[i] 5 below y[step + i] (above the last y once past it) */
+		for (uint32_t step = 0; step <= n; step += (n / 16) + 1) {
+			for (uint32_t i = 0; i < m; i++)
+				x[i] = 995 + 10 * (uint64_t)(step + i);
+			double u, p_min;
+			bool exact;
+			double p = ana_mwu(x, m, y, n, &u, &exact, &p_min);
+			assert_true(exact);
+			assert_true(u == u_pairs(x, m, y, n));
+			double le = 0, ge = 0;
+			for (size_t k = 0; k <= (size_t)m * n; k++) {
+				le += (double)k <= u ? c[k] : 0;
+				ge += (double)k >= u ? c[k] : 0;
+			}
+			double want = fmin(1.0, 2.0 * fmin(le, ge) / total);
+			if (fabs(p - want) > 1e-12 * want + 1e-300)
+				fail_msg("%u vs %u, u %g: p %.15g, recursion %.15g", m, n, u, p, want);
+			if (fabs(p_min - fmin(1.0, 2.0 / total)) > 1e-12 * p_min)
+				fail_msg("%u vs %u: p_min %.15g, want 2 / C(m + n, m) = %.15g", m, n, p_min, 2.0 / total);
+		}
+		free(c);
+	}
+	/* the reviewer's case: 1 against 401, the one above every other: p = 2 / 402 */
+	for (uint32_t j = 0; j < 401; j++)
+		y[j] = 1000 + (uint64_t)j;
+	x[0] = 9999;
+	double u, p_min;
+	bool exact;
+	double p = ana_mwu(x, 1, y, 401, &u, &exact, &p_min);
+	assert_true(exact && u == 401);
+	assert_true(fabs(p - 2.0 / 402) < 1e-15);
+}
+
+/* With ties and a small side the normal approximation cannot reach alpha:
+ * p_min says so (then compare calls the path unverified, not tested). */
+static void test_mwu_p_min_normal_small_side(void **state)
+{
+	(void)state;
+	uint64_t x[1] = { 500 }, y[40];
+	for (int j = 0; j < 40; j++)
+		y[j] = 100 + (uint64_t)(j % 10); /* ties */
+	double u, p_min;
+	bool exact;
+	double p = ana_mwu(x, 1, y, 40, &u, &exact, &p_min);
+	assert_false(exact);
+	assert_true(u == 40);            /* the largest U */
+	assert_true(p_min >= 0.05);      /* even this extreme gives no rejection */
+	assert_true(fabs(p - p_min) < 1e-12);
+}
+
 static void test_mwu_normal_ties(void **state)
 {
 	(void)state;
-	/* 60 vs 60 values (n1 n2 = 3600 > ANA_CMP_EXACT_MAX) with many ties: normal approximation */
+	/* 60 vs 60 values with many ties: normal approximation */
 	uint64_t x[60], y[60];
 	for (int i = 0; i < 60; i++) {
 		x[i] = 10 + (uint64_t)(i % 7);
@@ -122,7 +213,7 @@ static void test_mwu_normal_ties(void **state)
 	}
 	double u;
 	bool exact;
-	double p = ana_mwu(x, 60, y, 60, &u, &exact);
+	double p = ana_mwu(x, 60, y, 60, &u, &exact, NULL);
 	assert_false(exact);
 	assert_true(u == u_pairs(x, 60, y, 60));
 	/* tie groups over the pooled 120 values */
@@ -142,7 +233,7 @@ static void test_mwu_normal_ties(void **state)
 	uint64_t c[70];
 	for (int i = 0; i < 70; i++)
 		c[i] = 5;
-	p = ana_mwu(c, 35, c + 35, 35, &u, &exact);
+	p = ana_mwu(c, 35, c + 35, 35, &u, &exact, NULL);
 	assert_true(p == 1.0 && !exact);
 }
 
@@ -221,6 +312,16 @@ static void test_bootstrap(void **state)
 	assert_int_equal(ana_boot_change(x, 50, y, 50, 300, &r1, &lo, &hi), 0);
 	assert_int_equal(ana_boot_change(x, 50, y, 50, 300, &r2, &lo2, &hi2), 0);
 	assert_true(lo == lo2 && hi == hi2);
+	/* the interval's ends by nearest rank: the ceil(0.025 k)-th and
+	 * ceil(0.975 k)-th of k resamples (the 26th of 1000 was taken) */
+	assert_int_equal(ana_rank_index(25, 1000), 24);
+	assert_int_equal(ana_rank_index(975, 1000), 974);
+	assert_int_equal(ana_rank_index(25, 1), 0);
+	assert_int_equal(ana_rank_index(975, 1), 0);
+	assert_int_equal(ana_rank_index(25, 39), 0);
+	assert_int_equal(ana_rank_index(25, 41), 1);
+	assert_int_equal(ana_rank_index(975, 40), 38);
+	assert_int_equal(ana_rank_index(1000, 7), 6);
 	/* a base median of 0 in every resample: no interval */
 	uint64_t z[4] = { 0, 0, 0, 0 };
 	assert_int_equal(ana_boot_change(z, 4, y, 4, 100, &rng, &lo, &hi), 0);
@@ -393,7 +494,7 @@ static void test_effect_and_samples(void **state)
 	assert_true(fabs(r->change - 0.3) < 0.01); /* durations scaled by 13/10 (integer division) */
 	assert_true(r->ci_lo < 0.3 && r->ci_hi > 0.29 && r->ci_lo > 0.2);
 	assert_true(r->q < 1e-10 && r->q >= r->p);
-	assert_false(r->exact); /* 199 x 199 > ANA_CMP_EXACT_MAX */
+	assert_false(r->exact); /* 199 x 199: both sides above ANA_CMP_EXACT_SMALL */
 	assert_false(r->low_confidence);
 	r = row(f, "main;faster");
 	assert_true(fabs(r->change + 0.3) < 0.01 && r->ci_hi < -0.2);
@@ -555,6 +656,8 @@ int main(void)
 		cmocka_unit_test(test_mwu_exact_small),
 		cmocka_unit_test(test_mwu_published),
 		cmocka_unit_test(test_mwu_exact_vs_enumeration),
+		cmocka_unit_test(test_mwu_exact_small_side),
+		cmocka_unit_test(test_mwu_p_min_normal_small_side),
 		cmocka_unit_test(test_mwu_normal_ties),
 		cmocka_unit_test(test_bh),
 		cmocka_unit_test(test_median),
