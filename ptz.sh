@@ -8,14 +8,20 @@ cd "$(dirname "$0")"
 BUILD=${PTZ_BUILD_DIR:-build}
 
 # PTZ_MESON_ARGS: extra `meson setup` options (CI adds -Dwerror=true).
+# Quiet when it works; when meson or ninja fails, the end of their output
+# (they print errors, compiler diagnostics included, on stdout) and the log.
 configure() {
 	./setup.sh
-	if [ -f "$BUILD/build.ninja" ]; then
-		meson setup --reconfigure "$BUILD" ${PTZ_MESON_ARGS:-} >/dev/null
-	else
-		meson setup "$BUILD" ${PTZ_MESON_ARGS:-} >/dev/null
+	local log re=()
+	log=$(mktemp "${TMPDIR:-/tmp}/ptz-build.XXXXXX")
+	[ -f "$BUILD/build.ninja" ] && re=(--reconfigure)
+	# shellcheck disable=SC2086 # PTZ_MESON_ARGS are words by design
+	if ! { meson setup "${re[@]}" "$BUILD" ${PTZ_MESON_ARGS:-} && ninja -C "$BUILD"; } >"$log" 2>&1; then
+		tail -n 60 "$log" >&2
+		echo "ptz.sh: configuring or building $BUILD failed (whole log: $log)" >&2
+		exit 1
 	fi
-	ninja -C "$BUILD" >/dev/null
+	rm -f "$log"
 }
 
 # Prints "N passed, N failed, N skipped" from a build dir's meson test log.
@@ -37,6 +43,7 @@ test)
 	shift
 	configure
 	rc=0
+	rm -f "$BUILD/meson-logs/testlog.json" # the summary counts this run's results only
 	meson test -C "$BUILD" --print-errorlogs --num-processes 2 "$@" || rc=$?
 	summary "$BUILD"
 	exit $rc
