@@ -502,13 +502,20 @@ static void emit_range(struct pt_recorder *r, struct gpu_dev *g, struct gpu_pair
 	int64_t s = (int64_t)g->h0 + (int64_t)llround(hs);
 	int64_t e = (int64_t)g->h0 + (int64_t)llround(he);
 	uint64_t us = s > 0 ? (uint64_t)s : 0, ue = e > s ? (uint64_t)e : us;
+	uint64_t v[4] = { us, ue, p->seq, (uint64_t)(uintptr_t)p->stream };
+	if (!rec_emit(r, SLOT_GPU_RANGE, p->id, p->dev, p->launch_ticks, v, 4)) {
+		/* resolved, but this thread's ring is full (a burst of ranges
+		 * resolved in one pass): the range is lost, counted as a GPU
+		 * half not timed, not as a range (its record is in
+		 * lost_records too) */
+		drop(PT_ERRC_GPU_QUEUE_FULL);
+		return;
+	}
+	atomic_fetch_add_explicit(&n_ranges, 1, memory_order_relaxed);
 	if (us < p->launch_ticks) {
 		atomic_fetch_add_explicit(&n_early, 1, memory_order_relaxed);
 		drop(PT_ERRC_GPU_EARLY_START);
 	}
-	uint64_t v[4] = { us, ue, p->seq, (uint64_t)(uintptr_t)p->stream };
-	rec_emit(r, SLOT_GPU_RANGE, p->id, p->dev, p->launch_ticks, v, 4);
-	atomic_fetch_add_explicit(&n_ranges, 1, memory_order_relaxed);
 }
 
 /* Resolves completed pairs, oldest first per stream. Returns false when the

@@ -115,7 +115,10 @@ struct pt_metrics {
  * @gpu_ranges:    GPU ranges resolved and handed to the flusher.
  * @gpu_dropped:   GPU halves not timed: pool empty, capturing, CUDA error,
  *                 GPU timing off, no memory for the thread's GPU state,
- *                 unfinished at close; each one's CPU section was recorded.
+ *                 unfinished at close, or resolved but lost because the
+ *                 CUDA thread's ring was full (GPU_QUEUE_FULL; that record
+ *                 is in @lost_records too); each one's CPU section was
+ *                 recorded.
  *                 A pt_gpu_begin() whose section is skipped whole has no
  *                 GPU half and is in neither GPU count: for lack of room it
  *                 is in @lost_sections, while recording is disabled or with

@@ -46,6 +46,10 @@
  *                section begun after pt_close does not end an older one.
  *   fork         in a fork() child pt_gpu_begin/end make no CUDA call and
  *                the child exits cleanly; the parent goes on timing.
+ *   ring-full    a 4 KiB ring: 200 ranges resolved in one pass overflow the
+ *                ptz-gpu thread's ring; each one lost is counted as
+ *                GPU_QUEUE_FULL (trace and gpu_dropped), not in gpu_ranges,
+ *                and the identities of check_common() hold.
  *   fork-exit    300 forks from a thread that is not main while two others
  *                run GPU sections: each child's only thread leaves through
  *                pthread_exit() (the GPU cache's key destructor runs) and
@@ -80,6 +84,7 @@
  *  Under TSan/ASan the same bounds hold (order: max 4.5 us).
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <math.h>
 #include <pthread.h>
 #include <signal.h>
@@ -1090,6 +1095,47 @@ static void test_gpu_begin_fork_child(void **state)
 	gfree(&t);
 }
 
+static void test_gpu_ranges_ring_full(void **state)
+{
+	(void)state;
+	fake_set_device_count(1, 0);
+	const char *path = tu_path("ring-full.ptz");
+	struct pt_options o = { .ring_bytes = 4096 }; /* 256 slots: about 50 ranges */
+	pt_recorder *r = pt_open(path, &o);
+	assert_non_null(r);
+	uint32_t W = pt_intern(r, "warm"), B = pt_intern(r, "burst");
+	void *s = fake_stream_create(0);
+	struct log *lg = &main_log;
+	warm(lg, r, W, s);
+	for (int i = 0; i < 64; i++) { /* grows the pool past the burst's size */
+		gsec(lg, r, W, s, 0);
+		sleep_ms(1);
+	}
+	settle(r, 0);
+	/* 200 sections behind a 200 ms kernel complete together: one
+	 * resolve pass emits them all into the ptz-gpu thread's ring */
+	fake_launch(s, 200000000);
+	for (int i = 0; i < 200; i++) {
+		gsec(lg, r, B, s, 0);
+		if (i % 8 == 7)
+			sleep_ms(2);
+	}
+	struct pt_stats_info st;
+	struct gtrace t;
+	assert_int_equal(pt_close(r), 0);
+	pt_stats(r, &st);
+	gread(path, &t);
+	uint64_t lost = st.gpu_launched - st.gpu_ranges;
+	print_message("# ring-full: %" PRIu64 " launched, %" PRIu64 " ranges, %" PRIu64 " lost (ring full)\n",
+		      st.gpu_launched, st.gpu_ranges, lost);
+	assert_true(lost > 0);
+	assert_int_equal(t.err[PT_ERRC_GPU_QUEUE_FULL], lost);
+	assert_int_equal(t.err[PT_ERRC_GPU_UNFINISHED], 0);
+	assert_true(st.lost_records >= lost);
+	check_common(&t, &st, NULL, lost, lg->n);
+	gfree(&t);
+}
+
 /* fork-exit: the forking thread is not main and exits in the child
  * (pthread_exit runs the key destructors: the GPU cache's included) while
  * other threads keep GPU sections going, so a pool mutex is often held at
@@ -1246,6 +1292,7 @@ int main(int argc, char **argv)
 		{ "reopen", test_close_gpu_pending, NULL, NULL, NULL },
 		{ "fork", test_gpu_begin_fork_child, NULL, NULL, NULL },
 		{ "fork-exit", test_gpu_fork_thread_exits, NULL, NULL, NULL },
+		{ "ring-full", test_gpu_ranges_ring_full, NULL, NULL, NULL },
 		{ "threads", test_gpu_begin_threads, NULL, NULL, NULL },
 	};
 	if (argc == 2)
