@@ -145,6 +145,7 @@ static uint64_t stopped_gen;         /* ctl_lock: generation pt_close() stopped 
 static struct pt_recorder *thr_rec;
 static double host_ticks_per_ms;
 static uint64_t cal_ticks, cal_mono;
+static int cal_src;                  /* ctl_lock: rec_clock_source of cal_ticks and of devs[]' anchors */
 
 static pthread_key_t tls_key;
 static __thread struct gpu_tls *gpu_tls;
@@ -698,7 +699,20 @@ static PT_COLD void ensure_thread(struct pt_recorder *r, uint64_t gen)
 	/* not for a recorder being closed: its CUDA thread already stopped */
 	if (!thr_running && !atomic_load_explicit(&thr_stop, memory_order_relaxed) && gen != stopped_gen &&
 	    atomic_load_explicit(&r->gen, memory_order_acquire) == gen) {
+		if (cal_ticks && cal_src != rec_clock_source) {
+			/* PTZ_CLOCK changed at this pt_open() (it is read at each):
+			 * the calibration and every device's anchors and fit are in
+			 * the old ticks. No CUDA thread runs here (ctl_lock,
+			 * !thr_running): devs[] is ours to reset; each device
+			 * anchors again on the new thread's first pass. */
+			cal_ticks = 0;
+			for (unsigned d = 0; d < GPU_MAX_DEV; d++) {
+				devs[d].anchored = false;
+				devs[d].nh = 0;
+			}
+		}
 		if (!cal_ticks) {
+			cal_src = rec_clock_source;
 			uint64_t re;
 			uint32_t br;
 			rec_clock_triple(&cal_ticks, &cal_mono, &re, &br);

@@ -50,6 +50,10 @@
  *                ptz-gpu thread's ring; each one lost is counted as
  *                GPU_QUEUE_FULL (trace and gpu_dropped), not in gpu_ranges,
  *                and the identities of check_common() hold.
+ *   clock-reopen three recorders in turn, PTZ_CLOCK unset, monotonic,
+ *                unset: each maps its GPU starts within 50 us of the truth
+ *                (the tick source changed at pt_open(): calibration and
+ *                anchors made in the old ticks are not used).
  *   fork-exit    300 forks from a thread that is not main while two others
  *                run GPU sections: each child's only thread leaves through
  *                pthread_exit() (the GPU cache's key destructor runs) and
@@ -1136,6 +1140,58 @@ static void test_gpu_ranges_ring_full(void **state)
 	gfree(&t);
 }
 
+/* One recorder of clock-reopen: 20 timed sections, their ranges, and the
+ * mapping error of their starts against the fake's truth. Returns the
+ * trace's clock source. */
+static uint32_t clock_run(const char *name, double *max_abs_start)
+{
+	const char *path = tu_path(name);
+	pt_recorder *r = open_rec(path);
+	uint32_t A = pt_intern(r, "a");
+	void *s = fake_stream_create(0);
+	struct log lg = { .n = 0 };
+	warm(&lg, r, A, s);
+	for (int i = 0; i < 20; i++) {
+		gsec(&lg, r, A, s, 100000);
+		sleep_ms(5);
+	}
+	settle(r, 0);
+	static struct pt_stats_info base; /* the GPU counts are process-wide */
+	struct pt_stats_info st;
+	struct gtrace t;
+	close_and_read(r, path, &t, &st, &base, 0, lg.n);
+	base = st;
+	struct errstats es = check_truth(&t, &lg);
+	assert_int_equal(es.n, count_launch(&lg, 0));
+	*max_abs_start = es.max_abs_start;
+	uint32_t src = pt_reader_info(t.rd)->clock_source;
+	print_message("# %s: clock source %u, start error max |%.0f| ns\n", name, src, es.max_abs_start);
+	gfree(&t);
+	return src;
+}
+
+static void test_gpu_map_clock_changed(void **state)
+{
+	(void)state;
+	fake_set_device_count(1, 0);
+	double err1, err2, err3;
+	unsetenv("PTZ_CLOCK");
+	uint32_t src1 = clock_run("clock-1.ptz", &err1);
+	env("PTZ_CLOCK", "monotonic");
+	uint32_t src2 = clock_run("clock-2.ptz", &err2);
+	unsetenv("PTZ_CLOCK");
+	uint32_t src3 = clock_run("clock-3.ptz", &err3);
+	assert_int_equal(src2, 3);
+	assert_int_equal(src3, src1);
+	if (src1 == 3)
+		print_message("# no TSC or cntvct here: the tick source never changed\n");
+	/* the order scenario's bound is 5 us; a map in the wrong ticks is off
+	 * by whole seconds */
+	assert_true(err1 < 50000);
+	assert_true(err2 < 50000);
+	assert_true(err3 < 50000);
+}
+
 /* fork-exit: the forking thread is not main and exits in the child
  * (pthread_exit runs the key destructors: the GPU cache's included) while
  * other threads keep GPU sections going, so a pool mutex is often held at
@@ -1293,6 +1349,7 @@ int main(int argc, char **argv)
 		{ "fork", test_gpu_begin_fork_child, NULL, NULL, NULL },
 		{ "fork-exit", test_gpu_fork_thread_exits, NULL, NULL, NULL },
 		{ "ring-full", test_gpu_ranges_ring_full, NULL, NULL, NULL },
+		{ "clock-reopen", test_gpu_map_clock_changed, NULL, NULL, NULL },
 		{ "threads", test_gpu_begin_threads, NULL, NULL, NULL },
 	};
 	if (argc == 2)
