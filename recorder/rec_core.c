@@ -1087,6 +1087,7 @@ static int open_locked(struct pt_recorder *r, const char *path, const struct pt_
 	pthread_mutex_lock(&r->names_lock);
 	r->ntnames = 0;
 	pthread_mutex_unlock(&r->names_lock);
+	rec_gpu_open(); /* the GPU counts are this recorder's from here */
 	r->cur_gen = ++gen_counter;
 	rc = rec_flusher_start(r);
 	if (rc) {

@@ -463,8 +463,10 @@ static struct gpu_stream_q *stream_q(struct gpu_dev *g, rc_stream s)
 	return q;
 }
 
-/* Moves every handed-off pair to its stream's queue, in launch order. */
-static void take_handoffs(void)
+/* Moves every handed-off pair to its stream's queue, in launch order; a
+ * loss counts for generation @gen only. It makes no CUDA call, so it runs
+ * even once the runtime is unloading. */
+static void take_handoffs(uint64_t gen)
 {
 	struct cds_wfcq_node *node, *n;
 	enum cds_wfcq_ret ret;
@@ -483,7 +485,8 @@ static void take_handoffs(void)
 		p->next = NULL;
 		struct gpu_stream_q *q = stream_q(&devs[p->dev], p->stream);
 		if (!q) { /* out of memory: the pair is lost, counted */
-			drop(PT_ERRC_GPU_QUEUE_FULL);
+			if (!p->stale && p->gen == gen)
+				drop(PT_ERRC_GPU_QUEUE_FULL);
 			atomic_fetch_sub_explicit(&pending_pairs, 1, memory_order_relaxed);
 			continue; /* its events may be pending: never re-used */
 		}
@@ -642,7 +645,7 @@ static void *cuda_main(void *arg)
 		uint64_t now = rec_mono_ns();
 		if (!unloading) {
 			refill();
-			take_handoffs();
+			take_handoffs(gen);
 			for (unsigned d = 0; d < GPU_MAX_DEV; d++) {
 				struct gpu_dev *g = &devs[d];
 				rc_err e;
@@ -676,17 +679,19 @@ static void *cuda_main(void *arg)
 			pthread_cond_timedwait(&ctl_cond, &ctl_lock, &ts);
 		pthread_mutex_unlock(&ctl_lock);
 	}
-	/* what is still pending stays queued (stale) for a later thread */
+	/* what is still pending stays queued (stale) for a later thread; only
+	 * this recorder's are its unfinished ones (an older recorder's pair
+	 * ended after its pt_close() is stale already, see pt_gpu_end()) */
 	if (!unloading)
-		take_handoffs();
+		take_handoffs(gen);
 	uint64_t unfinished = 0;
 	for (unsigned d = 0; d < GPU_MAX_DEV; d++)
 		for (struct gpu_stream_q *q = devs[d].streams; q; q = q->next)
-			for (struct gpu_pair *p = q->head; p; p = p->next)
-				if (!p->stale) {
-					p->stale = true;
+			for (struct gpu_pair *p = q->head; p; p = p->next) {
+				if (!p->stale && p->gen == gen)
 					unfinished++;
-				}
+				p->stale = true;
+			}
 	atomic_fetch_add_explicit(&n_drop[PT_ERRC_GPU_UNFINISHED], unfinished, memory_order_relaxed);
 	write_drops(r);
 	return NULL;
@@ -911,6 +916,18 @@ void pt_gpu_end(pt_recorder *r, uint32_t id, void *cuda_stream)
 		if (t->depth < GPU_STACK)
 			p = t->open[t->depth];
 	}
+	if (p && p->gen != atomic_load_explicit(&r->gen, memory_order_relaxed)) {
+		/* its recorder closed (and maybe another opened) since the
+		 * begin: the GPU half belongs to a trace already written and
+		 * counts nowhere; the pair is recycled once its start event
+		 * completed, writing nothing */
+		pt_end(r, id);
+		p->stale = true;
+		atomic_fetch_add_explicit(&pending_pairs, 1, memory_order_relaxed);
+		PT_TSAN_RELEASE(p); /* [H1], as below */
+		cds_wfcq_enqueue(&q_head, &q_tail, &p->qnode);
+		return;
+	}
 	if (p) {
 		rc_err e = RC_ERR_INVALID_HANDLE;
 		if (p->stream == (rc_stream)cuda_stream &&
@@ -959,6 +976,23 @@ void rec_gpu_stop(struct pt_recorder *r)
 	/* losses counted since the thread's last write (or with GPU off) */
 	pthread_mutex_lock(&ctl_lock);
 	write_drops(r);
+	pthread_mutex_unlock(&ctl_lock);
+}
+
+void rec_gpu_open(void)
+{
+	/* pt_close() joined the previous recorder's CUDA thread and the new
+	 * one starts only after the new generation is published: nothing
+	 * writes drop_written now. Calls racing with pt_close()/pt_open() on
+	 * other threads may still count in either recorder. */
+	pthread_mutex_lock(&ctl_lock);
+	atomic_store_explicit(&n_launched, 0, memory_order_relaxed);
+	atomic_store_explicit(&n_ranges, 0, memory_order_relaxed);
+	atomic_store_explicit(&n_early, 0, memory_order_relaxed);
+	for (uint32_t c = 0; c < NCODES; c++) {
+		atomic_store_explicit(&n_drop[c], 0, memory_order_relaxed);
+		drop_written[c] = 0;
+	}
 	pthread_mutex_unlock(&ctl_lock);
 }
 

@@ -331,6 +331,10 @@ PT_INTERNAL void rec_gpu_error(struct pt_recorder *r, uint32_t code, uint32_t co
 /* ---- GPU timing (rec_gpu.c) ---- */
 PT_INTERNAL void rec_gpu_stop(struct pt_recorder *r);   /* pt_close(): resolve pending, stop thread */
 PT_INTERNAL void rec_gpu_atfork_child(void);
+/* pt_open() (and a fork child's reopen), open_lock held, before the new
+ * generation is published: the GPU counts of pt_stats() and the trace's
+ * GPU ERROR records start from zero for the new recorder. */
+PT_INTERNAL void rec_gpu_open(void);
 PT_INTERNAL void rec_gpu_stats(struct pt_stats_info *out);
 
 /* ---- flusher (rec_flush.c) ---- */

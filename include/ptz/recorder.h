@@ -128,6 +128,13 @@ struct pt_metrics {
  *                 was recorded; where every section is a GPU section and
  *                 recording stays enabled, gpu_ranges + gpu_dropped +
  *                 lost_sections = pt_gpu_begin() calls made while open.
+ *                 The four GPU counts are this recorder's: they restart
+ *                 at 0 at pt_open() (and a fork child's reopen) and stay
+ *                 as pt_close() left them until the next pt_open(). A GPU
+ *                 section still open at pt_close() and ended after it is
+ *                 in none of them and in no trace (its pt_gpu_end() makes
+ *                 no CUDA call); a call on another thread racing with
+ *                 pt_close() or pt_open() may count in either recorder.
  * @gpu_early_starts: ranges whose GPU start mapped before its host launch.
  * @gpu_state:     enum pt_gpu_state.
  * @gpu_error:     CUDA error code that turned GPU timing off, 0 if none.
@@ -461,7 +468,8 @@ PT_API void pt_gpu_begin(pt_recorder *r, uint32_t id, void *cuda_stream);
  *               stream drops the GPU half (GPU_CUDA) since elapsed times
  *               are only meaningful on one stream.
  * Context: as pt_gpu_begin(); one cudaEventRecord when the begin recorded
- *          a GPU half, else as pt_end(). GPU sections nest like any other
+ *          a GPU half and its recorder is still the open one (not closed
+ *          since: then the GPU half counts nowhere), else as pt_end(). GPU sections nest like any other
  *          section; the innermost open GPU section is the one ended.
  * Since: 0.2.0.
  */

@@ -43,7 +43,10 @@
  *                time out) and counts the pending halves GPU_UNFINISHED.
  *   reopen       halves pending at pt_close are counted GPU_UNFINISHED and
  *                recycled silently by the next recorder's CUDA thread; a GPU
- *                section begun after pt_close does not end an older one.
+ *                section begun after pt_close does not end an older one;
+ *                GPU sections open at pt_close and ended after it (one on
+ *                the wrong stream) make no CUDA call and count nowhere; the
+ *                next recorder's GPU counts start at 0 and match its trace.
  *   fork         in a fork() child pt_gpu_begin/end make no CUDA call and
  *                the child exits cleanly; the parent goes on timing.
  *   ring-full    a 4 KiB ring: 200 ranges resolved in one pass overflow the
@@ -359,18 +362,14 @@ static double ns_of(const struct gtrace *t, uint64_t ticks)
 
 /*
  * The invariants every scenario must satisfy. @st: pt_stats after
- * pt_close; @base: pt_stats before this recorder (the GPU counters are
- * process-wide), or NULL; @unranged: launches expected without a range;
+ * pt_close (its GPU counts are this recorder's alone: they restart at
+ * pt_open); @unranged: launches expected without a range;
  * @calls: pt_gpu_begin calls made while the recorder was open, each of
  * which ends up as a range, a drop or a lost section (recorder.h,
  * struct pt_stats_info).
  */
-static void check_common(const struct gtrace *t, const struct pt_stats_info *st, const struct pt_stats_info *base,
-			 size_t unranged, uint64_t calls)
+static void check_common(const struct gtrace *t, const struct pt_stats_info *st, size_t unranged, uint64_t calls)
 {
-	static const struct pt_stats_info zero;
-	if (!base)
-		base = &zero;
 	assert_int_equal(t->bad_launch, 0);
 	assert_int_equal(t->gpu_thread_sections, 0);
 	assert_true(t->gpu_threads <= 1);
@@ -403,16 +402,15 @@ static void check_common(const struct gtrace *t, const struct pt_stats_info *st,
 		assert_true(g->end >= g->start);
 		early += g->start < g->ticks;
 	}
-	assert_int_equal(t->ng, st->gpu_ranges - base->gpu_ranges);
+	assert_int_equal(t->ng, st->gpu_ranges);
 	uint64_t dropped = 0;
 	for (uint32_t c = PT_ERRC_GPU_POOL_EMPTY; c <= PT_ERRC_GPU_UNFINISHED; c++)
 		if (c != PT_ERRC_GPU_EARLY_START)
 			dropped += t->err[c];
-	assert_int_equal(dropped, st->gpu_dropped - base->gpu_dropped);
-	assert_int_equal(t->err[PT_ERRC_GPU_EARLY_START], st->gpu_early_starts - base->gpu_early_starts);
-	assert_int_equal(early, st->gpu_early_starts - base->gpu_early_starts);
-	assert_int_equal(st->gpu_ranges - base->gpu_ranges + st->gpu_dropped - base->gpu_dropped + st->lost_sections,
-			 calls);
+	assert_int_equal(dropped, st->gpu_dropped);
+	assert_int_equal(t->err[PT_ERRC_GPU_EARLY_START], st->gpu_early_starts);
+	assert_int_equal(early, st->gpu_early_starts);
+	assert_int_equal(st->gpu_ranges + st->gpu_dropped + st->lost_sections, calls);
 }
 
 /* Every section of @lg has its BEGIN and END in the trace: returns the
@@ -524,14 +522,14 @@ static pt_recorder *open_rec(const char *path)
 
 /* The usual end of a scenario: closes @r, then *@st = its pt_stats; reads
  * its trace @path into @t (for gfree()) and checks check_common() with
- * @base, @unranged and @calls. */
+ * @unranged and @calls. */
 static void close_and_read(pt_recorder *r, const char *path, struct gtrace *t, struct pt_stats_info *st,
-			   const struct pt_stats_info *base, size_t unranged, uint64_t calls)
+			   size_t unranged, uint64_t calls)
 {
 	assert_int_equal(pt_close(r), 0);
 	pt_stats(r, st);
 	gread(path, t);
-	check_common(t, st, base, unranged, calls);
+	check_common(t, st, unranged, calls);
 }
 
 /* @t has @n BEGINs and @n ENDs of section @id (a macro: failures name the caller's line). */
@@ -578,7 +576,7 @@ static void test_gpu_ranges_paired_in_order(void **state)
 	settle(r, 0);
 	struct pt_stats_info st;
 	struct gtrace t;
-	close_and_read(r, path, &t, &st, NULL, 0, lg->n);
+	close_and_read(r, path, &t, &st, 0, lg->n);
 	size_t launched = count_launch(lg, 0);
 	assert_int_equal(t.nl, launched);
 	assert_int_equal(t.ng, launched);
@@ -655,7 +653,7 @@ static struct errstats drift_run(const char *name)
 	settle(r, 0);
 	struct pt_stats_info st;
 	struct gtrace t;
-	close_and_read(r, path, &t, &st, NULL, 0, lg->n);
+	close_and_read(r, path, &t, &st, 0, lg->n);
 	assert_int_equal(t.nl, count_launch(lg, 0));
 	assert_int_equal(t.ng, t.nl);
 	struct errstats es = check_truth(&t, lg);
@@ -721,7 +719,7 @@ static void test_gpu_begin_pool_empty(void **state)
 	assert_int_equal(fake_events_created(), 6 + 2 * 8); /* reused, none created */
 	struct pt_stats_info st;
 	struct gtrace t;
-	close_and_read(r, path, &t, &st, NULL, 0, lg->n);
+	close_and_read(r, path, &t, &st, 0, lg->n);
 	size_t launched = count_launch(lg, 0);
 	assert_int_equal(t.nl, launched);
 	assert_int_equal(st.gpu_launched, launched);
@@ -759,7 +757,7 @@ static void test_gpu_begin_event_create_fails(void **state)
 	settle(r, 0);
 	struct pt_stats_info st;
 	struct gtrace t;
-	close_and_read(r, path, &t, &st, NULL, 0, lg->n);
+	close_and_read(r, path, &t, &st, 0, lg->n);
 	/* the pool was marked exhausted: creation was never tried again */
 	assert_int_equal(fake_calls("cudaEventCreateWithFlags"), 14);
 	assert_int_equal(fake_events_created(), 13);
@@ -818,7 +816,7 @@ static void test_gpu_begin_capturing(void **state)
 	}
 	settle(r, 1);
 	struct gtrace t;
-	close_and_read(r, path, &t, &st, NULL, 1, lg->n + 3);
+	close_and_read(r, path, &t, &st, 1, lg->n + 3);
 	assert_int_equal(fake_last_capture_mode(), 1); /* cudaStreamCaptureModeThreadLocal */
 	assert_int_equal(fake_calls("cudaThreadExchangeStreamCaptureMode"), 1);
 	size_t launched = count_launch(lg, 0);
@@ -888,7 +886,7 @@ static void test_gpu_cuda_errors(void **state)
 		assert_int_equal(st.gpu_launched, st0.gpu_launched + n->launch + inj[k].launched);
 	}
 	struct gtrace t;
-	close_and_read(r, path, &t, &st, NULL, 4, lg->n);
+	close_and_read(r, path, &t, &st, 4, lg->n);
 	assert_int_equal(t.err[PT_ERRC_GPU_CUDA], 5);
 	assert_int_equal(t.nl, count_launch(lg, 0));
 	assert_int_equal(st.gpu_launched, t.nl - 2);
@@ -924,7 +922,7 @@ static void off_run(const char *name, int want_err, const char *want_reason, uin
 	assert_int_equal(st.gpu_state, PT_GPU_OFF);
 	assert_int_equal(st.gpu_error, want_err);
 	struct gtrace t;
-	close_and_read(r, path, &t, &st, NULL, 0, 20);
+	close_and_read(r, path, &t, &st, 0, 20);
 	assert_int_equal(st.gpu_dropped, 20);
 	assert_int_equal(st.gpu_launched, 0);
 	assert_int_equal(fake_calls(NULL) - fake_calls("cudaGetErrorName"), want_calls);
@@ -983,7 +981,7 @@ static void test_close_runtime_unloading(void **state)
 	WAIT_UNTIL(r, st, st.gpu_launched == count_launch(lg, 0));
 	fake_set_unloading(1);
 	struct gtrace t;
-	close_and_read(r, path, &t, &st, NULL, pending, lg->n);
+	close_and_read(r, path, &t, &st, pending, lg->n);
 	assert_int_equal(st.gpu_launched - st.gpu_ranges, pending);
 	assert_int_equal(t.err[PT_ERRC_GPU_UNFINISHED], pending);
 	CHECK_SECTIONS(t, U, 5);
@@ -1007,41 +1005,54 @@ static void test_close_gpu_pending(void **state)
 	for (int i = 0; i < 3; i++)
 		gsec(lg, r, P, s, 0);
 	assert_int_equal(count_launch(lg, from), 3);
-	struct sec *o = gbeg(lg, r, O, s);
-	assert_true(o->launch);
+	struct sec *o = gbeg(lg, r, O, s), *o2 = gbeg(lg, r, O, s);
+	assert_true(o->launch && o2->launch);
 	assert_int_equal(pt_close(r), 0); /* 50 ms drain: the 3 are still pending */
+	struct pt_stats_info st1, st1b;
+	pt_stats(r, &st1);
 	/* a GPU section begun after close has no GPU half: its end must not
-	 * end @o's (no cudaEventRecord) */
+	 * end @o2's (no cudaEventRecord) */
 	uint64_t rec0 = fake_stream_record_calls(s);
 	pt_gpu_begin(r, I, s);
 	pt_gpu_end(r, I, s);
 	assert_int_equal(fake_stream_record_calls(s), rec0);
+	/* ended after pt_close (@o2 on another stream, which would drop its
+	 * GPU half while open): no CUDA call, counted nowhere, neither in
+	 * this recorder's pt_stats() nor in the next one's trace */
+	pt_gpu_end(r, O, fake_stream_create(0));
 	gend(r, o);
-	struct pt_stats_info st1;
-	pt_stats(r, &st1);
+	assert_int_equal(fake_stream_record_calls(s), rec0);
+	pt_stats(r, &st1b);
+	assert_int_equal(st1b.gpu_launched, st1.gpu_launched);
+	assert_int_equal(st1b.gpu_dropped, st1.gpu_dropped);
 	struct gtrace t;
 	gread(p1, &t);
-	/* 3 pending + the one open at close, which is neither ranged nor
-	 * dropped: it ends after pt_close and is recycled silently */
-	check_common(&t, &st1, NULL, 4, lg->n - 1);
+	/* 3 pending + the two open at close, which are neither ranged nor
+	 * dropped: they end after pt_close and are recycled silently */
+	check_common(&t, &st1, 5, lg->n - 2);
 	assert_int_equal(t.err[PT_ERRC_GPU_UNFINISHED], 3);
-	assert_int_equal(t.begins[O], 1);
+	assert_int_equal(t.begins[O], 2);
 	assert_int_equal(t.ends[O], 0);
 	gfree(&t);
 
 	pt_recorder *r2 = open_rec(p2);
+	struct pt_stats_info st;
+	pt_stats(r2, &st); /* the GPU counts are the new recorder's */
+	assert_int_equal(st.gpu_launched, 0);
+	assert_int_equal(st.gpu_ranges, 0);
+	assert_int_equal(st.gpu_dropped, 0);
+	assert_int_equal(st.gpu_early_starts, 0);
 	struct log lg2 = { .n = 0 };
 	struct log *l2 = &lg2;
 	for (int i = 0; i < 5; i++)
 		gsec(l2, r2, N, s, 10000);
-	struct pt_stats_info st;
-	WAIT_UNTIL(r2, st, st.gpu_ranges == st1.gpu_ranges + count_launch(l2, 0));
+	WAIT_UNTIL(r2, st, st.gpu_ranges == count_launch(l2, 0));
 	/* the stale pairs came back to the pool: more sections time */
 	for (int i = 0; i < 8; i++) {
 		gsec(l2, r2, N, s, 10000);
-		settle(r2, 4);
+		settle(r2, 0);
 	}
-	close_and_read(r2, p2, &t, &st, &st1, 0, l2->n);
+	close_and_read(r2, p2, &t, &st, 0, l2->n);
 	assert_int_equal(t.nl, count_launch(l2, 0));
 	assert_true(t.nl >= 8);
 	assert_int_equal(t.err[PT_ERRC_GPU_UNFINISHED], 0);
@@ -1091,7 +1102,7 @@ static void test_gpu_begin_fork_child(void **state)
 	settle(r, 0);
 	struct pt_stats_info st;
 	struct gtrace t;
-	close_and_read(r, path, &t, &st, NULL, 0, lg->n);
+	close_and_read(r, path, &t, &st, 0, lg->n);
 	assert_int_equal(t.begins[C], 0);
 	assert_int_equal(t.begins[P], 10);
 	assert_int_equal(t.nl, count_launch(lg, 0));
@@ -1136,7 +1147,7 @@ static void test_gpu_ranges_ring_full(void **state)
 	assert_int_equal(t.err[PT_ERRC_GPU_QUEUE_FULL], lost);
 	assert_int_equal(t.err[PT_ERRC_GPU_UNFINISHED], 0);
 	assert_true(st.lost_records >= lost);
-	check_common(&t, &st, NULL, lost, lg->n);
+	check_common(&t, &st, lost, lg->n);
 	gfree(&t);
 }
 
@@ -1156,11 +1167,9 @@ static uint32_t clock_run(const char *name, double *max_abs_start)
 		sleep_ms(5);
 	}
 	settle(r, 0);
-	static struct pt_stats_info base; /* the GPU counts are process-wide */
 	struct pt_stats_info st;
 	struct gtrace t;
-	close_and_read(r, path, &t, &st, &base, 0, lg.n);
-	base = st;
+	close_and_read(r, path, &t, &st, 0, lg.n);
 	struct errstats es = check_truth(&t, &lg);
 	assert_int_equal(es.n, count_launch(&lg, 0));
 	*max_abs_start = es.max_abs_start;
@@ -1310,7 +1319,7 @@ static void test_gpu_begin_threads(void **state)
 	settle(r, 0);
 	struct pt_stats_info st;
 	struct gtrace t;
-	close_and_read(r, path, &t, &st, NULL, 0, sections);
+	close_and_read(r, path, &t, &st, 0, sections);
 	assert_int_equal(t.nl, launched);
 	assert_int_equal(st.gpu_launched, launched);
 	assert_int_equal(t.err[PT_ERRC_GPU_POOL_EMPTY], sections - launched);
