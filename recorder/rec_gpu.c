@@ -681,9 +681,10 @@ static void *cuda_main(void *arg)
 	}
 	/* what is still pending stays queued (stale) for a later thread; only
 	 * this recorder's are its unfinished ones (an older recorder's pair
-	 * ended after its pt_close() is stale already, see pt_gpu_end()) */
-	if (!unloading)
-		take_handoffs(gen);
+	 * ended after its pt_close() is stale already, see pt_gpu_end()).
+	 * Spliced even when the runtime is unloading (no CUDA call): a pair
+	 * handed off after this thread last took them is counted too. */
+	take_handoffs(gen);
 	uint64_t unfinished = 0;
 	for (unsigned d = 0; d < GPU_MAX_DEV; d++)
 		for (struct gpu_stream_q *q = devs[d].streams; q; q = q->next)

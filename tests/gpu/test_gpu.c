@@ -41,6 +41,10 @@
  *   unload       the runtime unloading (every call returns 4) with work
  *                pending: pt_close returns (drain limit 10 min: a hang would
  *                time out) and counts the pending halves GPU_UNFINISHED.
+ *   unload-late  a GPU half handed off after the CUDA thread found the
+ *                runtime unloading (cudaEventQuery failing with 4 on one
+ *                stream) is counted GPU_UNFINISHED at pt_close with the
+ *                halves pending before it.
  *   reopen       halves pending at pt_close are counted GPU_UNFINISHED and
  *                recycled silently by the next recorder's CUDA thread; a GPU
  *                section begun after pt_close does not end an older one;
@@ -988,6 +992,45 @@ static void test_close_runtime_unloading(void **state)
 	gfree(&t);
 }
 
+static void test_close_unloading_late_handoff(void **state)
+{
+	(void)state;
+	env("PTZ_GPU_DRAIN_MS", "600000"); /* only unloading can end the drain early */
+	fake_set_device_count(1, 0);
+	const char *path = tu_path("unload-late.ptz");
+	pt_recorder *r = open_rec(path);
+	uint32_t W = pt_intern(r, "warm"), U = pt_intern(r, "pending"), L = pt_intern(r, "late");
+	void *s = fake_stream_create(0);
+	struct log *lg = &main_log;
+	warm(lg, r, W, s);
+	fake_launch(s, 60000000000ull); /* a minute */
+	for (int i = 0; i < 3; i++)
+		gsec(lg, r, U, s, 0);
+	struct pt_stats_info st;
+	WAIT_UNTIL(r, st, st.gpu_launched == count_launch(lg, 0));
+	struct sec *o = gbeg(lg, r, L, s);
+	assert_true(o->launch);
+	/* the CUDA thread's next query of a pending pair says the runtime is
+	 * unloading: from then on it takes no hand-off; the application
+	 * thread's cudaEventRecord still works */
+	uint64_t q0 = fake_calls("cudaEventQuery");
+	fake_inject("cudaEventQuery", FAKE_ERR_CUDART_UNLOADING, 0, 1000000, s);
+	uint64_t t0 = fake_now_ns();
+	while (fake_calls("cudaEventQuery") == q0) {
+		if (fake_now_ns() - t0 > WAIT_NS)
+			fail_msg("the CUDA thread made no query");
+		sleep_ms(1);
+	}
+	sleep_ms(50); /* it polls pending pairs every 1 ms */
+	gend(r, o);    /* handed off after the thread saw the runtime unloading */
+	struct gtrace t;
+	close_and_read(r, path, &t, &st, 4, lg->n);
+	assert_int_equal(st.gpu_launched - st.gpu_ranges, 4);
+	assert_int_equal(t.err[PT_ERRC_GPU_UNFINISHED], 4);
+	CHECK_SECTIONS(t, L, 1);
+	gfree(&t);
+}
+
 static void test_close_gpu_pending(void **state)
 {
 	(void)state;
@@ -1355,6 +1398,7 @@ int main(int argc, char **argv)
 		{ "disabled", test_gpu_begin_disabled, NULL, NULL, NULL },
 		{ "unload", test_close_runtime_unloading, NULL, NULL, NULL },
 		{ "reopen", test_close_gpu_pending, NULL, NULL, NULL },
+		{ "unload-late", test_close_unloading_late_handoff, NULL, NULL, NULL },
 		{ "fork", test_gpu_begin_fork_child, NULL, NULL, NULL },
 		{ "fork-exit", test_gpu_fork_thread_exits, NULL, NULL, NULL },
 		{ "ring-full", test_gpu_ranges_ring_full, NULL, NULL, NULL },
