@@ -727,6 +727,19 @@ bool rec_begin_cpu(struct pt_recorder *r, uint32_t id)
 	return g && g->gen == atomic_load_explicit(&r->gen, memory_order_relaxed) && !g->skip_depth;
 }
 
+void rec_lost_section(struct pt_recorder *r)
+{
+	struct rec_ring *g;
+	if (unlikely(!r) || !(g = ring_for(r)))
+		return;
+	/* counted as begin_slow() counts a skipped section: not while
+	 * recording is disabled, nor inside a section skipped for that */
+	if (g->skip_depth ? !g->skip_lost : !rec_enabled(r))
+		return;
+	bump(&g->lost_records, 2); /* its BEGIN and its END */
+	bump(&g->lost_sections, 1);
+}
+
 void rec_gpu_error(struct pt_recorder *r, uint32_t code, uint32_t count)
 {
 	/* GPU halves not timed: counted in the trace, not as misuse (no bump

@@ -328,6 +328,13 @@ PT_INTERNAL bool rec_thread_name_for(struct pt_recorder *r, uint32_t tid, char o
 /* Counts one GPU loss of @code on the calling thread's ring (ERROR record). */
 PT_INTERNAL void rec_gpu_error(struct pt_recorder *r, uint32_t code, uint32_t count);
 
+/* Counts one section of the calling thread lost whole (lost_sections, and
+ * its BEGIN and END in lost_records; in the trace's LOSS records), as a
+ * section skipped for lack of room is; nothing while recording is disabled
+ * or no recorder is open. For sections a caller cannot record at all
+ * (rec_nvtx.c: pushes deeper than its id stack, or with no stack). */
+PT_INTERNAL void rec_lost_section(struct pt_recorder *r);
+
 /* ---- GPU timing (rec_gpu.c) ---- */
 PT_INTERNAL void rec_gpu_stop(struct pt_recorder *r);   /* pt_close(): resolve pending, stop thread */
 PT_INTERNAL void rec_gpu_atfork_child(void);

@@ -21,7 +21,7 @@
  * return what NVTX callers expect (levels from push/pop, 0 range ids,
  * NULL handles).
  *
- * Mapping (only public recorder API is used):
+ * Mapping (public recorder API, and rec_lost_section() for losses):
  *   nvtxMark*, nvtxDomainMarkEx             -> pt_instant()
  *   nvtxRangeStart*, nvtxDomainRangeStartEx -> pt_async_begin(); its async
  *                                              id is the nvtxRangeId_t
@@ -53,8 +53,11 @@
  * domains because the recorder nests every section of a thread in one
  * stack: a pop in one domain closes the innermost range of the thread
  * whatever its domain, and levels count the ranges of all domains. Ranges
- * nested deeper than NVTX_STACK_MAX are counted (levels stay right) but
- * not recorded.
+ * nested deeper than NVTX_STACK_MAX, or pushed while the thread's stack
+ * cannot be allocated, keep the levels right but are not recorded: each
+ * is counted as a section lost whole (lost_sections, its BEGIN and END in
+ * lost_records, in pt_stats() and the trace's LOSS records) through
+ * rec_lost_section(), the one internal recorder call made here.
  * A pop with nothing pushed through NVTX records nothing, so sections the
  * application opened itself with pt_begin() are never closed by NVTX.
  *
@@ -71,6 +74,7 @@
 
 #include "common/compiler.h"      /* PT_ARRAY_SIZE, likely */
 #include "ptz/recorder.h"         /* the public recorder API, the only one used */
+#include "recorder/rec_internal.h" /* rec_lost_section() */
 #include "recorder/rec_nvtx_abi.h" /* our copy of the NVTX ABI */
 
 #define NVTX_UNNAMED "(unnamed)"
@@ -213,7 +217,7 @@ static void nvtx_key_init(void)
 }
 
 /* Return: this thread's id stack, NULL if it cannot be had (then sections
- * are counted in the depth but not recorded). */
+ * are counted in the depth and as lost sections, not recorded). */
 static uint32_t *thread_ids(void)
 {
 	if (likely(nvtx_ids != NULL))
@@ -237,11 +241,15 @@ static int push(pt_recorder *r, uint32_t id)
 	if (level == UINT32_MAX)
 		return INT_MAX; /* 4 billion open ranges: stop counting */
 	nvtx_depth = level + 1;
-	if (id && level < NVTX_STACK_MAX) {
-		uint32_t *ids = thread_ids();
+	if (id) {
+		uint32_t *ids = level < NVTX_STACK_MAX ? thread_ids() : NULL;
 		if (ids) {
 			ids[level] = id;
 			pt_begin(r, id);
+		} else {
+			/* no slot to remember its id for the pop: counted as
+			 * a section lost whole (pt_stats(), trace LOSS) */
+			rec_lost_section(r);
 		}
 	}
 	return level > INT_MAX ? INT_MAX : (int)level;

@@ -103,7 +103,10 @@ struct pt_metrics {
  *                 of a dropped section counts), records after a thread's
  *                 exit, records drained after an I/O error, calls made while
  *                 the thread's ring could not be allocated (ENOMEM).
- * @lost_sections: sections dropped whole (nested ones included).
+ * @lost_sections: sections dropped whole (nested ones included), also NVTX
+ *                 pushes the injection cannot record (nested deeper than
+ *                 256 on their thread, or no memory for the thread's push
+ *                 stack), each with its BEGIN and END in @lost_records.
  * @errors:        API misuse counted: pt_end() without an open section,
  *                 pt_stop() of a name not open, sections pt_stop() closed
  *                 implicitly.

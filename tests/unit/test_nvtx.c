@@ -16,7 +16,10 @@
  *    module) installs the same handlers, and the trace file does not exist
  *    until the first handler call.
  *  - push returns the 0-based level, pop the level ended, -1 with nothing
- *    open, across domains and beyond the recorded depth (256 recorded).
+ *    open, across domains and beyond the recorded depth (256 recorded);
+ *    each push beyond it is a section lost whole: 44 in lost_sections and
+ *    88 records in lost_records, in pt_stats() and in the trace's LOSS
+ *    records, and nothing else is lost.
  *  - Domain and registered-string handles: non-NULL, equal for equal
  *    names (ASCII and wide), NULL domain = default domain; a domain stays
  *    usable after nvtxDomainDestroy.
@@ -437,6 +440,10 @@ static void test_trace_contents(void **state)
 	pt_recorder *r = pt_default();
 	assert_non_null(r);
 	assert_int_equal(pt_close(r), 0);
+	struct pt_stats_info st;
+	assert_int_equal(pt_stats(r, &st), 0);
+	assert_int_equal(st.lost_sections, 300 - 256); /* test_push_pop_levels()' deepest pushes */
+	assert_int_equal(st.lost_records, 2 * (300 - 256));
 
 	struct tally t[] = {
 		{ "B", ":a", 1, 0 },
@@ -462,7 +469,8 @@ static void test_trace_contents(void **state)
 	};
 	struct tu_trace tr;
 	tu_read(trace_path(), &tr);
-	assert_int_equal(tr.lost_records, 0);
+	assert_int_equal(tr.lost_records, 2 * (300 - 256));
+	assert_int_equal(tr.lost_sections, 300 - 256);
 	assert_int_equal(tr.errors, 0);
 	assert_int_equal(pt_reader_problem_count(tr.rd), 0);
 	uint64_t begin_thread[8] = { 0 }, begin_id[8] = { 0 };
