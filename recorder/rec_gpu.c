@@ -149,6 +149,10 @@ static int cal_src;                  /* ctl_lock: rec_clock_source of cal_ticks 
 
 static pthread_key_t tls_key;
 static __thread struct gpu_tls *gpu_tls;
+/* In a fork child: the forking thread's cache, the parent's. Kept
+ * reachable (leak checkers), never used or freed. Relaxed: this thread
+ * only. */
+static _Atomic(struct gpu_tls *) fork_parent_tls;
 
 static inline void drop(uint32_t code)
 {
@@ -1011,6 +1015,7 @@ void rec_gpu_atfork_child(void)
 	 * their mutexes are reinitialized too. */
 	if (gpu_tls)
 		pthread_setspecific(tls_key, NULL);
+	atomic_store_explicit(&fork_parent_tls, gpu_tls, memory_order_relaxed);
 	gpu_tls = NULL;
 	for (unsigned d = 0; d < GPU_MAX_DEV; d++)
 		pthread_mutex_init(&pools[d].lock, NULL);
