@@ -69,9 +69,12 @@ static int cmp_seq(const void *pa, const void *pb)
 	return c ? c : cmp_u64(a->i, b->i);
 }
 
-/* The open ranges (their end ticks) of one lane of the current stream. */
+/* The open ranges of one lane of the current stream, outermost first. */
+struct nest_open {
+	uint64_t start, end; /* start as laid out (after any snap) */
+};
 struct nest_lane {
-	uint64_t *end;
+	struct nest_open *o;
 	size_t n, cap;
 };
 
@@ -87,8 +90,8 @@ static bool snap_lane0(struct nest_lane *l, struct pfx_gpu_range *x, uint64_t sn
 	const uint64_t len = x->end_ticks - x->start_ticks;
 	uint64_t s = x->start_ticks;
 	size_t n = l->n;
-	while (n && l->end[n - 1] < x->end_ticks) {
-		const uint64_t e = l->end[n - 1];
+	while (n && l->o[n - 1].end < x->end_ticks) {
+		const uint64_t e = l->o[n - 1].end;
 		const uint64_t moved = e - x->start_ticks; /* in all, if it moves to e */
 		if (e > s && (moved > snap_ticks || moved * 100 > len))
 			return false; /* a real partial overlap */
@@ -135,10 +138,21 @@ int pfx_gpu_finish(struct pfx_gpu *g, uint64_t snap_ticks)
 		size_t k = 0;
 		for (; k < nnl; k++) {
 			struct nest_lane *l = &nl[k];
-			while (l->n && l->end[l->n - 1] <= x->start_ticks)
+			while (l->n && l->o[l->n - 1].end <= x->start_ticks)
 				l->n--;
-			if (!l->n || l->end[l->n - 1] >= x->end_ticks)
+			if (!l->n || l->o[l->n - 1].end >= x->end_ticks) {
+				/* nests; if its parent's start was moved (jitter), it
+				 * moves with it, else it would begin before its parent
+				 * and the track mis-nest */
+				const uint64_t ps = l->n ? l->o[l->n - 1].start : 0;
+				if (ps > x->start_ticks) {
+					x->snap_ticks += ps - x->start_ticks;
+					x->start_ticks = ps;
+					if (x->end_ticks < ps)
+						x->end_ticks = ps;
+				}
 				break;
+			}
 			if (k == 0 && snap_lane0(l, x, snap_ticks))
 				break;
 		}
@@ -166,9 +180,9 @@ int pfx_gpu_finish(struct pfx_gpu *g, uint64_t snap_ticks)
 			};
 		}
 		struct nest_lane *l = &nl[k];
-		if (grow((void **)&l->end, &l->cap, l->n, sizeof(*l->end)))
+		if (grow((void **)&l->o, &l->cap, l->n, sizeof(*l->o)))
 			goto out;
-		l->end[l->n++] = x->end_ticks;
+		l->o[l->n++] = (struct nest_open){ x->start_ticks, x->end_ticks };
 		x->lane = first_lane + (uint32_t)k;
 	}
 	g->by_seq = malloc(g->n * sizeof(*g->by_seq));
@@ -180,7 +194,7 @@ int pfx_gpu_finish(struct pfx_gpu *g, uint64_t snap_ticks)
 	rc = 0;
 out:
 	for (size_t k = 0; k < nalloc; k++)
-		free(nl[k].end);
+		free(nl[k].o);
 	free(nl);
 	return rc;
 }

@@ -28,7 +28,9 @@
  *    by a few ns (seen: 1 ns). A start at most PFX_GPU_SNAP_NS and 1% of
  *    its range's length before the end of the range it overlaps in lane 0
  *    is moved to that end (kept in snap_ticks), so such a stream stays one
- *    track; larger overlaps are kept as measured, on a second lane.
+ *    track, and the ranges nested in it that began before its new start
+ *    move with it (else they would begin before their parent); larger
+ *    overlaps are kept as measured, on a second lane.
  *  - Async ranges (struct pfx_async): ASYNC_BEGIN / ASYNC_END records added
  *    while the threads are exported, paired by async id (k-th begin with
  *    k-th end of that id, in tick order; an end before its begin in ticks is

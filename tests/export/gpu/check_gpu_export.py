@@ -498,6 +498,38 @@ def check_staircase(n=1000, lanes=64):
          f"staircase: chrome draws {lanes} lanes of one range each, counts the other {n - lanes}")
 
 
+# ==== a range nested in one whose start moved over jitter ====
+def check_snapnest():
+    """kernA [100, 1000], outer [999, 3000], inner (kernB) [999, 1500] on one
+    stream: outer's start moves to 1000 (1 ns of jitter) and inner moves with
+    it, one level below; it began before its parent, and Perfetto paired the
+    track's ENDs with the wrong slices (kernA lasted 2,900 ns)."""
+    trace = os.path.join(TMP, "snapnest.ptz")
+    r = subprocess.run([GEN, trace, "--snapnest"], capture_output=True)
+    if not tap(r.returncode == 0, "snapnest: gen_gpu_trace --snapnest", r.stderr.decode()):
+        return
+    out = os.path.join(TMP, "snapnest.pftrace")
+    e = subprocess.run([EXPORTER, trace, out], capture_output=True)
+    if tap(e.returncode == 0, "snapnest: export-perfetto", e.stderr.decode()):
+        t = pb.Trace()
+        with open(out, "rb") as fh:
+            t.ParseFromString(fh.read())
+        _, _, slices, _, _ = perfetto_model(t)
+        got = sorted((s[0], s[1], s[2], s[3], s[6].get("gpu_start_snapped_ns"))
+                     for lab, v in slices.items() if lab.startswith("GPU ") for s in v)
+        same(got, [("kernA", 100, 900, 0, None), ("kernB", 1000, 500, 1, 1), ("outer", 1000, 2000, 0, 1)],
+             "snapnest: perfetto: inner moved with its snapped parent, nested one level below it")
+    out = os.path.join(TMP, "snapnest.json")
+    e = subprocess.run([PTANALYZE, "export", "--chrome", out, trace], capture_output=True)
+    if not tap(e.returncode == 0 and not e.stderr, "snapnest: export --chrome", e.stderr.decode()):
+        return
+    with open(out, encoding="utf-8") as fh:
+        ev = json.load(fh)
+    xs = sorted((x["name"], us_to_ns(x["ts"]), us_to_ns(x["ts"] + x["dur"])) for x in ev if x["ph"] == "X")
+    same(xs, [("kernA", 100, 1000), ("kernB", 1000, 1500), ("outer", 1000, 3000)],
+         "snapnest: chrome: inner inside its snapped parent")
+
+
 def main():
     print("TAP version 13")
     trace = os.path.join(TMP, "gpu.ptz")
@@ -508,6 +540,7 @@ def main():
     for seed in (1, 2, 3):
         check_random(seed)
     check_staircase()
+    check_snapnest()
     return finish()
 
 

@@ -51,6 +51,11 @@
  * from 1000 i to 1000 (i + N) + 5000 ns (each overlaps every other
  * partially, by more than the jitter snap, so none nests: one lane each up
  * to PFX_GPU_MAX_LANES, the rest not drawn).
+ *
+ * With --snapnest: on device 0 stream 5, "kernA" from 100 to 1000 ns, then
+ * "outer" from 999 to 3000 ns and "inner", inside it, from 999 to 1500 ns:
+ * outer's start moves over the 1 ns of jitter to 1000, and inner, nested
+ * in it, must move with it (it began before its parent: a mis-nested track).
  */
 #include <inttypes.h>
 #include <stdbool.h>
@@ -333,8 +338,9 @@ int main(int argc, char **argv)
 {
 	const bool random = argc == 4 && !strcmp(argv[2], "--random");
 	const bool stair = argc == 4 && !strcmp(argv[2], "--staircase");
-	if (argc != 2 && !random && !stair) {
-		fprintf(stderr, "usage: %s OUT.ptz [--random SEED | --staircase N]\n", argv[0]);
+	const bool snapnest = argc == 3 && !strcmp(argv[2], "--snapnest");
+	if (argc != 2 && !random && !stair && !snapnest) {
+		fprintf(stderr, "usage: %s OUT.ptz [--random SEED | --staircase N | --snapnest]\n", argv[0]);
 		return 2;
 	}
 	if (random) {
@@ -359,6 +365,15 @@ int main(int argc, char **argv)
 	fmt_enc_clock(&e, 1000000000, 1000000000, 1700000000000000000ull - T0 + 1000000000, 1);
 	if (flush(w, &e, FMT_CHUNK_META, PT_FMT_META_THREAD))
 		return 1;
+	if (snapnest) {
+		fmt_enc_reset(&e, buf, sizeof(buf));
+		if (fmt_enc_gpu_range(&e, ID_KERNA, 0, T0 + 100, T0 + 1000, T0 + 100, 1, 5) ||
+		    fmt_enc_gpu_range(&e, ID_OUTER, 0, T0 + 999, T0 + 3000, T0 + 999, 2, 5) ||
+		    fmt_enc_gpu_range(&e, ID_KERNB, 0, T0 + 999, T0 + 1500, T0 + 999, 3, 5) ||
+		    flush(w, &e, FMT_CHUNK_EVENTS, TH_GPU))
+			return 1;
+		return fmt_writer_close(w) ? 1 : 0;
+	}
 	if (stair) {
 		const uint64_t n = strtoull(argv[3], NULL, 10);
 		fmt_enc_reset(&e, buf, sizeof(buf));
