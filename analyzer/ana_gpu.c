@@ -248,6 +248,19 @@ static void gpu_attribute(struct ctx *c, uint32_t pos, uint32_t node, uint32_t c
 	if (ana_in_domain(c, t->n[node].id) && (g = gpu_of(&t->n[node].agg)))
 		ana_gpu_dist_add(&g->self, dur_ns, lat_ns);
 	uint64_t stamp = ++c->gp->stamp;
+	/* flat: the names at or above the covering section already hold this
+	 * range inside the enclosing one (A(gpu) > B > A(gpu) on one stream
+	 * counted the inner range twice for A) */
+	for (uint32_t x = node; cover && x != 0; x = t->n[x].parent) {
+		if (t->n[x].depth > cover || !ana_in_domain(c, t->n[x].id))
+			continue;
+		uint32_t slot = name_slot(t->n[x].id);
+		struct gpu_flat *gf = ana_grow_by_id(ts->gf, &ts->ngf, slot, sizeof(*ts->gf), ts->id_limit);
+		if (gf) {
+			ts->gf = gf;
+			gf[slot].stamp = stamp;
+		}
+	}
 	for (uint32_t x = node; x != 0 && t->n[x].depth > cover; x = t->n[x].parent) {
 		uint32_t id = t->n[x].id;
 		if (!ana_in_domain(c, id))

@@ -1023,6 +1023,54 @@ static void test_ana_gpu_absent_adds_nothing(void **state)
 	unlink(path);
 }
 
+/* A GPU section nested in one of its own name on the same stream, with a
+ * CPU section between (layer(gpu) > step > layer(gpu), stream S1): the
+ * inner range lies inside the outer one, so the flat row of "layer" holds
+ * the outer range only (it held both: 2 ranges, 1,200 ns), while "step",
+ * between them, holds the inner one, and the tree rows each their own. */
+static void test_ana_gpu_flat_covered_same_name(void **state)
+{
+	(void)state;
+	static const struct op ops[] = {
+		L(100, ID_LAYER, 1, 0, S1), B(200, ID_STEP), L(250, ID_LAYER, 2, 0, S1), E(500, ID_LAYER),
+		E(600, ID_STEP), E(1200, ID_LAYER),
+	};
+	static const struct op gops[] = {
+		R(ID_LAYER, 0, 150, 1150, 100, 1, S1), R(ID_LAYER, 0, 300, 500, 250, 2, S1),
+	};
+	const char *const tnames[] = { "main", "ptz-gpu" };
+	const char *path = tu_path("covered.ptz");
+	struct tb b;
+	tb_open(&b, path);
+	tb_meta(&b, tnames, 2);
+	tb_events(&b, 0, ops, PT_ARRAY_SIZE(ops), 0);
+	tb_events(&b, 1, gops, PT_ARRAY_SIZE(gops), 0);
+	tb_close(&b);
+	struct ana_result r;
+	const struct ana_options o = { .thread = -1 };
+	ana_test_run(path, &o, &r);
+	assert_int_equal(r.gpu.paired, 2);
+	const struct ana_gpu *fl = r.by_name[ID_LAYER].gpu, *fs = r.by_name[ID_STEP].gpu;
+	assert_non_null(fl);
+	assert_non_null(fs);
+	assert_int_equal(fl->incl_count, 1);
+	assert_int_equal(fl->incl_total_ns, 1000);
+	assert_int_equal(fs->incl_count, 1);
+	assert_int_equal(fs->incl_total_ns, 200);
+	const struct ana_tree *t = &r.merged;
+	const struct ana_agg *outer = &t->n[node_of(&r, t, "layer")].agg,
+			     *mid = &t->n[node_of(&r, t, "layer;step")].agg,
+			     *inner = &t->n[node_of(&r, t, "layer;step;layer")].agg;
+	assert_int_equal(outer->gpu->incl_count, 1);
+	assert_int_equal(outer->gpu->incl_total_ns, 1000);
+	assert_int_equal(mid->gpu->incl_count, 1);
+	assert_int_equal(mid->gpu->incl_total_ns, 200);
+	assert_int_equal(inner->gpu->incl_count, 1);
+	assert_int_equal(inner->gpu->incl_total_ns, 200);
+	ana_result_free(&r);
+	unlink(path);
+}
+
 /* ana_map against a plain array: random adds, finds and removes with
  * colliding keys (multiples of a power of two), growth, backward shifts. */
 static void test_ana_map_matches_reference(void **state)
@@ -1176,6 +1224,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_ana_gpu_json),
 		cmocka_unit_test(test_ana_gpu_timing_off),
 		cmocka_unit_test(test_ana_gpu_absent_adds_nothing),
+		cmocka_unit_test(test_ana_gpu_flat_covered_same_name),
 		cmocka_unit_test(test_ana_map_matches_reference),
 		cmocka_unit_test(test_ana_gpu_suggest_idle),
 	};
