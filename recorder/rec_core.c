@@ -648,16 +648,16 @@ void pt_counter(pt_recorder *r, uint32_t id, int64_t value)
 
 /* ------------------------------------------- instants, async ranges, GPU */
 
-bool rec_emit(struct pt_recorder *r, uint32_t kind, uint32_t id, uint32_t hi, uint64_t t, const uint64_t *v,
-	      unsigned n)
+/* rec_emit() on ring @g; with no room, false, counted as a lost record
+ * only if @count. */
+static bool emit_on(struct rec_ring *g, uint32_t kind, uint32_t id, uint32_t hi, uint64_t t, const uint64_t *v,
+		    unsigned n, bool count)
 {
-	struct rec_ring *g = ring_for(r);
-	if (!g)
-		return false;
 	uint64_t h = g->head_own;
 	/* room for the record and every pending END */
 	if (!room(g, h, g->depth + 1 + n)) {
-		bump(&g->lost_records, 1);
+		if (count)
+			bump(&g->lost_records, 1);
 		return false;
 	}
 	struct rec_slot *s = &g->slots[h & g->mask];
@@ -672,6 +672,13 @@ bool rec_emit(struct pt_recorder *r, uint32_t kind, uint32_t id, uint32_t hi, ui
 	}
 	publish(g, h + 1 + n);
 	return true;
+}
+
+bool rec_emit(struct pt_recorder *r, uint32_t kind, uint32_t id, uint32_t hi, uint64_t t, const uint64_t *v,
+	      unsigned n)
+{
+	struct rec_ring *g = ring_for(r);
+	return g && emit_on(g, kind, id, hi, t, v, n, true);
 }
 
 uint64_t rec_begin_gpu(struct pt_recorder *r, uint32_t id, uint32_t dev, uint64_t stream, uint64_t seq)
@@ -719,12 +726,19 @@ uint64_t rec_begin_gpu(struct pt_recorder *r, uint32_t id, uint32_t dev, uint64_
 
 bool rec_begin_cpu(struct pt_recorder *r, uint32_t id)
 {
+	const struct rec_ring *g0 = rec_tls;
+	const uint32_t d0 = g0 ? g0->depth : 0;
 	pt_begin(r, id);
-	/* recorded: the thread has a ring of the open recorder and is not
-	 * skipping (a skipped BEGIN leaves skip_depth >= 1; no ring, a closed
-	 * recorder or an exited thread leave no ring of generation gen) */
+	/* recorded: pt_begin() opened a section on this thread's ring, so its
+	 * depth grew and it is not skipping (a skipped BEGIN leaves
+	 * skip_depth >= 1; no ring, a closed recorder or an exited thread
+	 * leave rec_tls as it was, or the dead ring). Not by reading r->gen
+	 * again: pt_close() may store 0 after the BEGIN was written, and that
+	 * section would be in the trace with its GPU half counted nowhere. */
 	const struct rec_ring *g = rec_tls;
-	return g && g->gen == atomic_load_explicit(&r->gen, memory_order_relaxed) && !g->skip_depth;
+	if (!g || g == &dead_ring || g->skip_depth)
+		return false;
+	return g == g0 ? g->depth == d0 + 1 : g->depth >= 1; /* a new ring: fork_resume_sections() may open some */
 }
 
 void rec_lost_section(struct pt_recorder *r)
@@ -740,11 +754,36 @@ void rec_lost_section(struct pt_recorder *r)
 	bump(&g->lost_sections, 1);
 }
 
-void rec_gpu_error(struct pt_recorder *r, uint32_t code, uint32_t count)
+bool rec_gpu_error(struct pt_recorder *r, uint32_t code, uint32_t count)
 {
 	/* GPU halves not timed: counted in the trace, not as misuse (no bump
-	 * of the ring's error counter, unlike error_record()) */
-	rec_emit(r, SLOT_ERROR, count, code, 0, NULL, 0);
+	 * of the ring's error counter, unlike error_record()). A failure is
+	 * not a lost record: the caller keeps the count and tries again. */
+	struct rec_ring *g = ring_for(r);
+	return g && emit_on(g, SLOT_ERROR, count, code, 0, NULL, 0, false);
+}
+
+bool rec_close_emit(struct pt_recorder *r, uint32_t kind, uint32_t id, uint32_t hi)
+{
+	/* r->gen is 0 now: ring_for() would refuse. The closing thread's ring
+	 * of the generation being closed is still registered and drained by
+	 * rec_flusher_stop(); only this thread writes it. */
+	struct rec_ring *g = rec_tls;
+	if (!g || g == &dead_ring || g->gen != r->cur_gen)
+		return false;
+	/* a full ring is drained by the flusher within its poll interval
+	 * (at most flush_ms; it goes again at once while a ring is >= 1/4
+	 * full): wait for it rather than lose a count, bounded */
+	const uint64_t deadline = rec_mono_ns() + ((uint64_t)r->flush_ms * 4 + 1000) * 1000000u;
+	while (!emit_on(g, kind, id, hi, 0, NULL, 0, false)) {
+		if (rec_mono_ns() >= deadline) {
+			bump(&g->lost_records, 1);
+			return false;
+		}
+		struct timespec ts = { 0, 1000000 };
+		nanosleep(&ts, NULL);
+	}
+	return true;
 }
 
 void pt_instant(pt_recorder *r, uint32_t id)
@@ -1223,14 +1262,21 @@ int pt_close(pt_recorder *r)
 	}
 	atomic_store_explicit(&r->fork_records, false, memory_order_relaxed); /* forks from now on: no locks taken */
 	/* GPU work still in flight is resolved (bounded wait) and written
-	 * while the recorder is still open. */
-	rec_gpu_stop(r);
+	 * while the recorder is still open; from here on pt_gpu_begin()
+	 * times nothing new. */
+	const bool gpu = rec_gpu_stop(r);
+	if (gpu)
+		(void)ring_for(r); /* for rec_gpu_close()'s ERROR records (rec_close_emit()) */
 	/* New calls become no-ops; the registry is frozen under reg_lock so
 	 * no ring joins after the final drain. */
 	pthread_mutex_lock(&r->reg_lock);
 	atomic_store_explicit(&r->hot_gen, 0, memory_order_relaxed);
 	atomic_store_explicit(&r->gen, 0, memory_order_release);
 	pthread_mutex_unlock(&r->reg_lock);
+	/* GPU halves counted by calls that still saw the recorder open:
+	 * written on this thread's ring before the final drain */
+	if (gpu)
+		rec_gpu_close(r);
 	rec_flusher_stop(r); /* final drain, final tables, joins */
 
 	/* Unlink every ring, wait one grace period so no pt_stats() walker

@@ -41,6 +41,30 @@
  * pairs still pending then are kept (stale) and recycled by the next CUDA
  * thread once complete. Events and streams are never destroyed: the runtime
  * may be unloading at exit (as PyTorch's NCCL event cache does).
+ *
+ * Closing (pt_close() on one thread while others still call
+ * pt_gpu_begin/pt_gpu_end), in three steps, so that every GPU half whose
+ * CPU section is recorded is a range or a count, and every count is in the
+ * trace:
+ *   1. rec_gpu_stop(), recorder open: closing_gen = gen, so a
+ *      pt_gpu_begin() that reads it takes no pair (CPU section only, the
+ *      GPU half counted GPU_UNFINISHED) and the drain has an end; a pair
+ *      taken before is still ended and handed off. The CUDA thread drains
+ *      (resolves what completes within PTZ_GPU_DRAIN_MS), counts what it
+ *      holds as unfinished and exits.
+ *   2. pt_close() stores r->gen = 0: calls that read it record nothing and
+ *      count nothing (a pair ended then is stale: counts nowhere).
+ *   3. rec_gpu_close(): waits until no pt_gpu_begin/pt_gpu_end is running
+ *      (gpu_inflight, a Dekker handshake with the gen store: [G1]/[G2]),
+ *      so every call that saw the recorder open has counted and handed
+ *      off; splices the hand-off queue once more and counts what it finds
+ *      as unfinished; writes every count not yet written on the closing
+ *      thread's ring (rec_close_emit()), before the final drain.
+ *
+ * ERROR records (write_drops()): drop_written[c] advances only by what was
+ * written; a record that finds the ring full is tried again on a later
+ * pass, and at stop the CUDA thread keeps passing (within the drain limit)
+ * until its counts are written; what is left then is written at step 3.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -133,7 +157,15 @@ static _Atomic uint64_t next_seq;
 static _Atomic uint64_t n_launched, n_ranges, n_early;
 static _Atomic uint64_t pending_pairs; /* handed off, not yet resolved or recycled */
 static _Atomic uint64_t n_drop[NCODES];
-static uint64_t drop_written[NCODES]; /* ctl_lock / CUDA thread */
+static uint64_t drop_written[NCODES]; /* ctl_lock / CUDA thread: counts written as ERROR records */
+static uint32_t off_id;              /* ctl_lock: interned off_reason, 0 if none yet */
+/* Generation whose pt_close() has begun (rec_gpu_stop()); written under
+ * ctl_lock, read relaxed by pt_gpu_begin(): a stale read only lets a begin
+ * take a pair, which its end hands off and step 3 counts. */
+static _Atomic uint64_t closing_gen;
+/* pt_gpu_begin/pt_gpu_end calls running (step 3 above). Written by every
+ * application thread, read by the closing thread: its own cache line. */
+static alignas(64) _Atomic uint64_t gpu_inflight;
 
 static pthread_mutex_t ctl_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t ctl_cond;
@@ -611,25 +643,58 @@ static void sample(struct pt_recorder *r, uint64_t now, uint32_t rss_id)
 	}
 }
 
-/* ERROR records for GPU losses counted since the last call. */
-static void write_drops(struct pt_recorder *r)
+/*
+ * ERROR records for GPU losses counted and not yet written. drop_written[c]
+ * advances only by the records written: one that finds the ring full
+ * stops this pass and is tried again on the next one, not counted as a
+ * lost record each time (rec_gpu_error()). @final (pt_close(), step 3):
+ * written with rec_close_emit(), which waits for room; a record it cannot
+ * write is counted lost there, and marked written here (never retried).
+ * The GPU-off reason instant goes with its ERROR, once that is written.
+ * Returns false when a record found the ring full (not @final).
+ */
+static bool write_drops(struct pt_recorder *r, bool final)
 {
 	for (uint32_t c = PT_ERRC_GPU_POOL_EMPTY; c < NCODES; c++) {
-		uint64_t v = atomic_load_explicit(&n_drop[c], memory_order_relaxed);
-		uint64_t dlt = v - drop_written[c];
-		if (!dlt)
-			continue;
-		drop_written[c] = v;
-		if (c == PT_ERRC_GPU_OFF && atomic_load_explicit(&gpu_state, memory_order_acquire) == PT_GPU_OFF)
-			/* the reason, in every trace that lost GPU halves; written
-			 * with them even while recording is disabled (not pt_instant()) */
-			rec_emit(r, SLOT_INSTANT, pt_intern(r, off_reason), 0, 0, NULL, 0);
+		uint64_t dlt = atomic_load_explicit(&n_drop[c], memory_order_relaxed) - drop_written[c];
 		while (dlt) {
 			uint32_t k = dlt > UINT32_MAX ? UINT32_MAX : (uint32_t)dlt;
-			rec_gpu_error(r, c, k);
+			bool ok = final ? rec_close_emit(r, SLOT_ERROR, k, c) : rec_gpu_error(r, c, k);
+			if (!ok && !final)
+				return false; /* ring full: the next pass goes on from here */
+			drop_written[c] += k;
 			dlt -= k;
+			if (ok && c == PT_ERRC_GPU_OFF &&
+			    atomic_load_explicit(&gpu_state, memory_order_acquire) == PT_GPU_OFF) {
+				/* the reason, in every trace that lost GPU halves;
+				 * written with them even while recording is disabled
+				 * (not pt_instant()) */
+				if (final) {
+					if (off_id)
+						rec_close_emit(r, SLOT_INSTANT, off_id, 0);
+				} else {
+					rec_emit(r, SLOT_INSTANT, pt_intern(r, off_reason), 0, 0, NULL, 0);
+				}
+			}
 		}
 	}
+	return true;
+}
+
+/* Counts the pairs of generation @gen in the stream queues as unfinished
+ * and marks every queued pair stale (recycled by a later CUDA thread once
+ * complete, writing nothing). CUDA thread, or ctl_lock with none running. */
+static void count_unfinished(uint64_t gen)
+{
+	uint64_t unfinished = 0;
+	for (unsigned d = 0; d < GPU_MAX_DEV; d++)
+		for (struct gpu_stream_q *q = devs[d].streams; q; q = q->next)
+			for (struct gpu_pair *p = q->head; p; p = p->next) {
+				if (!p->stale && p->gen == gen)
+					unfinished++;
+				p->stale = true;
+			}
+	atomic_fetch_add_explicit(&n_drop[PT_ERRC_GPU_UNFINISHED], unfinished, memory_order_relaxed);
 }
 
 static void *cuda_main(void *arg)
@@ -663,18 +728,21 @@ static void *cuda_main(void *arg)
 			if (!unloading)
 				sample(r, now, rss_id);
 		}
-		write_drops(r);
+		/* an ERROR that found this thread's ring full: the flusher makes
+		 * room within its poll interval, the next pass writes it (counts
+		 * made since by other threads do not hold the stop back) */
+		bool unwritten = !write_drops(r, false);
 		bool stopping = atomic_load_explicit(&thr_stop, memory_order_acquire);
 		uint64_t left = atomic_load_explicit(&pending_pairs, memory_order_relaxed);
 		if (stopping) {
 			if (!stop_deadline)
 				stop_deadline = now + (uint64_t)drain_ms * 1000000u;
-			if (left == 0 || unloading || now >= stop_deadline)
+			if ((left == 0 && !unwritten) || unloading || now >= stop_deadline)
 				break;
 		}
 		struct timespec ts;
 		clock_gettime(CLOCK_MONOTONIC, &ts);
-		long wait_ns = left || stopping ? 1000000 : 10000000;
+		long wait_ns = left || stopping || unwritten ? 1000000 : 10000000;
 		ts.tv_nsec += wait_ns;
 		ts.tv_sec += ts.tv_nsec / 1000000000;
 		ts.tv_nsec %= 1000000000;
@@ -689,16 +757,8 @@ static void *cuda_main(void *arg)
 	 * Spliced even when the runtime is unloading (no CUDA call): a pair
 	 * handed off after this thread last took them is counted too. */
 	take_handoffs(gen);
-	uint64_t unfinished = 0;
-	for (unsigned d = 0; d < GPU_MAX_DEV; d++)
-		for (struct gpu_stream_q *q = devs[d].streams; q; q = q->next)
-			for (struct gpu_pair *p = q->head; p; p = p->next) {
-				if (!p->stale && p->gen == gen)
-					unfinished++;
-				p->stale = true;
-			}
-	atomic_fetch_add_explicit(&n_drop[PT_ERRC_GPU_UNFINISHED], unfinished, memory_order_relaxed);
-	write_drops(r);
+	count_unfinished(gen);
+	write_drops(r, false); /* what does not fit is written by rec_gpu_close() */
 	return NULL;
 }
 
@@ -820,10 +880,29 @@ static inline void push_open(struct gpu_tls *t, struct gpu_pair *p)
 		t->depth++;
 }
 
-void pt_gpu_begin(pt_recorder *r, uint32_t id, void *cuda_stream)
+/*
+ * [G1] Entry of pt_gpu_begin/pt_gpu_end: the increment, then a seq_cst
+ * fence before the call reads r->gen (or hot_gen) anywhere. Pairs with
+ * [G2] in rec_gpu_close() (store r->gen = 0, fence, read gpu_inflight):
+ * of the two fences, if ours comes first the closing thread sees this
+ * call in flight and waits for its exit; else this call reads gen 0 and
+ * counts nothing. Relaxed increment: the fence orders it.
+ */
+static inline void inflight_enter(void)
 {
-	if (unlikely(!r))
-		return;
+	atomic_fetch_add_explicit(&gpu_inflight, 1, memory_order_relaxed);
+	atomic_thread_fence(memory_order_seq_cst);
+}
+
+/* [G3] release: this call's counts and hand-off before its exit. Pairs
+ * with [G4] in rec_gpu_close(). */
+static inline void inflight_exit(void)
+{
+	atomic_fetch_sub_explicit(&gpu_inflight, 1, memory_order_release);
+}
+
+static void gpu_begin(pt_recorder *r, uint32_t id, void *cuda_stream)
+{
 	int st = atomic_load_explicit(&gpu_state, memory_order_acquire);
 	if (unlikely(st == PT_GPU_UNUSED)) {
 		if (atomic_load_explicit(&r->gen, memory_order_relaxed) == 0)
@@ -846,6 +925,12 @@ void pt_gpu_begin(pt_recorder *r, uint32_t id, void *cuda_stream)
 		pt_begin(r, id);
 		push_open(t, NULL); /* keeps pt_gpu_end() paired */
 		return;
+	}
+	if (unlikely(gen == atomic_load_explicit(&closing_gen, memory_order_relaxed))) {
+		/* pt_close() has begun: no new GPU half (the drain would chase
+		 * it), counted as not finished at close */
+		why = PT_ERRC_GPU_UNFINISHED;
+		goto cpu_only;
 	}
 	if (unlikely(atomic_load_explicit(&thr_gen, memory_order_acquire) != gen))
 		ensure_thread(r, gen);
@@ -910,10 +995,17 @@ cpu_only:
 	push_open(t, NULL);
 }
 
-void pt_gpu_end(pt_recorder *r, uint32_t id, void *cuda_stream)
+void pt_gpu_begin(pt_recorder *r, uint32_t id, void *cuda_stream)
 {
 	if (unlikely(!r))
 		return;
+	inflight_enter();
+	gpu_begin(r, id, cuda_stream);
+	inflight_exit();
+}
+
+static void gpu_end(pt_recorder *r, uint32_t id, void *cuda_stream)
+{
 	struct gpu_tls *t = gpu_tls;
 	struct gpu_pair *p = NULL;
 	if (t && t->depth) {
@@ -957,12 +1049,24 @@ void pt_gpu_end(pt_recorder *r, uint32_t id, void *cuda_stream)
 	pt_end(r, id);
 }
 
+void pt_gpu_end(pt_recorder *r, uint32_t id, void *cuda_stream)
+{
+	if (unlikely(!r))
+		return;
+	inflight_enter();
+	gpu_end(r, id, cuda_stream);
+	inflight_exit();
+}
+
 /* ---------------------------------------------------------------- lifecycle */
 
-void rec_gpu_stop(struct pt_recorder *r)
+bool rec_gpu_stop(struct pt_recorder *r)
 {
+	if (atomic_load_explicit(&gpu_state, memory_order_acquire) == PT_GPU_UNUSED)
+		return false; /* no GPU section in this process yet: nothing to stop */
 	pthread_mutex_lock(&ctl_lock);
 	stopped_gen = atomic_load_explicit(&r->gen, memory_order_relaxed);
+	atomic_store_explicit(&closing_gen, stopped_gen, memory_order_relaxed);
 	bool running = thr_running;
 	if (running) {
 		atomic_store_explicit(&thr_stop, true, memory_order_release);
@@ -978,9 +1082,40 @@ void rec_gpu_stop(struct pt_recorder *r)
 		atomic_store_explicit(&thr_stop, false, memory_order_release);
 		pthread_mutex_unlock(&ctl_lock);
 	}
-	/* losses counted since the thread's last write (or with GPU off) */
+	/* losses counted since the thread's last write (or with GPU off),
+	 * while the recorder is open: pt_intern() and ring_for() work */
 	pthread_mutex_lock(&ctl_lock);
-	write_drops(r);
+	if (atomic_load_explicit(&gpu_state, memory_order_acquire) == PT_GPU_OFF)
+		off_id = pt_intern(r, off_reason);
+	write_drops(r, false);
+	pthread_mutex_unlock(&ctl_lock);
+	return true;
+}
+
+void rec_gpu_close(struct pt_recorder *r)
+{
+	/* [G2] pt_close() stored r->gen = 0 before this call; the fence
+	 * orders that store before the read of gpu_inflight. Pairs with [G1]. */
+	atomic_thread_fence(memory_order_seq_cst);
+	/* [G4] acquire: the counts and hand-offs of the calls that saw the
+	 * recorder open. Pairs with [G3]. They never block (a trylock, a
+	 * first-use load, ensure_thread(), which step 1 made refuse), so
+	 * this ends; not under ctl_lock, which ensure_thread() takes. */
+	while (atomic_load_explicit(&gpu_inflight, memory_order_acquire) != 0) {
+		struct timespec ts = { 0, 100000 };
+		nanosleep(&ts, NULL);
+	}
+	const uint64_t gen = r->cur_gen;
+	pthread_mutex_lock(&ctl_lock);
+	/* No CUDA thread runs (rec_gpu_stop() joined it, ensure_thread()
+	 * refuses a closed recorder): devs[]' stream queues are ours. The
+	 * queue exists only once the runtime loaded (state ON); in a fork
+	 * child (OFF) it may hold a node a parent thread was enqueueing. */
+	if (atomic_load_explicit(&gpu_state, memory_order_acquire) == PT_GPU_ON) {
+		take_handoffs(gen);
+		count_unfinished(gen);
+	}
+	write_drops(r, true);
 	pthread_mutex_unlock(&ctl_lock);
 }
 
@@ -998,6 +1133,7 @@ void rec_gpu_open(void)
 		atomic_store_explicit(&n_drop[c], 0, memory_order_relaxed);
 		drop_written[c] = 0;
 	}
+	atomic_store_explicit(&closing_gen, 0, memory_order_relaxed);
 	pthread_mutex_unlock(&ctl_lock);
 }
 
@@ -1026,6 +1162,9 @@ void rec_gpu_atfork_child(void)
 	 * trace counts only its own */
 	for (uint32_t c = PT_ERRC_GPU_POOL_EMPTY; c < NCODES; c++)
 		drop_written[c] = atomic_load_explicit(&n_drop[c], memory_order_relaxed);
+	/* calls of other parent threads in flight at the fork never exit
+	 * here: the child's pt_close() must not wait for them */
+	atomic_store_explicit(&gpu_inflight, 0, memory_order_relaxed);
 }
 
 void rec_gpu_stats(struct pt_stats_info *out)

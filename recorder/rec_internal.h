@@ -325,8 +325,18 @@ PT_INTERNAL uint64_t rec_begin_gpu(struct pt_recorder *r, uint32_t id, uint32_t 
 PT_INTERNAL bool rec_begin_cpu(struct pt_recorder *r, uint32_t id);
 /* Copies the pt_thread_name() override for @tid into @out[32]; false if none. */
 PT_INTERNAL bool rec_thread_name_for(struct pt_recorder *r, uint32_t tid, char out[32]);
-/* Counts one GPU loss of @code on the calling thread's ring (ERROR record). */
-PT_INTERNAL void rec_gpu_error(struct pt_recorder *r, uint32_t code, uint32_t count);
+/* Writes an ERROR record of @count GPU halves of @code on the calling
+ * thread's ring. false when there is no room or no open recorder: then
+ * nothing is counted (not in lost_records), the caller keeps the count
+ * and tries again later (rec_gpu.c write_drops()). */
+PT_INTERNAL bool rec_gpu_error(struct pt_recorder *r, uint32_t code, uint32_t count);
+/* pt_close() only, after r->gen is 0 and before the final drain: writes
+ * a record of kind @kind (id @id, b>>8 = @hi, no value slots) on the
+ * calling thread's ring of the generation being closed, waiting for the
+ * flusher to make room (bounded: 4 flush intervals + 1 s). false when this
+ * thread has no such ring (nothing counted) or the wait ran out (counted
+ * in lost_records). */
+PT_INTERNAL bool rec_close_emit(struct pt_recorder *r, uint32_t kind, uint32_t id, uint32_t hi);
 
 /* Counts one section of the calling thread lost whole (lost_sections, and
  * its BEGIN and END in lost_records; in the trace's LOSS records), as a
@@ -336,7 +346,17 @@ PT_INTERNAL void rec_gpu_error(struct pt_recorder *r, uint32_t code, uint32_t co
 PT_INTERNAL void rec_lost_section(struct pt_recorder *r);
 
 /* ---- GPU timing (rec_gpu.c) ---- */
-PT_INTERNAL void rec_gpu_stop(struct pt_recorder *r);   /* pt_close(): resolve pending, stop thread */
+/* pt_close(), recorder still open: from now on pt_gpu_begin() times no new
+ * GPU half (counted GPU_UNFINISHED); resolves what is pending (bounded
+ * drain), stops the CUDA thread, writes the ERROR records it can. true if
+ * GPU sections were used in this process (then rec_gpu_close() follows). */
+PT_INTERNAL bool rec_gpu_stop(struct pt_recorder *r);
+/* pt_close(), after r->gen is 0 (store before the call), before the final
+ * drain: waits for the pt_gpu_begin()/pt_gpu_end() calls still running,
+ * counts the GPU halves handed off since the CUDA thread stopped as
+ * GPU_UNFINISHED, and writes every count not yet written
+ * (rec_close_emit()). */
+PT_INTERNAL void rec_gpu_close(struct pt_recorder *r);
 PT_INTERNAL void rec_gpu_atfork_child(void);
 /* pt_open() (and a fork child's reopen), open_lock held, before the new
  * generation is published: the GPU counts of pt_stats() and the trace's

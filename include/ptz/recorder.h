@@ -136,8 +136,14 @@ struct pt_metrics {
  *                 as pt_close() left them until the next pt_open(). A GPU
  *                 section still open at pt_close() and ended after it is
  *                 in none of them and in no trace (its pt_gpu_end() makes
- *                 no CUDA call); a call on another thread racing with
- *                 pt_close() or pt_open() may count in either recorder.
+ *                 no CUDA call). Calls on other threads while pt_close()
+ *                 runs keep these identities and the trace's counts: from
+ *                 its start a pt_gpu_begin() times nothing (CPU section
+ *                 only, GPU half counted GPU_UNFINISHED), a GPU half ended
+ *                 after its drain is counted GPU_UNFINISHED, and
+ *                 pt_close() waits for calls that saw it open before the
+ *                 last ERROR records are written. A call racing with
+ *                 pt_open() may count in either recorder.
  * @gpu_early_starts: ranges whose GPU start mapped before its host launch.
  * @gpu_state:     enum pt_gpu_state.
  * @gpu_error:     CUDA error code that turned GPU timing off, 0 if none.
