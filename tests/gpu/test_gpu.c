@@ -56,7 +56,15 @@
  *   ring-full    a 4 KiB ring: 200 ranges resolved in one pass overflow the
  *                ptz-gpu thread's ring; each one lost is counted as
  *                GPU_QUEUE_FULL (trace and gpu_dropped), not in gpu_ranges,
- *                and the identities of check_common() hold.
+ *                and the identities of check_common() hold: the ERROR
+ *                record of those losses, which finds the same ring full,
+ *                is written later, not lost.
+ *   close-race   one thread loops pt_gpu_begin/pt_gpu_end on a stream while
+ *                main closes the recorder after 100 ms (4 rounds): every GPU
+ *                half whose CPU section is in the trace is a range or a
+ *                count (gpu_ranges + gpu_dropped = BEGINs, less a GPU
+ *                section open at pt_close() and ended after it), and the
+ *                trace's ranges and ERROR counts are pt_stats()'.
  *   clock-reopen three recorders in turn, PTZ_CLOCK unset, monotonic,
  *                unset: each maps its GPU starts within 50 us of the truth
  *                (the tick source changed at pt_open(): calibration and
@@ -257,6 +265,7 @@ struct gtrace {
 	uint32_t gpu_thread;                /* index of "ptz-gpu", UINT32_MAX if none */
 	size_t gpu_threads;                 /* threads named "ptz-gpu" */
 	size_t bad_launch;                  /* GPU_LAUNCH not directly followed by its BEGIN */
+	bool last_begin_gpu[MAX_ID];        /* the last BEGIN of that id followed its GPU_LAUNCH */
 };
 
 static void gread(const char *path, struct gtrace *t)
@@ -289,10 +298,13 @@ static void gread(const char *path, struct gtrace *t)
 		bool meta = ci.thread == PT_FMT_META_THREAD;
 		assert_true(meta || ci.thread < MAX_THR);
 		while ((rc = pt_reader_next_record(t->rd, &rec)) == 1) {
+			bool after_launch = false;
 			if (!meta && th[ci.thread].pend) {
 				if (rec.kind != PT_REC_BEGIN || rec.id != th[ci.thread].id ||
 				    rec.ticks != th[ci.thread].ticks)
 					t->bad_launch++;
+				else
+					after_launch = true;
 				th[ci.thread].pend = false;
 			}
 			switch (rec.kind) {
@@ -336,6 +348,8 @@ static void gread(const char *path, struct gtrace *t)
 					t->gpu_thread_sections++;
 				else if (rec.id < MAX_ID)
 					(rec.kind == PT_REC_BEGIN ? t->begins : t->ends)[rec.id]++;
+				if (rec.kind == PT_REC_BEGIN && rec.id < MAX_ID)
+					t->last_begin_gpu[rec.id] = after_launch;
 				break;
 			default:
 				break;
@@ -1194,6 +1208,101 @@ static void test_gpu_ranges_ring_full(void **state)
 	gfree(&t);
 }
 
+/* close-race: GPU sections on another thread while pt_close() runs. */
+static atomic_bool cr_stop;
+struct cr_arg {
+	pt_recorder *r;
+	uint32_t id;
+	void *s;
+	uint64_t calls;
+	bool last_pair_ended; /* the last begin that took a pair: its end recorded the end event */
+};
+
+static void *cr_hammer(void *p)
+{
+	struct cr_arg *a = p;
+	while (!atomic_load(&cr_stop)) {
+		uint64_t c0 = fake_stream_record_calls(a->s);
+		pt_gpu_begin(a->r, a->id, a->s);
+		uint64_t c1 = fake_stream_record_calls(a->s);
+		pt_gpu_end(a->r, a->id, a->s);
+		if (c1 != c0) /* a pair: its end ran while the recorder was open iff it recorded */
+			a->last_pair_ended = fake_stream_record_calls(a->s) != c1;
+		a->calls++;
+	}
+	return NULL;
+}
+
+static void close_race_round(int round)
+{
+	char name[32];
+	snprintf(name, sizeof(name), "close-race-%d.ptz", round);
+	const char *path = tu_path(name);
+	pt_recorder *r = open_rec(path);
+	uint32_t W = pt_intern(r, "warm"), H = pt_intern(r, "hammer");
+	void *s = fake_stream_create(0);
+	main_log.n = 0;
+	warm(&main_log, r, W, s);
+	struct cr_arg a = { r, H, s, 0, true };
+	atomic_store(&cr_stop, false);
+	pthread_t th;
+	assert_int_equal(pthread_create(&th, NULL, cr_hammer, &a), 0);
+	sleep_ms(100);
+	assert_int_equal(pt_close(r), 0);
+	atomic_store(&cr_stop, true);
+	assert_int_equal(pthread_join(th, NULL), 0);
+	struct pt_stats_info st;
+	pt_stats(r, &st);
+	struct gtrace t;
+	gread(path, &t);
+	assert_int_equal(t.bad_launch, 0);
+	assert_int_equal(t.gpu_thread_sections, 0);
+	CHECK_SECTIONS(t, W, main_log.n);
+	/* The hammer's last section may have begun before pt_close() stored
+	 * gen 0 and ended after (its END may be missing). If it took a pair
+	 * (its begin ran before pt_close() began) and its end found the
+	 * recorder closed (no cudaEventRecord), its GPU half counts nowhere
+	 * (recorder.h); a section without a pair was counted at its begin. */
+	assert_true(t.ends[H] == t.begins[H] || t.ends[H] + 1 == t.begins[H]);
+	uint64_t open_pair = !a.last_pair_ended;
+	if (open_pair)
+		assert_true(t.last_begin_gpu[H]);
+	size_t no_range = 0;
+	for (size_t i = 0; i < t.nl; i++)
+		no_range += t.l[i].range < 0;
+	uint64_t dropped = 0;
+	for (uint32_t c = PT_ERRC_GPU_POOL_EMPTY; c <= PT_ERRC_GPU_UNFINISHED; c++)
+		if (c != PT_ERRC_GPU_EARLY_START)
+			dropped += t.err[c];
+	print_message("# close-race %d: %" PRIu64 " calls; BEGIN %" PRIu64 " END %" PRIu64 " (open pair %" PRIu64
+		      "); launches %zu (%zu without range), launched %" PRIu64 ", ranges %" PRIu64
+		      ", dropped %" PRIu64 " (unfinished %" PRIu64 ", pool empty %" PRIu64 ")\n",
+		      round, a.calls, t.begins[H], t.ends[H], open_pair, t.nl, no_range, st.gpu_launched,
+		      st.gpu_ranges, st.gpu_dropped, t.err[PT_ERRC_GPU_UNFINISHED], t.err[PT_ERRC_GPU_POOL_EMPTY]);
+	/* the trace has every count pt_stats() has */
+	assert_int_equal(t.ng, st.gpu_ranges);
+	assert_int_equal(dropped, st.gpu_dropped);
+	assert_int_equal(t.err[PT_ERRC_GPU_EARLY_START], st.gpu_early_starts);
+	/* each GPU half whose CPU section is recorded: a range or a count */
+	assert_int_equal(st.gpu_ranges + st.gpu_dropped + open_pair, t.begins[H] + t.begins[W]);
+	/* each pair ended while the recorder was open was launched; each
+	 * launched one is a range or counted (unfinished, or resolved into a
+	 * full ring) */
+	assert_int_equal(t.nl, st.gpu_launched + open_pair);
+	assert_int_equal(no_range, st.gpu_launched - st.gpu_ranges + open_pair);
+	assert_true(st.gpu_launched - st.gpu_ranges <=
+		    t.err[PT_ERRC_GPU_UNFINISHED] + t.err[PT_ERRC_GPU_QUEUE_FULL]);
+	gfree(&t);
+}
+
+static void test_close_gpu_sections_racing(void **state)
+{
+	(void)state;
+	fake_set_device_count(1, 0);
+	for (int round = 0; round < 4; round++)
+		close_race_round(round);
+}
+
 /* One recorder of clock-reopen: 20 timed sections, their ranges, and the
  * mapping error of their starts against the fake's truth. Returns the
  * trace's clock source. */
@@ -1417,6 +1526,7 @@ int main(int argc, char **argv)
 		{ "ring-full", test_gpu_ranges_ring_full, NULL, NULL, NULL },
 		{ "clock-reopen", test_gpu_map_clock_changed, NULL, NULL, NULL },
 		{ "threads", test_gpu_begin_threads, NULL, NULL, NULL },
+		{ "close-race", test_close_gpu_sections_racing, NULL, NULL, NULL },
 	};
 	if (argc == 2)
 		for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
