@@ -1101,8 +1101,14 @@ void rec_gpu_close(struct pt_recorder *r)
 	 * recorder open. Pairs with [G3]. They never block (a trylock, a
 	 * first-use load, ensure_thread(), which step 1 made refuse), so
 	 * this ends; not under ctl_lock, which ensure_thread() takes. */
-	while (atomic_load_explicit(&gpu_inflight, memory_order_acquire) != 0) {
-		struct timespec ts = { 0, 100000 };
+	/* Bounded all the same: a call stuck in the driver (a hung GPU) or a
+	 * stopped thread must not hang pt_close(). Past PTZ_GPU_DRAIN_MS + 1 s
+	 * the close goes on: the hand-off queue takes concurrent pushes, and
+	 * what such a call hands off later counts nowhere (recorder.h). */
+	for (uint64_t waits = 0; atomic_load_explicit(&gpu_inflight, memory_order_acquire) != 0 &&
+				  waits < ((uint64_t)drain_ms + 1000) * 10;
+	     waits++) {
+		struct timespec ts = { 0, 100000 }; /* 0.1 ms */
 		nanosleep(&ts, NULL);
 	}
 	const uint64_t gen = r->cur_gen;

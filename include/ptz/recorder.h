@@ -142,7 +142,9 @@ struct pt_metrics {
  *                 only, GPU half counted GPU_UNFINISHED), a GPU half ended
  *                 after its drain is counted GPU_UNFINISHED, and
  *                 pt_close() waits for calls that saw it open before the
- *                 last ERROR records are written. A call racing with
+ *                 last ERROR records are written (at most PTZ_GPU_DRAIN_MS
+ *                 + 1 s: a call stuck longer, in a hung driver or a
+ *                 stopped thread, counts nowhere). A call racing with
  *                 pt_open() may count in either recorder.
  * @gpu_early_starts: ranges whose GPU start mapped before its host launch.
  * @gpu_state:     enum pt_gpu_state.

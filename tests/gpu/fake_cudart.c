@@ -393,11 +393,19 @@ API int cudaEventCreateWithFlags(void **event, unsigned flags)
 	return e;
 }
 
+static _Atomic(void *) delay_stream;
+static _Atomic unsigned delay_ms;
+
 API int cudaEventRecord(void *event, void *stream)
 {
 	int e = enter(F_EventRecord);
 	if (e)
 		return e;
+	unsigned d = atomic_load_explicit(&delay_ms, memory_order_relaxed);
+	if (d && stream && stream == atomic_load_explicit(&delay_stream, memory_order_acquire)) { /* stuck in the driver */
+		struct timespec ts = { d / 1000, (long)(d % 1000) * 1000000 };
+		nanosleep(&ts, NULL);
+	}
 	spin(jitter(RECORD_COST_LO, RECORD_COST_HI));
 	pthread_mutex_lock(&lk);
 	struct stream *s = stream_of(stream);
@@ -615,6 +623,12 @@ API void fake_set_event_limit(unsigned n)
 API void fake_set_unloading(int on)
 {
 	atomic_store_explicit(&unloading, on, memory_order_relaxed);
+}
+
+API void fake_set_record_delay(void *stream, unsigned ms)
+{
+	atomic_store_explicit(&delay_ms, ms, memory_order_relaxed);
+	atomic_store_explicit(&delay_stream, stream, memory_order_release);
 }
 
 API uint64_t fake_calls(const char *fn)

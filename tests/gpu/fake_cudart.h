@@ -113,6 +113,10 @@ void fake_set_event_limit(unsigned n);
 /** fake_set_unloading() - Every runtime call returns cudaErrorCudartUnloading (4). */
 void fake_set_unloading(int on);
 
+/** fake_set_record_delay() - cudaEventRecord() on @stream sleeps @ms first
+ * (a call stuck in the driver); @ms 0 = none. */
+void fake_set_record_delay(void *stream, unsigned ms);
+
 /** fake_calls() - Calls of runtime function @fn so far; NULL = all functions. */
 uint64_t fake_calls(const char *fn);
 

@@ -59,6 +59,8 @@
  *                and the identities of check_common() hold: the ERROR
  *                record of those losses, which finds the same ring full,
  *                is written later, not lost.
+ *   close-stuck  a pt_gpu_begin() stuck 6 s in the driver while pt_close()
+ *                runs: the close does not wait for it past its bound
  *   close-race   one thread loops pt_gpu_begin/pt_gpu_end on a stream while
  *                main closes the recorder after 100 ms (4 rounds): every GPU
  *                half whose CPU section is in the trace is a range or a
@@ -1303,6 +1305,54 @@ static void test_close_gpu_sections_racing(void **state)
 		close_race_round(round);
 }
 
+/* close-stuck: a pt_gpu_begin() stuck in the driver (cudaEventRecord
+ * sleeps 6 s) while pt_close() runs: the close waits for in-flight GPU
+ * calls at most PTZ_GPU_DRAIN_MS + 1 s (here 1 s), then goes on, so it
+ * returns while the call is still stuck; the call then returns normally. */
+struct stuck_arg {
+	pt_recorder *r;
+	uint32_t id;
+	void *s;
+	atomic_bool done;
+};
+
+static void *stuck_call(void *p)
+{
+	struct stuck_arg *a = p;
+	pt_gpu_begin(a->r, a->id, a->s);
+	atomic_store(&a->done, true);
+	pt_gpu_end(a->r, a->id, a->s);
+	return NULL;
+}
+
+static void test_close_gpu_call_stuck(void **state)
+{
+	(void)state;
+	env("PTZ_GPU_DRAIN_MS", "0");
+	fake_set_device_count(1, 0);
+	const char *path = tu_path("close-stuck.ptz");
+	pt_recorder *r = open_rec(path);
+	uint32_t W = pt_intern(r, "warm"), S = pt_intern(r, "stuck");
+	void *s = fake_stream_create(0);
+	main_log.n = 0;
+	warm(&main_log, r, W, s);
+	struct stuck_arg a = { r, S, s, false };
+	fake_set_record_delay(s, 6000);
+	pthread_t th;
+	assert_int_equal(pthread_create(&th, NULL, stuck_call, &a), 0);
+	sleep_ms(200); /* inside cudaEventRecord by now */
+	assert_false(atomic_load(&a.done));
+	assert_int_equal(pt_close(r), 0);
+	const bool returned_first = !atomic_load(&a.done);
+	fake_set_record_delay(NULL, 0);
+	assert_int_equal(pthread_join(th, NULL), 0);
+	assert_true(returned_first); /* pt_close() did not wait for the stuck call */
+	struct gtrace t;
+	gread(path, &t);
+	CHECK_SECTIONS(t, W, main_log.n);
+	gfree(&t);
+}
+
 /* One recorder of clock-reopen: 20 timed sections, their ranges, and the
  * mapping error of their starts against the fake's truth. Returns the
  * trace's clock source. */
@@ -1527,6 +1577,7 @@ int main(int argc, char **argv)
 		{ "clock-reopen", test_gpu_map_clock_changed, NULL, NULL, NULL },
 		{ "threads", test_gpu_begin_threads, NULL, NULL, NULL },
 		{ "close-race", test_close_gpu_sections_racing, NULL, NULL, NULL },
+		{ "close-stuck", test_close_gpu_call_stuck, NULL, NULL, NULL },
 	};
 	if (argc == 2)
 		for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
