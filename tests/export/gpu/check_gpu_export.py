@@ -458,39 +458,51 @@ def check_random(seed):
     same(gota, want_async, f"random {seed}: chrome async b/e pairs")
 
 
+def gen_and_export(name, gen_args):
+    """Writes TMP/name.ptz with gen_gpu_trace GEN_ARGS and exports it: the
+    Perfetto trace (checked by the trace-processor rules; None if any step
+    failed) and the Chrome events (None if that export failed), each step a
+    TAP line prefixed with name."""
+    trace = os.path.join(TMP, name + ".ptz")
+    r = subprocess.run([GEN, trace] + gen_args, capture_output=True)
+    if not tap(r.returncode == 0, f"{name}: gen_gpu_trace {' '.join(gen_args)}", r.stderr.decode()):
+        return None, None
+    t = None
+    out = os.path.join(TMP, name + ".pftrace")
+    e = subprocess.run([EXPORTER, trace, out], capture_output=True)
+    if tap(e.returncode == 0, f"{name}: export-perfetto", e.stderr.decode()):
+        t = pb.Trace()
+        with open(out, "rb") as fh:
+            t.ParseFromString(fh.read())
+        fs = [f for f in pftrace_check.check(t) if f.severity != "warning"]
+        tap(not fs, f"{name}: trace-processor checker finds no error",
+            "\n".join(f"{f.severity} {f.rule} {f.packet} {f.msg}" for f in fs))
+    out = os.path.join(TMP, name + ".json")
+    e = subprocess.run([PTANALYZE, "export", "--chrome", out, trace], capture_output=True)
+    if not tap(e.returncode == 0 and not e.stderr, f"{name}: export --chrome", e.stderr.decode()):
+        return t, None
+    with open(out, encoding="utf-8") as fh:
+        return t, json.load(fh)
+
+
 # ==== more ranges overlapping on one stream than it has lanes ====
 def check_staircase(n=1000, lanes=64):
     """n ranges on one stream, each overlapping every other partially: the
     first `lanes` (PFX_GPU_MAX_LANES) get a lane each, the rest are not drawn
     but counted in one process instant at the first of them (the layout
     searched every lane for every range: quadratic, and a track per range)."""
-    trace = os.path.join(TMP, "staircase.ptz")
-    r = subprocess.run([GEN, trace, "--staircase", str(n)], capture_output=True)
-    if not tap(r.returncode == 0, "staircase: gen_gpu_trace --staircase", r.stderr.decode()):
-        return
     want_instant = ("ptz: GPU ranges not drawn (overlapping on one stream beyond its lanes)", lanes * 1000,
                     {"count": n - lanes, "max_lanes_per_stream": lanes})
-    out = os.path.join(TMP, "staircase.pftrace")
-    e = subprocess.run([EXPORTER, trace, out], capture_output=True)
-    if tap(e.returncode == 0, "staircase: export-perfetto", e.stderr.decode()):
-        t = pb.Trace()
-        with open(out, "rb") as fh:
-            t.ParseFromString(fh.read())
-        fs = [f for f in pftrace_check.check(t) if f.severity != "warning"]
-        tap(not fs, "staircase: trace-processor checker finds no error",
-            "\n".join(f"{f.severity} {f.rule} {f.packet} {f.msg}" for f in fs))
+    t, ev = gen_and_export("staircase", ["--staircase", str(n)])
+    if t is not None:
         _, _, slices, instants, _ = perfetto_model(t)
         gpu = {lab: v for lab, v in slices.items() if lab.startswith("GPU ")}
         same((len(gpu), sorted(len(v) for v in gpu.values())[-1:], sorted(s[1] for v in gpu.values() for s in v),
               [i for i in instants.get("process", []) if i[0] == want_instant[0]]),
              (lanes, [1], [1000 * i for i in range(lanes)], [want_instant]),
              f"staircase: perfetto draws {lanes} lanes of one range each, counts the other {n - lanes}")
-    out = os.path.join(TMP, "staircase.json")
-    e = subprocess.run([PTANALYZE, "export", "--chrome", out, trace], capture_output=True)
-    if not tap(e.returncode == 0 and not e.stderr, "staircase: export --chrome", e.stderr.decode()):
+    if ev is None:
         return
-    with open(out, encoding="utf-8") as fh:
-        ev = json.load(fh)
     xs = sorted(us_to_ns(x["ts"]) for x in ev if x["ph"] == "X" and x["tid"] >= GPU_TID)
     ins = [(x["name"], us_to_ns(x["ts"]), x["args"]) for x in ev if x["ph"] == "i" and "not drawn" in x["name"]]
     same((xs, len({x["tid"] for x in ev if x["ph"] == "X"}), ins),
@@ -504,27 +516,15 @@ def check_snapnest():
     stream: outer's start moves to 1000 (1 ns of jitter) and inner moves with
     it, one level below; it began before its parent, and Perfetto paired the
     track's ENDs with the wrong slices (kernA lasted 2,900 ns)."""
-    trace = os.path.join(TMP, "snapnest.ptz")
-    r = subprocess.run([GEN, trace, "--snapnest"], capture_output=True)
-    if not tap(r.returncode == 0, "snapnest: gen_gpu_trace --snapnest", r.stderr.decode()):
-        return
-    out = os.path.join(TMP, "snapnest.pftrace")
-    e = subprocess.run([EXPORTER, trace, out], capture_output=True)
-    if tap(e.returncode == 0, "snapnest: export-perfetto", e.stderr.decode()):
-        t = pb.Trace()
-        with open(out, "rb") as fh:
-            t.ParseFromString(fh.read())
+    t, ev = gen_and_export("snapnest", ["--snapnest"])
+    if t is not None:
         _, _, slices, _, _ = perfetto_model(t)
         got = sorted((s[0], s[1], s[2], s[3], s[6].get("gpu_start_snapped_ns"))
                      for lab, v in slices.items() if lab.startswith("GPU ") for s in v)
         same(got, [("kernA", 100, 900, 0, None), ("kernB", 1000, 500, 1, 1), ("outer", 1000, 2000, 0, 1)],
              "snapnest: perfetto: inner moved with its snapped parent, nested one level below it")
-    out = os.path.join(TMP, "snapnest.json")
-    e = subprocess.run([PTANALYZE, "export", "--chrome", out, trace], capture_output=True)
-    if not tap(e.returncode == 0 and not e.stderr, "snapnest: export --chrome", e.stderr.decode()):
+    if ev is None:
         return
-    with open(out, encoding="utf-8") as fh:
-        ev = json.load(fh)
     xs = sorted((x["name"], us_to_ns(x["ts"]), us_to_ns(x["ts"] + x["dur"])) for x in ev if x["ph"] == "X")
     same(xs, [("kernA", 100, 1000), ("kernB", 1000, 1500), ("outer", 1000, 3000)],
          "snapnest: chrome: inner inside its snapped parent")
