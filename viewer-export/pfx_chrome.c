@@ -108,6 +108,8 @@ struct cw {
 	char *err;
 	size_t errlen;
 	struct pfx_gpu gpu;
+	size_t gpu_no_lane;          /* ranges of the window with no lane (pfx_gpu_keep) */
+	uint64_t gpu_no_lane_ticks;  /* the first one's start */
 	struct pfx_async async;
 	bool routed; /* the thread being exported is a "ptz-gpu" thread */
 };
@@ -411,20 +413,13 @@ static int emit_gpu(struct cw *w)
 	free(used);
 	/* ranges with no lane (PFX_GPU_MAX_LANES): not drawn, counted in one
 	 * instant at the first */
-	uint64_t n = 0, first = 0;
-	for (size_t i = 0; g->no_lane && i < g->n; i++) {
-		const struct pfx_gpu_range *r = &g->r[i];
-		if ((r->flags & PFX_GPU_NO_LANE) && r->start_ticks >= w->since_ticks && r->end_ticks <= w->until_ticks &&
-		    !n++)
-			first = r->start_ticks;
-	}
-	if (rc == 0 && n) {
-		const double ts = ts_us(w, first);
+	if (rc == 0 && w->gpu_no_lane) {
+		const double ts = ts_us(w, w->gpu_no_lane_ticks);
 		rc = emit_new(w,
 			      json_pack("{s:s, s:s, s:s, s:s, s:f, s:i, s:{s:I, s:i}}", "name",
 					"ptz: GPU ranges not drawn (overlapping on one stream beyond its lanes)", "cat",
 					"ptz", "ph", "i", "s", "p", "ts", ts, "pid", w->pid, "args", "count",
-					(json_int_t)n, "max_lanes_per_stream", (int)PFX_GPU_MAX_LANES),
+					(json_int_t)w->gpu_no_lane, "max_lanes_per_stream", (int)PFX_GPU_MAX_LANES),
 			      ts);
 	}
 	return rc;
@@ -513,10 +508,7 @@ int pfx_write_chrome(const char *trace_path, FILE *out, const struct pfx_opts *o
 		snprintf(err, errlen, "%s", rc == -ENOMEM ? "out of memory" : pt_reader_errmsg(w.rd));
 		goto out;
 	}
-	for (size_t i = 0; i < w.gpu.n; i++)
-		if (w.gpu.r[i].start_ticks >= w.since_ticks && w.gpu.r[i].end_ticks <= w.until_ticks &&
-		    !(w.gpu.r[i].flags & PFX_GPU_NO_LANE))
-			w.gpu.r[i].flags |= PFX_GPU_KEEP;
+	w.gpu_no_lane = pfx_gpu_keep(&w.gpu, w.since_ticks, w.until_ticks, &w.gpu_no_lane_ticks);
 	const char *pname = info->process_name && *info->process_name ? info->process_name : "ptz trace";
 	pname = ana_utf8_clean(pname, &w.scratch_name);
 	rc = emit_meta(&w, "process_name", 0, "name", pname ? json_string(pname) : NULL);

@@ -115,7 +115,7 @@ int pfx_gpu_finish(struct pfx_gpu *g, uint64_t snap_ticks)
 	g->lanes = NULL;
 	g->devices = NULL;
 	g->by_seq = NULL;
-	g->nlanes = g->ndevices = g->no_lane = 0;
+	g->nlanes = g->ndevices = 0;
 	if (!g->n)
 		return 0;
 	qsort(g->r, g->n, sizeof(*g->r), cmp_gpu);
@@ -160,7 +160,6 @@ int pfx_gpu_finish(struct pfx_gpu *g, uint64_t snap_ticks)
 		if (k == nnl && nnl == PFX_GPU_MAX_LANES) { /* nests nowhere: not drawn */
 			x->flags |= PFX_GPU_NO_LANE;
 			x->lane = first_lane;
-			g->no_lane++;
 			continue;
 		}
 		if (k == nnl) {
@@ -197,6 +196,21 @@ out:
 		free(nl[k].o);
 	free(nl);
 	return rc;
+}
+
+size_t pfx_gpu_keep(struct pfx_gpu *g, uint64_t since, uint64_t until, uint64_t *first_no_lane)
+{
+	size_t no_lane = 0;
+	for (size_t i = 0; i < g->n; i++) {
+		struct pfx_gpu_range *r = &g->r[i];
+		if (r->start_ticks < since || r->end_ticks > until)
+			continue;
+		if (!(r->flags & PFX_GPU_NO_LANE))
+			r->flags |= PFX_GPU_KEEP;
+		else if (!no_lane++)
+			*first_no_lane = r->start_ticks;
+	}
+	return no_lane;
 }
 
 struct pfx_gpu_range *pfx_gpu_find(const struct pfx_gpu *g, uint64_t seq)

@@ -68,7 +68,7 @@
 /* Lanes of one (device, stream) at most: a range that nests in none of
  * them (more than this many ranges overlapping each other partially on one
  * stream, which a CUDA stream never produces; a crafted trace does) gets
- * none and is not drawn, but counted (pfx_gpu.no_lane): so the layout
+ * none and is not drawn, but counted (pfx_gpu_keep()): so the layout
  * stays linear in the ranges (a staircase of N ranges, each overlapping
  * the last, took N^2/2 steps and N tracks: 65 s for 160,000). */
 #define PFX_GPU_MAX_LANES 64u
@@ -115,7 +115,6 @@ struct pfx_gpu {
 	uint32_t *devices; /* distinct device ordinals, ascending */
 	size_t ndevices;
 	struct pfx_gpu_seq *by_seq; /* by (seq, position in r) */
-	size_t no_lane;             /* ranges flagged PFX_GPU_NO_LANE */
 	/* threads named "ptz-gpu": recorder index and whether they have sections */
 	uint32_t *threads;
 	bool *thread_sections;
@@ -151,6 +150,17 @@ int pfx_gpu_add(struct pfx_gpu *g, const struct pt_record *r);
  * Return: 0, or -ENOMEM (the set is then only fit for pfx_gpu_free()).
  */
 int pfx_gpu_finish(struct pfx_gpu *g, uint64_t snap_ticks);
+
+/*
+ * pfx_gpu_keep() - Flags PFX_GPU_KEEP on the ranges that lie within
+ * [@since, @until] (ticks) and have a lane; before any CPU section is
+ * written, which links to a range only if it is kept.
+ * @first_no_lane: receives the start tick of the first range of the window
+ *                 that has no lane (PFX_GPU_NO_LANE), if any.
+ * Return: how many ranges of the window have no lane (the exporters count
+ * them in one instant at @first_no_lane).
+ */
+size_t pfx_gpu_keep(struct pfx_gpu *g, uint64_t since, uint64_t until, uint64_t *first_no_lane);
 
 /*
  * pfx_gpu_find() - The range a launch names, after pfx_gpu_finish().

@@ -192,6 +192,8 @@ struct pctx {
 
 	/* whole trace */
 	struct pfx_gpu gpu;
+	size_t gpu_no_lane;          /* ranges of the window with no lane (pfx_gpu_keep) */
+	uint64_t gpu_no_lane_ticks;  /* the first one's start */
 	struct pfx_async async;
 	struct id_set pcounters; /* process-scoped counters described so far */
 	uint32_t nthreads;
@@ -788,11 +790,7 @@ static void new_sequence(struct pctx *c, uint32_t seq)
  * which links to a range only if it is kept). */
 static void gpu_keep(struct pctx *c)
 {
-	for (size_t i = 0; i < c->gpu.n; i++) {
-		struct pfx_gpu_range *g = &c->gpu.r[i];
-		if (in_window(c, g->start_ticks) && in_window(c, g->end_ticks) && !(g->flags & PFX_GPU_NO_LANE))
-			g->flags |= PFX_GPU_KEEP;
-	}
+	c->gpu_no_lane = pfx_gpu_keep(&c->gpu, c->since_ticks, c->until_ticks, &c->gpu_no_lane_ticks);
 }
 
 static void emit_gpu(struct pctx *c)
@@ -858,18 +856,11 @@ out:
 	free(dev_used);
 	/* ranges with no lane (PFX_GPU_MAX_LANES): not drawn, counted in one
 	 * instant at the first */
-	uint64_t n = 0, first_ns = 0;
-	for (size_t i = 0; g->no_lane && i < g->n; i++) {
-		const struct pfx_gpu_range *r = &g->r[i];
-		if ((r->flags & PFX_GPU_NO_LANE) && in_window(c, r->start_ticks) && in_window(c, r->end_ticks) &&
-		    !n++)
-			first_ns = ns_of(c, r->start_ticks);
-	}
-	if (n && !c->err) {
+	if (c->gpu_no_lane && !c->err) {
 		struct annots an = { .n = 0 };
-		annot_u(&an, "count", n);
+		annot_u(&an, "count", c->gpu_no_lane);
 		annot_u(&an, "max_lanes_per_stream", PFX_GPU_MAX_LANES);
-		emit_instant(c, PFX_SEQ_PROCESS, PFX_UUID_PROCESS, first_ns,
+		emit_instant(c, PFX_SEQ_PROCESS, PFX_UUID_PROCESS, ns_of(c, c->gpu_no_lane_ticks),
 			     "ptz: GPU ranges not drawn (overlapping on one stream beyond its lanes)", &an);
 	}
 }
