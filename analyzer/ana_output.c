@@ -136,11 +136,6 @@ static void sorted(const struct ana_result *res, const struct ana_tree *tree, co
  * break or a terminal escape cannot break a table or drive the terminal.
  * The copy lives in a buffer reused by the next call: one per printf.
  */
-static const char *tsafe(const char *s)
-{
-	return ana_text_safe(s);
-}
-
 const char *ana_text_safe(const char *s)
 {
 	static char *buf;
@@ -277,7 +272,7 @@ static void tree_print(FILE *out, const struct ana_result *res, const struct ana
 		if (c->agg.count && keep && !keep(&c->agg))
 			continue;
 		if (c->agg.count)
-			row(out, res, tsafe(ana_name(res, c->id)), l->indent, &c->agg);
+			row(out, res, ana_text_safe(ana_name(res, c->id)), l->indent, &c->agg);
 		if (!o->depth || (int)c->depth < o->depth)
 			ok = level_push(&st, &depth, &cap, res, t, ci, o->sort, c->agg.count ? l->indent + 1 : l->indent);
 	}
@@ -337,7 +332,7 @@ static void gpu_summary_text(FILE *out, const struct ana_result *res, const char
 		fprintf(out, "%sGPU ranges that started before their launch (kept), counted by the recorder: %" PRIu64 "\n",
 			next, g->errors[PT_ERRC_GPU_EARLY_START - ANA_GPU_ERRC_FIRST]);
 	if (g->off_reason)
-		fprintf(out, "%s%s\n", next, tsafe(ana_name(res, g->off_reason)));
+		fprintf(out, "%s%s\n", next, ana_text_safe(ana_name(res, g->off_reason)));
 }
 
 #define GPU_HDR_FMT "%-30s %7s %9s %9s %9s %9s %9s %8s\n"
@@ -425,7 +420,7 @@ static void gpu_sections_text(FILE *out, const struct ana_result *res, const str
 	uint32_t *ids, n = flat_rows(res, flat, nflat, o, &ids);
 	for (uint32_t i = 0; i < n; i++)
 		if (has_gpu_rows(&flat[ids[i]]))
-			gpu_row(out, res, tsafe(ana_name(res, ids[i])), 0, &flat[ids[i]]);
+			gpu_row(out, res, ana_text_safe(ana_name(res, ids[i])), 0, &flat[ids[i]]);
 	free(ids);
 }
 
@@ -466,7 +461,7 @@ static void gpu_memory_text(FILE *out, const struct ana_result *res)
 				fprintf(out, "\nMemory sampled by the GPU thread, in bytes\n  %-41s %6s %7s %13s %13s %13s\n",
 					"name", "thread", "samples", "last", "min", "max");
 			fprintf(out, "  %-41s %6u %7" PRIu64 " %13" PRId64 " %13" PRId64 " %13" PRId64 "\n",
-				tsafe(ana_name(res, c->id)), res->threads[i].index, c->samples, c->last, c->min, c->max);
+				ana_text_safe(ana_name(res, c->id)), res->threads[i].index, c->samples, c->last, c->min, c->max);
 		}
 }
 
@@ -484,7 +479,7 @@ static void async_text(FILE *out, const struct ana_result *res)
 		const struct ana_async *a = &res->async_by_name[id];
 		if (!a->count)
 			continue;
-		fprintf(out, "%-34s %8" PRIu64 " %10s %10s %10s %10s %10s\n", id ? tsafe(ana_name(res, id)) : "(unnamed)",
+		fprintf(out, "%-34s %8" PRIu64 " %10s %10s %10s %10s %10s\n", id ? ana_text_safe(ana_name(res, id)) : "(unnamed)",
 			a->count, dur(b[0], 32, (double)a->total_ns), dur(b[1], 32, (double)a->total_ns / (double)a->count),
 			dur(b[2], 32, (double)ana_hist_quantile(&a->hist, 0.50, a->count, a->min_ns, a->max_ns)),
 			dur(b[3], 32, (double)ana_hist_quantile(&a->hist, 0.99, a->count, a->min_ns, a->max_ns)),
@@ -511,7 +506,7 @@ static void instants_text(FILE *out, const struct ana_result *res, int thread, c
 			continue;
 		if (!header++)
 			fprintf(out, "\nInstants by name (%s)\n  %-40s %10s\n", scope, "name", "count");
-		fprintf(out, "  %-40s %10" PRIu64 "\n", id ? tsafe(ana_name(res, id)) : "(unnamed)", n[id]);
+		fprintf(out, "  %-40s %10" PRIu64 "\n", id ? ana_text_safe(ana_name(res, id)) : "(unnamed)", n[id]);
 	}
 }
 
@@ -551,7 +546,7 @@ void ana_info_text(FILE *out, const struct ana_result *res)
 	for (size_t i = 0; i < res->nthreads; i++) {
 		const struct ana_thread *t = &res->threads[i];
 		fprintf(out, "  #%-4u tid %-8u %-16s %10" PRIu64 " records %8" PRIu64 " sections  span %s%s\n",
-			t->index, t->tid, t->name[0] ? tsafe(t->name) : "-", t->records, t->sections,
+			t->index, t->tid, t->name[0] ? ana_text_safe(t->name) : "-", t->records, t->sections,
 			dur(b[2], 32, (double)(t->last_ns - t->first_ns)),
 			t->lost_records ? "  (losses)" : "");
 	}
@@ -607,7 +602,7 @@ void ana_report_text(FILE *out, const struct ana_result *res, const struct ana_r
 	} else {
 		uint32_t *ids, n = flat_rows(res, flat, nflat, o, &ids);
 		for (uint32_t i = 0; i < n; i++)
-			text_row(out, res, tsafe(ana_name(res, ids[i])), 0, &flat[ids[i]]);
+			text_row(out, res, ana_text_safe(ana_name(res, ids[i])), 0, &flat[ids[i]]);
 		free(ids);
 	}
 	if (o->bottlenecks) {
@@ -618,7 +613,7 @@ void ana_report_text(FILE *out, const struct ana_result *res, const struct ana_r
 		sorted(res, NULL, flat, ANA_SORT_SELF, ids, n);
 		fprintf(out, "\nBottlenecks: top %d by self time (share of the sum of thread spans)\n", o->bottlenecks);
 		for (uint32_t i = 0; i < n && i < (uint32_t)o->bottlenecks; i++)
-			fprintf(out, "  %2u. %-40s self %10s  %5.1f%%  (%" PRIu64 " calls)\n", i + 1, tsafe(ana_name(res, ids[i])),
+			fprintf(out, "  %2u. %-40s self %10s  %5.1f%%  (%" PRIu64 " calls)\n", i + 1, ana_text_safe(ana_name(res, ids[i])),
 				dur(b[2], 32, (double)flat[ids[i]].self_ns),
 				res->thread_span_sum_ns ? 100.0 * (double)flat[ids[i]].self_ns / (double)res->thread_span_sum_ns
 							: 0.0,
@@ -635,7 +630,7 @@ void ana_report_text(FILE *out, const struct ana_result *res, const struct ana_r
 				fprintf(out, "\nCounters\n  %-32s %6s %10s %14s %14s %14s\n", "name", "thread", "samples", "last",
 					"min", "max");
 			fprintf(out, "  %-32s %6u %10" PRIu64 " %14" PRId64 " %14" PRId64 " %14" PRId64 "\n",
-				tsafe(ana_name(res, c->id)), res->threads[i].index, c->samples, c->last, c->min, c->max);
+				ana_text_safe(ana_name(res, c->id)), res->threads[i].index, c->samples, c->last, c->min, c->max);
 		}
 	/* GPU, async ranges, instants: only for a trace that has them */
 	if (res->has_gpu) {
@@ -1168,12 +1163,19 @@ static void jw_val(struct jw *w, json_t *v)
 	json_decref(v);
 }
 
-/* `"key": ` after a line break and @indent spaces, a comma first unless *@first. */
-static void jw_key(struct jw *w, const char *key, const char *indent, bool *first)
+/* Before a member or an element: a comma unless *@first, a line break,
+ * @indent spaces. */
+static void jw_sep(struct jw *w, const char *indent, bool *first)
 {
 	jw_raw(w, *first ? "\n" : ",\n");
 	*first = false;
 	jw_raw(w, indent);
+}
+
+/* `"key": ` of a member, after jw_sep(). */
+static void jw_key(struct jw *w, const char *key, const char *indent, bool *first)
+{
+	jw_sep(w, indent, first);
 	jw_val(w, json_string(key));
 	jw_raw(w, ": ");
 }
@@ -1197,14 +1199,12 @@ static void jw_members(struct jw *w, json_t *o, const char *indent, bool *first)
 /* One element of an array being written, on its own line after @indent. */
 static void jw_elem(struct jw *w, json_t *v, const char *indent, bool *first)
 {
-	jw_raw(w, *first ? "\n" : ",\n");
-	*first = false;
-	jw_raw(w, indent);
+	jw_sep(w, indent, first);
 	jw_val(w, v);
 }
 
-/* The end of an array whose elements were indented by @indent (one space
- * deeper than its key): "]" alone for an empty one. */
+/* The end of an array or object whose elements were indented by @indent
+ * (one space deeper than its own line): @close alone when it is empty. */
 static void jw_close(struct jw *w, const char *indent, bool first, const char *close)
 {
 	if (!first) {
@@ -1307,8 +1307,8 @@ int ana_write_json(FILE *out, const struct ana_result *res, const struct ana_rep
 			}
 			json_object_set_new(j, "unattributed_transfers", ux);
 		}
-		jw_raw(&w, tfirst ? "\n  {" : ",\n  {");
-		tfirst = false;
+		jw_sep(&w, "  ", &tfirst);
+		jw_raw(&w, "{");
 		bool kfirst = true;
 		jw_members(&w, j, "   ", &kfirst);
 		jw_key(&w, "tree", "   ", &kfirst);
@@ -1333,9 +1333,9 @@ int ana_write_json(FILE *out, const struct ana_result *res, const struct ana_rep
 			jw_key(&w, "instants", "   ", &kfirst);
 			jw_val(&w, json_instants(res, t->instants, t->ninstants));
 		}
-		jw_raw(&w, "\n  }");
+		jw_close(&w, "   ", kfirst, "}");
 	}
-	jw_raw(&w, tfirst ? "]" : "\n ]");
+	jw_close(&w, "  ", tfirst, "]");
 	jw_key(&w, "tree", " ", &first);
 	jw_tree(&w, res, names, &res->merged, "  ");
 	jw_key(&w, "flat", " ", &first);
@@ -1352,7 +1352,7 @@ int ana_write_json(FILE *out, const struct ana_result *res, const struct ana_rep
 		jw_key(&w, "instants", " ", &first);
 		jw_val(&w, json_instants(res, res->instants_by_name, res->ninstants));
 	}
-	jw_raw(&w, "\n}\n");
+	jw_close(&w, " ", first, "}\n");
 	int rc = w.err ? -1 : 0;
 	for (uint32_t i = 0; names && i < res->nnames; i++)
 		json_decref(names[i]);
