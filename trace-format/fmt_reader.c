@@ -198,10 +198,8 @@ static int load_payload(struct pt_reader *r, uint64_t off, const struct fmt_chun
 
 static const char no_name[] = ""; /* names not pointing here are owned */
 
-/* The thread table's entry for @index, added if missing. The table stays
- * sorted by index (binary search, insertion in place): open looks a thread
- * up once per chunk, so a linear search made thousands of threads cost
- * chunks x threads. The pointer is valid until the next call. */
+/* The position of @index in the thread table, which stays sorted by index:
+ * the first entry not below it. */
 static size_t thread_lower(const struct pt_reader *r, uint32_t index)
 {
 	size_t lo = 0, hi = r->nthreads;
@@ -212,9 +210,12 @@ static size_t thread_lower(const struct pt_reader *r, uint32_t index)
 		else
 			hi = mid;
 	}
-	return lo; /* the first entry not below @index */
+	return lo;
 }
 
+/* The thread table's entry for @index, added if missing, in place (open
+ * looks a thread up once per chunk, so a linear search made thousands of
+ * threads cost chunks x threads). The pointer is valid until the next call. */
 static struct pt_thread_info *thread_slot(struct pt_reader *r, uint32_t index)
 {
 	const size_t lo = thread_lower(r, index);
@@ -494,9 +495,8 @@ static int add_chunk(struct pt_reader *r, uint64_t off, const struct fmt_chunk_h
 enum { GAP_MISSING, GAP_BACK, GAP_REPEAT };
 struct seq_gap {
 	size_t pos, chunk;      /* thread table position; chunk index (file order) */
-	uint64_t prev;          /* the sequence before, if any */
-	size_t prev_chunk;      /* GAP_REPEAT: the chunk it repeats */
-	int any, kind;
+	size_t prev;            /* the thread's previous chunk (index + 1; 0 = none) */
+	int kind;
 };
 
 static int cmp_seq_gap(const void *a, const void *b)
@@ -511,11 +511,12 @@ static void check_sequences(struct pt_reader *r)
 {
 	if (!r->nthreads)
 		return;
-	uint64_t *expect = calloc(r->nthreads, sizeof(*expect));
-	size_t *last = calloc(r->nthreads, sizeof(*last)); /* the thread's previous chunk + 1; 0 = none */
+	/* per thread: its previous chunk not skipped (index + 1; 0 = none),
+	 * whose sequence + 1 the next one must carry */
+	size_t *last = calloc(r->nthreads, sizeof(*last));
 	struct seq_gap *gaps = NULL;
 	size_t ngaps = 0, cgaps = 0;
-	int oom = !expect || !last;
+	int oom = !last;
 	if (oom)
 		goto out;
 	for (size_t i = 0; i < r->nchunks; i++) {
@@ -526,45 +527,43 @@ static void check_sequences(struct pt_reader *r)
 		if (lo == r->nthreads || r->threads[lo].index != c->thread)
 			continue;
 		const struct rd_chunk *p = last[lo] ? &r->chunks[last[lo] - 1] : NULL;
+		const uint64_t expect = p ? p->sequence + 1 : 0;
 		int kind = -1;
 		if (p && c->sequence == p->sequence && c->records == p->records && c->payload_xxh == p->payload_xxh)
 			kind = GAP_REPEAT;
-		else if (c->sequence != expect[lo])
-			kind = p && c->sequence < expect[lo] ? GAP_BACK : GAP_MISSING;
+		else if (c->sequence != expect)
+			kind = p && c->sequence < expect ? GAP_BACK : GAP_MISSING;
 		if (kind >= 0) {
 			if (grow((void **)&gaps, &cgaps, ngaps + 1, sizeof(*gaps))) {
 				oom = 1; /* the gaps so far are still reported (every skipped repeat has one) */
 				break;
 			}
-			gaps[ngaps++] = (struct seq_gap){ lo, i, expect[lo] - 1, last[lo] - 1, p != NULL, kind };
+			gaps[ngaps++] = (struct seq_gap){ lo, i, last[lo], kind };
 		}
 		if (kind == GAP_REPEAT) {
 			c->bad = 1; /* skipped by iteration; reported here */
 			continue;
 		}
-		expect[lo] = c->sequence + 1;
 		last[lo] = i + 1;
 	}
 	if (ngaps)
 		qsort(gaps, ngaps, sizeof(*gaps), cmp_seq_gap);
 	for (size_t k = 0; k < ngaps; k++) {
 		const struct seq_gap *g = &gaps[k];
-		const struct rd_chunk *c = &r->chunks[g->chunk];
+		const struct rd_chunk *c = &r->chunks[g->chunk], *p = g->prev ? &r->chunks[g->prev - 1] : NULL;
 		if (g->kind == GAP_REPEAT)
 			problem(r, c->off, "thread %u: chunk sequence %llu repeats chunk @0x%llx exactly (skipped)",
-				c->thread, (unsigned long long)c->sequence,
-				(unsigned long long)r->chunks[g->prev_chunk].off);
+				c->thread, (unsigned long long)c->sequence, (unsigned long long)p->off);
 		else
 			problem(r, c->off, "thread %u: chunk sequence %llu follows %llu%s", c->thread,
-				(unsigned long long)c->sequence, g->any ? (unsigned long long)g->prev : 0ull,
+				(unsigned long long)c->sequence, p ? (unsigned long long)p->sequence : 0ull,
 				g->kind == GAP_BACK ? " (out of order or repeated)"
-				: g->any	    ? " (chunks missing)"
+				: p		    ? " (chunks missing)"
 						    : " (earlier chunks missing)");
 	}
 out:
 	if (oom) /* said, so that no gap passes unreported in silence */
 		problem(r, PT_FMT_HEADER_BYTES, "sequence check incomplete: out of memory (later gaps not reported)");
-	free(expect);
 	free(last);
 	free(gaps);
 }
