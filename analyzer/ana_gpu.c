@@ -234,6 +234,18 @@ static struct ana_gpu *gpu_of(struct ana_agg *a)
 
 /* ---------------------------------------------------------------- GPU ranges */
 
+/* Thread @ts's recursion-safe GPU sums of name @id (grown as needed); NULL
+ * when they cannot be grown. */
+static struct gpu_flat *gpu_flat_of(struct tstate *ts, uint32_t id)
+{
+	uint32_t slot = name_slot(id);
+	struct gpu_flat *gf = ana_grow_by_id(ts->gf, &ts->ngf, slot, sizeof(*ts->gf), ts->id_limit);
+	if (!gf)
+		return NULL;
+	ts->gf = gf;
+	return &gf[slot];
+}
+
 /* Section and flat attribution of a paired, kept range (see the top). */
 static void gpu_attribute(struct ctx *c, uint32_t pos, uint32_t node, uint32_t cover, uint64_t start, uint64_t end,
 			  uint64_t launch)
@@ -250,18 +262,15 @@ static void gpu_attribute(struct ctx *c, uint32_t pos, uint32_t node, uint32_t c
 	uint64_t stamp = ++c->gp->stamp;
 	/* flat: the names at or above the covering section already hold this
 	 * range inside the enclosing one (A(gpu) > B > A(gpu) on one stream
-	 * counted the inner range twice for A) */
-	for (uint32_t x = node; cover && x != 0; x = t->n[x].parent) {
-		if (t->n[x].depth > cover || !ana_in_domain(c, t->n[x].id))
-			continue;
-		uint32_t slot = name_slot(t->n[x].id);
-		struct gpu_flat *gf = ana_grow_by_id(ts->gf, &ts->ngf, slot, sizeof(*ts->gf), ts->id_limit);
-		if (gf) {
-			ts->gf = gf;
-			gf[slot].stamp = stamp;
-		}
-	}
-	for (uint32_t x = node; x != 0 && t->n[x].depth > cover; x = t->n[x].parent) {
+	 * counted the inner range twice for A): stamped first, from the
+	 * covering section up, so that the walk below skips them */
+	uint32_t x = node;
+	while (x != 0 && t->n[x].depth > cover)
+		x = t->n[x].parent;
+	for (struct gpu_flat *gf; x != 0; x = t->n[x].parent)
+		if (ana_in_domain(c, t->n[x].id) && (gf = gpu_flat_of(ts, t->n[x].id)))
+			gf->stamp = stamp;
+	for (x = node; x != 0 && t->n[x].depth > cover; x = t->n[x].parent) {
 		uint32_t id = t->n[x].id;
 		if (!ana_in_domain(c, id))
 			continue;
@@ -269,15 +278,11 @@ static void gpu_attribute(struct ctx *c, uint32_t pos, uint32_t node, uint32_t c
 			g->incl_count++;
 			g->incl_total_ns += dur_ns;
 		}
-		uint32_t slot = name_slot(id);
-		struct gpu_flat *gf = ana_grow_by_id(ts->gf, &ts->ngf, slot, sizeof(*ts->gf), ts->id_limit);
-		if (!gf)
-			continue;
-		ts->gf = gf;
-		if (gf[slot].stamp != stamp) {
-			gf[slot].stamp = stamp;
-			gf[slot].count++;
-			gf[slot].total_ns += dur_ns;
+		struct gpu_flat *gf = gpu_flat_of(ts, id);
+		if (gf && gf->stamp != stamp) {
+			gf->stamp = stamp;
+			gf->count++;
+			gf->total_ns += dur_ns;
 		}
 	}
 }
