@@ -86,11 +86,9 @@ static int mwu_exact(uint32_t m, uint32_t n, double u, double *le, double *ge)
 		for (size_t k = deg + 1; k <= top; k++)
 			c[k] = 0; /* the quotient's degree; rounding can leave dust above it */
 	}
-	double total = 0;
-	for (size_t k = 0; k <= mn; k++)
-		total += c[k];
-	double lo = 0, hi = 0; /* sum of c[k] for k <= u, for k <= mn - u */
+	double total = 0, lo = 0, hi = 0; /* sum of c[k]: all, for k <= u, for k <= mn - u */
 	for (size_t k = 0; k <= mn; k++) {
+		total += c[k];
 		if ((double)k <= u)
 			lo += c[k];
 		if ((double)k <= (double)mn - u)
@@ -441,12 +439,11 @@ static int fill_pair(struct ana_cmp_row *r, const struct ana_agg *ab, const stru
 			return -1;
 		if (p_min >= alpha) { /* ties and a small side: the approximation cannot reach alpha */
 			r->p = r->u = NAN;
-			goto medians;
+		} else {
+			r->exact = ex;
+			r->low_confidence = r->n_base < ANA_CMP_LOW_N || r->n_new < ANA_CMP_LOW_N;
 		}
-		r->exact = ex;
-		r->low_confidence = r->n_base < ANA_CMP_LOW_N || r->n_new < ANA_CMP_LOW_N;
 	}
-medians:
 	/* medians (ana_median reorders: the bootstrap does not care about order) */
 	r->median_base = r->n_base ? ana_median(vb, r->n_base) : (ab->count ? (double)ab->first_ns : NAN);
 	r->median_new = r->n_new ? ana_median(vn, r->n_new) : (an->count ? (double)an->first_ns : NAN);
