@@ -120,12 +120,18 @@ static void progress(void *ctx, uint64_t done, uint64_t total)
 		fprintf(stderr, "\r                         \r");
 }
 
+/* True when @path names the file or device @st describes. */
+static int same_node(const struct stat *st, const char *path)
+{
+	struct stat b;
+	return stat(path, &b) == 0 && st->st_dev == b.st_dev && st->st_ino == b.st_ino;
+}
+
 /* True when @out names the file @trace (opening it for writing would destroy the trace). */
 static int same_file(const char *trace, const char *out)
 {
-	struct stat a, b;
-	return strcmp(out, "-") && stat(trace, &a) == 0 && stat(out, &b) == 0 && a.st_dev == b.st_dev &&
-	       a.st_ino == b.st_ino;
+	struct stat a;
+	return strcmp(out, "-") && stat(trace, &a) == 0 && same_node(&a, out);
 }
 
 /* "-" when @out names what stdout already is (/dev/stdout, or the file or
@@ -134,12 +140,10 @@ static int same_file(const char *trace, const char *out)
  * and the text report stays off it. */
 static const char *as_stdout(const char *out)
 {
-	struct stat a, b;
+	struct stat a;
 	if (!out || strcmp(out, "-") == 0)
 		return out;
-	return fstat(STDOUT_FILENO, &a) == 0 && stat(out, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino
-		       ? "-"
-		       : out;
+	return fstat(STDOUT_FILENO, &a) == 0 && same_node(&a, out) ? "-" : out;
 }
 
 /* The text on stdout (report, info) reached it whole; else a message and 1. */
