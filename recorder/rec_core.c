@@ -553,6 +553,13 @@ static PT_COLD void end_slow(struct pt_recorder *r, uint32_t id)
 	end_record(g, id, rec_ticks());
 }
 
+/* Recording is on (pt_set_enabled()): instants, counters and async ranges
+ * begun while it is off are not recorded. Relaxed, as for hot_gen. */
+static inline bool rec_enabled(const struct pt_recorder *r)
+{
+	return atomic_load_explicit(&r->enabled, memory_order_relaxed);
+}
+
 static PT_COLD void payload_slow(struct pt_recorder *r, uint32_t kind, uint64_t v)
 {
 	struct rec_ring *g = ring_for(r);
@@ -566,7 +573,7 @@ static PT_COLD void payload_slow(struct pt_recorder *r, uint32_t kind, uint64_t 
 	/* recording disabled: a thread-level metric or transfer (no section
 	 * open) is not recorded; one inside a section begun while enabled
 	 * belongs to it and is */
-	if (g->depth == 0 && !atomic_load_explicit(&r->enabled, memory_order_relaxed))
+	if (g->depth == 0 && !rec_enabled(r))
 		return;
 	uint64_t h = g->head_own;
 	if (!room(g, h, g->depth + 1)) {
@@ -612,13 +619,6 @@ void pt_metric(pt_recorder *r, enum pt_metric_kind kind, uint64_t value)
 void pt_transfer(pt_recorder *r, uint64_t bytes, enum pt_direction dir)
 {
 	payload(r, SLOT_TRANSFER | (uint32_t)dir << 8, bytes);
-}
-
-/* Recording is on (pt_set_enabled()): instants, counters and async ranges
- * begun while it is off are not recorded. Relaxed, as for hot_gen. */
-static inline bool rec_enabled(const struct pt_recorder *r)
-{
-	return atomic_load_explicit(&r->enabled, memory_order_relaxed);
 }
 
 void pt_counter(pt_recorder *r, uint32_t id, int64_t value)
