@@ -276,9 +276,6 @@ struct ana_counter {
 	uint64_t last_ns;
 };
 
-/* Thread name of the recorder's CUDA thread (doc/trace-format.md §4.4). */
-#define ANA_GPU_THREAD_NAME "ptz-gpu"
-
 struct ana_thread {
 	uint32_t index, tid;
 	char name[32];

@@ -983,7 +983,7 @@ static int run_pass(const char *path, const struct ana_options *opt, struct ana_
 		res->threads[i].index = ti.index;
 		res->threads[i].tid = ti.tid;
 		snprintf(res->threads[i].name, sizeof(res->threads[i].name), "%s", ti.name);
-		res->threads[i].gpu_thread = strcmp(ti.name, ANA_GPU_THREAD_NAME) == 0;
+		res->threads[i].gpu_thread = strcmp(ti.name, PT_FMT_GPU_THREAD_NAME) == 0;
 		res->gpu.file_order |= res->threads[i].gpu_thread;
 		if (tree_init(&res->threads[i].tree)) {
 			free(c.ts);

@@ -514,13 +514,15 @@ void ana_info_text(FILE *out, const struct ana_result *res)
 {
 	const struct pt_trace_info *in = pt_reader_info(res->rd);
 	char b[3][32];
-	static const char *clocks[] = { "unknown", "x86 TSC", "aarch64 cntvct", "CLOCK_MONOTONIC" };
+	static const char *const clocks[] = { [PT_CLOCK_TSC] = "x86 TSC", [PT_CLOCK_CNTVCT] = "aarch64 cntvct",
+					      [PT_CLOCK_MONOTONIC] = "CLOCK_MONOTONIC" };
+	const uint32_t src = in->clock_source;
 	fprintf(out, "process:      %s (pid %u)\n", in->process_name[0] ? in->process_name : "?", in->pid);
 	fprintf(out, "host:         %s\n", in->host);
 	fprintf(out, "command line: %s\n", in->cmdline);
 	fprintf(out, "recorder:     %s, format %u.%u, %s\n", in->recorder_version, in->version_major,
 		in->version_minor, in->closed ? "closed cleanly" : "not closed (crashed or still recording)");
-	fprintf(out, "clock:        %s, %.4f ns/tick\n", clocks[in->clock_source < 4 ? in->clock_source : 0],
+	fprintf(out, "clock:        %s, %.4f ns/tick\n", src < sizeof(clocks) / sizeof(clocks[0]) && clocks[src] ? clocks[src] : "unknown",
 		pt_reader_ns_per_tick(res->rd));
 	time_t secs = (time_t)(in->start_real_ns / 1000000000u);
 	struct tm tm;

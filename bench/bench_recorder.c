@@ -65,7 +65,7 @@ struct cfg {
 };
 
 static char tmp_dir[4096];
-static int clock_source;        /* from the trace header: 1 TSC, 2 cntvct, 3 CLOCK_MONOTONIC */
+static int clock_source;        /* from the trace header: enum pt_clock_source */
 static double ticks_per_ns = 1.0;
 static uint64_t bench_sink;     /* keeps tick loops alive */
 
@@ -92,10 +92,10 @@ static uint64_t process_cpu_ns(void)
 static inline uint64_t raw_tick(void)
 {
 #if defined(__x86_64__)
-	if (clock_source == 1)
+	if (clock_source == PT_CLOCK_TSC)
 		return __rdtsc();
 #elif defined(__aarch64__)
-	if (clock_source == 2) {
+	if (clock_source == PT_CLOCK_CNTVCT) {
 		uint64_t v;
 		__asm__ __volatile__("isb; mrs %0, cntvct_el0" : "=r"(v)::"memory");
 		return v;
@@ -107,9 +107,9 @@ static inline uint64_t raw_tick(void)
 static const char *clock_name(int src)
 {
 	switch (src) {
-	case 1: return "x86 TSC (__rdtsc)";
-	case 2: return "aarch64 cntvct_el0";
-	case 3: return "clock_gettime(CLOCK_MONOTONIC)";
+	case PT_CLOCK_TSC: return "x86 TSC (__rdtsc)";
+	case PT_CLOCK_CNTVCT: return "aarch64 cntvct_el0";
+	case PT_CLOCK_MONOTONIC: return "clock_gettime(CLOCK_MONOTONIC)";
 	default: return "unknown";
 	}
 }
@@ -305,7 +305,7 @@ static NOINLINE uint64_t loop_ticks(uint64_t n)
 {
 	uint64_t s = 0;
 #if defined(__x86_64__)
-	if (clock_source == 1) {
+	if (clock_source == PT_CLOCK_TSC) {
 		for (uint64_t i = 0; i < n; i++) {
 			s += __rdtsc();
 			s ^= __rdtsc();
@@ -313,7 +313,7 @@ static NOINLINE uint64_t loop_ticks(uint64_t n)
 		return s;
 	}
 #elif defined(__aarch64__)
-	if (clock_source == 2) {
+	if (clock_source == PT_CLOCK_CNTVCT) {
 		for (uint64_t i = 0; i < n; i++) {
 			s += raw_tick();
 			s ^= raw_tick();
@@ -824,7 +824,7 @@ static void probe_clock(const struct cfg *c)
 	clock_source = (int)pt_reader_info(rd)->clock_source;
 	pt_reader_close(rd);
 	unlink(path);
-	if (clock_source == 3)
+	if (clock_source == PT_CLOCK_MONOTONIC)
 		return;
 	const uint64_t span = c->quick ? 10000000u : 50000000u;
 	uint64_t m0 = mono_ns(), k0 = raw_tick(), m1;
@@ -910,7 +910,7 @@ int main(int argc, char **argv)
 	printf("%s\n", any ? "" : " (no PTZ_* set)");
 	printf("  cpu:          %s, %ld online\n", model, sysconf(_SC_NPROCESSORS_ONLN));
 	printf("  tick source:  %s", clock_name(clock_source));
-	if (clock_source != 3)
+	if (clock_source != PT_CLOCK_MONOTONIC)
 		printf(", %.4f ticks/ns", ticks_per_ns);
 	char level[64];
 	const char *lenv = getenv("PTZ_ZSTD_LEVEL");

@@ -18,7 +18,7 @@
 
 #include "recorder/rec_internal.h"
 
-int rec_clock_source = 3;
+int rec_clock_source = PT_CLOCK_MONOTONIC;
 
 uint64_t rec_mono_ns(void)
 {
@@ -56,13 +56,13 @@ static int tsc_invariant(void)
 void rec_clock_init(void)
 {
 	const char *e = getenv("PTZ_CLOCK");
-	int src = 3;
+	int src = PT_CLOCK_MONOTONIC;
 	if (!(e && strcmp(e, "monotonic") == 0)) {
 #if defined(__x86_64__)
 		if (tsc_invariant())
-			src = 1;
+			src = PT_CLOCK_TSC;
 #elif defined(__aarch64__)
-		src = 2;
+		src = PT_CLOCK_CNTVCT;
 #endif
 	}
 	__atomic_store_n(&rec_clock_source, src, __ATOMIC_RELAXED);

@@ -701,7 +701,7 @@ static void *cuda_main(void *arg)
 {
 	struct pt_recorder *r = arg;
 	uint64_t gen = atomic_load_explicit(&thr_gen, memory_order_acquire);
-	pt_thread_name(r, 0, "ptz-gpu");
+	pt_thread_name(r, 0, PT_FMT_GPU_THREAD_NAME);
 	if (api.ThreadExchangeStreamCaptureMode) {
 		/* our queries must never invalidate another thread's capture */
 		int mode = RC_CAPTURE_MODE_THREAD_LOCAL;
@@ -786,7 +786,7 @@ static PT_COLD void ensure_thread(struct pt_recorder *r, uint64_t gen)
 			uint64_t re;
 			uint32_t br;
 			rec_clock_triple(&cal_ticks, &cal_mono, &re, &br);
-			host_ticks_per_ms = rec_clock_source == 3 ? 1e6 : 0;
+			host_ticks_per_ms = rec_clock_source == PT_CLOCK_MONOTONIC ? 1e6 : 0;
 			if (host_ticks_per_ms == 0) { /* first estimate over 2 ms; refined later */
 				struct timespec ts = { 0, 2000000 };
 				nanosleep(&ts, NULL);
@@ -803,7 +803,7 @@ static PT_COLD void ensure_thread(struct pt_recorder *r, uint64_t gen)
 		int rc = pthread_create(&cuda_thr, NULL, cuda_main, r);
 		pthread_sigmask(SIG_SETMASK, &old, NULL);
 		if (rc == 0) {
-			pthread_setname_np(cuda_thr, "ptz-gpu");
+			pthread_setname_np(cuda_thr, PT_FMT_GPU_THREAD_NAME);
 			thr_running = true;
 		} else {
 			atomic_store_explicit(&thr_gen, 0, memory_order_relaxed);

@@ -219,7 +219,7 @@ struct rec_tname {
 };
 
 /* ---- clocks (rec_clock.c) ---- */
-extern PT_INTERNAL int rec_clock_source; /* 1 = TSC, 2 = cntvct, 3 = CLOCK_MONOTONIC */
+extern PT_INTERNAL int rec_clock_source; /* enum pt_clock_source */
 /* Fork (rec_core.c, atfork handlers): rec_fork_unsafe is true in a child
  * whose parent did not take every recorder lock before the fork (no "%p"
  * recorder was open, or a lock was held past the bounded wait): nothing
@@ -246,14 +246,14 @@ PT_INTERNAL void rec_clock_triple(uint64_t *ticks, uint64_t *mono, uint64_t *rea
 #include <x86intrin.h>
 static inline uint64_t rec_ticks(void)
 {
-	if (likely(rec_clock_source == 1))
+	if (likely(rec_clock_source == PT_CLOCK_TSC))
 		return __rdtsc();
 	return rec_ticks_slow();
 }
 #elif defined(__aarch64__)
 static inline uint64_t rec_ticks(void)
 {
-	if (likely(rec_clock_source == 2)) {
+	if (likely(rec_clock_source == PT_CLOCK_CNTVCT)) {
 		uint64_t v;
 		__asm__ __volatile__("isb; mrs %0, cntvct_el0" : "=r"(v)::"memory");
 		return v;
@@ -268,10 +268,10 @@ static inline uint64_t rec_ticks(void) { return rec_ticks_slow(); }
  * and pt_end() make no call and need no stack frame; otherwise they take the
  * cold path, which uses rec_ticks(). */
 #if defined(__x86_64__)
-static inline bool rec_ticks_inline_ok(void) { return likely(rec_clock_source == 1); }
+static inline bool rec_ticks_inline_ok(void) { return likely(rec_clock_source == PT_CLOCK_TSC); }
 static inline uint64_t rec_ticks_inline(void) { return __rdtsc(); }
 #elif defined(__aarch64__)
-static inline bool rec_ticks_inline_ok(void) { return likely(rec_clock_source == 2); }
+static inline bool rec_ticks_inline_ok(void) { return likely(rec_clock_source == PT_CLOCK_CNTVCT); }
 static inline uint64_t rec_ticks_inline(void)
 {
 	uint64_t v;

@@ -386,7 +386,7 @@ static int cmp_clock(const void *a, const void *b)
 
 static void build_clock(struct pt_reader *r)
 {
-	if (r->info.clock_source != 3 && r->info.start_mono_ns &&
+	if (r->info.clock_source != PT_CLOCK_MONOTONIC && r->info.start_mono_ns &&
 	    !grow((void **)&r->clocks, &r->clocks_cap, r->nclocks + 1, sizeof(*r->clocks))) {
 		r->clocks[r->nclocks].ticks = r->info.start_ticks;
 		r->clocks[r->nclocks].ns = r->info.start_mono_ns;
@@ -406,7 +406,7 @@ static void build_clock(struct pt_reader *r)
 	if (k >= 2)
 		r->slope_all = (double)(r->clocks[k - 1].ns - r->clocks[0].ns) /
 			       (double)(r->clocks[k - 1].ticks - r->clocks[0].ticks);
-	else if (r->info.clock_source != 3)
+	else if (r->info.clock_source != PT_CLOCK_MONOTONIC)
 		problem(r, 0, "clock: fewer than two calibration points; durations assume 1 tick = 1 ns");
 }
 
@@ -432,7 +432,7 @@ static uint64_t add_ns(uint64_t n, double d)
 
 uint64_t pt_reader_ticks_to_ns(const struct pt_reader *r, uint64_t t)
 {
-	if (r->info.clock_source == 3 || r->nclocks == 0)
+	if (r->info.clock_source == PT_CLOCK_MONOTONIC || r->nclocks == 0)
 		return t;
 	const struct rd_clock *c = r->clocks;
 	size_t n = r->nclocks;
@@ -465,7 +465,7 @@ uint64_t pt_reader_ticks_to_ns(const struct pt_reader *r, uint64_t t)
 
 double pt_reader_ns_per_tick(const struct pt_reader *r)
 {
-	return r->info.clock_source == 3 ? 1.0 : r->slope_all;
+	return r->info.clock_source == PT_CLOCK_MONOTONIC ? 1.0 : r->slope_all;
 }
 
 static int add_chunk(struct pt_reader *r, uint64_t off, const struct fmt_chunk_hdr *h)

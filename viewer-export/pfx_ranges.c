@@ -244,7 +244,7 @@ int pfx_gpu_collect(struct pfx_gpu *g, struct pt_reader *rd)
 	const size_t nth = pt_reader_thread_count(rd);
 	for (size_t i = 0; i < nth; i++) {
 		struct pt_thread_info ti;
-		if (pt_reader_thread(rd, i, &ti) != 1 || strcmp(ti.name, PFX_GPU_THREAD_NAME) != 0)
+		if (pt_reader_thread(rd, i, &ti) != 1 || strcmp(ti.name, PT_FMT_GPU_THREAD_NAME) != 0)
 			continue;
 		uint32_t *t = realloc(g->threads, (g->nthreads + 1) * sizeof(*t));
 		if (!t)

@@ -12,7 +12,7 @@
  * here, the same way for Perfetto and Chrome JSON:
  *
  *  - GPU ranges (struct pfx_gpu): read from the chunks of the threads named
- *    "ptz-gpu" (PFX_GPU_THREAD_NAME), where the recorder writes them, before
+ *    "ptz-gpu" (PT_FMT_GPU_THREAD_NAME), where the recorder writes them, before
  *    any thread is exported, so that a CPU section knows whether its GPU
  *    half exists when it is written. The start is clamped to the launch tick
  *    and the end to the clamped start (the raw start stays available for
@@ -59,8 +59,6 @@
 
 #include "ptz/format.h" /* struct pt_reader, struct pt_record */
 
-/* The thread the recorder writes GPU ranges and GPU counters from (§4.4). */
-#define PFX_GPU_THREAD_NAME "ptz-gpu"
 /* Largest overlap of back-to-back ranges on a stream taken for jitter: float
  * milliseconds have 24 bits, about 6 ns at 100 ms and 1 us at 16 s. */
 #define PFX_GPU_SNAP_NS 1000u
@@ -126,7 +124,7 @@ struct pfx_gpu {
  * @g:  zeroed set; filled (free with pfx_gpu_free(), also on error).
  * @rd: open reader; its chunk iteration is rewound and used.
  *
- * Reads every chunk of the threads named PFX_GPU_THREAD_NAME (a damaged
+ * Reads every chunk of the threads named PT_FMT_GPU_THREAD_NAME (a damaged
  * chunk is skipped by the reader, as everywhere), then runs
  * pfx_gpu_finish() with PFX_GPU_SNAP_NS in this trace's ticks. Also notes
  * whether those threads hold sections.

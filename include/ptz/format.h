@@ -47,6 +47,25 @@ extern "C" {
 #define PT_READER_ALL_CHUNKS 0xfffffffeu
 /* Largest string or domain id a reader accepts (bounds its tables). */
 #define PT_FMT_MAX_STRING_ID (1u << 24)
+/*
+ * Name of the recorder's CUDA thread in the THREAD table (doc/trace-format.md
+ * §4.4): it writes the GPU_RANGE records, so readers that pair ranges with
+ * their launches read a trace that has it in file order, and exporters give
+ * it no thread track of its own.
+ */
+#define PT_FMT_GPU_THREAD_NAME "ptz-gpu"
+
+/**
+ * enum pt_clock_source - what a trace's ticks count: the header's
+ * clock_source field (pt_trace_info.clock_source, doc/trace-format.md §2).
+ * Any other value is unknown to this reader; the tick mapping then goes by
+ * the clock records alone (§7).
+ */
+enum pt_clock_source {
+	PT_CLOCK_TSC = 1,      /* x86 time-stamp counter (rdtsc), invariant TSC only */
+	PT_CLOCK_CNTVCT = 2,   /* aarch64 virtual counter cntvct_el0 */
+	PT_CLOCK_MONOTONIC = 3 /* clock_gettime(CLOCK_MONOTONIC) in ns: ticks are ns */
+};
 
 /** enum pt_record_kind - decoded record kinds (doc/trace-format.md §4). */
 enum pt_record_kind {
@@ -134,7 +153,7 @@ struct pt_record {
 /** struct pt_trace_info - the file header and what the reader found. */
 struct pt_trace_info {
 	uint16_t version_major, version_minor;
-	uint32_t clock_source;        /* 1 = x86 TSC, 2 = aarch64 cntvct, 3 = CLOCK_MONOTONIC */
+	uint32_t clock_source;        /* enum pt_clock_source */
 	uint32_t pid;
 	uint64_t start_ticks;         /* tick at pt_open() */
 	uint64_t start_mono_ns;       /* CLOCK_MONOTONIC at pt_open() */

@@ -357,7 +357,7 @@ static uint64_t dur_of(int which, int s, int i, uint64_t *rng)
 static void write_side(const char *path, int which)
 {
 	const struct fmt_writer_hdr hd = {
-		.clock_source = 1,
+		.clock_source = PT_CLOCK_TSC,
 		.pid = 100 + (uint32_t)which,
 		.start_ticks = 1000,
 		.start_mono_ns = 1000,
@@ -597,7 +597,7 @@ static void test_text_and_json(void **state)
 static void write_domains(const char *path, int which)
 {
 	const struct fmt_writer_hdr hd = {
-		.clock_source = 1, .pid = 300, .start_ticks = 1000, .start_mono_ns = 1000,
+		.clock_source = PT_CLOCK_TSC, .pid = 300, .start_ticks = 1000, .start_mono_ns = 1000,
 		.start_real_ns = 1700000000000000000ull, .process_name = "cmp-domains", .host = "h",
 		.cmdline = "c", .recorder_version = "ptz-test 1",
 	};

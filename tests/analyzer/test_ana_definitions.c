@@ -47,7 +47,7 @@ static void write_trace(const char *path, const struct thr *t, const uint32_t *t
 			const char *const *tnames)
 {
 	const struct fmt_writer_hdr hd = {
-		.clock_source = 1,
+		.clock_source = PT_CLOCK_TSC,
 		.pid = 77,
 		.start_ticks = T0,
 		.start_mono_ns = (uint64_t)((double)T0 * ((double)g_ns_at_1e9 / 1e9)),
@@ -470,9 +470,9 @@ static const struct op ord1[] = { K(50, ID_K, 1) };
 static void test_merged_row_order_file_order(void **state)
 {
 	(void)state;
-	static const char *const tn[] = { "main", "ptz-gpu" };
+	static const char *const tn[] = { "main", PT_FMT_GPU_THREAD_NAME };
 	const struct thr t[] = { { "main", ord0, PT_ARRAY_SIZE(ord0), false },
-				 { "ptz-gpu", ord1, PT_ARRAY_SIZE(ord1), false } };
+				 { PT_FMT_GPU_THREAD_NAME, ord1, PT_ARRAY_SIZE(ord1), false } };
 	static const uint32_t ti[] = { 0, 1 };
 	static const char *const want[] = { "\ntree,all,C,", "\ntree,all,A,", "\ntree,all,A;B,", "\ntree,all,B," };
 	const char *path = tu_path("defs-order.ptz");

@@ -149,7 +149,7 @@ static const struct op gpu_b_ops[] = {
 static void tb_open(struct tb *b, const char *path)
 {
 	const struct fmt_writer_hdr hd = {
-		.clock_source = 1, .pid = 4343, .start_ticks = T0, .start_mono_ns = T0, .start_real_ns = REAL_NS,
+		.clock_source = PT_CLOCK_TSC, .pid = 4343, .start_ticks = T0, .start_mono_ns = T0, .start_real_ns = REAL_NS,
 		.process_name = "gpu-test", .host = "testhost", .cmdline = "gpu-test", .recorder_version = "ptz-test 1",
 	};
 	tb_start(b, path, &hd);
@@ -394,7 +394,7 @@ static void check_rows(const struct ana_result *res, const char *mode)
 
 static void write_gpu_file(const char *path)
 {
-	write_gpu(path, "ptz-gpu");
+	write_gpu(path, PT_FMT_GPU_THREAD_NAME);
 }
 
 static int setup_gpu(void **state)
@@ -646,7 +646,7 @@ static void test_ana_gpu_busy_union_exact(void **state)
 	uint64_t busy = 0;
 	for (int t = 0; t < SPAN; t++)
 		busy += covered[t];
-	const char *const tnames[] = { "ptz-gpu" };
+	const char *const tnames[] = { PT_FMT_GPU_THREAD_NAME };
 	const char *path = tu_path("union.ptz");
 	struct tb b;
 	tb_open(&b, path);
@@ -1038,7 +1038,7 @@ static void test_ana_gpu_flat_covered_same_name(void **state)
 	static const struct op gops[] = {
 		R(ID_LAYER, 0, 150, 1150, 100, 1, S1), R(ID_LAYER, 0, 300, 500, 250, 2, S1),
 	};
-	const char *const tnames[] = { "main", "ptz-gpu" };
+	const char *const tnames[] = { "main", PT_FMT_GPU_THREAD_NAME };
 	const char *path = tu_path("covered.ptz");
 	struct tb b;
 	tb_open(&b, path);
@@ -1206,7 +1206,7 @@ static void test_ana_gpu_suggest_idle(void **state)
 int main(int argc, char **argv)
 {
 	if (argc == 3 && strcmp(argv[1], "--write") == 0) { /* a trace to look at with ptanalyze */
-		write_gpu(argv[2], "ptz-gpu");
+		write_gpu(argv[2], PT_FMT_GPU_THREAD_NAME);
 		return 0;
 	}
 	const struct CMUnitTest tests[] = {

@@ -24,7 +24,7 @@
  * spread, so histograms have more than one bucket). */
 static void write_trace(const char *path, uint32_t paths, uint32_t reps)
 {
-	struct fmt_writer_hdr hd = { .clock_source = 3, .pid = 1, .process_name = "mem" };
+	struct fmt_writer_hdr hd = { .clock_source = PT_CLOCK_MONOTONIC, .pid = 1, .process_name = "mem" };
 	struct fmt_writer *w;
 	assert_int_equal(fmt_writer_open(path, &hd, &w), 0);
 	size_t cap = 1 << 20;

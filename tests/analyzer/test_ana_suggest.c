@@ -69,7 +69,7 @@ static void xfer_sec(struct w *w, uint32_t id, uint64_t d, uint32_t dir, int n, 
 static void write_trace(const char *path)
 {
 	const struct fmt_writer_hdr hd = {
-		.clock_source = 1,
+		.clock_source = PT_CLOCK_TSC,
 		.pid = 7,
 		.start_ticks = 0,
 		.start_mono_ns = 0,

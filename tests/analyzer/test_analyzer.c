@@ -138,7 +138,7 @@ static const struct op th2_ops[] = {
 static void tb_open(struct tb *b, const char *path, const char *cmdline)
 {
 	const struct fmt_writer_hdr hd = {
-		.clock_source = 1,
+		.clock_source = PT_CLOCK_TSC,
 		.pid = 4242,
 		.start_ticks = T0,
 		.start_mono_ns = T0, /* on the identity line */

@@ -101,7 +101,7 @@ static void append_chunk(struct fmt_writer *w, const struct fmt_enc *e, uint8_t 
 static void build_trace(const char *path, int abandon)
 {
 	static const struct fmt_writer_hdr hd = {
-		.clock_source = 1,
+		.clock_source = PT_CLOCK_TSC,
 		.pid = 4242,
 		.start_ticks = START_TICKS,
 		.start_mono_ns = START_MONO_NS,
@@ -919,7 +919,7 @@ static void test_fmt_writer_close_trace_reads_back(void **state)
 	assert_string_equal(pt_reader_errmsg(r), "");
 	assert_int_equal(info->version_major, 1);
 	assert_int_equal(info->version_minor, PT_FMT_VERSION_MINOR);
-	assert_int_equal(info->clock_source, 1);
+	assert_int_equal(info->clock_source, PT_CLOCK_TSC);
 	assert_int_equal(info->pid, 4242);
 	assert_int_equal(info->start_real_ns, START_REAL_NS);
 	assert_string_equal(info->process_name, "corrupt-gen");

@@ -19,7 +19,7 @@
 static struct pt_reader *clock_trace(const char *name, const uint64_t (*pts)[2], size_t n)
 {
 	const char *path = tu_path(name);
-	struct fmt_writer_hdr hd = { .clock_source = 1, .pid = 1, .process_name = "p", .host = "h", .cmdline = "c",
+	struct fmt_writer_hdr hd = { .clock_source = PT_CLOCK_TSC, .pid = 1, .process_name = "p", .host = "h", .cmdline = "c",
 				     .recorder_version = "test" };
 	struct fmt_writer *w;
 	uint8_t buf[512];
@@ -99,7 +99,7 @@ static void test_thread_start_is_smallest_nonzero(void **state)
 {
 	(void)state;
 	const char *path = tu_path("threads.ptz");
-	struct fmt_writer_hdr hd = { .clock_source = 3, .pid = 1, .process_name = "p", .host = "h", .cmdline = "c",
+	struct fmt_writer_hdr hd = { .clock_source = PT_CLOCK_MONOTONIC, .pid = 1, .process_name = "p", .host = "h", .cmdline = "c",
 				     .recorder_version = "test" };
 	struct fmt_writer *w;
 	uint8_t buf[512];

@@ -208,7 +208,7 @@ static void meta_tables(struct synth *s, uint64_t base)
 	str(s, PT_REC_STRING, S_DEEP, 0, "deep");
 	thread_rec(s, 0, 100, base, 0, "main");
 	thread_rec(s, 1, 101, base + 50, 0, "worker");
-	thread_rec(s, 2, 102, base + 60, 0, "ptz-gpu");
+	thread_rec(s, 2, 102, base + 60, 0, PT_FMT_GPU_THREAD_NAME);
 	chunk_flush(s);
 }
 
@@ -260,7 +260,7 @@ static int synth_one(const char *path, int tsc, int spans)
 {
 	const uint64_t base = tsc ? 5000000000ull : 1000000000ull;
 	struct fmt_writer_hdr hd = {
-		.clock_source = tsc ? 1 : 3, .pid = 4242,
+		.clock_source = tsc ? PT_CLOCK_TSC : PT_CLOCK_MONOTONIC, .pid = 4242,
 		.start_ticks = base, .start_mono_ns = tsc ? 1000000000u : base, .start_real_ns = 1700000000000000000ull,
 		.process_name = "stored-synth", .host = "fuzzhost", .cmdline = "stored-synth --all-kinds",
 		.recorder_version = "ptz-gen-stored",
@@ -363,7 +363,7 @@ static int synth(const char *dir)
 
 static int deep(const char *path, long n)
 {
-	struct fmt_writer_hdr hd = { .clock_source = 3, .pid = 1, .start_ticks = 1000, .start_mono_ns = 1000,
+	struct fmt_writer_hdr hd = { .clock_source = PT_CLOCK_MONOTONIC, .pid = 1, .start_ticks = 1000, .start_mono_ns = 1000,
 				     .process_name = "stored-deep" };
 	struct synth *s = calloc(1, sizeof(*s));
 	if (!s || n < 1 || n > 1000000 || fmt_writer_open(path, &hd, &s->w)) {

@@ -282,7 +282,7 @@ static void gread(const char *path, struct gtrace *t)
 	for (size_t i = 0; i < pt_reader_thread_count(t->rd); i++) {
 		struct pt_thread_info ti;
 		assert_int_equal(pt_reader_thread(t->rd, i, &ti), 1);
-		if (strcmp(ti.name, "ptz-gpu") == 0) {
+		if (strcmp(ti.name, PT_FMT_GPU_THREAD_NAME) == 0) {
 			t->gpu_thread = ti.index;
 			t->gpu_threads++;
 		}
@@ -1392,9 +1392,9 @@ static void test_gpu_map_clock_changed(void **state)
 	uint32_t src2 = clock_run("clock-2.ptz", &err2);
 	unsetenv("PTZ_CLOCK");
 	uint32_t src3 = clock_run("clock-3.ptz", &err3);
-	assert_int_equal(src2, 3);
+	assert_int_equal(src2, PT_CLOCK_MONOTONIC);
 	assert_int_equal(src3, src1);
-	if (src1 == 3)
+	if (src1 == PT_CLOCK_MONOTONIC)
 		print_message("# no TSC or cntvct here: the tick source never changed\n");
 	/* the order scenario's bound is 5 us; a map in the wrong ticks is off
 	 * by whole seconds */

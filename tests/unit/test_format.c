@@ -273,7 +273,7 @@ static void test_writer_reader_file_roundtrip(void **state)
 {
 	(void)state;
 	const char *path = tu_path("roundtrip.ptz");
-	struct fmt_writer_hdr hd = { .clock_source = 1, .pid = 4242, .start_ticks = 1000000,
+	struct fmt_writer_hdr hd = { .clock_source = PT_CLOCK_TSC, .pid = 4242, .start_ticks = 1000000,
 				     .start_mono_ns = 5000000, .start_real_ns = 1700000000000000000ull,
 				     .process_name = "proc", .host = "hostname", .cmdline = "./a --b",
 				     .recorder_version = "test" };
@@ -441,7 +441,7 @@ static void test_reader_header_changed_after_open(void **state)
 {
 	(void)state;
 	const char *path = tu_path("hdr-changed.ptz");
-	struct fmt_writer_hdr hd = { .clock_source = 3, .pid = 1, .process_name = "p", .host = "h", .cmdline = "c",
+	struct fmt_writer_hdr hd = { .clock_source = PT_CLOCK_MONOTONIC, .pid = 1, .process_name = "p", .host = "h", .cmdline = "c",
 				     .recorder_version = "test" };
 	struct fmt_writer *w;
 	assert_int_equal(fmt_writer_open(path, &hd, &w), 0);
@@ -509,7 +509,7 @@ static void test_reader_crafted_tables_are_safe(void **state)
 {
 	(void)state;
 	const char *path = tu_path("crafted.ptz");
-	struct fmt_writer_hdr hd = { .clock_source = 1 };
+	struct fmt_writer_hdr hd = { .clock_source = PT_CLOCK_TSC };
 	struct fmt_writer *w;
 	assert_int_equal(fmt_writer_open(path, &hd, &w), 0);
 	uint8_t buf[256];
@@ -551,7 +551,7 @@ static void test_reader_thread_table_order_and_gaps(void **state)
 {
 	(void)state;
 	const char *path = tu_path("threads.ptz");
-	const struct fmt_writer_hdr hd = { .clock_source = 1, .pid = 1, .process_name = "p", .host = "h",
+	const struct fmt_writer_hdr hd = { .clock_source = PT_CLOCK_TSC, .pid = 1, .process_name = "p", .host = "h",
 					   .cmdline = "c", .recorder_version = "t" };
 	struct fmt_writer *w;
 	assert_int_equal(fmt_writer_open(path, &hd, &w), 0);

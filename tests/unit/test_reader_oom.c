@@ -53,7 +53,7 @@ char *__wrap_strdup(const char *s)
  * byte (a repeat). */
 static void write_trace(const char *path)
 {
-	const struct fmt_writer_hdr hd = { .clock_source = 3, .pid = 1, .process_name = "oom" };
+	const struct fmt_writer_hdr hd = { .clock_source = PT_CLOCK_MONOTONIC, .pid = 1, .process_name = "oom" };
 	struct fmt_writer *w;
 	assert_int_equal(fmt_writer_open(path, &hd, &w), 0);
 	uint8_t buf[256];

@@ -86,7 +86,7 @@ int main(int argc, char **argv)
 	if (argc == 3)
 		names[8] = "bad\xff byte";
 	const struct fmt_writer_hdr hd = {
-		.clock_source = 1, .pid = 777, .start_ticks = T0, .start_mono_ns = MONO0,
+		.clock_source = PT_CLOCK_TSC, .pid = 777, .start_ticks = T0, .start_mono_ns = MONO0,
 		.start_real_ns = 1700000000000000000ull, .process_name = "edge-gen", .host = "testhost",
 		.cmdline = "gen_edge_trace", .recorder_version = "ptz-test 1",
 	};

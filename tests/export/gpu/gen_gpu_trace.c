@@ -88,7 +88,7 @@ static const char *const names[NIDS] = {
 };
 
 enum { TH_MAIN, TH_WORKER, TH_GPU, NTH };
-static const char *const tnames[NTH] = { "main", "worker", "ptz-gpu" };
+static const char *const tnames[NTH] = { "main", "worker", PT_FMT_GPU_THREAD_NAME };
 
 enum { OP_B = 1, OP_E, OP_K, OP_ERR, OP_I, OP_AB, OP_AE, OP_LAUNCH, OP_GPU, OP_CUT };
 struct op {
@@ -348,7 +348,7 @@ int main(int argc, char **argv)
 		r_script();
 	}
 	const struct fmt_writer_hdr hd = {
-		.clock_source = 1, .pid = 4242, .start_ticks = T0, .start_mono_ns = T0,
+		.clock_source = PT_CLOCK_TSC, .pid = 4242, .start_ticks = T0, .start_mono_ns = T0,
 		.start_real_ns = 1700000000000000000ull, .process_name = "gpu-gen", .host = "testhost",
 		.cmdline = "gen_gpu_trace", .recorder_version = "ptz-test 1",
 	};

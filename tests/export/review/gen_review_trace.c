@@ -96,7 +96,7 @@ int main(int argc, char **argv)
 	}
 	const int tsc = strcmp(argv[2], "since") == 0;
 	const struct fmt_writer_hdr hd = {
-		.clock_source = tsc ? 1 : 3, .pid = 4242, .start_ticks = T0, .start_mono_ns = MONO0,
+		.clock_source = tsc ? PT_CLOCK_TSC : PT_CLOCK_MONOTONIC, .pid = 4242, .start_ticks = T0, .start_mono_ns = MONO0,
 		.start_real_ns = 1700000000000000000ull, .process_name = "review-gen", .host = "testhost",
 		.cmdline = "gen_review_trace", .recorder_version = "ptz-test 1",
 	};
