@@ -22,6 +22,7 @@
 #include "analyzer/ana_compare.h"
 #include "analyzer/ana_peaks.h"
 #include "analyzer/ana_suggest.h"
+#include "ptz/version.h" /* PT_VERSION_STRING */
 #include "viewer-export/pfx.h"
 
 #define PROG "ptanalyze"
@@ -536,7 +537,7 @@ int main(int argc, char **argv)
 			usage(stdout);
 			return 0;
 		case OPT_VERSION:
-			printf(PROG " 0.2.0 (reads .ptz format %d.x)\n", PT_FMT_VERSION_MAJOR);
+			printf(PROG " " PT_VERSION_STRING " (reads .ptz format %d.x)\n", PT_FMT_VERSION_MAJOR);
 			return 0;
 		case OPT_REPORT:
 			report_flag = 1;

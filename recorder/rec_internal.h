@@ -50,9 +50,10 @@
 
 #include "common/compiler.h"
 #include "ptz/recorder.h"
+#include "ptz/version.h" /* PT_VERSION_STRING */
 #include "trace-format/fmt_internal.h"
 
-#define REC_VERSION "0.2.0"
+#define REC_VERSION PT_VERSION_STRING
 #define REC_SLACK 8         /* slots kept free beyond pending ENDs */
 #define REC_STOP_STACK 64   /* open ids remembered for pt_stop() */
 #define REC_DEFAULT_RING (8u << 20)
