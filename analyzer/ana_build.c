@@ -813,7 +813,7 @@ static void read_meta(struct ctx *c, struct pt_record *batch, size_t max)
 {
 	struct ana_result *res = c->res;
 	int n;
-	while ((n = pt_reader_next_records(res->rd, batch, max)) > 0)
+	while ((n = pt_reader_next_records(res->rd, batch, max, sizeof(*batch))) > 0)
 		for (int k = 0; k < n; k++) {
 			const struct pt_record *r = &batch[k];
 			if (r->kind == PT_REC_LOSS) {
@@ -979,7 +979,7 @@ static int run_pass(const char *path, const struct ana_options *opt, struct ana_
 		c.ts[i].id_limit = res->name_id_limit;
 	for (size_t i = 0; i < res->nthreads; i++) {
 		struct pt_thread_info ti;
-		pt_reader_thread(res->rd, i, &ti);
+		pt_reader_thread(res->rd, i, &ti, sizeof(ti));
 		res->threads[i].index = ti.index;
 		res->threads[i].tid = ti.tid;
 		snprintf(res->threads[i].name, sizeof(res->threads[i].name), "%s", ti.name);
@@ -998,7 +998,7 @@ static int run_pass(const char *path, const struct ana_options *opt, struct ana_
 	{
 		struct pt_chunk_info hi;
 		pt_reader_rewind(res->rd);
-		while (pt_reader_next_chunk_header(res->rd, &hi) == 1)
+		while (pt_reader_next_chunk_header(res->rd, &hi, sizeof(hi)) == 1)
 			if (hi.thread != PT_FMT_META_THREAD)
 				res->total_records_hint += hi.records;
 		pt_reader_rewind(res->rd);
@@ -1018,14 +1018,14 @@ static int run_pass(const char *path, const struct ana_options *opt, struct ana_
 		 * thread at a time through the reader's chunk index: only that
 		 * thread's tree is hot in the cache, instead of every thread's at
 		 * once. */
-		while ((rc = pt_reader_next_chunk(res->rd, PT_FMT_META_THREAD, &ci)) == 1)
+		while ((rc = pt_reader_next_chunk(res->rd, PT_FMT_META_THREAD, &ci, sizeof(ci))) == 1)
 			read_meta(&c, batch, 256);
 		for (size_t i = 0; i < res->nthreads; i++) {
 			struct ana_thread *th = &res->threads[i];
 			if (opt->thread >= 0 && (uint32_t)opt->thread != th->index)
 				continue;
 			pt_reader_rewind(res->rd);
-			while ((rc = pt_reader_next_chunk(res->rd, th->index, &ci)) == 1) {
+			while ((rc = pt_reader_next_chunk(res->rd, th->index, &ci, sizeof(ci))) == 1) {
 				done += ci.records;
 				if (opt->progress &&
 				    (done & ~(uint64_t)0xffff) != ((done - ci.records) & ~(uint64_t)0xffff))
@@ -1044,7 +1044,7 @@ static int run_pass(const char *path, const struct ana_options *opt, struct ana_
 		 * merged tree is renumbered in thread order at the end.
 		 */
 		size_t last = 0;
-		while ((rc = pt_reader_next_chunk(res->rd, PT_READER_ALL_CHUNKS, &ci)) == 1) {
+		while ((rc = pt_reader_next_chunk(res->rd, PT_READER_ALL_CHUNKS, &ci, sizeof(ci))) == 1) {
 			if (ci.thread == PT_FMT_META_THREAD) {
 				read_meta(&c, batch, 256);
 				continue;
@@ -1061,7 +1061,7 @@ static int run_pass(const char *path, const struct ana_options *opt, struct ana_
 			if (opt->thread < 0 || (uint32_t)opt->thread == th->index)
 				read_events(&c, th, &c.ts[last], &ci);
 			else /* --thread: the GPU summary still covers the whole trace */
-				while ((rc = pt_reader_next_records(res->rd, batch, 256)) > 0)
+				while ((rc = pt_reader_next_records(res->rd, batch, 256, sizeof(*batch))) > 0)
 					for (int k = 0; k < rc; k++)
 						ana_pass_gpu_only(&c, &batch[k]);
 		}

@@ -666,7 +666,7 @@ static void hclose(struct hpass *h, struct hthread *t, uint64_t end)
 static void host_chunk(struct hpass *h, struct hthread *t)
 {
 	struct pt_record r;
-	while (!h->nomem && pt_reader_next_record(h->rd, &r) == 1) {
+	while (!h->nomem && pt_reader_next_record(h->rd, &r, sizeof(r)) == 1) {
 		if (r.kind == PT_REC_BEGIN || r.kind == PT_REC_END)
 			t->last = r.ticks > t->last ? r.ticks : t->last;
 		if (r.kind == PT_REC_BEGIN) {
@@ -769,7 +769,7 @@ static int host_during_gaps(const struct ana_result *res, const char *path, stru
 		    !ana_map_add(&threads, res->threads[t].index))
 			h.nomem = 1;
 	struct pt_chunk_info ci;
-	while (!h.nomem && (rc = pt_reader_next_chunk(h.rd, PT_READER_ALL_CHUNKS, &ci)) == 1) {
+	while (!h.nomem && (rc = pt_reader_next_chunk(h.rd, PT_READER_ALL_CHUNKS, &ci, sizeof(ci))) == 1) {
 		struct hthread *t = ci.thread == PT_FMT_META_THREAD ? NULL : ana_map_find(&threads, ci.thread);
 		if (!t)
 			continue;

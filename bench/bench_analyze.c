@@ -142,7 +142,7 @@ static void *producer(void *arg)
 
 static int record(const char *path, uint64_t records)
 {
-	R = pt_open(path, NULL);
+	R = pt_open(path, NULL, 0);
 	if (!R) {
 		perror("pt_open");
 		return 1;
@@ -159,9 +159,9 @@ static int record(const char *path, uint64_t records)
 	for (int i = 0; i < THREADS; i++)
 		pthread_join(t[i], NULL);
 	struct pt_stats_info st;
-	pt_stats(R, &st);
+	pt_stats(R, &st, sizeof(st));
 	pt_close(R);
-	pt_stats(R, &st);
+	pt_stats(R, &st, sizeof(st));
 	fprintf(stderr, "  recorded %s: %llu records, %llu lost\n", path, (unsigned long long)st.records,
 		(unsigned long long)st.lost_records);
 	return 0;

@@ -78,7 +78,7 @@ static void *producer(void *arg)
 
 static int record(const char *path, uint64_t sections)
 {
-	R = pt_open(path, NULL);
+	R = pt_open(path, NULL, 0);
 	if (!R) {
 		perror("pt_open");
 		return 1;
@@ -96,7 +96,7 @@ static int record(const char *path, uint64_t sections)
 		pthread_join(t[i], NULL);
 	struct pt_stats_info st;
 	pt_close(R);
-	pt_stats(R, &st);
+	pt_stats(R, &st, sizeof(st));
 	fprintf(stderr, "  recorded %s: %llu records, %llu lost\n", path, (unsigned long long)st.records,
 		(unsigned long long)st.lost_records);
 	return 0;

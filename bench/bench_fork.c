@@ -139,7 +139,7 @@ int main(int argc, char **argv)
 				t[c][i] = one_fork(NULL, -1);
 				continue;
 			}
-			pt_recorder *r = pt_open(c == C_PLAIN ? plain_path : pid_path, NULL);
+			pt_recorder *r = pt_open(c == C_PLAIN ? plain_path : pid_path, NULL, 0);
 			if (!r) {
 				perror("pt_open");
 				return 1;

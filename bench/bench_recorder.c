@@ -165,7 +165,7 @@ static pt_recorder *open_recorder(const struct cfg *c, const char *name, char *p
 	long before[16], after[16];
 	const int nb = flusher_tids(before, 16);
 	path_in_tmp(path, cap, name);
-	pt_recorder *r = pt_open(path, &o);
+	pt_recorder *r = pt_open(path, &o, sizeof(o));
 	if (!r)
 		die(path, strerror(errno));
 	const int na = flusher_tids(after, 16);
@@ -210,7 +210,7 @@ static uint64_t wait_drained(pt_recorder *r, uint64_t expected, int *timed_out)
 	uint64_t c0 = thread_cpu_ns(), t0 = mono_ns();
 	for (;;) {
 		struct pt_stats_info s;
-		pt_stats(r, &s);
+		pt_stats(r, &s, sizeof(s));
 		if (s.records + s.lost_records >= expected)
 			break;
 		if (mono_ns() - t0 > 10000000000u) {
@@ -463,7 +463,7 @@ static void run_hot(const struct cfg *c, int threads, struct hot_result *out)
 	uint64_t flusher_total = 0;
 	bool flusher_known = true;
 	struct pt_stats_info s0, s1;
-	pt_stats(r, &s0);
+	pt_stats(r, &s0, sizeof(s0));
 	for (int k = 0; k < c->runs; k++) {
 		if (threads == 1) {
 			e[k] = solo_step(STEP_EMPTY, r, id, n, &ec);
@@ -487,7 +487,7 @@ static void run_hot(const struct cfg *c, int threads, struct hot_result *out)
 		tcn[k] = tc - ec;
 		pcn[k] = pcpu - ec;
 	}
-	pt_stats(r, &s1);
+	pt_stats(r, &s1, sizeof(s1));
 
 	if (threads == 2) {
 		duo_step(&d, STEP_EXIT, 0);
@@ -539,10 +539,10 @@ static void read_back(const char *path, struct readback *rb)
 	}
 	struct pt_chunk_info ci;
 	struct pt_record rec;
-	while ((rc = pt_reader_next_chunk(rd, PT_READER_ALL_CHUNKS, &ci)) == 1) {
+	while ((rc = pt_reader_next_chunk(rd, PT_READER_ALL_CHUNKS, &ci, sizeof(ci))) == 1) {
 		const bool meta = ci.thread == PT_FMT_META_THREAD;
 		uint64_t k = 0;
-		while (pt_reader_next_record(rd, &rec) == 1) {
+		while (pt_reader_next_record(rd, &rec, sizeof(rec)) == 1) {
 			k++;
 			rb->loss_records += rec.kind == PT_REC_LOSS;
 		}
@@ -592,16 +592,16 @@ static void run_sustained(const struct cfg *c, struct sustained_result *out)
 		wait_drained(r, expected, &out->timeouts);
 	}
 	out->pairs = c->sustained_pairs;
-	pt_stats(r, &s0);
+	pt_stats(r, &s0, sizeof(s0));
 	uint64_t f0 = task_cpu_ns(ftid), c0 = process_cpu_ns(), a0 = thread_cpu_ns(), t0 = mono_ns();
 	loop_pairs(r, id, out->pairs);
 	uint64_t t1 = mono_ns(), a1 = thread_cpu_ns();
-	pt_stats(r, &s1);
+	pt_stats(r, &s1, sizeof(s1));
 	expected += 2 * out->pairs;
 	uint64_t waited = wait_drained(r, expected, &out->timeouts);
 	uint64_t t2 = mono_ns(), c1 = process_cpu_ns();
 	out->flusher_cpu_ns = delta_or_max(f0, task_cpu_ns(ftid));
-	pt_stats(r, &s2);
+	pt_stats(r, &s2, sizeof(s2));
 	out->loop_ns = t1 - t0;
 	out->lag_ns = t2 - t1;
 	out->app_cpu_ns = a1 - a0;
@@ -706,10 +706,10 @@ static void run_irregular(const struct cfg *c, struct irregular_result *out)
 	out->sections = w.sections;
 	out->metrics = w.metrics;
 	struct pt_stats_info s;
-	pt_stats(w.r, &s); /* losses are counted by the producer at once */
+	pt_stats(w.r, &s, sizeof(s)); /* losses are counted by the producer at once */
 	out->lost_records = s.lost_records;
 	out->close_ns = close_recorder(w.r);
-	pt_stats(w.r, &s); /* the handle stays valid; records now include the final drain */
+	pt_stats(w.r, &s, sizeof(s)); /* the handle stays valid; records now include the final drain */
 	out->stats_records = s.records;
 	read_back(path, &out->rb);
 	unlink(path);
@@ -813,7 +813,7 @@ static void probe_clock(const struct cfg *c)
 	char path[4200];
 	struct pt_options o = { .ring_bytes = 4096, .zstd_level = c->zstd_level };
 	path_in_tmp(path, sizeof(path), "probe.ptz");
-	pt_recorder *r = pt_open(path, &o);
+	pt_recorder *r = pt_open(path, &o, sizeof(o));
 	if (!r)
 		die(path, strerror(errno));
 	pt_close(r);

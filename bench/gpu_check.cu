@@ -209,7 +209,7 @@ static struct pt_stats_info stats(void)
 {
 	struct pt_stats_info st;
 	memset(&st, 0, sizeof(st));
-	pt_stats(g_r, &st);
+	pt_stats(g_r, &st, sizeof(st));
 	return st;
 }
 
@@ -391,14 +391,14 @@ static int load_trace(const char *path, struct trace *t)
 	t->ns_per_tick = pt_reader_ns_per_tick(t->rd);
 	for (size_t i = 0; i < pt_reader_thread_count(t->rd); i++) {
 		struct pt_thread_info ti;
-		if (pt_reader_thread(t->rd, i, &ti) == 1)
+		if (pt_reader_thread(t->rd, i, &ti, sizeof(ti)) == 1)
 			t->index_of_tid[ti.tid] = ti.index;
 	}
 	struct pt_chunk_info ci;
 	static struct pt_record buf[512];
-	while ((rc = pt_reader_next_chunk(t->rd, PT_READER_ALL_CHUNKS, &ci)) == 1) {
+	while ((rc = pt_reader_next_chunk(t->rd, PT_READER_ALL_CHUNKS, &ci, sizeof(ci))) == 1) {
 		int n;
-		while ((n = pt_reader_next_records(t->rd, buf, 512)) > 0) {
+		while ((n = pt_reader_next_records(t->rd, buf, 512, sizeof(*buf))) > 0) {
 			for (int i = 0; i < n; i++) {
 				const struct pt_record *p = &buf[i];
 				const rec x = { p->kind, p->id, p->aux, p->ticks, p->value, p->value2, p->value3, p->value4 };
@@ -565,7 +565,7 @@ static int child_drift(double seconds, const char *dir, const char *mode)
 	alarm((unsigned)seconds + 90); /* never outlive the parent's patience */
 	char path[4096];
 	snprintf(path, sizeof(path), "%s/drift-%s.ptz", dir, mode);
-	g_r = pt_open(path, NULL);
+	g_r = pt_open(path, NULL, 0);
 	if (!g_r) {
 		fprintf(stderr, PROG ": %s: %s\n", path, strerror(errno));
 		return 1;
@@ -915,7 +915,7 @@ int main(int argc, char **argv)
 	printf(PROG ": cudart: %s\n", runtime_linkage());
 	print_env();
 
-	g_r = pt_open(path, NULL);
+	g_r = pt_open(path, NULL, 0);
 	if (!g_r) {
 		fprintf(stderr, PROG ": %s: %s\n", path, strerror(errno));
 		return 1;

@@ -292,8 +292,8 @@ static int run_export(const char *path, const char *const outs[EXP_N], const str
 		} else {
 			struct pt_chunk_info ci;
 			struct pt_record r;
-			while (pt_reader_next_chunk(rd, PT_READER_ALL_CHUNKS, &ci) == 1)
-				while (pt_reader_next_record(rd, &r) == 1)
+			while (pt_reader_next_chunk(rd, PT_READER_ALL_CHUNKS, &ci, sizeof(ci)) == 1)
+				while (pt_reader_next_record(rd, &r, sizeof(r)) == 1)
 					;
 			corrupt = report_problems(path, rd);
 		}

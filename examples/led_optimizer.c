@@ -362,7 +362,7 @@ int main(int argc, char **argv)
 	/* --trace '' runs the instrumented code with a NULL recorder (every
 	 * call a no-op): bench/overhead.py separates code-generation effects
 	 * from the cost of recording this way */
-	pt_recorder *r = *c.trace ? pt_open(c.trace, NULL) : NULL;
+	pt_recorder *r = *c.trace ? pt_open(c.trace, NULL, 0) : NULL;
 	if (!r && *c.trace) {
 		fprintf(stderr, PROG ": %s: cannot open trace: %s\n", c.trace, strerror(errno));
 		return 1;
@@ -404,7 +404,7 @@ int main(int argc, char **argv)
 	const double t1 = now_s();
 
 	struct pt_stats_info st;
-	pt_stats(r, &st);
+	pt_stats(r, &st, sizeof(st));
 	const int rc_close = pt_close(r);
 	if (failed) {
 		fprintf(stderr, PROG ": a worker failed (out of memory or thread creation)\n");

@@ -31,6 +31,7 @@
 #include <unistd.h>
 #include <zstd.h> /* ZSTD_minCLevel, ZSTD_maxCLevel */
 
+#include "common/struct_copy.h"
 #include "recorder/rec_internal.h"
 
 static struct pt_recorder the_recorder = {
@@ -865,8 +866,6 @@ bool rec_thread_name_for(struct pt_recorder *r, uint32_t tid, char out[32])
 
 static void add_metrics(pt_recorder *r, const struct pt_metrics *m)
 {
-	if (!m)
-		return;
 	if (m->read_bytes)
 		pt_metric(r, PT_METRIC_READ_BYTES, m->read_bytes);
 	if (m->written_bytes)
@@ -875,15 +874,27 @@ static void add_metrics(pt_recorder *r, const struct pt_metrics *m)
 		pt_metric(r, PT_METRIC_FLOPS, m->flops);
 }
 
-void pt_start(pt_recorder *r, const char *name, const struct pt_metrics *m)
+/* The caller's metrics, @m_bytes of them (recorder.h, Types): the fields
+ * it lacks add nothing; bytes past ours are metrics this library cannot
+ * record, ignored because the call cannot fail upward. */
+static struct pt_metrics metrics_in(const struct pt_metrics *m, size_t m_bytes)
+{
+	struct pt_metrics v = { 0 };
+	if (m) /* cannot fail: at most our size is read */
+		(void)copy_struct_in(&v, sizeof(v), m, PT_MIN(m_bytes, sizeof(v)));
+	return v;
+}
+
+void pt_start(pt_recorder *r, const char *name, const struct pt_metrics *m, size_t m_bytes)
 {
 	if (!r)
 		return;
 	pt_begin(r, pt_intern(r, name));
-	add_metrics(r, m);
+	const struct pt_metrics v = metrics_in(m, m_bytes);
+	add_metrics(r, &v);
 }
 
-void pt_stop(pt_recorder *r, const char *name, const struct pt_metrics *m)
+void pt_stop(pt_recorder *r, const char *name, const struct pt_metrics *m, size_t m_bytes)
 {
 	if (!r)
 		return;
@@ -920,7 +931,8 @@ void pt_stop(pt_recorder *r, const char *name, const struct pt_metrics *m)
 		error_record(g, PT_ERRC_IMPLICIT_CLOSE, implicit);
 	for (uint32_t i = 0; i < implicit; i++)
 		pt_end(r, (uint32_t)g->open_ids[(g->depth + g->skip_depth - 1) % REC_STOP_STACK]);
-	add_metrics(r, m);
+	const struct pt_metrics v = metrics_in(m, m_bytes);
+	add_metrics(r, &v);
 	pt_end(r, id);
 }
 
@@ -1157,11 +1169,20 @@ static int open_locked(struct pt_recorder *r, const char *path, const struct pt_
 	return 0;
 }
 
-pt_recorder *pt_open(const char *path, const struct pt_options *opt)
+pt_recorder *pt_open(const char *path, const struct pt_options *opt, size_t opt_bytes)
 {
 	if (!path) {
 		errno = EINVAL;
 		return NULL;
+	}
+	struct pt_options o; /* the caller's, @opt_bytes of it (recorder.h, Types) */
+	if (opt) {
+		int rc = copy_struct_in(&o, sizeof(o), opt, opt_bytes);
+		if (rc) {
+			errno = -rc;
+			return NULL;
+		}
+		opt = &o;
 	}
 	if (rec_fork_unsafe) { /* a child whose fork found a recorder lock held (recorder.h) */
 		errno = EBUSY;
@@ -1337,7 +1358,7 @@ static void default_open(void)
 	const char *p = getenv("PTZ_TRACE");
 	if (!p || !*p)
 		return;
-	default_recorder = pt_open(p, NULL);
+	default_recorder = pt_open(p, NULL, 0);
 	if (default_recorder)
 		atexit(default_close);
 }
@@ -1391,7 +1412,7 @@ void rec_fold_ring(pt_recorder *r, struct rec_ring *g)
  * folding thread is descheduled) before it settles for a best-effort sum. */
 #define STATS_WAIT_NS 1000000000ull
 
-int pt_stats(pt_recorder *r, struct pt_stats_info *out)
+static int stats_fill(pt_recorder *r, struct pt_stats_info *out)
 {
 	memset(out, 0, sizeof(*out));
 	if (!r)
@@ -1444,4 +1465,12 @@ int pt_stats(pt_recorder *r, struct pt_stats_info *out)
 	out->last_io_error = atomic_load_explicit(&r->last_io_error, memory_order_relaxed);
 	rec_gpu_stats(out);
 	return 0;
+}
+
+int pt_stats(pt_recorder *r, struct pt_stats_info *out, size_t out_bytes)
+{
+	struct pt_stats_info st; /* written whole, then @out_bytes of it (recorder.h, Types) */
+	int rc = stats_fill(r, &st);
+	copy_struct_out(out, out_bytes, &st, sizeof(st));
+	return rc;
 }

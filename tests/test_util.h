@@ -129,7 +129,7 @@ static inline void tu_read(const char *path, struct tu_trace *tr)
 		fail_msg("pt_reader_open(%s) = %d: %s", path, rc, pt_reader_errmsg(tr->rd));
 	struct pt_chunk_info ci;
 	struct pt_record rec;
-	while (pt_reader_next_chunk(tr->rd, PT_READER_ALL_CHUNKS, &ci) == 1) {
+	while (pt_reader_next_chunk(tr->rd, PT_READER_ALL_CHUNKS, &ci, sizeof(ci)) == 1) {
 		struct tu_thread *t = ci.thread == PT_FMT_META_THREAD ? NULL : tu_thread_get(tr, ci.thread);
 		if (t && ci.sequence != t->next_seq) {
 			struct pt_record gap = { .kind = TU_GAP };
@@ -144,7 +144,7 @@ static inline void tu_read(const char *path, struct tu_trace *tr)
 		}
 		if (t)
 			t->next_seq = ci.sequence + 1;
-		while ((rc = pt_reader_next_record(tr->rd, &rec)) == 1) {
+		while ((rc = pt_reader_next_record(tr->rd, &rec, sizeof(rec))) == 1) {
 			tr->records++;
 			if (rec.kind == PT_REC_LOSS) {
 				tr->lost_records += rec.value;

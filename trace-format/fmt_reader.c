@@ -20,6 +20,7 @@
 #include <fcntl.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -27,6 +28,7 @@
 #include <xxhash.h>
 #include <zstd.h>
 
+#include "common/struct_copy.h"
 #include "trace-format/fmt_internal.h"
 
 /* The chunk index: 24 bytes a chunk (it grows with the file: ~100 KiB for
@@ -779,11 +781,12 @@ const char *pt_reader_problem(const struct pt_reader *r, size_t i, uint64_t *off
 
 size_t pt_reader_thread_count(const struct pt_reader *r) { return r->nthreads; }
 
-int pt_reader_thread(const struct pt_reader *r, size_t i, struct pt_thread_info *out)
+int pt_reader_thread(const struct pt_reader *r, size_t i, struct pt_thread_info *out, size_t out_bytes)
 {
 	if (i >= r->nthreads)
 		return 0;
-	*out = r->threads[i]; /* sorted by index (thread_slot()) */
+	/* sorted by index (thread_slot()) */
+	copy_struct_out(out, out_bytes, &r->threads[i], sizeof(r->threads[i]));
 	return 1;
 }
 
@@ -846,7 +849,7 @@ static int reread_header(struct pt_reader *r, const struct rd_chunk *c, struct f
 	return rc;
 }
 
-int pt_reader_next_chunk(struct pt_reader *r, uint32_t thread, struct pt_chunk_info *out)
+int pt_reader_next_chunk(struct pt_reader *r, uint32_t thread, struct pt_chunk_info *out, size_t out_bytes)
 {
 	r->have_chunk = 0;
 	r->pending_corrupt = 0;
@@ -870,14 +873,17 @@ int pt_reader_next_chunk(struct pt_reader *r, uint32_t thread, struct pt_chunk_i
 		r->cur_off = c->off;
 		fmt_dec_init(&r->dec, r->raw, h.raw_bytes, h.first_ticks);
 		r->have_chunk = 1;
-		if (out)
-			chunk_info(c, &h, out);
+		if (out) {
+			struct pt_chunk_info ci;
+			chunk_info(c, &h, &ci);
+			copy_struct_out(out, out_bytes, &ci, sizeof(ci));
+		}
 		return 1;
 	}
 	return 0;
 }
 
-int pt_reader_next_chunk_header(struct pt_reader *r, struct pt_chunk_info *out)
+int pt_reader_next_chunk_header(struct pt_reader *r, struct pt_chunk_info *out, size_t out_bytes)
 {
 	r->have_chunk = 0;
 	if (r->cur >= r->nchunks)
@@ -886,7 +892,9 @@ int pt_reader_next_chunk_header(struct pt_reader *r, struct pt_chunk_info *out)
 	struct fmt_chunk_hdr h;
 	const char *why;
 	/* the ticks come from the header itself; without it (unreadable now), 0 */
-	chunk_info(c, hdr_at(r, c->off, &h, &why) == 0 ? &h : NULL, out);
+	struct pt_chunk_info ci;
+	chunk_info(c, hdr_at(r, c->off, &h, &why) == 0 ? &h : NULL, &ci);
+	copy_struct_out(out, out_bytes, &ci, sizeof(ci));
 	return 1;
 }
 
@@ -912,11 +920,15 @@ void fmt_reader_chunk_done(struct pt_reader *r, int rc)
 	r->pending_corrupt = 0;
 }
 
-int pt_reader_next_record(struct pt_reader *r, struct pt_record *out)
+int pt_reader_next_record(struct pt_reader *r, struct pt_record *out, size_t out_bytes)
 {
 	if (!r->have_chunk)
 		return -PT_ESTATE;
-	int rc = fmt_dec_next(&r->dec, out);
+	/* a caller built against these headers gets the record in place */
+	struct pt_record tmp;
+	int rc = fmt_dec_next(&r->dec, out_bytes == sizeof(tmp) ? out : &tmp);
+	if (rc == 1 && out_bytes != sizeof(tmp))
+		copy_struct_out(out, out_bytes, &tmp, sizeof(tmp));
 	if (rc < 0) {
 		chunk_damaged(r);
 		r->have_chunk = 0;
@@ -926,8 +938,10 @@ int pt_reader_next_record(struct pt_reader *r, struct pt_record *out)
 	return rc;
 }
 
-int pt_reader_next_records(struct pt_reader *r, struct pt_record *out, size_t max)
+int pt_reader_next_records(struct pt_reader *r, struct pt_record *out, size_t max, size_t rec_bytes)
 {
+	if (rec_bytes == 0)
+		return -EINVAL;
 	if (r->pending_corrupt) {
 		r->pending_corrupt = 0;
 		r->have_chunk = 0;
@@ -936,9 +950,15 @@ int pt_reader_next_records(struct pt_reader *r, struct pt_record *out, size_t ma
 	if (!r->have_chunk)
 		return -PT_ESTATE;
 	size_t n = 0;
+	/* a caller built against these headers gets the records in place;
+	 * any other stride through one record copied out at a time */
+	const bool in_place = rec_bytes == sizeof(struct pt_record);
+	struct pt_record tmp;
 	while (n < max) {
-		int rc = fmt_dec_next(&r->dec, &out[n]);
+		int rc = fmt_dec_next(&r->dec, in_place ? &out[n] : &tmp);
 		if (rc == 1) {
+			if (!in_place)
+				copy_struct_out((unsigned char *)out + n * rec_bytes, rec_bytes, &tmp, sizeof(tmp));
 			n++;
 			continue;
 		}

@@ -296,12 +296,12 @@ static int export_thread(struct cw *w, const struct pt_thread_info *ti, uint32_t
 	uint64_t launch_seq = 0;
 	json_integer_set(w->x_tid, tid);
 	pt_reader_rewind(w->rd);
-	while (rc == 0 && (more = pt_reader_next_chunk(w->rd, ti->index, &ci)) == 1) {
+	while (rc == 0 && (more = pt_reader_next_chunk(w->rd, ti->index, &ci, sizeof(ci))) == 1) {
 		if (ci.sequence != next_seq)
 			depth = 0; /* chunks lost: the open stack is unreliable */
 		next_seq = ci.sequence + 1;
 		launch_pending = false; /* a launch and its BEGIN share a chunk (§4.4) */
-		while (rc == 0 && pt_reader_next_record(w->rd, &r) == 1) {
+		while (rc == 0 && pt_reader_next_record(w->rd, &r, sizeof(r)) == 1) {
 			const bool launched = launch_pending && r.kind == PT_REC_BEGIN && r.id == launch_id;
 			launch_pending = false;
 			if (r.kind == PT_REC_BEGIN || r.kind == PT_REC_END) { /* never back in time: X events nest */
@@ -516,7 +516,7 @@ int pfx_write_chrome(const char *trace_path, FILE *out, const struct pfx_opts *o
 	for (size_t i = 0; rc == 0 && i < nthreads; i++) {
 		struct pt_thread_info ti;
 		char name[64];
-		pt_reader_thread(w.rd, i, &ti);
+		pt_reader_thread(w.rd, i, &ti, sizeof(ti));
 		uint32_t tid = ti.tid ? ti.tid : PFX_SYNTH_TID_BASE + ti.index;
 		const char *tname = name;
 		if (ti.name && *ti.name)

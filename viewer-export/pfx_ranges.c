@@ -244,7 +244,7 @@ int pfx_gpu_collect(struct pfx_gpu *g, struct pt_reader *rd)
 	const size_t nth = pt_reader_thread_count(rd);
 	for (size_t i = 0; i < nth; i++) {
 		struct pt_thread_info ti;
-		if (pt_reader_thread(rd, i, &ti) != 1 || strcmp(ti.name, PT_FMT_GPU_THREAD_NAME) != 0)
+		if (pt_reader_thread(rd, i, &ti, sizeof(ti)) != 1 || strcmp(ti.name, PT_FMT_GPU_THREAD_NAME) != 0)
 			continue;
 		uint32_t *t = realloc(g->threads, (g->nthreads + 1) * sizeof(*t));
 		if (!t)
@@ -262,8 +262,8 @@ int pfx_gpu_collect(struct pfx_gpu *g, struct pt_reader *rd)
 		struct pt_record r;
 		int rc;
 		pt_reader_rewind(rd);
-		while ((rc = pt_reader_next_chunk(rd, g->threads[t], NULL)) == 1) {
-			while ((rc = pt_reader_next_record(rd, &r)) == 1) {
+		while ((rc = pt_reader_next_chunk(rd, g->threads[t], NULL, 0)) == 1) {
+			while ((rc = pt_reader_next_record(rd, &r, sizeof(r))) == 1) {
 				if (r.kind == PT_REC_GPU_RANGE) {
 					if (pfx_gpu_add(g, &r))
 						return -ENOMEM;
@@ -496,7 +496,7 @@ uint64_t pfx_trace_end_ticks(struct pt_reader *rd)
 	struct pt_chunk_info ci;
 	uint64_t end = 0;
 	pt_reader_rewind(rd);
-	while (pt_reader_next_chunk_header(rd, &ci) == 1)
+	while (pt_reader_next_chunk_header(rd, &ci, sizeof(ci)) == 1)
 		if (ci.thread != PT_FMT_META_THREAD && ci.records && ci.last_ticks > end)
 			end = ci.last_ticks;
 	pt_reader_rewind(rd);

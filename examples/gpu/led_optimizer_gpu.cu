@@ -577,7 +577,7 @@ int main(int argc, char **argv)
 			p.h_B[(size_t)f * (size_t)c.m + (size_t)i] = unit(&fs) * 0.5 * (double)c.n;
 	}
 
-	pt_recorder *r = *c.trace ? pt_open(c.trace, NULL) : NULL;
+	pt_recorder *r = *c.trace ? pt_open(c.trace, NULL, 0) : NULL;
 	if (!r && *c.trace) {
 		fprintf(stderr, PROG ": %s: cannot open trace: %s\n", c.trace, strerror(errno));
 		return 1;
@@ -640,11 +640,11 @@ int main(int argc, char **argv)
 	 * are idle; give the recorder's CUDA thread up to 2 s to get there, so
 	 * that the figures printed are final. */
 	struct pt_stats_info st;
-	pt_stats(r, &st);
+	pt_stats(r, &st, sizeof(st));
 	for (int i = 0; r && i < 2000 && st.gpu_ranges + st.gpu_dropped < tot.gpu_sections; i++) {
 		const struct timespec ms = { 0, 1000000 };
 		nanosleep(&ms, NULL);
-		pt_stats(r, &st);
+		pt_stats(r, &st, sizeof(st));
 	}
 	const int rc_close = pt_close(r);
 	if (rc_close < 0) {

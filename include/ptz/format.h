@@ -115,12 +115,20 @@ enum pt_error_code {
 				      * when the recorder closed: never resolved */
 };
 
-/* ==== Types ==== */
+/* ==== Types ====
+ *
+ * struct pt_record, struct pt_chunk_info and struct pt_thread_info are
+ * size-versioned (the rules are in ptz/recorder.h, "Types"): the caller
+ * passes sizeof as it compiled it, the reader writes exactly that many
+ * bytes (zeroing those past its own struct), and fields are only ever
+ * appended. struct pt_trace_info is the reader's own memory: it grows at
+ * the end and a caller reads the prefix it knows.
+ */
 
 struct pt_reader;
 
 /**
- * struct pt_record - one decoded record.
+ * struct pt_record - one decoded record (size-versioned).
  * @ticks:   absolute tick value. METRIC and TRANSFER carry no time of their
  *           own: they report the preceding timed record of the same chunk,
  *           or the chunk's first tick when none precedes them (0 in a chunk
@@ -176,7 +184,7 @@ struct pt_trace_info {
 	int header_damaged;           /* the file header failed its checksum */
 };
 
-/** struct pt_chunk_info - one chunk, as its header describes it. */
+/** struct pt_chunk_info - one chunk, as its header describes it (size-versioned). */
 struct pt_chunk_info {
 	uint64_t offset;      /* file offset of the chunk header */
 	uint64_t sequence;    /* per-thread sequence number, from 0 */
@@ -186,7 +194,7 @@ struct pt_chunk_info {
 	uint32_t records;
 };
 
-/** struct pt_thread_info - a thread of the traced process. */
+/** struct pt_thread_info - a thread of the traced process (size-versioned). */
 struct pt_thread_info {
 	uint32_t index;       /* recorder-assigned, never reused */
 	uint32_t tid;         /* OS thread id (gettid) */
@@ -273,12 +281,15 @@ PT_API const char *pt_reader_problem(const struct pt_reader *r, size_t i, uint64
  * @r:   reader; must not be NULL.
  * @i:   position in the table, 0 <= @i < count (not the thread index).
  * @out: receives the entry; must not be NULL.
- * Return: count; for pt_reader_thread() 1 if filled, 0 if @i is out of range.
+ * @out_bytes: sizeof(*@out) as the caller compiled it: exactly that many
+ *       bytes are written, those past the reader's struct zeroed.
+ * Return: count; for pt_reader_thread() 1 if filled, 0 if @i is out of range
+ *         (@out untouched).
  * Threads that appear only in event chunks (their table entry was lost) are
  * listed with tid 0 and an empty name.
  */
 PT_API size_t pt_reader_thread_count(const struct pt_reader *r);
-PT_API int pt_reader_thread(const struct pt_reader *r, size_t i, struct pt_thread_info *out);
+PT_API int pt_reader_thread(const struct pt_reader *r, size_t i, struct pt_thread_info *out, size_t out_bytes);
 
 /**
  * pt_reader_string() - Name of a section or counter id.
@@ -340,13 +351,15 @@ PT_API void pt_reader_rewind(struct pt_reader *r);
  *          meta chunks only; PT_READER_ALL_CHUNKS for every chunk. Meta
  *          chunks carry the tables and process-wide LOSS/ERROR records.
  * @out:    receives the chunk's header fields; may be NULL.
+ * @out_bytes: sizeof(*@out) as the caller compiled it (as for
+ *          pt_reader_thread()); ignored when @out is NULL.
  *
  * A chunk whose payload fails its checksum or decompression is skipped and
  * recorded as a problem; iteration goes on with the next chunk.
  * Context: the thread using @r; blocking I/O.
  * Return: 1 = a chunk is current, 0 = no more chunks, -errno on a read error.
  */
-PT_API int pt_reader_next_chunk(struct pt_reader *r, uint32_t thread, struct pt_chunk_info *out);
+PT_API int pt_reader_next_chunk(struct pt_reader *r, uint32_t thread, struct pt_chunk_info *out, size_t out_bytes);
 
 /**
  * pt_reader_next_chunk_header() - Advance to the next chunk (any kind)
@@ -354,20 +367,24 @@ PT_API int pt_reader_next_chunk(struct pt_reader *r, uint32_t thread, struct pt_
  * at open. No chunk becomes current for pt_reader_next_record().
  * @r:   reader; must not be NULL.
  * @out: receives the header fields; must not be NULL.
+ * @out_bytes: sizeof(*@out) as the caller compiled it (as for
+ *       pt_reader_thread()).
  * Context: the thread using @r; no I/O.
  * Return: 1 = filled, 0 = no more chunks.
  */
-PT_API int pt_reader_next_chunk_header(struct pt_reader *r, struct pt_chunk_info *out);
+PT_API int pt_reader_next_chunk_header(struct pt_reader *r, struct pt_chunk_info *out, size_t out_bytes);
 
 /**
  * pt_reader_next_record() - Decode the next record of the current chunk.
  * @r:   reader; must not be NULL.
  * @out: receives the record; must not be NULL.
+ * @out_bytes: sizeof(*@out) as the caller compiled it (as for
+ *       pt_reader_thread()).
  * Return: 1 = record, 0 = end of the chunk, -PT_ECORRUPT if the payload
  *         decodes wrongly (the rest of the chunk is dropped and a problem
  *         recorded), -PT_ESTATE if no chunk is current.
  */
-PT_API int pt_reader_next_record(struct pt_reader *r, struct pt_record *out);
+PT_API int pt_reader_next_record(struct pt_reader *r, struct pt_record *out, size_t out_bytes);
 
 /**
  * pt_reader_next_records() - Decode up to @max records of the current chunk
@@ -377,11 +394,14 @@ PT_API int pt_reader_next_record(struct pt_reader *r, struct pt_record *out);
  * @out: array of @max records; must not be NULL. @str fields point into
  *       the chunk buffer, valid until the next call on the reader.
  * @max: capacity of @out, >= 1.
+ * @rec_bytes: sizeof(*@out) as the caller compiled it: the array's stride,
+ *       and the bytes written per record (as for pt_reader_thread()).
  * Return: number of records stored (0 = end of the chunk), or
  *         -PT_ECORRUPT / -PT_ESTATE as pt_reader_next_record(); records
- *         decoded before a corrupt one are returned first.
+ *         decoded before a corrupt one are returned first; -EINVAL when
+ *         @rec_bytes is 0 (nothing decoded).
  */
-PT_API int pt_reader_next_records(struct pt_reader *r, struct pt_record *out, size_t max);
+PT_API int pt_reader_next_records(struct pt_reader *r, struct pt_record *out, size_t max, size_t rec_bytes);
 
 #ifdef __cplusplus
 }

@@ -46,13 +46,50 @@
 extern "C" {
 #endif
 
-/* ==== Types ==== */
+/* ==== Types ====
+ *
+ * Size-versioned structs. Every struct a caller allocates and passes by
+ * pointer travels with its size, sizeof as the caller compiled it: here
+ * struct pt_options (pt_open()), struct pt_metrics (pt_start(), pt_stop())
+ * and struct pt_stats_info (pt_stats()); in ptz/format.h struct pt_record,
+ * struct pt_chunk_info and struct pt_thread_info. The rules are those of
+ * Linux's openat2(), clone3() and sched_getattr():
+ *  - Fields are only ever added at the end of a struct, never removed,
+ *    reordered or resized: each older layout is a prefix of the newer
+ *    ones. The library reads or writes min(caller's size, its own size)
+ *    bytes, so a struct from older headers is never overrun.
+ *  - Input structs: fields past a smaller caller's size take their
+ *    defaults (a zero field is the default in every input struct). A larger
+ *    caller struct (newer headers, older library) is accepted when every
+ *    byte this library does not know is zero, and otherwise refused with
+ *    E2BIG: it asks for something this library cannot do. Initialize them
+ *    whole ("= { 0 }", designated initializers or memset), so that padding
+ *    and unset fields are zero. pt_start() and pt_stop(), which cannot fail
+ *    upward, ignore such bytes instead (metrics this library cannot record).
+ *  - Output structs: fields past a larger caller's size are zeroed, so what
+ *    this library does not know reads as 0.
+ *  - Any size is accepted, 0 included (nothing read or written), except a
+ *    stride of 0 for an array (EINVAL).
+ * Since 0.3.0, whose library is libptz.so.1.
+ * A size argument, rather than a size member the caller sets (as
+ * perf_event_attr.size): an output struct cannot be passed with its size
+ * left uninitialized, a call that omits the size does not compile, and an
+ * array of records (pt_reader_next_records()) takes its stride from it.
+ * So a struct grows in a minor release without a new soname (README "API
+ * and ABI stability"). Structs the library allocates and hands out by
+ * pointer (struct pt_trace_info) need no size: they grow at the end too,
+ * and a caller reads the prefix it knows. struct pt__scope, which the
+ * macros place in the caller's frame, is frozen: a change to it needs new
+ * pt__scope_* entry points.
+ */
 
 /** typedef pt_recorder - an open recorder (opaque). */
 typedef struct pt_recorder pt_recorder;
 
 /**
- * struct pt_options - recorder settings; a zero field takes the default.
+ * struct pt_options - recorder settings; a zero field takes the default, as
+ * does every field past the size given to pt_open() (size-versioned, see
+ * Types).
  * @ring_bytes:        bytes of each thread's ring; rounded up to a power of
  *                     two, at least 4 KiB, at most 1 GiB; default 8 MiB
  *                     (524,288 records of 16 bytes: 13 ms of a 20 M
@@ -90,13 +127,17 @@ enum pt_direction {
 	PT_P2P      /* peer to peer, between devices */
 };
 
-/** struct pt_metrics - metrics given to pt_start()/pt_stop() and the macros. */
+/**
+ * struct pt_metrics - metrics given to pt_start()/pt_stop() (size-versioned,
+ * see Types); a zero field adds nothing.
+ */
 struct pt_metrics {
 	uint64_t read_bytes, written_bytes, flops;
 };
 
 /**
- * struct pt_stats_info - what a recorder has done so far.
+ * struct pt_stats_info - what a recorder has done so far (size-versioned,
+ * see Types: pt_stats() writes only the size it is given).
  * @records:       event records (sections, metrics, counters...) written
  *                 to the trace file; table and clock records not counted.
  * @lost_records:  records that could not be stored: full ring (every record
@@ -173,6 +214,8 @@ enum pt_gpu_state {
  *        mode 0600, truncated if it exists. "%p" expands to the pid and "%h"
  *        to the host name. Must not be NULL.
  * @opt:  settings, or NULL for defaults and the environment.
+ * @opt_bytes: sizeof(*@opt) as the caller compiled it (see Types); fields
+ *        past it take their defaults. Ignored when @opt is NULL.
  *
  * Writes the header and a first clock triple; starts the flusher thread
  * (all signals blocked in it). No calibration sleep.
@@ -202,10 +245,12 @@ enum pt_gpu_state {
  * their rings are not copied into it.
  * Return: the recorder, or NULL with errno set: EBUSY while another recorder
  *         is open or in a child that inherited an open one (see fork()),
- *         EINVAL for a NULL path, or the errno of the failed
+ *         EINVAL for a NULL path, E2BIG for an @opt larger than this
+ *         library's struct pt_options whose extra bytes are not all zero
+ *         (a setting this library does not have), or the errno of the failed
  *         open/posix_fallocate/mmap. The program goes on either way.
  */
-PT_API pt_recorder *pt_open(const char *path, const struct pt_options *opt);
+PT_API pt_recorder *pt_open(const char *path, const struct pt_options *opt, size_t opt_bytes);
 
 /**
  * pt_close() - Drain every ring, write the final tables and clock triple,
@@ -347,9 +392,12 @@ PT_API void pt_counter(pt_recorder *r, uint32_t id, int64_t value);
  * @r:    recorder or NULL.
  * @name: section title; NULL is treated as "".
  * @m:    metrics added to the section, or NULL.
+ * @m_bytes: sizeof(*@m) as the caller compiled it (see Types); metrics past
+ *        it add nothing, and bytes past this library's struct are ignored.
+ *        Ignored when @m is NULL.
  * Context: as pt_begin(), plus an RCU hash lookup.
  */
-PT_API void pt_start(pt_recorder *r, const char *name, const struct pt_metrics *m);
+PT_API void pt_start(pt_recorder *r, const char *name, const struct pt_metrics *m, size_t m_bytes);
 
 /**
  * pt_stop() - Close the innermost open section titled @name, and every
@@ -357,6 +405,7 @@ PT_API void pt_start(pt_recorder *r, const char *name, const struct pt_metrics *
  * @r:    recorder or NULL.
  * @name: section title; NULL is treated as "".
  * @m:    metrics added to the section before it closes, or NULL.
+ * @m_bytes: as for pt_start().
  * Context: as pt_start(). Sections closed implicitly count one error each
  *          (PT_ERRC_IMPLICIT_CLOSE); a name that is not open counts one
  *          error (PT_ERRC_STOP_NOT_OPEN) and closes nothing. Only the
@@ -364,7 +413,7 @@ PT_API void pt_start(pt_recorder *r, const char *name, const struct pt_metrics *
  *          first level whose entry a deeper nesting (more than 64 levels
  *          above it) has overwritten since.
  */
-PT_API void pt_stop(pt_recorder *r, const char *name, const struct pt_metrics *m);
+PT_API void pt_stop(pt_recorder *r, const char *name, const struct pt_metrics *m, size_t m_bytes);
 
 /* ==== Instants, async ranges, thread names ==== */
 
@@ -492,6 +541,9 @@ PT_API void pt_gpu_end(pt_recorder *r, uint32_t id, void *cuda_stream);
  * pt_stats() - Snapshot of the recorder's counters.
  * @r:   recorder, or NULL (fills @out with zeros).
  * @out: receives the counters; must not be NULL.
+ * @out_bytes: sizeof(*@out) as the caller compiled it (see Types): exactly
+ *       that many bytes are written, those past this library's struct
+ *       zeroed.
  * Context: any thread (not async-signal-safe: a thread's first call may
  *          allocate its RCU and TLS state); RCU read side over the thread
  *          registry; takes no lock. The sums are consistent: while the
@@ -502,7 +554,7 @@ PT_API void pt_gpu_end(pt_recorder *r, uint32_t id, void *cuda_stream);
  *          it returns the sum as read.
  * Return: 0; -EINVAL when @r is NULL.
  */
-PT_API int pt_stats(pt_recorder *r, struct pt_stats_info *out);
+PT_API int pt_stats(pt_recorder *r, struct pt_stats_info *out, size_t out_bytes);
 
 /**
  * pt_set_enabled() - Turn recording on or off for all threads.
@@ -584,7 +636,8 @@ PT_API uint64_t pt_flops_spmm(uint64_t nnz, uint64_t n_dense_cols);
  * takes them positionally.
  */
 
-/* Internal to the macros; not API. */
+/* Internal to the macros; not API. Frozen: the macros put it in the
+ * caller's frame, so the library may never read more of it (see Types). */
 struct pt__scope {
 	pt_recorder *r;
 	uint32_t id;

@@ -2116,8 +2116,8 @@ static void test_golden_trace_is_generated(void **state)
 	assert_int_equal(pt_reader_thread_count(a.rd), pt_reader_thread_count(g.rd));
 	for (size_t i = 0; i < pt_reader_thread_count(a.rd); i++) {
 		struct pt_thread_info x, y;
-		pt_reader_thread(a.rd, i, &x);
-		pt_reader_thread(g.rd, i, &y);
+		pt_reader_thread(a.rd, i, &x, sizeof(x));
+		pt_reader_thread(g.rd, i, &y, sizeof(y));
 		assert_int_equal(x.index, y.index);
 		assert_int_equal(x.tid, y.tid);
 		assert_string_equal(x.name, y.name);

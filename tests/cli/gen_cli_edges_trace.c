@@ -55,7 +55,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	const struct pt_options opt = { .ring_bytes = 64u << 20, .flush_interval_ms = 10, .process_name = "cli-edges-gen" };
-	pt_recorder *r = pt_open(argv[1], &opt);
+	pt_recorder *r = pt_open(argv[1], &opt, sizeof(opt));
 	if (!r) {
 		perror(argv[1]);
 		return 1;

@@ -811,11 +811,11 @@ static void check_reader(const char *path, const struct expect *ex)
 	assert_int_equal(info->torn_tail_offset, ex->torn_tail_offset);
 	assert_int_equal(info->corrupt_regions, ex->corrupt_regions);
 	assert_int_equal(info->closed, ex->closed);
-	assert_int_equal(pt_reader_next_record(r, &rec), -PT_ESTATE);
+	assert_int_equal(pt_reader_next_record(r, &rec, sizeof(rec)), -PT_ESTATE);
 
-	while ((rc = pt_reader_next_chunk(r, PT_READER_ALL_CHUNKS, &ci)) == 1) {
+	while ((rc = pt_reader_next_chunk(r, PT_READER_ALL_CHUNKS, &ci, sizeof(ci))) == 1) {
 		chunks++;
-		while ((rc = pt_reader_next_record(r, &rec)) == 1) {
+		while ((rc = pt_reader_next_record(r, &rec, sizeof(rec))) == 1) {
 			records++;
 			seen |= ex->must_see && same_record(&rec, ex->must_see);
 		}
@@ -823,7 +823,7 @@ static void check_reader(const char *path, const struct expect *ex)
 			assert_int_equal(rc, -PT_ECORRUPT);
 			errors++;
 		}
-		assert_int_equal(pt_reader_next_record(r, &rec), -PT_ESTATE);
+		assert_int_equal(pt_reader_next_record(r, &rec, sizeof(rec)), -PT_ESTATE);
 	}
 	assert_int_equal(rc, 0);
 	assert_int_equal(chunks, ex->chunks);
@@ -937,7 +937,7 @@ static void test_fmt_writer_close_trace_reads_back(void **state)
 	assert_null(pt_reader_string(r, 5, NULL));
 	assert_int_equal(pt_reader_max_string_id(r), 5);
 	assert_int_equal(pt_reader_thread_count(r), 2);
-	assert_int_equal(pt_reader_thread(r, 1, &ti), 1);
+	assert_int_equal(pt_reader_thread(r, 1, &ti, sizeof(ti)), 1);
 	assert_int_equal(ti.index, 1);
 	assert_int_equal(ti.tid, 101);
 	assert_int_equal(ti.end_ticks, 60000);
@@ -952,11 +952,11 @@ static void test_fmt_writer_close_trace_reads_back(void **state)
 	for (int i = 0; i < CK_COUNT; i++) {
 		uint32_t n = 0;
 		uint64_t last_timed = 0;
-		assert_int_equal(pt_reader_next_chunk(r, PT_READER_ALL_CHUNKS, &ci), 1);
+		assert_int_equal(pt_reader_next_chunk(r, PT_READER_ALL_CHUNKS, &ci, sizeof(ci)), 1);
 		assert_int_equal(ci.offset, corpus.l.off[i]);
 		assert_int_equal(ci.records, chunk_records[i]);
 		assert_int_equal(ci.thread, i == CK_META ? PT_FMT_META_THREAD : (uint32_t)(i + 1) % 2);
-		while (pt_reader_next_record(r, &rec) == 1) {
+		while (pt_reader_next_record(r, &rec, sizeof(rec)) == 1) {
 			if (n++ == 0 && i != CK_META)
 				assert_int_equal(rec.ticks, ci.first_ticks);
 			if (rec.kind != PT_REC_METRIC && rec.kind != PT_REC_TRANSFER)
@@ -966,7 +966,7 @@ static void test_fmt_writer_close_trace_reads_back(void **state)
 		if (i != CK_META)
 			assert_int_equal(last_timed, ci.last_ticks);
 	}
-	assert_int_equal(pt_reader_next_chunk(r, PT_READER_ALL_CHUNKS, &ci), 0);
+	assert_int_equal(pt_reader_next_chunk(r, PT_READER_ALL_CHUNKS, &ci, sizeof(ci)), 0);
 
 	/* per-thread selection */
 	static const struct {
@@ -975,9 +975,9 @@ static void test_fmt_writer_close_trace_reads_back(void **state)
 	for (size_t s = 0; s < PT_ARRAY_SIZE(sel); s++) {
 		uint32_t chunks = 0, records = 0;
 		pt_reader_rewind(r);
-		while (pt_reader_next_chunk(r, sel[s].thread, &ci) == 1) {
+		while (pt_reader_next_chunk(r, sel[s].thread, &ci, sizeof(ci)) == 1) {
 			chunks++;
-			while (pt_reader_next_record(r, &rec) == 1)
+			while (pt_reader_next_record(r, &rec, sizeof(rec)) == 1)
 				records++;
 		}
 		assert_int_equal(chunks, sel[s].chunks);

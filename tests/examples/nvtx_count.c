@@ -103,7 +103,7 @@ int main(int argc, char **argv)
 
 	struct pt_chunk_info ci;
 	struct pt_record rec;
-	while ((rc = pt_reader_next_chunk(rd, PT_READER_ALL_CHUNKS, &ci)) == 1) {
+	while ((rc = pt_reader_next_chunk(rd, PT_READER_ALL_CHUNKS, &ci, sizeof(ci))) == 1) {
 		struct tstack *t = NULL;
 		if (ci.thread != PT_FMT_META_THREAD) {
 			for (size_t i = 0; i < nst; i++)
@@ -114,7 +114,7 @@ int main(int argc, char **argv)
 				t->index = ci.thread;
 			}
 		}
-		while ((rc = pt_reader_next_record(rd, &rec)) == 1) {
+		while ((rc = pt_reader_next_record(rd, &rec, sizeof(rec))) == 1) {
 			switch (rec.kind) {
 			case PT_REC_BEGIN:
 				if (rec.id < nid)
@@ -201,7 +201,7 @@ int main(int argc, char **argv)
 	}
 	for (size_t k = 0; k < pt_reader_thread_count(rd); k++) {
 		struct pt_thread_info ti;
-		if (pt_reader_thread(rd, k, &ti) == 1)
+		if (pt_reader_thread(rd, k, &ti, sizeof(ti)) == 1)
 			printf("thread %s\n", ti.name);
 	}
 	for (uint32_t d = 1; pt_reader_domain(rd, d); d++)

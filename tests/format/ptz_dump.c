@@ -146,7 +146,7 @@ int main(int argc, char **argv)
 	struct pt_chunk_info c;
 
 	puts("index");
-	while (pt_reader_next_chunk_header(r, &c) == 1) {
+	while (pt_reader_next_chunk_header(r, &c, sizeof(c)) == 1) {
 		fputs("  ", stdout);
 		put_chunk(r, &c);
 	}
@@ -158,7 +158,7 @@ int main(int argc, char **argv)
 	if (!th)
 		return 1;
 	for (size_t i = 0; i < nt; i++)
-		pt_reader_thread(r, i, &th[i]);
+		pt_reader_thread(r, i, &th[i], sizeof(th[i]));
 	printf("threads %zu\n", nt);
 	for (size_t i = 0; i < nt; i++) {
 		printf("  thread %" PRIu32 " tid=%" PRIu32 " start=%" PRIu64 " end=%" PRIu64 " name=\"", th[i].index,
@@ -175,7 +175,7 @@ int main(int argc, char **argv)
 		return 1;
 	dom_seen[0] = 1;
 	for (;;) {
-		rc = pt_reader_next_chunk(r, PT_READER_ALL_CHUNKS, &c);
+		rc = pt_reader_next_chunk(r, PT_READER_ALL_CHUNKS, &c, sizeof(c));
 		if (rc < 0) {
 			printf("next_chunk %d\n", rc);
 			break;
@@ -185,7 +185,7 @@ int main(int argc, char **argv)
 		put_chunk(r, &c);
 		struct pt_record rec;
 
-		while ((rc = pt_reader_next_record(r, &rec)) == 1) {
+		while ((rc = pt_reader_next_record(r, &rec, sizeof(rec))) == 1) {
 			printf("  rec 0x%02" PRIx32 " t=%" PRIu64 " ns=%" PRIu64 " id=%" PRIu32 " aux=%" PRIu32
 			       " v=%" PRIu64 " v2=%" PRIu64 " v3=%" PRIu64 " v4=%" PRIu64 " str=",
 			       rec.kind, rec.ticks, pt_reader_ticks_to_ns(r, rec.ticks), rec.id, rec.aux, rec.value,

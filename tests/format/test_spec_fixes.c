@@ -119,13 +119,13 @@ static void test_thread_start_is_smallest_nonzero(void **state)
 
 	assert_int_equal(pt_reader_open(path, &rd), 0);
 	assert_int_equal(pt_reader_thread_count(rd), 2);
-	assert_int_equal(pt_reader_thread(rd, 0, &t), 1);
+	assert_int_equal(pt_reader_thread(rd, 0, &t, sizeof(t)), 1);
 	assert_int_equal(t.index, 0);
 	assert_int_equal(t.tid, 13);          /* the last record's */
 	assert_int_equal(t.start_ticks, 500); /* smallest non-zero (was 0 after the second record, then 700) */
 	assert_int_equal(t.end_ticks, 900);   /* the last non-zero */
 	assert_string_equal(t.name, "renamed"); /* the last non-empty */
-	assert_int_equal(pt_reader_thread(rd, 1, &t), 1);
+	assert_int_equal(pt_reader_thread(rd, 1, &t, sizeof(t)), 1);
 	assert_int_equal(t.start_ticks, 0); /* no non-zero value: 0 */
 	pt_reader_close(rd);
 }

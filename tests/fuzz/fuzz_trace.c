@@ -86,11 +86,11 @@ static void drain_chunk(struct pt_reader *r, int batch)
 	volatile uint64_t sink = 0;
 	int rc;
 	if (batch) {
-		while ((rc = pt_reader_next_records(r, rec, 7)) > 0)
+		while ((rc = pt_reader_next_records(r, rec, 7, sizeof(*rec))) > 0)
 			for (int i = 0; i < rc; i++)
 				sink += rec[i].ticks + (rec[i].str_len ? (uint8_t)rec[i].str[rec[i].str_len - 1] : 0);
 	} else {
-		while ((rc = pt_reader_next_record(r, rec)) == 1) {
+		while ((rc = pt_reader_next_record(r, rec, sizeof(*rec))) == 1) {
 			sink += rec->ticks + (rec->str_len ? (uint8_t)rec->str[rec->str_len - 1] : 0);
 			sink += pt_reader_ticks_to_ns(r, rec->ticks);
 			const char *s = pt_reader_string(r, rec->id, NULL);
@@ -131,25 +131,25 @@ static void fuzz_reader(const char *path)
 	size_t nthreads = pt_reader_thread_count(r);
 	for (size_t i = 0; i <= nthreads; i++) {
 		struct pt_thread_info ti;
-		if (pt_reader_thread(r, i, &ti))
+		if (pt_reader_thread(r, i, &ti, sizeof(ti)))
 			sink += strlen(ti.name) + ti.index;
 	}
-	while (pt_reader_next_chunk_header(r, &ci) == 1)
+	while (pt_reader_next_chunk_header(r, &ci, sizeof(ci)) == 1)
 		sink += ci.records;
 	pt_reader_rewind(r);
 	int batch = 0;
-	while (pt_reader_next_chunk(r, PT_READER_ALL_CHUNKS, &ci) == 1)
+	while (pt_reader_next_chunk(r, PT_READER_ALL_CHUNKS, &ci, sizeof(ci)) == 1)
 		drain_chunk(r, batch ^= 1);
 	/* per selection: meta only, then each thread of the table */
 	pt_reader_rewind(r);
-	while (pt_reader_next_chunk(r, PT_FMT_META_THREAD, &ci) == 1)
+	while (pt_reader_next_chunk(r, PT_FMT_META_THREAD, &ci, sizeof(ci)) == 1)
 		drain_chunk(r, 1);
 	for (size_t i = 0; i < nthreads && i < 8; i++) {
 		struct pt_thread_info ti;
-		if (!pt_reader_thread(r, i, &ti))
+		if (!pt_reader_thread(r, i, &ti, sizeof(ti)))
 			continue;
 		pt_reader_rewind(r);
-		while (pt_reader_next_chunk(r, ti.index, &ci) == 1)
+		while (pt_reader_next_chunk(r, ti.index, &ci, sizeof(ci)) == 1)
 			drain_chunk(r, 0);
 	}
 	for (size_t i = 0; i <= pt_reader_problem_count(r); i++) {

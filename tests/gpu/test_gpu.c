@@ -206,7 +206,7 @@ static size_t count_launch(const struct log *lg, size_t from)
 	do {                                                                                \
 		uint64_t wait_t0_ = fake_now_ns();                                          \
 		for (;;) {                                                                  \
-			pt_stats((r), &(st));                                               \
+			pt_stats((r), &(st), sizeof(st));                                   \
 			if (cond)                                                           \
 				break;                                                      \
 			if (fake_now_ns() - wait_t0_ > WAIT_NS)                             \
@@ -281,7 +281,7 @@ static void gread(const char *path, struct gtrace *t)
 	t->gpu_thread = UINT32_MAX;
 	for (size_t i = 0; i < pt_reader_thread_count(t->rd); i++) {
 		struct pt_thread_info ti;
-		assert_int_equal(pt_reader_thread(t->rd, i, &ti), 1);
+		assert_int_equal(pt_reader_thread(t->rd, i, &ti, sizeof(ti)), 1);
 		if (strcmp(ti.name, PT_FMT_GPU_THREAD_NAME) == 0) {
 			t->gpu_thread = ti.index;
 			t->gpu_threads++;
@@ -296,10 +296,10 @@ static void gread(const char *path, struct gtrace *t)
 	size_t cl = 0, cg = 0;
 	struct pt_chunk_info ci;
 	struct pt_record rec;
-	while (pt_reader_next_chunk(t->rd, PT_READER_ALL_CHUNKS, &ci) == 1) {
+	while (pt_reader_next_chunk(t->rd, PT_READER_ALL_CHUNKS, &ci, sizeof(ci)) == 1) {
 		bool meta = ci.thread == PT_FMT_META_THREAD;
 		assert_true(meta || ci.thread < MAX_THR);
-		while ((rc = pt_reader_next_record(t->rd, &rec)) == 1) {
+		while ((rc = pt_reader_next_record(t->rd, &rec, sizeof(rec))) == 1) {
 			bool after_launch = false;
 			if (!meta && th[ci.thread].pend) {
 				if (rec.kind != PT_REC_BEGIN || rec.id != th[ci.thread].id ||
@@ -534,7 +534,7 @@ static void env(const char *k, const char *v)
 
 static pt_recorder *open_rec(const char *path)
 {
-	pt_recorder *r = pt_open(path, NULL);
+	pt_recorder *r = pt_open(path, NULL, 0);
 	if (!r)
 		fail_msg("pt_open(%s): %s", path, strerror(errno));
 	return r;
@@ -547,7 +547,7 @@ static void close_and_read(pt_recorder *r, const char *path, struct gtrace *t, s
 			   size_t unranged, uint64_t calls)
 {
 	assert_int_equal(pt_close(r), 0);
-	pt_stats(r, st);
+	pt_stats(r, st, sizeof(*st));
 	gread(path, t);
 	check_common(t, st, unranged, calls);
 }
@@ -814,7 +814,7 @@ static void test_gpu_begin_capturing(void **state)
 	assert_int_equal(fake_stream_record_calls(s1), 0);
 	settle(r, 0);
 	struct pt_stats_info st;
-	pt_stats(r, &st);
+	pt_stats(r, &st, sizeof(st));
 	assert_int_equal(st.gpu_launched, count_launch(lg, 0));
 	/* capture begins inside a section: the end event is captured, its
 	 * query fails with cudaErrorCapturedEvent: the GPU half is lost */
@@ -887,7 +887,7 @@ static void test_gpu_cuda_errors(void **state)
 		{ "cudaStreamGetDevice", 0, false, false }, /* before the launch */
 	};
 	for (size_t k = 0; k < sizeof(inj) / sizeof(inj[0]); k++) {
-		pt_stats(r, &st0);
+		pt_stats(r, &st0, sizeof(st0));
 		/* a normal section before each failure, resolved before the
 		 * injection is armed: pool and thread go on */
 		struct sec *n = gsec(lg, r, N, s, 20000);
@@ -900,7 +900,7 @@ static void test_gpu_cuda_errors(void **state)
 		uint64_t want_drops = st0.gpu_dropped + !n->launch + 1;
 		WAIT_UNTIL(r, st, st.gpu_dropped >= want_drops);
 		settle(r, st.gpu_launched - st.gpu_ranges);
-		pt_stats(r, &st);
+		pt_stats(r, &st, sizeof(st));
 		assert_int_equal(st.gpu_dropped, want_drops);
 		assert_int_equal(st.gpu_ranges, st0.gpu_ranges + n->launch);
 		assert_int_equal(st.gpu_launched, st0.gpu_launched + n->launch + inj[k].launched);
@@ -938,7 +938,7 @@ static void off_run(const char *name, int want_err, const char *want_reason, uin
 		pt_gpu_end(r, A, s);
 	}
 	struct pt_stats_info st;
-	pt_stats(r, &st);
+	pt_stats(r, &st, sizeof(st));
 	assert_int_equal(st.gpu_state, PT_GPU_OFF);
 	assert_int_equal(st.gpu_error, want_err);
 	struct gtrace t;
@@ -1068,7 +1068,7 @@ static void test_close_gpu_pending(void **state)
 	assert_true(o->launch && o2->launch);
 	assert_int_equal(pt_close(r), 0); /* 50 ms drain: the 3 are still pending */
 	struct pt_stats_info st1, st1b;
-	pt_stats(r, &st1);
+	pt_stats(r, &st1, sizeof(st1));
 	/* a GPU section begun after close has no GPU half: its end must not
 	 * end @o2's (no cudaEventRecord) */
 	uint64_t rec0 = fake_stream_record_calls(s);
@@ -1081,7 +1081,7 @@ static void test_close_gpu_pending(void **state)
 	pt_gpu_end(r, O, fake_stream_create(0));
 	gend(r, o);
 	assert_int_equal(fake_stream_record_calls(s), rec0);
-	pt_stats(r, &st1b);
+	pt_stats(r, &st1b, sizeof(st1b));
 	assert_int_equal(st1b.gpu_launched, st1.gpu_launched);
 	assert_int_equal(st1b.gpu_dropped, st1.gpu_dropped);
 	struct gtrace t;
@@ -1096,7 +1096,7 @@ static void test_close_gpu_pending(void **state)
 
 	pt_recorder *r2 = open_rec(p2);
 	struct pt_stats_info st;
-	pt_stats(r2, &st); /* the GPU counts are the new recorder's */
+	pt_stats(r2, &st, sizeof(st)); /* the GPU counts are the new recorder's */
 	assert_int_equal(st.gpu_launched, 0);
 	assert_int_equal(st.gpu_ranges, 0);
 	assert_int_equal(st.gpu_dropped, 0);
@@ -1175,7 +1175,7 @@ static void test_gpu_ranges_ring_full(void **state)
 	fake_set_device_count(1, 0);
 	const char *path = tu_path("ring-full.ptz");
 	struct pt_options o = { .ring_bytes = 4096 }; /* 256 slots: about 50 ranges */
-	pt_recorder *r = pt_open(path, &o);
+	pt_recorder *r = pt_open(path, &o, sizeof(o));
 	assert_non_null(r);
 	uint32_t W = pt_intern(r, "warm"), B = pt_intern(r, "burst");
 	void *s = fake_stream_create(0);
@@ -1197,7 +1197,7 @@ static void test_gpu_ranges_ring_full(void **state)
 	struct pt_stats_info st;
 	struct gtrace t;
 	assert_int_equal(pt_close(r), 0);
-	pt_stats(r, &st);
+	pt_stats(r, &st, sizeof(st));
 	gread(path, &t);
 	uint64_t lost = st.gpu_launched - st.gpu_ranges;
 	print_message("# ring-full: %" PRIu64 " launched, %" PRIu64 " ranges, %" PRIu64 " lost (ring full)\n",
@@ -1254,7 +1254,7 @@ static void close_race_round(int round)
 	atomic_store(&cr_stop, true);
 	assert_int_equal(pthread_join(th, NULL), 0);
 	struct pt_stats_info st;
-	pt_stats(r, &st);
+	pt_stats(r, &st, sizeof(st));
 	struct gtrace t;
 	gread(path, &t);
 	assert_int_equal(t.bad_launch, 0);

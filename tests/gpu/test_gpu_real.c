@@ -31,7 +31,7 @@ static void test_real_runtime(void **state)
 	unsetenv("PTZ_CUDA_RUNTIME");
 	unsetenv("PTZ_GPU");
 	const char *path = tu_path("real.ptz");
-	pt_recorder *r = pt_open(path, NULL);
+	pt_recorder *r = pt_open(path, NULL, 0);
 	assert_non_null(r);
 	uint32_t A = pt_intern(r, "outer"), B = pt_intern(r, "inner");
 	for (int i = 0; i < N_OUTER; i++) {
@@ -44,7 +44,7 @@ static void test_real_runtime(void **state)
 	}
 	assert_int_equal(pt_close(r), 0);
 	struct pt_stats_info st;
-	pt_stats(r, &st);
+	pt_stats(r, &st, sizeof(st));
 
 	/* the recorder's search, in its order */
 	static const char *const names[] = { "libcudart.so.13", "libcudart.so.12", "libcudart.so.11.0",
@@ -99,8 +99,8 @@ static void test_real_runtime(void **state)
 	pt_reader_rewind(tr.rd);
 	struct pt_chunk_info ci;
 	struct pt_record rec;
-	while (pt_reader_next_chunk(tr.rd, PT_READER_ALL_CHUNKS, &ci) == 1)
-		while (pt_reader_next_record(tr.rd, &rec) == 1)
+	while (pt_reader_next_chunk(tr.rd, PT_READER_ALL_CHUNKS, &ci, sizeof(ci)) == 1)
+		while (pt_reader_next_record(tr.rd, &rec, sizeof(rec)) == 1)
 			if (rec.kind == PT_REC_ERROR && rec.aux >= PT_ERRC_GPU_POOL_EMPTY &&
 			    rec.aux != PT_ERRC_GPU_EARLY_START) {
 				gpu_errs += rec.value;

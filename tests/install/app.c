@@ -4,7 +4,7 @@
 
 int main(int argc, char **argv)
 {
-	pt_recorder *r = pt_open(argc > 1 ? argv[1] : "app.ptz", NULL);
+	pt_recorder *r = pt_open(argc > 1 ? argv[1] : "app.ptz", NULL, 0);
 	if (!r) {
 		perror("pt_open");
 		return 1;
@@ -15,6 +15,6 @@ int main(int argc, char **argv)
 		}
 	}
 	struct pt_stats_info st;
-	pt_stats(r, &st);
+	pt_stats(r, &st, sizeof(st));
 	return pt_close(r) == 0 ? 0 : 1;
 }

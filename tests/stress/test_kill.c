@@ -43,7 +43,7 @@ static uint64_t mono_ns(void)
 static void child(const char *path, struct progress *p)
 {
 	struct pt_options o = { .flush_interval_ms = FLUSH_MS };
-	pt_recorder *r = pt_open(path, &o);
+	pt_recorder *r = pt_open(path, &o, sizeof(o));
 	if (!r)
 		_exit(3);
 	uint32_t id = pt_intern(r, "killed");

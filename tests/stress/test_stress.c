@@ -96,7 +96,7 @@ static void test_stress_nested_threads_exactly_once(void **state)
 {
 	(void)state;
 	const char *path = tu_path("nested.ptz");
-	R = pt_open(path, NULL);
+	R = pt_open(path, NULL, 0);
 	assert_non_null(R);
 	intern_ids();
 	const int threads = 4;
@@ -108,7 +108,7 @@ static void test_stress_nested_threads_exactly_once(void **state)
 	run_threads(threads, nested_worker);
 	assert_int_equal(pt_close(R), 0);
 	struct pt_stats_info st;
-	pt_stats(R, &st);
+	pt_stats(R, &st, sizeof(st));
 	assert_int_equal(st.lost_records, 0);
 	struct tu_trace tr;
 	tu_read(path, &tr);
@@ -141,7 +141,7 @@ static void test_stress_short_lived_threads(void **state)
 	(void)state;
 	const char *path = tu_path("short.ptz");
 	struct pt_options o = { .ring_bytes = 4096, .flush_interval_ms = 1 };
-	R = pt_open(path, &o);
+	R = pt_open(path, &o, sizeof(o));
 	intern_ids();
 	const int total = tu_scale(1000), batch = 16;
 	int done = 0;
@@ -156,7 +156,7 @@ static void test_stress_short_lived_threads(void **state)
 	}
 	assert_int_equal(pt_close(R), 0);
 	struct pt_stats_info st;
-	pt_stats(R, &st);
+	pt_stats(R, &st, sizeof(st));
 	assert_int_equal(st.threads, (uint64_t)total);
 	assert_int_equal(st.lost_records, 0);
 	struct tu_trace tr;
@@ -176,7 +176,7 @@ static void test_stress_short_lived_threads(void **state)
 	}
 	for (size_t i = 0; i < pt_reader_thread_count(tr.rd); i++) {
 		struct pt_thread_info ti;
-		pt_reader_thread(tr.rd, i, &ti);
+		pt_reader_thread(tr.rd, i, &ti, sizeof(ti));
 		assert_int_not_equal(ti.end_ticks, 0);
 		assert_int_not_equal(ti.tid, 0);
 	}
@@ -211,14 +211,14 @@ static void test_stress_tiny_rings_account_every_record(void **state)
 	(void)state;
 	const char *path = tu_path("tiny.ptz");
 	struct pt_options o = { .ring_bytes = 4096, .flush_interval_ms = 2 };
-	R = pt_open(path, &o);
+	R = pt_open(path, &o, sizeof(o));
 	intern_ids();
 	atomic_store(&tiny_emitted, 0);
 	per_thread = tu_scale(20000);
 	run_threads(4, tiny_worker);
 	assert_int_equal(pt_close(R), 0);
 	struct pt_stats_info st;
-	pt_stats(R, &st);
+	pt_stats(R, &st, sizeof(st));
 	struct tu_trace tr;
 	tu_read(path, &tr);
 	uint64_t recorded = 0;

@@ -351,7 +351,7 @@ static void test_writer_reader_file_roundtrip(void **state)
 	assert_null(pt_reader_string(rd, 3, NULL));
 	assert_int_equal(pt_reader_thread_count(rd), THREADS);
 	struct pt_thread_info ti;
-	assert_int_equal(pt_reader_thread(rd, 1, &ti), 1);
+	assert_int_equal(pt_reader_thread(rd, 1, &ti, sizeof(ti)), 1);
 	assert_int_equal(ti.tid, 101);
 	assert_string_equal(ti.name, "worker");
 	assert_int_equal(ti.end_ticks, 9999999);
@@ -366,10 +366,10 @@ static void test_writer_reader_file_roundtrip(void **state)
 		size_t i = 0;
 		uint64_t expect_seq = 0;
 		pt_reader_rewind(rd);
-		while (pt_reader_next_chunk(rd, t, &ci) == 1) {
+		while (pt_reader_next_chunk(rd, t, &ci, sizeof(ci)) == 1) {
 			assert_int_equal(ci.thread, t);
 			assert_int_equal(ci.sequence, expect_seq++);
-			while (pt_reader_next_record(rd, &r) == 1) {
+			while (pt_reader_next_record(rd, &r, sizeof(r)) == 1) {
 				assert_true(i < N);
 				assert_same(&in[t][i], &r, i);
 				i++;
@@ -394,12 +394,12 @@ static void test_reader_next_records_batches_match(void **state)
 		assert_int_equal(pt_reader_open(path, &b), 0);
 		struct pt_record ra, rb[300];
 		size_t total = 0;
-		while (pt_reader_next_chunk(a, PT_READER_ALL_CHUNKS, NULL) == 1) {
-			assert_int_equal(pt_reader_next_chunk(b, PT_READER_ALL_CHUNKS, NULL), 1);
+		while (pt_reader_next_chunk(a, PT_READER_ALL_CHUNKS, NULL, 0) == 1) {
+			assert_int_equal(pt_reader_next_chunk(b, PT_READER_ALL_CHUNKS, NULL, 0), 1);
 			int n;
-			while ((n = pt_reader_next_records(b, rb, batch)) > 0)
+			while ((n = pt_reader_next_records(b, rb, batch, sizeof(*rb))) > 0)
 				for (int k = 0; k < n; k++) {
-					assert_int_equal(pt_reader_next_record(a, &ra), 1);
+					assert_int_equal(pt_reader_next_record(a, &ra, sizeof(ra)), 1);
 					assert_int_equal(ra.kind, rb[k].kind);
 					assert_int_equal(ra.ticks, rb[k].ticks);
 					assert_int_equal(ra.value, rb[k].value);
@@ -407,7 +407,7 @@ static void test_reader_next_records_batches_match(void **state)
 					total++;
 				}
 			assert_int_equal(n, 0);
-			assert_int_equal(pt_reader_next_record(a, &ra), 0);
+			assert_int_equal(pt_reader_next_record(a, &ra, sizeof(ra)), 0);
 		}
 		assert_true(total > 60000);
 		pt_reader_close(a);
@@ -482,7 +482,7 @@ static void test_reader_header_changed_after_open(void **state)
 	struct pt_chunk_info ci;
 	uint64_t seen[4];
 	int n = 0;
-	while (pt_reader_next_chunk(rd, PT_READER_ALL_CHUNKS, &ci) == 1) {
+	while (pt_reader_next_chunk(rd, PT_READER_ALL_CHUNKS, &ci, sizeof(ci)) == 1) {
 		if (ci.thread == PT_FMT_META_THREAD)
 			continue;
 		assert_true(n < 4);
@@ -590,7 +590,7 @@ static void test_reader_thread_table_order_and_gaps(void **state)
 	uint32_t prev = 0;
 	for (size_t i = 0; i < NT + 1; i++) {
 		struct pt_thread_info ti;
-		assert_int_equal(pt_reader_thread(rd, i, &ti), 1);
+		assert_int_equal(pt_reader_thread(rd, i, &ti, sizeof(ti)), 1);
 		if (i)
 			assert_true(ti.index > prev);
 		prev = ti.index;

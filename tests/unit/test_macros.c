@@ -91,7 +91,7 @@ static int setup_recorder(void **state)
 		return -1;
 	snprintf(st->path, sizeof(st->path), "%s/macros-%u.ptz", tu_tmpdir(), seq++);
 	const struct pt_options opt = { .ring_bytes = 1u << 16, .process_name = "test-macros" };
-	st->r = pt_open(st->path, &opt);
+	st->r = pt_open(st->path, &opt, sizeof(opt));
 	if (!st->r) {
 		perror(st->path);
 		free(st);

@@ -441,7 +441,7 @@ static void test_trace_contents(void **state)
 	assert_non_null(r);
 	assert_int_equal(pt_close(r), 0);
 	struct pt_stats_info st;
-	assert_int_equal(pt_stats(r, &st), 0);
+	assert_int_equal(pt_stats(r, &st, sizeof(st)), 0);
 	assert_int_equal(st.lost_sections, 300 - 256); /* test_push_pop_levels()' deepest pushes */
 	assert_int_equal(st.lost_records, 2 * (300 - 256));
 
@@ -525,7 +525,7 @@ static void test_trace_contents(void **state)
 	int seen_main = 0, seen_helper = 0, seen_wide = 0;
 	for (size_t i = 0; i < pt_reader_thread_count(tr.rd); i++) {
 		struct pt_thread_info ti;
-		assert_int_equal(pt_reader_thread(tr.rd, i, &ti), 1);
+		assert_int_equal(pt_reader_thread(tr.rd, i, &ti, sizeof(ti)), 1);
 		seen_main += strcmp(ti.name, "nvtx-main") == 0;
 		seen_helper += strcmp(ti.name, "helper") == 0;
 		seen_wide += strcmp(ti.name, "wide-\xc3\xbc") == 0;

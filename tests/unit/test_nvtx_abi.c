@@ -227,7 +227,7 @@ static void test_real_client_trace(void **state)
 	assert_string_equal(got, "B::x B::y E::y E::x B:abi:reg E:abi:reg AB::as AB:abi:reg AE:: AE:: "
 				 "I:abi:ex-mark I::mk");
 	struct pt_thread_info ti;
-	assert_int_equal(pt_reader_thread(tr.rd, 0, &ti), 1);
+	assert_int_equal(pt_reader_thread(tr.rd, 0, &ti, sizeof(ti)), 1);
 	assert_string_equal(ti.name, "abi-main");
 	tu_free(&tr);
 	unlink(trace_path());

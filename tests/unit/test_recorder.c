@@ -57,12 +57,12 @@ static void test_null_recorder_is_noop(void **state)
 	pt_transfer(NULL, 1, PT_H2D);
 	pt_counter(NULL, id, -1);
 	pt_end(NULL, id);
-	pt_start(NULL, "x", NULL);
-	pt_stop(NULL, "x", NULL);
+	pt_start(NULL, "x", NULL, 0);
+	pt_stop(NULL, "x", NULL, 0);
 	pt_set_enabled(NULL, false);
 	struct pt_stats_info st;
 	memset(&st, 0xff, sizeof(st));
-	assert_int_equal(pt_stats(NULL, &st), -EINVAL);
+	assert_int_equal(pt_stats(NULL, &st, sizeof(st)), -EINVAL);
 	assert_int_equal(st.records, 0);
 	assert_int_equal(st.last_io_error, 0);
 	assert_int_equal(pt_close(NULL), 0);
@@ -72,9 +72,9 @@ static void test_open_errors(void **state)
 {
 	(void)state;
 	errno = 0;
-	assert_null(pt_open(tu_path("no/such/dir/t.ptz"), NULL));
+	assert_null(pt_open(tu_path("no/such/dir/t.ptz"), NULL, 0));
 	assert_int_equal(errno, ENOENT);
-	assert_null(pt_open(NULL, NULL));
+	assert_null(pt_open(NULL, NULL, 0));
 	assert_int_equal(errno, EINVAL);
 
 	/* a symlink is never followed, and its target is left alone */
@@ -84,17 +84,17 @@ static void test_open_errors(void **state)
 	fputs("keep", f);
 	fclose(f);
 	assert_int_equal(symlink(target, link), 0);
-	assert_null(pt_open(link, NULL));
+	assert_null(pt_open(link, NULL, 0));
 	assert_int_equal(errno, ELOOP);
 	struct stat st;
 	assert_int_equal(stat(target, &st), 0);
 	assert_int_equal(st.st_size, 4);
 
-	pt_recorder *r = pt_open(tu_path("busy.ptz"), NULL);
+	pt_recorder *r = pt_open(tu_path("busy.ptz"), NULL, 0);
 	assert_non_null(r);
 	assert_int_equal(stat(tu_path("busy.ptz"), &st), 0);
 	assert_int_equal(st.st_mode & 0777, 0600);
-	assert_null(pt_open(tu_path("busy2.ptz"), NULL));
+	assert_null(pt_open(tu_path("busy2.ptz"), NULL, 0));
 	assert_int_equal(errno, EBUSY);
 	assert_int_equal(pt_close(r), 0);
 	assert_int_equal(pt_close(r), 0); /* second close is harmless */
@@ -129,7 +129,7 @@ static void test_records_roundtrip_two_threads(void **state)
 	(void)state;
 	const char *path = tu_path("roundtrip.ptz");
 	struct pt_options o = { .process_name = "unit-test" };
-	R = pt_open(path, &o);
+	R = pt_open(path, &o, sizeof(o));
 	assert_non_null(R);
 	pthread_t t[2];
 	for (uintptr_t i = 0; i < 2; i++)
@@ -138,7 +138,7 @@ static void test_records_roundtrip_two_threads(void **state)
 		pthread_join(t[i], NULL);
 	assert_int_equal(pt_close(R), 0);
 	struct pt_stats_info st;
-	pt_stats(R, &st);
+	pt_stats(R, &st, sizeof(st));
 	assert_int_equal(st.threads, 2);
 	assert_int_equal(st.lost_records, 0);
 	assert_int_equal(st.errors, 0);
@@ -178,7 +178,7 @@ static void test_records_roundtrip_two_threads(void **state)
 	int named = 0;
 	for (size_t i = 0; i < pt_reader_thread_count(tr.rd); i++) {
 		struct pt_thread_info ti;
-		pt_reader_thread(tr.rd, i, &ti);
+		pt_reader_thread(tr.rd, i, &ti, sizeof(ti));
 		named += strncmp(ti.name, "worker-", 7) == 0;
 		assert_int_not_equal(ti.tid, 0);
 		assert_int_not_equal(ti.end_ticks, 0); /* both exited while recorded */
@@ -193,17 +193,17 @@ static void test_start_stop_counts_implicit_closes(void **state)
 {
 	(void)state;
 	const char *path = tu_path("startstop.ptz");
-	pt_recorder *r = pt_open(path, NULL);
+	pt_recorder *r = pt_open(path, NULL, 0);
 	assert_non_null(r);
 	struct pt_metrics m = { .read_bytes = 1, .written_bytes = 2, .flops = 3 };
-	pt_start(r, "outer", &m);
-	pt_start(r, "mid", NULL);
-	pt_start(r, "inner", NULL);
-	pt_stop(r, "outer", &m); /* closes inner and mid implicitly: 2 errors */
-	pt_stop(r, "never-opened", NULL); /* 1 error, closes nothing */
+	pt_start(r, "outer", &m, sizeof(m));
+	pt_start(r, "mid", NULL, 0);
+	pt_start(r, "inner", NULL, 0);
+	pt_stop(r, "outer", &m, sizeof(m)); /* closes inner and mid implicitly: 2 errors */
+	pt_stop(r, "never-opened", NULL, 0); /* 1 error, closes nothing */
 	pt_end(r, 1);                      /* nothing open: 1 error */
 	struct pt_stats_info st;
-	pt_stats(r, &st);
+	pt_stats(r, &st, sizeof(st));
 	assert_int_equal(st.errors, 4);
 	assert_int_equal(pt_close(r), 0);
 	struct tu_trace tr;
@@ -225,7 +225,7 @@ static void test_set_enabled_skips_whole_sections(void **state)
 {
 	(void)state;
 	const char *path = tu_path("enabled.ptz");
-	pt_recorder *r = pt_open(path, NULL);
+	pt_recorder *r = pt_open(path, NULL, 0);
 	uint32_t a = pt_intern(r, "en-a"), b = pt_intern(r, "en-b"), c = pt_intern(r, "en-c");
 	pt_begin(r, a);          /* recorded */
 	pt_set_enabled(r, false);
@@ -239,7 +239,7 @@ static void test_set_enabled_skips_whole_sections(void **state)
 	pt_begin(r, c);          /* recorded */
 	pt_end(r, c);
 	struct pt_stats_info st;
-	pt_stats(r, &st);
+	pt_stats(r, &st, sizeof(st));
 	assert_int_equal(st.lost_records, 0); /* disabled is not lost */
 	assert_int_equal(pt_close(r), 0);
 	struct tu_trace tr;
@@ -259,7 +259,7 @@ static void test_set_enabled_off_records_nothing_new(void **state)
 {
 	(void)state;
 	const char *path = tu_path("disabled-all.ptz");
-	pt_recorder *r = pt_open(path, NULL);
+	pt_recorder *r = pt_open(path, NULL, 0);
 	assert_non_null(r);
 	uint32_t open_sec = pt_intern(r, "dis-open"), sec = pt_intern(r, "dis-sec");
 	uint32_t ctr = pt_intern(r, "dis-ctr"), mark = pt_intern(r, "dis-mark");
@@ -285,12 +285,12 @@ static void test_set_enabled_off_records_nothing_new(void **state)
 	pt_async_end(r, during); /* begun while disabled: not recorded either */
 	pt_counter(r, ctr, 43);  /* recorded */
 	struct pt_stats_info st;
-	pt_stats(r, &st);
+	pt_stats(r, &st, sizeof(st));
 	assert_int_equal(st.lost_records, 0);
 	assert_int_equal(st.lost_sections, 0);
 	assert_int_equal(st.errors, 0);
 	assert_int_equal(pt_close(r), 0);
-	pt_stats(r, &st);
+	pt_stats(r, &st, sizeof(st));
 	assert_int_equal(st.records, 7);
 	struct tu_trace tr;
 	tu_read(path, &tr);
@@ -312,7 +312,7 @@ static void test_clock_env_monotonic(void **state)
 	(void)state;
 	const char *path = tu_path("mono.ptz");
 	setenv("PTZ_CLOCK", "monotonic", 1);
-	pt_recorder *r = pt_open(path, NULL);
+	pt_recorder *r = pt_open(path, NULL, 0);
 	unsetenv("PTZ_CLOCK");
 	uint32_t id = pt_intern(r, "mono");
 	pt_begin(r, id);
@@ -333,7 +333,7 @@ static void test_fork_child_does_not_write(void **state)
 {
 	(void)state;
 	const char *path = tu_path("fork.ptz");
-	pt_recorder *r = pt_open(path, NULL);
+	pt_recorder *r = pt_open(path, NULL, 0);
 	uint32_t p = pt_intern(r, "parent"), c = pt_intern(r, "child");
 	pt_begin(r, p);
 	pt_end(r, p);
@@ -375,7 +375,7 @@ static uint64_t record_until_loss(pt_recorder *r, uint64_t max_sections)
 		pt_end(r, id);
 		emitted += 5;
 		if ((i & 1023) == 0) {
-			pt_stats(r, &st);
+			pt_stats(r, &st, sizeof(st));
 			if (st.last_io_error)
 				after += 1024;
 			struct timespec ts = { 0, 100000 };
@@ -388,7 +388,7 @@ static uint64_t record_until_loss(pt_recorder *r, uint64_t max_sections)
 static void check_full_disk_trace(const char *path, pt_recorder *r, uint64_t emitted, int close_rc)
 {
 	struct pt_stats_info st;
-	pt_stats(r, &st);
+	pt_stats(r, &st, sizeof(st));
 	print_message("# emitted %llu written %llu lost %llu bytes %llu close %d\n", (unsigned long long)emitted,
 		      (unsigned long long)st.records, (unsigned long long)st.lost_records,
 		      (unsigned long long)st.bytes_written, close_rc);
@@ -406,8 +406,8 @@ static void check_full_disk_trace(const char *path, pt_recorder *r, uint64_t emi
 	int io_error = 0;
 	struct pt_record rec;
 	pt_reader_rewind(tr.rd);
-	while (pt_reader_next_chunk(tr.rd, PT_FMT_META_THREAD, NULL) == 1)
-		while (pt_reader_next_record(tr.rd, &rec) == 1)
+	while (pt_reader_next_chunk(tr.rd, PT_FMT_META_THREAD, NULL, 0) == 1)
+		while (pt_reader_next_record(tr.rd, &rec, sizeof(rec)) == 1)
 			io_error |= rec.kind == PT_REC_ERROR && rec.aux == PT_ERRC_IO && rec.value == ENOSPC;
 	assert_true(io_error);
 	tu_free(&tr);
@@ -419,7 +419,7 @@ static void test_disk_full_injected_fallocate(void **state)
 	const char *path = tu_path("enospc.ptz");
 	fail_fallocate_after = 3; /* header + a few growth steps, then ENOSPC */
 	struct pt_options o = { .ring_bytes = 64 << 10, .flush_interval_ms = 1, .zstd_level = -1 };
-	pt_recorder *r = pt_open(path, &o);
+	pt_recorder *r = pt_open(path, &o, sizeof(o));
 	assert_non_null(r);
 	uint64_t emitted = record_until_loss(r, 20000000);
 	int rc = pt_close(r);
@@ -446,7 +446,7 @@ static void test_disk_full_real_tmpfs(void **state)
 	char path[4300];
 	snprintf(path, sizeof(path), "%s/full.ptz", dir);
 	struct pt_options o = { .ring_bytes = 64 << 10, .flush_interval_ms = 1, .zstd_level = -1 };
-	pt_recorder *r = pt_open(path, &o);
+	pt_recorder *r = pt_open(path, &o, sizeof(o));
 	assert_non_null(r);
 	uint64_t emitted = record_until_loss(r, 20000000);
 	int rc = pt_close(r);
@@ -475,7 +475,7 @@ static void test_thread_exit_and_late_calls(void **state)
 {
 	(void)state;
 	const char *path = tu_path("exit.ptz");
-	pt_recorder *r = pt_open(path, NULL);
+	pt_recorder *r = pt_open(path, NULL, 0);
 	assert_int_equal(pthread_key_create(&late_key, late_destructor), 0);
 	pthread_t t;
 	pthread_create(&t, NULL, exiting_thread, r);
@@ -483,7 +483,7 @@ static void test_thread_exit_and_late_calls(void **state)
 	struct timespec ts = { 0, 30000000 };
 	nanosleep(&ts, NULL); /* the flusher reaps the exited ring */
 	struct pt_stats_info st;
-	pt_stats(r, &st);
+	pt_stats(r, &st, sizeof(st));
 	assert_int_equal(st.lost_records, 2);
 	assert_int_equal(pt_close(r), 0);
 	struct tu_trace tr;
@@ -491,7 +491,7 @@ static void test_thread_exit_and_late_calls(void **state)
 	assert_int_equal(tr.event_records, 2);
 	assert_int_equal(tr.lost_records, 2);
 	struct pt_thread_info ti;
-	assert_int_equal(pt_reader_thread(tr.rd, 0, &ti), 1);
+	assert_int_equal(pt_reader_thread(tr.rd, 0, &ti, sizeof(ti)), 1);
 	assert_int_not_equal(ti.end_ticks, 0);
 	assert_true(ti.end_ticks >= tr.t[0].recs[1].ticks);
 	tu_free(&tr);
@@ -502,11 +502,11 @@ static void test_reopen_keeps_ids_and_names(void **state)
 {
 	(void)state;
 	uint32_t id = pt_intern(NULL, "before-open");
-	pt_recorder *r = pt_open(tu_path("reopen1.ptz"), NULL);
+	pt_recorder *r = pt_open(tu_path("reopen1.ptz"), NULL, 0);
 	pt_begin(r, id);
 	pt_end(r, id);
 	pt_close(r);
-	r = pt_open(tu_path("reopen2.ptz"), NULL);
+	r = pt_open(tu_path("reopen2.ptz"), NULL, 0);
 	assert_int_equal(pt_intern(r, "before-open"), id);
 	pt_begin(r, id);
 	pt_end(r, id);
@@ -525,13 +525,13 @@ static void *renamed_thread(void *arg)
 	(void)arg;
 	pthread_setname_np(pthread_self(), "own-name");
 	uint32_t id = pt_intern(NULL, "renamed-work");
-	pt_recorder *r = pt_open(tu_path("names1.ptz"), NULL);
+	pt_recorder *r = pt_open(tu_path("names1.ptz"), NULL, 0);
 	assert_non_null(r);
 	pt_thread_name(r, 0, "first-rec-name");
 	pt_begin(r, id);
 	pt_end(r, id);
 	assert_int_equal(pt_close(r), 0);
-	r = pt_open(tu_path("names2.ptz"), NULL);
+	r = pt_open(tu_path("names2.ptz"), NULL, 0);
 	assert_non_null(r);
 	pt_begin(r, id);
 	pt_end(r, id);
@@ -551,7 +551,7 @@ static void test_thread_names_not_carried_to_next_recorder(void **state)
 		tu_read(tu_path(k ? "names2.ptz" : "names1.ptz"), &tr);
 		assert_int_equal(pt_reader_thread_count(tr.rd), 1);
 		struct pt_thread_info ti;
-		assert_int_equal(pt_reader_thread(tr.rd, 0, &ti), 1);
+		assert_int_equal(pt_reader_thread(tr.rd, 0, &ti, sizeof(ti)), 1);
 		assert_string_equal(ti.name, want[k]);
 		tu_free(&tr);
 	}
@@ -578,7 +578,7 @@ static void test_default_from_env(void **state)
 /* Burst of @n sections without pausing; returns lost records. */
 static uint64_t burst(const char *path, int n, uint64_t *file_bytes)
 {
-	pt_recorder *r = pt_open(path, NULL);
+	pt_recorder *r = pt_open(path, NULL, 0);
 	assert_non_null(r);
 	uint32_t id = pt_intern(r, "burst");
 	uint64_t x = 1;
@@ -590,7 +590,7 @@ static uint64_t burst(const char *path, int n, uint64_t *file_bytes)
 	}
 	assert_int_equal(pt_close(r), 0);
 	struct pt_stats_info st;
-	pt_stats(r, &st);
+	pt_stats(r, &st, sizeof(st));
 	struct stat sb;
 	assert_int_equal(stat(path, &sb), 0);
 	*file_bytes = (uint64_t)sb.st_size;

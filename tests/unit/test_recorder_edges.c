@@ -93,13 +93,13 @@ static void *reattach_thread(void *arg)
 {
 	(void)arg;
 	struct pt_options o = { .ring_bytes = 64 << 10 };
-	pt_recorder *r = pt_open(tu_path("reattach1.ptz"), &o);
+	pt_recorder *r = pt_open(tu_path("reattach1.ptz"), &o, sizeof(o));
 	assert_non_null(r);
 	uint32_t id = pt_intern(r, "reattach");
 	pt_begin(r, id); /* this thread's ring, in generation 1 */
 	pt_end(r, id);
 	assert_int_equal(pt_close(r), 0); /* the ring is now this thread's to free */
-	r = pt_open(tu_path("reattach2.ptz"), &o);
+	r = pt_open(tu_path("reattach2.ptz"), &o, sizeof(o));
 	assert_non_null(r);
 	atomic_store(&fail_memalign, 1);
 	pt_begin(r, id); /* frees the old ring, cannot allocate a new one */
@@ -117,11 +117,11 @@ static void test_reattach_alloc_failure_counted_no_uaf(void **state)
 	assert_int_equal(pthread_join(t, &rv), 0);
 	pt_recorder *r = rv;
 	struct pt_stats_info st;
-	pt_stats(r, &st);
+	pt_stats(r, &st, sizeof(st));
 	assert_int_equal(st.lost_records, 2);
 	assert_int_equal(st.records, 0);
 	assert_int_equal(pt_close(r), 0);
-	pt_stats(r, &st);
+	pt_stats(r, &st, sizeof(st));
 	assert_int_equal(st.lost_records, 2);
 	struct tu_trace tr;
 	tu_read(tu_path("reattach2.ptz"), &tr);
@@ -138,9 +138,9 @@ static void *noring_thread(void *arg)
 	uint32_t a = pt_intern(r, "noring-a");
 	atomic_store(&fail_memalign, 1);
 	pt_begin(r, a);              /* no ring: dropped, counted */
-	pt_start(r, "noring-b", NULL);
+	pt_start(r, "noring-b", NULL, 0);
 	atomic_store(&fail_memalign, 0);
-	pt_stop(r, "noring-b", NULL); /* the ring is allocated here */
+	pt_stop(r, "noring-b", NULL, 0); /* the ring is allocated here */
 	pt_end(r, a);
 	pt_begin(r, a);              /* recorded */
 	pt_end(r, a);
@@ -152,14 +152,14 @@ static void test_end_of_section_begun_without_ring(void **state)
 {
 	(void)state;
 	const char *path = tu_path("noring.ptz");
-	pt_recorder *r = pt_open(path, NULL);
+	pt_recorder *r = pt_open(path, NULL, 0);
 	assert_non_null(r);
 	pthread_t t;
 	assert_int_equal(pthread_create(&t, NULL, noring_thread, r), 0);
 	assert_int_equal(pthread_join(t, NULL), 0);
 	struct pt_stats_info st;
 	assert_int_equal(pt_close(r), 0);
-	pt_stats(r, &st);
+	pt_stats(r, &st, sizeof(st));
 	assert_int_equal(st.lost_records, 4); /* two begins, their stop and end */
 	assert_int_equal(st.errors, 1);       /* the last END only */
 	struct tu_trace tr;
@@ -197,7 +197,7 @@ static void test_exit_record_rewritten_after_failed_meta(void **state)
 	(void)state;
 	const char *path = tu_path("exit-meta.ptz");
 	struct pt_options o = { .flush_interval_ms = 1 };
-	pt_recorder *r = pt_open(path, &o);
+	pt_recorder *r = pt_open(path, &o, sizeof(o));
 	assert_non_null(r);
 	pthread_t t;
 	assert_int_equal(pthread_create(&t, NULL, exiter_thread, r), 0);
@@ -207,7 +207,7 @@ static void test_exit_record_rewritten_after_failed_meta(void **state)
 	assert_int_equal(pthread_join(t, NULL), 0);
 	sleep_ms(100); /* reaped: its last record goes into a meta chunk that fails */
 	struct pt_stats_info st;
-	pt_stats(r, &st);
+	pt_stats(r, &st, sizeof(st));
 	assert_int_equal(st.last_io_error, EIO);
 	atomic_store(&fail_meta, 0);
 	uint32_t id = pt_intern(r, "after");
@@ -222,7 +222,7 @@ static void test_exit_record_rewritten_after_failed_meta(void **state)
 	int found = 0;
 	for (size_t i = 0; i < pt_reader_thread_count(tr.rd); i++) {
 		struct pt_thread_info ti;
-		assert_int_equal(pt_reader_thread(tr.rd, i, &ti), 1);
+		assert_int_equal(pt_reader_thread(tr.rd, i, &ti, sizeof(ti)), 1);
 		if (strcmp(ti.name, "exiter") == 0) {
 			found = 1;
 			assert_int_not_equal(ti.end_ticks, 0); /* its exit, not only its first record */
@@ -269,7 +269,7 @@ static uint64_t read_final_chunk(const char *path, unsigned kinds[256], struct p
 	struct pt_record rec;
 	uint32_t *thread_ids = NULL; /* THREAD records of the chunk being read */
 	size_t nthr = 0;
-	while (pt_reader_next_chunk(rd, PT_READER_ALL_CHUNKS, &ci) == 1) {
+	while (pt_reader_next_chunk(rd, PT_READER_ALL_CHUNKS, &ci, sizeof(ci)) == 1) {
 		/* the previous chunk was not the last: its THREAD records count */
 		for (size_t i = 0; i < nthr; i++)
 			if (thread_ids[i] < nann)
@@ -279,7 +279,7 @@ static uint64_t read_final_chunk(const char *path, unsigned kinds[256], struct p
 		thread_ids = realloc(thread_ids, (ci.records + 1) * sizeof(*thread_ids));
 		last = ci;
 		int rc;
-		while ((rc = pt_reader_next_record(rd, &rec)) == 1) {
+		while ((rc = pt_reader_next_record(rd, &rec, sizeof(rec))) == 1) {
 			kinds[rec.kind & 0xff]++;
 			if (rec.kind == PT_REC_THREAD)
 				thread_ids[nthr++] = rec.id;
@@ -306,7 +306,7 @@ static uint64_t read_final_chunk(const char *path, unsigned kinds[256], struct p
 static int close_with_many_threads(const char *path, bool disk_full, int lost)
 {
 	struct pt_options o = { .ring_bytes = 4096, .flush_interval_ms = 1 };
-	pt_recorder *r = pt_open(path, &o);
+	pt_recorder *r = pt_open(path, &o, sizeof(o));
 	assert_non_null(r);
 	many_ready = many_go = 0;
 	pthread_attr_t at;
@@ -324,7 +324,7 @@ static int close_with_many_threads(const char *path, bool disk_full, int lost)
 		struct pt_stats_info st = { 0 };
 		for (int i = 0; i < 1000 && st.records < 2 * MANY_THREADS; i++) {
 			sleep_ms(5);
-			pt_stats(r, &st);
+			pt_stats(r, &st, sizeof(st));
 		}
 		assert_int_equal(st.records, 2 * MANY_THREADS); /* written before the disk fills */
 		atomic_store(&fail_disk_full, 1);
@@ -367,7 +367,7 @@ static void test_final_chunk_small_with_many_threads(void **state)
 	assert_int_equal(nthreads, MANY_THREADS);
 	for (size_t i = 0; i < nthreads; i++) {
 		struct pt_thread_info ti;
-		assert_int_equal(pt_reader_thread(rd, i, &ti), 1);
+		assert_int_equal(pt_reader_thread(rd, i, &ti, sizeof(ti)), 1);
 		assert_true(ti.index < sizeof(announced));
 		assert_true(announced[ti.index]);
 	}
@@ -402,36 +402,36 @@ static void test_stop_searches_innermost_64(void **state)
 {
 	(void)state;
 	const char *path = tu_path("deep-stop.ptz");
-	pt_recorder *r = pt_open(path, NULL);
+	pt_recorder *r = pt_open(path, NULL, 0);
 	assert_non_null(r);
 	char name[16];
 	for (int i = 0; i < 100; i++) {
 		snprintf(name, sizeof(name), "deep-%d", i);
-		pt_start(r, name, NULL);
+		pt_start(r, name, NULL, 0);
 	}
 	struct pt_stats_info st;
-	pt_stop(r, "deep-99", NULL); /* the innermost: found, nothing implicit */
-	pt_stats(r, &st);
+	pt_stop(r, "deep-99", NULL, 0); /* the innermost: found, nothing implicit */
+	pt_stats(r, &st, sizeof(st));
 	assert_int_equal(st.errors, 0);
-	pt_stop(r, "deep-50", NULL); /* 48 sections above it closed implicitly */
-	pt_stats(r, &st);
+	pt_stop(r, "deep-50", NULL, 0); /* 48 sections above it closed implicitly */
+	pt_stats(r, &st, sizeof(st));
 	assert_int_equal(st.errors, 48);
-	pt_stop(r, "deep-49", NULL); /* the innermost again: nothing implicit */
-	pt_stats(r, &st);
+	pt_stop(r, "deep-49", NULL, 0); /* the innermost again: nothing implicit */
+	pt_stats(r, &st, sizeof(st));
 	assert_int_equal(st.errors, 48);
-	pt_stop(r, "deep-40", NULL); /* 41..48 implicit */
-	pt_stats(r, &st);
+	pt_stop(r, "deep-40", NULL, 0); /* 41..48 implicit */
+	pt_stats(r, &st, sizeof(st));
 	assert_int_equal(st.errors, 48 + 8);
 	/* levels 0..35 were overwritten by levels 64..99: not searched, and
 	 * the stale entry of closed deep-64 matches nothing */
-	pt_stop(r, "deep-64", NULL);
-	pt_stats(r, &st);
+	pt_stop(r, "deep-64", NULL, 0);
+	pt_stats(r, &st, sizeof(st));
 	assert_int_equal(st.errors, 48 + 8 + 1);
-	pt_stop(r, "deep-0", NULL);
-	pt_stats(r, &st);
+	pt_stop(r, "deep-0", NULL, 0);
+	pt_stats(r, &st, sizeof(st));
 	assert_int_equal(st.errors, 48 + 8 + 2);
-	pt_stop(r, "deep-36", NULL); /* the outermost still remembered: 37..39 implicit */
-	pt_stats(r, &st);
+	pt_stop(r, "deep-36", NULL, 0); /* the outermost still remembered: 37..39 implicit */
+	pt_stats(r, &st, sizeof(st));
 	assert_int_equal(st.errors, 48 + 8 + 2 + 3);
 	assert_int_equal(pt_close(r), 0);
 	struct tu_trace tr;
@@ -449,18 +449,18 @@ static void test_stop_closes_outer_across_skipped(void **state)
 {
 	(void)state;
 	const char *path = tu_path("skip-stop.ptz");
-	pt_recorder *r = pt_open(path, NULL);
+	pt_recorder *r = pt_open(path, NULL, 0);
 	assert_non_null(r);
 	uint32_t outer = pt_intern(r, "skip-outer");
-	pt_start(r, "skip-outer", NULL); /* recorded */
+	pt_start(r, "skip-outer", NULL, 0); /* recorded */
 	pt_set_enabled(r, false);
-	pt_start(r, "skip-inner", NULL); /* skipped */
+	pt_start(r, "skip-inner", NULL, 0); /* skipped */
 	pt_set_enabled(r, true);
-	pt_stop(r, "skip-outer", NULL); /* closes skip-inner (implicitly), then skip-outer */
-	pt_start(r, "skip-after", NULL); /* a sibling of skip-outer, not its child */
-	pt_stop(r, "skip-after", NULL);
+	pt_stop(r, "skip-outer", NULL, 0); /* closes skip-inner (implicitly), then skip-outer */
+	pt_start(r, "skip-after", NULL, 0); /* a sibling of skip-outer, not its child */
+	pt_stop(r, "skip-after", NULL, 0);
 	struct pt_stats_info st;
-	pt_stats(r, &st);
+	pt_stats(r, &st, sizeof(st));
 	assert_int_equal(st.errors, 1); /* the implicit close */
 	assert_int_equal(st.lost_records, 0); /* disabled is not lost */
 	assert_int_equal(pt_close(r), 0);
@@ -485,7 +485,7 @@ static pt_recorder *open_with_env(const char *ring, const char *flush, const cha
 	setenv("PTZ_RING_BYTES", ring, 1);
 	setenv("PTZ_FLUSH_MS", flush, 1);
 	setenv("PTZ_ZSTD_LEVEL", zstd, 1);
-	pt_recorder *r = pt_open(tu_path("env.ptz"), NULL);
+	pt_recorder *r = pt_open(tu_path("env.ptz"), NULL, 0);
 	unsetenv("PTZ_RING_BYTES");
 	unsetenv("PTZ_FLUSH_MS");
 	unsetenv("PTZ_ZSTD_LEVEL");
@@ -535,7 +535,7 @@ static void test_failed_meta_chunk_names_rewritten(void **state)
 	(void)state;
 	const char *path = tu_path("meta-lost.ptz");
 	struct pt_options o = { .flush_interval_ms = 1, .zstd_level = -1 };
-	pt_recorder *r = pt_open(path, &o);
+	pt_recorder *r = pt_open(path, &o, sizeof(o));
 	assert_non_null(r);
 	atomic_store(&fail_fallocate, 1); /* the file cannot grow past its first reservation */
 	uint32_t fill = pt_intern(r, "meta-fill");
@@ -547,7 +547,7 @@ static void test_failed_meta_chunk_names_rewritten(void **state)
 		pt_metric(r, PT_METRIC_WRITTEN_BYTES, x);
 		pt_end(r, fill);
 		if ((i & 1023) == 0) {
-			pt_stats(r, &st);
+			pt_stats(r, &st, sizeof(st));
 			sleep_ms(0);
 		}
 	}
@@ -564,7 +564,7 @@ static void test_failed_meta_chunk_names_rewritten(void **state)
 			pt_end(r, fill);
 		}
 		sleep_ms(1);
-		pt_stats(r, &st);
+		pt_stats(r, &st, sizeof(st));
 	}
 	assert_true(st.bytes_written >= usable - (64u << 10));
 	/* names first seen while writes fail, in one meta chunk of ~300 KB
@@ -583,7 +583,7 @@ static void test_failed_meta_chunk_names_rewritten(void **state)
 	uint64_t seen0 = 0;
 	for (int quiet = 0, i = 0; quiet < 3 && i < 500; i++) {
 		sleep_ms(10);
-		pt_stats(r, &st);
+		pt_stats(r, &st, sizeof(st));
 		quiet = st.records + st.lost_records == seen0 ? quiet + 1 : 0;
 		seen0 = st.records + st.lost_records;
 	}
@@ -591,7 +591,7 @@ static void test_failed_meta_chunk_names_rewritten(void **state)
 	pt_end(r, late);
 	for (int i = 0; i < 200 && st.records + st.lost_records < seen0 + 2; i++) {
 		sleep_ms(5);
-		pt_stats(r, &st);
+		pt_stats(r, &st, sizeof(st));
 	}
 	assert_int_equal(st.records + st.lost_records, seen0 + 2);
 	/* the disk has room again: later sections using the name are written */
@@ -632,14 +632,14 @@ static void test_gpu_begin_without_room_is_dropped_whole(void **state)
 	(void)state;
 	const char *path = tu_path("gpu-room.ptz");
 	struct pt_options o = { .ring_bytes = 4096 }; /* 256 slots */
-	pt_recorder *r = pt_open(path, &o);
+	pt_recorder *r = pt_open(path, &o, sizeof(o));
 	assert_non_null(r);
 	uint32_t id = pt_intern(r, "gpu-room"), mark = pt_intern(r, "gpu-room-fill");
 	pt_instant(r, mark);
 	struct pt_stats_info st = { 0 };
 	for (int i = 0; i < 400 && st.records == 0; i++) {
 		sleep_ms(5);
-		pt_stats(r, &st);
+		pt_stats(r, &st, sizeof(st));
 	}
 	assert_int_equal(st.records, 1); /* drained: the ring is announced */
 	/* Hold the flusher: a changed thread name makes it look up the names
@@ -664,7 +664,7 @@ static void test_gpu_begin_without_room_is_dropped_whole(void **state)
 	assert_int_equal(rec_begin_gpu(r, id, 0, 0, 1), 0); /* skipped: no GPU half may follow */
 	pt_end(r, id); /* as pt_gpu_end() does for a skipped section */
 	pthread_mutex_unlock(&r->names_lock);
-	pt_stats(r, &st);
+	pt_stats(r, &st, sizeof(st));
 	assert_int_equal(st.lost_sections, 1);
 	assert_int_equal(st.lost_records, 2);
 	assert_int_equal(st.errors, 0);
@@ -687,7 +687,7 @@ static void test_event_chunks_capped(void **state)
 	(void)state;
 	const char *path = tu_path("chunk-cap.ptz");
 	struct pt_options o = { .ring_bytes = 32u << 20, .flush_interval_ms = 10000 };
-	pt_recorder *r = pt_open(path, &o);
+	pt_recorder *r = pt_open(path, &o, sizeof(o));
 	assert_non_null(r);
 	uint32_t id = pt_intern(r, "s");
 	enum { N = 400000 }; /* ~1.3 MB of payload */
@@ -756,7 +756,7 @@ static void test_stats_exact_while_ring_folds(void **state)
 	(void)state;
 	const char *path = tu_path("fold.ptz");
 	struct pt_options o = { .ring_bytes = 4096, .flush_interval_ms = 10 };
-	pt_recorder *r = pt_open(path, &o);
+	pt_recorder *r = pt_open(path, &o, sizeof(o));
 	assert_non_null(r);
 	atomic_store(&fold_delay_ms, 30);
 	pthread_t t;
@@ -770,7 +770,7 @@ static void test_stats_exact_while_ring_folds(void **state)
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	do {
 		int ended_before = atomic_load(&folds_seen);
-		pt_stats(r, &st);
+		pt_stats(r, &st, sizeof(st));
 		inside += !ended_before && atomic_load(&folds_started); /* the call overlapped the fold */
 		if (lost == UINT64_MAX)
 			lost = st.lost_records;
@@ -782,7 +782,7 @@ static void test_stats_exact_while_ring_folds(void **state)
 	assert_true(inside > 0);
 	atomic_store(&fold_delay_ms, 0);
 	assert_int_equal(pt_close(r), 0);
-	pt_stats(r, &st);
+	pt_stats(r, &st, sizeof(st));
 	assert_int_equal(st.lost_records, lost);
 	unlink(path);
 }

@@ -103,7 +103,7 @@ static bool trace_has_name(const char *path, const char *s)
 	}
 	for (size_t i = 0; i < pt_reader_thread_count(rd); i++) {
 		struct pt_thread_info ti;
-		if (pt_reader_thread(rd, i, &ti) == 1 && strcmp(ti.name, s) == 0)
+		if (pt_reader_thread(rd, i, &ti, sizeof(ti)) == 1 && strcmp(ti.name, s) == 0)
 			found = true;
 	}
 	pt_reader_close(rd);
@@ -208,15 +208,15 @@ static int noop_child(pt_recorder *r)
 	pt_counter(r, C, 7);
 	pt_instant(r, C);
 	pt_async_end(r, pt_async_begin(r, C));
-	pt_start(r, "child-start-name", NULL);
-	pt_stop(r, "child-start-name", NULL);
+	pt_start(r, "child-start-name", NULL, 0);
+	pt_stop(r, "child-start-name", NULL, 0);
 	pt_gpu_begin(r, C, NULL);
 	pt_gpu_end(r, C, NULL);
 	pt_thread_name(r, 0, "child-thread-name");
 	pt_set_enabled(r, false);
 	pt_set_enabled(r, true);
 	struct pt_stats_info st;
-	if (pt_stats(r, &st) != 0 || st.records != 0 || st.threads != 0)
+	if (pt_stats(r, &st, sizeof(st)) != 0 || st.records != 0 || st.threads != 0)
 		return 3;
 	if (pt_close(r) != 0)
 		return 4;
@@ -231,7 +231,7 @@ static int open_child(void)
 	char path[64];
 	snprintf(path, sizeof(path), "fork-child-%d.ptz", (int)getpid());
 	errno = 0;
-	pt_recorder *c = pt_open(tu_path(path), NULL);
+	pt_recorder *c = pt_open(tu_path(path), NULL, 0);
 	if (c || errno != EBUSY)
 		return 5;
 	struct stat sb;
@@ -276,7 +276,7 @@ static void test_fork_child_noop_while_parent_records(void **state)
 {
 	(void)state;
 	const char *path = tu_path("fork-parent.ptz");
-	struct load l = { .r = pt_open(path, NULL) };
+	struct load l = { .r = pt_open(path, NULL, 0) };
 	assert_non_null(l.r);
 	uint32_t P = pt_intern(l.r, "parent");
 	sections(l.r, P, PARENT_N);
@@ -303,7 +303,7 @@ static void test_fork_child_noop_after_parent_closed(void **state)
 {
 	(void)state;
 	const char *path = tu_path("fork-closed.ptz");
-	struct load l = { .r = pt_open(path, NULL) };
+	struct load l = { .r = pt_open(path, NULL, 0) };
 	assert_non_null(l.r);
 	uint32_t P = pt_intern(l.r, "parent");
 	sections(l.r, P, PARENT_N);
@@ -317,7 +317,7 @@ static void test_fork_child_noop_after_parent_closed(void **state)
 	assert_int_equal(sb.st_size, size);
 	assert_false(trace_has_name(path, "child-only-name"));
 	/* the parent can open again */
-	pt_recorder *r = pt_open(tu_path("fork-closed-2.ptz"), NULL);
+	pt_recorder *r = pt_open(tu_path("fork-closed-2.ptz"), NULL, 0);
 	assert_non_null(r);
 	assert_int_equal(pt_close(r), 0);
 }
@@ -351,7 +351,7 @@ static int pid_child(pt_recorder *r, uint32_t outer, uint32_t work)
 	pt_end(r, n);
 	pt_end(r, outer);
 	struct pt_stats_info st;
-	if (pt_stats(r, &st) != 0 || st.threads != 1 || st.lost_records != 0)
+	if (pt_stats(r, &st, sizeof(st)) != 0 || st.threads != 1 || st.lost_records != 0)
 		return 9;
 	return 0;
 }
@@ -445,7 +445,7 @@ static void test_fork_intern_only_parent(void **state)
 	if (kid == 0) {
 		char name[64];
 		snprintf(name, sizeof(name), "fork-io-%d.ptz", (int)getpid());
-		pt_recorder *c = pt_open(tu_path(name), NULL);
+		pt_recorder *c = pt_open(tu_path(name), NULL, 0);
 		if (!c)
 			_exit(22);
 		sections(c, X, 7);
@@ -468,7 +468,7 @@ static void test_fork_child_records_own_trace(void **state)
 	const char *tmpl = "fork-pid-%p.ptz";
 	char ppath[4200], cpath[4200];
 	snprintf(ppath, sizeof(ppath), "%s", tu_path(tmpl));
-	struct load l = { .r = pt_open(ppath, NULL) };
+	struct load l = { .r = pt_open(ppath, NULL, 0) };
 	assert_non_null(l.r);
 	uint32_t P = pt_intern(l.r, "parent"), O = pt_intern(l.r, "outer"), W = pt_intern(l.r, "child-work");
 	sections(l.r, P, PARENT_N);
@@ -516,7 +516,7 @@ static void test_fork_child_lazy_and_grandchild(void **state)
 	(void)state;
 	const char *tmpl = "fork-lazy-%p.ptz";
 	char path[4200];
-	pt_recorder *r = pt_open(tu_path(tmpl), NULL);
+	pt_recorder *r = pt_open(tu_path(tmpl), NULL, 0);
 	assert_non_null(r);
 	uint32_t O = pt_intern(r, "outer"), W = pt_intern(r, "child-work");
 	pid_t quiet = fork_child();
@@ -580,7 +580,7 @@ static void test_fork_child_closes_inherited_fds(void **state)
 	const char *tmpl = "fork-fds-%p.ptz";
 	char path[4200], log[4200];
 	snprintf(log, sizeof(log), "%s", tu_path("fork-fds-app.log"));
-	pt_recorder *r = pt_open(tu_path(tmpl), NULL);
+	pt_recorder *r = pt_open(tu_path(tmpl), NULL, 0);
 	assert_non_null(r);
 	uint32_t O = pt_intern(r, "outer"), W = pt_intern(r, "child-work");
 	pt_begin(r, O);
@@ -618,7 +618,7 @@ static void test_fork_child_keeps_disabled(void **state)
 	(void)state;
 	const char *tmpl = "fork-off-%p.ptz";
 	char path[4200];
-	pt_recorder *r = pt_open(tu_path(tmpl), NULL);
+	pt_recorder *r = pt_open(tu_path(tmpl), NULL, 0);
 	assert_non_null(r);
 	uint32_t W = pt_intern(r, "child-work");
 	pt_set_enabled(r, false);

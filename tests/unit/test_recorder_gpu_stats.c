@@ -41,7 +41,7 @@ static void test_gpu_stats_identity(void **state)
 	(void)state;
 	const char *path = tu_path(gpu_on ? "gpu-stats-on.ptz" : "gpu-stats-off.ptz");
 	struct pt_options o = { .ring_bytes = 4096 }; /* 256 slots */
-	pt_recorder *r = pt_open(path, &o);
+	pt_recorder *r = pt_open(path, &o, sizeof(o));
 	assert_non_null(r);
 	uint32_t id = pt_intern(r, "gpu-k");
 	uint64_t calls = 0;
@@ -59,7 +59,7 @@ static void test_gpu_stats_identity(void **state)
 	for (int i = 0; i < DEEP; i++)
 		pt_gpu_end(r, id, NULL);
 	struct pt_stats_info a, b, st;
-	pt_stats(r, &a);
+	pt_stats(r, &a, sizeof(a));
 	assert_int_equal(a.gpu_state, gpu_on ? PT_GPU_ON : PT_GPU_OFF);
 	assert_true(a.lost_sections > 0);
 	assert_true(a.lost_sections < DEEP);
@@ -70,7 +70,7 @@ static void test_gpu_stats_identity(void **state)
 		pt_gpu_end(r, id, NULL);
 	}
 	sleep_ms(100); /* GPU halves begun before may resolve meanwhile: compare the sums */
-	pt_stats(r, &b);
+	pt_stats(r, &b, sizeof(b));
 	assert_int_equal(b.lost_sections, a.lost_sections);
 	assert_int_equal(b.gpu_launched, a.gpu_launched);
 	if (!gpu_on)
@@ -81,7 +81,7 @@ static void test_gpu_stats_identity(void **state)
 		pt_gpu_end(r, id, NULL);
 	}
 	assert_int_equal(pt_close(r), 0); /* resolves every GPU half, or counts it unfinished */
-	pt_stats(r, &st);
+	pt_stats(r, &st, sizeof(st));
 	struct tu_trace tr;
 	tu_read(path, &tr);
 	uint64_t begins = 0, ranges = 0, dropped = 0;

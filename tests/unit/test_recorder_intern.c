@@ -25,7 +25,7 @@ static void test_intern_full_table_gives_unnamed(void **state)
 {
 	(void)state;
 	const char *path = tu_path("intern-full.ptz");
-	pt_recorder *r = pt_open(path, NULL);
+	pt_recorder *r = pt_open(path, NULL, 0);
 	assert_non_null(r);
 	uint32_t ids[LIMIT];
 	char name[32];

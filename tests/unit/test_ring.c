@@ -24,7 +24,7 @@ static void test_ring_wraparound_in_order_exactly_once(void **state)
 	(void)state;
 	const char *path = tu_path("wrap.ptz");
 	struct pt_options o = { .ring_bytes = 4096, .flush_interval_ms = 1 };
-	pt_recorder *r = pt_open(path, &o);
+	pt_recorder *r = pt_open(path, &o, sizeof(o));
 	assert_non_null(r);
 	uint32_t id = pt_intern(r, "wrap");
 	const uint64_t n = (uint64_t)tu_scale(20000);
@@ -40,7 +40,7 @@ static void test_ring_wraparound_in_order_exactly_once(void **state)
 			 * longer, so most sections are still recorded and the ring wraps many times (a CI run
 			 * under TSan once kept fewer than 8 ring-fulls of records) */
 			struct pt_stats_info now;
-			pt_stats(r, &now);
+			pt_stats(r, &now, sizeof(now));
 			if (now.lost_records > lost) {
 				lost = now.lost_records;
 				ts.tv_nsec = 20000000;
@@ -50,7 +50,7 @@ static void test_ring_wraparound_in_order_exactly_once(void **state)
 	}
 	struct pt_stats_info st;
 	assert_int_equal(pt_close(r), 0);
-	pt_stats(r, &st);
+	pt_stats(r, &st, sizeof(st));
 	struct tu_trace tr;
 	tu_read(path, &tr);
 	assert_int_equal(tr.nt, 1);
@@ -91,7 +91,7 @@ static void test_ring_near_full_drops_whole_sections(void **state)
 	const char *path = tu_path("nearfull.ptz");
 	/* 256 slots, long flush interval: the ring overflows within a burst */
 	struct pt_options o = { .ring_bytes = 4096, .flush_interval_ms = 50 };
-	pt_recorder *r = pt_open(path, &o);
+	pt_recorder *r = pt_open(path, &o, sizeof(o));
 	uint32_t ids[12];
 	for (int d = 0; d < 12; d++) {
 		char name[16];
@@ -104,7 +104,7 @@ static void test_ring_near_full_drops_whole_sections(void **state)
 		nest(r, ids, 0, 10); /* 1023 sections per tree */
 	assert_int_equal(pt_close(r), 0);
 	struct pt_stats_info st;
-	pt_stats(r, &st);
+	pt_stats(r, &st, sizeof(st));
 	assert_true(st.lost_sections > 0);
 	struct tu_trace tr;
 	tu_read(path, &tr);
@@ -171,7 +171,7 @@ static void test_intern_concurrent_one_id_per_name(void **state)
 	assert_int_not_equal(pt_intern_in(NULL, dom, "concurrent-0"), pt_intern(NULL, "concurrent-0"));
 	/* and the table is what a trace carries */
 	const char *path = tu_path("intern.ptz");
-	pt_recorder *r = pt_open(path, NULL);
+	pt_recorder *r = pt_open(path, NULL, 0);
 	pt_begin(r, got[0][1]);
 	pt_end(r, got[0][1]);
 	pt_close(r);

@@ -43,7 +43,7 @@ static void test_trace_recorder_version_is_pt_version(void **state)
 {
 	(void)state;
 	char *path = tu_path("version.ptz");
-	pt_recorder *r = pt_open(path, NULL);
+	pt_recorder *r = pt_open(path, NULL, 0);
 	assert_non_null(r);
 	assert_int_equal(pt_close(r), 0);
 	struct pt_reader *rd = NULL;

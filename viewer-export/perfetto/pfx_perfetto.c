@@ -1006,12 +1006,12 @@ static int thread_pass(struct pctx *c, bool emit)
 	c->kdrop = 0;
 	c->launch_pending = false;
 	pt_reader_rewind(c->rd);
-	while ((rc = pt_reader_next_chunk(c->rd, c->index, &ci)) == 1) {
+	while ((rc = pt_reader_next_chunk(c->rd, c->index, &ci, sizeof(ci))) == 1) {
 		if (ci.sequence != next_seq) /* chunks lost: the open stack is unreliable */
 			close_all(c, emit, "ptz.cut_by_gap");
 		next_seq = ci.sequence + 1;
 		c->launch_pending = false; /* a launch and its BEGIN share a chunk (§4.4) */
-		while ((rc = pt_reader_next_record(c->rd, &r)) == 1) {
+		while ((rc = pt_reader_next_record(c->rd, &r, sizeof(r))) == 1) {
 			const bool timed = r.kind != PT_REC_METRIC && r.kind != PT_REC_TRANSFER;
 			const bool launched = c->launch_pending; /* this record follows a GPU_LAUNCH */
 			c->launch_pending = false;
@@ -1222,8 +1222,8 @@ int pfx_write_perfetto(const char *trace_path, FILE *out, const struct pfx_opts 
 	{
 		struct pt_chunk_info ci;
 		struct pt_record r;
-		while (!c.err && (rc = pt_reader_next_chunk(c.rd, PT_FMT_META_THREAD, &ci)) == 1)
-			while (!c.err && pt_reader_next_record(c.rd, &r) == 1)
+		while (!c.err && (rc = pt_reader_next_chunk(c.rd, PT_FMT_META_THREAD, &ci, sizeof(ci))) == 1)
+			while (!c.err && pt_reader_next_record(c.rd, &r, sizeof(r)) == 1)
 				if ((r.kind == PT_REC_LOSS || r.kind == PT_REC_ERROR) &&
 				    in_window(&c, r.ticks))
 					emit_loss_or_error(&c, PFX_SEQ_PROCESS, PFX_UUID_PROCESS, &r);
@@ -1234,7 +1234,7 @@ int pfx_write_perfetto(const char *trace_path, FILE *out, const struct pfx_opts 
 	c.nthreads = (uint32_t)nthreads;
 	for (size_t i = 0; i < nthreads && !c.err; i++) {
 		struct pt_thread_info ti;
-		if (pt_reader_thread(c.rd, i, &ti) == 1)
+		if (pt_reader_thread(c.rd, i, &ti, sizeof(ti)) == 1)
 			export_thread(&c, i, &ti);
 	}
 	if (!c.err && c.gpu.n)
