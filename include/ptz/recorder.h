@@ -66,8 +66,9 @@ extern "C" {
  *    whole ("= { 0 }", designated initializers or memset), so that padding
  *    and unset fields are zero. pt_start() and pt_stop(), which cannot fail
  *    upward, ignore such bytes instead (metrics this library cannot record).
- *  - Output structs: fields past a larger caller's size are zeroed, so what
- *    this library does not know reads as 0.
+ *  - Output structs: the library writes exactly the caller's size; in a
+ *    larger caller struct the bytes past the library's own are zeroed, so
+ *    the fields this library does not know read as 0.
  *  - Any size is accepted, 0 included (nothing read or written), except a
  *    stride of 0 for an array (EINVAL).
  * Since 0.3.0, whose library is libptz.so.1.
