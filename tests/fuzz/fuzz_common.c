@@ -38,6 +38,13 @@ FILE *fz_sink(void)
 }
 
 static int fuzz_fd = -1;
+static uint64_t choice;
+
+uint64_t fz_choice(void)
+{
+	return choice;
+}
+
 static char fuzz_path[64];
 
 /* Replaces the memfd's contents with @data. 0 or -1. */
@@ -103,6 +110,26 @@ int fz_fix_checksums(uint8_t *b, size_t n)
 	return changed;
 }
 
+uint64_t fz_header_span_ns(const char *path)
+{
+	struct pt_reader *r;
+	struct pt_chunk_info ci;
+	uint64_t lo = UINT64_MAX, hi = 0;
+	if (pt_reader_open(path, &r)) {
+		pt_reader_close(r);
+		return 0;
+	}
+	while (pt_reader_next_chunk_header(r, &ci) == 1) {
+		if (ci.thread == PT_FMT_META_THREAD)
+			continue;
+		uint64_t a = pt_reader_ticks_to_ns(r, ci.first_ticks), b = pt_reader_ticks_to_ns(r, ci.last_ticks);
+		lo = a < lo ? a : lo;
+		hi = b > hi ? b : hi;
+	}
+	pt_reader_close(r);
+	return hi > lo ? hi - lo : 0;
+}
+
 static void run_one(const uint8_t *data, size_t size, void (*fn)(const char *path))
 {
 	if (put_input(data, size)) {
@@ -115,6 +142,7 @@ static void run_one(const uint8_t *data, size_t size, void (*fn)(const char *pat
 
 void fz_each_form(const uint8_t *data, size_t size, void (*fn)(const char *path))
 {
+	choice = XXH3_64bits(data, size);
 	run_one(data, size, fn);
 	uint8_t *copy = malloc(size ? size : 1);
 	if (!copy)

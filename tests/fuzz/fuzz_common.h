@@ -31,6 +31,21 @@ FILE *fz_sink(void);
 void fz_each_form(const uint8_t *data, size_t size, void (*fn)(const char *path));
 
 /*
+ * fz_choice() - A number fixed by the current input (a hash of its bytes,
+ * the same for both forms): a target that has several variants of its
+ * work (options, windows, one output of several) runs the one it selects,
+ * so that an input always reproduces the same run while mutations spread
+ * over all of them. Running every variant on every input would divide the
+ * executions per second by their number.
+ */
+uint64_t fz_choice(void);
+
+/* The span from the first to the last tick that the event chunk headers of
+ * the trace at @path announce, in ns (found without decoding a record); 0 if
+ * none. The targets cut their --since/--until window from it. */
+uint64_t fz_header_span_ns(const char *path);
+
+/*
  * fz_fix_checksums() - Makes the checksums of the trace in @b hold: each
  * chunk that starts with the magic is delimited by the next magic (a stored
  * payload's sizes follow), and the header and payload checksums and the

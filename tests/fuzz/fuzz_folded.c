@@ -5,11 +5,12 @@
  *
  * Input: a .ptz file, read as it is and, repaired, with its checksums made
  * to hold (fz_each_form). Exercised: ana_run() with the options of
- * ptanalyze export --folded, then the folded stacks of every thread merged
- * and of the first thread; and the same with a --domain filter. Output is
- * discarded (fz_sink). The analyzer's own outputs are the "analyzer"
- * target's. The promise checked is doc/trace-format.md §6: whatever the
- * bytes, no crash, hang, leak or ASan/UBSan report.
+ * ptanalyze export --folded, with or (fz_choice) without a --domain
+ * filter, then the folded stacks of every thread merged, or of the first
+ * thread, or of a thread that does not exist. Output is discarded
+ * (fz_sink). The analyzer's own outputs are the "analyzer" target's. The
+ * promise checked is doc/trace-format.md §6: whatever the bytes, no crash,
+ * hang, leak or ASan/UBSan report.
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -21,21 +22,29 @@
 
 static void folded(const char *path)
 {
+	const uint64_t k = fz_choice();
 	struct ana_options ao = { .thread = -1, .merged_percentiles_only = true, .no_flat_percentiles = true };
+	struct ana_result res;
 	char err[512];
-	for (int k = 0; k < 2; k++) {
-		struct ana_result res;
-		memset(&res, 0, sizeof(res));
-		ao.domain = k ? "gpu" : NULL;
-		if (ana_run(path, &ao, &res, err, sizeof(err)) == 0) {
-			pfx_write_folded(&res, fz_sink(), -1);
-			if (res.nthreads)
-				pfx_write_folded(&res, fz_sink(), (int)res.threads[0].index);
+	memset(&res, 0, sizeof(res));
+	ao.domain = k & 1 ? "gpu" : NULL;
+	if (ana_run(path, &ao, &res, err, sizeof(err)) == 0) {
+		switch ((k >> 1) % 4) {
+		case 0:
 			pfx_write_folded(&res, fz_sink(), 1 << 30); /* no such thread: -ENOENT */
+			break;
+		case 1:
+			if (res.nthreads) {
+				pfx_write_folded(&res, fz_sink(), (int)res.threads[0].index);
+				break;
+			}
+			/* fall through */
+		default:
+			pfx_write_folded(&res, fz_sink(), -1);
 		}
-		if (res.rd)
-			ana_result_free(&res);
 	}
+	if (res.rd)
+		ana_result_free(&res);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

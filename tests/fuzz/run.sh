@@ -5,7 +5,10 @@
 # TARGETs (default: all, in this order), one per layer:
 #   reader    chunk reader and public reader API (.ptz input)
 #   decoder   record decoder on one raw payload (8 bytes of first ticks + payload)
-#   analyzer  ana_run() and its text, CSV, JSON, compare and suggest outputs (.ptz)
+#   analyzer  ana_run() and its text and CSV reports (.ptz)
+#   json      ana_run() and its JSON report (.ptz)
+#   compare   ptanalyze compare, text and JSON (.ptz)
+#   suggest   ptanalyze suggest, text and JSON (.ptz)
 #   perfetto  Perfetto protobuf export (.ptz)
 #   chrome    Chrome JSON export (.ptz)
 #   folded    folded-stacks export of an analyzed trace (.ptz)
@@ -28,17 +31,20 @@
 # Exit status: 0 if nothing was found, 1 on a finding (the reproducer's path
 # and the log are printed), 2 on a usage or build error.
 # Environment: FUZZ_BUILD (default <repo>/build-fuzz), FUZZ_JOBS (default 1)
-# parallel jobs per target, FUZZ_ARGS extra libFuzzer flags.
+# parallel jobs per target, FUZZ_ARGS extra libFuzzer flags, FUZZ_SMOKE_SECONDS
+# (with --smoke) the time per target instead of SECONDS.
 # Reproduce a finding: build-fuzz/tests/fuzz/fuzz-TARGET FILE
 # Minimize it: build-fuzz/tests/fuzz/fuzz-TARGET -minimize_crash=1 -runs=10000 FILE
 set -u
-all_targets="reader decoder analyzer perfetto chrome folded"
+all_targets="reader decoder analyzer json compare suggest perfetto chrome folded"
 smoke=0
 if [ "${1:-}" = --smoke ]; then
 	smoke=1
 	shift
 fi
 secs=${1:-60}
+# the meson suite passes 60; FUZZ_SMOKE_SECONDS shortens it for a quick check
+[ "$smoke" = 1 ] && [ -n "${FUZZ_SMOKE_SECONDS:-}" ] && secs=$FUZZ_SMOKE_SECONDS
 case $secs in '' | *[!0-9]*) echo "usage: run.sh [--smoke] [SECONDS] [TARGET...] (targets: $all_targets)" >&2; exit 2 ;; esac
 [ $# -gt 0 ] && shift
 targets=${*:-$all_targets}
@@ -77,6 +83,10 @@ seed_files() {
 
 # Per target: the largest input it mutates to. The .ptz seeds are under
 # 24 KiB (32 KiB lets them grow a few records); raw payloads are smaller.
+# quarantine_size_mb=16 (default 256): with 256 MB of freed memory held
+# back, no execution ever reuses memory, so every allocation maps and
+# faults in fresh pages: that was half of the analyzer's time (3.7 times
+# slower). 16 MB still holds back many executions' worth of frees.
 # -entropic=0: every .ptz input has thousands of features (one per record
 # path), and entropic scheduling spent 40% of the old all-in-one harness's
 # time updating their frequencies.
@@ -102,7 +112,7 @@ for t in $targets; do
 	echo "== fuzz-$t: $per s, corpus $corpus"
 	# each job (FUZZ_JOBS > 1) writes fuzz-N.log in the working directory
 	work=$(mktemp -d "$root/.fuzz-work.XXXXXX")
-	(cd "$work" && ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 \
+	(cd "$work" && ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1:quarantine_size_mb=16 \
 		UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 		"$bld/tests/fuzz/fuzz-$t" "$corpus" \
 		-dict="$src/tests/fuzz/ptz.dict" \
