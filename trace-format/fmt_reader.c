@@ -188,6 +188,10 @@ static int load_payload(struct pt_reader *r, uint64_t off, const struct fmt_chun
 		problem(r, off, "chunk @0x%llx: zstd frame size disagrees with header", (unsigned long long)off);
 		return -PT_ECORRUPT;
 	}
+	/* created on the first compressed payload: a trace of stored chunks
+	 * (and every open that fails before one) never pays for it */
+	if (!r->dctx && !(r->dctx = ZSTD_createDCtx()))
+		return -ENOMEM;
 	size_t n = ZSTD_decompressDCtx(r->dctx, r->raw, h->raw_bytes, r->stored, h->stored_bytes);
 	if (ZSTD_isError(n) || n != h->raw_bytes) {
 		r->info.damaged_chunks++;
@@ -656,10 +660,8 @@ int pt_reader_open(const char *path, struct pt_reader **out)
 		return S_ISDIR(st.st_mode) ? -EISDIR : -ESPIPE;
 	}
 	r->info.file_bytes = (uint64_t)st.st_size;
-	r->dctx = ZSTD_createDCtx();
 	uint8_t *h = malloc(PT_FMT_HEADER_BYTES);
-	if (!r->dctx || !h) {
-		free(h);
+	if (!h) {
 		pt_reader_close(r);
 		return -ENOMEM;
 	}

@@ -20,6 +20,12 @@
  *	it reproduces the O(N^2) size of the JSON, CSV and folded outputs,
  *	whose every row carries its whole path).
  *
+ * gen-stored-seeds --payloads DIR IN.ptz...
+ *	writes the raw payload of every chunk that IN's reader accepts as a
+ *	fuzz-decoder input (8 bytes of first ticks, little-endian, then the
+ *	payload) named DIR/seed-<XXH3 of the input>, so that a rerun adds
+ *	nothing twice. An unreadable IN is skipped (the corrupt corpus has some).
+ *
  * Exit status: 0, 1 on an I/O or format error (with a message), 2 on usage.
  */
 #include <errno.h>
@@ -391,14 +397,63 @@ static int deep(const char *path, long n)
 	return rc;
 }
 
+/* ==== --payloads ==== */
+
+static int payloads(const char *dir, char **in, int n)
+{
+	int rc = 0;
+	uint8_t *buf = NULL;
+	size_t cap = 0;
+	for (int k = 0; k < n; k++) {
+		struct pt_reader *r;
+		struct pt_chunk_info ci;
+		if (pt_reader_open(in[k], &r)) {
+			pt_reader_close(r);
+			continue;
+		}
+		while (pt_reader_next_chunk(r, PT_READER_ALL_CHUNKS, &ci, sizeof(ci)) == 1) {
+			const struct fmt_dec *d = fmt_reader_chunk_dec(r);
+			if (!d)
+				continue;
+			size_t len = (size_t)(d->end - d->pos);
+			if (len + 8 > cap) {
+				free(buf);
+				buf = malloc(cap = len + 8);
+				if (!buf) {
+					pt_reader_close(r);
+					return 1;
+				}
+			}
+			fmt_put64(buf, d->ticks);
+			memcpy(buf + 8, d->pos, len);
+			fmt_reader_chunk_done(r, 0);
+			char path[4096];
+			snprintf(path, sizeof(path), "%s/seed-%016llx", dir,
+				 (unsigned long long)XXH3_64bits(buf, len + 8));
+			FILE *f = fopen(path, "wb");
+			if (!f || fwrite(buf, 1, len + 8, f) != len + 8) {
+				perror(path);
+				rc = 1;
+			}
+			if (f && fclose(f))
+				rc = 1;
+		}
+		pt_reader_close(r);
+	}
+	free(buf);
+	return rc;
+}
+
 int main(int argc, char **argv)
 {
+	if (argc >= 3 && strcmp(argv[1], "--payloads") == 0)
+		return payloads(argv[2], argv + 3, argc - 3);
 	if (argc == 4 && strcmp(argv[1], "--deep") == 0)
 		return deep(argv[3], atol(argv[2]));
 	if (argc == 4 && strcmp(argv[1], "--rewrite") == 0)
 		return rewrite(argv[2], argv[3]);
 	if (argc == 3 && strcmp(argv[1], "--synth") == 0)
 		return synth(argv[2]);
-	fprintf(stderr, "usage: %s --rewrite IN.ptz OUT.ptz | --synth DIR | --deep N OUT.ptz\n", argv[0]);
+	fprintf(stderr, "usage: %s --rewrite IN.ptz OUT.ptz | --synth DIR | --deep N OUT.ptz | --payloads DIR IN.ptz...\n", argv[0]);
 	return 2;
 }
