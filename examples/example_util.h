@@ -32,12 +32,15 @@ static inline double now_s(void)
 }
 
 /* The default worker count: the CPUs this process may run on (its affinity
- * mask, else the online CPUs), at most @most. More workers than CPUs would
- * make the demo's first finding its own oversubscription. */
-static inline int default_threads(int most)
+ * mask, else the online CPUs), less @main_cpus when the main thread records
+ * sections around the workers' run (it then counts as alive all along), in
+ * [1, @most]. More threads alive than CPUs would make the demo's first
+ * finding its own oversubscription. */
+static inline int default_threads(int most, int main_cpus)
 {
 	cpu_set_t set;
 	long n = sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : sysconf(_SC_NPROCESSORS_ONLN);
+	n -= main_cpus;
 	return n < 1 ? 1 : n > most ? most : (int)n;
 }
 

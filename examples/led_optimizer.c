@@ -285,7 +285,7 @@ static void set_blas_threads(int n)
 
 int main(int argc, char **argv)
 {
-	struct cfg c = { .m = 4096, .n = 384, .frames = 128, .batch = 4, .iterations = 40, .threads = default_threads(4),
+	struct cfg c = { .m = 4096, .n = 384, .frames = 128, .batch = 4, .iterations = 40, .threads = default_threads(4, 0),
 			 .trace = PROG ".ptz" };
 	enum { O_PIXELS = 256, O_LEDS, O_FRAMES, O_BATCH, O_ITER, O_THREADS, O_TRACE, O_SMALL };
 	static const struct option longopts[] = {
