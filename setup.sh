@@ -3,7 +3,10 @@
 # As root it runs apt-get; otherwise it prints the exact command and stops.
 # It never installs CUDA (used where installed, through CUDA_HOME).
 set -eu
-PKGS="meson ninja-build pkg-config gcc g++ libzstd-dev liburcu-dev libxxhash-dev libcmocka-dev
+# dpkg-dev: meson picks Debian's multiarch libdir (lib/x86_64-linux-gnu, where
+# pkg-config and ld.so look) only when dpkg-architecture is on PATH; without
+# it `meson install` puts libptz and ptz.pc in lib64, where neither looks.
+PKGS="meson ninja-build pkg-config dpkg-dev gcc g++ libzstd-dev liburcu-dev libxxhash-dev libcmocka-dev
 libjansson-dev libprotobuf-c-dev protobuf-c-compiler protobuf-compiler libopenblas-dev
 python3-numpy python3-protobuf python3-zstandard python3-xxhash chromium-headless-shell"
 missing=""

@@ -532,10 +532,19 @@ void ana_info_text(FILE *out, const struct ana_result *res)
 	fprintf(out, "started:      %s\n", when);
 	fprintf(out, "span:         %s (wall), %s summed over threads\n",
 		dur(b[0], 32, (double)(res->end_ns - res->start_ns)), dur(b[1], 32, (double)res->thread_span_sum_ns));
-	fprintf(out, "size:         %" PRIu64 " bytes, %" PRIu64 " chunks, payload %" PRIu64 " -> %" PRIu64
-		     " bytes (compression %.1fx)\n",
-		in->file_bytes, in->chunks, in->raw_bytes, in->stored_bytes,
-		in->stored_bytes ? (double)in->raw_bytes / (double)in->stored_bytes : 0.0);
+	fprintf(out, "size:         %" PRIu64 " bytes, %" PRIu64 " chunks, payload %" PRIu64 " -> %" PRIu64 " bytes\n",
+		in->file_bytes, in->chunks, in->raw_bytes, in->stored_bytes);
+	/* one ratio over every chunk says 1.0x for a trace of small chunks, which the
+	 * recorder stores without trying zstd (doc/trace-format.md 3.3): each kind apart */
+	fprintf(out, "compression:  zstd %" PRIu64 " of %" PRIu64 " chunks", in->compressed_chunks, in->chunks);
+	if (in->compressed_chunks)
+		fprintf(out, ", %" PRIu64 " -> %" PRIu64 " bytes (%.1fx)", in->compressed_raw_bytes,
+			in->compressed_stored_bytes,
+			in->compressed_stored_bytes ?
+				(double)in->compressed_raw_bytes / (double)in->compressed_stored_bytes : 0.0);
+	fprintf(out, "; ");
+	fprintf(out, "%" PRIu64 " stored as is, %" PRIu64 " bytes (small or incompressible)\n",
+		in->chunks - in->compressed_chunks, in->stored_bytes - in->compressed_stored_bytes);
 	fprintf(out, "records:      %" PRIu64 " (%" PRIu64 " sections), %.2f bytes/record on disk\n", res->records,
 		res->sections, res->records ? (double)in->file_bytes / (double)res->records : 0.0);
 	fprintf(out, "losses:       %" PRIu64 " records, %" PRIu64 " sections\n", res->lost_records,

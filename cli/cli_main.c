@@ -81,13 +81,74 @@ static void usage(FILE *out)
 		"not written, 2 usage error, 3 compare --fail-on-regression found a regression.\n");
 }
 
+/* After a usage error: the commands in three lines and where the rest is
+ * (the whole help is --help's, on stdout: on stderr it buried the message). */
 static int usage_error(const char *fmt, const char *arg)
 {
 	fprintf(stderr, PROG ": ");
 	fprintf(stderr, fmt, arg);
 	fprintf(stderr, "\n");
-	usage(stderr);
+	fprintf(stderr, "usage: " PROG " [report] TRACE.ptz [options] | info TRACE.ptz | export --perfetto OUT TRACE.ptz\n"
+			"       " PROG " compare BASE.ptz NEW.ptz | suggest TRACE.ptz | peaks [--json FILE]\n"
+			"Try '" PROG " --help' for every option.\n");
 	return 2;
+}
+
+static const char *const commands[] = { "report", "info", "export", "compare", "suggest", "peaks" };
+#define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
+
+/* Damerau-Levenshtein distance (adjacent swaps count 1) between two short
+ * words; longer words than the commands are capped, which only raises it. */
+static size_t edit_distance(const char *a, const char *b)
+{
+	enum { W = 16 };
+	size_t d[W + 1][W + 1], n = strnlen(a, W), m = strnlen(b, W);
+	for (size_t i = 0; i <= n; i++)
+		d[i][0] = i;
+	for (size_t j = 0; j <= m; j++)
+		d[0][j] = j;
+	for (size_t i = 1; i <= n; i++)
+		for (size_t j = 1; j <= m; j++) {
+			size_t best = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
+			if (d[i - 1][j] + 1 < best)
+				best = d[i - 1][j] + 1;
+			if (d[i][j - 1] + 1 < best)
+				best = d[i][j - 1] + 1;
+			if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] && d[i - 2][j - 2] + 1 < best)
+				best = d[i - 2][j - 2] + 1;
+			d[i][j] = best;
+		}
+	return d[n][m];
+}
+
+/*
+ * The first word, @word, is no command: a mistyped one ("repot") when it is
+ * not an existing file and either lies within 2 edits of a command (then
+ * named) or is followed by more words and looks like no path (no '/' or
+ * '.'). Returns 2 after the usage error, 0 if it may be a trace.
+ */
+static int unknown_command(const char *word, int more)
+{
+	struct stat st;
+	if (stat(word, &st) == 0)
+		return 0;
+	const char *near = NULL;
+	size_t best = 3;
+	for (size_t k = 0; k < NCOMMANDS; k++) {
+		size_t dist = edit_distance(word, commands[k]);
+		if (dist < best) {
+			best = dist;
+			near = commands[k];
+		}
+	}
+	if (near) {
+		char msg[128];
+		snprintf(msg, sizeof(msg), "unknown command '%%s' (did you mean '%s'?)", near);
+		return usage_error(msg, word);
+	}
+	if (more && !strpbrk(word, "/."))
+		return usage_error("unknown command '%s' (commands: report info export compare suggest peaks)", word);
+	return 0;
 }
 
 static int parse_int(const char *s, int lo, int hi, int *out)
@@ -679,12 +740,15 @@ int main(int argc, char **argv)
 	}
 	const char *cmd = "report", *path = NULL;
 	int rest = argc - optind;
-	if (rest >= 1 && (strcmp(argv[optind], "report") == 0 || strcmp(argv[optind], "info") == 0 ||
-			  strcmp(argv[optind], "export") == 0 || strcmp(argv[optind], "compare") == 0 ||
-			  strcmp(argv[optind], "suggest") == 0 || strcmp(argv[optind], "peaks") == 0)) {
+	int known = 0;
+	for (size_t k = 0; rest >= 1 && k < NCOMMANDS; k++)
+		known |= strcmp(argv[optind], commands[k]) == 0;
+	if (known) {
 		report_flag |= strcmp(argv[optind], "report") == 0;
 		cmd = argv[optind++];
 		rest--;
+	} else if (rest >= 1 && unknown_command(argv[optind], rest > 1)) {
+		return 2;
 	}
 	if (seconds_set && strcmp(cmd, "peaks"))
 		return usage_error("%s", "--seconds belongs to peaks");

@@ -54,7 +54,7 @@
 
 #include "ptz/recorder.h" /* the public API only */
 
-#include "example_util.h" /* now_s */
+#include "example_util.h" /* now_s, default_threads */
 
 #define PROG "compress_corpus"
 #define ZSTD_LEVEL 3
@@ -245,7 +245,7 @@ static void usage(FILE *out)
 		"usage: " PROG " [options] [DIR...]      (default DIRs: /usr/share/doc /usr/include)\n"
 		"  --max-files N    at most N files (0 = no limit)             default 0\n"
 		"  --max-bytes B    at most B bytes in all, by stat size        default 160 MiB\n"
-		"  --threads T      worker threads                              default 4\n"
+		"  --threads T      worker threads                              default: CPUs - 1, 1 to 4\n"
 		"  --trace PATH     trace file                                  default compress_corpus.ptz\n"
 		"  --small          CI-sized run: --max-files 40 --max-bytes 2 MiB --threads 2\n");
 }
@@ -279,7 +279,7 @@ static int cmp_ratio(const void *a, const void *b)
 
 int main(int argc, char **argv)
 {
-	struct cfg c = { .max_bytes = 160u << 20, .threads = 4, .trace = PROG ".ptz" };
+	struct cfg c = { .max_bytes = 160u << 20, .threads = default_threads(4, 1), /* main: scan ... summary */ .trace = PROG ".ptz" };
 	enum { O_MAXFILES = 256, O_MAXBYTES, O_THREADS, O_TRACE, O_SMALL };
 	static const struct option longopts[] = {
 		{ "max-files", required_argument, NULL, O_MAXFILES },

@@ -78,7 +78,7 @@
 
 #include "ptz/recorder.h" /* the public API only */
 
-#include "example_util.h" /* parse_pos, now_s */
+#include "example_util.h" /* parse_pos, now_s, default_threads */
 
 #define PROG "led_optimizer"
 #define SEED 0x1ed0b7a5eedULL
@@ -269,7 +269,7 @@ static void usage(FILE *out)
 		"  --frames K       frames to solve                         default 128\n"
 		"  --batch F        frames solved together                  default 4\n"
 		"  --iterations I   projected-gradient iterations per batch default 40\n"
-		"  --threads T      worker threads                          default 4\n"
+		"  --threads T      worker threads                          default: CPUs, at most 4\n"
 		"  --trace PATH     trace file                              default led_optimizer.ptz\n"
 		"  --small          CI-sized run: 256 pixels, 48 LEDs, 12 frames, 10 iterations, 2 threads\n");
 }
@@ -285,7 +285,7 @@ static void set_blas_threads(int n)
 
 int main(int argc, char **argv)
 {
-	struct cfg c = { .m = 4096, .n = 384, .frames = 128, .batch = 4, .iterations = 40, .threads = 4,
+	struct cfg c = { .m = 4096, .n = 384, .frames = 128, .batch = 4, .iterations = 40, .threads = default_threads(4, 0),
 			 .trace = PROG ".ptz" };
 	enum { O_PIXELS = 256, O_LEDS, O_FRAMES, O_BATCH, O_ITER, O_THREADS, O_TRACE, O_SMALL };
 	static const struct option longopts[] = {

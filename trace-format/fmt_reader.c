@@ -487,6 +487,11 @@ static int add_chunk(struct pt_reader *r, uint64_t off, const struct fmt_chunk_h
 	r->info.stored_bytes += h->stored_bytes;
 	if (h->kind == FMT_CHUNK_EVENTS)
 		r->info.event_chunks++;
+	if (h->comp != FMT_COMP_NONE) {
+		r->info.compressed_chunks++;
+		r->info.compressed_raw_bytes += h->raw_bytes;
+		r->info.compressed_stored_bytes += h->stored_bytes;
+	}
 	return 0;
 }
 

@@ -182,6 +182,12 @@ struct pt_trace_info {
 	uint64_t damaged_chunks;      /* chunks whose payload failed its checksum,
 				       * decompression or decoding (each counted once) */
 	int header_damaged;           /* the file header failed its checksum */
+	/* Since: 0.3.0. Of the chunks above, those stored zstd-compressed (comp = 1)
+	 * and the sums of their payload sizes; the others are stored as is (small
+	 * or incompressible payloads, doc/trace-format.md section 3.3). */
+	uint64_t compressed_chunks;
+	uint64_t compressed_raw_bytes;
+	uint64_t compressed_stored_bytes;
 };
 
 /** struct pt_chunk_info - one chunk, as its header describes it (size-versioned). */

@@ -42,7 +42,8 @@ run() {
 	rc=$?
 }
 
-# expect_usage DESC MESSAGE ARGS...: exit 2, MESSAGE and the usage on stderr, empty stdout
+# expect_usage DESC MESSAGE ARGS...: exit 2, MESSAGE and a short usage on stderr (at most 5 lines in
+# all, pointing to --help: the whole help buried the message), empty stdout
 expect_usage() {
 	local desc=$1 msg=$2
 	shift 2
@@ -51,6 +52,8 @@ expect_usage() {
 	[ "$rc" -eq 2 ] || why+=("exit status $rc, expected 2")
 	[ -s "$TMP/out" ] && why+=("stdout is not empty")
 	grep -q '^usage: ptanalyze' "$TMP/err" || why+=("no usage on stderr")
+	[ "$(wc -l <"$TMP/err")" -le 5 ] || why+=("$(wc -l <"$TMP/err") lines on stderr, not a short usage (at most 5)")
+	grep -q "ptanalyze --help" "$TMP/err" || why+=("stderr does not point to 'ptanalyze --help'")
 	grep -qF "ptanalyze: $msg" "$TMP/err" || why+=("stderr lacks 'ptanalyze: $msg'")
 	if [ ${#why[@]} -eq 0 ]; then ok "$desc"; else not_ok "$desc" "${why[@]}"; fi
 }
@@ -94,6 +97,54 @@ expect_usage "--until -1" "--until: expected seconds, got '-1'" "$S" --until -1
 expect_usage "--until before --since" "--until must be later than --since" "$S" --since 2 --until 1
 # a usage error wins before the trace is opened
 expect_usage "usage error with a missing trace" "--sort: unknown key 'x'" "$TMP/nosuch.ptz" --sort x
+# a mistyped command is named as such, with the nearest command, not taken for a trace
+expect_usage "mistyped command before a trace" "unknown command 'repot' (did you mean 'report'?)" repot "$S"
+expect_usage "mistyped command alone" "unknown command 'repot' (did you mean 'report'?)" repot
+expect_usage "swapped letters" "unknown command 'ifno' (did you mean 'info'?)" ifno "$S"
+expect_usage "mistyped compare" "unknown command 'compair' (did you mean 'compare'?)" compair "$S" "$S"
+expect_usage "unknown word before a trace" "unknown command 'frobnicate' (commands: report info" frobnicate "$S"
+# ... but a word that names an existing file is a trace
+cp "$S" "$TMP/repot"
+run "$TMP/repot"
+if [ "$rc" -eq 0 ] && grep -q '^process ' "$TMP/out"; then
+	ok "an existing file named like a mistyped command is read as a trace"
+else
+	not_ok "an existing file named like a mistyped command is read as a trace"
+fi
+ana_abs=$(cd "$(dirname "$ANA")" && pwd)/$(basename "$ANA")
+(cd "$TMP" && "$ana_abs" info repot >"$TMP/out" 2>"$TMP/err")
+if [ $? -eq 0 ] && grep -q '^process:' "$TMP/out"; then ok "info repot (a file): read"; else not_ok "info repot (a file): read"; fi
+(cd "$TMP" && "$ana_abs" repot --flat >"$TMP/out" 2>"$TMP/err")
+if [ $? -eq 0 ] && grep -q '^Sections by name' "$TMP/out"; then ok "repot --flat (a file in the cwd): read"; else not_ok "repot --flat (a file in the cwd): read"; fi
+# a missing trace stays a missing file, not a command
+run "$TMP/nosuch.ptz"
+if [ "$rc" -eq 1 ] && grep -q 'No such file' "$TMP/err" && ! grep -q 'unknown command' "$TMP/err"; then
+	ok "a missing trace is a missing file"
+else
+	not_ok "a missing trace is a missing file"
+fi
+
+# ---- info: zstd and stored chunks apart (a single ratio said 1.0x for a trace of small chunks,
+# which the recorder stores without trying zstd); the two kinds add up to the size line
+run info "$S"
+line=$(grep '^compression:' "$TMP/out")
+if [ "$rc" -eq 0 ] && [ "$line" = "compression:  zstd 1 of 5 chunks, 176 -> 175 bytes (1.0x); 4 stored as is, 179 bytes (small or incompressible)" ] &&
+	grep -q '^size: .* 5 chunks, payload 355 -> 354 bytes$' "$TMP/out"; then
+	ok "info: 1 zstd chunk (176 -> 175 bytes) and 4 stored (179 bytes) counted apart"
+else
+	not_ok "info: zstd and stored chunks counted apart" "compression line: '$line'"
+fi
+for t in "$C"/*.ptz; do
+	"$ANA" info "$t" >"$TMP/out" 2>"$TMP/err" || [ $? -eq 1 ] || continue
+	grep -q '^size:' "$TMP/out" || continue
+	if ! awk '/^size:/ { chunks = $4; stored = $9 }
+		/^compression:/ { z = $3; of = $5; zs = ($8 == "->") ? $9 : 0; n = $(NF - 8); b = $(NF - 4) }
+		END { exit !(of == chunks && z + n == chunks && zs + b == stored) }' "$TMP/out"; then
+		not_ok "info $(basename "$t"): zstd and stored chunks do not add up to the size line" "$(grep -E '^(size|compression):' "$TMP/out")"
+		bad_sum=1
+	fi
+done
+[ -z "${bad_sum:-}" ] && ok "info on every corrupt-corpus trace: zstd + stored chunks and bytes = the size line's"
 
 # ---- unreadable traces: exit 1, 'ptanalyze: PATH: ', nothing on stdout
 unreadable() {

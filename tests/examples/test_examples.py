@@ -245,6 +245,63 @@ def check_suggest(ana, prog, trace, tmp, doc):
           == sorted(p for p, r in rows.items() if r["self_ns"] >= 0.10 * span), repr(hot[:3]))
 
 
+# The examples' sizes without --small (which fixes 2 threads), for the default thread count; and
+# runs long enough (about 1 s) for suggest to see 4 workers on 2 CPUs as oversubscribed.
+SMALL_SIZES = {
+    "led_optimizer": ["--pixels", "256", "--leds", "48", "--frames", "12", "--iterations", "10"],
+    "compress_corpus": ["--max-files", "40", "--max-bytes", "2097152"],
+}
+BUSY_SIZES = {
+    "led_optimizer": ["--frames", "48"],
+    "compress_corpus": ["--max-bytes", "33554432"],
+}
+# CPUs the main thread keeps: compress_corpus's records "scan" before the workers and
+# "summary" after them, so it is alive all along; led_optimizer's records nothing after.
+MAIN_CPUS = {"led_optimizer": 0, "compress_corpus": 1}
+
+
+def check_default_threads(build, prog, tmp):
+    """Without --threads, an example starts one worker per CPU it may run on
+    (less the main thread's, MAIN_CPUS), 1 to 4 (./ptz.sh demo's first finding
+    was its own oversubscription: 4 workers on 2 CPUs): under this process's
+    affinity and pinned to one CPU; and, on 2 CPUs or more, suggest finds no
+    oversubscription in a run of about a second."""
+    exe = os.path.join(build, "examples", prog)
+    ana = os.path.join(build, "cli", "ptanalyze")
+    if not os.path.exists(exe):
+        return
+    cpus = sorted(os.sched_getaffinity(0))
+    trace = os.path.join(tmp, prog + ".default.ptz")
+    for pinned, want in ((None, max(1, min(4, len(cpus) - MAIN_CPUS[prog]))), ({cpus[0]}, 1)):
+        def pin(mask=pinned):
+            if mask:
+                os.sched_setaffinity(0, mask)
+        try:
+            p = subprocess.run([exe, "--trace", trace] + SMALL_SIZES[prog], cwd=tmp, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True, timeout=300, preexec_fn=pin)
+        except subprocess.TimeoutExpired:
+            p = None
+        m = re.search(r"\b(\d+) threads\b", p.stdout) if p is not None and p.returncode == 0 else None
+        where = f"{len(cpus)} CPUs" if pinned is None else "pinned to 1 CPU"
+        check_eq(f"{prog}: default worker threads on {where}", int(m.group(1)) if m else None, want)
+    if len(cpus) < 2:
+        print(f"skip {prog}: one CPU, where the main thread beside one worker is oversubscription")
+        return
+    # the trace recorded under this process's own affinity: every CPU it has
+    run([exe, "--trace", trace] + BUSY_SIZES[prog], cwd=tmp)
+    q = run([ana, trace, "--json", "-", "--no-progress"], cwd=tmp)
+    host = json.loads(q.stdout)["trace"]["host"] if q is not None and q.returncode == 0 else ""
+    peaks = os.path.join(tmp, "machine-cpus.json")
+    with open(peaks, "w") as f:
+        json.dump({"schema": "ptz-machine/1", "host": host, "cpus": len(cpus),
+                   "fp64_gflops": {"one_core": 1000.0, "all_cores": 4000.0},
+                   "memory_gbps": {"one_core": 1000.0, "all_cores": 4000.0}}, f)
+    q = run([ana, "suggest", trace, "--peaks", peaks, "--json", "-", "--no-progress"], cwd=tmp)
+    found = [x.get("class") for x in json.loads(q.stdout)["findings"]] if q is not None and q.returncode == 0 else None
+    check(f"{prog}: suggest on {len(cpus)} CPUs finds no oversubscription by default",
+          found is not None and "oversubscribed" not in found, repr(found))
+
+
 def main():
     if len(sys.argv) != 2:
         print("usage: test_examples.py BUILD_DIR", file=sys.stderr)
@@ -256,6 +313,7 @@ def main():
     with tempfile.TemporaryDirectory(prefix="ptz-examples-") as tmp:
         for prog in ("led_optimizer", "compress_corpus"):
             test_example(build, prog, tmp)
+            check_default_threads(build, prog, tmp)
     print(f"{passed} passed, {failed} failed")
     return 1 if failed else 0
 

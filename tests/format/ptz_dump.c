@@ -135,6 +135,8 @@ int main(int argc, char **argv)
 	       in->file_bytes, in->closed, in->header_damaged);
 	printf("chunks %" PRIu64 " event_chunks %" PRIu64 " raw_bytes %" PRIu64 " stored_bytes %" PRIu64 "\n",
 	       in->chunks, in->event_chunks, in->raw_bytes, in->stored_bytes);
+	printf("compressed_chunks %" PRIu64 " raw_bytes %" PRIu64 " stored_bytes %" PRIu64 "\n", in->compressed_chunks,
+	       in->compressed_raw_bytes, in->compressed_stored_bytes);
 	if (in->torn_tail_offset == UINT64_MAX)
 		printf("torn_tail none corrupt_regions %" PRIu64 "\n", in->corrupt_regions);
 	else

@@ -530,6 +530,9 @@ def dump(path):
 	ev = [c for c in r.chunks if c["kind"] == 1]
 	o.append("chunks %d event_chunks %d raw_bytes %d stored_bytes %d" % (
 		len(r.chunks), len(ev), sum(c["raw_bytes"] for c in r.chunks), sum(c["stored_bytes"] for c in r.chunks)))
+	z = [c for c in r.chunks if c["comp"] == 1]
+	o.append("compressed_chunks %d raw_bytes %d stored_bytes %d" % (
+		len(z), sum(c["raw_bytes"] for c in z), sum(c["stored_bytes"] for c in z)))
 	tt = "none" if r.torn_tail_offset == NONE else str(r.torn_tail_offset)
 	o.append("torn_tail %s corrupt_regions %d" % (tt, r.corrupt_regions))
 	o.append("ns_per_tick %s" % format(r.ns_per_tick(), ".17g"))

@@ -19,6 +19,9 @@ npm, installed with `npm ci` from tests/export/browser/package*.json (version
 pinned) into BUILD_ROOT/speedscope. When one is missing and we are root, it
 is installed here (apt-get, npm ci); with CI=true a failed install fails the
 check; a plain local run without root skips it (exit 77, with a message).
+PTZ_SKIP_BROWSER=1 skips the check on purpose (exit 77), e.g. where
+registry.npmjs.org cannot be reached; a failed `npm ci` prints how to fix it
+(a TLS-intercepting proxy's CA certificate) and how to skip.
 
 Profiles are served from a loopback HTTP server (127.0.0.1, ephemeral
 port, stopped at exit) and loaded with speedscope's #profileURL=...; every
@@ -41,6 +44,14 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 CI = os.environ.get("CI") == "true"
 IS_ROOT = os.geteuid() == 0
 SKIP = 77
+# Printed when `npm ci` fails: the usual cause on a fresh root (no network, or
+# a TLS-intercepting proxy: SELF_SIGNED_CERT_IN_CHAIN), its fixes, and the skip.
+NPM_HELP = """\
+npm ci fetches speedscope from registry.npmjs.org. Behind a TLS-intercepting proxy
+(npm says SELF_SIGNED_CERT_IN_CHAIN or UNABLE_TO_GET_ISSUER_CERT_LOCALLY), trust its CA:
+  cp proxy-ca.crt /usr/local/share/ca-certificates/ && update-ca-certificates
+  and NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt (or: npm config set cafile proxy-ca.crt)
+or skip this check: PTZ_SKIP_BROWSER=1 ./ptz.sh test   (export-browser then reports SKIP)"""
 
 n = 0
 failed = 0
@@ -57,10 +68,11 @@ def check(desc, ok, detail=""):
     return ok
 
 
-def unavailable(what):
+def unavailable(what, hint=None):
     """A tool is missing and could not be installed: fail in CI or as root, else skip."""
     if CI or IS_ROOT:
         print(f"FAIL: {what}", flush=True)
+        print(hint or "to skip this check: PTZ_SKIP_BROWSER=1 ./ptz.sh test", flush=True)
         sys.exit(1)
     print(f"SKIP: {what} (run as root, or install it: see setup.sh)", flush=True)
     sys.exit(SKIP)
@@ -261,12 +273,16 @@ def main():
         print(__doc__, file=sys.stderr)
         return 2
     ana, build, out = (os.path.abspath(a) for a in sys.argv[1:])
+    if os.environ.get("PTZ_SKIP_BROWSER", "") not in ("", "0"):
+        print("SKIP: PTZ_SKIP_BROWSER is set: speedscope in headless Chromium not checked", flush=True)
+        return SKIP
     chrome = ensure_chromium()
     if not chrome:
         unavailable("no chromium-headless-shell or chromium (Debian: apt-get install chromium-headless-shell)")
     index = ensure_speedscope(build)
     if not index:
-        unavailable("speedscope could not be installed (npm ci from tests/export/browser/package-lock.json)")
+        unavailable("speedscope could not be installed (npm ci from tests/export/browser/package-lock.json)",
+                    NPM_HELP)
     os.makedirs(out, exist_ok=True)
     work = tempfile.mkdtemp(prefix="ptz-browser-", dir=out)
     srv = None
