@@ -81,9 +81,30 @@ struct flusher {
 	struct exited_thread *exited; /* not yet in a written meta chunk */
 	size_t nexited, cexited;
 	uint64_t meta_retry_ns; /* not before this CLOCK_MONOTONIC time */
+	uint64_t stop_ns;       /* when chunk_level() first saw r->stop (CLOCK_MONOTONIC), 0 before */
 };
 
 #define META_RETRY_NS 100000000u /* 100 ms between retries while writes fail */
+
+/* The zstd level of the next chunk: the configured one, except once
+ * pt_close() has waited REC_FINAL_SLOW_NS for the flusher (full rings at
+ * level 19 held the exit 15 s and more): then REC_FINAL_FAST_LEVEL, unless
+ * the level is lower. Checked per chunk, as the stop may come in the
+ * middle of a pass over the rings. */
+static int chunk_level(struct flusher *f)
+{
+	const int level = f->r->zstd_level;
+	if (level <= REC_FINAL_FAST_LEVEL)
+		return level;
+	if (!f->stop_ns) {
+		/* relaxed: only picks a level; the loop's acquire load of stop
+		 * orders what the stop publishes */
+		if (!atomic_load_explicit(&f->r->stop, memory_order_relaxed))
+			return level;
+		f->stop_ns = rec_mono_ns();
+	}
+	return rec_mono_ns() - f->stop_ns < REC_FINAL_SLOW_NS ? level : REC_FINAL_FAST_LEVEL;
+}
 
 static void io_error(struct pt_recorder *r, int rc, uint64_t lost)
 {
@@ -112,8 +133,8 @@ static void meta_flush(struct flusher *f, int final)
 		.last_ticks = m->last_ticks,
 	};
 	size_t len = (size_t)(m->pos - m->buf);
-	int rc = final ? fmt_writer_append_final(f->r->w, &h, m->buf, len, f->r->zstd_level)
-		       : fmt_writer_append(f->r->w, &h, m->buf, len, f->r->zstd_level);
+	int rc = final ? fmt_writer_append_final(f->r->w, &h, m->buf, len, chunk_level(f))
+		       : fmt_writer_append(f->r->w, &h, m->buf, len, chunk_level(f));
 	uint64_t attempt = f->meta_attempt++;
 	if (rc) {
 		io_error(f->r, rc, 0); /* tables are written again later; not records */
@@ -289,7 +310,7 @@ static void event_flush(struct flusher *f, struct rec_ring *g)
 		.first_ticks = e->first_ticks,
 		.last_ticks = e->last_ticks,
 	};
-	int rc = fmt_writer_append(f->r->w, &h, e->buf, (size_t)(e->pos - e->buf), f->r->zstd_level);
+	int rc = fmt_writer_append(f->r->w, &h, e->buf, (size_t)(e->pos - e->buf), chunk_level(f));
 	if (rc) {
 		/* the application's records are lost; the loss counts stay
 		 * unreported and go into a later chunk */
