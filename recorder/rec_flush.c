@@ -1,7 +1,8 @@
 /*
  * recorder/rec_flush.c - the flusher thread.
  *
- * One background thread (all signals blocked) polls every ring of the
+ * One background thread (all signals blocked but SIGBUS, which the
+ * writer's guard catches: fmt_writer.c) polls every ring of the
  * registry under rcu_read_lock. A ring is drained when it holds at least
  * 1/16 of its capacity or its last drain is older than the flush interval;
  * draining copies slots into a chunk encoder (transcoding to delta ticks
@@ -519,6 +520,14 @@ static void *flusher_main(void *arg)
 {
 	struct flusher *f = arg;
 	struct pt_recorder *r = f->r;
+	/* A fault while SIGBUS is blocked kills the process whatever the
+	 * handler (the kernel resets it): the writer's guard needs it open,
+	 * here only (a SIGBUS sent to the process may then land here; the
+	 * guard passes it on to the program's disposition). */
+	sigset_t bus;
+	sigemptyset(&bus);
+	sigaddset(&bus, SIGBUS);
+	pthread_sigmask(SIG_UNBLOCK, &bus, NULL);
 	unsigned sleep_us = 1000;
 	const unsigned max_us = r->flush_ms * 1000u;
 	f->clock_step_ns = 10000000u; /* first periodic triple 10 ms after open */
