@@ -26,9 +26,10 @@
  * with the same break/continue meaning; the functions stay available.
  *
  * Environment (read by pt_open() and pt_default()):
- *   PTZ_TRACE       path template for pt_default(): %p = pid, %h = host name.
+ *   PTZ_TRACE       path template for pt_default(): %p = pid, %h = host name
+ *                   (see pt_open()).
  *   PTZ_RING_BYTES  per-thread ring size in bytes (rounded up to a power of two).
- *   PTZ_ZSTD_LEVEL  zstd compression level.
+ *   PTZ_ZSTD_LEVEL  zstd compression level (see pt_options.zstd_level).
  *   PTZ_FLUSH_MS    upper bound of the flusher's adaptive poll interval.
  *   PTZ_CLOCK       "monotonic" forces clock_gettime(CLOCK_MONOTONIC) ticks.
  * Explicit struct pt_options fields win over the environment.
@@ -61,7 +62,14 @@ typedef struct pt_recorder pt_recorder;
  * @zstd_level:        zstd level, 1..19 (negative = zstd's fast levels);
  *                     default 1 (level 1 compresses ~470 MB/s on one core,
  *                     level 3 ~130 MB/s: the flusher must keep up with
- *                     tens of millions of records per second).
+ *                     tens of millions of records per second). A level
+ *                     above 19 (zstd's "ultra" levels) is clamped to 19,
+ *                     one below zstd's lowest to that, each with a line on
+ *                     stderr; PTZ_ZSTD_LEVEL likewise. Exit stays bounded
+ *                     whatever the level: once pt_close() (or the exit)
+ *                     has waited 100 ms for the final drain, the rest is
+ *                     compressed at level 1 (full 8 MiB rings at level 19:
+ *                     seconds before, tenths of a second now).
  * @flush_interval_ms: upper bound of the flusher's adaptive poll (1..10 ms
  *                     by default); also how stale, at most, the file is
  *                     behind the producers; default 10.
@@ -169,9 +177,19 @@ enum pt_gpu_state {
 
 /**
  * pt_open() - Create a trace file and start recording into it.
- * @path: file to create; must not exist as a symlink (O_NOFOLLOW); created
- *        mode 0600, truncated if it exists. "%p" expands to the pid and "%h"
- *        to the host name. Must not be NULL.
+ * @path: file to create, exclusively (O_EXCL), mode exactly 0600 whatever
+ *        the umask. A regular file already there that belongs to the
+ *        effective user and has a single link (an earlier run's trace) is
+ *        replaced: unlinked, then created anew (a process still writing it
+ *        keeps its own copy). Anything else there is refused, never written
+ *        into: a symlink (ELOOP; never followed), another user's file or a
+ *        file with other hard links (EEXIST, said once on stderr), a
+ *        directory or device (EINVAL or the open's errno). "%p" expands to
+ *        the pid and "%h" to the host name made one file-name component:
+ *        every byte but ASCII letters, digits, '.', '-' and '_' becomes '_'
+ *        ('/' would leave the directory, control bytes reach terminals),
+ *        and a name that is empty, "." or ".." becomes "host", "_" or "__".
+ *        Must not be NULL.
  * @opt:  settings, or NULL for defaults and the environment.
  *
  * Writes the header and a first clock triple; starts the flusher thread
@@ -202,7 +220,8 @@ enum pt_gpu_state {
  * their rings are not copied into it.
  * Return: the recorder, or NULL with errno set: EBUSY while another recorder
  *         is open or in a child that inherited an open one (see fork()),
- *         EINVAL for a NULL path, or the errno of the failed
+ *         EINVAL for a NULL path, EEXIST or ELOOP for a file refused at
+ *         the path (see @path), or the errno of the failed
  *         open/posix_fallocate/mmap. The program goes on either way.
  */
 PT_API pt_recorder *pt_open(const char *path, const struct pt_options *opt);
