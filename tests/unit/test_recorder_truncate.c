@@ -43,6 +43,7 @@
 static pt_recorder *R;
 static atomic_bool stop_threads;
 static atomic_ullong emitted;
+static atomic_ullong batches; /* of 256 sections, by all threads */
 
 static void *recorder_thread(void *arg)
 {
@@ -58,6 +59,7 @@ static void *recorder_thread(void *arg)
 			pt_end(R, a);
 		}
 		n += 256 * 5;
+		atomic_fetch_add(&batches, 1);
 		struct timespec ts = { 0, 50000 }; /* leave the flusher some CPU on 2 cores */
 		nanosleep(&ts, NULL);
 	}
@@ -151,10 +153,17 @@ static int truncate_child(const char *path, enum cut cut, long delay_ms)
 			break;
 		sleep_ms(1);
 	}
-	sleep_ms(20);
+	/* records made after the flusher met the cut: lost, and counted */
+	const unsigned long long b0 = atomic_load(&batches);
+	while (atomic_load(&batches) < b0 + 2 * NTHREADS && mono_s() - t0 < 10.0)
+		sleep_ms(1);
 	stop_and_join(t);
 	int rc = pt_close(R);
 	pt_stats(R, &st);
+	/* said for a failure's diagnosis (the parent prints the exit code) */
+	fprintf(stderr, "# cut %s at %ld ms (committed %llu, size %llu): records %llu lost %llu, error %d, close %d\n",
+		cut_name[cut], delay_ms, (unsigned long long)committed, (unsigned long long)size,
+		(unsigned long long)st.records, (unsigned long long)st.lost_records, st.last_io_error, rc);
 	if (st.records + st.lost_records != atomic_load(&emitted))
 		return CHILD_SUM;
 	if (cut == CUT_SIZE && (rc != 0 || st.last_io_error != 0))
