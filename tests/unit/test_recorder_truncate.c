@@ -15,9 +15,10 @@
  *  - a file renamed over the trace, then the trace unlinked: no error, the
  *    recorder keeps writing its own (now nameless) file;
  *  - a SIGBUS that is not the flusher's goes where it went before the
- *    recorder was opened: the default action (killed by SIGBUS; under a
- *    sanitizer, its report), an SA_SIGINFO handler (with the fault
- *    address), a plain handler; a SIGBUS sent with kill() too.
+ *    recorder was opened: the default action (killed by SIGBUS), or under
+ *    a sanitizer its handler (its report, then a non-zero exit), an
+ *    SA_SIGINFO handler (with the fault address), a plain handler; a
+ *    SIGBUS sent with kill() too.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -285,6 +286,14 @@ static void plain_handler(int sig)
 	_exit(sig == SIGBUS ? 43 : 41);
 }
 
+/* SIGBUS's disposition at startup, before cmocka installs its own: SIG_DFL,
+ * or under ASan/UBSan the sanitizer's handler, which must keep working. */
+static struct sigaction startup_bus;
+__attribute__((constructor)) static void save_startup_bus(void)
+{
+	sigaction(SIGBUS, NULL, &startup_bus);
+}
+
 enum prior { PRIOR_DEFAULT, PRIOR_INFO, PRIOR_PLAIN };
 struct chain_case {
 	enum prior prior;
@@ -305,10 +314,12 @@ static int chain_child(void *arg)
 		sa.sa_sigaction = info_handler;
 		sa.sa_flags = SA_SIGINFO;
 		sigaction(SIGBUS, &sa, NULL);
-	} else {
-		/* cmocka's own handler otherwise */
-		sa.sa_handler = c->prior == PRIOR_PLAIN ? plain_handler : SIG_DFL;
+	} else if (c->prior == PRIOR_PLAIN) {
+		sa.sa_handler = plain_handler;
 		sigaction(SIGBUS, &sa, NULL);
+	} else {
+		/* the disposition before cmocka's: SIG_DFL, or a sanitizer's */
+		sigaction(SIGBUS, &startup_bus, NULL);
 	}
 	char trace[4300], file[4300];
 	snprintf(trace, sizeof(trace), "%s.ptz", c->path);
