@@ -121,7 +121,11 @@ struct pt_metrics {
  * @chunks:        chunks written (event and meta).
  * @bytes_written: bytes committed to the file, header included.
  * @threads:       threads that have recorded.
- * @last_io_error: errno of the last I/O failure, 0 if none.
+ * @last_io_error: errno of the last I/O failure, 0 if none. EIO when the
+ *                 file was truncated by another process (truncate,
+ *                 logrotate copytruncate): nothing more is written to it,
+ *                 and every record drained from then on is in
+ *                 @lost_records (the file cannot hold that loss).
  * @gpu_launched:  GPU halves recorded by pt_gpu_begin() (events queued).
  * @gpu_ranges:    GPU ranges resolved and handed to the flusher.
  * @gpu_dropped:   GPU halves not timed: pool empty, capturing, CUDA error,
@@ -193,7 +197,19 @@ enum pt_gpu_state {
  * @opt:  settings, or NULL for defaults and the environment.
  *
  * Writes the header and a first clock triple; starts the flusher thread
- * (all signals blocked in it). No calibration sleep.
+ * (all signals blocked in it but SIGBUS). No calibration sleep.
+ * SIGBUS: the first pt_open() of the process installs a SIGBUS handler
+ * (sigaction, SA_SIGINFO) that catches only the faults of the flusher's
+ * own stores into the mapped trace, which happen when another process
+ * truncates the file: recording into it then ends with EIO (see
+ * pt_stats()) and the program goes on. Every other SIGBUS (another
+ * address or thread, or sent with kill()) goes to the disposition that
+ * was installed before: its handler is called, or the default action
+ * taken. It stays installed after pt_close(). A program that installs its
+ * own SIGBUS handler afterwards replaces it: the guard then works only if
+ * that handler calls the one it replaced for the faults it does not
+ * handle (sanitizers do); otherwise a truncation of the trace reaches
+ * that handler, or kills the program under SIG_DFL.
  * Context: any thread; blocking I/O; allocates. Not async-signal-safe.
  * fork() (without exec): a child never writes into the parent's file.
  * If @path has "%p", the handle the child inherits records into the
@@ -236,8 +252,11 @@ PT_API pt_recorder *pt_open(const char *path, const struct pt_options *opt);
  * pt_open() returns the same handle: after a later pt_open(), calls through
  * a handle kept from an earlier one (pt_close() included) act on the
  * recorder now open.
+ * A file found truncated by another process is left as it is (neither
+ * truncated again nor marked closed).
  * Context: any thread but the flusher; blocks until the flusher has finished.
- * Return: 0, or -errno of the last I/O error met while recording.
+ * Return: 0, or -errno of the last I/O error met while recording (-EIO
+ *         for a file truncated under the recorder).
  */
 PT_API int pt_close(pt_recorder *r);
 

@@ -18,7 +18,9 @@
  *    recorder was opened: the default action (killed by SIGBUS), or under
  *    a sanitizer its handler (its report, then a non-zero exit), an
  *    SA_SIGINFO handler (with the fault address), a plain handler; a
- *    SIGBUS sent with kill() too.
+ *    SIGBUS sent with kill() too;
+ *  - a SIGBUS handler installed after pt_open() that chains to the one it
+ *    replaced keeps the guard working (truncation to 0 survived).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -382,6 +384,71 @@ static void test_foreign_sigbus_reaches_program_handlers(void **state)
 	check_chain(PRIOR_PLAIN, true, "chain-plain-sent");
 }
 
+/* ---- a handler the program installs after pt_open() ---- */
+
+static struct sigaction late_prev; /* what it replaced: the recorder's guard */
+static atomic_int late_calls;
+
+/* Chains to what it replaced, as sanitizers and careful libraries do. */
+static void late_handler(int sig, siginfo_t *si, void *uc)
+{
+	atomic_fetch_add(&late_calls, 1);
+	if (late_prev.sa_flags & SA_SIGINFO)
+		late_prev.sa_sigaction(sig, si, uc);
+	else
+		_exit(CHILD_STAT);
+}
+
+static int late_handler_child(void *arg)
+{
+	const char *path = arg;
+	R = pt_open(path, NULL);
+	if (!R)
+		return CHILD_OPEN;
+	pthread_t t[NTHREADS];
+	start_threads(t);
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sigemptyset(&sa.sa_mask);
+	sa.sa_sigaction = late_handler;
+	sa.sa_flags = SA_SIGINFO;
+	sigaction(SIGBUS, &sa, &late_prev);
+	sleep_ms(20);
+	if (truncate(path, 0)) /* every mapped page past the end: the next store faults */
+		return CHILD_TRUNCATE;
+	const double t0 = mono_s();
+	struct pt_stats_info st;
+	do {
+		sleep_ms(1);
+		pt_stats(R, &st);
+	} while (!st.last_io_error && mono_s() - t0 < 5.0);
+	const unsigned long long b0 = atomic_load(&batches);
+	while (atomic_load(&batches) < b0 + 2 * NTHREADS && mono_s() - t0 < 10.0)
+		sleep_ms(1);
+	stop_and_join(t);
+	int rc = pt_close(R);
+	pt_stats(R, &st);
+	if (atomic_load(&late_calls) == 0)
+		return CHILD_STAT;
+	if (st.last_io_error != EIO || rc != -EIO)
+		return CHILD_NO_ERROR;
+	if (st.lost_records == 0)
+		return CHILD_NO_LOSS;
+	return st.records + st.lost_records == atomic_load(&emitted) ? CHILD_OK : CHILD_SUM;
+}
+
+/* recorder.h: a handler installed after pt_open() that passes on what it
+ * does not handle keeps the guard working. */
+static void test_late_chaining_handler_keeps_guard(void **state)
+{
+	(void)state;
+	int status = in_child(late_handler_child, tu_path("late.ptz"));
+	if (WIFSIGNALED(status))
+		fail_msg("killed by signal %d", WTERMSIG(status));
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -389,6 +456,7 @@ int main(void)
 		cmocka_unit_test(test_replaced_and_unlinked_file),
 		cmocka_unit_test(test_foreign_sigbus_default_action),
 		cmocka_unit_test(test_foreign_sigbus_reaches_program_handlers),
+		cmocka_unit_test(test_late_chaining_handler_keeps_guard),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
