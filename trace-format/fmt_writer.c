@@ -86,7 +86,7 @@ struct fmt_writer {
 
 struct fmt_guard {
 	sigjmp_buf jb;
-	const uint8_t *lo[2], *hi[2]; /* the mappings being stored into */
+	uintptr_t lo[2], hi[2]; /* the mappings being stored into: [lo, hi) */
 };
 
 /* The guard of the calling thread's stores, or NULL. initial-exec: the
@@ -134,7 +134,7 @@ static void guard_handler(int sig, siginfo_t *si, void *uc)
 {
 	struct fmt_guard *g = guard_cur;
 	if (g && si->si_code == BUS_ADRERR) {
-		const uint8_t *a = si->si_addr;
+		const uintptr_t a = (uintptr_t)si->si_addr;
 		for (int i = 0; i < 2; i++)
 			if (a >= g->lo[i] && a < g->hi[i]) {
 				guard_cur = NULL;
@@ -377,10 +377,10 @@ static int append(struct fmt_writer *w, const struct fmt_chunk_hdr *hin, const u
 	uint8_t *dst = w->win + (start - w->win_off);
 	uint8_t *payload = dst + PT_FMT_CHUNK_HEADER_BYTES;
 	struct fmt_guard g;
-	g.lo[0] = w->win;
-	g.hi[0] = w->win + w->win_len;
-	g.lo[1] = w->hdr_map;
-	g.hi[1] = w->hdr_map + PT_FMT_HEADER_BYTES;
+	g.lo[0] = (uintptr_t)w->win;
+	g.hi[0] = g.lo[0] + w->win_len;
+	g.lo[1] = (uintptr_t)w->hdr_map;
+	g.hi[1] = g.lo[1] + PT_FMT_HEADER_BYTES;
 	if (sigsetjmp(g.jb, 1)) {
 		/* a store faulted: the file is shorter than the mapping. Nothing
 		 * set after sigsetjmp() is read here. */
