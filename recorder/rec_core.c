@@ -1003,6 +1003,21 @@ static int env_int(const char *name, int dflt, long lo, long hi)
 	return v ? (int)v : dflt;
 }
 
+/*
+ * A zstd level in [ZSTD_minCLevel(), REC_MAX_LEVEL]; one outside is clamped
+ * with a note on stderr naming @from (the program goes on, the mistake is
+ * not silent). Above 19, zstd's "ultra" levels use windows of up to 128 MiB
+ * and compress at a few hundred KB/s: no recorder keeps up with that.
+ */
+static int clamp_level(int v, const char *from)
+{
+	int c = v > REC_MAX_LEVEL ? REC_MAX_LEVEL : v < ZSTD_minCLevel() ? ZSTD_minCLevel() : v;
+	if (c != v)
+		fprintf(stderr, "ptz: zstd level %d (%s) is outside %d..%d; using %d\n", v, from, ZSTD_minCLevel(),
+			REC_MAX_LEVEL, c);
+	return c;
+}
+
 static size_t pow2_ring(size_t bytes)
 {
 	if (bytes < REC_MIN_RING)
@@ -1040,7 +1055,32 @@ static void read_comm(char *buf, size_t cap)
 	fclose(f);
 }
 
-/* Expands %p (pid) and %h (host) into @out. */
+/*
+ * The host name as one file-name component for %h, into @out[@cap]: every
+ * byte other than an ASCII letter, digit, '.', '-' or '_' becomes '_' (a
+ * '/' would leave the trace directory, control bytes end up in file names
+ * and terminals); a name that is empty, "." or ".." (which would name a
+ * directory) becomes "host", "_" or "__". gethostname() failing gives "host".
+ */
+static void host_component(char *out, size_t cap)
+{
+	if (gethostname(out, cap) != 0)
+		out[0] = 0;
+	out[cap - 1] = 0;
+	size_t n = strlen(out);
+	for (size_t i = 0; i < n; i++) {
+		const unsigned char c = (unsigned char)out[i];
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+		      c == '-' || c == '_'))
+			out[i] = '_';
+	}
+	if (n == 0)
+		snprintf(out, cap, "host");
+	else if (strcmp(out, ".") == 0 || strcmp(out, "..") == 0)
+		memset(out, '_', n);
+}
+
+/* Expands %p (pid) and %h (host, host_component()) into @out. */
 static int expand_path(const char *in, char *out, size_t cap)
 {
 	size_t o = 0;
@@ -1051,9 +1091,7 @@ static int expand_path(const char *in, char *out, size_t cap)
 			snprintf(tmp, sizeof(tmp), "%d", (int)getpid());
 			ins = tmp;
 		} else if (p[0] == '%' && p[1] == 'h') {
-			if (gethostname(tmp, sizeof(tmp)) != 0)
-				strcpy(tmp, "host");
-			tmp[sizeof(tmp) - 1] = 0;
+			host_component(tmp, sizeof(tmp));
 			ins = tmp;
 		}
 		if (ins) {
@@ -1101,7 +1139,8 @@ static int open_locked(struct pt_recorder *r, const char *path, const struct pt_
 		}
 	}
 	r->ring_bytes = pow2_ring(o.ring_bytes ? o.ring_bytes : env_size("PTZ_RING_BYTES", REC_DEFAULT_RING));
-	r->zstd_level = o.zstd_level ? o.zstd_level : env_int("PTZ_ZSTD_LEVEL", 1, ZSTD_minCLevel(), ZSTD_maxCLevel());
+	r->zstd_level = o.zstd_level ? clamp_level(o.zstd_level, "pt_options.zstd_level")
+				     : clamp_level(env_int("PTZ_ZSTD_LEVEL", 1, INT_MIN, INT_MAX), "PTZ_ZSTD_LEVEL");
 	r->flush_ms = o.flush_interval_ms ? o.flush_interval_ms : (unsigned)env_int("PTZ_FLUSH_MS", 10, 0, INT_MAX);
 	if (r->flush_ms > 10000)
 		r->flush_ms = 10000;
@@ -1126,6 +1165,11 @@ static int open_locked(struct pt_recorder *r, const char *path, const struct pt_
 	uint32_t bracket;
 	rec_clock_triple(&hd.start_ticks, &hd.start_mono_ns, &hd.start_real_ns, &bracket);
 	rc = fmt_writer_open(fpath, &hd, &r->w);
+	if (rc == -EEXIST) /* refused, not a failure of the system: say why */
+		fprintf(stderr,
+			"ptz: not writing a trace into %s: that file belongs to another user or has other links "
+			"(remove it or choose another path)\n",
+			fpath);
 	if (rc)
 		return rc;
 	/* the flusher's small chunks (a quiet thread, every flush interval)

@@ -1,7 +1,8 @@
 /*
  * recorder/rec_flush.c - the flusher thread.
  *
- * One background thread (all signals blocked) polls every ring of the
+ * One background thread (all signals blocked but SIGBUS, which the
+ * writer's guard catches: fmt_writer.c) polls every ring of the
  * registry under rcu_read_lock. A ring is drained when it holds at least
  * 1/16 of its capacity or its last drain is older than the flush interval;
  * draining copies slots into a chunk encoder (transcoding to delta ticks
@@ -81,9 +82,30 @@ struct flusher {
 	struct exited_thread *exited; /* not yet in a written meta chunk */
 	size_t nexited, cexited;
 	uint64_t meta_retry_ns; /* not before this CLOCK_MONOTONIC time */
+	uint64_t stop_ns;       /* when chunk_level() first saw r->stop (CLOCK_MONOTONIC), 0 before */
 };
 
 #define META_RETRY_NS 100000000u /* 100 ms between retries while writes fail */
+
+/* The zstd level of the next chunk: the configured one, except once
+ * pt_close() has waited REC_FINAL_SLOW_NS for the flusher (full rings at
+ * level 19 held the exit 15 s and more): then REC_FINAL_FAST_LEVEL, unless
+ * the level is lower. Checked per chunk, as the stop may come in the
+ * middle of a pass over the rings. */
+static int chunk_level(struct flusher *f)
+{
+	const int level = f->r->zstd_level;
+	if (level <= REC_FINAL_FAST_LEVEL)
+		return level;
+	if (!f->stop_ns) {
+		/* relaxed: only picks a level; the loop's acquire load of stop
+		 * orders what the stop publishes */
+		if (!atomic_load_explicit(&f->r->stop, memory_order_relaxed))
+			return level;
+		f->stop_ns = rec_mono_ns();
+	}
+	return rec_mono_ns() - f->stop_ns < REC_FINAL_SLOW_NS ? level : REC_FINAL_FAST_LEVEL;
+}
 
 static void io_error(struct pt_recorder *r, int rc, uint64_t lost)
 {
@@ -112,8 +134,8 @@ static void meta_flush(struct flusher *f, int final)
 		.last_ticks = m->last_ticks,
 	};
 	size_t len = (size_t)(m->pos - m->buf);
-	int rc = final ? fmt_writer_append_final(f->r->w, &h, m->buf, len, f->r->zstd_level)
-		       : fmt_writer_append(f->r->w, &h, m->buf, len, f->r->zstd_level);
+	int rc = final ? fmt_writer_append_final(f->r->w, &h, m->buf, len, chunk_level(f))
+		       : fmt_writer_append(f->r->w, &h, m->buf, len, chunk_level(f));
 	uint64_t attempt = f->meta_attempt++;
 	if (rc) {
 		io_error(f->r, rc, 0); /* tables are written again later; not records */
@@ -289,7 +311,7 @@ static void event_flush(struct flusher *f, struct rec_ring *g)
 		.first_ticks = e->first_ticks,
 		.last_ticks = e->last_ticks,
 	};
-	int rc = fmt_writer_append(f->r->w, &h, e->buf, (size_t)(e->pos - e->buf), f->r->zstd_level);
+	int rc = fmt_writer_append(f->r->w, &h, e->buf, (size_t)(e->pos - e->buf), chunk_level(f));
 	if (rc) {
 		/* the application's records are lost; the loss counts stay
 		 * unreported and go into a later chunk */
@@ -498,6 +520,14 @@ static void *flusher_main(void *arg)
 {
 	struct flusher *f = arg;
 	struct pt_recorder *r = f->r;
+	/* A fault while SIGBUS is blocked kills the process whatever the
+	 * handler (the kernel resets it): the writer's guard needs it open,
+	 * here only (a SIGBUS sent to the process may then land here; the
+	 * guard passes it on to the program's disposition). */
+	sigset_t bus;
+	sigemptyset(&bus);
+	sigaddset(&bus, SIGBUS);
+	pthread_sigmask(SIG_UNBLOCK, &bus, NULL);
 	unsigned sleep_us = 1000;
 	const unsigned max_us = r->flush_ms * 1000u;
 	f->clock_step_ns = 10000000u; /* first periodic triple 10 ms after open */

@@ -60,6 +60,13 @@
 #define REC_MIN_RING (4u << 10)
 #define REC_MAX_RING (1u << 30)
 #define REC_STORE_BELOW 4096 /* chunk payloads below this are not compressed */
+#define REC_MAX_LEVEL 19     /* highest zstd level used (higher ones are clamped: rec_core.c) */
+/* At pt_close() (and exit), the final drain compresses at the configured
+ * level for REC_FINAL_SLOW_NS, then at most at REC_FINAL_FAST_LEVEL, so
+ * that full rings at a high level do not hold the exit for seconds
+ * (rec_flush.c chunk_level()). */
+#define REC_FINAL_SLOW_NS 100000000u
+#define REC_FINAL_FAST_LEVEL 1
 
 /* Slot kinds (ring only; the flusher transcodes them to §4 records). */
 enum rec_slot_kind {

@@ -17,10 +17,42 @@
  * A reserve (FINAL_RESERVE_BYTES) is kept allocated past the end, so the
  * final tables and loss records can still be written after the disk filled.
  *
+ * Creation (§5 step 1): the file is created exclusively (O_EXCL, never
+ * through a symlink) and set to mode 0600 whatever the umask. A file already
+ * at the path is replaced (unlinked, then created anew) only if it is a
+ * regular file of the effective user with a single link: another user's
+ * file, or one linked elsewhere, is refused (-EEXIST) rather than written
+ * into. The header is written with pwrite() before any page is mapped.
+ *
+ * Truncation by another process (truncate -s 0, logrotate copytruncate):
+ * the mapped pages past the new end of file fault with SIGBUS on the next
+ * store. Every store into a mapping (the chunk, its header, the committed
+ * length) is made inside a guard: a process-wide SIGBUS handler, installed
+ * at the first fmt_writer_open() with sigaction(), siglongjmp()s out of a
+ * BUS_ADRERR fault that hits the mapping the calling thread is guarding
+ * (a thread-local pointer, set only around those stores). The append then
+ * fails with -EIO and the writer is dead: every later append fails at once
+ * and close neither truncates nor marks the file. A SIGBUS that is not
+ * ours (another address, another thread, outside the guard, sent by
+ * kill()) is passed on to the handler installed before ours: an SA_SIGINFO
+ * or plain handler is called (SA_RESETHAND honoured), SIG_DFL and a fault
+ * under SIG_IGN get the default action (restored, then the signal raised
+ * again), a sent signal under SIG_IGN is ignored. The handler uses only
+ * async-signal-safe calls and an initial-exec TLS pointer. A shrink the
+ * stores did not fault on (it only cut a page already being written) is
+ * caught by an fstat() before each commit and at close, with the same
+ * outcome. A program that installs its own SIGBUS handler after the first
+ * writer opened replaces the guard unless that handler chains to ours.
+ *
  * Not thread-safe: one writing thread.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdatomic.h> /* atomic_signal_fence */
+#include <stdbool.h>
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -47,7 +79,85 @@ struct fmt_writer {
 	ZSTD_CCtx *cctx;
 	long page;
 	size_t store_below; /* payloads shorter than this are stored, not compressed */
+	int dead;           /* -EIO once the file shrank under us: nothing more is written */
 };
+
+/* ---- SIGBUS guard (see the top of this file) ---- */
+
+struct fmt_guard {
+	sigjmp_buf jb;
+	uintptr_t lo[2], hi[2]; /* the mappings being stored into: [lo, hi) */
+};
+
+/* The guard of the calling thread's stores, or NULL. initial-exec: the
+ * handler reads it, and a dynamic TLS access could allocate. */
+static __thread struct fmt_guard *guard_cur __attribute__((tls_model("initial-exec")));
+static struct sigaction guard_prev; /* written once, before our handler is installed */
+static pthread_once_t guard_once = PTHREAD_ONCE_INIT;
+
+static void guard_default(int sig)
+{
+	struct sigaction d;
+	memset(&d, 0, sizeof(d));
+	d.sa_handler = SIG_DFL;
+	sigemptyset(&d.sa_mask);
+	sigaction(sig, &d, NULL);
+}
+
+/* Hands a SIGBUS that is not ours to the disposition found at install. */
+static void guard_chain(int sig, siginfo_t *si, void *uc)
+{
+	const struct sigaction *p = &guard_prev;
+	if (p->sa_flags & SA_SIGINFO) {
+		void (*fn)(int, siginfo_t *, void *) = p->sa_sigaction;
+		if (p->sa_flags & SA_RESETHAND)
+			guard_default(sig);
+		fn(sig, si, uc);
+		return;
+	}
+	if (p->sa_handler == SIG_IGN && si->si_code <= 0)
+		return; /* sent by a process, and ignored as it would have been */
+	if (p->sa_handler == SIG_DFL || p->sa_handler == SIG_IGN) {
+		/* the default action (a fault under SIG_IGN too, as the kernel
+		 * does): pending while this handler runs, taken on return */
+		guard_default(sig);
+		raise(sig);
+		return;
+	}
+	void (*fn)(int) = p->sa_handler;
+	if (p->sa_flags & SA_RESETHAND)
+		guard_default(sig);
+	fn(sig);
+}
+
+static void guard_handler(int sig, siginfo_t *si, void *uc)
+{
+	struct fmt_guard *g = guard_cur;
+	if (g && si->si_code == BUS_ADRERR) {
+		const uintptr_t a = (uintptr_t)si->si_addr;
+		for (int i = 0; i < 2; i++)
+			if (a >= g->lo[i] && a < g->hi[i]) {
+				guard_cur = NULL;
+				siglongjmp(g->jb, 1); /* to guarded_store(): restores the signal mask */
+			}
+	}
+	const int saved = errno;
+	guard_chain(sig, si, uc);
+	errno = saved;
+}
+
+static void guard_install(void)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = guard_handler;
+	sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+	sigemptyset(&sa.sa_mask);
+	/* read the old disposition first: guard_prev is complete before any
+	 * SIGBUS can reach guard_handler() */
+	if (sigaction(SIGBUS, NULL, &guard_prev) == 0)
+		sigaction(SIGBUS, &sa, NULL);
+}
 
 static void put_str(uint8_t *h, size_t off, size_t field, const char *s)
 {
@@ -59,11 +169,25 @@ static void put_str(uint8_t *h, size_t off, size_t field, const char *s)
 		memcpy(h + off + 2, s, n);
 }
 
+/* Whether the file is still at least @len bytes long (not truncated by
+ * another process); on a shrink the writer is dead. 0 or -EIO. */
+static int check_size(struct fmt_writer *w, uint64_t len)
+{
+	struct stat st;
+	if (fstat(w->fd, &st) == 0 && (uint64_t)st.st_size < len)
+		w->dead = -EIO;
+	return w->dead;
+}
+
 static int reserve(struct fmt_writer *w, uint64_t end, int use_reserve)
 {
 	uint64_t want = end + (use_reserve ? 0 : FINAL_RESERVE_BYTES);
 	if (want <= w->alloc_end)
 		return 0;
+	/* posix_fallocate() would extend a file truncated under us back to a
+	 * hole-filled one: stop instead */
+	if (check_size(w, w->alloc_end))
+		return w->dead;
 	uint64_t new_end = (want + GROW_BYTES - 1) / GROW_BYTES * GROW_BYTES;
 	int rc = posix_fallocate(w->fd, (off_t)w->alloc_end, (off_t)(new_end - w->alloc_end));
 	if (rc != 0) {
@@ -101,16 +225,63 @@ static int window(struct fmt_writer *w, uint64_t off, size_t len)
 	return 0;
 }
 
+/*
+ * Creates @path exclusively, mode exactly 0600 (§5 step 1). An existing
+ * regular file of the effective user with one link is unlinked first (a
+ * rerun overwriting its own trace); a symlink is -ELOOP, another kind of
+ * file -EINVAL, another user's file or one with other links -EEXIST.
+ * Return: the descriptor, or -errno.
+ */
+static int create_file(const char *path)
+{
+	for (int tries = 0; tries < 8; tries++) {
+		int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+		if (fd >= 0) {
+			struct stat st;
+			/* the umask may have taken bits off 0600; a file system
+			 * without modes may refuse fchmod(): fine if it shows
+			 * no access for group and others */
+			if (fchmod(fd, 0600) != 0 && (fstat(fd, &st) != 0 || (st.st_mode & 077))) {
+				int e = -errno;
+				close(fd);
+				unlink(path);
+				return e ? e : -EPERM;
+			}
+			return fd;
+		}
+		if (errno != EEXIST)
+			return -errno;
+		struct stat st;
+		if (lstat(path, &st) != 0) {
+			if (errno == ENOENT)
+				continue; /* removed meanwhile: create it */
+			return -errno;
+		}
+		if (S_ISLNK(st.st_mode))
+			return -ELOOP;
+		if (!S_ISREG(st.st_mode))
+			return -EINVAL;
+		if (st.st_uid != geteuid() || st.st_nlink != 1)
+			return -EEXIST;
+		/* our own earlier trace: a process still writing it keeps its
+		 * (now unlinked) file, where O_TRUNC would have cut it */
+		if (unlink(path) != 0 && errno != ENOENT)
+			return -errno;
+	}
+	return -EEXIST;
+}
+
 int fmt_writer_open(const char *path, const struct fmt_writer_hdr *hd, struct fmt_writer **out)
 {
 	*out = NULL;
+	pthread_once(&guard_once, guard_install);
 	struct fmt_writer *w = calloc(1, sizeof(*w));
 	if (!w)
 		return -ENOMEM;
 	w->page = sysconf(_SC_PAGESIZE);
-	w->fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+	w->fd = create_file(path);
 	if (w->fd < 0) {
-		int e = -errno;
+		int e = w->fd;
 		free(w);
 		return e;
 	}
@@ -128,14 +299,14 @@ int fmt_writer_open(const char *path, const struct fmt_writer_hdr *hd, struct fm
 	rc = reserve(w, PT_FMT_HEADER_BYTES, 0);
 	if (rc)
 		goto fail;
-	w->hdr_map = mmap(NULL, PT_FMT_HEADER_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, w->fd, 0);
-	if (w->hdr_map == MAP_FAILED) {
-		w->hdr_map = NULL;
-		rc = -errno;
+	/* built here and written with pwrite(): a store into the mapping on
+	 * the caller's thread could fault (file truncated meanwhile) outside
+	 * the flusher's guard */
+	uint8_t *h = calloc(1, PT_FMT_HEADER_BYTES);
+	if (!h) {
+		rc = -ENOMEM;
 		goto fail;
 	}
-	uint8_t *h = w->hdr_map;
-	memset(h, 0, PT_FMT_HEADER_BYTES);
 	memcpy(h, FMT_MAGIC, 8);
 	fmt_put16(h + FMT_OFF_VERSION_MAJOR, PT_FMT_VERSION_MAJOR);
 	fmt_put16(h + FMT_OFF_VERSION_MINOR, PT_FMT_VERSION_MINOR);
@@ -152,6 +323,18 @@ int fmt_writer_open(const char *path, const struct fmt_writer_hdr *hd, struct fm
 	fmt_put64(h + FMT_OFF_HEADER_XXH, XXH3_64bits(h, FMT_OFF_HEADER_XXH));
 	w->head = PT_FMT_HEADER_BYTES;
 	fmt_put64(h + FMT_OFF_COMMITTED, w->head);
+	ssize_t n = pwrite(w->fd, h, PT_FMT_HEADER_BYTES, 0);
+	free(h);
+	if (n != (ssize_t)PT_FMT_HEADER_BYTES) {
+		rc = n < 0 ? -errno : -EIO;
+		goto fail;
+	}
+	w->hdr_map = mmap(NULL, PT_FMT_HEADER_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, w->fd, 0);
+	if (w->hdr_map == MAP_FAILED) {
+		w->hdr_map = NULL;
+		rc = -errno;
+		goto fail;
+	}
 	*out = w;
 	return 0;
 fail:
@@ -181,6 +364,8 @@ static int append(struct fmt_writer *w, const struct fmt_chunk_hdr *hin, const u
 {
 	if (raw_len > PT_FMT_MAX_CHUNK_RAW_BYTES)
 		return -PT_ETOOBIG;
+	if (w->dead)
+		return w->dead;
 	size_t bound = ZSTD_compressBound(raw_len);
 	uint64_t start = w->head;
 	int rc = reserve(w, start + PT_FMT_CHUNK_HEADER_BYTES + bound, use_reserve);
@@ -191,6 +376,21 @@ static int append(struct fmt_writer *w, const struct fmt_chunk_hdr *hin, const u
 		return rc;
 	uint8_t *dst = w->win + (start - w->win_off);
 	uint8_t *payload = dst + PT_FMT_CHUNK_HEADER_BYTES;
+	struct fmt_guard g;
+	g.lo[0] = (uintptr_t)w->win;
+	g.hi[0] = g.lo[0] + w->win_len;
+	g.lo[1] = (uintptr_t)w->hdr_map;
+	g.hi[1] = g.lo[1] + PT_FMT_HEADER_BYTES;
+	if (sigsetjmp(g.jb, 1)) {
+		/* a store faulted: the file is shorter than the mapping. Nothing
+		 * set after sigsetjmp() is read here. */
+		munmap(w->win, w->win_len);
+		w->win = NULL;
+		w->dead = -EIO;
+		return w->dead;
+	}
+	guard_cur = &g;
+	atomic_signal_fence(memory_order_seq_cst); /* the guard before the stores it covers */
 	struct fmt_chunk_hdr h = *hin;
 	size_t stored = raw_len < w->store_below ? raw_len
 						 : ZSTD_compressCCtx(w->cctx, payload, bound, raw, raw_len, level);
@@ -206,9 +406,16 @@ static int append(struct fmt_writer *w, const struct fmt_chunk_hdr *hin, const u
 	h.payload_xxh = XXH3_64bits(payload, stored);
 	fmt_chunk_hdr_write(dst, &h);
 	PT_TESTPOINT("chunk written, not committed");
-	w->head = start + PT_FMT_CHUNK_HEADER_BYTES + stored;
-	commit(w);
-	return 0;
+	const uint64_t end = start + PT_FMT_CHUNK_HEADER_BYTES + stored;
+	/* a shrink that cut only the page being written faults on nothing:
+	 * the chunk would be committed past the end of the file */
+	if (check_size(w, end) == 0) {
+		w->head = end;
+		commit(w);
+	}
+	atomic_signal_fence(memory_order_seq_cst); /* the stores before the guard ends */
+	guard_cur = NULL;
+	return w->dead;
 }
 
 int fmt_writer_append(struct fmt_writer *w, const struct fmt_chunk_hdr *h, const uint8_t *raw, size_t raw_len,
@@ -232,12 +439,22 @@ int fmt_writer_close(struct fmt_writer *w)
 		return 0;
 	if (w->win)
 		munmap(w->win, w->win_len);
-	/* Shrink to the committed length before marking the file closed: a
-	 * crash in between leaves a valid, merely unclosed, trace. */
-	if (ftruncate(w->fd, (off_t)w->head) != 0)
-		rc = -errno;
-	uint64_t flags = FMT_FLAG_CLOSED;
-	__atomic_store_n((uint64_t *)(void *)(w->hdr_map + FMT_OFF_FLAGS), flags, __ATOMIC_RELEASE);
+	/* A file truncated under us (writer dead, or shorter than what was
+	 * committed) is left as it is: truncating would extend it again. */
+	if (w->dead || check_size(w, w->head)) {
+		rc = w->dead;
+	} else {
+		/* Shrink to the committed length before marking the file closed:
+		 * a crash in between leaves a valid, merely unclosed, trace. */
+		if (ftruncate(w->fd, (off_t)w->head) != 0)
+			rc = -errno;
+		/* pwrite(), not a store into the mapping: this runs on the
+		 * caller's thread, outside any guard (same page cache page) */
+		uint8_t flags[8];
+		fmt_put64(flags, FMT_FLAG_CLOSED);
+		if (pwrite(w->fd, flags, sizeof(flags), FMT_OFF_FLAGS) != (ssize_t)sizeof(flags) && rc == 0)
+			rc = -EIO;
+	}
 	munmap(w->hdr_map, PT_FMT_HEADER_BYTES);
 	if (close(w->fd) != 0 && rc == 0)
 		rc = -errno;

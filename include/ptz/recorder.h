@@ -26,9 +26,10 @@
  * with the same break/continue meaning; the functions stay available.
  *
  * Environment (read by pt_open() and pt_default()):
- *   PTZ_TRACE       path template for pt_default(): %p = pid, %h = host name.
+ *   PTZ_TRACE       path template for pt_default(): %p = pid, %h = host name
+ *                   (see pt_open()).
  *   PTZ_RING_BYTES  per-thread ring size in bytes (rounded up to a power of two).
- *   PTZ_ZSTD_LEVEL  zstd compression level.
+ *   PTZ_ZSTD_LEVEL  zstd compression level (see pt_options.zstd_level).
  *   PTZ_FLUSH_MS    upper bound of the flusher's adaptive poll interval.
  *   PTZ_CLOCK       "monotonic" forces clock_gettime(CLOCK_MONOTONIC) ticks.
  * Explicit struct pt_options fields win over the environment.
@@ -99,7 +100,14 @@ typedef struct pt_recorder pt_recorder;
  * @zstd_level:        zstd level, 1..19 (negative = zstd's fast levels);
  *                     default 1 (level 1 compresses ~470 MB/s on one core,
  *                     level 3 ~130 MB/s: the flusher must keep up with
- *                     tens of millions of records per second).
+ *                     tens of millions of records per second). A level
+ *                     above 19 (zstd's "ultra" levels) is clamped to 19,
+ *                     one below zstd's lowest to that, each with a line on
+ *                     stderr; PTZ_ZSTD_LEVEL likewise. Exit stays bounded
+ *                     whatever the level: once pt_close() (or the exit)
+ *                     has waited 100 ms for the final drain, the rest is
+ *                     compressed at level 1 (full 8 MiB rings at level 19:
+ *                     seconds before, tenths of a second now).
  * @flush_interval_ms: upper bound of the flusher's adaptive poll (1..10 ms
  *                     by default); also how stale, at most, the file is
  *                     behind the producers; default 10.
@@ -155,7 +163,11 @@ struct pt_metrics {
  * @chunks:        chunks written (event and meta).
  * @bytes_written: bytes committed to the file, header included.
  * @threads:       threads that have recorded.
- * @last_io_error: errno of the last I/O failure, 0 if none.
+ * @last_io_error: errno of the last I/O failure, 0 if none. EIO when the
+ *                 file was truncated by another process (truncate,
+ *                 logrotate copytruncate): nothing more is written to it,
+ *                 and every record drained from then on is in
+ *                 @lost_records (the file cannot hold that loss).
  * @gpu_launched:  GPU halves recorded by pt_gpu_begin() (events queued).
  * @gpu_ranges:    GPU ranges resolved and handed to the flusher.
  * @gpu_dropped:   GPU halves not timed: pool empty, capturing, CUDA error,
@@ -211,15 +223,37 @@ enum pt_gpu_state {
 
 /**
  * pt_open() - Create a trace file and start recording into it.
- * @path: file to create; must not exist as a symlink (O_NOFOLLOW); created
- *        mode 0600, truncated if it exists. "%p" expands to the pid and "%h"
- *        to the host name. Must not be NULL.
+ * @path: file to create, exclusively (O_EXCL), mode exactly 0600 whatever
+ *        the umask. A regular file already there that belongs to the
+ *        effective user and has a single link (an earlier run's trace) is
+ *        replaced: unlinked, then created anew (a process still writing it
+ *        keeps its own copy). Anything else there is refused, never written
+ *        into: a symlink (ELOOP; never followed), another user's file or a
+ *        file with other hard links (EEXIST, said once on stderr), a
+ *        directory or device (EINVAL or the open's errno). "%p" expands to
+ *        the pid and "%h" to the host name made one file-name component:
+ *        every byte but ASCII letters, digits, '.', '-' and '_' becomes '_'
+ *        ('/' would leave the directory, control bytes reach terminals),
+ *        and a name that is empty, "." or ".." becomes "host", "_" or "__".
+ *        Must not be NULL.
  * @opt:  settings, or NULL for defaults and the environment.
  * @opt_bytes: sizeof(*@opt) as the caller compiled it (see Types); fields
  *        past it take their defaults. Ignored when @opt is NULL.
  *
  * Writes the header and a first clock triple; starts the flusher thread
- * (all signals blocked in it). No calibration sleep.
+ * (all signals blocked in it but SIGBUS). No calibration sleep.
+ * SIGBUS: the first pt_open() of the process installs a SIGBUS handler
+ * (sigaction, SA_SIGINFO) that catches only the faults of the flusher's
+ * own stores into the mapped trace, which happen when another process
+ * truncates the file: recording into it then ends with EIO (see
+ * pt_stats()) and the program goes on. Every other SIGBUS (another
+ * address or thread, or sent with kill()) goes to the disposition that
+ * was installed before: its handler is called, or the default action
+ * taken. It stays installed after pt_close(). A program that installs its
+ * own SIGBUS handler afterwards replaces it: the guard then works only if
+ * that handler calls the one it replaced for the faults it does not
+ * handle (sanitizers do); otherwise a truncation of the trace reaches
+ * that handler, or kills the program under SIG_DFL.
  * Context: any thread; blocking I/O; allocates. Not async-signal-safe.
  * fork() (without exec): a child never writes into the parent's file.
  * If @path has "%p", the handle the child inherits records into the
@@ -246,7 +280,8 @@ enum pt_gpu_state {
  * their rings are not copied into it.
  * Return: the recorder, or NULL with errno set: EBUSY while another recorder
  *         is open or in a child that inherited an open one (see fork()),
- *         EINVAL for a NULL path, E2BIG for an @opt larger than this
+ *         EINVAL for a NULL path, EEXIST or ELOOP for a file refused at
+ *         the path (see @path), E2BIG for an @opt larger than this
  *         library's struct pt_options whose extra bytes are not all zero
  *         (a setting this library does not have), or the errno of the failed
  *         open/posix_fallocate/mmap. The program goes on either way.
@@ -263,8 +298,11 @@ PT_API pt_recorder *pt_open(const char *path, const struct pt_options *opt, size
  * pt_open() returns the same handle: after a later pt_open(), calls through
  * a handle kept from an earlier one (pt_close() included) act on the
  * recorder now open.
+ * A file found truncated by another process is left as it is (neither
+ * truncated again nor marked closed).
  * Context: any thread but the flusher; blocks until the flusher has finished.
- * Return: 0, or -errno of the last I/O error met while recording.
+ * Return: 0, or -errno of the last I/O error met while recording (-EIO
+ *         for a file truncated under the recorder).
  */
 PT_API int pt_close(pt_recorder *r);
 
