@@ -1120,6 +1120,10 @@ static int expand_path(const char *in, char *out, size_t cap)
 static int open_locked(struct pt_recorder *r, const char *path, const struct pt_options *opt, bool enabled)
 {
 	rec_clock_init(); /* PTZ_CLOCK is read at every open */
+	/* the name table before fork_records is set below: a fork from now on
+	 * copies it whole, never its creation half done (rec_intern.c) */
+	if (!rec_intern_init())
+		return -ENOMEM;
 	char fpath[4096];
 	int rc = expand_path(path, fpath, sizeof(fpath));
 	if (rc)

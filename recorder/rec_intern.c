@@ -64,6 +64,16 @@ static void init(void)
 	table = cds_lfht_new(1024, 1024, 0, CDS_LFHT_AUTO_RESIZE | CDS_LFHT_ACCOUNTING, NULL);
 }
 
+/* The table's creation takes liburcu's locks and starts its resize
+ * worker: done at pt_open(), before a fork can copy them held (a child
+ * copies an open recorder's table, created), and otherwise at the first
+ * name lookup, when no fork takes the recorder's locks (rec_core.c). */
+bool rec_intern_init(void)
+{
+	pthread_once(&once, init);
+	return table != NULL;
+}
+
 struct key {
 	uint32_t domain;
 	const char *name;

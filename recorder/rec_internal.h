@@ -310,6 +310,9 @@ PT_INTERNAL struct rec_str *rec_intern_get(uint32_t id); /* NULL if not yet publ
 PT_INTERNAL uint32_t rec_domain_count(void);
 PT_INTERNAL const char *rec_domain_name(uint32_t id);
 PT_INTERNAL uint32_t rec_intern_lookup(uint32_t domain, const char *name); /* 0 if absent */
+/* Creates the intern table if it is not yet (pt_open(), before a fork can
+ * catch its creation's locks held); false if it could not be. */
+PT_INTERNAL bool rec_intern_init(void);
 /* The intern table's insertion lock around fork(): trylock (true if taken), unlock. */
 PT_INTERNAL bool rec_intern_fork_trylock(void);
 PT_INTERNAL void rec_intern_fork_unlock(void);

@@ -19,7 +19,10 @@
  *    a PTZ_TRACE recorder is finalized by the child's exit();
  *  - after the parent closed its recorder: the inherited handle is a
  *    no-op, and pt_open() in the child fails with EBUSY;
- *  - a fork with no %p recorder open takes no lock (bench-fork).
+ *  - a fork with no %p recorder open takes no lock (bench-fork);
+ *  - forks racing the process's first name lookups (the intern table's
+ *    creation) on another thread: no child blocks (each a fresh process,
+ *    re-executed, since the table is created once per process).
  *
  * Children leave with _exit() (but the exit() test) and a status the
  * parent checks; each child arms alarm() and the parent waits with a
@@ -33,6 +36,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdatomic.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -665,8 +669,107 @@ static void test_fork_child_default_recorder_exit(void **state)
 	unsetenv("PTZ_TRACE");
 }
 
-int main(void)
+/*
+ * The intern table is created once per process, so each trial of the race
+ * between a fork and its creation is a fresh process: this test binary run
+ * again with RACE_ARG (race_trial()). The trial opens a "%p" recorder, starts
+ * a thread that interns fresh names from its first call on, and forks
+ * RACE_FORKS times at once; each child interns a name and exits, or dies of
+ * SIGALRM if it blocked. Before the table was created at pt_open(), a child
+ * forked while the table's creation held liburcu's locks blocked forever
+ * in its own attempt to create it (about 1 trial in 7).
+ */
+#define RACE_ARG "--intern-fork-race"
+#define RACE_TRIALS 100
+#define RACE_FORKS 8
+#define RACE_ALARM_S 2
+
+static void *race_interner(void *p)
 {
+	atomic_bool *stop = p;
+	char name[32];
+	for (unsigned i = 0; !atomic_load(stop); i++) {
+		snprintf(name, sizeof(name), "race-%u", i);
+		pt_intern(NULL, name);
+	}
+	return NULL;
+}
+
+/* Exit status: 0, or 10 + the number of children that blocked, or 2 on a
+ * set-up failure, 3 on a child that failed otherwise. */
+static int race_trial(const char *dir)
+{
+	char tmpl[4200];
+	snprintf(tmpl, sizeof(tmpl), "%s/race-%%p.ptz", dir);
+	pt_recorder *r = pt_open(tmpl, NULL, 0);
+	if (!r)
+		return 2;
+	atomic_bool stop = false;
+	pthread_t th;
+	if (pthread_create(&th, NULL, race_interner, &stop))
+		return 2;
+	pid_t kids[RACE_FORKS];
+	for (int k = 0; k < RACE_FORKS; k++) {
+		kids[k] = fork();
+		if (kids[k] == 0) {
+			alarm(RACE_ALARM_S);
+			_exit(pt_intern(NULL, "child-name") ? 0 : 4);
+		}
+	}
+	atomic_store(&stop, true);
+	pthread_join(th, NULL);
+	int hung = 0, bad = 0;
+	for (int k = 0; k < RACE_FORKS; k++) {
+		int st = 0;
+		if (kids[k] < 0 || waitpid(kids[k], &st, 0) != kids[k])
+			bad++;
+		else if (WIFSIGNALED(st) && WTERMSIG(st) == SIGALRM)
+			hung++;
+		else if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+			bad++;
+	}
+	pt_close(r);
+	char path[4200];
+	snprintf(path, sizeof(path), "%s/race-%d.ptz", dir, (int)getpid());
+	unlink(path);
+	return hung ? 10 + hung : bad ? 3 : 0;
+}
+
+static void test_fork_races_first_intern(void **state)
+{
+	(void)state;
+#if defined(__SANITIZE_ADDRESS__)
+	/* the trial forks while its other thread allocates (see alloc_gate) */
+	skip();
+#endif
+	char *argv[] = { "test-recorder-fork", RACE_ARG, (char *)tu_tmpdir(), NULL };
+	extern char **environ;
+	int hung_trials = 0, hung_children = 0;
+	for (int t = 0; t < RACE_TRIALS; t++) {
+		pid_t pid;
+		fflush(stdout);
+		assert_int_equal(posix_spawn(&pid, "/proc/self/exe", NULL, NULL, argv, environ), 0);
+		int st = 0;
+		assert_int_equal(waitpid(pid, &st, 0), pid);
+		assert_true(WIFEXITED(st));
+		int code = WEXITSTATUS(st);
+		if (code >= 10) {
+			hung_trials++;
+			hung_children += code - 10;
+		} else {
+			assert_int_equal(code, 0);
+		}
+	}
+	if (hung_trials)
+		fail_msg("%d of %d trials had a child blocked (%d children)", hung_trials, RACE_TRIALS,
+			 hung_children);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc == 3 && strcmp(argv[1], RACE_ARG) == 0)
+		return race_trial(argv[2]);
+
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_fork_intern_only_parent), /* first: no pt_open() before it */
 		cmocka_unit_test(test_fork_child_noop_while_parent_records),
@@ -676,6 +779,7 @@ int main(void)
 		cmocka_unit_test(test_fork_child_keeps_disabled),
 		cmocka_unit_test(test_fork_child_closes_inherited_fds),
 		cmocka_unit_test(test_fork_child_default_recorder_exit),
+		cmocka_unit_test(test_fork_races_first_intern),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
