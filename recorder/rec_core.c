@@ -20,6 +20,7 @@
  * Memory order tags: [P1]/[C1] head, [C2]/[P2] tail (see rec_internal.h),
  * [X1]/[X2] owner_state.
  */
+#include <dlfcn.h> /* dladdr, dlopen: rec_pin_self() */
 #include <errno.h>
 #include <limits.h>
 #include <sched.h> /* sched_yield */
@@ -229,8 +230,27 @@ void rec_fork_init(void)
 	pthread_once(&fork_once, fork_init);
 }
 
+/*
+ * Keeps the object that holds this code loaded until the process ends:
+ * libptz.so (linked -z nodelete already) or, with libptz.a, the plugin or
+ * program it was linked into. Called before libptz first starts a thread
+ * or registers a handler that outlives the call (the flusher, liburcu's
+ * resize worker, the ring key's thread-exit destructor, atexit): a
+ * dlclose() of that object would leave them in unmapped code. dlopen()
+ * with RTLD_NOLOAD never loads anything; the main program, which no
+ * dlclose() unloads, is not found by its name, which is harmless.
+ */
+void rec_pin_self(void)
+{
+	Dl_info di;
+	if (dladdr((void *)(uintptr_t)rec_pin_self, &di) && di.dli_fname && di.dli_fname[0] &&
+	    !dlopen(di.dli_fname, RTLD_LAZY | RTLD_NOLOAD | RTLD_NODELETE))
+		(void)dlerror();
+}
+
 static void global_init(void)
 {
+	rec_pin_self();
 	init_stop_cond(&the_recorder);
 	pthread_key_create(&ring_key, ring_retire);
 	rec_fork_init();

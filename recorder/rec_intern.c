@@ -61,6 +61,7 @@ static _Atomic uint64_t unnamed_count; /* names given the id of "(unnamed)" */
 
 static void init(void)
 {
+	rec_pin_self(); /* the table's resize worker runs in liburcu, loaded with us */
 	table = cds_lfht_new(1024, 1024, 0, CDS_LFHT_AUTO_RESIZE | CDS_LFHT_ACCOUNTING, NULL);
 }
 

@@ -244,6 +244,10 @@ extern PT_INTERNAL bool rec_fork_unsafe;
  * pt_stats(); a process that only interns names forks as if libptz were not
  * there, and its children may open a recorder). */
 PT_INTERNAL void rec_fork_init(void);
+/* Makes the object holding libptz (libptz.so, or what libptz.a was linked
+ * into) stay loaded until exit, whatever dlclose() is called: before the
+ * first thread or handler of ours that outlives a call (rec_core.c). */
+PT_INTERNAL void rec_pin_self(void);
 PT_INTERNAL void rec_clock_init(void);
 PT_INTERNAL uint64_t rec_ticks_slow(void);
 PT_INTERNAL uint64_t rec_mono_ns(void);

@@ -22,6 +22,19 @@
  *    process-global, interned once, and stay valid across pt_close() and a
  *    later pt_open().
  *
+ * Loading libptz with dlopen(): a plugin (a Python extension module, a
+ * plugin host's module) may link libptz and be dlclose()d, with or without
+ * pt_close() first. libptz.so is linked -z nodelete: it and liburcu stay
+ * loaded until the process exits, so the flusher, liburcu's name-table
+ * worker, the thread-exit handlers and a recorder left open keep running
+ * in mapped code, and a later load finds the same library and recorder
+ * (pt_open() fails with EBUSY while it is open; a PTZ_TRACE recorder is
+ * finalized at exit). A plugin that links libptz.a is itself kept loaded
+ * from its first pt_open(), pt_default() or name interning (dlclose()
+ * leaves its code and data mapped; linking it -Wl,-z,nodelete says so
+ * explicitly). Link one libptz per process: two copies are two recorders,
+ * and two "%p" recorders would both take liburcu-bp's fork locks.
+ *
  * Build with -DPT_DISABLE to compile PT_SECTION/PT_SCOPE to empty scopes
  * with the same break/continue meaning; the functions stay available.
  *
