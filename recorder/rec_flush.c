@@ -4,7 +4,8 @@
  * One background thread (all signals blocked but SIGBUS, which the
  * writer's guard catches: fmt_writer.c) polls every ring of the
  * registry under rcu_read_lock. A ring is drained when it holds at least
- * 1/16 of its capacity or its last drain is older than the flush interval;
+ * 1/16 of its capacity or its oldest record may be about to be one flush
+ * interval old (staleness bound, below);
  * draining copies slots into a chunk encoder (transcoding to delta ticks
  * and varints, doc/trace-format.md §4), releases the slots [C2], then
  * compresses and appends the chunk. Before an event chunk is appended, any
@@ -15,6 +16,17 @@
  * Poll interval is adaptive between 1 ms and flush_ms: it halves while
  * rings are found busy and doubles while idle. Producers never make a
  * syscall to wake it.
+ *
+ * Staleness bound (what a SIGKILL can cost, recorder.h): a ring's records
+ * are at most now - clean_ns old, clean_ns being the poll that last left
+ * it empty (or, for a ring the flusher has not seen yet, the previous
+ * poll). A ring is drained once that age reaches flush_ms - FLUSH_MARGIN,
+ * and the flusher never sleeps past the earliest such moment of a ring
+ * holding records, nor longer than flush_ms - FLUSH_MARGIN when all are
+ * empty. So every record is drained, then written, within one flush
+ * interval (the margin absorbs the timed wait's late wake-up) plus the
+ * time one pass takes to drain, compress and write, unless the flusher is
+ * starved of CPU.
  *
  * Failure behaviour: a chunk that cannot be written (ENOSPC, EIO...) is
  * counted in io_lost_records and its error kept in last_io_error; draining
@@ -49,6 +61,9 @@
  * fit whatever the number of threads, strings or losses (asserted in
  * final_meta(); tests/unit/test_recorder_final.c checks it on a trace). */
 #define FINAL_META_MAX_BYTES 512u
+/* Drain this much before a ring's records reach the flush interval's age
+ * (an eighth of the interval): covers the timed wait's late wake-up. */
+#define FLUSH_MARGIN_NS(flush_ns) ((flush_ns) / 8)
 
 /* The last thread record of a thread that exited (its ring is gone), kept
  * until a meta chunk holding it is written: a failed chunk would lose the
@@ -75,6 +90,9 @@ struct flusher {
 	 * whose ring is gone: written with the final tables */
 	uint64_t orphan_lost_records, orphan_lost_sections;
 	uint64_t names_seen;    /* r->names_gen last acted on */
+	uint64_t drain_age_ns;  /* flush_ms - FLUSH_MARGIN: the age at which a ring is drained */
+	uint64_t prev_poll_ns;  /* the previous poll's time (0 before the first) */
+	uint64_t next_due_ns;   /* this poll: the earliest moment a ring holding records is due */
 	/* a meta chunk failed (I/O error): the strings, domains and threads it
 	 * held are marked written, so the full tables are written again */
 	bool meta_lost;
@@ -334,13 +352,18 @@ static uint64_t drain(struct flusher *f, struct rec_ring *g, uint64_t now_ns, in
 	uint64_t head = atomic_load_explicit(&g->head, memory_order_acquire);
 	uint64_t t = g->tail_own, n = head - t;
 	int lost_pending = atomic_load_explicit(&g->lost_records, memory_order_relaxed) != g->reported_lost_records;
-	if (n == 0 && !lost_pending)
+	if (n == 0 && !lost_pending) {
+		g->clean_ns = now_ns;
 		return 0;
-	if (g->last_drain_ns == 0) /* age counts from when the flusher first saw data here */
-		g->last_drain_ns = now_ns;
-	if (!force && n < g->cap / 16 && now_ns - g->last_drain_ns < (uint64_t)f->r->flush_ms * 1000000u)
+	}
+	if (g->clean_ns == 0) /* new since the last poll: no record is older than it */
+		g->clean_ns = f->prev_poll_ns ? f->prev_poll_ns : now_ns;
+	const uint64_t due = g->clean_ns + f->drain_age_ns; /* its oldest record's age reaches the bound */
+	if (!force && n < g->cap / 16 && now_ns < due) {
+		f->next_due_ns = PT_MIN(f->next_due_ns, due);
 		return 0;
-	g->last_drain_ns = now_ns;
+	}
+	g->clean_ns = now_ns; /* what is published after the head load below is newer than now_ns */
 	struct fmt_enc *e = &f->enc;
 	/* Locals: g->slots and g->mask share a cache line with fields the
 	 * owner writes on every record; stores through e->pos (uint8_t *) may
@@ -529,7 +552,11 @@ static void *flusher_main(void *arg)
 	sigaddset(&bus, SIGBUS);
 	pthread_sigmask(SIG_UNBLOCK, &bus, NULL);
 	unsigned sleep_us = 1000;
-	const unsigned max_us = r->flush_ms * 1000u;
+	const uint64_t flush_ns = (uint64_t)r->flush_ms * 1000000u;
+	f->drain_age_ns = flush_ns - FLUSH_MARGIN_NS(flush_ns);
+	/* the longest sleep: a record made just after a poll that found every
+	 * ring empty is seen at the next, and then due at once */
+	const unsigned max_us = (unsigned)(f->drain_age_ns / 1000u);
 	f->clock_step_ns = 10000000u; /* first periodic triple 10 ms after open */
 	f->next_clock_ns = rec_mono_ns() + f->clock_step_ns;
 	emit_clock(f);
@@ -539,6 +566,7 @@ static void *flusher_main(void *arg)
 		int stopping = atomic_load_explicit(&r->stop, memory_order_acquire);
 		uint64_t now = rec_mono_ns();
 		uint64_t busiest = 0, drained = 0;
+		f->next_due_ns = UINT64_MAX;
 		urcu_bp_read_lock();
 		struct rec_ring *g;
 		cds_list_for_each_entry_rcu(g, &r->rings, node) {
@@ -552,17 +580,18 @@ static void *flusher_main(void *arg)
 		urcu_bp_read_unlock();
 		reap(f, now);
 		clock_if_due(f, now);
+		f->prev_poll_ns = now;
 		if (stopping)
 			break;
 		if (busiest >= 4) /* a ring was >= 1/4 full: go again at once */
 			continue;
 		sleep_us = busiest >= 1 || drained ? PT_MAX(sleep_us / 2, 1000u) : PT_MIN(sleep_us * 2, max_us);
+		/* wake when a ring holding records becomes due, if sooner */
+		uint64_t wake = rec_mono_ns() + (uint64_t)sleep_us * 1000u;
+		if (f->next_due_ns < wake)
+			wake = f->next_due_ns;
 		/* a timed wait that pt_close() can cut short */
-		struct timespec ts;
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		ts.tv_nsec += (long)sleep_us * 1000;
-		ts.tv_sec += ts.tv_nsec / 1000000000;
-		ts.tv_nsec %= 1000000000;
+		struct timespec ts = { (time_t)(wake / 1000000000u), (long)(wake % 1000000000u) };
 		pthread_mutex_lock(&r->stop_lock);
 		if (!atomic_load_explicit(&r->stop, memory_order_relaxed))
 			pthread_cond_timedwait(&r->stop_cond, &r->stop_lock, &ts);

@@ -146,7 +146,7 @@ struct rec_ring {
 			uint64_t tail_own;        /* flusher's copy */
 			uint64_t seq;             /* next chunk sequence number */
 			uint64_t reported_lost_records, reported_lost_sections;
-			uint64_t last_drain_ns;
+			uint64_t clean_ns;        /* flusher's poll that last left it empty (0: none yet) */
 			bool announced;           /* thread record written */
 		};
 		char cons_line_[REC_LINE];

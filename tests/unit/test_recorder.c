@@ -19,10 +19,13 @@
  *    the error is in pt_stats, pt_close's return and the trace;
  *  - thread exit writes the thread's end; calls from later TLS destructors
  *    are counted, not crashed on; ids stay stable across close/reopen;
- *    pt_thread_name() names do not carry over to the next recorder.
+ *    pt_thread_name() names do not carry over to the next recorder;
+ *  - a record made while the flusher idles is in the file within one
+ *    flush interval (plus a slop for the flusher's wake-up and write).
  */
 #include <errno.h>
 #include <pthread.h>
+#include <time.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -623,6 +626,62 @@ static void test_env_knobs_ring_zstd_flush(void **state)
 	assert_true(size_strong < size_fast);
 }
 
+/*
+ * Staleness bound (recorder.h, pt_options.flush_interval_ms): a record
+ * made at any moment of an idle flusher's cycle is written within one
+ * flush interval. A long interval (200 ms) makes the flusher's wake-up and
+ * write (STALE_SLOP_MS) small beside it. The flusher used to notice a ring's
+ * records at its next poll (up to one interval later) and count their age
+ * from then, so it wrote them one to two intervals after they were made.
+ */
+#define STALE_FLUSH_MS 200
+#define STALE_SLOP_MS 50
+#define STALE_TRIALS 8
+
+static uint64_t test_mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void test_flush_interval_bounds_staleness(void **state)
+{
+	(void)state;
+	struct pt_options o = { .flush_interval_ms = STALE_FLUSH_MS };
+	pt_recorder *r = pt_open(tu_path("stale.ptz"), &o, sizeof(o));
+	assert_non_null(r);
+	uint32_t id = pt_intern(r, "stale");
+	uint64_t worst = 0;
+	for (int t = 0; t < STALE_TRIALS; t++) {
+		/* a different phase of the flusher's polls each time */
+		long wait_ms = 60 + (t * 71) % STALE_FLUSH_MS;
+		struct timespec ts = { 0, wait_ms * 1000000L };
+		nanosleep(&ts, NULL);
+		struct pt_stats_info s0, s;
+		assert_int_equal(pt_stats(r, &s0, sizeof(s0)), 0);
+		const uint64_t t0 = test_mono_ns();
+		pt_begin(r, id);
+		pt_end(r, id);
+		uint64_t lat;
+		for (;;) {
+			assert_int_equal(pt_stats(r, &s, sizeof(s)), 0);
+			lat = test_mono_ns() - t0;
+			if (s.records >= s0.records + 2)
+				break;
+			assert_true(lat < 5000000000ull);
+			struct timespec ms = { 0, 1000000 };
+			nanosleep(&ms, NULL);
+		}
+		if (lat > worst)
+			worst = lat;
+	}
+	print_message("# flush interval %d ms: the slowest of %d records was written after %.1f ms\n", STALE_FLUSH_MS,
+		      STALE_TRIALS, worst / 1e6);
+	assert_true(worst <= (uint64_t)(STALE_FLUSH_MS + STALE_SLOP_MS) * 1000000u);
+	assert_int_equal(pt_close(r), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -641,6 +700,7 @@ int main(void)
 		cmocka_unit_test(test_thread_names_not_carried_to_next_recorder),
 		cmocka_unit_test(test_default_from_env),
 		cmocka_unit_test(test_env_knobs_ring_zstd_flush),
+		cmocka_unit_test(test_flush_interval_bounds_staleness),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
