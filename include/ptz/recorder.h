@@ -43,7 +43,8 @@
  *                   (see pt_open()).
  *   PTZ_RING_BYTES  per-thread ring size in bytes (rounded up to a power of two).
  *   PTZ_ZSTD_LEVEL  zstd compression level (see pt_options.zstd_level).
- *   PTZ_FLUSH_MS    upper bound of the flusher's adaptive poll interval.
+ *   PTZ_FLUSH_MS    the flush interval: records are in the file within it
+ *                   (pt_options.flush_interval_ms).
  *   PTZ_CLOCK       "monotonic" forces clock_gettime(CLOCK_MONOTONIC) ticks.
  * Explicit struct pt_options fields win over the environment.
  */
@@ -121,9 +122,15 @@ typedef struct pt_recorder pt_recorder;
  *                     has waited 100 ms for the final drain, the rest is
  *                     compressed at level 1 (full 8 MiB rings at level 19:
  *                     seconds before, tenths of a second now).
- * @flush_interval_ms: upper bound of the flusher's adaptive poll (1..10 ms
- *                     by default); also how stale, at most, the file is
- *                     behind the producers; default 10.
+ * @flush_interval_ms: how old, at most, a record is when the flusher has
+ *                     written it, provided the flusher gets a CPU and
+ *                     keeps up (plus the time one of its passes takes to
+ *                     compress and write): what a SIGKILL costs each
+ *                     thread. A starved flusher (busy threads outnumbering
+ *                     cores) adds its wait for a CPU; producers outrunning
+ *                     it put their ring's backlog at stake (README.md,
+ *                     "Crashes"; bench/bench-kill measures it). Its poll
+ *                     adapts between 1 ms and 7/8 of this; default 10.
  * @process_name:      name written in the header; default: the program's
  *                     name from /proc/self/comm. May be NULL.
  */
