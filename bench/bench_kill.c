@@ -216,6 +216,8 @@ int main(int argc, char **argv)
 			print_row(scen, "busy", worst, n);
 	}
 	rmdir(dir);
+	free(quiet);
+	free(worst);
 	if (failed)
 		printf("%d trials left no readable trace\n", failed);
 	printf("(milliseconds)\n");
