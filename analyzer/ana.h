@@ -199,6 +199,12 @@ void ana_reservoir_free(struct ana_reservoir *r);
  * "(unknown id N)", but get no flat row: memory stays bounded by the
  * trace's names, not by the values of its ids. */
 #define ANA_MIN_NAME_IDS 4096u
+/* Ids are used as they are while the largest is below twice the names
+ * defined plus ANA_MIN_NAME_IDS; above that (a sparse or crafted id space)
+ * the pass maps every id it meets to a dense slot, in id order for the
+ * defined names (ana_result.slot_id maps back), so the tables stay sized by
+ * the names in use whatever their ids (issue 17: one name with id 2^24 - 1
+ * cost 1.3 GB and 14 s). */
 
 /* ---- aggregates ---- */
 
@@ -411,6 +417,8 @@ struct ana_result {
 	uint64_t unmatched_ends, open_at_end, misuse_errors;
 	uint32_t domain_filter;      /* UINT32_MAX = none */
 	uint32_t name_id_limit;      /* name-id-indexed arrays stop here (see ANA_MIN_NAME_IDS) */
+	uint32_t *slot_id;           /* NULL: name ids are the trace's; else slot -> the trace's id */
+	uint32_t nslots;
 	uint64_t total_records_hint; /* event records announced by chunk headers (progress) */
 	int corrupt;                 /* damaged regions inside the file */
 	int torn_tail;
@@ -465,8 +473,26 @@ void ana_result_free(struct ana_result *res);
  * when that copy cannot be allocated. */
 const char *ana_utf8_clean(const char *s, char **scratch);
 
+/* ana_nomem_note() - An allocation of the analysis failed where no result
+ * is at hand (a histogram, a reservoir, a map): ana_run() then fails with
+ * -ENOMEM instead of giving a smaller answer. ana_nomem_take() - Whether one
+ * was noted on this thread since the last call; clears it. */
+void ana_nomem_note(void);
+bool ana_nomem_take(void);
+
 /* Name of a section id (or "(unknown id N)"); pointer valid until next call. */
 const char *ana_name(const struct ana_result *res, uint32_t id);
+/* The trace's id of the analyzer's name id @id (they differ for a sparse id
+ * space: ANA_MIN_NAME_IDS). */
+static inline uint32_t ana_trace_id(const struct ana_result *res, uint32_t id)
+{
+	return res->slot_id && id < res->nslots ? res->slot_id[id] : id;
+}
+/* pt_reader_string() of the analyzer's name id @id. */
+static inline const char *ana_string(const struct ana_result *res, uint32_t id, uint32_t *domain)
+{
+	return pt_reader_string(res->rd, ana_trace_id(res, id), domain);
+}
 
 /*
  * ana_path_of() - @node's call path in tree @t of @res, as the CSV's `path`

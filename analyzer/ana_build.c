@@ -93,8 +93,10 @@ uint32_t ana_tree_child(struct ana_tree *t, uint32_t parent, uint32_t id)
 	if (t->count == t->cap) {
 		uint32_t nc = t->cap ? t->cap * 2 : 64;
 		struct ana_node *n = realloc(t->n, nc * sizeof(*n));
-		if (!n)
+		if (!n) {
+			ana_nomem_note();
 			return UINT32_MAX;
+		}
 		t->n = n;
 		t->cap = nc;
 		p = &t->n[parent];
@@ -102,12 +104,16 @@ uint32_t ana_tree_child(struct ana_tree *t, uint32_t parent, uint32_t id)
 	if (p->nchild == p->cchild) {
 		uint32_t nc = p->cchild ? p->cchild * 2 : 4;
 		uint32_t *c = realloc(p->child, nc * sizeof(*c));
-		if (!c)
+		if (!c) {
+			ana_nomem_note();
 			return UINT32_MAX;
+		}
 		p->child = c;
 		uint32_t *ci = realloc(p->child_id, nc * sizeof(*ci));
-		if (!ci)
+		if (!ci) {
+			ana_nomem_note();
 			return UINT32_MAX; /* child grown, cchild not: consistent */
+		}
 		p->child_id = ci;
 		p->cchild = nc;
 	}
@@ -171,8 +177,10 @@ void *ana_grow_by_id(void *arr, uint32_t *n, uint32_t id, size_t esize, uint32_t
 	if (nc > limit)
 		nc = limit;
 	uint8_t *p = realloc(arr, (size_t)nc * esize);
-	if (!p)
+	if (!p) {
+		ana_nomem_note();
 		return NULL;
+	}
 	memset(p + (size_t)*n * esize, 0, (size_t)(nc - *n) * esize);
 	*n = nc;
 	return p;
@@ -257,8 +265,10 @@ static PT_NOINLINE_ int hpend_grow(struct ana_hpend_set *s, uint32_t i)
 	if (nc > UINT32_MAX)
 		return -1;
 	struct ana_hpend *p = aligned_alloc(64, (size_t)nc * sizeof(*p)); /* one line per path */
-	if (!p)
+	if (!p) {
+		ana_nomem_note();
 		return -1;
+	}
 	if (s->n)
 		memcpy(p, s->p, (size_t)s->n * sizeof(*p));
 	memset(p + s->n, 0, (size_t)(nc - s->n) * sizeof(*p));
@@ -299,10 +309,78 @@ static void hpend_flush(struct ana_hpend_set *s, struct ana_tree *t)
  * filter, merged percentiles only: `ptanalyze --report`), so its loop has
  * no test of either; other callers pass pass_mode(c).
  */
-enum { MODE_KEEP_ALL = 1, MODE_MERGED_ONLY = 2 };
+enum { MODE_KEEP_ALL = 1, MODE_MERGED_ONLY = 2, MODE_REMAP = 4 };
 static inline unsigned pass_mode(const struct ctx *c)
 {
-	return (c->keep_all ? MODE_KEEP_ALL : 0) | (c->merged_only ? MODE_MERGED_ONLY : 0);
+	return (c->keep_all ? MODE_KEEP_ALL : 0) | (c->merged_only ? MODE_MERGED_ONLY : 0) |
+	       (c->remap ? MODE_REMAP : 0);
+}
+
+uint32_t ana_remap_id(struct ctx *c, uint32_t id)
+{
+	if (!id)
+		return 0;
+	const struct ana_id_slot *e = ana_map_find(&c->ids, id);
+	if (e)
+		return e->slot;
+	/* an id the string table does not define: the next slot */
+	struct ana_result *res = c->res;
+	if (res->nslots == UINT32_MAX) {
+		c->nomem = true;
+		return 0;
+	}
+	uint32_t *m = realloc(res->slot_id, ((size_t)res->nslots + 1) * sizeof(*m));
+	if (!m) {
+		c->nomem = true;
+		return 0;
+	}
+	res->slot_id = m;
+	struct ana_id_slot *n = ana_map_add(&c->ids, id);
+	if (!n) {
+		c->nomem = true;
+		return 0;
+	}
+	n->slot = res->nslots;
+	m[res->nslots] = id;
+	return res->nslots++;
+}
+
+/* The name-id mapping for the trace of c->res (ANA_MIN_NAME_IDS): none
+ * for a dense id space, else a slot per defined name in id order. */
+static int cmp_u32(const void *a, const void *b)
+{
+	const uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	return (x > y) - (x < y);
+}
+
+static int ids_setup(struct ctx *c)
+{
+	struct ana_result *res = c->res;
+	const size_t n = fmt_reader_string_count(res->rd);
+	res->nnames = pt_reader_max_string_id(res->rd);
+	if ((uint64_t)res->nnames <= 2 * (uint64_t)n + ANA_MIN_NAME_IDS) {
+		res->name_id_limit = res->nnames + 1 > ANA_MIN_NAME_IDS ? res->nnames + 1 : ANA_MIN_NAME_IDS;
+		return 0;
+	}
+	c->remap = true;
+	ana_map_init(&c->ids, sizeof(struct ana_id_slot));
+	res->slot_id = malloc((n + 1) * sizeof(*res->slot_id));
+	if (!res->slot_id)
+		return -ENOMEM;
+	res->slot_id[0] = 0;
+	for (size_t i = 0; i < n; i++)
+		res->slot_id[i + 1] = fmt_reader_string_id(res->rd, i);
+	qsort(res->slot_id + 1, n, sizeof(*res->slot_id), cmp_u32);
+	for (size_t i = 1; i <= n; i++) {
+		struct ana_id_slot *e = ana_map_add(&c->ids, res->slot_id[i]);
+		if (!e)
+			return -ENOMEM;
+		e->slot = (uint32_t)i;
+	}
+	res->nslots = (uint32_t)n + 1;
+	res->nnames = res->nslots;
+	res->name_id_limit = PT_FMT_MAX_STRING_ID; /* slots: as many as the ids met */
+	return 0;
 }
 
 static inline __attribute__((always_inline)) void agg_add(struct tstate *ts, struct ana_agg *a, const struct frame *f,
@@ -400,8 +478,10 @@ static PT_NOINLINE_ int pn_grow(struct tstate *ts, const struct ana_tree *t)
 	if (nc > UINT32_MAX)
 		return -1;
 	struct pnode *p = realloc(ts->pn, (size_t)nc * sizeof(*p));
-	if (!p)
+	if (!p) {
+		ana_nomem_note();
 		return -1;
+	}
 	for (uint32_t i = ts->npn; i < nc; i++)
 		p[i] = (struct pnode){ .last_id = UINT32_MAX, .last_node = 0, .merged = UINT32_MAX };
 	ts->pn = p;
@@ -438,8 +518,10 @@ static inline __attribute__((always_inline)) void sec_begin(struct ctx *c, struc
 	if (ts->depth == ts->cap) {
 		uint32_t nc = ts->cap ? ts->cap * 2 : 64;
 		struct frame *s = realloc(ts->st, nc * sizeof(*s));
-		if (!s)
+		if (!s) {
+			ana_nomem_note();
 			return;
+		}
 		ts->st = s;
 		ts->cap = nc;
 	}
@@ -520,6 +602,12 @@ static inline void timed_seen(struct tstate *ts, uint64_t ticks)
 
 static void on_record(struct ctx *c, struct ana_thread *th, struct tstate *ts, const struct pt_record *r)
 {
+	struct pt_record mapped;
+	if (c->remap && ana_kind_named(r->kind)) {
+		mapped = *r;
+		mapped.id = ana_remap_id(c, r->id);
+		r = &mapped;
+	}
 	if (r->kind == PT_REC_BEGIN || r->kind == PT_REC_END || r->kind == PT_REC_COUNTER)
 		timed_seen(ts, r->ticks);
 	else
@@ -557,8 +645,10 @@ static void on_record(struct ctx *c, struct ana_thread *th, struct tstate *ts, c
 				k = &th->counters[i];
 		if (!k) {
 			struct ana_counter *n = realloc(th->counters, (th->ncounters + 1) * sizeof(*n));
-			if (!n)
+			if (!n) {
+				ana_nomem_note();
 				return;
+			}
 			th->counters = n;
 			k = &th->counters[th->ncounters++];
 			memset(k, 0, sizeof(*k));
@@ -696,6 +786,7 @@ static int flat_incl_from_tree(struct tstate *ts, const struct ana_tree *t)
 		free(on_path);
 		free(stk);
 		free(pos);
+		ana_nomem_note();
 		return -ENOMEM;
 	}
 	uint32_t sp = 0;
@@ -779,8 +870,10 @@ static void pair_nodes(struct ana_tree *dst, struct ana_tree *src,
 {
 	visit(dst, src, 0, 0, arg);
 	uint32_t *map = malloc((src->count ? src->count : 1) * sizeof(*map));
-	if (!map)
+	if (!map) {
+		ana_nomem_note();
 		return;
+	}
 	map[0] = 0;
 	for (uint32_t i = 1; i < src->count; i++) {
 		uint32_t p = map[src->n[i].parent]; /* parent < i */
@@ -852,6 +945,8 @@ static inline __attribute__((always_inline)) void read_events_mode(struct ctx *c
 				if (fmt_dec_fast_begin(&fd, d->stack, &id)) {
 					timed_seen(ts, fd.ticks);
 					fast++;
+					if (mode & MODE_REMAP)
+						id = ana_remap_id(c, id);
 					sec_begin(c, th, ts, id, fd.ticks, mode);
 					continue;
 				}
@@ -868,6 +963,8 @@ static inline __attribute__((always_inline)) void read_events_mode(struct ctx *c
 				if (fmt_dec_fast_end(&fd, d->stack, &id)) {
 					timed_seen(ts, fd.ticks);
 					fast++;
+					if (mode & MODE_REMAP)
+						id = ana_remap_id(c, id);
 					sec_end(c, th, ts, id, fd.ticks, mode);
 					continue;
 				}
@@ -937,6 +1034,7 @@ static int run_pass(const char *path, const struct ana_options *opt, struct ana_
 {
 	memset(res, 0, sizeof(*res));
 	res->domain_filter = UINT32_MAX;
+	(void)ana_nomem_take(); /* a failure of an earlier call is not this one's */
 	int rc = pt_reader_open(path, &res->rd);
 	if (rc) {
 		snprintf(err, errlen, "%s",
@@ -948,8 +1046,11 @@ static int run_pass(const char *path, const struct ana_options *opt, struct ana_
 	struct ctx c = { .res = res, .rng = 0x5eed, .merged_only = opt->merged_percentiles_only };
 	const struct pt_trace_info *info = pt_reader_info(res->rd);
 	c.ns_per_tick = pt_reader_ns_per_tick(res->rd);
-	res->nnames = pt_reader_max_string_id(res->rd);
-	res->name_id_limit = res->nnames + 1 > ANA_MIN_NAME_IDS ? res->nnames + 1 : ANA_MIN_NAME_IDS;
+	if (ids_setup(&c)) {
+		ana_map_free(&c.ids);
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
 	if (opt->domain) {
 		res->domain_filter = 0;
 		if (*opt->domain) {
@@ -964,7 +1065,8 @@ static int run_pass(const char *path, const struct ana_options *opt, struct ana_
 		}
 		c.domain_of = calloc(res->nnames ? res->nnames : 1, sizeof(*c.domain_of));
 		for (uint32_t id = 1; c.domain_of && id < res->nnames; id++)
-			pt_reader_string(res->rd, id, &c.domain_of[id]);
+			ana_string(res, id, &c.domain_of[id]);
+		c.nomem |= !c.domain_of;
 	}
 	/* threads, by table order */
 	res->nthreads = pt_reader_thread_count(res->rd);
@@ -972,6 +1074,7 @@ static int run_pass(const char *path, const struct ana_options *opt, struct ana_
 	c.ts = calloc(res->nthreads ? res->nthreads : 1, sizeof(*c.ts));
 	if (!res->threads || !c.ts) {
 		free(c.ts);
+		ana_map_free(&c.ids);
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
@@ -987,11 +1090,15 @@ static int run_pass(const char *path, const struct ana_options *opt, struct ana_
 		res->gpu.file_order |= res->threads[i].gpu_thread;
 		if (tree_init(&res->threads[i].tree)) {
 			free(c.ts);
+			ana_map_free(&c.ids);
+			snprintf(err, errlen, "out of memory");
 			return -ENOMEM;
 		}
 	}
 	if (tree_init(&res->merged)) {
 		free(c.ts);
+		ana_map_free(&c.ids);
+		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
 	/* progress is counted in records, from the chunk headers */
@@ -1020,7 +1127,7 @@ static int run_pass(const char *path, const struct ana_options *opt, struct ana_
 		 * once. */
 		while ((rc = pt_reader_next_chunk(res->rd, PT_FMT_META_THREAD, &ci)) == 1)
 			read_meta(&c, batch, 256);
-		for (size_t i = 0; i < res->nthreads; i++) {
+		for (size_t i = 0; i < res->nthreads && rc >= 0; i++) {
 			struct ana_thread *th = &res->threads[i];
 			if (opt->thread >= 0 && (uint32_t)opt->thread != th->index)
 				continue;
@@ -1062,10 +1169,15 @@ static int run_pass(const char *path, const struct ana_options *opt, struct ana_
 				read_events(&c, th, &c.ts[last], &ci);
 			else /* --thread: the GPU summary still covers the whole trace */
 				while ((rc = pt_reader_next_records(res->rd, batch, 256)) > 0)
-					for (int k = 0; k < rc; k++)
+					for (int k = 0; k < rc; k++) {
+						if (c.remap && ana_kind_named(batch[k].kind))
+							batch[k].id = ana_remap_id(&c, batch[k].id);
 						ana_pass_gpu_only(&c, &batch[k]);
+					}
 		}
 	}
+	if (rc < 0) /* the reader could not go on (ENOMEM, a read error): no partial answer */
+		c.read_rc = rc;
 	hpend_flush(&c.mp, &res->merged);
 	for (size_t i = 0; i < res->nthreads; i++)
 		hpend_flush(&c.ts[i].hp, &res->threads[i].tree);
@@ -1152,7 +1264,13 @@ static int run_pass(const char *path, const struct ana_options *opt, struct ana_
 		ana_pass_free_tstate(&c.ts[i]);
 	}
 	free(c.ts);
-	if (nomem) {
+	ana_map_free(&c.ids);
+	if (c.read_rc && c.read_rc != -ENOMEM) {
+		free(c.domain_of);
+		snprintf(err, errlen, "%s", pt_strerror(c.read_rc));
+		return c.read_rc;
+	}
+	if (nomem || c.nomem || c.read_rc || ana_nomem_take()) { /* a smaller answer would be a wrong one */
 		free(c.domain_of);
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
@@ -1165,6 +1283,10 @@ static int run_pass(const char *path, const struct ana_options *opt, struct ana_
 				ana_hist_merge(&res->by_name[n->id].hist, &n->agg.hist);
 		}
 	free(c.domain_of);
+	if (ana_nomem_take()) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
 	/* damage inside the file, as opposed to a torn tail (a crashed writer) */
 	res->corrupt = info->corrupt_regions > 0 || info->damaged_chunks > 0 || info->header_damaged;
 	res->torn_tail = info->torn_tail_offset != UINT64_MAX;
@@ -1186,6 +1308,8 @@ int ana_run(const char *path, const struct ana_options *opt, struct ana_result *
 
 void ana_result_free(struct ana_result *res)
 {
+	if (!res->threads) /* ana_run() failed before the thread table */
+		res->nthreads = 0;
 	for (size_t i = 0; i < res->nthreads; i++) {
 		ana_tree_free(&res->threads[i].tree);
 		free(res->threads[i].counters);
@@ -1214,6 +1338,7 @@ void ana_result_free(struct ana_result *res)
 		for (uint32_t id = 0; id < res->nnames; id++)
 			ana_agg_free(&res->by_name[id]);
 	free(res->by_name);
+	free(res->slot_id);
 	pt_reader_close(res->rd);
 	memset(res, 0, sizeof(*res));
 }
@@ -1221,9 +1346,9 @@ void ana_result_free(struct ana_result *res)
 const char *ana_name(const struct ana_result *res, uint32_t id)
 {
 	static __thread char buf[48];
-	const char *n = pt_reader_string(res->rd, id, NULL);
+	const char *n = ana_string(res, id, NULL);
 	if (n)
 		return n;
-	snprintf(buf, sizeof(buf), "(unknown id %u)", id);
+	snprintf(buf, sizeof(buf), "(unknown id %u)", ana_trace_id(res, id));
 	return buf;
 }

@@ -758,7 +758,7 @@ static void csv_row(FILE *out, const struct ana_result *res, const char *view, c
 	struct ana_row w;
 	ana_row_compute(res, a, &w);
 	uint32_t dom = 0;
-	pt_reader_string(res->rd, id, &dom);
+	ana_string(res, id, &dom);
 	const char *dn = pt_reader_domain(res->rd, dom);
 	char sd[32], rsd[32];
 	fprintf(out, "%s,%s,", view, thread);
@@ -798,7 +798,7 @@ static void csv_misc_row(FILE *out, const struct ana_result *res, const char *vi
 {
 	const char *name = id ? ana_name(res, id) : "(unnamed)";
 	uint32_t dom = 0;
-	const char *dn = id && pt_reader_string(res->rd, id, &dom) ? pt_reader_domain(res->rd, dom) : NULL;
+	const char *dn = id && ana_string(res, id, &dom) ? pt_reader_domain(res->rd, dom) : NULL;
 	fprintf(out, "%s,%s,", view, thread);
 	csv_str(out, name);
 	fputs(",1,", out);
@@ -984,7 +984,7 @@ static json_t *json_row(const struct ana_result *res, json_t **names, const stru
 	json_t *r = json_object();
 	json_object_set_new(r, "name", jname(names, res, id));
 	uint32_t dom = 0;
-	pt_reader_string(res->rd, id, &dom);
+	ana_string(res, id, &dom);
 	const char *dn = pt_reader_domain(res->rd, dom);
 	json_object_set_new(r, "domain", jstr(dn ? dn : ""));
 	if (t) {
