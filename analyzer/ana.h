@@ -199,6 +199,13 @@ void ana_reservoir_free(struct ana_reservoir *r);
  * "(unknown id N)", but get no flat row: memory stays bounded by the
  * trace's names, not by the values of its ids. */
 #define ANA_MIN_NAME_IDS 4096u
+/* Sections open at once on one thread that are analyzed: a BEGIN deeper
+ * than this is counted (ana_thread.too_deep) and not analyzed, and each END
+ * while such sections are open closes the innermost of them; those left
+ * open count as open at the end. A legitimate recursion this deep is
+ * rare; a never-ended section in a loop reaches it (and a 10 KB file held
+ * 22 million levels: 9 GB before this limit). About 250 MB at the limit. */
+#define ANA_MAX_DEPTH (1u << 18)
 /* Ids are used as they are while the largest is below twice the names
  * defined plus ANA_MIN_NAME_IDS; above that (a sparse or crafted id space)
  * the pass maps every id it meets to a dense slot, in id order for the
@@ -294,6 +301,8 @@ struct ana_thread {
 	uint64_t sections, records;
 	uint64_t lost_records, lost_sections;
 	uint64_t unmatched_ends, open_at_end, gaps;
+	uint64_t too_deep;           /* sections nested deeper than ANA_MAX_DEPTH: not analyzed */
+	uint32_t nflat;              /* entries of ana_result.by_name_thread[this thread]: its names */
 	uint64_t misuse_errors;     /* ERROR records written by the recorder */
 	uint64_t unattributed[ANA_NMETRIC];
 	/* transfers recorded with no section open: bytes and count by direction */
@@ -415,6 +424,7 @@ struct ana_result {
 	uint64_t records, sections;
 	uint64_t lost_records, lost_sections, process_lost_records;
 	uint64_t unmatched_ends, open_at_end, misuse_errors;
+	uint64_t too_deep;           /* sum of the threads' (ANA_MAX_DEPTH) */
 	uint32_t domain_filter;      /* UINT32_MAX = none */
 	uint32_t name_id_limit;      /* name-id-indexed arrays stop here (see ANA_MIN_NAME_IDS) */
 	uint32_t *slot_id;           /* NULL: name ids are the trace's; else slot -> the trace's id */

@@ -22,7 +22,8 @@
  * every frame open at that point: their rows are flagged.
  *
  * Reading order: one thread at a time (its tree stays hot in the cache),
- * except for a trace with the recorder's CUDA thread ("ptz-gpu"), read in
+ * except for a trace with the recorder's CUDA thread ("ptz-gpu") or more
+ * than 64 threads (each thread's walk would rescan the chunk index), read in
  * file order so that GPU launches and ranges pair soon (ana_gpu.c); the
  * per-thread state makes every figure independent of the order, and the
  * merged tree is renumbered in thread order afterwards. The format 1.1
@@ -133,7 +134,7 @@ uint32_t ana_tree_child(struct ana_tree *t, uint32_t parent, uint32_t id)
 
 static int tree_init(struct ana_tree *t)
 {
-	t->cap = 64;
+	t->cap = 2; /* grows by doubling: a thread of one section costs two nodes, not 64 */
 	t->n = calloc(t->cap, sizeof(*t->n));
 	if (!t->n)
 		return -ENOMEM;
@@ -171,7 +172,7 @@ void *ana_grow_by_id(void *arr, uint32_t *n, uint32_t id, size_t esize, uint32_t
 		return arr;
 	if (id >= limit)
 		return NULL; /* no name has it: bounded by the trace's names (ana.h) */
-	uint32_t nc = *n ? *n : 64;
+	uint32_t nc = *n ? *n : 8;
 	while (nc <= id)
 		nc *= 2;
 	if (nc > limit)
@@ -259,7 +260,8 @@ static struct ana_agg *flat_of(struct tstate *ts, uint32_t id)
 
 static PT_NOINLINE_ int hpend_grow(struct ana_hpend_set *s, uint32_t i)
 {
-	uint64_t nc = s->n ? s->n : 256; /* 64-bit: doubling past 2^31 must not wrap */
+	uint64_t nc = s->n ? s->n : 8; /* 64-bit: doubling past 2^31 must not wrap; 8 (one section's
+					* thread): 100,000 threads of 256 lines each took 1.6 GB */
 	while (nc <= i)
 		nc *= 2;
 	if (nc > UINT32_MAX)
@@ -489,10 +491,32 @@ static PT_NOINLINE_ int pn_grow(struct tstate *ts, const struct ana_tree *t)
 	return 0;
 }
 
+/* The stack full: grows it, or past ANA_MAX_DEPTH counts the section as
+ * too deep (0: pushed by the caller; -1: not, counted or out of memory). */
+static PT_NOINLINE_ int stack_grow(struct ana_thread *th, struct tstate *ts)
+{
+	if (ts->cap >= ANA_MAX_DEPTH) {
+		ts->excess++;
+		th->too_deep++;
+		return -1;
+	}
+	uint32_t nc = ts->cap ? ts->cap * 2 : 4; /* per-thread state starts small (100,000 threads) */
+	struct frame *s = realloc(ts->st, nc * sizeof(*s));
+	if (!s) {
+		ana_nomem_note();
+		return -1;
+	}
+	ts->st = s;
+	ts->cap = nc;
+	return 0;
+}
+
 /* BEGIN of section @id at @ticks: pushes child(top, id). */
 static inline __attribute__((always_inline)) void sec_begin(struct ctx *c, struct ana_thread *th, struct tstate *ts,
 							  uint32_t id, uint64_t ticks, unsigned mode)
 {
+	if (__builtin_expect(ts->depth == ts->cap, 0) && stack_grow(th, ts))
+		return;
 	uint32_t parent = ts->depth ? ts->st[ts->depth - 1].node : 0;
 	if (__builtin_expect(parent >= ts->npn, 0) && pn_grow(ts, &th->tree))
 		return;
@@ -514,16 +538,6 @@ static inline __attribute__((always_inline)) void sec_begin(struct ctx *c, struc
 		uint32_t mp = parent ? ts->pn[parent].merged : 0;
 		merged = mp == UINT32_MAX ? UINT32_MAX : ana_tree_child(&c->res->merged, mp, id);
 		ts->pn[node].merged = merged;
-	}
-	if (ts->depth == ts->cap) {
-		uint32_t nc = ts->cap ? ts->cap * 2 : 64;
-		struct frame *s = realloc(ts->st, nc * sizeof(*s));
-		if (!s) {
-			ana_nomem_note();
-			return;
-		}
-		ts->st = s;
-		ts->cap = nc;
 	}
 	struct frame *f = &ts->st[ts->depth];
 	f->node = node;
@@ -549,6 +563,10 @@ static inline __attribute__((always_inline)) void sec_begin(struct ctx *c, struc
 static inline __attribute__((always_inline)) void sec_end(struct ctx *c, struct ana_thread *th, struct tstate *ts,
 							uint32_t id, uint64_t ticks, unsigned mode)
 {
+	if (__builtin_expect(ts->excess != 0, 0)) { /* closes the innermost section too deep to analyze */
+		ts->excess--;
+		return;
+	}
 	if (ts->depth == 0) {
 		th->unmatched_ends++;
 		return;
@@ -670,8 +688,8 @@ static void on_record(struct ctx *c, struct ana_thread *th, struct tstate *ts, c
 		th->records--;
 		th->lost_records += r->value;
 		th->lost_sections += r->value2;
-		for (uint32_t i = 0; i < ts->depth; i++)
-			ts->st[i].lossy = true;
+		if (ts->depth) /* the innermost: closing hands the mark to each enclosing one */
+			ts->st[ts->depth - 1].lossy = true;
 		return;
 	case PT_REC_ERROR:
 		if (ana_is_gpu_errc(r->aux))
@@ -747,7 +765,8 @@ static bool dropped_may_enclose_same_name(const struct tstate *ts, const struct 
  */
 static void drop_stack(struct ctx *c, struct ana_thread *th, struct tstate *ts, uint64_t *counter)
 {
-	*counter += ts->depth;
+	*counter += ts->depth + ts->excess;
+	ts->excess = 0;
 	if (c->keep_all) {
 		if (ts->depth && !c->need_tracking && dropped_may_enclose_same_name(ts, &th->tree))
 			c->need_tracking = true; /* ana_run() runs the pass again, tracking */
@@ -1120,7 +1139,10 @@ static int run_pass(const char *path, const struct ana_options *opt, struct ana_
 	struct pt_chunk_info ci;
 	struct pt_record batch[256];
 	uint64_t done = 0;
-	if (!res->gpu.file_order) {
+	/* thread order rescans the chunk index once per thread: with many
+	 * threads (100,000 one-chunk threads took minutes), file order */
+	const bool file_order = res->gpu.file_order || res->nthreads > 64;
+	if (!file_order) {
 		/* Meta chunks first (process-wide losses and errors), then one
 		 * thread at a time through the reader's chunk index: only that
 		 * thread's tree is hot in the cache, instead of every thread's at
@@ -1142,7 +1164,7 @@ static int run_pass(const char *path, const struct ana_options *opt, struct ana_
 		}
 	} else {
 		/*
-		 * A trace with the recorder's CUDA thread: every chunk in file
+		 * A trace with the recorder's CUDA thread (or many threads): every chunk in file
 		 * order, so that a GPU_LAUNCH and the GPU_RANGE with its seq
 		 * (written by different threads, close together in the file)
 		 * meet soon and the pending set stays as small as the file
@@ -1156,9 +1178,17 @@ static int run_pass(const char *path, const struct ana_options *opt, struct ana_
 				read_meta(&c, batch, 256);
 				continue;
 			}
-			if (last >= res->nthreads || res->threads[last].index != ci.thread)
-				for (last = 0; last < res->nthreads && res->threads[last].index != ci.thread; last++)
-					;
+			if (last >= res->nthreads || res->threads[last].index != ci.thread) {
+				size_t lo = 0, hi = res->nthreads; /* sorted by index, as the reader's table */
+				while (lo < hi) {
+					const size_t mid = lo + (hi - lo) / 2;
+					if (res->threads[mid].index < ci.thread)
+						lo = mid + 1;
+					else
+						hi = mid;
+				}
+				last = lo < res->nthreads && res->threads[lo].index == ci.thread ? lo : res->nthreads;
+			}
 			if (last == res->nthreads)
 				continue;
 			struct ana_thread *th = &res->threads[last];
@@ -1207,6 +1237,7 @@ static int run_pass(const char *path, const struct ana_options *opt, struct ana_
 		res->lost_sections += th->lost_sections;
 		res->unmatched_ends += th->unmatched_ends;
 		res->open_at_end += th->open_at_end;
+		res->too_deep += th->too_deep;
 		res->misuse_errors += th->misuse_errors;
 		for (uint32_t n = 0; n < th->tree.count; n++)
 			finish_agg(&c, &th->tree.n[n].agg);
@@ -1217,7 +1248,7 @@ static int run_pass(const char *path, const struct ana_options *opt, struct ana_
 		res->start_ns = res->end_ns = 0;
 	ana_pass_finish(&c);
 	struct ana_tree pass_merged = { 0 };
-	if (res->gpu.file_order) {
+	if (file_order) {
 		pass_merged = res->merged;
 		if (tree_init(&res->merged)) {
 			res->merged = pass_merged; /* keeps the file order */
@@ -1242,10 +1273,14 @@ static int run_pass(const char *path, const struct ana_options *opt, struct ana_
 	res->by_name_thread = calloc(res->nthreads ? res->nthreads : 1, sizeof(*res->by_name_thread));
 	bool nomem = !res->by_name || !res->by_name_thread;
 	for (size_t i = 0; i < res->nthreads; i++) {
-		struct ana_agg *bt = nomem ? NULL : calloc(maxid ? maxid : 1, sizeof(struct ana_agg));
+		/* each thread's own names: 100,000 threads of one name each
+		 * made 100,000 tables of every name */
+		struct ana_agg *bt = nomem ? NULL : calloc(c.ts[i].nflat ? c.ts[i].nflat : 1, sizeof(struct ana_agg));
 		nomem |= !bt;
-		if (bt)
+		if (bt) {
 			res->by_name_thread[i] = bt;
+			res->threads[i].nflat = c.ts[i].nflat;
+		}
 		for (uint32_t id = 0; id < c.ts[i].nflat; id++) {
 			if (!bt) { /* out of memory: freed, ana_run() fails */
 				ana_agg_free(&c.ts[i].flat[id]);
@@ -1314,7 +1349,7 @@ void ana_result_free(struct ana_result *res)
 		ana_tree_free(&res->threads[i].tree);
 		free(res->threads[i].counters);
 		if (res->by_name_thread && res->by_name_thread[i]) {
-			for (uint32_t id = 0; id < res->nnames; id++)
+			for (uint32_t id = 0; id < res->threads[i].nflat; id++)
 				ana_agg_free(&res->by_name_thread[i][id]);
 			free(res->by_name_thread[i]);
 		}

@@ -288,7 +288,7 @@ static const struct ana_tree *view_tree(const struct ana_result *res, int thread
 		for (size_t i = 0; i < res->nthreads; i++)
 			if (res->threads[i].index == (uint32_t)thread) {
 				*flat = res->by_name_thread[i];
-				*nflat = res->nnames;
+				*nflat = res->threads[i].nflat;
 				return &res->threads[i].tree;
 			}
 	*flat = res->by_name;
@@ -541,6 +541,9 @@ void ana_info_text(FILE *out, const struct ana_result *res)
 	fprintf(out, "errors:       %" PRIu64 " unmatched ends, %" PRIu64 " sections open at end, %" PRIu64
 		     " counted by the recorder\n",
 		res->unmatched_ends, res->open_at_end, res->misuse_errors);
+	if (res->too_deep)
+		fprintf(out, "too deep:     %" PRIu64 " sections nested deeper than %u levels not analyzed (limit)\n",
+			res->too_deep, ANA_MAX_DEPTH);
 	gpu_summary_text(out, res, "gpu:          ", "              ");
 	fprintf(out, "threads:      %zu\n", res->nthreads);
 	for (size_t i = 0; i < res->nthreads; i++) {
@@ -568,6 +571,10 @@ void ana_report_text(FILE *out, const struct ana_result *res, const struct ana_r
 		res->open_at_end, res->misuse_errors);
 	if (res->lost_records)
 		fprintf(out, "rows marked ! were open while records were lost: their self time includes lost children\n");
+	if (res->too_deep)
+		fprintf(out, "%" PRIu64 " sections nested deeper than %u levels were not analyzed (limit); the sections"
+			     " enclosing them count their time as self time\n",
+			res->too_deep, ANA_MAX_DEPTH);
 	gpu_summary_text(out, res, "GPU: ", "");
 	for (size_t i = 0; i < res->nthreads; i++) {
 		const uint64_t *u = res->threads[i].unattributed;
@@ -855,7 +862,7 @@ int ana_write_csv(FILE *out, const struct ana_result *res, const struct ana_repo
 		snprintf(th, sizeof(th), "%u", res->threads[i].index);
 		if (csv_tree(out, res, &res->threads[i].tree, th))
 			return -1;
-		for (uint32_t id = 0; id < res->nnames; id++)
+		for (uint32_t id = 0; id < res->threads[i].nflat; id++)
 			if (res->by_name_thread[i][id].count)
 				csv_row(out, res, "flat", th, ana_name(res, id), 1, id, &res->by_name_thread[i][id]);
 	}
@@ -1226,11 +1233,11 @@ static void jw_tree(struct jw *w, const struct ana_result *res, json_t **names, 
 }
 
 static void jw_flat(struct jw *w, const struct ana_result *res, json_t **names, const struct ana_agg *flat,
-		    const char *indent)
+		    uint32_t nflat, const char *indent)
 {
 	bool first = true;
 	jw_raw(w, "[");
-	for (uint32_t id = 0; id < res->nnames && !w->err; id++)
+	for (uint32_t id = 0; id < nflat && !w->err; id++)
 		if (flat[id].count)
 			jw_elem(w, json_row(res, names, NULL, 0, id, &flat[id]), indent, &first);
 	jw_close(w, indent, first, "]");
@@ -1262,6 +1269,8 @@ int ana_write_json(FILE *out, const struct ana_result *res, const struct ana_rep
 	json_object_set_new(tr, "lost_sections", json_integer((json_int_t)res->lost_sections));
 	json_object_set_new(tr, "unmatched_ends", json_integer((json_int_t)res->unmatched_ends));
 	json_object_set_new(tr, "open_at_end", json_integer((json_int_t)res->open_at_end));
+	if (res->too_deep)
+		json_object_set_new(tr, "too_deep", json_integer((json_int_t)res->too_deep));
 	json_object_set_new(tr, "recorder_errors", json_integer((json_int_t)res->misuse_errors));
 	json_object_set_new(tr, "percentile_relative_error", json_real(ANA_HIST_REL_ERROR));
 	json_object_set_new(tr, "torn_tail", json_boolean(res->torn_tail));
@@ -1314,7 +1323,7 @@ int ana_write_json(FILE *out, const struct ana_result *res, const struct ana_rep
 		jw_key(&w, "tree", "   ", &kfirst);
 		jw_tree(&w, res, names, &t->tree, "    ");
 		jw_key(&w, "flat", "   ", &kfirst);
-		jw_flat(&w, res, names, res->by_name_thread[i], "    ");
+		jw_flat(&w, res, names, res->by_name_thread[i], res->threads[i].nflat, "    ");
 		json_t *cs = json_array();
 		for (size_t k = 0; k < t->ncounters; k++) {
 			json_t *c = json_object();
@@ -1339,7 +1348,7 @@ int ana_write_json(FILE *out, const struct ana_result *res, const struct ana_rep
 	jw_key(&w, "tree", " ", &first);
 	jw_tree(&w, res, names, &res->merged, "  ");
 	jw_key(&w, "flat", " ", &first);
-	jw_flat(&w, res, names, res->by_name, "  ");
+	jw_flat(&w, res, names, res->by_name, res->nnames, "  ");
 	if (res->has_gpu) {
 		jw_key(&w, "gpu", " ", &first);
 		jw_val(&w, json_gpu(res));

@@ -74,6 +74,7 @@ struct tstate {
 	uint32_t npn;
 	struct frame *st;
 	uint32_t depth, cap;
+	uint64_t excess;      /* open sections beyond ANA_MAX_DEPTH (not on st) */
 	int32_t *open_top;    /* by name id: innermost open frame index, -1 = none */
 	uint32_t nopen_top;
 	struct flat_incl *fi; /* by name id */
@@ -151,7 +152,7 @@ static inline uint64_t ana_ticks_ns(const struct ctx *c, uint64_t ticks)
 
 /*
  * ana_grow_by_id() - Grows the zero-filled array @arr of *@n elements of
- * @esize bytes so that index @id exists; capacity doubles from 64 but never
+ * @esize bytes so that index @id exists; capacity doubles from 8 but never
  * exceeds @limit, so "index < *@n" also means "index < @limit".
  * Return: the array (*@n updated), or NULL when @id >= @limit or on ENOMEM
  * (then @arr and *@n are unchanged).
