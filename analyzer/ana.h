@@ -544,6 +544,9 @@ json_t *ana_json_path(const struct ana_result *res, json_t **names, const struct
  * cannot break a table or drive the terminal. The copy lives in a buffer
  * reused by the next call (one per printf); "?" if it cannot grow. */
 const char *ana_text_safe(const char *s);
+/* ana_text_safe_to() - ana_text_safe() of @s into @dst (@cap bytes, cut to
+ * fit), for a line that shows more than one untrusted string; returns @dst. */
+char *ana_text_safe_to(char *dst, size_t cap, const char *s);
 /* ana_fmt_dur() - @ns as "812 ns", "3.25 us", "1.50 ms" or "2.000 s" in
  * @buf of @n bytes ("-" for NaN); returns @buf. */
 const char *ana_fmt_dur(char *buf, size_t n, double ns);

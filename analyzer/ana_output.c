@@ -131,17 +131,54 @@ static void sorted(const struct ana_result *res, const struct ana_tree *tree, co
 }
 
 /*
- * @s for the text report: control bytes (below 0x20, and DEL) shown as '?',
- * as the reader shows the header's strings, so that a name holding a line
- * break or a terminal escape cannot break a table or drive the terminal.
- * The copy lives in a buffer reused by the next call: one per printf.
+ * Length of the unsafe sequence at @s[i] (@n bytes in all), 0 if none: a
+ * C0 control or DEL; a C1 control, U+0080..U+009F, whether UTF-8 encoded
+ * (C2 80..C2 9F) or a raw byte 0x80..0x9F outside a valid sequence (0x9B
+ * is CSI to an 8-bit terminal); a bidirectional override or isolate,
+ * U+202A..U+202E and U+2066..U+2069, which reorder what a terminal or
+ * editor shows after them.
+ */
+static size_t unsafe_at(const unsigned char *s, size_t n, size_t i)
+{
+	const unsigned char c = s[i];
+	if (c < 0x20 || c == 0x7f)
+		return 1;
+	if (c < 0x80)
+		return 0;
+	if (c == 0xc2 && i + 1 < n && s[i + 1] >= 0x80 && s[i + 1] <= 0x9f)
+		return 2;
+	if (c == 0xe2 && i + 2 < n &&
+	    ((s[i + 1] == 0x80 && s[i + 2] >= 0xaa && s[i + 2] <= 0xae) ||
+	     (s[i + 1] == 0x81 && s[i + 2] >= 0xa6 && s[i + 2] <= 0xa9)))
+		return 3;
+	if (c <= 0x9f) { /* a raw C1 byte unless it continues a valid sequence */
+		size_t k = i;
+		while (k > 0 && i - k < 3 && (s[k - 1] & 0xc0) == 0x80)
+			k--;
+		const unsigned char lead = k > 0 ? s[k - 1] : 0;
+		const size_t want = lead >= 0xf0 && lead <= 0xf4 ? 4 : lead >= 0xe0 && lead <= 0xef ? 3
+				   : lead >= 0xc2 && lead <= 0xdf ? 2 : 0;
+		if (!want || i - (k - 1) >= want)
+			return 1;
+	}
+	return 0;
+}
+
+/*
+ * @s for text output: control bytes (below 0x20, and DEL), C1 controls and
+ * bidirectional overrides (unsafe_at()) shown as '?', as the reader shows
+ * the header's strings, so that a name holding a line break, a terminal
+ * escape or a bidi override cannot break a table, drive the terminal or
+ * reorder what follows. The copy lives in a buffer reused by the next
+ * call: one per printf.
  */
 const char *ana_text_safe(const char *s)
 {
 	static char *buf;
 	static size_t cap;
+	const unsigned char *u = (const unsigned char *)s;
 	size_t n = strlen(s), i = 0;
-	while (i < n && (unsigned char)s[i] >= 0x20 && s[i] != 0x7f)
+	while (i < n && !unsafe_at(u, n, i))
 		i++;
 	if (i == n)
 		return s;
@@ -152,9 +189,22 @@ const char *ana_text_safe(const char *s)
 		buf = b;
 		cap = n + 1;
 	}
-	for (i = 0; i <= n; i++)
-		buf[i] = s[i] && ((unsigned char)s[i] < 0x20 || s[i] == 0x7f) ? '?' : s[i];
+	ana_text_safe_to(buf, n + 1, s);
 	return buf;
+}
+
+char *ana_text_safe_to(char *dst, size_t cap, const char *s)
+{
+	const unsigned char *u = (const unsigned char *)s;
+	size_t n = strlen(s), o = 0;
+	for (size_t i = 0; i < n && o + 1 < cap;) {
+		const size_t k = unsafe_at(u, n, i);
+		dst[o++] = k ? '?' : s[i];
+		i += k ? k : 1;
+	}
+	if (cap)
+		dst[o] = 0;
+	return dst;
 }
 
 /* Levels 1..TEXT_MAX_INDENT are indented with spaces (2 a level); deeper
@@ -654,12 +704,18 @@ void ana_report_text(FILE *out, const struct ana_result *res, const struct ana_r
 
 static void csv_str(FILE *out, const char *s)
 {
+	/* A field a spreadsheet would read as a formula (=, +, -, @, or a tab
+	 * or CR first: OWASP CSV injection) is quoted with a single quote
+	 * first, which spreadsheets show as text and strip. */
+	const bool formula = *s && strchr("=+-@\t\r", *s);
 	/* RFC 4180: quote fields holding a comma, quote, CR or LF; double quotes */
-	if (!strpbrk(s, ",\"\r\n")) {
+	if (!formula && !strpbrk(s, ",\"\r\n")) {
 		fputs(s, out);
 		return;
 	}
 	fputc('"', out);
+	if (formula)
+		fputc('\'', out);
 	for (; *s; s++) {
 		if (*s == '"')
 			fputc('"', out);

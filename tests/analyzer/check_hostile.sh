@@ -84,5 +84,24 @@ check "folded: exit 0, under 40 MB, lines of at most 257 frames, [20000] ... pre
 		grep -q "^\[20000\] \.\.\.;work;" "$TMP/wide.folded"'
 rm -f "$TMP/wide.folded"
 
+# item 11: hostile names in the text report and the CSV
+run 30 "$TMP/names.ptz" --flat --no-progress
+check "names: text shows no ESC, C1 (UTF-8 or raw 0x9B), bidi override or isolate" python3 -c '
+import sys
+b = open(sys.argv[1], "rb").read()
+for bad in (b"\x1b", b"\xc2\x9b", b"\x9b", b"\xe2\x80\xae", b"\xe2\x81\xa6", b"\t", b"\r"):
+    assert bad not in b, bad
+for want in (b"esc?[31m", b"c1?31m", b"raw?31m", b"bidi?txt.exe", b"iso?x"):
+    assert want in b, want' "$TMP/out"
+check "names: a NUL inside a name does not make two names one" \
+	eval 'grep -q "^nul?aa " "$TMP/out" && grep -q "^nul?bb " "$TMP/out"'
+run 30 "$TMP/names.ptz" --csv - --no-progress
+check "names: CSV quotes formula starts with a single quote" python3 -c '
+import csv, sys
+names = {r["name"] for r in csv.DictReader(open(sys.argv[1], newline="", encoding="latin-1"))}
+for n in ("=HYPERLINK(\"http://x\")", "+1+1", "-2-2", "@SUM(A1)", "\tTAB", "\rCR"):
+    assert "\x27" + n in names and n not in names, n
+assert not any(n[:1] in "=+-@\t\r" for n in names if n), names' "$TMP/out"
+
 echo "1..$n"
 [ "$failed" -eq 0 ]
