@@ -214,6 +214,20 @@ void ana_reservoir_free(struct ana_reservoir *r);
  * cost 1.3 GB and 14 s). */
 
 /* ---- aggregates ---- */
+struct ana_agg;
+/* ana_agg_saturated() - Whether a sum of @a (times, metrics, transfers) is at UINT64_MAX. */
+bool ana_agg_saturated(const struct ana_agg *a);
+
+/* Sums of u64 figures saturate at UINT64_MAX instead of wrapping (two LOSS
+ * records of 2^64 - 1 made "lost 18446744073709551614"); the outputs flag a
+ * figure at UINT64_MAX as saturated (doc/analyzer-output.md §1). An add and
+ * a conditional move. */
+static inline uint64_t ana_sat_add(uint64_t a, uint64_t b)
+{
+	uint64_t s;
+	return __builtin_add_overflow(a, b, &s) ? UINT64_MAX : s;
+}
+#define ANA_SAT_ADD(x, v) ((x) = ana_sat_add((x), (v)))
 
 enum { ANA_READ, ANA_WRITTEN, ANA_FLOPS, ANA_NMETRIC };
 enum { ANA_DIRS = 4 }; /* PT_H2D..PT_P2P, index dir-1 */
@@ -425,6 +439,7 @@ struct ana_result {
 	uint64_t lost_records, lost_sections, process_lost_records;
 	uint64_t unmatched_ends, open_at_end, misuse_errors;
 	uint64_t too_deep;           /* sum of the threads' (ANA_MAX_DEPTH) */
+	bool saturated;              /* a sum reached UINT64_MAX (ana_sat_add()): the outputs flag it */
 	uint32_t domain_filter;      /* UINT32_MAX = none */
 	uint32_t name_id_limit;      /* name-id-indexed arrays stop here (see ANA_MIN_NAME_IDS) */
 	uint32_t *slot_id;           /* NULL: name ids are the trace's; else slot -> the trace's id */
@@ -544,6 +559,13 @@ json_t *ana_json_path(const struct ana_result *res, json_t **names, const struct
  * cannot break a table or drive the terminal. The copy lives in a buffer
  * reused by the next call (one per printf); "?" if it cannot grow. */
 const char *ana_text_safe(const char *s);
+/* ana_json_u64() - @v as a JSON integer, exact past INT64_MAX too (jansson's
+ * json_int_t is signed): such a value is a marked string until
+ * ana_json_dumpf() writes its digits. A new reference; NULL on ENOMEM. */
+json_t *ana_json_u64(uint64_t v);
+/* ana_json_dumpf() - json_dumpf() that writes ana_json_u64()'s large values
+ * as bare decimal integers. 0 or -1. */
+int ana_json_dumpf(const json_t *j, FILE *out, size_t flags);
 /* ana_text_safe_to() - ana_text_safe() of @s into @dst (@cap bytes, cut to
  * fit), for a line that shows more than one untrusted string; returns @dst. */
 char *ana_text_safe_to(char *dst, size_t cap, const char *s);

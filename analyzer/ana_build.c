@@ -231,21 +231,21 @@ static inline void flat_pass_up(struct tstate *ts, uint32_t id, int32_t prev_sam
 			memset(a->pending_incl, 0, sizeof(a->pending_incl));
 			memset(a->pending_xfer, 0, sizeof(a->pending_xfer));
 		}
-		a->pending_ns += ns;
+		ANA_SAT_ADD(a->pending_ns, ns);
 		for (int k = 0; incl && k < ANA_NMETRIC; k++)
-			a->pending_incl[k] += incl[k];
+			ANA_SAT_ADD(a->pending_incl[k], incl[k]);
 		for (int k = 0; xfer && k < ANA_DIRS; k++)
-			a->pending_xfer[k] += xfer[k];
+			ANA_SAT_ADD(a->pending_xfer[k], xfer[k]);
 		return;
 	}
 	struct flat_incl *fi = fi_of(ts, id);
 	if (!fi)
 		return;
-	fi->total_ns += ns;
+	ANA_SAT_ADD(fi->total_ns, ns);
 	for (int k = 0; incl && k < ANA_NMETRIC; k++)
-		fi->metric_incl[k] += incl[k];
+		ANA_SAT_ADD(fi->metric_incl[k], incl[k]);
 	for (int k = 0; xfer && k < ANA_DIRS; k++)
-		fi->xfer_incl[k] += xfer[k];
+		ANA_SAT_ADD(fi->xfer_incl[k], xfer[k]);
 }
 
 /* No flat row for an id no name has (>= ts->id_limit): NULL. */
@@ -397,22 +397,22 @@ static inline __attribute__((always_inline)) void agg_add(struct tstate *ts, str
 		a->first_ns = dur_ns;
 	}
 	a->count++;
-	a->total_ns += dur_ns;
-	a->self_ns += self_ns;
+	ANA_SAT_ADD(a->total_ns, dur_ns);
+	ANA_SAT_ADD(a->self_ns, self_ns);
 	ana_moments_add(&a->all, dur_ns);
 	if (!(mode & MODE_MERGED_ONLY))
 		hpend_add(&ts->hp, f->node, dur_ns, &a->hist);
 	a->lossy += f->lossy;
 	if (f->has_m)
 		for (int k = 0; k < ANA_NMETRIC; k++) {
-			a->metric_self[k] += f->m.metric_self[k];
-			a->metric_incl[k] += f->m.metric_incl[k];
+			ANA_SAT_ADD(a->metric_self[k], f->m.metric_self[k]);
+			ANA_SAT_ADD(a->metric_incl[k], f->m.metric_incl[k]);
 		}
 	if (f->has_x)
 		for (int k = 0; k < ANA_DIRS; k++) {
-			a->xfer_self[k] += f->x.xfer_self[k];
-			a->xfer_incl[k] += f->x.xfer_incl[k];
-			a->xfer_count[k] += f->x.xfer_count[k];
+			ANA_SAT_ADD(a->xfer_self[k], f->x.xfer_self[k]);
+			ANA_SAT_ADD(a->xfer_incl[k], f->x.xfer_incl[k]);
+			ANA_SAT_ADD(a->xfer_count[k], f->x.xfer_count[k]);
 		}
 }
 
@@ -430,12 +430,12 @@ static inline __attribute__((always_inline)) void close_top(struct ctx *c, struc
 		if (f->has_m) {
 			struct frame_m *pm = frame_m(p);
 			for (int k = 0; k < ANA_NMETRIC; k++)
-				pm->metric_incl[k] += f->m.metric_incl[k];
+				ANA_SAT_ADD(pm->metric_incl[k], f->m.metric_incl[k]);
 		}
 		if (f->has_x) {
 			struct frame_x *px = frame_x(p);
 			for (int k = 0; k < ANA_DIRS; k++)
-				px->xfer_incl[k] += f->x.xfer_incl[k];
+				ANA_SAT_ADD(px->xfer_incl[k], f->x.xfer_incl[k]);
 		}
 		p->lossy |= f->lossy;
 	}
@@ -595,10 +595,10 @@ static inline __attribute__((always_inline)) void sec_metric(struct ana_thread *
 		return;
 	if (ts->depth) {
 		struct frame_m *m = frame_m(&ts->st[ts->depth - 1]);
-		m->metric_self[aux - 1] += value;
-		m->metric_incl[aux - 1] += value;
+		ANA_SAT_ADD(m->metric_self[aux - 1], value);
+		ANA_SAT_ADD(m->metric_incl[aux - 1], value);
 	} else {
-		th->unattributed[aux - 1] += value;
+		ANA_SAT_ADD(th->unattributed[aux - 1], value);
 	}
 }
 
@@ -645,14 +645,14 @@ static void on_record(struct ctx *c, struct ana_thread *th, struct tstate *ts, c
 		if (r->aux < 1 || r->aux > ANA_DIRS)
 			return;
 		if (!ts->depth) {
-			th->unattributed_xfer[r->aux - 1] += r->value;
+			ANA_SAT_ADD(th->unattributed_xfer[r->aux - 1], r->value);
 			th->unattributed_xfer_count[r->aux - 1]++;
 			return;
 		}
 		{
 			struct frame_x *m = frame_x(&ts->st[ts->depth - 1]);
-			m->xfer_self[r->aux - 1] += r->value;
-			m->xfer_incl[r->aux - 1] += r->value;
+			ANA_SAT_ADD(m->xfer_self[r->aux - 1], r->value);
+			ANA_SAT_ADD(m->xfer_incl[r->aux - 1], r->value);
 			m->xfer_count[r->aux - 1]++;
 		}
 		return;
@@ -686,8 +686,8 @@ static void on_record(struct ctx *c, struct ana_thread *th, struct tstate *ts, c
 	}
 	case PT_REC_LOSS:
 		th->records--;
-		th->lost_records += r->value;
-		th->lost_sections += r->value2;
+		ANA_SAT_ADD(th->lost_records, r->value);
+		ANA_SAT_ADD(th->lost_sections, r->value2);
 		if (ts->depth) /* the innermost: closing hands the mark to each enclosing one */
 			ts->st[ts->depth - 1].lossy = true;
 		return;
@@ -695,7 +695,7 @@ static void on_record(struct ctx *c, struct ana_thread *th, struct tstate *ts, c
 		if (ana_is_gpu_errc(r->aux))
 			ana_pass_gpu_error(c, r); /* GPU halves not timed: not misuse */
 		else if (r->aux != PT_ERRC_IO)
-			th->misuse_errors += r->value;
+			ANA_SAT_ADD(th->misuse_errors, r->value);
 		return;
 	default:
 		/* INSTANT, ASYNC, GPU: never reached by a trace without them */
@@ -929,12 +929,12 @@ static void read_meta(struct ctx *c, struct pt_record *batch, size_t max)
 		for (int k = 0; k < n; k++) {
 			const struct pt_record *r = &batch[k];
 			if (r->kind == PT_REC_LOSS) {
-				res->process_lost_records += r->value;
-				res->lost_sections += r->value2;
+				ANA_SAT_ADD(res->process_lost_records, r->value);
+				ANA_SAT_ADD(res->lost_sections, r->value2);
 			} else if (r->kind == PT_REC_ERROR && ana_is_gpu_errc(r->aux)) {
 				ana_pass_gpu_error(c, r);
 			} else if (r->kind == PT_REC_ERROR && r->aux != PT_ERRC_IO) {
-				res->misuse_errors += r->value;
+				ANA_SAT_ADD(res->misuse_errors, r->value);
 			}
 		}
 }
@@ -1233,17 +1233,17 @@ static int run_pass(const char *path, const struct ana_options *opt, struct ana_
 		}
 		res->records += th->records;
 		res->sections += th->sections;
-		res->lost_records += th->lost_records;
-		res->lost_sections += th->lost_sections;
+		ANA_SAT_ADD(res->lost_records, th->lost_records);
+		ANA_SAT_ADD(res->lost_sections, th->lost_sections);
 		res->unmatched_ends += th->unmatched_ends;
 		res->open_at_end += th->open_at_end;
 		res->too_deep += th->too_deep;
-		res->misuse_errors += th->misuse_errors;
+		ANA_SAT_ADD(res->misuse_errors, th->misuse_errors);
 		for (uint32_t n = 0; n < th->tree.count; n++)
 			finish_agg(&c, &th->tree.n[n].agg);
 		flat_from_tree(&c, &th->tree, ts);
 	}
-	res->lost_records += res->process_lost_records;
+	ANA_SAT_ADD(res->lost_records, res->process_lost_records);
 	if (res->start_ns == UINT64_MAX)
 		res->start_ns = res->end_ns = 0;
 	ana_pass_finish(&c);
@@ -1322,6 +1322,16 @@ static int run_pass(const char *path, const struct ana_options *opt, struct ana_
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
+	/* a saturated sum shows in the merged rows (each at least its thread's) or the totals */
+	res->saturated = res->lost_records == UINT64_MAX || res->lost_sections == UINT64_MAX ||
+			 res->misuse_errors == UINT64_MAX;
+	for (uint32_t i = 1; i < res->merged.count && !res->saturated; i++)
+		res->saturated = ana_agg_saturated(&res->merged.n[i].agg);
+	for (uint32_t id = 0; id < res->nnames && !res->saturated; id++)
+		res->saturated = ana_agg_saturated(&res->by_name[id]);
+	for (size_t i = 0; i < res->nthreads && !res->saturated; i++)
+		for (int k = 0; k < ANA_NMETRIC; k++)
+			res->saturated |= res->threads[i].unattributed[k] == UINT64_MAX;
 	/* damage inside the file, as opposed to a torn tail (a crashed writer) */
 	res->corrupt = info->corrupt_regions > 0 || info->damaged_chunks > 0 || info->header_damaged;
 	res->torn_tail = info->torn_tail_offset != UINT64_MAX;

@@ -735,7 +735,7 @@ int ana_compare_json(FILE *out, const struct ana_result *base, const struct ana_
 	free(nrow);
 	free(scratch);
 	bad |= json_object_set_new(root, "rows", rows);
-	bad = bad || json_dumpf(root, out, JSON_INDENT(1) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10)) ||
+	bad = bad || ana_json_dumpf(root, out, JSON_INDENT(1) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10)) ||
 	      fputc('\n', out) == EOF || fflush(out);
 	json_decref(root);
 	return bad ? -1 : 0;

@@ -594,6 +594,8 @@ void ana_info_text(FILE *out, const struct ana_result *res)
 	if (res->too_deep)
 		fprintf(out, "too deep:     %" PRIu64 " sections nested deeper than %u levels not analyzed (limit)\n",
 			res->too_deep, ANA_MAX_DEPTH);
+	if (res->saturated)
+		fprintf(out, "saturated:    some sums reached 2^64-1 and stopped there: 18446744073709551615 means at least that\n");
 	gpu_summary_text(out, res, "gpu:          ", "              ");
 	fprintf(out, "threads:      %zu\n", res->nthreads);
 	for (size_t i = 0; i < res->nthreads; i++) {
@@ -621,6 +623,9 @@ void ana_report_text(FILE *out, const struct ana_result *res, const struct ana_r
 		res->open_at_end, res->misuse_errors);
 	if (res->lost_records)
 		fprintf(out, "rows marked ! were open while records were lost: their self time includes lost children\n");
+	if (res->saturated)
+		fprintf(out, "warning: some sums reached 2^64-1 and stopped there (saturated): a figure at that value, or"
+			     " derived from one, is a lower bound\n");
 	if (res->too_deep)
 		fprintf(out, "%" PRIu64 " sections nested deeper than %u levels were not analyzed (limit); the sections"
 			     " enclosing them count their time as self time\n",
@@ -698,6 +703,69 @@ void ana_report_text(FILE *out, const struct ana_result *res, const struct ana_r
 	async_text(out, res);
 	if (res->has_instants)
 		instants_text(out, res, o->thread, scope);
+}
+
+/* ---------------------------------------------------------------- JSON integers past INT64_MAX */
+
+/* jansson's integers are int64_t: a u64 figure past INT64_MAX (a
+ * saturated sum, FLOPs past 9.2e18) would come out negative. Such a value
+ * is held as a string with this marker and written by ana_json_dumpf() as
+ * its exact decimal digits, which JSON allows (RFC 8259 §6 sets no range;
+ * readers with 64-bit unsigned or arbitrary-precision integers, e.g.
+ * Python's json, get it exactly). The marker holds a control byte (shown
+ * by jansson as \u0001) and a per-process nonce, so no name can pose as one. */
+static char u64_marker[40];
+
+static const char *u64_mark(void)
+{
+	if (!u64_marker[0])
+		snprintf(u64_marker, sizeof(u64_marker), "\001u64-%016llx:",
+			 (unsigned long long)((uintptr_t)&u64_marker ^ (uint64_t)time(NULL) * 0x9e3779b97f4a7c15ull));
+	return u64_marker;
+}
+
+json_t *ana_json_u64(uint64_t v)
+{
+	if (v <= (uint64_t)INT64_MAX)
+		return json_integer((json_int_t)v);
+	char b[64];
+	snprintf(b, sizeof(b), "%s%" PRIu64, u64_mark(), v);
+	return json_string(b);
+}
+
+int ana_json_dumpf(const json_t *j, FILE *out, size_t flags)
+{
+	char *s = json_dumps(j, flags);
+	if (!s)
+		return -1;
+	int rc = 0;
+	if (!u64_marker[0]) { /* no large value was made */
+		rc = fputs(s, out) == EOF ? -1 : 0;
+		free(s);
+		return rc;
+	}
+	char quoted[48]; /* the marker as jansson writes it, with its opening quote */
+	snprintf(quoted, sizeof(quoted), "\"\\u0001%s", u64_marker + 1);
+	const size_t ql = strlen(quoted);
+	const char *p = s, *m;
+	while (rc == 0 && (m = strstr(p, quoted))) {
+		const char *d = m + ql, *e = d;
+		while (*e >= '0' && *e <= '9')
+			e++;
+		if (*e != '"' || e == d) { /* not one of ours: as it is */
+			rc = fwrite(p, 1, (size_t)(d - p), out) == (size_t)(d - p) ? 0 : -1;
+			p = d;
+			continue;
+		}
+		if (fwrite(p, 1, (size_t)(m - p), out) != (size_t)(m - p) ||
+		    fwrite(d, 1, (size_t)(e - d), out) != (size_t)(e - d))
+			rc = -1;
+		p = e + 1;
+	}
+	if (rc == 0 && fputs(p, out) == EOF)
+		rc = -1;
+	free(s);
+	return rc;
 }
 
 /* ---------------------------------------------------------------- CSV */
@@ -847,6 +915,8 @@ static void csv_row(FILE *out, const struct ana_result *res, const char *view, c
 	fprintf(out, ",%d", a->lossy ? 1 : 0);
 	if (res->has_gpu)
 		csv_gpu(out, a, &w);
+	if (res->saturated)
+		fprintf(out, ",%d", ana_agg_saturated(a) ? 1 : 0);
 	fputc('\n', out);
 }
 
@@ -882,6 +952,8 @@ static void csv_misc_row(FILE *out, const struct ana_result *res, const char *vi
 	      out);
 	if (res->has_gpu)
 		csv_gpu(out, NULL, NULL);
+	if (res->saturated)
+		fputs(",0", out);
 	fputc('\n', out);
 }
 
@@ -907,7 +979,7 @@ static int csv_tree(FILE *out, const struct ana_result *res, const struct ana_tr
 int ana_write_csv(FILE *out, const struct ana_result *res, const struct ana_report_opts *o)
 {
 	(void)o;
-	fprintf(out, "%s%s\n", csv_cols, res->has_gpu ? csv_gpu_cols : "");
+	fprintf(out, "%s%s%s\n", csv_cols, res->has_gpu ? csv_gpu_cols : "", res->saturated ? ",saturated" : "");
 	if (csv_tree(out, res, &res->merged, "all"))
 		return -1;
 	for (uint32_t id = 0; id < res->nnames; id++)
@@ -1054,7 +1126,7 @@ static json_t *json_row(const struct ana_result *res, json_t **names, const stru
 		json_set_path(r, res, names, t, node);
 		json_object_set_new(r, "depth", json_integer(t->n[node].depth));
 	}
-#define JI(k, v) json_object_set_new(r, k, json_integer((json_int_t)(v)))
+#define JI(k, v) json_object_set_new(r, k, ana_json_u64(v))
 #define JR(k, v) json_object_set_new(r, k, isfinite(v) ? json_real(v) : json_null()) /* NaN std: null */
 	JI("count", a->count);
 	JI("total_ns", a->total_ns);
@@ -1089,6 +1161,8 @@ static json_t *json_row(const struct ana_result *res, json_t **names, const stru
 		JR(k2, w.xfer_gbps[d]);
 	}
 	json_object_set_new(r, "lossy", json_boolean(a->lossy > 0));
+	if (res->saturated) /* on every row of a result with a saturated sum */
+		json_object_set_new(r, "saturated", json_boolean(ana_agg_saturated(a)));
 	if (res->has_gpu) { /* the same keys on every row of a trace with GPU records */
 		static const struct ana_gpu none;
 		const struct ana_gpu *g = a->gpu ? a->gpu : &none;
@@ -1114,7 +1188,7 @@ static json_t *json_row(const struct ana_result *res, json_t **names, const stru
 }
 
 #define JSET(o, k, v) json_object_set_new((o), (k), (v))
-#define JINT(v) json_integer((json_int_t)(v))
+#define JINT(v) ana_json_u64(v)
 
 static json_t *json_gpu(const struct ana_result *res)
 {
@@ -1221,7 +1295,7 @@ static void jw_raw(struct jw *w, const char *s)
 /* Dumps @v (a new reference, consumed; NULL = ENOMEM). */
 static void jw_val(struct jw *w, json_t *v)
 {
-	if (!v || json_dumpf(v, w->out, JSON_ENCODE_ANY | JSON_REAL_PRECISION(12)))
+	if (!v || ana_json_dumpf(v, w->out, JSON_ENCODE_ANY | JSON_REAL_PRECISION(12)))
 		w->err = 1;
 	json_decref(v);
 }
@@ -1315,19 +1389,21 @@ int ana_write_json(FILE *out, const struct ana_result *res, const struct ana_rep
 	json_object_set_new(tr, "host", jstr(in->host));
 	json_object_set_new(tr, "cmdline", jstr(in->cmdline));
 	json_object_set_new(tr, "closed", json_boolean(in->closed));
-	json_object_set_new(tr, "start_realtime_ns", json_integer((json_int_t)in->start_real_ns));
-	json_object_set_new(tr, "start_ns", json_integer((json_int_t)res->start_ns));
-	json_object_set_new(tr, "wall_span_ns", json_integer((json_int_t)(res->end_ns - res->start_ns)));
-	json_object_set_new(tr, "thread_span_sum_ns", json_integer((json_int_t)res->thread_span_sum_ns));
-	json_object_set_new(tr, "sections", json_integer((json_int_t)res->sections));
-	json_object_set_new(tr, "records", json_integer((json_int_t)res->records));
-	json_object_set_new(tr, "lost_records", json_integer((json_int_t)res->lost_records));
-	json_object_set_new(tr, "lost_sections", json_integer((json_int_t)res->lost_sections));
-	json_object_set_new(tr, "unmatched_ends", json_integer((json_int_t)res->unmatched_ends));
-	json_object_set_new(tr, "open_at_end", json_integer((json_int_t)res->open_at_end));
+	json_object_set_new(tr, "start_realtime_ns", ana_json_u64(in->start_real_ns));
+	json_object_set_new(tr, "start_ns", ana_json_u64(res->start_ns));
+	json_object_set_new(tr, "wall_span_ns", ana_json_u64((res->end_ns - res->start_ns)));
+	json_object_set_new(tr, "thread_span_sum_ns", ana_json_u64(res->thread_span_sum_ns));
+	json_object_set_new(tr, "sections", ana_json_u64(res->sections));
+	json_object_set_new(tr, "records", ana_json_u64(res->records));
+	json_object_set_new(tr, "lost_records", ana_json_u64(res->lost_records));
+	json_object_set_new(tr, "lost_sections", ana_json_u64(res->lost_sections));
+	json_object_set_new(tr, "unmatched_ends", ana_json_u64(res->unmatched_ends));
+	json_object_set_new(tr, "open_at_end", ana_json_u64(res->open_at_end));
 	if (res->too_deep)
-		json_object_set_new(tr, "too_deep", json_integer((json_int_t)res->too_deep));
-	json_object_set_new(tr, "recorder_errors", json_integer((json_int_t)res->misuse_errors));
+		json_object_set_new(tr, "too_deep", ana_json_u64(res->too_deep));
+	if (res->saturated)
+		json_object_set_new(tr, "saturated", json_true());
+	json_object_set_new(tr, "recorder_errors", ana_json_u64(res->misuse_errors));
 	json_object_set_new(tr, "percentile_relative_error", json_real(ANA_HIST_REL_ERROR));
 	json_object_set_new(tr, "torn_tail", json_boolean(res->torn_tail));
 	json_object_set_new(tr, "corrupt", json_boolean(res->corrupt));
@@ -1336,7 +1412,7 @@ int ana_write_json(FILE *out, const struct ana_result *res, const struct ana_rep
 		uint64_t off;
 		const char *m = pt_reader_problem(res->rd, i, &off);
 		json_t *p = json_object();
-		json_object_set_new(p, "offset", json_integer((json_int_t)off));
+		json_object_set_new(p, "offset", ana_json_u64(off));
 		json_object_set_new(p, "message", jstr(m));
 		json_array_append_new(probs, p);
 	}
@@ -1352,23 +1428,23 @@ int ana_write_json(FILE *out, const struct ana_result *res, const struct ana_rep
 		json_object_set_new(j, "index", json_integer(t->index));
 		json_object_set_new(j, "tid", json_integer(t->tid));
 		json_object_set_new(j, "name", jstr(t->name));
-		json_object_set_new(j, "span_ns", json_integer((json_int_t)(t->last_ns - t->first_ns)));
-		json_object_set_new(j, "sections", json_integer((json_int_t)t->sections));
-		json_object_set_new(j, "records", json_integer((json_int_t)t->records));
-		json_object_set_new(j, "lost_records", json_integer((json_int_t)t->lost_records));
-		json_object_set_new(j, "unattributed_read_bytes", json_integer((json_int_t)t->unattributed[ANA_READ]));
+		json_object_set_new(j, "span_ns", ana_json_u64((t->last_ns - t->first_ns)));
+		json_object_set_new(j, "sections", ana_json_u64(t->sections));
+		json_object_set_new(j, "records", ana_json_u64(t->records));
+		json_object_set_new(j, "lost_records", ana_json_u64(t->lost_records));
+		json_object_set_new(j, "unattributed_read_bytes", ana_json_u64(t->unattributed[ANA_READ]));
 		json_object_set_new(j, "unattributed_written_bytes",
-				    json_integer((json_int_t)t->unattributed[ANA_WRITTEN]));
-		json_object_set_new(j, "unattributed_flops", json_integer((json_int_t)t->unattributed[ANA_FLOPS]));
+				    ana_json_u64(t->unattributed[ANA_WRITTEN]));
+		json_object_set_new(j, "unattributed_flops", ana_json_u64(t->unattributed[ANA_FLOPS]));
 		const uint64_t *xc = t->unattributed_xfer_count;
 		if (xc[0] | xc[1] | xc[2] | xc[3]) { /* absent when none (older readers unaffected) */
 			json_t *ux = json_object();
 			for (int d = 0; d < ANA_DIRS; d++) {
 				char k[32];
 				snprintf(k, sizeof(k), "%s_bytes", xfer_dir_key[d]);
-				json_object_set_new(ux, k, json_integer((json_int_t)t->unattributed_xfer[d]));
+				json_object_set_new(ux, k, ana_json_u64(t->unattributed_xfer[d]));
 				snprintf(k, sizeof(k), "%s_count", xfer_dir_key[d]);
-				json_object_set_new(ux, k, json_integer((json_int_t)xc[d]));
+				json_object_set_new(ux, k, ana_json_u64(xc[d]));
 			}
 			json_object_set_new(j, "unattributed_transfers", ux);
 		}
@@ -1384,7 +1460,7 @@ int ana_write_json(FILE *out, const struct ana_result *res, const struct ana_rep
 		for (size_t k = 0; k < t->ncounters; k++) {
 			json_t *c = json_object();
 			json_object_set_new(c, "name", jstr(ana_name(res, t->counters[k].id)));
-			json_object_set_new(c, "samples", json_integer((json_int_t)t->counters[k].samples));
+			json_object_set_new(c, "samples", ana_json_u64(t->counters[k].samples));
 			json_object_set_new(c, "last", json_integer(t->counters[k].last));
 			json_object_set_new(c, "min", json_integer(t->counters[k].min));
 			json_object_set_new(c, "max", json_integer(t->counters[k].max));

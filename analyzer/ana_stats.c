@@ -580,6 +580,16 @@ static void dur_range_add(uint64_t *min_ns, uint64_t *max_ns, uint64_t count, ui
 		*max_ns = hi_ns;
 }
 
+bool ana_agg_saturated(const struct ana_agg *a)
+{
+	bool s = a->total_ns == UINT64_MAX || a->self_ns == UINT64_MAX;
+	for (int k = 0; k < ANA_NMETRIC; k++)
+		s |= a->metric_self[k] == UINT64_MAX || a->metric_incl[k] == UINT64_MAX;
+	for (int k = 0; k < ANA_DIRS; k++)
+		s |= a->xfer_self[k] == UINT64_MAX || a->xfer_incl[k] == UINT64_MAX || a->xfer_count[k] == UINT64_MAX;
+	return s;
+}
+
 void ana_agg_merge(struct ana_agg *d, const struct ana_agg *s, uint64_t *rng)
 {
 	if (s->count == 0)
@@ -590,19 +600,19 @@ void ana_agg_merge(struct ana_agg *d, const struct ana_agg *s, uint64_t *rng)
 		d->first_ns = s->first_ns;
 	}
 	d->count += s->count;
-	d->total_ns += s->total_ns;
-	d->self_ns += s->self_ns;
+	ANA_SAT_ADD(d->total_ns, s->total_ns);
+	ANA_SAT_ADD(d->self_ns, s->self_ns);
 	ana_moments_merge(&d->all, &s->all);
 	ana_hist_merge(&d->hist, &s->hist);
 	ana_reservoir_merge(&d->res, &s->res, rng);
 	for (int k = 0; k < ANA_NMETRIC; k++) {
-		d->metric_self[k] += s->metric_self[k];
-		d->metric_incl[k] += s->metric_incl[k];
+		ANA_SAT_ADD(d->metric_self[k], s->metric_self[k]);
+		ANA_SAT_ADD(d->metric_incl[k], s->metric_incl[k]);
 	}
 	for (int k = 0; k < ANA_DIRS; k++) {
-		d->xfer_self[k] += s->xfer_self[k];
-		d->xfer_incl[k] += s->xfer_incl[k];
-		d->xfer_count[k] += s->xfer_count[k];
+		ANA_SAT_ADD(d->xfer_self[k], s->xfer_self[k]);
+		ANA_SAT_ADD(d->xfer_incl[k], s->xfer_incl[k]);
+		ANA_SAT_ADD(d->xfer_count[k], s->xfer_count[k]);
 	}
 	d->lossy += s->lossy;
 	if (unlikely_(s->gpu != NULL)) {
@@ -612,7 +622,7 @@ void ana_agg_merge(struct ana_agg *d, const struct ana_agg *s, uint64_t *rng)
 		}
 		ana_gpu_dist_merge(&d->gpu->self, &s->gpu->self);
 		d->gpu->incl_count += s->gpu->incl_count;
-		d->gpu->incl_total_ns += s->gpu->incl_total_ns;
+		ANA_SAT_ADD(d->gpu->incl_total_ns, s->gpu->incl_total_ns);
 	}
 }
 
@@ -635,7 +645,7 @@ void ana_gpu_dist_add(struct ana_gpu_dist *d, uint64_t dur_ns, int64_t lat_ns)
 	if (d->count == 0 || lat_ns > d->lat_max_ns)
 		d->lat_max_ns = lat_ns;
 	d->count++;
-	d->total_ns += dur_ns;
+	ANA_SAT_ADD(d->total_ns, dur_ns);
 	ana_hist_add(&d->hist, dur_ns, 1);
 	ana_welford_add(&d->lat, (double)lat_ns);
 	d->early += lat_ns < 0;
@@ -651,7 +661,7 @@ void ana_gpu_dist_merge(struct ana_gpu_dist *d, const struct ana_gpu_dist *s)
 	if (d->count == 0 || s->lat_max_ns > d->lat_max_ns)
 		d->lat_max_ns = s->lat_max_ns;
 	d->count += s->count;
-	d->total_ns += s->total_ns;
+	ANA_SAT_ADD(d->total_ns, s->total_ns);
 	ana_hist_merge(&d->hist, &s->hist);
 	ana_welford_merge(&d->lat, &s->lat);
 	d->early += s->early;

@@ -1287,7 +1287,7 @@ int ana_suggest_json(FILE *out, const struct ana_result *res, const struct ana_s
 		json_decref(root);
 		return -ENOMEM;
 	}
-	int rc = json_dumpf(root, out, JSON_INDENT(1) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(12));
+	int rc = ana_json_dumpf(root, out, JSON_INDENT(1) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(12));
 	json_decref(root);
 	if (rc || fputc('\n', out) == EOF || ferror(out))
 		return -EIO;

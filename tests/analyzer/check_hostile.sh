@@ -46,7 +46,7 @@ print(rc, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024)' "$TMP
 rss_le() { [ "$rss" -le "$1" ]; } # true under ASan (rss -1)
 
 for m in "far1 farid 1" "far farid 16777215" "deep deep 2000000" "threads threads 20000" "wide wide 20000" \
-	"names names"; do
+	"names names" "sums sums"; do
 	set -- $m
 	"$GEN" "$TMP/$1.ptz" "${@:2}" || { echo "Bail out! generator failed: $m"; exit 1; }
 done
@@ -83,6 +83,27 @@ check "folded: exit 0, under 40 MB, lines of at most 257 frames, [20000] ... pre
 		[ $(awk -F";" "NF > m { m = NF } END { print m }" "$TMP/wide.folded") -eq 257 ] &&
 		grep -q "^\[20000\] \.\.\.;work;" "$TMP/wide.folded"'
 rm -f "$TMP/wide.folded"
+
+# item 10: u64 figures past INT64_MAX stay exact in JSON; sums saturate and are flagged
+run 30 "$TMP/sums.ptz" --json "$TMP/sums.json" --csv "$TMP/sums.csv" --no-progress
+check "sums: JSON flops 10^19 exact, lost records/sections saturated and flagged" python3 -c '
+import json, sys
+j = json.load(open(sys.argv[1]))
+t, flat = j["trace"], {r["name"]: r for r in j["flat"]}
+M = 2**64 - 1
+assert t["lost_records"] == M and t["lost_sections"] == M and t["saturated"] is True, t
+assert flat["flops"]["flops"] == 10**19 and flat["flops"]["saturated"] is False, flat["flops"]
+assert flat["other"]["flops"] == M and flat["other"]["saturated"] is True, flat["other"]' "$TMP/sums.json"
+check "sums: CSV has the saturated column, flops exact" python3 -c '
+import csv, sys
+rows = [r for r in csv.DictReader(open(sys.argv[1], newline="")) if r["view"] == "flat" and r["thread"] == "all"]
+f = {r["name"]: r for r in rows}
+assert f["flops"]["flops"] == str(10**19) and f["flops"]["saturated"] == "0", f["flops"]
+assert f["other"]["flops"] == str(2**64 - 1) and f["other"]["saturated"] == "1", f["other"]' "$TMP/sums.csv"
+run 30 info "$TMP/sums.ptz"
+check "sums: info says lost 2^64-1 (not 2^64-2) and saturated" \
+	eval 'grep -q "^losses: *18446744073709551615 records, 18446744073709551615 sections" "$TMP/out" &&
+		grep -q "^saturated:" "$TMP/out"'
 
 # item 11: hostile names in the text report and the CSV
 run 30 "$TMP/names.ptz" --flat --no-progress
