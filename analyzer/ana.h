@@ -503,6 +503,7 @@ const char *ana_utf8_clean(const char *s, char **scratch);
  * -ENOMEM instead of giving a smaller answer. ana_nomem_take() - Whether one
  * was noted on this thread since the last call; clears it. */
 void ana_nomem_note(void);
+bool ana_nomem_seen(void); /* noted and not yet taken: the pass stops at the next chunk */
 bool ana_nomem_take(void);
 
 /* Name of a section id (or "(unknown id N)"); pointer valid until next call. */

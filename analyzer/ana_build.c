@@ -92,6 +92,8 @@ uint32_t ana_tree_child(struct ana_tree *t, uint32_t parent, uint32_t id)
 	if (lo < p->nchild && p->child_id[lo] == id)
 		return p->child[lo];
 	if (t->count == t->cap) {
+		if (ana_nomem_seen())
+			return UINT32_MAX; /* the run fails anyway */
 		uint32_t nc = t->cap ? t->cap * 2 : 64;
 		struct ana_node *n = realloc(t->n, nc * sizeof(*n));
 		if (!n) {
@@ -397,8 +399,11 @@ static inline __attribute__((always_inline)) void agg_add(struct tstate *ts, str
 		a->first_ns = dur_ns;
 	}
 	a->count++;
-	ANA_SAT_ADD(a->total_ns, dur_ns);
-	ANA_SAT_ADD(a->self_ns, self_ns);
+	/* durations: plain adds (a path's occurrences on one thread do not
+	 * overlap, so they sum to at most the thread's span); the merges of
+	 * threads and the metric and transfer sums saturate */
+	a->total_ns += dur_ns;
+	a->self_ns += self_ns;
 	ana_moments_add(&a->all, dur_ns);
 	if (!(mode & MODE_MERGED_ONLY))
 		hpend_add(&ts->hp, f->node, dur_ns, &a->hist);
@@ -500,6 +505,8 @@ static PT_NOINLINE_ int stack_grow(struct ana_thread *th, struct tstate *ts)
 		th->too_deep++;
 		return -1;
 	}
+	if (ana_nomem_seen())
+		return -1; /* the run fails anyway: no failing realloc per BEGIN */
 	uint32_t nc = ts->cap ? ts->cap * 2 : 4; /* per-thread state starts small (100,000 threads) */
 	struct frame *s = realloc(ts->st, nc * sizeof(*s));
 	if (!s) {
@@ -1155,6 +1162,8 @@ static int run_pass(const char *path, const struct ana_options *opt, struct ana_
 				continue;
 			pt_reader_rewind(res->rd);
 			while ((rc = pt_reader_next_chunk(res->rd, th->index, &ci)) == 1) {
+				if (ana_nomem_seen() || c.nomem)
+					break; /* the run fails: no use reading on (each failing growth costs a syscall) */
 				done += ci.records;
 				if (opt->progress &&
 				    (done & ~(uint64_t)0xffff) != ((done - ci.records) & ~(uint64_t)0xffff))
@@ -1174,6 +1183,8 @@ static int run_pass(const char *path, const struct ana_options *opt, struct ana_
 		 */
 		size_t last = 0;
 		while ((rc = pt_reader_next_chunk(res->rd, PT_READER_ALL_CHUNKS, &ci)) == 1) {
+			if (ana_nomem_seen() || c.nomem)
+				break; /* the run fails: no use reading on */
 			if (ci.thread == PT_FMT_META_THREAD) {
 				read_meta(&c, batch, 256);
 				continue;

@@ -724,6 +724,7 @@ void ana_slat_free(struct ana_slat *s)
 static __thread bool nomem_noted;
 
 void ana_nomem_note(void) { nomem_noted = true; }
+bool ana_nomem_seen(void) { return nomem_noted; }
 
 bool ana_nomem_take(void)
 {
