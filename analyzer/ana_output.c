@@ -1178,8 +1178,8 @@ static json_t *json_row(const struct ana_result *res, json_t **names, const stru
 		JI("gpu_incl_total_ns", g->incl_total_ns);
 		JR("gpu_over_cpu", w.gpu_over_cpu);
 		JR("gpu_launch_latency_mean_ns", d->count ? w.gpu_lat_mean : 0.0);
-		JI("gpu_launch_latency_min_ns", d->lat_min_ns);
-		JI("gpu_launch_latency_max_ns", d->lat_max_ns);
+		json_object_set_new(r, "gpu_launch_latency_min_ns", json_integer(d->lat_min_ns)); /* signed */
+		json_object_set_new(r, "gpu_launch_latency_max_ns", json_integer(d->lat_max_ns));
 		JI("gpu_early_starts", d->early);
 	}
 #undef JI
@@ -1223,10 +1223,10 @@ static json_t *json_gpu(const struct ana_result *res)
 		JSET(o, "streams", JINT(d->streams));
 		JSET(o, "early_starts", JINT(d->lat.neg));
 		JSET(o, "launch_latency_mean_ns", json_real(d->lat.w.mean));
-		JSET(o, "launch_latency_min_ns", JINT(d->lat.min_ns));
-		JSET(o, "launch_latency_max_ns", JINT(d->lat.max_ns));
-		JSET(o, "launch_latency_p50_ns", JINT(ana_slat_quantile(&d->lat, 0.50)));
-		JSET(o, "launch_latency_p99_ns", JINT(ana_slat_quantile(&d->lat, 0.99)));
+		JSET(o, "launch_latency_min_ns", json_integer(d->lat.min_ns)); /* signed */
+		JSET(o, "launch_latency_max_ns", json_integer(d->lat.max_ns));
+		JSET(o, "launch_latency_p50_ns", json_integer(ana_slat_quantile(&d->lat, 0.50)));
+		JSET(o, "launch_latency_p99_ns", json_integer(ana_slat_quantile(&d->lat, 0.99)));
 		json_array_append_new(devs, o);
 	}
 	JSET(j, "devices", devs);
