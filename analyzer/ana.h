@@ -199,8 +199,35 @@ void ana_reservoir_free(struct ana_reservoir *r);
  * "(unknown id N)", but get no flat row: memory stays bounded by the
  * trace's names, not by the values of its ids. */
 #define ANA_MIN_NAME_IDS 4096u
+/* Sections open at once on one thread that are analyzed: a BEGIN deeper
+ * than this is counted (ana_thread.too_deep) and not analyzed, and each END
+ * while such sections are open closes the innermost of them; those left
+ * open count as open at the end. A legitimate recursion this deep is
+ * rare; a never-ended section in a loop reaches it (and a 10 KB file held
+ * 22 million levels: 9 GB before this limit). About 250 MB at the limit. */
+#define ANA_MAX_DEPTH (1u << 18)
+/* Ids are used as they are while the largest is below twice the names
+ * defined plus ANA_MIN_NAME_IDS; above that (a sparse or crafted id space)
+ * the pass maps every id it meets to a dense slot, in id order for the
+ * defined names (ana_result.slot_id maps back), so the tables stay sized by
+ * the names in use whatever their ids (issue 17: one name with id 2^24 - 1
+ * cost 1.3 GB and 14 s). */
 
 /* ---- aggregates ---- */
+struct ana_agg;
+/* ana_agg_saturated() - Whether a sum of @a (times, metrics, transfers) is at UINT64_MAX. */
+bool ana_agg_saturated(const struct ana_agg *a);
+
+/* Sums of u64 figures saturate at UINT64_MAX instead of wrapping (two LOSS
+ * records of 2^64 - 1 made "lost 18446744073709551614"); the outputs flag a
+ * figure at UINT64_MAX as saturated (doc/analyzer-output.md §1). An add and
+ * a conditional move. */
+static inline uint64_t ana_sat_add(uint64_t a, uint64_t b)
+{
+	uint64_t s;
+	return __builtin_add_overflow(a, b, &s) ? UINT64_MAX : s;
+}
+#define ANA_SAT_ADD(x, v) ((x) = ana_sat_add((x), (v)))
 
 enum { ANA_READ, ANA_WRITTEN, ANA_FLOPS, ANA_NMETRIC };
 enum { ANA_DIRS = 4 }; /* PT_H2D..PT_P2P, index dir-1 */
@@ -285,6 +312,8 @@ struct ana_thread {
 	uint64_t sections, records;
 	uint64_t lost_records, lost_sections;
 	uint64_t unmatched_ends, open_at_end, gaps;
+	uint64_t too_deep;           /* sections nested deeper than ANA_MAX_DEPTH: not analyzed */
+	uint32_t nflat;              /* entries of ana_result.by_name_thread[this thread]: its names */
 	uint64_t misuse_errors;     /* ERROR records written by the recorder */
 	uint64_t unattributed[ANA_NMETRIC];
 	/* transfers recorded with no section open: bytes and count by direction */
@@ -406,8 +435,12 @@ struct ana_result {
 	uint64_t records, sections;
 	uint64_t lost_records, lost_sections, process_lost_records;
 	uint64_t unmatched_ends, open_at_end, misuse_errors;
+	uint64_t too_deep;           /* sum of the threads' (ANA_MAX_DEPTH) */
+	bool saturated;              /* a sum reached UINT64_MAX (ana_sat_add()): the outputs flag it */
 	uint32_t domain_filter;      /* UINT32_MAX = none */
 	uint32_t name_id_limit;      /* name-id-indexed arrays stop here (see ANA_MIN_NAME_IDS) */
+	uint32_t *slot_id;           /* NULL: name ids are the trace's; else slot -> the trace's id */
+	uint32_t nslots;
 	uint64_t total_records_hint; /* event records announced by chunk headers (progress) */
 	int corrupt;                 /* damaged regions inside the file */
 	int torn_tail;
@@ -462,8 +495,27 @@ void ana_result_free(struct ana_result *res);
  * when that copy cannot be allocated. */
 const char *ana_utf8_clean(const char *s, char **scratch);
 
+/* ana_nomem_note() - An allocation of the analysis failed where no result
+ * is at hand (a histogram, a reservoir, a map): ana_run() then fails with
+ * -ENOMEM instead of giving a smaller answer. ana_nomem_take() - Whether one
+ * was noted on this thread since the last call; clears it. */
+void ana_nomem_note(void);
+bool ana_nomem_seen(void); /* noted and not yet taken: the pass stops at the next chunk */
+bool ana_nomem_take(void);
+
 /* Name of a section id (or "(unknown id N)"); pointer valid until next call. */
 const char *ana_name(const struct ana_result *res, uint32_t id);
+/* The trace's id of the analyzer's name id @id (they differ for a sparse id
+ * space: ANA_MIN_NAME_IDS). */
+static inline uint32_t ana_trace_id(const struct ana_result *res, uint32_t id)
+{
+	return res->slot_id && id < res->nslots ? res->slot_id[id] : id;
+}
+/* pt_reader_string() of the analyzer's name id @id. */
+static inline const char *ana_string(const struct ana_result *res, uint32_t id, uint32_t *domain)
+{
+	return pt_reader_string(res->rd, ana_trace_id(res, id), domain);
+}
 
 /*
  * ana_path_of() - @node's call path in tree @t of @res, as the CSV's `path`
@@ -505,6 +557,16 @@ json_t *ana_json_path(const struct ana_result *res, json_t **names, const struct
  * cannot break a table or drive the terminal. The copy lives in a buffer
  * reused by the next call (one per printf); "?" if it cannot grow. */
 const char *ana_text_safe(const char *s);
+/* ana_json_u64() - @v as a JSON integer, exact past INT64_MAX too (jansson's
+ * json_int_t is signed): such a value is a marked string until
+ * ana_json_dumpf() writes its digits. A new reference; NULL on ENOMEM. */
+json_t *ana_json_u64(uint64_t v);
+/* ana_json_dumpf() - json_dumpf() that writes ana_json_u64()'s large values
+ * as bare decimal integers. 0 or -1. */
+int ana_json_dumpf(const json_t *j, FILE *out, size_t flags);
+/* ana_text_safe_to() - ana_text_safe() of @s into @dst (@cap bytes, cut to
+ * fit), for a line that shows more than one untrusted string; returns @dst. */
+char *ana_text_safe_to(char *dst, size_t cap, const char *s);
 /* ana_fmt_dur() - @ns as "812 ns", "3.25 us", "1.50 ms" or "2.000 s" in
  * @buf of @n bytes ("-" for NaN); returns @buf. */
 const char *ana_fmt_dur(char *buf, size_t n, double ns);

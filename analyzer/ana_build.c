@@ -22,7 +22,8 @@
  * every frame open at that point: their rows are flagged.
  *
  * Reading order: one thread at a time (its tree stays hot in the cache),
- * except for a trace with the recorder's CUDA thread ("ptz-gpu"), read in
+ * except for a trace with the recorder's CUDA thread ("ptz-gpu") or more
+ * than 64 threads (each thread's walk would rescan the chunk index), read in
  * file order so that GPU launches and ranges pair soon (ana_gpu.c); the
  * per-thread state makes every figure independent of the order, and the
  * merged tree is renumbered in thread order afterwards. The format 1.1
@@ -91,10 +92,14 @@ uint32_t ana_tree_child(struct ana_tree *t, uint32_t parent, uint32_t id)
 	if (lo < p->nchild && p->child_id[lo] == id)
 		return p->child[lo];
 	if (t->count == t->cap) {
+		if (ana_nomem_seen())
+			return UINT32_MAX; /* the run fails anyway */
 		uint32_t nc = t->cap ? t->cap * 2 : 64;
 		struct ana_node *n = realloc(t->n, nc * sizeof(*n));
-		if (!n)
+		if (!n) {
+			ana_nomem_note();
 			return UINT32_MAX;
+		}
 		t->n = n;
 		t->cap = nc;
 		p = &t->n[parent];
@@ -102,12 +107,16 @@ uint32_t ana_tree_child(struct ana_tree *t, uint32_t parent, uint32_t id)
 	if (p->nchild == p->cchild) {
 		uint32_t nc = p->cchild ? p->cchild * 2 : 4;
 		uint32_t *c = realloc(p->child, nc * sizeof(*c));
-		if (!c)
+		if (!c) {
+			ana_nomem_note();
 			return UINT32_MAX;
+		}
 		p->child = c;
 		uint32_t *ci = realloc(p->child_id, nc * sizeof(*ci));
-		if (!ci)
+		if (!ci) {
+			ana_nomem_note();
 			return UINT32_MAX; /* child grown, cchild not: consistent */
+		}
 		p->child_id = ci;
 		p->cchild = nc;
 	}
@@ -127,7 +136,7 @@ uint32_t ana_tree_child(struct ana_tree *t, uint32_t parent, uint32_t id)
 
 static int tree_init(struct ana_tree *t)
 {
-	t->cap = 64;
+	t->cap = 2; /* grows by doubling: a thread of one section costs two nodes, not 64 */
 	t->n = calloc(t->cap, sizeof(*t->n));
 	if (!t->n)
 		return -ENOMEM;
@@ -165,14 +174,16 @@ void *ana_grow_by_id(void *arr, uint32_t *n, uint32_t id, size_t esize, uint32_t
 		return arr;
 	if (id >= limit)
 		return NULL; /* no name has it: bounded by the trace's names (ana.h) */
-	uint32_t nc = *n ? *n : 64;
+	uint32_t nc = *n ? *n : 8;
 	while (nc <= id)
 		nc *= 2;
 	if (nc > limit)
 		nc = limit;
 	uint8_t *p = realloc(arr, (size_t)nc * esize);
-	if (!p)
+	if (!p) {
+		ana_nomem_note();
 		return NULL;
+	}
 	memset(p + (size_t)*n * esize, 0, (size_t)(nc - *n) * esize);
 	*n = nc;
 	return p;
@@ -222,21 +233,21 @@ static inline void flat_pass_up(struct tstate *ts, uint32_t id, int32_t prev_sam
 			memset(a->pending_incl, 0, sizeof(a->pending_incl));
 			memset(a->pending_xfer, 0, sizeof(a->pending_xfer));
 		}
-		a->pending_ns += ns;
+		ANA_SAT_ADD(a->pending_ns, ns);
 		for (int k = 0; incl && k < ANA_NMETRIC; k++)
-			a->pending_incl[k] += incl[k];
+			ANA_SAT_ADD(a->pending_incl[k], incl[k]);
 		for (int k = 0; xfer && k < ANA_DIRS; k++)
-			a->pending_xfer[k] += xfer[k];
+			ANA_SAT_ADD(a->pending_xfer[k], xfer[k]);
 		return;
 	}
 	struct flat_incl *fi = fi_of(ts, id);
 	if (!fi)
 		return;
-	fi->total_ns += ns;
+	ANA_SAT_ADD(fi->total_ns, ns);
 	for (int k = 0; incl && k < ANA_NMETRIC; k++)
-		fi->metric_incl[k] += incl[k];
+		ANA_SAT_ADD(fi->metric_incl[k], incl[k]);
 	for (int k = 0; xfer && k < ANA_DIRS; k++)
-		fi->xfer_incl[k] += xfer[k];
+		ANA_SAT_ADD(fi->xfer_incl[k], xfer[k]);
 }
 
 /* No flat row for an id no name has (>= ts->id_limit): NULL. */
@@ -251,14 +262,17 @@ static struct ana_agg *flat_of(struct tstate *ts, uint32_t id)
 
 static PT_NOINLINE_ int hpend_grow(struct ana_hpend_set *s, uint32_t i)
 {
-	uint64_t nc = s->n ? s->n : 256; /* 64-bit: doubling past 2^31 must not wrap */
+	uint64_t nc = s->n ? s->n : 8; /* 64-bit: doubling past 2^31 must not wrap; 8 (one section's
+					* thread): 100,000 threads of 256 lines each took 1.6 GB */
 	while (nc <= i)
 		nc *= 2;
 	if (nc > UINT32_MAX)
 		return -1;
 	struct ana_hpend *p = aligned_alloc(64, (size_t)nc * sizeof(*p)); /* one line per path */
-	if (!p)
+	if (!p) {
+		ana_nomem_note();
 		return -1;
+	}
 	if (s->n)
 		memcpy(p, s->p, (size_t)s->n * sizeof(*p));
 	memset(p + s->n, 0, (size_t)(nc - s->n) * sizeof(*p));
@@ -299,10 +313,78 @@ static void hpend_flush(struct ana_hpend_set *s, struct ana_tree *t)
  * filter, merged percentiles only: `ptanalyze --report`), so its loop has
  * no test of either; other callers pass pass_mode(c).
  */
-enum { MODE_KEEP_ALL = 1, MODE_MERGED_ONLY = 2 };
+enum { MODE_KEEP_ALL = 1, MODE_MERGED_ONLY = 2, MODE_REMAP = 4 };
 static inline unsigned pass_mode(const struct ctx *c)
 {
-	return (c->keep_all ? MODE_KEEP_ALL : 0) | (c->merged_only ? MODE_MERGED_ONLY : 0);
+	return (c->keep_all ? MODE_KEEP_ALL : 0) | (c->merged_only ? MODE_MERGED_ONLY : 0) |
+	       (c->remap ? MODE_REMAP : 0);
+}
+
+uint32_t ana_remap_id(struct ctx *c, uint32_t id)
+{
+	if (!id)
+		return 0;
+	const struct ana_id_slot *e = ana_map_find(&c->ids, id);
+	if (e)
+		return e->slot;
+	/* an id the string table does not define: the next slot */
+	struct ana_result *res = c->res;
+	if (res->nslots == UINT32_MAX) {
+		c->nomem = true;
+		return 0;
+	}
+	uint32_t *m = realloc(res->slot_id, ((size_t)res->nslots + 1) * sizeof(*m));
+	if (!m) {
+		c->nomem = true;
+		return 0;
+	}
+	res->slot_id = m;
+	struct ana_id_slot *n = ana_map_add(&c->ids, id);
+	if (!n) {
+		c->nomem = true;
+		return 0;
+	}
+	n->slot = res->nslots;
+	m[res->nslots] = id;
+	return res->nslots++;
+}
+
+/* The name-id mapping for the trace of c->res (ANA_MIN_NAME_IDS): none
+ * for a dense id space, else a slot per defined name in id order. */
+static int cmp_u32(const void *a, const void *b)
+{
+	const uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	return (x > y) - (x < y);
+}
+
+static int ids_setup(struct ctx *c)
+{
+	struct ana_result *res = c->res;
+	const size_t n = fmt_reader_string_count(res->rd);
+	res->nnames = pt_reader_max_string_id(res->rd);
+	if ((uint64_t)res->nnames <= 2 * (uint64_t)n + ANA_MIN_NAME_IDS) {
+		res->name_id_limit = res->nnames + 1 > ANA_MIN_NAME_IDS ? res->nnames + 1 : ANA_MIN_NAME_IDS;
+		return 0;
+	}
+	c->remap = true;
+	ana_map_init(&c->ids, sizeof(struct ana_id_slot));
+	res->slot_id = malloc((n + 1) * sizeof(*res->slot_id));
+	if (!res->slot_id)
+		return -ENOMEM;
+	res->slot_id[0] = 0;
+	for (size_t i = 0; i < n; i++)
+		res->slot_id[i + 1] = fmt_reader_string_id(res->rd, i);
+	qsort(res->slot_id + 1, n, sizeof(*res->slot_id), cmp_u32);
+	for (size_t i = 1; i <= n; i++) {
+		struct ana_id_slot *e = ana_map_add(&c->ids, res->slot_id[i]);
+		if (!e)
+			return -ENOMEM;
+		e->slot = (uint32_t)i;
+	}
+	res->nslots = (uint32_t)n + 1;
+	res->nnames = res->nslots;
+	res->name_id_limit = PT_FMT_MAX_STRING_ID; /* slots: as many as the ids met */
+	return 0;
 }
 
 static inline __attribute__((always_inline)) void agg_add(struct tstate *ts, struct ana_agg *a, const struct frame *f,
@@ -317,6 +399,9 @@ static inline __attribute__((always_inline)) void agg_add(struct tstate *ts, str
 		a->first_ns = dur_ns;
 	}
 	a->count++;
+	/* durations: plain adds (a path's occurrences on one thread do not
+	 * overlap, so they sum to at most the thread's span); the merges of
+	 * threads and the metric and transfer sums saturate */
 	a->total_ns += dur_ns;
 	a->self_ns += self_ns;
 	ana_moments_add(&a->all, dur_ns);
@@ -325,14 +410,14 @@ static inline __attribute__((always_inline)) void agg_add(struct tstate *ts, str
 	a->lossy += f->lossy;
 	if (f->has_m)
 		for (int k = 0; k < ANA_NMETRIC; k++) {
-			a->metric_self[k] += f->m.metric_self[k];
-			a->metric_incl[k] += f->m.metric_incl[k];
+			ANA_SAT_ADD(a->metric_self[k], f->m.metric_self[k]);
+			ANA_SAT_ADD(a->metric_incl[k], f->m.metric_incl[k]);
 		}
 	if (f->has_x)
 		for (int k = 0; k < ANA_DIRS; k++) {
-			a->xfer_self[k] += f->x.xfer_self[k];
-			a->xfer_incl[k] += f->x.xfer_incl[k];
-			a->xfer_count[k] += f->x.xfer_count[k];
+			ANA_SAT_ADD(a->xfer_self[k], f->x.xfer_self[k]);
+			ANA_SAT_ADD(a->xfer_incl[k], f->x.xfer_incl[k]);
+			ANA_SAT_ADD(a->xfer_count[k], f->x.xfer_count[k]);
 		}
 }
 
@@ -350,12 +435,12 @@ static inline __attribute__((always_inline)) void close_top(struct ctx *c, struc
 		if (f->has_m) {
 			struct frame_m *pm = frame_m(p);
 			for (int k = 0; k < ANA_NMETRIC; k++)
-				pm->metric_incl[k] += f->m.metric_incl[k];
+				ANA_SAT_ADD(pm->metric_incl[k], f->m.metric_incl[k]);
 		}
 		if (f->has_x) {
 			struct frame_x *px = frame_x(p);
 			for (int k = 0; k < ANA_DIRS; k++)
-				px->xfer_incl[k] += f->x.xfer_incl[k];
+				ANA_SAT_ADD(px->xfer_incl[k], f->x.xfer_incl[k]);
 		}
 		p->lossy |= f->lossy;
 	}
@@ -400,8 +485,10 @@ static PT_NOINLINE_ int pn_grow(struct tstate *ts, const struct ana_tree *t)
 	if (nc > UINT32_MAX)
 		return -1;
 	struct pnode *p = realloc(ts->pn, (size_t)nc * sizeof(*p));
-	if (!p)
+	if (!p) {
+		ana_nomem_note();
 		return -1;
+	}
 	for (uint32_t i = ts->npn; i < nc; i++)
 		p[i] = (struct pnode){ .last_id = UINT32_MAX, .last_node = 0, .merged = UINT32_MAX };
 	ts->pn = p;
@@ -409,10 +496,34 @@ static PT_NOINLINE_ int pn_grow(struct tstate *ts, const struct ana_tree *t)
 	return 0;
 }
 
+/* The stack full: grows it, or past ANA_MAX_DEPTH counts the section as
+ * too deep (0: pushed by the caller; -1: not, counted or out of memory). */
+static PT_NOINLINE_ int stack_grow(struct ana_thread *th, struct tstate *ts)
+{
+	if (ts->cap >= ANA_MAX_DEPTH) {
+		ts->excess++;
+		th->too_deep++;
+		return -1;
+	}
+	if (ana_nomem_seen())
+		return -1; /* the run fails anyway: no failing realloc per BEGIN */
+	uint32_t nc = ts->cap ? ts->cap * 2 : 4; /* per-thread state starts small (100,000 threads) */
+	struct frame *s = realloc(ts->st, nc * sizeof(*s));
+	if (!s) {
+		ana_nomem_note();
+		return -1;
+	}
+	ts->st = s;
+	ts->cap = nc;
+	return 0;
+}
+
 /* BEGIN of section @id at @ticks: pushes child(top, id). */
 static inline __attribute__((always_inline)) void sec_begin(struct ctx *c, struct ana_thread *th, struct tstate *ts,
 							  uint32_t id, uint64_t ticks, unsigned mode)
 {
+	if (__builtin_expect(ts->depth == ts->cap, 0) && stack_grow(th, ts))
+		return;
 	uint32_t parent = ts->depth ? ts->st[ts->depth - 1].node : 0;
 	if (__builtin_expect(parent >= ts->npn, 0) && pn_grow(ts, &th->tree))
 		return;
@@ -434,14 +545,6 @@ static inline __attribute__((always_inline)) void sec_begin(struct ctx *c, struc
 		uint32_t mp = parent ? ts->pn[parent].merged : 0;
 		merged = mp == UINT32_MAX ? UINT32_MAX : ana_tree_child(&c->res->merged, mp, id);
 		ts->pn[node].merged = merged;
-	}
-	if (ts->depth == ts->cap) {
-		uint32_t nc = ts->cap ? ts->cap * 2 : 64;
-		struct frame *s = realloc(ts->st, nc * sizeof(*s));
-		if (!s)
-			return;
-		ts->st = s;
-		ts->cap = nc;
 	}
 	struct frame *f = &ts->st[ts->depth];
 	f->node = node;
@@ -467,6 +570,10 @@ static inline __attribute__((always_inline)) void sec_begin(struct ctx *c, struc
 static inline __attribute__((always_inline)) void sec_end(struct ctx *c, struct ana_thread *th, struct tstate *ts,
 							uint32_t id, uint64_t ticks, unsigned mode)
 {
+	if (__builtin_expect(ts->excess != 0, 0)) { /* closes the innermost section too deep to analyze */
+		ts->excess--;
+		return;
+	}
 	if (ts->depth == 0) {
 		th->unmatched_ends++;
 		return;
@@ -495,10 +602,10 @@ static inline __attribute__((always_inline)) void sec_metric(struct ana_thread *
 		return;
 	if (ts->depth) {
 		struct frame_m *m = frame_m(&ts->st[ts->depth - 1]);
-		m->metric_self[aux - 1] += value;
-		m->metric_incl[aux - 1] += value;
+		ANA_SAT_ADD(m->metric_self[aux - 1], value);
+		ANA_SAT_ADD(m->metric_incl[aux - 1], value);
 	} else {
-		th->unattributed[aux - 1] += value;
+		ANA_SAT_ADD(th->unattributed[aux - 1], value);
 	}
 }
 
@@ -520,6 +627,12 @@ static inline void timed_seen(struct tstate *ts, uint64_t ticks)
 
 static void on_record(struct ctx *c, struct ana_thread *th, struct tstate *ts, const struct pt_record *r)
 {
+	struct pt_record mapped;
+	if (c->remap && ana_kind_named(r->kind)) {
+		mapped = *r;
+		mapped.id = ana_remap_id(c, r->id);
+		r = &mapped;
+	}
 	if (r->kind == PT_REC_BEGIN || r->kind == PT_REC_END || r->kind == PT_REC_COUNTER)
 		timed_seen(ts, r->ticks);
 	else
@@ -539,14 +652,14 @@ static void on_record(struct ctx *c, struct ana_thread *th, struct tstate *ts, c
 		if (r->aux < 1 || r->aux > ANA_DIRS)
 			return;
 		if (!ts->depth) {
-			th->unattributed_xfer[r->aux - 1] += r->value;
+			ANA_SAT_ADD(th->unattributed_xfer[r->aux - 1], r->value);
 			th->unattributed_xfer_count[r->aux - 1]++;
 			return;
 		}
 		{
 			struct frame_x *m = frame_x(&ts->st[ts->depth - 1]);
-			m->xfer_self[r->aux - 1] += r->value;
-			m->xfer_incl[r->aux - 1] += r->value;
+			ANA_SAT_ADD(m->xfer_self[r->aux - 1], r->value);
+			ANA_SAT_ADD(m->xfer_incl[r->aux - 1], r->value);
 			m->xfer_count[r->aux - 1]++;
 		}
 		return;
@@ -557,8 +670,10 @@ static void on_record(struct ctx *c, struct ana_thread *th, struct tstate *ts, c
 				k = &th->counters[i];
 		if (!k) {
 			struct ana_counter *n = realloc(th->counters, (th->ncounters + 1) * sizeof(*n));
-			if (!n)
+			if (!n) {
+				ana_nomem_note();
 				return;
+			}
 			th->counters = n;
 			k = &th->counters[th->ncounters++];
 			memset(k, 0, sizeof(*k));
@@ -578,16 +693,16 @@ static void on_record(struct ctx *c, struct ana_thread *th, struct tstate *ts, c
 	}
 	case PT_REC_LOSS:
 		th->records--;
-		th->lost_records += r->value;
-		th->lost_sections += r->value2;
-		for (uint32_t i = 0; i < ts->depth; i++)
-			ts->st[i].lossy = true;
+		ANA_SAT_ADD(th->lost_records, r->value);
+		ANA_SAT_ADD(th->lost_sections, r->value2);
+		if (ts->depth) /* the innermost: closing hands the mark to each enclosing one */
+			ts->st[ts->depth - 1].lossy = true;
 		return;
 	case PT_REC_ERROR:
 		if (ana_is_gpu_errc(r->aux))
 			ana_pass_gpu_error(c, r); /* GPU halves not timed: not misuse */
 		else if (r->aux != PT_ERRC_IO)
-			th->misuse_errors += r->value;
+			ANA_SAT_ADD(th->misuse_errors, r->value);
 		return;
 	default:
 		/* INSTANT, ASYNC, GPU: never reached by a trace without them */
@@ -657,7 +772,8 @@ static bool dropped_may_enclose_same_name(const struct tstate *ts, const struct 
  */
 static void drop_stack(struct ctx *c, struct ana_thread *th, struct tstate *ts, uint64_t *counter)
 {
-	*counter += ts->depth;
+	*counter += ts->depth + ts->excess;
+	ts->excess = 0;
 	if (c->keep_all) {
 		if (ts->depth && !c->need_tracking && dropped_may_enclose_same_name(ts, &th->tree))
 			c->need_tracking = true; /* ana_run() runs the pass again, tracking */
@@ -696,6 +812,7 @@ static int flat_incl_from_tree(struct tstate *ts, const struct ana_tree *t)
 		free(on_path);
 		free(stk);
 		free(pos);
+		ana_nomem_note();
 		return -ENOMEM;
 	}
 	uint32_t sp = 0;
@@ -779,8 +896,10 @@ static void pair_nodes(struct ana_tree *dst, struct ana_tree *src,
 {
 	visit(dst, src, 0, 0, arg);
 	uint32_t *map = malloc((src->count ? src->count : 1) * sizeof(*map));
-	if (!map)
+	if (!map) {
+		ana_nomem_note();
 		return;
+	}
 	map[0] = 0;
 	for (uint32_t i = 1; i < src->count; i++) {
 		uint32_t p = map[src->n[i].parent]; /* parent < i */
@@ -817,12 +936,12 @@ static void read_meta(struct ctx *c, struct pt_record *batch, size_t max)
 		for (int k = 0; k < n; k++) {
 			const struct pt_record *r = &batch[k];
 			if (r->kind == PT_REC_LOSS) {
-				res->process_lost_records += r->value;
-				res->lost_sections += r->value2;
+				ANA_SAT_ADD(res->process_lost_records, r->value);
+				ANA_SAT_ADD(res->lost_sections, r->value2);
 			} else if (r->kind == PT_REC_ERROR && ana_is_gpu_errc(r->aux)) {
 				ana_pass_gpu_error(c, r);
 			} else if (r->kind == PT_REC_ERROR && r->aux != PT_ERRC_IO) {
-				res->misuse_errors += r->value;
+				ANA_SAT_ADD(res->misuse_errors, r->value);
 			}
 		}
 }
@@ -852,6 +971,8 @@ static inline __attribute__((always_inline)) void read_events_mode(struct ctx *c
 				if (fmt_dec_fast_begin(&fd, d->stack, &id)) {
 					timed_seen(ts, fd.ticks);
 					fast++;
+					if (mode & MODE_REMAP)
+						id = ana_remap_id(c, id);
 					sec_begin(c, th, ts, id, fd.ticks, mode);
 					continue;
 				}
@@ -868,6 +989,8 @@ static inline __attribute__((always_inline)) void read_events_mode(struct ctx *c
 				if (fmt_dec_fast_end(&fd, d->stack, &id)) {
 					timed_seen(ts, fd.ticks);
 					fast++;
+					if (mode & MODE_REMAP)
+						id = ana_remap_id(c, id);
 					sec_end(c, th, ts, id, fd.ticks, mode);
 					continue;
 				}
@@ -937,6 +1060,7 @@ static int run_pass(const char *path, const struct ana_options *opt, struct ana_
 {
 	memset(res, 0, sizeof(*res));
 	res->domain_filter = UINT32_MAX;
+	(void)ana_nomem_take(); /* a failure of an earlier call is not this one's */
 	int rc = pt_reader_open(path, &res->rd);
 	if (rc) {
 		snprintf(err, errlen, "%s",
@@ -948,8 +1072,11 @@ static int run_pass(const char *path, const struct ana_options *opt, struct ana_
 	struct ctx c = { .res = res, .rng = 0x5eed, .merged_only = opt->merged_percentiles_only };
 	const struct pt_trace_info *info = pt_reader_info(res->rd);
 	c.ns_per_tick = pt_reader_ns_per_tick(res->rd);
-	res->nnames = pt_reader_max_string_id(res->rd);
-	res->name_id_limit = res->nnames + 1 > ANA_MIN_NAME_IDS ? res->nnames + 1 : ANA_MIN_NAME_IDS;
+	if (ids_setup(&c)) {
+		ana_map_free(&c.ids);
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
 	if (opt->domain) {
 		res->domain_filter = 0;
 		if (*opt->domain) {
@@ -964,7 +1091,8 @@ static int run_pass(const char *path, const struct ana_options *opt, struct ana_
 		}
 		c.domain_of = calloc(res->nnames ? res->nnames : 1, sizeof(*c.domain_of));
 		for (uint32_t id = 1; c.domain_of && id < res->nnames; id++)
-			pt_reader_string(res->rd, id, &c.domain_of[id]);
+			ana_string(res, id, &c.domain_of[id]);
+		c.nomem |= !c.domain_of;
 	}
 	/* threads, by table order */
 	res->nthreads = pt_reader_thread_count(res->rd);
@@ -972,6 +1100,7 @@ static int run_pass(const char *path, const struct ana_options *opt, struct ana_
 	c.ts = calloc(res->nthreads ? res->nthreads : 1, sizeof(*c.ts));
 	if (!res->threads || !c.ts) {
 		free(c.ts);
+		ana_map_free(&c.ids);
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
@@ -987,11 +1116,15 @@ static int run_pass(const char *path, const struct ana_options *opt, struct ana_
 		res->gpu.file_order |= res->threads[i].gpu_thread;
 		if (tree_init(&res->threads[i].tree)) {
 			free(c.ts);
+			ana_map_free(&c.ids);
+			snprintf(err, errlen, "out of memory");
 			return -ENOMEM;
 		}
 	}
 	if (tree_init(&res->merged)) {
 		free(c.ts);
+		ana_map_free(&c.ids);
+		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
 	/* progress is counted in records, from the chunk headers */
@@ -1013,19 +1146,24 @@ static int run_pass(const char *path, const struct ana_options *opt, struct ana_
 	struct pt_chunk_info ci;
 	struct pt_record batch[256];
 	uint64_t done = 0;
-	if (!res->gpu.file_order) {
+	/* thread order rescans the chunk index once per thread: with many
+	 * threads (100,000 one-chunk threads took minutes), file order */
+	const bool file_order = res->gpu.file_order || res->nthreads > 64;
+	if (!file_order) {
 		/* Meta chunks first (process-wide losses and errors), then one
 		 * thread at a time through the reader's chunk index: only that
 		 * thread's tree is hot in the cache, instead of every thread's at
 		 * once. */
 		while ((rc = pt_reader_next_chunk(res->rd, PT_FMT_META_THREAD, &ci, sizeof(ci))) == 1)
 			read_meta(&c, batch, 256);
-		for (size_t i = 0; i < res->nthreads; i++) {
+		for (size_t i = 0; i < res->nthreads && rc >= 0; i++) {
 			struct ana_thread *th = &res->threads[i];
 			if (opt->thread >= 0 && (uint32_t)opt->thread != th->index)
 				continue;
 			pt_reader_rewind(res->rd);
 			while ((rc = pt_reader_next_chunk(res->rd, th->index, &ci, sizeof(ci))) == 1) {
+				if (ana_nomem_seen() || c.nomem)
+					break; /* the run fails: no use reading on (each failing growth costs a syscall) */
 				done += ci.records;
 				if (opt->progress &&
 				    (done & ~(uint64_t)0xffff) != ((done - ci.records) & ~(uint64_t)0xffff))
@@ -1035,7 +1173,7 @@ static int run_pass(const char *path, const struct ana_options *opt, struct ana_
 		}
 	} else {
 		/*
-		 * A trace with the recorder's CUDA thread: every chunk in file
+		 * A trace with the recorder's CUDA thread (or many threads): every chunk in file
 		 * order, so that a GPU_LAUNCH and the GPU_RANGE with its seq
 		 * (written by different threads, close together in the file)
 		 * meet soon and the pending set stays as small as the file
@@ -1045,13 +1183,23 @@ static int run_pass(const char *path, const struct ana_options *opt, struct ana_
 		 */
 		size_t last = 0;
 		while ((rc = pt_reader_next_chunk(res->rd, PT_READER_ALL_CHUNKS, &ci, sizeof(ci))) == 1) {
+			if (ana_nomem_seen() || c.nomem)
+				break; /* the run fails: no use reading on */
 			if (ci.thread == PT_FMT_META_THREAD) {
 				read_meta(&c, batch, 256);
 				continue;
 			}
-			if (last >= res->nthreads || res->threads[last].index != ci.thread)
-				for (last = 0; last < res->nthreads && res->threads[last].index != ci.thread; last++)
-					;
+			if (last >= res->nthreads || res->threads[last].index != ci.thread) {
+				size_t lo = 0, hi = res->nthreads; /* sorted by index, as the reader's table */
+				while (lo < hi) {
+					const size_t mid = lo + (hi - lo) / 2;
+					if (res->threads[mid].index < ci.thread)
+						lo = mid + 1;
+					else
+						hi = mid;
+				}
+				last = lo < res->nthreads && res->threads[lo].index == ci.thread ? lo : res->nthreads;
+			}
 			if (last == res->nthreads)
 				continue;
 			struct ana_thread *th = &res->threads[last];
@@ -1062,10 +1210,15 @@ static int run_pass(const char *path, const struct ana_options *opt, struct ana_
 				read_events(&c, th, &c.ts[last], &ci);
 			else /* --thread: the GPU summary still covers the whole trace */
 				while ((rc = pt_reader_next_records(res->rd, batch, 256, sizeof(*batch))) > 0)
-					for (int k = 0; k < rc; k++)
+					for (int k = 0; k < rc; k++) {
+						if (c.remap && ana_kind_named(batch[k].kind))
+							batch[k].id = ana_remap_id(&c, batch[k].id);
 						ana_pass_gpu_only(&c, &batch[k]);
+					}
 		}
 	}
+	if (rc < 0) /* the reader could not go on (ENOMEM, a read error): no partial answer */
+		c.read_rc = rc;
 	hpend_flush(&c.mp, &res->merged);
 	for (size_t i = 0; i < res->nthreads; i++)
 		hpend_flush(&c.ts[i].hp, &res->threads[i].tree);
@@ -1091,21 +1244,22 @@ static int run_pass(const char *path, const struct ana_options *opt, struct ana_
 		}
 		res->records += th->records;
 		res->sections += th->sections;
-		res->lost_records += th->lost_records;
-		res->lost_sections += th->lost_sections;
+		ANA_SAT_ADD(res->lost_records, th->lost_records);
+		ANA_SAT_ADD(res->lost_sections, th->lost_sections);
 		res->unmatched_ends += th->unmatched_ends;
 		res->open_at_end += th->open_at_end;
-		res->misuse_errors += th->misuse_errors;
+		res->too_deep += th->too_deep;
+		ANA_SAT_ADD(res->misuse_errors, th->misuse_errors);
 		for (uint32_t n = 0; n < th->tree.count; n++)
 			finish_agg(&c, &th->tree.n[n].agg);
 		flat_from_tree(&c, &th->tree, ts);
 	}
-	res->lost_records += res->process_lost_records;
+	ANA_SAT_ADD(res->lost_records, res->process_lost_records);
 	if (res->start_ns == UINT64_MAX)
 		res->start_ns = res->end_ns = 0;
 	ana_pass_finish(&c);
 	struct ana_tree pass_merged = { 0 };
-	if (res->gpu.file_order) {
+	if (file_order) {
 		pass_merged = res->merged;
 		if (tree_init(&res->merged)) {
 			res->merged = pass_merged; /* keeps the file order */
@@ -1130,10 +1284,14 @@ static int run_pass(const char *path, const struct ana_options *opt, struct ana_
 	res->by_name_thread = calloc(res->nthreads ? res->nthreads : 1, sizeof(*res->by_name_thread));
 	bool nomem = !res->by_name || !res->by_name_thread;
 	for (size_t i = 0; i < res->nthreads; i++) {
-		struct ana_agg *bt = nomem ? NULL : calloc(maxid ? maxid : 1, sizeof(struct ana_agg));
+		/* each thread's own names: 100,000 threads of one name each
+		 * made 100,000 tables of every name */
+		struct ana_agg *bt = nomem ? NULL : calloc(c.ts[i].nflat ? c.ts[i].nflat : 1, sizeof(struct ana_agg));
 		nomem |= !bt;
-		if (bt)
+		if (bt) {
 			res->by_name_thread[i] = bt;
+			res->threads[i].nflat = c.ts[i].nflat;
+		}
 		for (uint32_t id = 0; id < c.ts[i].nflat; id++) {
 			if (!bt) { /* out of memory: freed, ana_run() fails */
 				ana_agg_free(&c.ts[i].flat[id]);
@@ -1152,7 +1310,13 @@ static int run_pass(const char *path, const struct ana_options *opt, struct ana_
 		ana_pass_free_tstate(&c.ts[i]);
 	}
 	free(c.ts);
-	if (nomem) {
+	ana_map_free(&c.ids);
+	if (c.read_rc && c.read_rc != -ENOMEM) {
+		free(c.domain_of);
+		snprintf(err, errlen, "%s", pt_strerror(c.read_rc));
+		return c.read_rc;
+	}
+	if (nomem || c.nomem || c.read_rc || ana_nomem_take()) { /* a smaller answer would be a wrong one */
 		free(c.domain_of);
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
@@ -1165,6 +1329,20 @@ static int run_pass(const char *path, const struct ana_options *opt, struct ana_
 				ana_hist_merge(&res->by_name[n->id].hist, &n->agg.hist);
 		}
 	free(c.domain_of);
+	if (ana_nomem_take()) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	/* a saturated sum shows in the merged rows (each at least its thread's) or the totals */
+	res->saturated = res->lost_records == UINT64_MAX || res->lost_sections == UINT64_MAX ||
+			 res->misuse_errors == UINT64_MAX;
+	for (uint32_t i = 1; i < res->merged.count && !res->saturated; i++)
+		res->saturated = ana_agg_saturated(&res->merged.n[i].agg);
+	for (uint32_t id = 0; id < res->nnames && !res->saturated; id++)
+		res->saturated = ana_agg_saturated(&res->by_name[id]);
+	for (size_t i = 0; i < res->nthreads && !res->saturated; i++)
+		for (int k = 0; k < ANA_NMETRIC; k++)
+			res->saturated |= res->threads[i].unattributed[k] == UINT64_MAX;
 	/* damage inside the file, as opposed to a torn tail (a crashed writer) */
 	res->corrupt = info->corrupt_regions > 0 || info->damaged_chunks > 0 || info->header_damaged;
 	res->torn_tail = info->torn_tail_offset != UINT64_MAX;
@@ -1186,11 +1364,13 @@ int ana_run(const char *path, const struct ana_options *opt, struct ana_result *
 
 void ana_result_free(struct ana_result *res)
 {
+	if (!res->threads) /* ana_run() failed before the thread table */
+		res->nthreads = 0;
 	for (size_t i = 0; i < res->nthreads; i++) {
 		ana_tree_free(&res->threads[i].tree);
 		free(res->threads[i].counters);
 		if (res->by_name_thread && res->by_name_thread[i]) {
-			for (uint32_t id = 0; id < res->nnames; id++)
+			for (uint32_t id = 0; id < res->threads[i].nflat; id++)
 				ana_agg_free(&res->by_name_thread[i][id]);
 			free(res->by_name_thread[i]);
 		}
@@ -1214,6 +1394,7 @@ void ana_result_free(struct ana_result *res)
 		for (uint32_t id = 0; id < res->nnames; id++)
 			ana_agg_free(&res->by_name[id]);
 	free(res->by_name);
+	free(res->slot_id);
 	pt_reader_close(res->rd);
 	memset(res, 0, sizeof(*res));
 }
@@ -1221,9 +1402,9 @@ void ana_result_free(struct ana_result *res)
 const char *ana_name(const struct ana_result *res, uint32_t id)
 {
 	static __thread char buf[48];
-	const char *n = pt_reader_string(res->rd, id, NULL);
+	const char *n = ana_string(res, id, NULL);
 	if (n)
 		return n;
-	snprintf(buf, sizeof(buf), "(unknown id %u)", id);
+	snprintf(buf, sizeof(buf), "(unknown id %u)", ana_trace_id(res, id));
 	return buf;
 }

@@ -309,7 +309,7 @@ static struct kid *kids_of(const struct ana_result *res, const struct ana_tree *
 		return NULL;
 	for (uint32_t i = 0; i < p->nchild; i++) {
 		uint32_t dom = 0;
-		const char *name = pt_reader_string(res->rd, p->child_id[i], &dom);
+		const char *name = ana_string(res, p->child_id[i], &dom);
 		const char *dname = dom ? pt_reader_domain(res->rd, dom) : "";
 		k[i] = (struct kid){ dname ? dname : "?", name, p->child[i] };
 	}
@@ -735,7 +735,7 @@ int ana_compare_json(FILE *out, const struct ana_result *base, const struct ana_
 	free(nrow);
 	free(scratch);
 	bad |= json_object_set_new(root, "rows", rows);
-	bad = bad || json_dumpf(root, out, JSON_INDENT(1) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10)) ||
+	bad = bad || ana_json_dumpf(root, out, JSON_INDENT(1) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10)) ||
 	      fputc('\n', out) == EOF || fflush(out);
 	json_decref(root);
 	return bad ? -1 : 0;

@@ -93,6 +93,7 @@ static int map_grow(struct ana_map *m)
 	if (!slots || !used) {
 		free(slots);
 		free(used);
+		ana_nomem_note();
 		return -1;
 	}
 	struct ana_map n = { .slots = slots, .used = used, .esize = m->esize, .cap = cap, .count = m->count,
@@ -198,6 +199,8 @@ static struct gpu_pass *gp_of(struct ctx *c)
 	if (c->gp)
 		return c->gp;
 	c->gp = calloc(1, sizeof(*c->gp));
+	if (!c->gp)
+		ana_nomem_note();
 	if (c->gp) {
 		ana_map_init(&c->gp->pend, sizeof(struct gpu_pend));
 		ana_map_init(&c->gp->async, sizeof(struct async_pend));
@@ -229,6 +232,8 @@ static struct ana_gpu *gpu_of(struct ana_agg *a)
 {
 	if (!a->gpu)
 		a->gpu = calloc(1, sizeof(*a->gpu));
+	if (!a->gpu)
+		ana_nomem_note();
 	return a->gpu;
 }
 
@@ -295,8 +300,10 @@ static struct ana_gpu_device *device_of(struct ana_result *res, uint32_t device)
 	if (i < res->gpu.ndev && res->gpu.dev[i].device == device)
 		return &res->gpu.dev[i];
 	struct ana_gpu_device *d = realloc(res->gpu.dev, (res->gpu.ndev + 1) * sizeof(*d));
-	if (!d)
+	if (!d) {
+		ana_nomem_note();
 		return NULL;
+	}
 	res->gpu.dev = d;
 	memmove(&d[i + 1], &d[i], (res->gpu.ndev - i) * sizeof(*d));
 	res->gpu.ndev++;
@@ -320,8 +327,10 @@ static void busy_add(struct ana_gpu_device *d, uint64_t s, uint64_t e)
 		if (n == d->civ) {
 			size_t nc = d->civ ? 2 * d->civ : 64;
 			uint64_t *p = realloc(d->iv, 2 * nc * sizeof(*p));
-			if (!p)
+			if (!p) {
+				ana_nomem_note();
 				return;
+			}
 			d->iv = iv = p;
 			d->civ = nc;
 		}
@@ -352,8 +361,10 @@ static void busy_add(struct ana_gpu_device *d, uint64_t s, uint64_t e)
 		if (n == d->civ) {
 			size_t nc = 2 * d->civ;
 			uint64_t *p = realloc(d->iv, 2 * nc * sizeof(*p));
-			if (!p)
+			if (!p) {
+				ana_nomem_note();
 				return;
+			}
 			d->iv = iv = p;
 			d->civ = nc;
 		}
@@ -467,6 +478,8 @@ static void gpu_launch(struct ctx *c, struct ana_thread *th, struct tstate *ts, 
 		if (ts->ngs == ts->cgs) {
 			uint32_t nc = ts->cgs ? 2 * ts->cgs : 8;
 			struct gpu_open *g = realloc(ts->gs, nc * sizeof(*g));
+			if (!g)
+				ana_nomem_note();
 			if (g) {
 				ts->gs = g;
 				ts->cgs = nc;
@@ -496,7 +509,7 @@ void ana_pass_gpu_error(struct ctx *c, const struct pt_record *r)
 static void off_reason(struct ctx *c, const struct pt_record *r)
 {
 	static const char prefix[] = "GPU timing off";
-	const char *n = pt_reader_string(c->res->rd, r->id, NULL);
+	const char *n = ana_string(c->res, r->id, NULL);
 	if (n && strncmp(n, prefix, sizeof(prefix) - 1) == 0) {
 		c->res->has_gpu = true;
 		c->res->gpu.off_reason = r->id;
@@ -688,8 +701,10 @@ void ana_pass_flat_gpu(struct tstate *ts, uint32_t id, struct ana_agg *fa)
 	const struct gpu_flat *gf = id < ts->ngf ? &ts->gf[id] : NULL;
 	if (!fa->gpu && (!gf || !gf->count))
 		return;
-	if (!fa->gpu && !(fa->gpu = calloc(1, sizeof(*fa->gpu))))
+	if (!fa->gpu && !(fa->gpu = calloc(1, sizeof(*fa->gpu)))) {
+		ana_nomem_note();
 		return;
+	}
 	/* the merge from the tree summed every node's inclusive figures */
 	fa->gpu->incl_count = gf ? gf->count : 0;
 	fa->gpu->incl_total_ns = gf ? gf->total_ns : 0;
@@ -722,6 +737,6 @@ bool ana_counter_is_bytes(const struct ana_result *res, const struct ana_thread 
 	static const char dev_mem[] = "device memory used";
 	if (!t->gpu_thread)
 		return false;
-	const char *n = pt_reader_string(res->rd, id, NULL);
+	const char *n = ana_string(res, id, NULL);
 	return n && (strncmp(n, dev_mem, sizeof(dev_mem) - 1) == 0 || strcmp(n, "process RSS") == 0);
 }

@@ -131,17 +131,54 @@ static void sorted(const struct ana_result *res, const struct ana_tree *tree, co
 }
 
 /*
- * @s for the text report: control bytes (below 0x20, and DEL) shown as '?',
- * as the reader shows the header's strings, so that a name holding a line
- * break or a terminal escape cannot break a table or drive the terminal.
- * The copy lives in a buffer reused by the next call: one per printf.
+ * Length of the unsafe sequence at @s[i] (@n bytes in all), 0 if none: a
+ * C0 control or DEL; a C1 control, U+0080..U+009F, whether UTF-8 encoded
+ * (C2 80..C2 9F) or a raw byte 0x80..0x9F outside a valid sequence (0x9B
+ * is CSI to an 8-bit terminal); a bidirectional override or isolate,
+ * U+202A..U+202E and U+2066..U+2069, which reorder what a terminal or
+ * editor shows after them.
+ */
+static size_t unsafe_at(const unsigned char *s, size_t n, size_t i)
+{
+	const unsigned char c = s[i];
+	if (c < 0x20 || c == 0x7f)
+		return 1;
+	if (c < 0x80)
+		return 0;
+	if (c == 0xc2 && i + 1 < n && s[i + 1] >= 0x80 && s[i + 1] <= 0x9f)
+		return 2;
+	if (c == 0xe2 && i + 2 < n &&
+	    ((s[i + 1] == 0x80 && s[i + 2] >= 0xaa && s[i + 2] <= 0xae) ||
+	     (s[i + 1] == 0x81 && s[i + 2] >= 0xa6 && s[i + 2] <= 0xa9)))
+		return 3;
+	if (c <= 0x9f) { /* a raw C1 byte unless it continues a valid sequence */
+		size_t k = i;
+		while (k > 0 && i - k < 3 && (s[k - 1] & 0xc0) == 0x80)
+			k--;
+		const unsigned char lead = k > 0 ? s[k - 1] : 0;
+		const size_t want = lead >= 0xf0 && lead <= 0xf4 ? 4 : lead >= 0xe0 && lead <= 0xef ? 3
+				   : lead >= 0xc2 && lead <= 0xdf ? 2 : 0;
+		if (!want || i - (k - 1) >= want)
+			return 1;
+	}
+	return 0;
+}
+
+/*
+ * @s for text output: control bytes (below 0x20, and DEL), C1 controls and
+ * bidirectional overrides (unsafe_at()) shown as '?', as the reader shows
+ * the header's strings, so that a name holding a line break, a terminal
+ * escape or a bidi override cannot break a table, drive the terminal or
+ * reorder what follows. The copy lives in a buffer reused by the next
+ * call: one per printf.
  */
 const char *ana_text_safe(const char *s)
 {
 	static char *buf;
 	static size_t cap;
+	const unsigned char *u = (const unsigned char *)s;
 	size_t n = strlen(s), i = 0;
-	while (i < n && (unsigned char)s[i] >= 0x20 && s[i] != 0x7f)
+	while (i < n && !unsafe_at(u, n, i))
 		i++;
 	if (i == n)
 		return s;
@@ -152,9 +189,22 @@ const char *ana_text_safe(const char *s)
 		buf = b;
 		cap = n + 1;
 	}
-	for (i = 0; i <= n; i++)
-		buf[i] = s[i] && ((unsigned char)s[i] < 0x20 || s[i] == 0x7f) ? '?' : s[i];
+	ana_text_safe_to(buf, n + 1, s);
 	return buf;
+}
+
+char *ana_text_safe_to(char *dst, size_t cap, const char *s)
+{
+	const unsigned char *u = (const unsigned char *)s;
+	size_t n = strlen(s), o = 0;
+	for (size_t i = 0; i < n && o + 1 < cap;) {
+		const size_t k = unsafe_at(u, n, i);
+		dst[o++] = k ? '?' : s[i];
+		i += k ? k : 1;
+	}
+	if (cap)
+		dst[o] = 0;
+	return dst;
 }
 
 /* Levels 1..TEXT_MAX_INDENT are indented with spaces (2 a level); deeper
@@ -288,7 +338,7 @@ static const struct ana_tree *view_tree(const struct ana_result *res, int thread
 		for (size_t i = 0; i < res->nthreads; i++)
 			if (res->threads[i].index == (uint32_t)thread) {
 				*flat = res->by_name_thread[i];
-				*nflat = res->nnames;
+				*nflat = res->threads[i].nflat;
 				return &res->threads[i].tree;
 			}
 	*flat = res->by_name;
@@ -552,6 +602,11 @@ void ana_info_text(FILE *out, const struct ana_result *res)
 	fprintf(out, "errors:       %" PRIu64 " unmatched ends, %" PRIu64 " sections open at end, %" PRIu64
 		     " counted by the recorder\n",
 		res->unmatched_ends, res->open_at_end, res->misuse_errors);
+	if (res->too_deep)
+		fprintf(out, "too deep:     %" PRIu64 " sections nested deeper than %u levels not analyzed (limit)\n",
+			res->too_deep, ANA_MAX_DEPTH);
+	if (res->saturated)
+		fprintf(out, "saturated:    some sums reached 2^64-1 and stopped there: 18446744073709551615 means at least that\n");
 	gpu_summary_text(out, res, "gpu:          ", "              ");
 	fprintf(out, "threads:      %zu\n", res->nthreads);
 	for (size_t i = 0; i < res->nthreads; i++) {
@@ -579,6 +634,13 @@ void ana_report_text(FILE *out, const struct ana_result *res, const struct ana_r
 		res->open_at_end, res->misuse_errors);
 	if (res->lost_records)
 		fprintf(out, "rows marked ! were open while records were lost: their self time includes lost children\n");
+	if (res->saturated)
+		fprintf(out, "warning: some sums reached 2^64-1 and stopped there (saturated): a figure at that value, or"
+			     " derived from one, is a lower bound\n");
+	if (res->too_deep)
+		fprintf(out, "%" PRIu64 " sections nested deeper than %u levels were not analyzed (limit); the sections"
+			     " enclosing them count their time as self time\n",
+			res->too_deep, ANA_MAX_DEPTH);
 	gpu_summary_text(out, res, "GPU: ", "");
 	for (size_t i = 0; i < res->nthreads; i++) {
 		const uint64_t *u = res->threads[i].unattributed;
@@ -654,16 +716,85 @@ void ana_report_text(FILE *out, const struct ana_result *res, const struct ana_r
 		instants_text(out, res, o->thread, scope);
 }
 
+/* ---------------------------------------------------------------- JSON integers past INT64_MAX */
+
+/* jansson's integers are int64_t: a u64 figure past INT64_MAX (a
+ * saturated sum, FLOPs past 9.2e18) would come out negative. Such a value
+ * is held as a string with this marker and written by ana_json_dumpf() as
+ * its exact decimal digits, which JSON allows (RFC 8259 §6 sets no range;
+ * readers with 64-bit unsigned or arbitrary-precision integers, e.g.
+ * Python's json, get it exactly). The marker holds a control byte (shown
+ * by jansson as \u0001) and a per-process nonce, so no name can pose as one. */
+static char u64_marker[40];
+
+static const char *u64_mark(void)
+{
+	if (!u64_marker[0])
+		snprintf(u64_marker, sizeof(u64_marker), "\001u64-%016llx:",
+			 (unsigned long long)((uintptr_t)&u64_marker ^ (uint64_t)time(NULL) * 0x9e3779b97f4a7c15ull));
+	return u64_marker;
+}
+
+json_t *ana_json_u64(uint64_t v)
+{
+	if (v <= (uint64_t)INT64_MAX)
+		return json_integer((json_int_t)v);
+	char b[64];
+	snprintf(b, sizeof(b), "%s%" PRIu64, u64_mark(), v);
+	return json_string(b);
+}
+
+int ana_json_dumpf(const json_t *j, FILE *out, size_t flags)
+{
+	char *s = json_dumps(j, flags);
+	if (!s)
+		return -1;
+	int rc = 0;
+	if (!u64_marker[0]) { /* no large value was made */
+		rc = fputs(s, out) == EOF ? -1 : 0;
+		free(s);
+		return rc;
+	}
+	char quoted[48]; /* the marker as jansson writes it, with its opening quote */
+	snprintf(quoted, sizeof(quoted), "\"\\u0001%s", u64_marker + 1);
+	const size_t ql = strlen(quoted);
+	const char *p = s, *m;
+	while (rc == 0 && (m = strstr(p, quoted))) {
+		const char *d = m + ql, *e = d;
+		while (*e >= '0' && *e <= '9')
+			e++;
+		if (*e != '"' || e == d) { /* not one of ours: as it is */
+			rc = fwrite(p, 1, (size_t)(d - p), out) == (size_t)(d - p) ? 0 : -1;
+			p = d;
+			continue;
+		}
+		if (fwrite(p, 1, (size_t)(m - p), out) != (size_t)(m - p) ||
+		    fwrite(d, 1, (size_t)(e - d), out) != (size_t)(e - d))
+			rc = -1;
+		p = e + 1;
+	}
+	if (rc == 0 && fputs(p, out) == EOF)
+		rc = -1;
+	free(s);
+	return rc;
+}
+
 /* ---------------------------------------------------------------- CSV */
 
 static void csv_str(FILE *out, const char *s)
 {
+	/* A field a spreadsheet would read as a formula (=, +, -, @, or a tab
+	 * or CR first: OWASP CSV injection) is quoted with a single quote
+	 * first, which spreadsheets show as text and strip. */
+	const bool formula = *s && strchr("=+-@\t\r", *s);
 	/* RFC 4180: quote fields holding a comma, quote, CR or LF; double quotes */
-	if (!strpbrk(s, ",\"\r\n")) {
+	if (!formula && !strpbrk(s, ",\"\r\n")) {
 		fputs(s, out);
 		return;
 	}
 	fputc('"', out);
+	if (formula)
+		fputc('\'', out);
 	for (; *s; s++) {
 		if (*s == '"')
 			fputc('"', out);
@@ -769,7 +900,7 @@ static void csv_row(FILE *out, const struct ana_result *res, const char *view, c
 	struct ana_row w;
 	ana_row_compute(res, a, &w);
 	uint32_t dom = 0;
-	pt_reader_string(res->rd, id, &dom);
+	ana_string(res, id, &dom);
 	const char *dn = pt_reader_domain(res->rd, dom);
 	char sd[32], rsd[32];
 	fprintf(out, "%s,%s,", view, thread);
@@ -795,6 +926,8 @@ static void csv_row(FILE *out, const struct ana_result *res, const char *view, c
 	fprintf(out, ",%d", a->lossy ? 1 : 0);
 	if (res->has_gpu)
 		csv_gpu(out, a, &w);
+	if (res->saturated)
+		fprintf(out, ",%d", ana_agg_saturated(a) ? 1 : 0);
 	fputc('\n', out);
 }
 
@@ -809,7 +942,7 @@ static void csv_misc_row(FILE *out, const struct ana_result *res, const char *vi
 {
 	const char *name = id ? ana_name(res, id) : "(unnamed)";
 	uint32_t dom = 0;
-	const char *dn = id && pt_reader_string(res->rd, id, &dom) ? pt_reader_domain(res->rd, dom) : NULL;
+	const char *dn = id && ana_string(res, id, &dom) ? pt_reader_domain(res->rd, dom) : NULL;
 	fprintf(out, "%s,%s,", view, thread);
 	csv_str(out, name);
 	fputs(",1,", out);
@@ -830,6 +963,8 @@ static void csv_misc_row(FILE *out, const struct ana_result *res, const char *vi
 	      out);
 	if (res->has_gpu)
 		csv_gpu(out, NULL, NULL);
+	if (res->saturated)
+		fputs(",0", out);
 	fputc('\n', out);
 }
 
@@ -855,7 +990,7 @@ static int csv_tree(FILE *out, const struct ana_result *res, const struct ana_tr
 int ana_write_csv(FILE *out, const struct ana_result *res, const struct ana_report_opts *o)
 {
 	(void)o;
-	fprintf(out, "%s%s\n", csv_cols, res->has_gpu ? csv_gpu_cols : "");
+	fprintf(out, "%s%s%s\n", csv_cols, res->has_gpu ? csv_gpu_cols : "", res->saturated ? ",saturated" : "");
 	if (csv_tree(out, res, &res->merged, "all"))
 		return -1;
 	for (uint32_t id = 0; id < res->nnames; id++)
@@ -866,7 +1001,7 @@ int ana_write_csv(FILE *out, const struct ana_result *res, const struct ana_repo
 		snprintf(th, sizeof(th), "%u", res->threads[i].index);
 		if (csv_tree(out, res, &res->threads[i].tree, th))
 			return -1;
-		for (uint32_t id = 0; id < res->nnames; id++)
+		for (uint32_t id = 0; id < res->threads[i].nflat; id++)
 			if (res->by_name_thread[i][id].count)
 				csv_row(out, res, "flat", th, ana_name(res, id), 1, id, &res->by_name_thread[i][id]);
 	}
@@ -995,14 +1130,14 @@ static json_t *json_row(const struct ana_result *res, json_t **names, const stru
 	json_t *r = json_object();
 	json_object_set_new(r, "name", jname(names, res, id));
 	uint32_t dom = 0;
-	pt_reader_string(res->rd, id, &dom);
+	ana_string(res, id, &dom);
 	const char *dn = pt_reader_domain(res->rd, dom);
 	json_object_set_new(r, "domain", jstr(dn ? dn : ""));
 	if (t) {
 		json_set_path(r, res, names, t, node);
 		json_object_set_new(r, "depth", json_integer(t->n[node].depth));
 	}
-#define JI(k, v) json_object_set_new(r, k, json_integer((json_int_t)(v)))
+#define JI(k, v) json_object_set_new(r, k, ana_json_u64(v))
 #define JR(k, v) json_object_set_new(r, k, isfinite(v) ? json_real(v) : json_null()) /* NaN std: null */
 	JI("count", a->count);
 	JI("total_ns", a->total_ns);
@@ -1037,6 +1172,8 @@ static json_t *json_row(const struct ana_result *res, json_t **names, const stru
 		JR(k2, w.xfer_gbps[d]);
 	}
 	json_object_set_new(r, "lossy", json_boolean(a->lossy > 0));
+	if (res->saturated) /* on every row of a result with a saturated sum */
+		json_object_set_new(r, "saturated", json_boolean(ana_agg_saturated(a)));
 	if (res->has_gpu) { /* the same keys on every row of a trace with GPU records */
 		static const struct ana_gpu none;
 		const struct ana_gpu *g = a->gpu ? a->gpu : &none;
@@ -1052,8 +1189,8 @@ static json_t *json_row(const struct ana_result *res, json_t **names, const stru
 		JI("gpu_incl_total_ns", g->incl_total_ns);
 		JR("gpu_over_cpu", w.gpu_over_cpu);
 		JR("gpu_launch_latency_mean_ns", d->count ? w.gpu_lat_mean : 0.0);
-		JI("gpu_launch_latency_min_ns", d->lat_min_ns);
-		JI("gpu_launch_latency_max_ns", d->lat_max_ns);
+		json_object_set_new(r, "gpu_launch_latency_min_ns", json_integer(d->lat_min_ns)); /* signed */
+		json_object_set_new(r, "gpu_launch_latency_max_ns", json_integer(d->lat_max_ns));
 		JI("gpu_early_starts", d->early);
 	}
 #undef JI
@@ -1062,7 +1199,7 @@ static json_t *json_row(const struct ana_result *res, json_t **names, const stru
 }
 
 #define JSET(o, k, v) json_object_set_new((o), (k), (v))
-#define JINT(v) json_integer((json_int_t)(v))
+#define JINT(v) ana_json_u64(v)
 
 static json_t *json_gpu(const struct ana_result *res)
 {
@@ -1097,10 +1234,10 @@ static json_t *json_gpu(const struct ana_result *res)
 		JSET(o, "streams", JINT(d->streams));
 		JSET(o, "early_starts", JINT(d->lat.neg));
 		JSET(o, "launch_latency_mean_ns", json_real(d->lat.w.mean));
-		JSET(o, "launch_latency_min_ns", JINT(d->lat.min_ns));
-		JSET(o, "launch_latency_max_ns", JINT(d->lat.max_ns));
-		JSET(o, "launch_latency_p50_ns", JINT(ana_slat_quantile(&d->lat, 0.50)));
-		JSET(o, "launch_latency_p99_ns", JINT(ana_slat_quantile(&d->lat, 0.99)));
+		JSET(o, "launch_latency_min_ns", json_integer(d->lat.min_ns)); /* signed */
+		JSET(o, "launch_latency_max_ns", json_integer(d->lat.max_ns));
+		JSET(o, "launch_latency_p50_ns", json_integer(ana_slat_quantile(&d->lat, 0.50)));
+		JSET(o, "launch_latency_p99_ns", json_integer(ana_slat_quantile(&d->lat, 0.99)));
 		json_array_append_new(devs, o);
 	}
 	JSET(j, "devices", devs);
@@ -1169,7 +1306,7 @@ static void jw_raw(struct jw *w, const char *s)
 /* Dumps @v (a new reference, consumed; NULL = ENOMEM). */
 static void jw_val(struct jw *w, json_t *v)
 {
-	if (!v || json_dumpf(v, w->out, JSON_ENCODE_ANY | JSON_REAL_PRECISION(12)))
+	if (!v || ana_json_dumpf(v, w->out, JSON_ENCODE_ANY | JSON_REAL_PRECISION(12)))
 		w->err = 1;
 	json_decref(v);
 }
@@ -1237,11 +1374,11 @@ static void jw_tree(struct jw *w, const struct ana_result *res, json_t **names, 
 }
 
 static void jw_flat(struct jw *w, const struct ana_result *res, json_t **names, const struct ana_agg *flat,
-		    const char *indent)
+		    uint32_t nflat, const char *indent)
 {
 	bool first = true;
 	jw_raw(w, "[");
-	for (uint32_t id = 0; id < res->nnames && !w->err; id++)
+	for (uint32_t id = 0; id < nflat && !w->err; id++)
 		if (flat[id].count)
 			jw_elem(w, json_row(res, names, NULL, 0, id, &flat[id]), indent, &first);
 	jw_close(w, indent, first, "]");
@@ -1263,17 +1400,21 @@ int ana_write_json(FILE *out, const struct ana_result *res, const struct ana_rep
 	json_object_set_new(tr, "host", jstr(in->host));
 	json_object_set_new(tr, "cmdline", jstr(in->cmdline));
 	json_object_set_new(tr, "closed", json_boolean(in->closed));
-	json_object_set_new(tr, "start_realtime_ns", json_integer((json_int_t)in->start_real_ns));
-	json_object_set_new(tr, "start_ns", json_integer((json_int_t)res->start_ns));
-	json_object_set_new(tr, "wall_span_ns", json_integer((json_int_t)(res->end_ns - res->start_ns)));
-	json_object_set_new(tr, "thread_span_sum_ns", json_integer((json_int_t)res->thread_span_sum_ns));
-	json_object_set_new(tr, "sections", json_integer((json_int_t)res->sections));
-	json_object_set_new(tr, "records", json_integer((json_int_t)res->records));
-	json_object_set_new(tr, "lost_records", json_integer((json_int_t)res->lost_records));
-	json_object_set_new(tr, "lost_sections", json_integer((json_int_t)res->lost_sections));
-	json_object_set_new(tr, "unmatched_ends", json_integer((json_int_t)res->unmatched_ends));
-	json_object_set_new(tr, "open_at_end", json_integer((json_int_t)res->open_at_end));
-	json_object_set_new(tr, "recorder_errors", json_integer((json_int_t)res->misuse_errors));
+	json_object_set_new(tr, "start_realtime_ns", ana_json_u64(in->start_real_ns));
+	json_object_set_new(tr, "start_ns", ana_json_u64(res->start_ns));
+	json_object_set_new(tr, "wall_span_ns", ana_json_u64((res->end_ns - res->start_ns)));
+	json_object_set_new(tr, "thread_span_sum_ns", ana_json_u64(res->thread_span_sum_ns));
+	json_object_set_new(tr, "sections", ana_json_u64(res->sections));
+	json_object_set_new(tr, "records", ana_json_u64(res->records));
+	json_object_set_new(tr, "lost_records", ana_json_u64(res->lost_records));
+	json_object_set_new(tr, "lost_sections", ana_json_u64(res->lost_sections));
+	json_object_set_new(tr, "unmatched_ends", ana_json_u64(res->unmatched_ends));
+	json_object_set_new(tr, "open_at_end", ana_json_u64(res->open_at_end));
+	if (res->too_deep)
+		json_object_set_new(tr, "too_deep", ana_json_u64(res->too_deep));
+	if (res->saturated)
+		json_object_set_new(tr, "saturated", json_true());
+	json_object_set_new(tr, "recorder_errors", ana_json_u64(res->misuse_errors));
 	json_object_set_new(tr, "percentile_relative_error", json_real(ANA_HIST_REL_ERROR));
 	json_object_set_new(tr, "torn_tail", json_boolean(res->torn_tail));
 	json_object_set_new(tr, "corrupt", json_boolean(res->corrupt));
@@ -1282,7 +1423,7 @@ int ana_write_json(FILE *out, const struct ana_result *res, const struct ana_rep
 		uint64_t off;
 		const char *m = pt_reader_problem(res->rd, i, &off);
 		json_t *p = json_object();
-		json_object_set_new(p, "offset", json_integer((json_int_t)off));
+		json_object_set_new(p, "offset", ana_json_u64(off));
 		json_object_set_new(p, "message", jstr(m));
 		json_array_append_new(probs, p);
 	}
@@ -1298,23 +1439,23 @@ int ana_write_json(FILE *out, const struct ana_result *res, const struct ana_rep
 		json_object_set_new(j, "index", json_integer(t->index));
 		json_object_set_new(j, "tid", json_integer(t->tid));
 		json_object_set_new(j, "name", jstr(t->name));
-		json_object_set_new(j, "span_ns", json_integer((json_int_t)(t->last_ns - t->first_ns)));
-		json_object_set_new(j, "sections", json_integer((json_int_t)t->sections));
-		json_object_set_new(j, "records", json_integer((json_int_t)t->records));
-		json_object_set_new(j, "lost_records", json_integer((json_int_t)t->lost_records));
-		json_object_set_new(j, "unattributed_read_bytes", json_integer((json_int_t)t->unattributed[ANA_READ]));
+		json_object_set_new(j, "span_ns", ana_json_u64((t->last_ns - t->first_ns)));
+		json_object_set_new(j, "sections", ana_json_u64(t->sections));
+		json_object_set_new(j, "records", ana_json_u64(t->records));
+		json_object_set_new(j, "lost_records", ana_json_u64(t->lost_records));
+		json_object_set_new(j, "unattributed_read_bytes", ana_json_u64(t->unattributed[ANA_READ]));
 		json_object_set_new(j, "unattributed_written_bytes",
-				    json_integer((json_int_t)t->unattributed[ANA_WRITTEN]));
-		json_object_set_new(j, "unattributed_flops", json_integer((json_int_t)t->unattributed[ANA_FLOPS]));
+				    ana_json_u64(t->unattributed[ANA_WRITTEN]));
+		json_object_set_new(j, "unattributed_flops", ana_json_u64(t->unattributed[ANA_FLOPS]));
 		const uint64_t *xc = t->unattributed_xfer_count;
 		if (xc[0] | xc[1] | xc[2] | xc[3]) { /* absent when none (older readers unaffected) */
 			json_t *ux = json_object();
 			for (int d = 0; d < ANA_DIRS; d++) {
 				char k[32];
 				snprintf(k, sizeof(k), "%s_bytes", xfer_dir_key[d]);
-				json_object_set_new(ux, k, json_integer((json_int_t)t->unattributed_xfer[d]));
+				json_object_set_new(ux, k, ana_json_u64(t->unattributed_xfer[d]));
 				snprintf(k, sizeof(k), "%s_count", xfer_dir_key[d]);
-				json_object_set_new(ux, k, json_integer((json_int_t)xc[d]));
+				json_object_set_new(ux, k, ana_json_u64(xc[d]));
 			}
 			json_object_set_new(j, "unattributed_transfers", ux);
 		}
@@ -1325,12 +1466,12 @@ int ana_write_json(FILE *out, const struct ana_result *res, const struct ana_rep
 		jw_key(&w, "tree", "   ", &kfirst);
 		jw_tree(&w, res, names, &t->tree, "    ");
 		jw_key(&w, "flat", "   ", &kfirst);
-		jw_flat(&w, res, names, res->by_name_thread[i], "    ");
+		jw_flat(&w, res, names, res->by_name_thread[i], res->threads[i].nflat, "    ");
 		json_t *cs = json_array();
 		for (size_t k = 0; k < t->ncounters; k++) {
 			json_t *c = json_object();
 			json_object_set_new(c, "name", jstr(ana_name(res, t->counters[k].id)));
-			json_object_set_new(c, "samples", json_integer((json_int_t)t->counters[k].samples));
+			json_object_set_new(c, "samples", ana_json_u64(t->counters[k].samples));
 			json_object_set_new(c, "last", json_integer(t->counters[k].last));
 			json_object_set_new(c, "min", json_integer(t->counters[k].min));
 			json_object_set_new(c, "max", json_integer(t->counters[k].max));
@@ -1350,7 +1491,7 @@ int ana_write_json(FILE *out, const struct ana_result *res, const struct ana_rep
 	jw_key(&w, "tree", " ", &first);
 	jw_tree(&w, res, names, &res->merged, "  ");
 	jw_key(&w, "flat", " ", &first);
-	jw_flat(&w, res, names, res->by_name, "  ");
+	jw_flat(&w, res, names, res->by_name, res->nnames, "  ");
 	if (res->has_gpu) {
 		jw_key(&w, "gpu", " ", &first);
 		jw_val(&w, json_gpu(res));

@@ -74,6 +74,7 @@ struct tstate {
 	uint32_t npn;
 	struct frame *st;
 	uint32_t depth, cap;
+	uint64_t excess;      /* open sections beyond ANA_MAX_DEPTH (not on st) */
 	int32_t *open_top;    /* by name id: innermost open frame index, -1 = none */
 	uint32_t nopen_top;
 	struct flat_incl *fi; /* by name id */
@@ -106,7 +107,28 @@ struct ctx {
 	bool keep_all;       /* no --since/--until/--domain: every section is kept */
 	bool need_tracking;  /* keep_all, but a dropped frame may enclose its name: run again tracking */
 	struct ana_hpend_set mp; /* merged_only: by merged node, pending histogram adds */
+	bool remap;          /* sparse ids: every name id goes through ana_remap_id() (ANA_MIN_NAME_IDS) */
+	struct ana_map ids;  /* remap: the trace's id -> slot (struct ana_id_slot) */
+	bool nomem;          /* an allocation failed: ana_run() fails, never a smaller answer */
+	int read_rc;         /* the reader's error that ended the pass, or 0 */
 };
+
+struct ana_id_slot {
+	uint64_t key; /* the trace's id */
+	uint32_t slot;
+};
+
+/* The slot of the trace's name id @id (0 stays 0), made for an id the
+ * string table does not define; 0 and c->nomem set on ENOMEM. Cold: only
+ * a trace with a sparse id space calls it. */
+__attribute__((noinline)) uint32_t ana_remap_id(struct ctx *c, uint32_t id);
+
+/* The kinds whose id is a name id. */
+static inline bool ana_kind_named(uint32_t kind)
+{
+	return kind == PT_REC_BEGIN || kind == PT_REC_END || kind == PT_REC_COUNTER ||
+	       (kind >= PT_REC_INSTANT && kind <= PT_REC_GPU_LAUNCH);
+}
 
 /* ana_ticks_ns() beyond 2^63 ticks or ns, out of line (inlined, its
  * saturation made the compiler spill more in the hot loop: +3.5%
@@ -130,7 +152,7 @@ static inline uint64_t ana_ticks_ns(const struct ctx *c, uint64_t ticks)
 
 /*
  * ana_grow_by_id() - Grows the zero-filled array @arr of *@n elements of
- * @esize bytes so that index @id exists; capacity doubles from 64 but never
+ * @esize bytes so that index @id exists; capacity doubles from 8 but never
  * exceeds @limit, so "index < *@n" also means "index < @limit".
  * Return: the array (*@n updated), or NULL when @id >= @limit or on ENOMEM
  * (then @arr and *@n are unchanged).

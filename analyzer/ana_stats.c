@@ -80,8 +80,10 @@ static int table_cover(struct ana_hist *h, uint32_t o)
 	if (o >= hi)
 		hi = o + 1;
 	struct ana_hist_blk *t = realloc(h->blk, sizeof(*t) + (hi - lo) * sizeof(t->b[0]));
-	if (!t)
+	if (!t) {
+		ana_nomem_note();
 		return -1;
+	}
 	if (!h->blk)
 		t->wide = 0;
 	uint32_t at = h->nblk ? h->olo - lo : 0; /* where the old slots go */
@@ -153,8 +155,10 @@ static int octave_densify(struct ana_hist *h, uint32_t o)
 	if (table_cover(h, o))
 		return -1;
 	uint16_t *b = calloc(SUB, sizeof(*b));
-	if (!b)
+	if (!b) {
+		ana_nomem_note();
 		return -1;
+	}
 	h->blk->b[o - h->olo] = b;
 	uint32_t first = sp_lower(h, o * SUB), last = sp_lower(h, (o + 1) * SUB);
 	if (first == last)
@@ -174,8 +178,10 @@ static int octave_widen(struct ana_hist *h, uint32_t o)
 	void **slot = &h->blk->b[o - h->olo];
 	const uint16_t *n = *slot;
 	uint32_t *w = malloc(SUB * sizeof(*w));
-	if (!w)
+	if (!w) {
+		ana_nomem_note();
 		return -1;
+	}
 	for (uint32_t j = 0; j < SUB; j++)
 		w[j] = n[j];
 	free(*slot);
@@ -223,8 +229,10 @@ static PT_NOINLINE_STATS void hist_add_sparse(struct ana_hist *h, uint32_t i, ui
 		if (h->csp < ANA_HIST_SPARSE) {
 			uint32_t nc = sp_grow_to(h->csp);
 			uint32_t *p = realloc(h->sp, nc * sizeof(*p));
-			if (!p)
+			if (!p) {
+				ana_nomem_note();
 				return;
+			}
 			h->sp = p;
 			h->csp = (uint16_t)nc;
 		} else {
@@ -496,8 +504,10 @@ static int res_push(struct ana_reservoir *r, uint64_t v)
 		if (nc > ANA_RESERVOIR_CAP)
 			nc = ANA_RESERVOIR_CAP;
 		uint64_t *p = realloc(r->v, nc * sizeof(*p));
-		if (!p)
+		if (!p) {
+			ana_nomem_note();
 			return -1;
+		}
 		r->v = p;
 		r->cap = nc;
 	}
@@ -548,6 +558,8 @@ void ana_reservoir_merge(struct ana_reservoir *dst, const struct ana_reservoir *
 			res_push(dst, tmp[i]);
 		}
 		free(tmp);
+	} else {
+		ana_nomem_note();
 	}
 	dst->seen = total;
 }
@@ -568,6 +580,16 @@ static void dur_range_add(uint64_t *min_ns, uint64_t *max_ns, uint64_t count, ui
 		*max_ns = hi_ns;
 }
 
+bool ana_agg_saturated(const struct ana_agg *a)
+{
+	bool s = a->total_ns == UINT64_MAX || a->self_ns == UINT64_MAX;
+	for (int k = 0; k < ANA_NMETRIC; k++)
+		s |= a->metric_self[k] == UINT64_MAX || a->metric_incl[k] == UINT64_MAX;
+	for (int k = 0; k < ANA_DIRS; k++)
+		s |= a->xfer_self[k] == UINT64_MAX || a->xfer_incl[k] == UINT64_MAX || a->xfer_count[k] == UINT64_MAX;
+	return s;
+}
+
 void ana_agg_merge(struct ana_agg *d, const struct ana_agg *s, uint64_t *rng)
 {
 	if (s->count == 0)
@@ -578,27 +600,29 @@ void ana_agg_merge(struct ana_agg *d, const struct ana_agg *s, uint64_t *rng)
 		d->first_ns = s->first_ns;
 	}
 	d->count += s->count;
-	d->total_ns += s->total_ns;
-	d->self_ns += s->self_ns;
+	ANA_SAT_ADD(d->total_ns, s->total_ns);
+	ANA_SAT_ADD(d->self_ns, s->self_ns);
 	ana_moments_merge(&d->all, &s->all);
 	ana_hist_merge(&d->hist, &s->hist);
 	ana_reservoir_merge(&d->res, &s->res, rng);
 	for (int k = 0; k < ANA_NMETRIC; k++) {
-		d->metric_self[k] += s->metric_self[k];
-		d->metric_incl[k] += s->metric_incl[k];
+		ANA_SAT_ADD(d->metric_self[k], s->metric_self[k]);
+		ANA_SAT_ADD(d->metric_incl[k], s->metric_incl[k]);
 	}
 	for (int k = 0; k < ANA_DIRS; k++) {
-		d->xfer_self[k] += s->xfer_self[k];
-		d->xfer_incl[k] += s->xfer_incl[k];
-		d->xfer_count[k] += s->xfer_count[k];
+		ANA_SAT_ADD(d->xfer_self[k], s->xfer_self[k]);
+		ANA_SAT_ADD(d->xfer_incl[k], s->xfer_incl[k]);
+		ANA_SAT_ADD(d->xfer_count[k], s->xfer_count[k]);
 	}
 	d->lossy += s->lossy;
 	if (unlikely_(s->gpu != NULL)) {
-		if (!d->gpu && !(d->gpu = calloc(1, sizeof(*d->gpu))))
+		if (!d->gpu && !(d->gpu = calloc(1, sizeof(*d->gpu)))) {
+			ana_nomem_note();
 			return;
+		}
 		ana_gpu_dist_merge(&d->gpu->self, &s->gpu->self);
 		d->gpu->incl_count += s->gpu->incl_count;
-		d->gpu->incl_total_ns += s->gpu->incl_total_ns;
+		ANA_SAT_ADD(d->gpu->incl_total_ns, s->gpu->incl_total_ns);
 	}
 }
 
@@ -621,7 +645,7 @@ void ana_gpu_dist_add(struct ana_gpu_dist *d, uint64_t dur_ns, int64_t lat_ns)
 	if (d->count == 0 || lat_ns > d->lat_max_ns)
 		d->lat_max_ns = lat_ns;
 	d->count++;
-	d->total_ns += dur_ns;
+	ANA_SAT_ADD(d->total_ns, dur_ns);
 	ana_hist_add(&d->hist, dur_ns, 1);
 	ana_welford_add(&d->lat, (double)lat_ns);
 	d->early += lat_ns < 0;
@@ -637,7 +661,7 @@ void ana_gpu_dist_merge(struct ana_gpu_dist *d, const struct ana_gpu_dist *s)
 	if (d->count == 0 || s->lat_max_ns > d->lat_max_ns)
 		d->lat_max_ns = s->lat_max_ns;
 	d->count += s->count;
-	d->total_ns += s->total_ns;
+	ANA_SAT_ADD(d->total_ns, s->total_ns);
 	ana_hist_merge(&d->hist, &s->hist);
 	ana_welford_merge(&d->lat, &s->lat);
 	d->early += s->early;
@@ -695,4 +719,16 @@ void ana_slat_free(struct ana_slat *s)
 {
 	ana_hist_free(&s->pos);
 	ana_hist_free(&s->negh);
+}
+
+static __thread bool nomem_noted;
+
+void ana_nomem_note(void) { nomem_noted = true; }
+bool ana_nomem_seen(void) { return nomem_noted; }
+
+bool ana_nomem_take(void)
+{
+	const bool was = nomem_noted;
+	nomem_noted = false;
+	return was;
 }

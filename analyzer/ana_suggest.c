@@ -1135,13 +1135,17 @@ void ana_suggest_text(FILE *out, const struct ana_result *res, const struct ana_
 				      p->gbps_1, p->gbps_all };
 		for (int k = 0; k < 4; k++)
 			v[k] > 0 ? snprintf(r[k], sizeof(r[k]), "%.3g", v[k]) : snprintf(r[k], sizeof(r[k]), "-");
+		/* the peaks file and the trace are untrusted: their strings go through ana_text_safe_to() */
+		char ph[sizeof(p->host)], pc[sizeof(p->cpu)], th[256];
+		ana_text_safe_to(ph, sizeof(ph), p->host);
+		ana_text_safe_to(pc, sizeof(pc), p->cpu);
 		fprintf(out, "roofs:    measured on %s%s%s: %s %s / %s GFLOP/s, memory %s / %s GB/s (one core / all "
 			     "cores)\n",
-			p->host[0] ? p->host : "an unnamed host", p->cpu[0] ? ", " : "", p->cpu, o->fp32 ? "FP32" : "FP64",
-			r[0], r[1], r[2], r[3]);
+			ph[0] ? ph : "an unnamed host", pc[0] ? ", " : "", pc, o->fp32 ? "FP32" : "FP64", r[0], r[1],
+			r[2], r[3]);
 		if (s->peaks_other_host)
-			fprintf(out, "warning:  the roofs were measured on '%s', the trace was recorded on '%s'\n", p->host,
-				pt_reader_info(res->rd)->host);
+			fprintf(out, "warning:  the roofs were measured on '%s', the trace was recorded on '%s'\n", ph,
+				ana_text_safe_to(th, sizeof(th), pt_reader_info(res->rd)->host));
 	}
 	size_t shown = 0, hidden = 0;
 	char *buf = NULL;
@@ -1283,7 +1287,7 @@ int ana_suggest_json(FILE *out, const struct ana_result *res, const struct ana_s
 		json_decref(root);
 		return -ENOMEM;
 	}
-	int rc = json_dumpf(root, out, JSON_INDENT(1) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(12));
+	int rc = ana_json_dumpf(root, out, JSON_INDENT(1) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(12));
 	json_decref(root);
 	if (rc || fputc('\n', out) == EOF || ferror(out))
 		return -EIO;

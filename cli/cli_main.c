@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -52,6 +53,10 @@ static void usage(FILE *out)
 		"  --csv FILE           write every row (tree and flat, merged and per thread) as CSV; - = stdout\n"
 		"  --json FILE          write the report as JSON; - = stdout\n"
 		"  --no-progress        no progress bar (shown on a terminal for large traces)\n"
+		"\n"
+		"Guards for untrusted traces (every command that reads a trace; none by default):\n"
+		"  --max-records N      refuse a trace whose chunk headers announce more than N records\n"
+		"  --max-memory BYTES   stop with 'out of memory' past BYTES of data memory (suffix K, M, G)\n"
 		"\n"
 		"Export options (any of them, together; - = stdout for one of them; doc/export.md):\n"
 		"  --perfetto FILE      Perfetto protobuf trace, for ui.perfetto.dev\n"
@@ -239,7 +244,48 @@ static int close_out(FILE *f, const char *path, const char *what, int failed)
 enum { OPT_REPORT = 256, OPT_FLAT, OPT_SORT, OPT_TOP, OPT_DEPTH, OPT_MINPCT, OPT_THREAD, OPT_DOMAIN,
        OPT_BOTTLENECKS, OPT_SINCE, OPT_UNTIL, OPT_CSV, OPT_JSON, OPT_NOPROGRESS, OPT_VERSION, OPT_PERFETTO,
        OPT_CHROME, OPT_FOLDED, OPT_NOISE, OPT_ALPHA, OPT_BOOTSTRAP, OPT_FAILREG, OPT_PEAKS, OPT_FP32,
-       OPT_THRESHOLD, OPT_SECONDS };
+       OPT_THRESHOLD, OPT_SECONDS, OPT_MAXRECORDS, OPT_MAXMEMORY };
+
+/* A count or a size: digits, for a size an optional K, M or G (binary). */
+static int parse_u64(const char *s, int suffix, uint64_t *out)
+{
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (errno || end == s || *s == '-')
+		return -1;
+	unsigned shift = 0;
+	if (suffix && *end && !end[1])
+		shift = *end == 'K' || *end == 'k' ? 10 : *end == 'M' ? 20 : *end == 'G' ? 30 : 64;
+	else if (*end)
+		return -1;
+	if (shift == 64 || (shift && v > (UINT64_MAX >> shift)) || v == 0)
+		return -1;
+	*out = (uint64_t)v << shift;
+	return 0;
+}
+
+/* --max-records: the records that @path's chunk headers announce (read
+ * before any record is decoded, so a decompression bomb costs nothing).
+ * 0: within @max, or the trace cannot be opened (the command says why); 1:
+ * refused, said. */
+static int guard_records(const char *path, uint64_t max)
+{
+	struct pt_reader *rd;
+	if (pt_reader_open(path, &rd))
+		return 0;
+	uint64_t n = 0;
+	struct pt_chunk_info ci;
+	while (pt_reader_next_chunk_header(rd, &ci, sizeof(ci)) == 1)
+		if (ci.thread != PT_FMT_META_THREAD)
+			n += ci.records;
+	pt_reader_close(rd);
+	if (n <= max)
+		return 0;
+	fprintf(stderr, PROG ": %s: the trace holds %llu records (its chunk headers say), more than --max-records %llu\n",
+		path, (unsigned long long)n, (unsigned long long)max);
+	return 1;
+}
 
 /* Prints the reader's problems the way every command does; 1 if the trace is damaged inside. */
 static int report_problems(const char *path, struct pt_reader *rd)
@@ -577,8 +623,11 @@ int main(int argc, char **argv)
 		{ "fp32", no_argument, NULL, OPT_FP32 },
 		{ "threshold", required_argument, NULL, OPT_THRESHOLD },
 		{ "seconds", required_argument, NULL, OPT_SECONDS },
+		{ "max-records", required_argument, NULL, OPT_MAXRECORDS },
+		{ "max-memory", required_argument, NULL, OPT_MAXMEMORY },
 		{ NULL, 0, NULL, 0 },
 	};
+	uint64_t max_records = 0, max_memory = 0;
 	struct ana_options ao = { .thread = -1 };
 	struct ana_report_opts ro = { .sort = ANA_SORT_TIME, .thread = -1 };
 	const char *csv = NULL, *json = NULL;
@@ -720,6 +769,14 @@ int main(int argc, char **argv)
 			sug_only = 1;
 			break;
 		}
+		case OPT_MAXRECORDS:
+			if (parse_u64(optarg, 0, &max_records))
+				return usage_error("--max-records: expected a positive count, got '%s'", optarg);
+			break;
+		case OPT_MAXMEMORY:
+			if (parse_u64(optarg, 1, &max_memory))
+				return usage_error("--max-memory: expected a positive size in bytes (K, M, G), got '%s'", optarg);
+			break;
 		case OPT_SECONDS: {
 			char *end;
 			seconds = strtod(optarg, &end);
@@ -752,6 +809,17 @@ int main(int argc, char **argv)
 	}
 	if (seconds_set && strcmp(cmd, "peaks"))
 		return usage_error("%s", "--seconds belongs to peaks");
+	if (max_memory) { /* every allocation past it fails: the analyzer then says "out of memory" (exit 1) */
+		const struct rlimit rl = { .rlim_cur = max_memory, .rlim_max = max_memory };
+		if (setrlimit(RLIMIT_DATA, &rl)) {
+			fprintf(stderr, PROG ": --max-memory: %s\n", strerror(errno));
+			return 1;
+		}
+	}
+	if (max_records && strcmp(cmd, "peaks"))
+		for (int k = optind; k < argc; k++)
+			if (guard_records(argv[k], max_records))
+				return 1;
 	if (strcmp(cmd, "peaks") == 0) {
 		if (rest != 0)
 			return usage_error("%s", "peaks: takes no trace file (it measures this machine)");

@@ -353,6 +353,12 @@ struct pt_reader;
  * decodes with it and then calls fmt_reader_chunk_done().
  */
 PT_INTERNAL struct fmt_dec *fmt_reader_chunk_dec(struct pt_reader *r);
+/* The string table's entries, in the order the trace defines them:
+ * fmt_reader_string_id() of 0 <= @i < fmt_reader_string_count() (a
+ * consumer that keys tables by name builds them from these, sized by the
+ * names defined, not by the largest id). */
+PT_INTERNAL size_t fmt_reader_string_count(const struct pt_reader *r);
+PT_INTERNAL uint32_t fmt_reader_string_id(const struct pt_reader *r, size_t i);
 /* fmt_reader_chunk_done() - Closes the chunk after fused decoding; @rc < 0
  * (what fmt_dec_next() returned) records the damage exactly as
  * pt_reader_next_records() does (damaged_chunks, a problem naming the

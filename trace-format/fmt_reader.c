@@ -12,8 +12,8 @@
  *
  * Allocation bounds: the chunk index grows with the number of valid
  * headers (each at least 64 bytes of file); payload buffers are capped by
- * PT_FMT_MAX_CHUNK_RAW_BYTES and ZSTD_compressBound of it; tables by
- * PT_FMT_MAX_STRING_ID. Decompression is checked to yield exactly the
+ * PT_FMT_MAX_CHUNK_RAW_BYTES and ZSTD_compressBound of it; tables by the
+ * entries the trace defines (hashed by id). Decompression is checked to yield exactly the
  * header's raw size, which is itself bounded.
  */
 #include <errno.h>
@@ -45,7 +45,15 @@ struct rd_chunk {
 };
 struct rd_string {
 	char *name;
-	uint32_t domain;
+	uint32_t id, domain;
+};
+/* Name and domain ids to their entry: open addressing, linear probing,
+ * key 0 = empty (id 0 is never stored); at most half full. Tables are
+ * sized by the names a trace defines, never by the largest id it uses
+ * (one STRING record with id 2^24 - 1 once cost 6 GB). */
+struct rd_idmap {
+	uint32_t *key, *val;
+	uint32_t cap, n;
 };
 struct rd_clock {
 	uint64_t ticks, ns;
@@ -73,11 +81,14 @@ struct pt_reader {
 	uint64_t cur_off;
 	int pending_corrupt; /* batch decode met damage after returning records */
 
-	struct rd_string *strings;
-	uint32_t nstrings; /* allocated entries */
+	struct rd_string *strings; /* in the order defined; string_map finds them by id */
+	uint32_t nstrings, strings_cap;
 	uint32_t max_string;
-	char **domains;
-	uint32_t ndomains;
+	struct rd_idmap string_map;
+	struct rd_string *domains; /* .domain unused */
+	uint32_t ndomains, domains_cap;
+	struct rd_idmap domain_map;
+	int oom; /* a table entry could not be stored: pt_reader_open() fails (-ENOMEM) */
 	struct pt_thread_info *threads;
 	size_t nthreads, threads_cap;
 	struct rd_clock *clocks;
@@ -248,73 +259,145 @@ static char *dup_bytes(const char *s, size_t n)
 	return d;
 }
 
+static uint32_t idmap_slot(const struct rd_idmap *m, uint32_t id)
+{
+	uint32_t i = (id * 2654435761u) & (m->cap - 1);
+	while (m->key[i] && m->key[i] != id)
+		i = (i + 1) & (m->cap - 1);
+	return i;
+}
+
+/* The entry index of @id, or UINT32_MAX. */
+static uint32_t idmap_get(const struct rd_idmap *m, uint32_t id)
+{
+	if (!m->cap)
+		return UINT32_MAX;
+	const uint32_t i = idmap_slot(m, id);
+	return m->key[i] ? m->val[i] : UINT32_MAX;
+}
+
+/* Maps @id (not yet present, non-zero) to @val: 0 or -ENOMEM. */
+static int idmap_put(struct rd_idmap *m, uint32_t id, uint32_t val)
+{
+	if (2 * (m->n + 1) > m->cap) {
+		struct rd_idmap g = { .cap = m->cap ? m->cap * 2 : 64 };
+		g.key = calloc(g.cap, sizeof(*g.key));
+		g.val = malloc(g.cap * sizeof(*g.val));
+		if (!g.key || !g.val) {
+			free(g.key);
+			free(g.val);
+			return -ENOMEM;
+		}
+		for (uint32_t i = 0; i < m->cap; i++)
+			if (m->key[i]) {
+				const uint32_t k = idmap_slot(&g, m->key[i]);
+				g.key[k] = m->key[i];
+				g.val[k] = m->val[i];
+			}
+		g.n = m->n;
+		free(m->key);
+		free(m->val);
+		*m = g;
+	}
+	const uint32_t i = idmap_slot(m, id);
+	m->key[i] = id;
+	m->val[i] = val;
+	m->n++;
+	return 0;
+}
+
+/* A name of the string or domain table: a NUL inside it is shown as '?'
+ * (readers expose names as C strings, and a cut name would show two
+ * different names the same; doc/trace-format.md §4.4). */
+static char *dup_name(const char *s, size_t n)
+{
+	char *d = dup_bytes(s, n);
+	for (size_t i = 0; d && i < n; i++)
+		if (!d[i])
+			d[i] = '?';
+	return d;
+}
+
+/* Entry @id of @t (*@n entries of @cap, found through @m), added if new.
+ * Return: 1 added (name and id set), 0 already there (the first one stays),
+ * -ENOMEM. */
+static int table_add(struct rd_string **t, uint32_t *n, uint32_t *cap, struct rd_idmap *m, uint32_t id,
+		     const char *s, size_t len)
+{
+	if (idmap_get(m, id) != UINT32_MAX)
+		return 0; /* repeated table entry */
+	if (*n == *cap) {
+		const uint32_t nc = *cap ? *cap * 2 : 64;
+		struct rd_string *g = realloc(*t, (size_t)nc * sizeof(*g));
+		if (!g)
+			return -ENOMEM;
+		*t = g;
+		*cap = nc;
+	}
+	char *name = dup_name(s, len);
+	if (!name || idmap_put(m, id, *n)) {
+		free(name);
+		return -ENOMEM;
+	}
+	(*t)[*n] = (struct rd_string){ .name = name, .id = id };
+	(*n)++;
+	return 1;
+}
+
 static void meta_record(struct pt_reader *r, const struct pt_record *rec)
 {
 	switch (rec->kind) {
 	case PT_REC_STRING: {
 		if (rec->id == 0 || rec->id >= PT_FMT_MAX_STRING_ID)
 			return;
-		if (rec->id >= r->nstrings) {
-			uint32_t nc = r->nstrings ? r->nstrings : 256;
-			while (nc <= rec->id)
-				nc *= 2;
-			struct rd_string *s = realloc(r->strings, nc * sizeof(*s));
-			if (!s)
-				return;
-			memset(s + r->nstrings, 0, (nc - r->nstrings) * sizeof(*s));
-			r->strings = s;
-			r->nstrings = nc;
-		}
-		if (r->strings[rec->id].name)
-			return; /* repeated table entry */
-		r->strings[rec->id].name = dup_bytes(rec->str, rec->str_len);
-		r->strings[rec->id].domain = rec->aux;
+		const int rc = table_add(&r->strings, &r->nstrings, &r->strings_cap, &r->string_map, rec->id, rec->str,
+					 rec->str_len);
+		if (rc < 0)
+			r->oom = 1;
+		if (rc <= 0)
+			return;
+		r->strings[r->nstrings - 1].domain = rec->aux;
 		if (rec->id + 1 > r->max_string)
 			r->max_string = rec->id + 1;
 		return;
 	}
-	case PT_REC_DOMAIN: {
+	case PT_REC_DOMAIN:
 		if (rec->id == 0 || rec->id >= PT_FMT_MAX_STRING_ID)
 			return;
-		if (rec->id >= r->ndomains) {
-			uint32_t nc = r->ndomains ? r->ndomains : 16;
-			while (nc <= rec->id)
-				nc *= 2;
-			char **d = realloc(r->domains, nc * sizeof(*d));
-			if (!d)
-				return;
-			memset(d + r->ndomains, 0, (nc - r->ndomains) * sizeof(*d));
-			r->domains = d;
-			r->ndomains = nc;
-		}
-		if (!r->domains[rec->id])
-			r->domains[rec->id] = dup_bytes(rec->str, rec->str_len);
+		if (table_add(&r->domains, &r->ndomains, &r->domains_cap, &r->domain_map, rec->id, rec->str,
+			      rec->str_len) < 0)
+			r->oom = 1;
 		return;
-	}
 	case PT_REC_THREAD: {
 		if (rec->id >= PT_FMT_MAX_STRING_ID)
 			return; /* thread indexes are < 2^24 (§3.1); 0xfffffffe and 0xffffffff are iteration selectors */
 		struct pt_thread_info *t = thread_slot(r, rec->id);
-		if (!t)
+		if (!t) {
+			r->oom = 1;
 			return;
+		}
 		t->tid = (uint32_t)rec->value;
 		if (rec->ticks && (!t->start_ticks || rec->ticks < t->start_ticks))
 			t->start_ticks = rec->ticks; /* the smallest non-zero one (§4.4) */
 		if (rec->value2)
 			t->end_ticks = rec->value2;
 		if (rec->str_len) { /* the last non-empty name wins (format 1.1) */
-			char *n = dup_bytes(rec->str, rec->str_len);
-			if (n) {
-				if (t->name != no_name)
-					free((void *)t->name);
-				t->name = n;
+			char *n = dup_name(rec->str, rec->str_len);
+			if (!n) {
+				r->oom = 1;
+				return;
 			}
+			if (t->name != no_name)
+				free((void *)t->name);
+			t->name = n;
 		}
 		return;
 	}
 	case PT_REC_CLOCK:
-		if (grow((void **)&r->clocks, &r->clocks_cap, r->nclocks + 1, sizeof(*r->clocks)))
+		if (grow((void **)&r->clocks, &r->clocks_cap, r->nclocks + 1, sizeof(*r->clocks))) {
+			r->oom = 1;
 			return;
+		}
 		r->clocks[r->nclocks].ticks = rec->ticks;
 		r->clocks[r->nclocks].ns = rec->value;
 		r->nclocks++;
@@ -326,7 +409,12 @@ static void meta_record(struct pt_reader *r, const struct pt_record *rec)
 
 static void decode_meta(struct pt_reader *r, uint64_t off, const struct fmt_chunk_hdr *h)
 {
-	if (load_payload(r, off, h)) {
+	const int rc0 = load_payload(r, off, h);
+	if (rc0 == -ENOMEM) {
+		r->oom = 1;
+		return;
+	}
+	if (rc0) {
 		r->chunks[r->nchunks - 1].bad = 1; /* reported once, here */
 		return;
 	}
@@ -358,8 +446,10 @@ static uint64_t resync(struct pt_reader *r, uint64_t from)
 {
 	enum { BLK = 1 << 16 };
 	uint8_t *buf = malloc(BLK + 3);
-	if (!buf)
+	if (!buf) {
+		r->oom = 1; /* not "the rest is damaged" */
 		return r->limit;
+	}
 	uint64_t pos = from;
 	while (pos + PT_FMT_CHUNK_HEADER_BYTES <= r->limit) {
 		size_t n = (size_t)PT_MIN((uint64_t)BLK + 3, r->limit - pos);
@@ -573,8 +663,11 @@ static void check_sequences(struct pt_reader *r)
 						    : " (earlier chunks missing)");
 	}
 out:
-	if (oom) /* said, so that no gap passes unreported in silence */
+	if (oom) { /* said, so that no gap passes unreported in silence; and a repeat
+		    * left unmarked would be read twice: pt_reader_open() fails */
 		problem(r, PT_FMT_HEADER_BYTES, "sequence check incomplete: out of memory (later gaps not reported)");
+		r->oom = 1;
+	}
 	free(last);
 	free(gaps);
 }
@@ -736,6 +829,12 @@ int pt_reader_open(const char *path, struct pt_reader **out)
 	}
 	build_clock(r);
 	check_sequences(r);
+	if (r->oom) { /* a smaller table would be a wrong answer */
+		snprintf(r->errmsg, sizeof(r->errmsg), "out of memory for the trace's tables");
+		*out = NULL;
+		pt_reader_close(r);
+		return -ENOMEM;
+	}
 	if (r->nproblems == 0)
 		r->errmsg[0] = 0;
 	return 0;
@@ -754,9 +853,13 @@ void pt_reader_close(struct pt_reader *r)
 	for (uint32_t i = 0; i < r->nstrings; i++)
 		free(r->strings[i].name);
 	free(r->strings);
+	free(r->string_map.key);
+	free(r->string_map.val);
 	for (uint32_t i = 0; i < r->ndomains; i++)
-		free(r->domains[i]);
+		free(r->domains[i].name);
 	free(r->domains);
+	free(r->domain_map.key);
+	free(r->domain_map.val);
 	for (size_t i = 0; i < r->nthreads; i++)
 		if (r->threads[i].name != no_name)
 			free((char *)r->threads[i].name);
@@ -799,20 +902,23 @@ int pt_reader_thread(const struct pt_reader *r, size_t i, struct pt_thread_info 
 
 const char *pt_reader_string(const struct pt_reader *r, uint32_t id, uint32_t *domain)
 {
-	if (id >= r->nstrings || !r->strings[id].name)
+	const uint32_t i = idmap_get(&r->string_map, id);
+	if (i == UINT32_MAX)
 		return NULL;
 	if (domain)
-		*domain = r->strings[id].domain;
-	return r->strings[id].name;
+		*domain = r->strings[i].domain;
+	return r->strings[i].name;
 }
+
+size_t fmt_reader_string_count(const struct pt_reader *r) { return r->nstrings; }
+uint32_t fmt_reader_string_id(const struct pt_reader *r, size_t i) { return r->strings[i].id; }
 
 const char *pt_reader_domain(const struct pt_reader *r, uint32_t id)
 {
 	if (id == 0)
 		return "";
-	if (id >= r->ndomains)
-		return NULL;
-	return r->domains[id];
+	const uint32_t i = idmap_get(&r->domain_map, id);
+	return i == UINT32_MAX ? NULL : r->domains[i].name;
 }
 
 uint32_t pt_reader_max_string_id(const struct pt_reader *r) { return r->max_string; }

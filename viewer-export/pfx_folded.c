@@ -14,6 +14,11 @@
  * characters become ' '; an empty name becomes "(empty)". Consumers split
  * the weight off at the last space, so spaces inside names are kept.
  *
+ * A path deeper than ANA_PATH_MAX_NAMES (256) levels is written as the
+ * CSV writes it: "[DEPTH] ..." then its innermost 256 names, so a line
+ * costs O(256) and the output is linear in the paths, not quadratic in
+ * the depth (a 4 KB trace 20,000 levels deep wrote 1.8 GB).
+ *
  * Memory: the current path only (one name offset per depth), built while
  * the tree is walked with an explicit stack.
  */
@@ -94,7 +99,17 @@ int pfx_write_folded(const struct ana_result *res, FILE *out, int thread)
 			break;
 		}
 		const struct ana_agg *a = &t->n[c].agg;
-		if (a->self_ns && fprintf(out, "%s %" PRIu64 "\n", p.s, a->self_ns) < 0)
+		/* deeper than ANA_PATH_MAX_NAMES: "[DEPTH] ..." and the innermost
+		 * names, as the CSV's path; st[k] (k >= 1) is the node at depth
+		 * k, its name at st[k].len + 1 */
+		const char *line = p.s, *prefix = "";
+		char pre[40];
+		if (depth > ANA_PATH_MAX_NAMES) {
+			snprintf(pre, sizeof(pre), "[%u] ...;", depth);
+			prefix = pre;
+			line = p.s + st[depth - (ANA_PATH_MAX_NAMES - 1)].len + 1;
+		}
+		if (a->self_ns && fprintf(out, "%s%s %" PRIu64 "\n", prefix, line, a->self_ns) < 0)
 			rc = errno ? -errno : -EIO;
 		st[depth++] = (struct dfs){ c, 0, before };
 	}

@@ -302,8 +302,10 @@ PT_API int pt_reader_thread(const struct pt_reader *r, size_t i, struct pt_threa
  * @r:      reader; must not be NULL.
  * @id:     string id from a record.
  * @domain: receives the id's timing domain (0 = default); may be NULL.
- * Return: NUL-terminated name owned by @r, or NULL if the id is unknown
- *         (its table entry was lost with a damaged chunk).
+ * Return: NUL-terminated name owned by @r (a NUL byte inside the stored
+ *         name shows as '?'), or NULL if the id is unknown (its table
+ *         entry was lost with a damaged chunk). Found by hashing: the
+ *         tables are sized by the names defined, not by their ids.
  */
 PT_API const char *pt_reader_string(const struct pt_reader *r, uint32_t id, uint32_t *domain);
 

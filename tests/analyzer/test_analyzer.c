@@ -379,7 +379,8 @@ static void check_pct(const char *what, uint64_t got, uint64_t want)
 
 static uint32_t id_of(const struct ana_result *res, const char *name)
 {
-	for (uint32_t id = 1; id < res->nnames; id++) {
+	/* every defined id: nnames covers only the ids with flat rows */
+	for (uint32_t id = 1; id < pt_reader_max_string_id(res->rd); id++) {
 		const char *n = pt_reader_string(res->rd, id, NULL);
 		if (n && strcmp(n, name) == 0)
 			return id;

@@ -583,9 +583,8 @@ def dump(path):
 
 
 def header_string_c(b):
-	"""Table names exposed as C strings (format.h): they end at their first NUL."""
-	z = b.find(b"\0")
-	return b if z < 0 else b[:z]
+	"""Table names exposed as C strings (format.h, §4.4): a NUL inside one is shown as '?'."""
+	return b.replace(b"\0", b"?")
 
 
 if __name__ == "__main__":
