@@ -746,7 +746,11 @@ json_t *ana_json_u64(uint64_t v)
 
 int ana_json_dumpf(const json_t *j, FILE *out, size_t flags)
 {
-	char *s = json_dumps(j, flags);
+	/* Every non-ASCII character as a \uXXXX escape: names are untrusted,
+	 * and a C1 control (U+009B opens a terminal sequence) or a bidi
+	 * override (U+202E) must not reach a terminal or an editor raw when
+	 * the file is read as text; every JSON reader decodes the same string. */
+	char *s = json_dumps(j, flags | JSON_ENSURE_ASCII);
 	if (!s)
 		return -1;
 	int rc = 0;

@@ -126,10 +126,13 @@ static int round_trip_digits(double v)
 	return 17;
 }
 
+/* Names are untrusted: every non-ASCII character is written as a \uXXXX
+ * escape (JSON_ENSURE_ASCII), so C1 controls and bidi overrides never
+ * reach a terminal raw; viewers decode the same string. */
 static int emit(struct cw *w, json_t *ev, int digits)
 {
 	if (fputs(w->events ? ",\n" : "[\n", w->out) == EOF ||
-	    json_dumpf(ev, w->out, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(digits)) != 0) {
+	    json_dumpf(ev, w->out, JSON_COMPACT | JSON_ENSURE_ASCII | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(digits)) != 0) {
 		snprintf(w->err, w->errlen, "write failed: %s", strerror(errno ? errno : EIO));
 		return -EIO;
 	}

@@ -144,6 +144,23 @@ names = {r["name"] for r in csv.DictReader(open(sys.argv[1], newline="", encodin
 for n in ("=HYPERLINK(\"http://x\")", "+1+1", "-2-2", "@SUM(A1)", "\tTAB", "\rCR"):
     assert "\x27" + n in names and n not in names, n
 assert not any(n[:1] in "=+-@\t\r" for n in names if n), names' "$TMP/out"
+run 30 "$TMP/names.ptz" --json - --no-progress
+check "names: JSON holds no raw ESC, C1 or bidi byte, and decodes to the names" python3 -c '
+import json, sys
+b = open(sys.argv[1], "rb").read()
+for bad in (b"\x1b", b"\xc2\x9b", b"\x9b", b"\xe2\x80\xae", b"\xe2\x81\xa6"):
+    assert bad not in b, bad
+names = {r["name"] for r in json.loads(b)["flat"]}
+assert any("\u202e" in n for n in names) and any("\u2066" in n for n in names), names' "$TMP/out"
+"$ANA" export --chrome "$TMP/names.chrome.json" --no-progress "$TMP/names.ptz" 2>"$TMP/err"
+check "names: Chrome JSON holds no raw C1 or bidi byte, and decodes to the names" python3 -c '
+import json, sys
+b = open(sys.argv[1], "rb").read()
+for bad in (b"\x1b", b"\xc2\x9b", b"\xe2\x80\xae", b"\xe2\x81\xa6"):
+    assert bad not in b, bad
+d = json.loads(b)
+ev = d["traceEvents"] if isinstance(d, dict) else d
+assert any("\u202e" in e.get("name", "") for e in ev), "no bidi name"' "$TMP/names.chrome.json"
 
 echo "1..$n"
 [ "$failed" -eq 0 ]
