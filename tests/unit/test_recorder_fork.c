@@ -735,13 +735,10 @@ static int race_trial(const char *dir)
 	return hung ? 10 + hung : bad ? 3 : 0;
 }
 
+#if !defined(__SANITIZE_ADDRESS__) /* see the test list in main() */
 static void test_fork_races_first_intern(void **state)
 {
 	(void)state;
-#if defined(__SANITIZE_ADDRESS__)
-	/* the trial forks while its other thread allocates (see alloc_gate) */
-	skip();
-#endif
 	char *argv[] = { "test-recorder-fork", RACE_ARG, (char *)tu_tmpdir(), NULL };
 	extern char **environ;
 	int hung_trials = 0, hung_children = 0;
@@ -764,6 +761,7 @@ static void test_fork_races_first_intern(void **state)
 		fail_msg("%d of %d trials had a child blocked (%d children)", hung_trials, RACE_TRIALS,
 			 hung_children);
 }
+#endif
 
 int main(int argc, char **argv)
 {
@@ -779,7 +777,13 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_fork_child_keeps_disabled),
 		cmocka_unit_test(test_fork_child_closes_inherited_fds),
 		cmocka_unit_test(test_fork_child_default_recorder_exit),
+#if !defined(__SANITIZE_ADDRESS__)
+		/* Not under ASan: the trial forks while its other thread allocates
+		 * (see alloc_gate). Left out rather than skip()ped: cmocka prints a
+		 * skip as "not ok N # SKIP", which meson's TAP parser counts as a
+		 * failure. */
 		cmocka_unit_test(test_fork_races_first_intern),
+#endif
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
