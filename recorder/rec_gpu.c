@@ -163,6 +163,10 @@ static unsigned pool_bound = 1024;
 static unsigned anchor_ms = 1000;
 static bool anchor_quick;           /* default period: first anchors 100 ms apart */
 static unsigned drain_ms = 2000;
+/* PTZ_GPU_CAPTURE_CHECK=lazy: no cudaStreamIsCapturing for ordinary
+ * streams; an event recorded into a capture is found by the CUDA thread
+ * (cudaErrorCapturedEvent) and counted GPU_CAPTURING (doc/gpu-timing.md §4) */
+static bool capture_lazy;
 
 static struct cds_wfcq_head q_head;
 static struct cds_wfcq_tail q_tail;
@@ -313,6 +317,8 @@ static void load(void)
 	anchor_ms = env_uint("PTZ_GPU_ANCHOR_MS", 1000, 0, 3600000);
 	anchor_quick = !getenv("PTZ_GPU_ANCHOR_MS");
 	drain_ms = env_uint("PTZ_GPU_DRAIN_MS", 2000, 0, 600000);
+	const char *cc = getenv("PTZ_GPU_CAPTURE_CHECK");
+	capture_lazy = cc && strcmp(cc, "lazy") == 0;
 	for (unsigned d = 0; d < GPU_MAX_DEV; d++)
 		pthread_mutex_init(&pools[d].lock, NULL);
 	cds_wfcq_init(&q_head, &q_tail);
@@ -606,8 +612,8 @@ static bool resolve(struct pt_recorder *r, uint64_t gen)
 				if (!p->stale && p->gen == gen) {
 					if (e == RC_SUCCESS)
 						emit_range(r, g, p, off, dur);
-					else
-						drop(PT_ERRC_GPU_CUDA);
+					else /* recorded into a graph capture: not a time */
+						drop(e == RC_ERR_CAPTURED_EVENT ? PT_ERRC_GPU_CAPTURING : PT_ERRC_GPU_CUDA);
 				}
 				q->head = p->next;
 				if (!q->head)
@@ -1029,7 +1035,9 @@ static void gpu_begin(pt_recorder *r, uint32_t id, void *cuda_stream)
 	}
 	rc_stream s = cuda_stream;
 	int capt = RC_CAPTURE_NONE, dev = 0;
-	rc_err e = api.StreamIsCapturing(s, &capt);
+	/* The legacy stream is always asked: recording on it while another
+	 * stream captures would invalidate that capture. */
+	rc_err e = capture_lazy && !stream_is_current(s) ? RC_SUCCESS : api.StreamIsCapturing(s, &capt);
 	if (e != RC_SUCCESS && e != RC_ERR_CAPTURE_IMPLICIT) {
 		why = PT_ERRC_GPU_CUDA;
 		goto cpu_only;

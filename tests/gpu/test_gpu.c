@@ -30,6 +30,8 @@
  *                capture beginning inside a section loses that GPU half as
  *                GPU_CUDA (cudaErrorCapturedEvent); other streams unaffected;
  *                the CUDA thread set its capture mode to thread-local.
+ *   capture-lazy PTZ_GPU_CAPTURE_CHECK=lazy: no cudaStreamIsCapturing but for
+ *                the legacy stream; captured events counted GPU_CAPTURING.
  *   cold-start   the first 20 sections of a process are all timed (the
  *                calling thread creates pairs while the pool is empty);
  *                cudaStreamGetDevice is asked once per stream and thread,
@@ -822,7 +824,8 @@ static void test_gpu_begin_capturing(void **state)
 	pt_stats(r, &st, sizeof(st));
 	assert_int_equal(st.gpu_launched, count_launch(lg, 0));
 	/* capture begins inside a section: the end event is captured, its
-	 * query fails with cudaErrorCapturedEvent: the GPU half is lost */
+	 * query fails with cudaErrorCapturedEvent: the GPU half is lost,
+	 * counted GPU_CAPTURING */
 	struct sec *m = gbeg(lg, r, M, s2);
 	assert_true(m->launch);
 	fake_set_capture(s2, 1);
@@ -848,8 +851,8 @@ static void test_gpu_begin_capturing(void **state)
 	assert_int_equal(t.nl, launched);
 	assert_int_equal(st.gpu_launched, launched);
 	assert_int_equal(st.gpu_ranges, launched - 1);
-	assert_int_equal(t.err[PT_ERRC_GPU_CAPTURING], 10 + 3);
-	assert_int_equal(t.err[PT_ERRC_GPU_CUDA], 1);
+	assert_int_equal(t.err[PT_ERRC_GPU_CAPTURING], 10 + 3 + 1); /* + the capture begun inside */
+	assert_int_equal(t.err[PT_ERRC_GPU_CUDA], 0);
 	for (size_t i = from; i < from + 20; i++) /* no GPU half on s1 while it captured */
 		if (lg->v[i].s == s1)
 			assert_false(lg->v[i].launch);
@@ -1583,6 +1586,54 @@ static void test_gpu_begin_threads(void **state)
 }
 
 /*
+ * capture-lazy: PTZ_GPU_CAPTURE_CHECK=lazy asks cudaStreamIsCapturing only
+ * for the legacy stream; sections on a capturing stream record their
+ * events into the capture, and the CUDA thread counts each GPU_CAPTURING
+ * (cudaErrorCapturedEvent) with no range; after the capture the stream is
+ * timed again.
+ */
+static void test_gpu_capture_lazy(void **state)
+{
+	(void)state;
+	env("PTZ_GPU_CAPTURE_CHECK", "lazy");
+	fake_set_device_count(1, 0);
+	const char *path = tu_path("capture-lazy.ptz");
+	pt_recorder *r = open_rec(path);
+	uint32_t W = pt_intern(r, "warm"), X = pt_intern(r, "captured"), Z = pt_intern(r, "legacy");
+	void *s1 = fake_stream_create(0);
+	struct log *lg = &main_log;
+	warm(lg, r, W, s1);
+	uint64_t asked = fake_calls("cudaStreamIsCapturing");
+	fake_set_capture(s1, 1);
+	for (int i = 0; i < 10; i++)
+		gsec(lg, r, X, s1, 0);
+	assert_int_equal(fake_calls("cudaStreamIsCapturing"), asked);
+	void *s2 = fake_stream_create(0); /* blocking: the legacy stream's implicit capture */
+	fake_set_capture(s2, 1);
+	uint64_t records = fake_calls("cudaEventRecord");
+	for (int i = 0; i < 3; i++) {
+		pt_gpu_begin(r, Z, NULL);
+		pt_gpu_end(r, Z, NULL);
+	}
+	assert_int_equal(fake_calls("cudaEventRecord"), records);
+	assert_int_equal(fake_calls("cudaStreamIsCapturing"), asked + 3);
+	struct pt_stats_info st;
+	WAIT_UNTIL(r, st, st.gpu_dropped >= 13);
+	fake_set_capture(s1, 0);
+	fake_set_capture(s2, 0);
+	for (int i = 0; i < 4; i++)
+		assert_true(gsec(lg, r, X, s1, 1000)->launch);
+	settle(r, 10); /* the captured ones: launched, never a range */
+	struct gtrace t;
+	close_and_read(r, path, &t, &st, 10, lg->n + 3);
+	assert_int_equal(t.err[PT_ERRC_GPU_CAPTURING], 13);
+	assert_int_equal(t.err[PT_ERRC_GPU_CUDA], 0);
+	assert_int_equal(st.gpu_ranges, count_launch(lg, 0) - 10);
+	CHECK_SECTIONS(t, X, 14);
+	gfree(&t);
+}
+
+/*
  * cold-start: the very first GPU sections of a process are timed, not
  * dropped while the CUDA thread starts and fills the pool (the calling
  * thread creates a pair itself when the pool is empty below its bound);
@@ -1649,6 +1700,7 @@ int main(int argc, char **argv)
 		{ "close-race", test_close_gpu_sections_racing, NULL, NULL, NULL },
 		{ "close-stuck", test_close_gpu_call_stuck, NULL, NULL, NULL },
 		{ "cold-start", test_gpu_cold_start_timed, NULL, NULL, NULL },
+		{ "capture-lazy", test_gpu_capture_lazy, NULL, NULL, NULL },
 	};
 	if (argc == 2)
 		for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
