@@ -49,7 +49,7 @@ static void usage(FILE *out)
 		"  --min-pct P          hide rows below P%% of the sum of thread spans\n"
 		"  --thread N           one thread (its recorder index, see 'info')\n"
 		"  --domain NAME        sections of one timing domain ('' = default domain)\n"
-		"  --bottlenecks N      also list the top N sections by self time\n"
+		"  --bottlenecks N      also list the top N sections by occupied time (self CPU or GPU)\n"
 		"  --since T, --until T keep sections lying within [T, T'] seconds from the trace start\n"
 		"  --csv FILE           write every row (tree and flat, merged and per thread) as CSV; - = stdout\n"
 		"  --json FILE          write the report as JSON; - = stdout\n"
