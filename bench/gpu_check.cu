@@ -15,12 +15,14 @@
  *     cudaDevAttrClockRate). The kernel also stores its own %globaltimer start
  *     and end. 16 sections per length run back to back behind a 2 ms "gate"
  *     kernel, so every command is queued before the GPU reaches it and a range
- *     holds no host launch latency. Target: every range's duration within
- *     +-2 us of the kernel's own globaltimer duration (the duration against
- *     the nominal L is printed too; it also moves with the SM clock). Two raw
- *     timing events recorded just outside each section isolate the
- *     recorder's own error: trace duration within +-1 us of
- *     cudaEventElapsedTime of that enclosing pair.
+ *     holds no host launch latency. Two events around a kernel read more than
+ *     the kernel's own %globaltimer duration (the GPU's cost of starting and
+ *     ending it, about 3 us on an H100), so the same 16 kernels also run
+ *     between bare events with no section, and the recorder's error is
+ *     (trace - kernel) - median(bare events - kernel). Target: |median| <=
+ *     1 us, every section within 2 us. Printed too: the duration against the
+ *     nominal L (it moves with the SM clock) and against raw events recorded
+ *     just outside each section (they add two event commands).
  *  2. Order and overlap. The spin sections of one stream must not overlap
  *     (next start >= previous end - 1 us: event timestamps have ~0.5 us
  *     resolution). Four streams each run a 2 ms kernel at the same time: their
@@ -851,6 +853,84 @@ static void host_cost_calls(void)
 	add_row(V_INFO, "7 host cost by CUDA call, 1 thread", "median ns/call",
 		"cudaStreamIsCapturing %.0f, cudaStreamGetDevice %.0f, cudaGetDevice %.0f, cudaEventRecord %.0f",
 		median(v[0]), median(v[1]), median(v[2]), median(v[3]));
+
+	/* What makes the recorder's pair dearer than two raw records: records
+	 * that rotate over many events (as the pool hands out fresh pairs), and
+	 * records while another thread queries events (as the CUDA thread does). */
+	std::vector<cudaEvent_t> ring(64);
+	for (cudaEvent_t &x : ring)
+		CK(cudaEventCreate(&x));
+	std::vector<double> same, rot, busy;
+	for (int b = 0; b < 41; b++) {
+		uint64_t t0 = now_ns();
+		for (int i = 0; i < 32; i++) {
+			(void)cudaEventRecord(ring[0], s);
+			(void)cudaEventRecord(ring[1], s);
+		}
+		uint64_t t1 = now_ns();
+		for (int i = 0; i < 32; i++) {
+			(void)cudaEventRecord(ring[(size_t)(2 * i) % 64], s);
+			(void)cudaEventRecord(ring[(size_t)(2 * i + 1) % 64], s);
+		}
+		uint64_t t2 = now_ns();
+		CK(cudaStreamSynchronize(s));
+		same.push_back((double)(t1 - t0) / 32);
+		rot.push_back((double)(t2 - t1) / 32);
+	}
+	struct poller {
+		cudaEvent_t a, b;
+		std::atomic<bool> stop{ false };
+		static void *run(void *arg)
+		{
+			poller *q = (poller *)arg;
+			float ms;
+			while (!q->stop.load(std::memory_order_relaxed)) {
+				(void)cudaEventQuery(q->b);
+				(void)cudaEventElapsedTime(&ms, q->a, q->b);
+			}
+			return nullptr;
+		}
+	} pq;
+	CK(cudaEventCreate(&pq.a));
+	CK(cudaEventCreate(&pq.b));
+	cudaStream_t s2;
+	CK(cudaStreamCreateWithFlags(&s2, cudaStreamNonBlocking));
+	CK(cudaEventRecord(pq.a, s2));
+	CK(cudaEventRecord(pq.b, s2));
+	CK(cudaStreamSynchronize(s2));
+	pthread_t th;
+	if (pthread_create(&th, NULL, poller::run, &pq) == 0) {
+		for (int b = 0; b < 41; b++) {
+			uint64_t t0 = now_ns();
+			for (int i = 0; i < 32; i++) {
+				(void)cudaEventRecord(ring[(size_t)(2 * i) % 64], s);
+				(void)cudaEventRecord(ring[(size_t)(2 * i + 1) % 64], s);
+			}
+			busy.push_back((double)(now_ns() - t0) / 32);
+			CK(cudaStreamSynchronize(s));
+		}
+		pq.stop.store(true);
+		pthread_join(th, NULL);
+	}
+	add_row(V_INFO, "7 2x cudaEventRecord, 1 thread", "median ns/pair",
+		"same two events %.0f, rotating over 64 events %.0f, rotating while another thread queries %.0f",
+		median(same), median(rot), busy.empty() ? 0.0 : median(busy));
+
+	/* Why event creation stays on the CUDA thread: cudaEventCreate while
+	 * another stream runs a long kernel */
+	cudaEvent_t ex;
+	spin_kernel<<<1, 1, 0, s2>>>(cycles_for_us(100000), nullptr);
+	const uint64_t c0 = now_ns();
+	CK(cudaEventCreate(&ex));
+	const double create_ms = (double)(now_ns() - c0) / 1e6;
+	CK(cudaStreamSynchronize(s2));
+	add_row(V_INFO, "7 cudaEventCreate behind a 100 ms kernel", "", "%.3f ms", create_ms);
+	cudaEventDestroy(ex);
+	cudaEventDestroy(pq.a);
+	cudaEventDestroy(pq.b);
+	cudaStreamDestroy(s2);
+	for (cudaEvent_t &x : ring)
+		cudaEventDestroy(x);
 	cudaEventDestroy(e);
 	cudaStreamDestroy(s);
 }
@@ -1035,6 +1115,12 @@ int main(int argc, char **argv)
 	std::vector<unsigned long long> h_gt((size_t)(2 * nlen * reps));
 	CK(cudaMalloc(&d_gt, h_gt.size() * sizeof(unsigned long long)));
 	std::vector<double> raw_ns((size_t)(nlen * reps));
+	/* the same kernels between a bare pair of events, no section: what CUDA
+	 * events read around such a kernel (their own bias), for comparison */
+	unsigned long long *d_gt_bare;
+	std::vector<unsigned long long> h_gt_bare((size_t)(2 * nlen * reps));
+	CK(cudaMalloc(&d_gt_bare, h_gt_bare.size() * sizeof(unsigned long long)));
+	std::vector<double> bare_ns((size_t)(nlen * reps));
 	std::vector<cudaEvent_t> raw_ev((size_t)(2 * reps));
 	for (cudaEvent_t &e : raw_ev)
 		CK(cudaEventCreate(&e));
@@ -1057,9 +1143,24 @@ int main(int argc, char **argv)
 			CK(cudaEventElapsedTime(&ms, raw_ev[2 * k], raw_ev[2 * k + 1]));
 			raw_ns[(size_t)(li * reps + k)] = (double)ms * 1e6;
 		}
+		spin_kernel<<<1, 1, 0, s0>>>(cycles_for_us(2000), nullptr); /* gate */
+		for (int k = 0; k < reps; k++) {
+			CK(cudaEventRecord(raw_ev[2 * k], s0));
+			spin_kernel<<<1, 1, 0, s0>>>(cycles_for_us(lengths_us[li]), d_gt_bare + 2 * (li * reps + k));
+			CK(cudaEventRecord(raw_ev[2 * k + 1], s0));
+		}
+		CK(cudaGetLastError());
+		CK(cudaStreamSynchronize(s0));
+		for (int k = 0; k < reps; k++) {
+			float ms = 0;
+			CK(cudaEventElapsedTime(&ms, raw_ev[2 * k], raw_ev[2 * k + 1]));
+			bare_ns[(size_t)(li * reps + k)] = (double)ms * 1e6;
+		}
 		settle(1000); /* every pair back in the pool before the next block */
 	}
 	CK(cudaMemcpy(h_gt.data(), d_gt, h_gt.size() * sizeof(unsigned long long), cudaMemcpyDeviceToHost));
+	CK(cudaMemcpy(h_gt_bare.data(), d_gt_bare, h_gt_bare.size() * sizeof(unsigned long long),
+		      cudaMemcpyDeviceToHost));
 	settle(1000);
 
 	/* ---- 2: four streams at once */
@@ -1212,19 +1313,32 @@ int main(int argc, char **argv)
 			}
 			prev = g;
 		}
+		/* CUDA events' own reading of such a kernel: a bare pair around it
+		 * reads more than the kernel's %globaltimer duration (the GPU's
+		 * cost of starting and ending it); the recorder's error is what
+		 * it adds beyond that */
+		std::vector<double> bare_vs_kernel;
+		for (int k = 0; k < reps; k++) {
+			const size_t gi = 2 * ((size_t)li * reps + (size_t)k);
+			bare_vs_kernel.push_back(bare_ns[(size_t)li * reps + (size_t)k] -
+						 (double)(h_gt_bare[gi + 1] - h_gt_bare[gi]));
+		}
+		const double bias = median(bare_vs_kernel);
+		std::vector<double> err;
+		for (double v : vs_kernel)
+			err.push_back(v - bias);
 		char name[64];
 		snprintf(name, sizeof(name), "1 spin %g us, duration", lengths_us[li]);
-		const bool ok = vs_kernel.size() >= (size_t)reps * 3 / 4 && max_abs(vs_kernel) <= 2000.0;
-		add_row(ok ? V_PASS : V_FAIL, name, "all within +-2 us of kernel",
-			"trace-kernel median %+.2f us, max |.| %.2f us; trace-nominal median %+.2f us; trace-raw events "
-			"median %+.2f us; %zu/%d timed",
-			median(vs_kernel) / 1e3, max_abs(vs_kernel) / 1e3, median(vs_nominal) / 1e3, median(vs_raw) / 1e3,
+		const bool ok = err.size() >= (size_t)reps * 3 / 4 && fabs(median(err)) <= 1000.0 && max_abs(err) <= 2000.0;
+		add_row(ok ? V_PASS : V_FAIL, name, "vs bare events: |median| <= 1 us, max <= 2 us",
+			"trace-kernel median %+.2f us, bare events-kernel median %+.2f us: recorder error median %+.2f us, "
+			"max |.| %.2f us; trace-nominal median %+.2f us; %zu/%d timed",
+			median(vs_kernel) / 1e3, bias / 1e3, median(err) / 1e3, max_abs(err) / 1e3, median(vs_nominal) / 1e3,
 			vs_kernel.size(), reps);
 	}
 	/* The raw pair encloses the recorder's: the difference is the recorder's
-	 * own error (float ms, tick slope) plus two back-to-back event records. */
-	add_row(all_vs_raw.size() >= (size_t)(nlen * reps * 3 / 4) && max_abs(all_vs_raw) <= 1000.0 ? V_PASS : V_FAIL,
-		"1 spin, trace vs raw cudaEventElapsedTime", "all within +-1 us",
+	 * own error (float ms, tick slope) plus two more event commands. */
+	add_row(V_INFO, "1 spin, trace vs enclosing raw events", "",
 		"median %+.3f us, max |.| %.3f us over %zu sections", median(all_vs_raw) / 1e3, max_abs(all_vs_raw) / 1e3,
 		all_vs_raw.size());
 	{
