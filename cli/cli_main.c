@@ -544,6 +544,18 @@ static int run_suggest(const char *path, struct ana_options *ao, const struct an
  * interrupted run leaves an existing profile as it was, and removes only
  * a file it created itself.
  */
+/* A measurement failed: says why, leaves an existing profile as it was and
+ * removes one this run created (@created: its path, or NULL). Returns 1. */
+static int peaks_failed(const char *what, const char *err, int fd, const char *created)
+{
+	fprintf(stderr, PROG ": %s: %s\n", what, err);
+	if (fd >= 0)
+		close(fd);
+	if (created)
+		unlink(created);
+	return 1;
+}
+
 static int run_peaks(const char *json, double seconds, int gpu_dev)
 {
 	struct ana_peaks p;
@@ -563,28 +575,16 @@ static int run_peaks(const char *json, double seconds, int gpu_dev)
 			"a few seconds in all)...\n",
 		seconds);
 	int rc = ana_peaks_measure(&p, seconds, err, sizeof(err));
-	if (rc) {
-		fprintf(stderr, PROG ": peaks: %s\n", err);
-		if (fd >= 0)
-			close(fd);
-		if (created)
-			unlink(json);
-		return 1;
-	}
+	if (rc)
+		return peaks_failed("peaks", err, fd, created ? json : NULL);
 	fprintf(stderr, PROG ": %s (%s, %u CPUs): FP64 %.3g / %.3g GFLOP/s, FP32 %.3g / %.3g GFLOP/s, memory "
 			"%.3g / %.3g GB/s (one core / all cores)\n",
 		p.host, p.isa, p.cpus, p.gflops64_1, p.gflops64_all, p.gflops32_1, p.gflops32_all, p.gbps_1, p.gbps_all);
 	if (gpu_dev >= 0) {
 		fprintf(stderr, PROG ": measuring CUDA device %d: FMA throughput, memory and copy bandwidth...\n", gpu_dev);
 		rc = ana_peaks_measure_gpu(&p, gpu_dev, seconds, err, sizeof(err));
-		if (rc) {
-			fprintf(stderr, PROG ": peaks --gpu: %s\n", err);
-			if (fd >= 0)
-				close(fd);
-			if (created)
-				unlink(json);
-			return 1;
-		}
+		if (rc)
+			return peaks_failed("peaks --gpu", err, fd, created ? json : NULL);
 		fprintf(stderr, PROG ": %s: FP64 %.4g GFLOP/s, FP32 %.4g GFLOP/s, memory %.4g GB/s; H2D %.3g GB/s pinned, "
 				"%.3g pageable; D2H %.3g pinned, %.3g pageable\n",
 			p.gpu_name, p.gpu_gflops64, p.gpu_gflops32, p.gpu_mem_gbps, p.gpu_h2d_pinned_gbps,
