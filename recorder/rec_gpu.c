@@ -88,9 +88,7 @@
 #define GPU_STACK 64        /* open GPU sections per thread */
 #define GPU_CHUNK 32        /* pairs created per refill */
 #define GPU_FIRST_CHUNK 128 /* pairs created by a device's first refill */
-#define GPU_LOW 16          /* refill when a pool has fewer free pairs, */
-#define GPU_LOW_DIV 4       /* or fewer than 1/4 of those it made: asked early
-			     * enough to grow before a burst empties it */
+#define GPU_LOW 16          /* refill when a pool has fewer free pairs */
 #define GPU_SDEV 4          /* streams whose device a thread remembers */
 #define ANCHOR_TRIES 5
 #define ANCHOR_HIST 8
@@ -358,12 +356,6 @@ static bool dev_init(unsigned d)
 	return true;
 }
 
-/* Free pairs under which a pool that made @created asks for more. */
-static inline unsigned pool_low(unsigned created)
-{
-	return PT_MAX(GPU_LOW, created / GPU_LOW_DIV);
-}
-
 /* Creates pairs for pools that asked, up to the bound. */
 static void refill(void)
 {
@@ -379,7 +371,7 @@ static void refill(void)
 		pthread_mutex_lock(&pl->lock);
 		unsigned nfree = pl->nfree, created = pl->created;
 		pthread_mutex_unlock(&pl->lock);
-		if (nfree >= pool_low(created) || created >= pool_bound)
+		if (nfree >= GPU_LOW || created >= pool_bound)
 			continue;
 		/* grows geometrically: a cold burst is met within a few passes;
 		 * the first fill is larger, as a program's first GPU sections
@@ -881,7 +873,7 @@ static struct gpu_pair *pair_get(struct gpu_tls *t, unsigned d)
 			pl->free = pl->free->next;
 			pl->nfree--;
 		}
-		bool low = pl->nfree < pool_low(pl->created);
+		bool low = pl->nfree < GPU_LOW;
 		pthread_mutex_unlock(&pl->lock);
 		if (low)
 			ask_refill(pl, t->ncache[d] == 0);
