@@ -87,7 +87,6 @@
 #define GPU_CACHE 8         /* pairs per thread per device */
 #define GPU_STACK 64        /* open GPU sections per thread */
 #define GPU_CHUNK 32        /* pairs created per refill */
-#define GPU_FIRST_CHUNK 128 /* pairs created by a device's first refill */
 #define GPU_LOW 16          /* refill when a pool has fewer free pairs */
 #define GPU_SDEV 4          /* streams whose device a thread remembers */
 #define ANCHOR_TRIES 5
@@ -373,10 +372,13 @@ static void refill(void)
 		pthread_mutex_unlock(&pl->lock);
 		if (nfree >= GPU_LOW || created >= pool_bound)
 			continue;
-		/* grows geometrically: a cold burst is met within a few passes;
-		 * the first fill is larger, as a program's first GPU sections
-		 * come in a burst (68 of 107 dropped with 32 on an H100) */
-		unsigned n = PT_MIN(PT_MAX(created ? GPU_CHUNK : GPU_FIRST_CHUNK, created), pool_bound - created);
+		/* The first fill makes the whole pool (PTZ_GPU_EVENTS pairs, 2048
+		 * events by default, a few ms on this thread): growing it on
+		 * demand lost 15 - 54% of the GPU halves of a program launching
+		 * 24 sections a millisecond on an H100, filling it at once 0.2%
+		 * (doc/gpu-timing.md §6.1). Later refills (after a creation
+		 * failed part way) grow geometrically. */
+		unsigned n = created ? PT_MIN(PT_MAX(GPU_CHUNK, created), pool_bound - created) : pool_bound;
 		api.SetDevice((int)d);
 		for (unsigned i = 0; i < n; i++) {
 			struct gpu_pair *p = calloc(1, sizeof(*p));
