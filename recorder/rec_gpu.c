@@ -25,7 +25,7 @@
  * wait-free enqueue, one dequeuer). A pair returns to its device's pool only
  * after its end event completed and both elapsed times were read, so an
  * event is never re-recorded while pending. Pool size per device is
- * bounded (PTZ_GPU_EVENTS pairs, default 1024): an empty pool drops the GPU
+ * bounded (PTZ_GPU_EVENTS pairs, default 256): an empty pool drops the GPU
  * half, counted.
  *
  * Clock (per device): an anchor is an event recorded on a private
@@ -159,7 +159,7 @@ static pthread_mutex_t load_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static struct gpu_pool pools[GPU_MAX_DEV];
 static struct gpu_dev devs[GPU_MAX_DEV];
-static unsigned pool_bound = 1024;
+static unsigned pool_bound = 256;
 static unsigned anchor_ms = 1000;
 static bool anchor_quick;           /* default period: first anchors 100 ms apart */
 static unsigned drain_ms = 2000;
@@ -309,7 +309,7 @@ static void load(void)
 	}
 	if (n <= 0)
 		{ go_off(RC_ERR_NO_DEVICE, "no CUDA device"); return; }
-	pool_bound = env_uint("PTZ_GPU_EVENTS", 1024, 2, 1u << 20);
+	pool_bound = env_uint("PTZ_GPU_EVENTS", 256, 2, 1u << 20);
 	anchor_ms = env_uint("PTZ_GPU_ANCHOR_MS", 1000, 0, 3600000);
 	anchor_quick = !getenv("PTZ_GPU_ANCHOR_MS");
 	drain_ms = env_uint("PTZ_GPU_DRAIN_MS", 2000, 0, 600000);
@@ -372,12 +372,15 @@ static void refill(void)
 		pthread_mutex_unlock(&pl->lock);
 		if (nfree >= GPU_LOW || created >= pool_bound)
 			continue;
-		/* The first fill makes the whole pool (PTZ_GPU_EVENTS pairs, 2048
-		 * events by default, a few ms on this thread): growing it on
+		/* The first fill makes the whole pool (PTZ_GPU_EVENTS pairs, 512
+		 * events by default, about 1 ms on this thread): growing it on
 		 * demand lost 15 - 54% of the GPU halves of a program launching
 		 * 24 sections a millisecond on an H100, filling it at once 0.2%
-		 * (doc/gpu-timing.md §6.1). Later refills (after a creation
-		 * failed part way) grow geometrically. */
+		 * (doc/gpu-timing.md §6.1). The bound also caps the event records
+		 * we add to a stream's queue: with 1,024 pairs behind one long
+		 * kernel, cudaEventRecord blocked 0.5 s (a full command queue);
+		 * with 256 it did not. Later refills (after a creation failed
+		 * part way) grow geometrically. */
 		unsigned n = created ? PT_MIN(PT_MAX(GPU_CHUNK, created), pool_bound - created) : pool_bound;
 		api.SetDevice((int)d);
 		for (unsigned i = 0; i < n; i++) {
