@@ -25,7 +25,9 @@
  * wait-free enqueue, one dequeuer). A pair returns to its device's pool only
  * after its end event completed and both elapsed times were read, so an
  * event is never re-recorded while pending. Pool size per device is
- * bounded (PTZ_GPU_EVENTS pairs, default 256): an empty pool drops the GPU
+ * bounded (PTZ_GPU_EVENTS pairs, default 1024; at most 256 in flight on one
+ * stream, so that our event records never fill a stream's command queue): an
+ * empty pool drops the GPU
  * half, counted.
  *
  * Clock (per device): an anchor is an event recorded on a private
@@ -89,6 +91,8 @@
 #define GPU_CHUNK 32        /* pairs created per refill */
 #define GPU_LOW 16          /* refill when a pool has fewer free pairs */
 #define GPU_SDEV 4          /* streams whose device a thread remembers */
+#define GPU_STREAM_PAIRS 256 /* pairs in flight on one stream (doc/gpu-timing.md §1) */
+#define GPU_STREAM_SLOTS 512 /* streams counted; more share no cap */
 #define ANCHOR_TRIES 5
 #define ANCHOR_HIST 8
 #define ANCHOR_SPIN_NS 5000000u  /* give up an anchor try after 5 ms */
@@ -102,6 +106,7 @@ struct gpu_pair {
 	rc_stream stream;
 	uint64_t seq, launch_ticks, gen;
 	uint32_t id, dev;
+	uint32_t sslot;          /* stream_slots[] index + 1 it counts in; 0 none */
 	bool stale;              /* from a closed recorder: recycle, do not write */
 };
 
@@ -159,7 +164,7 @@ static pthread_mutex_t load_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static struct gpu_pool pools[GPU_MAX_DEV];
 static struct gpu_dev devs[GPU_MAX_DEV];
-static unsigned pool_bound = 256;
+static unsigned pool_bound = 1024;
 static unsigned anchor_ms = 1000;
 static bool anchor_quick;           /* default period: first anchors 100 ms apart */
 static unsigned drain_ms = 2000;
@@ -309,7 +314,7 @@ static void load(void)
 	}
 	if (n <= 0)
 		{ go_off(RC_ERR_NO_DEVICE, "no CUDA device"); return; }
-	pool_bound = env_uint("PTZ_GPU_EVENTS", 256, 2, 1u << 20);
+	pool_bound = env_uint("PTZ_GPU_EVENTS", 1024, 2, 1u << 20);
 	anchor_ms = env_uint("PTZ_GPU_ANCHOR_MS", 1000, 0, 3600000);
 	anchor_quick = !getenv("PTZ_GPU_ANCHOR_MS");
 	drain_ms = env_uint("PTZ_GPU_DRAIN_MS", 2000, 0, 600000);
@@ -326,6 +331,55 @@ static void load(void)
 }
 
 /* ----------------------------------------------------------- CUDA thread */
+
+/*
+ * Pairs in flight per stream, capped at GPU_STREAM_PAIRS: with 1,024 pairs
+ * queued behind a 500 ms kernel on one stream, cudaEventRecord blocked
+ * until the kernel ended (the stream's command queue was full); with 256
+ * it never did (doc/gpu-timing.md §6.1). A fixed open-addressing table of
+ * counters keyed by the stream handle + 1 (0: free), filled with a CAS and
+ * never emptied (a handle reused by a new stream is the same queue to us);
+ * when it is full a stream goes uncounted, bounded by the pool alone.
+ */
+static struct {
+	_Atomic uintptr_t key;
+	_Atomic uint32_t n;
+} stream_slots[GPU_STREAM_SLOTS];
+
+/* Takes one in-flight place on stream @s: the slot index + 1 (0 when the
+ * table is full: uncounted), or UINT32_MAX when the stream has its cap. */
+static uint32_t stream_take(rc_stream s)
+{
+	const uintptr_t key = (uintptr_t)s + 1;
+	size_t h = (size_t)(((uint64_t)key * 0x9e3779b97f4a7c15ull) >> 40) % GPU_STREAM_SLOTS;
+	for (unsigned k = 0; k < GPU_STREAM_SLOTS; k++, h = (h + 1) % GPU_STREAM_SLOTS) {
+		uintptr_t cur = atomic_load_explicit(&stream_slots[h].key, memory_order_acquire);
+		if (cur == 0) {
+			uintptr_t zero = 0;
+			if (atomic_compare_exchange_strong_explicit(&stream_slots[h].key, &zero, key,
+								    memory_order_acq_rel, memory_order_acquire))
+				cur = key;
+			else
+				cur = zero; /* another thread took it: for @s too? */
+		}
+		if (cur != key)
+			continue;
+		if (atomic_fetch_add_explicit(&stream_slots[h].n, 1, memory_order_relaxed) >= GPU_STREAM_PAIRS) {
+			atomic_fetch_sub_explicit(&stream_slots[h].n, 1, memory_order_relaxed);
+			return UINT32_MAX;
+		}
+		return (uint32_t)h + 1;
+	}
+	return 0;
+}
+
+/* Gives back @p's in-flight place (any thread; before the pair is reused). */
+static void stream_give(struct gpu_pair *p)
+{
+	if (p->sslot)
+		atomic_fetch_sub_explicit(&stream_slots[p->sslot - 1].n, 1, memory_order_relaxed);
+	p->sslot = 0;
+}
 
 static void pool_put(struct gpu_pair *p)
 {
@@ -372,15 +426,12 @@ static void refill(void)
 		pthread_mutex_unlock(&pl->lock);
 		if (nfree >= GPU_LOW || created >= pool_bound)
 			continue;
-		/* The first fill makes the whole pool (PTZ_GPU_EVENTS pairs, 512
-		 * events by default, about 1 ms on this thread): growing it on
+		/* The first fill makes the whole pool (PTZ_GPU_EVENTS pairs, 2048
+		 * events by default, a few ms on this thread): growing it on
 		 * demand lost 15 - 54% of the GPU halves of a program launching
 		 * 24 sections a millisecond on an H100, filling it at once 0.2%
-		 * (doc/gpu-timing.md §6.1). The bound also caps the event records
-		 * we add to a stream's queue: with 1,024 pairs behind one long
-		 * kernel, cudaEventRecord blocked 0.5 s (a full command queue);
-		 * with 256 it did not. Later refills (after a creation failed
-		 * part way) grow geometrically. */
+		 * (doc/gpu-timing.md §6.1). Later refills (after a creation
+		 * failed part way) grow geometrically. */
 		unsigned n = created ? PT_MIN(PT_MAX(GPU_CHUNK, created), pool_bound - created) : pool_bound;
 		api.SetDevice((int)d);
 		for (unsigned i = 0; i < n; i++) {
@@ -551,6 +602,7 @@ static void take_handoffs(uint64_t gen)
 		if (!q) { /* out of memory: the pair is lost, counted */
 			if (!p->stale && p->gen == gen)
 				drop(PT_ERRC_GPU_QUEUE_FULL);
+			stream_give(p); /* the pair is never reused; its place is */
 			atomic_fetch_sub_explicit(&pending_pairs, 1, memory_order_relaxed);
 			continue; /* its events may be pending: never re-used */
 		}
@@ -628,6 +680,7 @@ static bool resolve(struct pt_recorder *r, uint64_t gen)
 				if (!q->head)
 					q->tail = NULL;
 				atomic_fetch_sub_explicit(&pending_pairs, 1, memory_order_relaxed);
+				stream_give(p);
 				pool_put(p);
 			}
 		}
@@ -1029,9 +1082,17 @@ static void gpu_begin(pt_recorder *r, uint32_t id, void *cuda_stream)
 		why = PT_ERRC_GPU_POOL_EMPTY;
 		goto cpu_only;
 	}
+	uint32_t slot = stream_take(s);
+	if (slot == UINT32_MAX) { /* this stream's share of the pool is in flight */
+		pair_unget(t, p);
+		why = PT_ERRC_GPU_POOL_EMPTY;
+		goto cpu_only;
+	}
+	p->sslot = slot;
 	uint64_t seq = atomic_fetch_add_explicit(&next_seq, 1, memory_order_relaxed) + 1;
 	uint64_t tick = rec_begin_gpu(r, id, (uint32_t)dev, (uint64_t)(uintptr_t)s, seq);
 	if (!tick) { /* the section itself was skipped (full ring, disabled) */
+		stream_give(p);
 		pair_unget(t, p);
 		push_open(t, NULL);
 		return;
@@ -1042,6 +1103,7 @@ static void gpu_begin(pt_recorder *r, uint32_t id, void *cuda_stream)
 		 * stream reused on another device): look it up again next time */
 		stream_forget(t, s);
 		drop(PT_ERRC_GPU_CUDA);
+		stream_give(p);
 		pair_unget(t, p);
 		push_open(t, NULL);
 		return;

@@ -30,6 +30,8 @@
  *                capture beginning inside a section loses that GPU half as
  *                GPU_CUDA (cudaErrorCapturedEvent); other streams unaffected;
  *                the CUDA thread set its capture mode to thread-local.
+ *   stream-cap   at most 256 GPU halves in flight on one stream; another
+ *                stream still gets pairs; the first launches again after.
  *   stream-device  cudaStreamGetDevice is asked once per stream and
  *                thread, every time for the legacy stream; a failed start
  *                record makes the stream's device be asked again.
@@ -1582,6 +1584,57 @@ static void test_gpu_begin_threads(void **state)
 }
 
 /*
+ * stream-cap: at most 256 GPU halves in flight on one stream (more filled
+ * a real stream's command queue and blocked cudaEventRecord): behind a
+ * long kernel 256 of 400 sections on one stream launch and 144 count
+ * GPU_POOL_EMPTY, while another stream still gets pairs from the same
+ * pool; once the kernel ends the stream launches again.
+ */
+static void test_gpu_stream_cap(void **state)
+{
+	(void)state;
+	env("PTZ_GPU_ANCHOR_MS", "600000");
+	fake_set_device_count(1, 0);
+	const char *path = tu_path("stream-cap.ptz");
+	pt_recorder *r = open_rec(path);
+	uint32_t W = pt_intern(r, "warm"), B = pt_intern(r, "behind"), O = pt_intern(r, "other"),
+		 A = pt_intern(r, "after");
+	void *s1 = fake_stream_create(0), *s2 = fake_stream_create(0);
+	struct log *lg = &main_log;
+	warm(lg, r, W, s1);
+	/* the whole pool is made at first use: wait for it */
+	struct pt_stats_info st;
+	uint64_t t0 = fake_now_ns();
+	while (fake_events_created() < 6 + 2 * 1024) {
+		if (fake_now_ns() - t0 > WAIT_NS)
+			fail_msg("pool not made: %llu events", (unsigned long long)fake_events_created());
+		sleep_ms(2);
+	}
+	size_t from = lg->n;
+	fake_launch(s1, 300000000);
+	for (int i = 0; i < 400; i++)
+		gsec(lg, r, B, s1, 0);
+	assert_int_equal(count_launch(lg, from), 256);
+	from = lg->n;
+	for (int i = 0; i < 10; i++)
+		gsec(lg, r, O, s2, 1000);
+	assert_int_equal(count_launch(lg, from), 10);
+	settle(r, 0); /* the long kernel ends: s1's places come back */
+	from = lg->n;
+	for (int i = 0; i < 10; i++)
+		gsec(lg, r, A, s1, 1000);
+	assert_int_equal(count_launch(lg, from), 10);
+	settle(r, 0);
+	struct gtrace t;
+	close_and_read(r, path, &t, &st, 0, lg->n);
+	assert_int_equal(t.err[PT_ERRC_GPU_POOL_EMPTY], lg->n - count_launch(lg, 0));
+	assert_true(t.err[PT_ERRC_GPU_POOL_EMPTY] >= 144);
+	CHECK_SECTIONS(t, B, 400);
+	check_truth(&t, lg);
+	gfree(&t);
+}
+
+/*
  * stream-device: a stream's device is asked once per thread
  * (cudaStreamGetDevice), the legacy stream's every time (it names the
  * current device); a stream whose remembered device turns out stale
@@ -1647,6 +1700,7 @@ int main(int argc, char **argv)
 		{ "close-race", test_close_gpu_sections_racing, NULL, NULL, NULL },
 		{ "close-stuck", test_close_gpu_call_stuck, NULL, NULL, NULL },
 		{ "stream-device", test_gpu_stream_device_remembered, NULL, NULL, NULL },
+		{ "stream-cap", test_gpu_stream_cap, NULL, NULL, NULL },
 	};
 	if (argc == 2)
 		for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
