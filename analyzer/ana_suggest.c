@@ -1352,9 +1352,11 @@ static void text_finding(FILE *out, const struct ana_result *res, const struct a
 			ana_fmt_dur(d, sizeof(d), LAUNCH_SHORT_NS));
 		if (!isnan(e[7]))
 			fprintf(out, "; launch to GPU start %s", ana_fmt_dur(a, sizeof(a), e[7]));
-		fprintf(out, "\n      -> the host launches as fast as the GPU runs them: fuse small kernels into "
-			     "fewer, larger ones, batch the\n         work per launch, capture the sequence in a CUDA "
-			     "graph (one launch), or keep work this small on the CPU.\n");
+		fprintf(out, "\n      -> %s: fuse small kernels into fewer, larger ones, batch the\n         work "
+			     "per launch, capture the sequence in a CUDA graph (one launch), or keep work this small on "
+			     "the CPU.\n",
+			e[6] < LAUNCH_RATIO ? "the host launches about as fast as the GPU runs them"
+					    : "ranges this short pay a launch's fixed cost on the device too");
 		return;
 	case ANA_R_XFER_DOM:
 		fprintf(out, "copies take %s of its %s GPU time (%.0f%%, trigger %.0f%%), compute %s; the most "
