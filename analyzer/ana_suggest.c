@@ -14,6 +14,7 @@
 static const char *const rule_key[ANA_R_N] = {
 	"data-quality", "hot-section", "roofline", "imbalance", "cold-first",
 	"unstable", "short-sections", "small-transfers", "slow-transfer", "gpu-idle",
+	"launch-bound", "transfer-dominated",
 };
 
 const char *ana_rule_key(enum ana_rule r)
@@ -30,6 +31,7 @@ static const char *const dq_key[ANA_DQ_NKIND] = {
 	"gpu-errors", "sequence-gaps", "oversubscribed",
 };
 static const char *const dir_key[ANA_DIRS] = { "h2d", "d2h", "d2d", "p2p" };
+enum { DIR_H2D, DIR_D2H, DIR_D2D }; /* transfer direction indexes (PT_H2D - 1, ...), as dir_key */
 
 const char *ana_class_key(enum ana_rule r, uint32_t cls)
 {
@@ -37,7 +39,7 @@ const char *ana_class_key(enum ana_rule r, uint32_t cls)
 		return roof_key[cls];
 	if (r == ANA_R_DATA && cls < ANA_DQ_NKIND)
 		return dq_key[cls];
-	if ((r == ANA_R_SMALL_XFER || r == ANA_R_SLOW_XFER) && cls >= 1 && cls <= ANA_DIRS)
+	if ((r == ANA_R_SMALL_XFER || r == ANA_R_SLOW_XFER || r == ANA_R_XFER_DOM) && cls >= 1 && cls <= ANA_DIRS)
 		return dir_key[cls - 1];
 	return NULL;
 }
@@ -48,15 +50,20 @@ static const char *const ev_key[ANA_R_N][ANA_SUG_EV + 1] = {
 	[ANA_R_HOT] = { "self_ns", "self_share", "total_ns", "share", "count", "largest_path_self_ns", "gpu_self_ns",
 			"occupied_ns", "occupied_share" },
 	[ANA_R_ROOFLINE] = { "flops", "bytes", "total_ns", "intensity", "gflops", "gbps", "roof_gflops", "roof_gbps",
-			     "efficiency" },
+			     "efficiency", "gpu_ns" },
 	[ANA_R_IMBALANCE] = { "threads", "max_ns", "mean_ns", "min_ns", "ratio" },
 	[ANA_R_COLD_FIRST] = { "count", "first_ns", "rest_median_ns", "rest_mad_ns", "z", "ratio" },
 	[ANA_R_UNSTABLE] = { "count", "rest_mean_ns", "rest_std_ns", "cv", "p50_ns", "p99_ns", "min_ns", "max_ns" },
 	[ANA_R_SHORT] = { "count", "mean_ns", "total_ns", "share" },
-	[ANA_R_SMALL_XFER] = { "transfers", "bytes", "mean_bytes", "total_ns" },
-	[ANA_R_SLOW_XFER] = { "transfers", "bytes", "mean_bytes", "total_ns", "gbps", "link_gbps", "ratio", "gpu_ns" },
+	[ANA_R_SMALL_XFER] = { "transfers", "bytes", "mean_bytes", "total_ns", "gpu_ns", "gpu_gbps" },
+	[ANA_R_SLOW_XFER] = { "transfers", "bytes", "mean_bytes", "total_ns", "gbps", "link_gbps", "ratio", "gpu_ns",
+			      "pageable_gbps", "pageable_ratio" },
 	[ANA_R_GPU_IDLE] = { "ranges", "span_ns", "busy_ns", "utilization", "gaps", "gap_ns", "longest_gap_ns",
 			     "longest_gap_at_s" },
+	[ANA_R_LAUNCH] = { "ranges", "count", "gpu_ns", "gpu_mean_ns", "launch_ns", "launch_mean_ns", "ratio",
+			   "latency_mean_ns" },
+	[ANA_R_XFER_DOM] = { "gpu_ns", "transfer_ns", "compute_ns", "transfer_share", "h2d_ns", "d2h_ns", "d2d_ns",
+			     "p2p_ns", "total_ns" },
 };
 
 const char *ana_evidence_key(enum ana_rule r, unsigned i)
@@ -309,33 +316,30 @@ static void roofs(const struct sctx *c, double gflops, double gbps, double *pi, 
 	}
 }
 
-static void roofline(struct sctx *c, uint32_t i, const struct ana_agg *a)
+/* One point to place on a roofline: what the path declares, the time its
+ * rates are over, and the roofs it is held against (0: not in the profile). */
+struct roof_pt {
+	double fl, by;       /* declared FLOPs, bytes (read + written) */
+	double t;            /* the time the rates are over, ns */
+	double gflops, gbps; /* the achieved rates: fl / t, by / t (per ns = G per s) */
+	double pi, beta;     /* the roofs, GFLOP/s and GB/s */
+	bool several;        /* CPU: compared with the all-core roofs */
+	bool top;            /* no higher roofs exist (all cores; the whole GPU): faster is above-roof */
+	bool gpu;            /* the GPU's roofs, rates over GPU time */
+	double cap;          /* the stake's cap: the time the stake is a part of */
+};
+
+/*
+ * Classifies @pt on its roofline (doc/analyzer-output.md §9.2; Williams,
+ * Waterman and Patterson, "Roofline", CACM 52(4), 2009: attainable
+ * P(AI) = min(pi, AI x beta); the 80 / 60% thresholds of Nsight Compute's
+ * SOLBottleneck rule) and adds the finding: the one place that says what
+ * a class means, for CPU and GPU sections alike. Return: false when there
+ * is no roof for what the path declares (no finding).
+ */
+static bool roof_place(struct sctx *c, uint32_t i, const struct ana_agg *a, const struct roof_pt *pt)
 {
-	if (!a->metric_self[ANA_FLOPS] && !a->metric_self[ANA_READ] && !a->metric_self[ANA_WRITTEN])
-		return; /* declares nothing itself: its children's rows carry the class */
-	c->s->roofline_paths++;
-	if (a->gpu && a->gpu->self.count) {
-		/* a GPU section: its rates are over its GPU time (ana_row_compute()),
-		 * and the CPU roofs do not bound a GPU; a profile has no GPU roofs
-		 * yet, so it is counted and left unclassified rather than judged
-		 * on its launch time against the CPU (the old 1,988 GFLOP/s
-		 * "above-roof" kernels) */
-		c->s->roofline_gpu_paths++;
-		return;
-	}
-	const struct ana_peaks *p = c->o->peaks;
-	if (!p) {
-		c->s->roofline_no_peaks = true;
-		return;
-	}
-	const double t = (double)a->total_ns, fl = (double)a->metric_incl[ANA_FLOPS],
-		     by = (double)a->metric_incl[ANA_READ] + (double)a->metric_incl[ANA_WRITTEN]; /* no wrap */
-	if (t <= 0)
-		return;
-	const double gflops = fl / t, gbps = by / t; /* per ns = G per s */
-	double pi, beta;
-	bool several;
-	roofs(c, gflops, gbps, &pi, &beta, &several); /* each 0 (not in the profile) or positive */
+	const double fl = pt->fl, by = pt->by, pi = pt->pi, beta = pt->beta;
 	double attain; /* GFLOP/s at the roof */
 	bool memory, both = false; /* both: each figure it declares has its roof */
 	double e;
@@ -344,20 +348,20 @@ static void roofline(struct sctx *c, uint32_t i, const struct ana_agg *a)
 		const double ai = fl / by;
 		memory = ai < pi / beta;
 		attain = memory ? ai * beta : pi;
-		e = gflops / attain;
+		e = pt->gflops / attain;
 	} else if (fl > 0 && pi > 0) {
 		memory = false;
-		e = gflops / pi;
+		e = pt->gflops / pi;
 		both = by == 0;
 	} else if (by > 0 && beta > 0) {
 		memory = true;
-		e = gbps / beta;
+		e = pt->gbps / beta;
 		both = fl == 0;
 	} else {
-		return; /* no roof for what it declares */
+		return false; /* no roof for what it declares */
 	}
 	uint32_t cls;
-	if (e > 1.05 && several)
+	if (e > 1.05 && pt->top)
 		cls = ANA_ROOF_ABOVE;
 	else if (e >= 0.8)
 		cls = memory ? ANA_ROOF_MEM_NEAR : ANA_ROOF_COMP_NEAR;
@@ -365,21 +369,74 @@ static void roofline(struct sctx *c, uint32_t i, const struct ana_agg *a)
 		cls = memory ? ANA_ROOF_MEM_BELOW : ANA_ROOF_COMP_BELOW;
 	else
 		cls = ANA_ROOF_LATENCY;
-	/* at the roof the same work takes t * e: the stake is the rest */
-	struct ana_finding *f = add(c, ANA_R_ROOFLINE, i, e < 1 ? t * (1 - e) : 0);
+	/* at the roof the same work takes t * e: the stake is the rest, within the time it is a part of */
+	struct ana_finding *f = add(c, ANA_R_ROOFLINE, i, e < 1 ? fmin(pt->t * (1 - e), pt->cap) : 0);
 	if (!f)
-		return;
+		return true;
 	f->cls = cls;
-	f->several_cores = several;
+	f->several_cores = pt->several;
+	f->gpu_roofs = pt->gpu;
 	f->ev[0] = fl;
 	f->ev[1] = by;
-	f->ev[2] = t;
+	f->ev[2] = (double)a->total_ns;
 	f->ev[3] = by > 0 ? fl / by : NAN;
-	f->ev[4] = gflops;
-	f->ev[5] = gbps;
+	f->ev[4] = pt->gflops;
+	f->ev[5] = pt->gbps;
 	f->ev[6] = pi > 0 ? pi : NAN; /* the roofs used, also where the section declares no such figure */
 	f->ev[7] = beta > 0 ? beta : NAN;
 	f->ev[8] = e;
+	f->ev[9] = pt->gpu ? pt->t : NAN;
+	return true;
+}
+
+static void roofline(struct sctx *c, uint32_t i, const struct ana_agg *a)
+{
+	if (!a->metric_self[ANA_FLOPS] && !a->metric_self[ANA_READ] && !a->metric_self[ANA_WRITTEN])
+		return; /* declares nothing itself: its children's rows carry the class */
+	c->s->roofline_paths++;
+	const struct ana_peaks *p = c->o->peaks;
+	if (a->gpu && a->gpu->self.count) {
+		/* a GPU section: the CPU roofs do not bound a GPU (the old 1,988
+		 * GFLOP/s "above-roof" kernels judged on their launch time). It
+		 * is placed on the GPU's roofs with its own declared work over
+		 * its self GPU time (the row's gpu_self_* rates, ana_row_gpu()),
+		 * or, without a GPU roof for what it declares, counted and left
+		 * unclassified */
+		struct ana_row w;
+		ana_row_compute(c->res, a, &w);
+		const struct roof_pt pt = {
+			.fl = (double)a->metric_self[ANA_FLOPS],
+			.by = (double)a->metric_self[ANA_READ] + (double)a->metric_self[ANA_WRITTEN],
+			.t = (double)a->gpu->self.total_ns,
+			.gflops = w.gpu_self_gflops,
+			.gbps = w.gpu_self_gbps,
+			.pi = p ? (c->o->fp32 ? p->gpu_gflops32 : p->gpu_gflops64) : 0,
+			.beta = p ? p->gpu_mem_gbps : 0,
+			.top = true, /* the FMA and copy rates of the whole device */
+			.gpu = true,
+			.cap = gpu_self_capped(c, a),
+		};
+		if (!(pt.t > 0) || !roof_place(c, i, a, &pt))
+			c->s->roofline_gpu_paths++;
+		return;
+	}
+	if (!p) {
+		c->s->roofline_no_peaks = true;
+		return;
+	}
+	struct roof_pt pt = {
+		.fl = (double)a->metric_incl[ANA_FLOPS],
+		.by = (double)a->metric_incl[ANA_READ] + (double)a->metric_incl[ANA_WRITTEN], /* no wrap */
+		.t = (double)a->total_ns,
+	};
+	if (pt.t <= 0)
+		return;
+	pt.gflops = pt.fl / pt.t; /* per ns = G per s */
+	pt.gbps = pt.by / pt.t;
+	roofs(c, pt.gflops, pt.gbps, &pt.pi, &pt.beta, &pt.several); /* each 0 (not in the profile) or positive */
+	pt.top = pt.several;
+	pt.cap = pt.t;
+	roof_place(c, i, a, &pt);
 }
 
 static int cmp_u64(const void *a, const void *b)
@@ -484,6 +541,25 @@ static void short_sections(struct sctx *c, uint32_t i, const struct ana_agg *a)
 
 #define XFER_SMALL_BYTES 65536.0 /* CUDA: host-to-device copies up to 64 KiB are staged; below, latency rules */
 #define XFER_MANY 100
+/* slow-transfer: a GPU-time rate at most this many times the measured pageable rate is "likely pageable"
+ * (a pageable copy is staged through a pinned buffer by the driver: it cannot beat that rate by much) */
+#define XFER_PAGEABLE_NEAR 1.25
+
+/* The measured rate of a copy of direction @d (DIR_H2D ..) from pinned host memory: the
+ * profile's link rate (peaks --gpu fills it with the pinned figure; a hand-written file may give it
+ * alone), else the GPU group's pinned figure. 0: unknown. */
+static double link_gbps(const struct ana_peaks *p, int d)
+{
+	if (p->link_gbps[d] > 0)
+		return p->link_gbps[d];
+	return d == DIR_H2D ? p->gpu_h2d_pinned_gbps : d == DIR_D2H ? p->gpu_d2h_pinned_gbps : 0;
+}
+
+/* The measured rate of a copy of direction @d from pageable host memory (H2D, D2H); 0: unknown. */
+static double pageable_gbps(const struct ana_peaks *p, int d)
+{
+	return d == DIR_H2D ? p->gpu_h2d_pageable_gbps : d == DIR_D2H ? p->gpu_d2h_pageable_gbps : 0;
+}
 
 static void transfers(struct sctx *c, uint32_t i, const struct ana_agg *a)
 {
@@ -498,18 +574,30 @@ static void transfers(struct sctx *c, uint32_t i, const struct ana_agg *a)
 		if (!n)
 			continue;
 		const double mean = by / n, t = gpu > 0 ? gpu : (double)a->total_ns;
+		const double link = p ? link_gbps(p, d) : 0;
 		struct ana_finding *f = NULL;
 		if (n >= XFER_MANY && mean < XFER_SMALL_BYTES) {
 			f = add(c, ANA_R_SMALL_XFER, i, fmax((double)a->total_ns, gpu));
-		} else if (p && p->link_gbps[d] > 0 && mean >= XFER_SMALL_BYTES && t > 0 &&
-			   by / t < 0.5 * p->link_gbps[d]) {
-			f = add(c, ANA_R_SLOW_XFER, i, t - by / p->link_gbps[d]);
+			if (f && gpu > 0) { /* the copies' own time and rate, as the report's GPU columns */
+				f->ev[4] = gpu;
+				f->ev[5] = by / gpu;
+			}
+		} else if (link > 0 && mean >= XFER_SMALL_BYTES && t > 0 && by / t < 0.5 * link) {
+			f = add(c, ANA_R_SLOW_XFER, i, t - by / link);
 			if (f) {
+				const double pg = pageable_gbps(p, d);
 				f->ev[4] = by / t;
-				f->ev[5] = p->link_gbps[d];
-				f->ev[6] = by / t / p->link_gbps[d];
+				f->ev[5] = link;
+				f->ev[6] = by / t / link;
 				if (gpu > 0)
 					f->ev[7] = gpu;
+				if (pg > 0) {
+					f->ev[8] = pg;
+					f->ev[9] = by / t / pg;
+				}
+				/* only a rate over the copy's own GPU time says how the copy ran;
+				 * over the section's CPU time it is a lower bound */
+				f->pageable = gpu > 0 && pg > 0 && by / t <= XFER_PAGEABLE_NEAR * pg;
 			}
 		}
 		if (!f)
@@ -520,6 +608,87 @@ static void transfers(struct sctx *c, uint32_t i, const struct ana_agg *a)
 		f->ev[2] = mean;
 		f->ev[3] = (double)a->total_ns; /* the CPU time; a copy's GPU time is gpu_ns */
 	}
+}
+
+#define LAUNCH_MANY 100        /* ranges: fewer are not a pattern batching would pay off on */
+#define LAUNCH_RATIO 2.0       /* GPU time per range under this many times the host's time per launch */
+#define LAUNCH_SHORT_NS 10000.0 /* or under 10 us: a small kernel, whose fixed launch cost weighs on the GPU */
+
+/*
+ * launch-bound: a GPU section whose ranges are short against their launch.
+ * Its self CPU time per occurrence is the host's cost of one launch (the
+ * breakdown's launch time, §3.1): when the GPU runs a range in less than
+ * twice that, the host issues work about as fast as the device consumes
+ * it, and the device waits for the host between ranges (Nsight Systems'
+ * user guide on CUDA graphs: short kernels are bound by launch overhead;
+ * the CUDA C++ Best Practices Guide's advice to batch small kernels). The
+ * stake is that launch time: the section's self CPU time, a part of its
+ * CPU time and at most its occupied time.
+ */
+static void launch_bound(struct sctx *c, uint32_t i, const struct ana_agg *a)
+{
+	const struct ana_gpu *g = a->gpu;
+	if (!g || g->self.count < LAUNCH_MANY || !a->count || 100.0 * share(c, gate_ns(c, a)) < c->o->min_pct)
+		return;
+	const double gpu_mean = (double)g->self.total_ns / (double)g->self.count,
+		     host_mean = (double)a->self_ns / (double)a->count;
+	if (!(gpu_mean < LAUNCH_RATIO * host_mean) && !(gpu_mean < LAUNCH_SHORT_NS))
+		return;
+	const double occ = (double)ana_occupied_ns(c->res, a);
+	struct ana_finding *f = add(c, ANA_R_LAUNCH, i, fmin((double)a->self_ns, occ));
+	if (!f)
+		return;
+	f->ev[0] = (double)g->self.count;
+	f->ev[1] = (double)a->count;
+	f->ev[2] = (double)g->self.total_ns;
+	f->ev[3] = gpu_mean;
+	f->ev[4] = (double)a->self_ns;
+	f->ev[5] = host_mean;
+	f->ev[6] = host_mean > 0 ? gpu_mean / host_mean : INFINITY;
+	f->ev[7] = g->self.lat.n ? g->self.lat.mean : NAN;
+}
+
+#define XFER_DOM_SHARE 0.5 /* transfer-dominated: copies' share of the GPU time, at least */
+
+/*
+ * transfer-dominated: a path whose GPU time is mostly copies (the time
+ * breakdown of ana_row_gpu(): transfer = the copy sections' GPU time,
+ * inclusive, within the row's GPU time). A copy section with no GPU work
+ * below it is all transfer by definition and is left to small-transfers
+ * and slow-transfer. Gated on the transfer time; the stake is that time,
+ * a part of the row's GPU time, capped at the GPU busy time.
+ */
+static void transfer_dominated(struct sctx *c, uint32_t i, const struct ana_agg *a)
+{
+	const struct ana_gpu *g = a->gpu;
+	if (!g || !g->copy_ns)
+		return;
+	bool copy_section = false;
+	for (int d = 0; d < ANA_DIRS; d++)
+		copy_section |= g->self.count && a->xfer_self[d];
+	if (copy_section && g->incl_total_ns <= g->self.total_ns)
+		return;
+	struct ana_row w;
+	ana_row_compute(c->res, a, &w);
+	const double busy = (double)ana_gpu_busy_ns(c->res), xfer = fmin((double)w.bd_copy_ns, busy);
+	if (!(w.bd_gpu_ns > 0) || (double)w.bd_copy_ns < XFER_DOM_SHARE * (double)w.bd_gpu_ns ||
+	    100.0 * share(c, xfer) < c->o->min_pct)
+		return;
+	struct ana_finding *f = add(c, ANA_R_XFER_DOM, i, xfer);
+	if (!f)
+		return;
+	int top = 0; /* the direction with the most copy time names the class */
+	for (int d = 1; d < ANA_DIRS; d++)
+		if (g->copy_dir_ns[d] > g->copy_dir_ns[top])
+			top = d;
+	f->cls = (uint32_t)top + 1;
+	f->ev[0] = (double)w.bd_gpu_ns;
+	f->ev[1] = (double)w.bd_copy_ns;
+	f->ev[2] = (double)w.bd_compute_ns;
+	f->ev[3] = (double)w.bd_copy_ns / (double)w.bd_gpu_ns;
+	for (int d = 0; d < ANA_DIRS; d++)
+		f->ev[4 + d] = (double)g->copy_dir_ns[d];
+	f->ev[8] = (double)a->total_ns;
 }
 
 /* imbalance: each merged path's inclusive totals per (CPU) thread */
@@ -926,6 +1095,8 @@ int ana_suggest(const struct ana_result *res, const struct ana_sug_opts *o, stru
 		distribution(&c, i, a);
 		short_sections(&c, i, a);
 		transfers(&c, i, a);
+		launch_bound(&c, i, a);
+		transfer_dominated(&c, i, a);
 	}
 	if (!c.nomem)
 		hot_names(&c);
@@ -1016,35 +1187,48 @@ static void text_data(FILE *out, const struct ana_finding *f)
 	}
 }
 
+/* A rate for the text: three significant digits, whole numbers from 1000 up (a GPU's 33346 GFLOP/s
+ * reads better as 33346 than as 3.33e+04). */
+static const char *rate_str(char *b, size_t n, double v)
+{
+	snprintf(b, n, v >= 1000 ? "%.0f" : "%.3g", v);
+	return b;
+}
+
 static void text_roofline(FILE *out, const struct ana_finding *f, bool fp32)
 {
-	char a[32], b[32];
+	char a[48], b[48], r1[24], r2[24];
 	const double *e = f->ev;
-	const char *roofs = f->several_cores ? "all-core" : "one-core";
+	const char *roofs = f->gpu_roofs ? "GPU" : f->several_cores ? "all-core" : "one-core";
 	fprintf(out, "%s", roof_key[f->cls]);
 	if (f->several_cores)
 		fprintf(out, " (faster than one core: compared with the all-core roofs)");
+	if (f->gpu_roofs)
+		fprintf(out, " (GPU section: its declared work over its GPU time %s, on the GPU's roofs)",
+			ana_fmt_dur(a, sizeof(a), e[9]));
 	fprintf(out, "\n      ");
 	if (e[0] > 0 && e[1] > 0 && !isnan(e[6]) && !isnan(e[7])) /* both declared and both roofs: the ridge */
 		fprintf(out, "declared intensity %.3g FLOP/B %s the ridge %.3g FLOP/B; ", e[3],
 			e[3] < e[6] / e[7] ? "below" : "at or above", e[6] / e[7]);
 	if (e[0] > 0)
-		fprintf(out, "%.3g GFLOP/s", e[4]);
+		fprintf(out, "%s GFLOP/s", rate_str(r1, sizeof(r1), e[4]));
 	if (e[0] > 0 && e[1] > 0)
 		fprintf(out, ", ");
 	if (e[1] > 0)
-		fprintf(out, "%.3g GB/s", e[5]);
+		fprintf(out, "%s GB/s", rate_str(r2, sizeof(r2), e[5]));
 	const bool use_pi = e[0] > 0 && !isnan(e[6]), use_beta = e[1] > 0 && !isnan(e[7]);
-	fprintf(out, " = %.0f%% of the attainable %s roof (%s%s%s)\n", 100.0 * e[8], roofs,
-		use_pi ? (snprintf(a, sizeof(a), "%.3g %s GFLOP/s", e[6], fp32 ? "FP32" : "FP64"), a) : "",
-		use_pi && use_beta ? ", " : "", use_beta ? (snprintf(b, sizeof(b), "%.3g GB/s", e[7]), b) : "");
+	fprintf(out, " = %.*f%% of the attainable %s roof (%s%s%s)\n", e[8] < 0.01 ? 2 : 0, 100.0 * e[8], roofs,
+		use_pi ? (snprintf(a, sizeof(a), "%s %s GFLOP/s", rate_str(r1, sizeof(r1), e[6]), fp32 ? "FP32" : "FP64"), a)
+		       : "",
+		use_pi && use_beta ? ", " : "", use_beta ? (snprintf(b, sizeof(b), "%s GB/s", rate_str(r2, sizeof(r2), e[7])), b) : "");
 	if ((e[0] > 0 && !use_pi) || (e[1] > 0 && !use_beta))
-		fprintf(out, "      (the profile has no %s roof: judged on the other alone)\n",
+		fprintf(out, "      (the profile has no %s%s roof: judged on the other alone)\n", f->gpu_roofs ? "GPU " : "",
 			e[0] > 0 && !use_pi ? "FLOP/s" : "memory");
 	if (f->stake_ns > 0) {
 		char t1[32], t2[32];
-		fprintf(out, "      at the roof: %s instead of %s\n", ana_fmt_dur(t1, sizeof(t1), e[2] - f->stake_ns),
-			ana_fmt_dur(t2, sizeof(t2), e[2]));
+		const double t = f->gpu_roofs ? e[9] : e[2]; /* the time the rates are over */
+		fprintf(out, "      at the roof: %s instead of %s%s\n", ana_fmt_dur(t1, sizeof(t1), t * e[8]),
+			ana_fmt_dur(t2, sizeof(t2), t), f->gpu_roofs ? " of GPU time" : "");
 	}
 	static const char *const advice[ANA_ROOF_NCLASS] = {
 		"near the bandwidth roof: only moving fewer bytes helps (fuse passes, reuse data while in cache, "
@@ -1058,7 +1242,21 @@ static void text_roofline(FILE *out, const struct ana_finding *f, bool fp32)
 		"faster than the measured roofs: the declared bytes are served from cache (a cache-aware roofline "
 		"would place it), or the declared FLOPs/bytes overstate the work",
 	};
-	fprintf(out, "      -> %s.\n", advice[f->cls]);
+	/* the same classes on a GPU (Nsight Compute's speed-of-light sections): what moves a kernel there */
+	static const char *const gpu_advice[ANA_ROOF_NCLASS] = {
+		"near the device-memory roof: only moving fewer bytes helps (fuse kernels, keep data in shared "
+		"memory or registers, smaller types)",
+		"memory-bound, below the roof: coalesce the accesses (adjacent threads, adjacent addresses), use "
+		"shared memory, more bytes in flight (occupancy)",
+		"near the compute roof: only fewer FLOPs, or other units (tensor cores, lower precision), help",
+		"compute-bound, below the roof: raise occupancy and instruction-level parallelism, avoid divergence, "
+		"or use a tuned library (cuBLAS, CUTLASS)",
+		"on neither roof: too little parallel work or too short a kernel (launch, tail and synchronization "
+		"bound); more threads per launch, fuse kernels, fewer synchronizations",
+		"faster than the measured roofs: the declared bytes are served from L2 or shared memory, or the "
+		"declared FLOPs/bytes overstate the work",
+	};
+	fprintf(out, "      -> %s.\n", (f->gpu_roofs ? gpu_advice : advice)[f->cls]);
 }
 
 static void text_finding(FILE *out, const struct ana_result *res, const struct ana_sug *s, const struct ana_finding *f)
@@ -1123,6 +1321,8 @@ static void text_finding(FILE *out, const struct ana_result *res, const struct a
 	case ANA_R_SMALL_XFER:
 		fprintf(out, "%.0f %s transfers averaging %s (%s in all) in %s\n", e[0], dir_key[f->cls - 1],
 			bytes_str(a, sizeof(a), e[2]), bytes_str(b, sizeof(b), e[1]), ana_fmt_dur(d, sizeof(d), e[3]));
+		if (!isnan(e[4]))
+			fprintf(out, "      the copies' GPU time %s: %.3g GB/s\n", ana_fmt_dur(a, sizeof(a), e[4]), e[5]);
 		fprintf(out, "      -> each small copy pays the launch latency: batch them into fewer, larger "
 			     "copies from pinned buffers.\n");
 		return;
@@ -1131,9 +1331,45 @@ static void text_finding(FILE *out, const struct ana_result *res, const struct a
 			     "link's %.3g GB/s\n",
 			e[0], dir_key[f->cls - 1], bytes_str(a, sizeof(a), e[2]), e[4],
 			isnan(e[7]) ? "section's time" : "copies' GPU time", 100 * e[6], e[5]);
-		fprintf(out, "      -> pageable host memory halves copy rates and makes async copies synchronous: "
-			     "allocate with cudaHostAlloc\n         (or cudaHostRegister), and overlap copies with "
-			     "work on other streams.\n");
+		if (!isnan(e[8]))
+			fprintf(out, "      the measured rate from pageable memory is %.3g GB/s: this copy runs at %.2fx "
+				     "it%s\n", e[8], e[9],
+				f->pageable ? ", likely from pageable host memory" :
+				isnan(e[7]) ? " over the section's time (a lower bound)" : "");
+		if (f->pageable)
+			fprintf(out, "      -> allocate the host buffer page-locked (cudaHostAlloc, cudaMallocHost, or "
+				     "cudaHostRegister on an\n         existing one): the driver then copies it directly, "
+				     "and async copies overlap with work.\n");
+		else
+			fprintf(out, "      -> pageable host memory halves copy rates and makes async copies synchronous: "
+				     "allocate with cudaHostAlloc\n         (or cudaHostRegister), and overlap copies with "
+				     "work on other streams.\n");
+		return;
+	case ANA_R_LAUNCH:
+		fprintf(out, "%.0f GPU ranges averaging %s of GPU time, each launched by %s of host time (self CPU "
+			     "time per call,\n      %.0f calls): GPU / host %.2f (trigger below %g, or ranges under %s)",
+			e[0], ana_fmt_dur(a, sizeof(a), e[3]), ana_fmt_dur(b, sizeof(b), e[5]), e[1], e[6], LAUNCH_RATIO,
+			ana_fmt_dur(d, sizeof(d), LAUNCH_SHORT_NS));
+		if (!isnan(e[7]))
+			fprintf(out, "; launch to GPU start %s", ana_fmt_dur(a, sizeof(a), e[7]));
+		fprintf(out, "\n      -> %s: fuse small kernels into fewer, larger ones, batch the\n         work "
+			     "per launch, capture the sequence in a CUDA graph (one launch), or keep work this small on "
+			     "the CPU.\n",
+			e[6] < LAUNCH_RATIO ? "the host launches about as fast as the GPU runs them"
+					    : "ranges this short pay a launch's fixed cost on the device too");
+		return;
+	case ANA_R_XFER_DOM:
+		fprintf(out, "copies take %s of its %s GPU time (%.0f%%, trigger %.0f%%), compute %s; the most "
+			     "in %s copies (%s)\n",
+			ana_fmt_dur(a, sizeof(a), e[1]), ana_fmt_dur(b, sizeof(b), e[0]), 100 * e[3], 100 * XFER_DOM_SHARE,
+			ana_fmt_dur(d, sizeof(d), e[2]), dir_key[f->cls - 1], ana_fmt_dur((char[32]){ 0 }, 32, e[3 + f->cls]));
+		if (f->cls == DIR_D2D + 1)
+			fprintf(out, "      -> device-to-device copies: work in place or swap buffers instead of copying, "
+				     "or fuse the copy into the\n         kernel that reads it.\n");
+		else
+			fprintf(out, "      -> overlap copies with compute (cudaMemcpyAsync from pinned memory on other "
+				     "streams than the kernels),\n         keep data resident on the device across "
+				     "steps, and move fewer bytes.\n");
 		return;
 	case ANA_R_GPU_IDLE:
 		fprintf(out, "busy %.0f%% of its active span %s (trigger below %g%%)", 100 * e[3],
@@ -1161,6 +1397,24 @@ static void text_finding(FILE *out, const struct ana_result *res, const struct a
 	}
 }
 
+/* The "roofs:" line's GPU part: the GPU group of the profile (ptanalyze peaks --gpu), where present. */
+static void text_gpu_roofs(FILE *out, const struct ana_peaks *p, bool fp32)
+{
+	const double pi = fp32 ? p->gpu_gflops32 : p->gpu_gflops64;
+	const double cp[4] = { p->gpu_h2d_pinned_gbps, p->gpu_h2d_pageable_gbps, p->gpu_d2h_pinned_gbps,
+			       p->gpu_d2h_pageable_gbps };
+	if (!(pi > 0) && !(p->gpu_mem_gbps > 0) && !(cp[0] > 0) && !(cp[1] > 0) && !(cp[2] > 0) && !(cp[3] > 0))
+		return;
+	char r[6][24], name[sizeof(p->gpu_name)];
+	const double v[6] = { pi, p->gpu_mem_gbps, cp[0], cp[1], cp[2], cp[3] };
+	for (int k = 0; k < 6; k++)
+		v[k] > 0 ? (void)rate_str(r[k], sizeof(r[k]), v[k]) : (void)snprintf(r[k], sizeof(r[k]), "-");
+	ana_text_safe_to(name, sizeof(name), p->gpu_name);
+	fprintf(out, "          GPU %s: %s %s GFLOP/s, memory %s GB/s; copies H2D %s / %s, D2H %s / %s GB/s "
+		     "(pinned / pageable)\n",
+		name[0] ? name : "(unnamed)", fp32 ? "FP32" : "FP64", r[0], r[1], r[2], r[3], r[4], r[5]);
+}
+
 void ana_suggest_text(FILE *out, const struct ana_result *res, const struct ana_sug *s, int top)
 {
 	const struct ana_sug_opts *o = &s->o;
@@ -1185,6 +1439,7 @@ void ana_suggest_text(FILE *out, const struct ana_result *res, const struct ana_
 			     "cores)\n",
 			ph[0] ? ph : "an unnamed host", pc[0] ? ", " : "", pc, o->fp32 ? "FP32" : "FP64", r[0], r[1],
 			r[2], r[3]);
+		text_gpu_roofs(out, p, o->fp32);
 		if (s->peaks_other_host)
 			fprintf(out, "warning:  the roofs were measured on '%s', the trace was recorded on '%s'\n", ph,
 				ana_text_safe_to(th, sizeof(th), pt_reader_info(res->rd)->host));
@@ -1237,8 +1492,9 @@ void ana_suggest_text(FILE *out, const struct ana_result *res, const struct ana_
 			s->roofline_paths, s->roofline_paths == 1 ? "" : "s");
 	if (s->roofline_gpu_paths)
 		fprintf(out, "\nroofline: %u GPU section%s declare FLOPs or bytes; their rates are over GPU time (see "
-			     "the report's GPU table),\nbut a peaks profile has no GPU roofs: they are not placed on "
-			     "the CPU's.\n",
+			     "the report's GPU table),\nbut the peaks profile has no GPU roof for what they declare: "
+			     "they are not placed on the CPU's.\nMeasure the GPU's with 'ptanalyze peaks --gpu --json "
+			     "machine.json' on the machine with the GPU.\n",
 			s->roofline_gpu_paths, s->roofline_gpu_paths == 1 ? "" : "s");
 }
 
@@ -1281,6 +1537,16 @@ int ana_suggest_json(FILE *out, const struct ana_result *res, const struct ana_s
 				  s->peaks_other_host));
 	else if (!bad)
 		bad = json_object_set_new(root, "peaks", json_null());
+	if (!bad && p) { /* the GPU group (ptanalyze peaks --gpu): added after the CPU figures */
+		json_t *pk = json_object_get(root, "peaks");
+		bad = json_object_set_new(pk, "gpu_name", p->gpu_name[0] ? ana_json_str(p->gpu_name) : json_null()) ||
+		      json_object_set_new(pk, "gpu_gflops", fig_or_null(o->fp32 ? p->gpu_gflops32 : p->gpu_gflops64)) ||
+		      json_object_set_new(pk, "gpu_gbps", fig_or_null(p->gpu_mem_gbps)) ||
+		      json_object_set_new(pk, "gpu_h2d_pinned_gbps", fig_or_null(p->gpu_h2d_pinned_gbps)) ||
+		      json_object_set_new(pk, "gpu_h2d_pageable_gbps", fig_or_null(p->gpu_h2d_pageable_gbps)) ||
+		      json_object_set_new(pk, "gpu_d2h_pinned_gbps", fig_or_null(p->gpu_d2h_pinned_gbps)) ||
+		      json_object_set_new(pk, "gpu_d2h_pageable_gbps", fig_or_null(p->gpu_d2h_pageable_gbps));
+	}
 	bad = bad || json_object_set_new(root, "roofline_paths", json_integer(s->roofline_paths)) ||
 	      json_object_set_new(root, "roofline_needs_peaks", json_boolean(s->roofline_no_peaks)) ||
 	      json_object_set_new(root, "roofline_gpu_paths", json_integer(s->roofline_gpu_paths));
@@ -1323,7 +1589,10 @@ int ana_suggest_json(FILE *out, const struct ana_result *res, const struct ana_s
 									  f->host[k].ns));
 		}
 		if (!bad && f->rule == ANA_R_ROOFLINE)
-			bad = json_object_set_new(j, "roofs", json_string(f->several_cores ? "all-cores" : "one-core"));
+			bad = json_object_set_new(j, "roofs",
+						  json_string(f->gpu_roofs ? "gpu" : f->several_cores ? "all-cores" : "one-core"));
+		if (!bad && f->rule == ANA_R_SLOW_XFER)
+			bad = json_object_set_new(j, "likely_pageable", json_boolean(f->pageable));
 		if (bad)
 			break;
 		json_t *ev = json_object(); /* last: the figures after what they are about */

@@ -37,7 +37,13 @@
  *                 all-core roof ("several cores"), and one above that too
  *                 is "above-roof" (declared bytes served from cache, or
  *                 declared FLOPs that overstate the work). Without peaks no
- *                 class is given (a note says how to measure them).
+ *                 class is given (a note says how to measure them). A GPU
+ *                 section (a path with GPU ranges of its own) is placed,
+ *                 the same way, on the GPU's roofs (ptanalyze peaks --gpu:
+ *                 FP64 or FP32 FMA and device-memory rates) with its own
+ *                 declared work over its self GPU time; without GPU roofs
+ *                 it is counted (roofline_gpu_paths) and left unclassified:
+ *                 the CPU roofs do not bound a GPU.
  *  imbalance      a path run on two threads or more whose largest
  *                 per-thread inclusive total is above imbalance_ratio times
  *                 their mean (Hatchet's max/mean load imbalance).
@@ -54,12 +60,16 @@
  *                 every figure (pyperf and hyperfine warn likewise).
  *  small-transfers at least 100 host/device transfers of one direction in
  *                 a section, averaging less than 64 KiB (the size below
- *                 which CUDA copies are latency-bound: nsys's 64 KB rule).
- *  slow-transfer  (needs link_gbps in the peaks) transfers averaging at
- *                 least 64 KiB whose bytes over the section's inclusive time
- *                 reach less than half the link's measured rate (nsys's
- *                 pageable-memory rule); a lower bound of the copy's own
- *                 rate, since the section may do other work too.
+ *                 which CUDA copies are latency-bound: nsys's 64 KB rule);
+ *                 a copy section's GPU time and rate are given.
+ *  slow-transfer  (needs link_gbps or the GPU's pinned copy rates in the
+ *                 peaks) transfers averaging at least 64 KiB whose bytes
+ *                 over the copy section's GPU time (else the section's
+ *                 inclusive time, a lower bound of the copy's own rate)
+ *                 reach less than half the link's measured (pinned) rate
+ *                 (nsys's pageable-memory rule); with the GPU's measured
+ *                 pageable rate, a GPU-time rate at most 1.25 times it is
+ *                 called likely pageable host memory.
  *  gpu-idle       a device idle for long: time utilization (union of its
  *                 ranges over its active span) below gpu_util_pct, or gaps
  *                 of at least max(gap_ms, 1% of the span) between ranges
@@ -69,6 +79,15 @@
  *                 open section of each CPU thread, by self time in the
  *                 gap), read from the trace a second time: why the device
  *                 starved, which nsys leaves to the user.
+ *  launch-bound   a GPU section with at least 100 ranges whose mean GPU
+ *                 time per range is under twice its mean self CPU time per
+ *                 occurrence (the launch: the host cannot issue kernels as
+ *                 fast as the GPU runs them) or under 10 us (small kernels,
+ *                 where the fixed cost of a launch weighs on the device).
+ *  transfer-dominated  a path whose inclusive GPU time is at least half
+ *                 copies (the time breakdown's transfer part, §3.1), other
+ *                 than a copy section with no GPU work below it (all
+ *                 transfer by definition).
  *
  * Every path rule but hot-section and cold-first (which have triggers of
  * their own) fires only on paths whose inclusive time is at least min_pct
@@ -98,6 +117,8 @@ enum ana_rule {
 	ANA_R_SMALL_XFER,
 	ANA_R_SLOW_XFER,
 	ANA_R_GPU_IDLE,
+	ANA_R_LAUNCH,    /* launch-bound */
+	ANA_R_XFER_DOM,  /* transfer-dominated */
 	ANA_R_N
 };
 /* The rule's id as printed and in JSON ("hot-section", ...). */
@@ -113,7 +134,7 @@ struct ana_sug_opts {
 	/* The trace file @res was analyzed from, read again for gpu-idle's longest gaps: which host
 	 * sections were running then (ana_finding.host). NULL: not attributed. */
 	const char *trace_path;
-	bool fp32;                     /* FLOP rates against the FP32 roofs (else FP64) */
+	bool fp32;                     /* FLOP rates against the FP32 roofs, CPU and GPU (else FP64) */
 	double min_pct;         /* [1] impact gate: inclusive time, % of the sum of thread spans */
 	double hot_self_pct;    /* [10] hot-section: self time, % of the sum of thread spans */
 	double cold_z;          /* [10] cold-first: modified z-score of the first occurrence */
@@ -177,6 +198,8 @@ struct ana_finding {
 	uint32_t thread;   /* imbalance: index of the slowest thread */
 	bool lossy;        /* the path's figures are affected by losses */
 	bool several_cores; /* roofline: compared with the all-core roofs */
+	bool gpu_roofs;    /* roofline: a GPU section placed on the GPU's roofs (rates over its GPU time) */
+	bool pageable;     /* slow-transfer: at or below the measured pageable rate (likely pageable memory) */
 	double stake_ns;   /* the time at stake (rank key; its definition per rule in §9) */
 	double ev[ANA_SUG_EV]; /* evidence, named by ana_evidence_key(rule, i); unused ones NaN */
 	/* gpu-idle with trace_path and a gap: the longest gap [gap_ticks[0], gap_ticks[1]), the largest
@@ -199,7 +222,8 @@ struct ana_sug {
 	uint64_t left_out[ANA_R_N]; /* findings of each rule past ANA_SUG_MAX_PER_RULE */
 	uint32_t roofline_paths;    /* paths that declare FLOPs or bytes (and pass the gate) */
 	bool roofline_no_peaks;     /* some did, but no peaks were given */
-	uint32_t roofline_gpu_paths; /* of roofline_paths, GPU sections: no GPU roofs to place them on */
+	uint32_t roofline_gpu_paths; /* of roofline_paths, GPU sections left unclassified: no GPU roof for
+				      * what they declare (the peaks have no GPU figures, or no peaks) */
 	bool peaks_other_host;      /* the peaks were measured on another host than the trace's */
 	struct ana_sug_opts o;      /* the triggers used, defaults filled in */
 };
