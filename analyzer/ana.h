@@ -281,6 +281,14 @@ struct ana_agg;
  * sums of its outermost paths only (recursion-safe, §2). Allocation
  * failures are noted (ana_nomem_note()). */
 void ana_gpu_breakdown_tree(struct ana_tree *t);
+/* ana_gpu_timed_part() - The part of @v (work a row's own occurrences
+ * declared: FLOPs, bytes, transfer bytes) that belongs to its occurrences
+ * with a GPU range: @v x ranges / occurrences, assuming each occurrence
+ * declares the same (exact when all are timed, the usual case). GPU rates
+ * divide this by the ranges' time, so an occurrence whose GPU half was
+ * dropped (pool empty, capture, error: counted) does not inflate them
+ * (doc/analyzer-output.md §3.1). */
+uint64_t ana_gpu_timed_part(const struct ana_agg *a, uint64_t v);
 void ana_gpu_breakdown_flat(const struct ana_tree *t, struct ana_agg *flat, uint32_t nflat);
 
 /* Hot fields (touched by every END) first; metric and transfer sums after. */

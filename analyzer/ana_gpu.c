@@ -743,6 +743,16 @@ bool ana_counter_is_bytes(const struct ana_result *res, const struct ana_thread 
 
 /* ---------------------------------------------------------------- breakdown (after the pass) */
 
+uint64_t ana_gpu_timed_part(const struct ana_agg *a, uint64_t v)
+{
+	const uint64_t timed = a->gpu ? a->gpu->self.count : 0;
+	if (!v || timed >= a->count)
+		return v;
+	/* v * timed / count without overflow: timed < count, so the result
+	 * fits; a double's 53 bits are exact below 2^53 and within 2^-52 above */
+	return (uint64_t)((double)v * ((double)timed / (double)a->count));
+}
+
 /* Adds @s's inclusive breakdown sums into @d. */
 static void breakdown_add(struct ana_gpu *d, const struct ana_gpu *s)
 {
@@ -775,12 +785,12 @@ void ana_gpu_breakdown_tree(struct ana_tree *t)
 		if (g->self.count) { /* a GPU section: its own part */
 			bool copy = false;
 			for (int k = 0; k < ANA_NMETRIC; k++)
-				ANA_SAT_ADD(g->work[k], a->metric_self[k]);
+				ANA_SAT_ADD(g->work[k], ana_gpu_timed_part(a, a->metric_self[k]));
 			for (int k = 0; k < ANA_DIRS; k++)
 				if (a->xfer_self[k]) {
 					copy = true;
 					ANA_SAT_ADD(g->copy_dir_ns[k], g->self.total_ns);
-					ANA_SAT_ADD(g->copy_dir_bytes[k], a->xfer_self[k]);
+					ANA_SAT_ADD(g->copy_dir_bytes[k], ana_gpu_timed_part(a, a->xfer_self[k]));
 				}
 			if (copy)
 				ANA_SAT_ADD(g->copy_ns, g->self.total_ns);

@@ -55,8 +55,9 @@ static void ana_row_gpu(const struct ana_result *res, const struct ana_agg *a, s
 	if (!g)
 		return;
 	const uint64_t self = g->self.total_ns, incl = g->incl_total_ns;
-	w->gpu_self_gbps = gpu_rate(ana_sat_add(a->metric_self[ANA_READ], a->metric_self[ANA_WRITTEN]), self);
-	w->gpu_self_gflops = gpu_rate(a->metric_self[ANA_FLOPS], self);
+	w->gpu_self_gbps = gpu_rate(ana_gpu_timed_part(a, ana_sat_add(a->metric_self[ANA_READ],
+								       a->metric_self[ANA_WRITTEN])), self);
+	w->gpu_self_gflops = gpu_rate(ana_gpu_timed_part(a, a->metric_self[ANA_FLOPS]), self);
 	w->gpu_gbps = gpu_rate(ana_sat_add(g->work[ANA_READ], g->work[ANA_WRITTEN]), incl);
 	w->gpu_gflops = gpu_rate(g->work[ANA_FLOPS], incl);
 	for (int d = 0; d < ANA_DIRS; d++)

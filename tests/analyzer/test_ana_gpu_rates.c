@@ -345,6 +345,58 @@ static void test_outputs_agree(void **state)
 	free(js);
 }
 
+/* Four occurrences of gemm, each declaring 9e6 FLOPs; only the first and
+ * the third have a GPU range (2 ms each), the other GPU halves dropped. */
+static void write_trace_dropped(const char *path)
+{
+	const struct fmt_writer_hdr hd = {
+		.clock_source = PT_CLOCK_TSC, .pid = 4243, .start_ticks = T0, .start_mono_ns = T0, .start_real_ns = REAL_NS,
+		.process_name = "rates-test", .host = "testhost", .cmdline = "rates-test", .recorder_version = "ptz-test 1",
+	};
+	struct tb b;
+	tb_start(&b, path, &hd);
+	for (uint32_t id = 1; id < NIDS; id++)
+		assert_int_equal(fmt_enc_string(&b.e, id, 0, names[id], strlen(names[id])), 0);
+	assert_int_equal(fmt_enc_thread(&b.e, 0, 300, T0, 0, "main", 4), 0);
+	assert_int_equal(fmt_enc_thread(&b.e, 1, 301, T0, 0, PT_FMT_GPU_THREAD_NAME, strlen(PT_FMT_GPU_THREAD_NAME)),
+			 0);
+	assert_int_equal(fmt_enc_clock(&b.e, 0, 0, REAL_NS - T0, 1), 0);
+	tb_flush(&b, FMT_CHUNK_META, PT_FMT_META_THREAD);
+	struct fmt_enc *e = &b.e;
+	for (uint64_t k = 0; k < 4; k++) {
+		const uint64_t t = T0 + k * 10000000;
+		if (k % 2 == 0)
+			assert_int_equal(fmt_enc_lp5(e, PT_REC_GPU_LAUNCH, ID_GEMM, 0, S1, k + 1, t), 0);
+		fmt_enc_begin(e, t, ID_GEMM);
+		fmt_enc_metric(e, PT_METRIC_FLOPS, 9000000);
+		fmt_enc_end(e, t + 10000, ID_GEMM);
+	}
+	tb_flush(&b, FMT_CHUNK_EVENTS, 0);
+	for (uint64_t k = 0; k < 4; k += 2) {
+		const uint64_t t = T0 + k * 10000000;
+		assert_int_equal(fmt_enc_gpu_range(e, ID_GEMM, 0, t + 20000, t + 2020000, t, k + 1, S1), 0);
+	}
+	tb_flush(&b, FMT_CHUNK_EVENTS, 1);
+	tb_close(&b);
+}
+
+/* GPU halves dropped: the rates count the timed occurrences' work only
+ * (2 x 9e6 FLOPs over 4 ms = 4.5 GFLOP/s, not 36e6 over 4 ms = 9). */
+static void test_rates_dropped_halves(void **state)
+{
+	(void)state;
+	void *st = NULL;
+	assert_int_equal(ana_fixture_setup(&st, "gpu-rates-dropped.ptz", write_trace_dropped), 0);
+	const struct ana_result *res = &((struct ana_fixture *)st)->res;
+	struct ana_row w;
+	ana_row_compute(res, row_at(res, "gemm"), &w);
+	assert_int_equal(w.a->count, 4);
+	assert_int_equal(w.a->gpu->self.count, 2);
+	assert_true(near(w.gpu_self_gflops, 4.5));
+	assert_true(near(w.gpu_gflops, 4.5));
+	ana_fixture_teardown(&st);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -353,6 +405,7 @@ int main(void)
 		cmocka_unit_test(test_bottlenecks_rank_gpu),
 		cmocka_unit_test(test_suggest_occupied),
 		cmocka_unit_test(test_outputs_agree),
+		cmocka_unit_test(test_rates_dropped_halves),
 	};
 	return cmocka_run_group_tests(tests, setup, ana_fixture_teardown);
 }
