@@ -46,6 +46,12 @@
  *   PTZ_FLUSH_MS    the flush interval: records are in the file within it
  *                   (pt_options.flush_interval_ms).
  *   PTZ_CLOCK       "monotonic" forces clock_gettime(CLOCK_MONOTONIC) ticks.
+ *   PTZ_RSS_MS      period in ms of the process RSS samples (default 100; 0 =
+ *                   none): the flusher thread ("ptz-flusher") reads
+ *                   /proc/self/statm and records the counter "process RSS"
+ *                   in bytes, while recording is enabled. A failed read is
+ *                   skipped, never reported to the program. Values above
+ *                   3,600,000 (an hour) are clamped.
  * Explicit struct pt_options fields win over the environment.
  */
 #ifndef PTZ_RECORDER_H
@@ -442,6 +448,10 @@ PT_API void pt_transfer(pt_recorder *r, uint64_t bytes, enum pt_direction dir);
  * @value: sample, signed.
  * Context: as pt_begin() (one tick read, two record slots). Not recorded,
  *          and not counted, while recording is disabled (pt_set_enabled()).
+ * Units: a counter whose name ends in " (bytes)" (e.g. "torch allocated
+ *          (bytes)", a framework's own allocator figure) holds bytes: the
+ *          analyzer then shows it per section like the process RSS
+ *          (doc/analyzer-output.md §3.4). Other counters have no unit.
  */
 PT_API void pt_counter(pt_recorder *r, uint32_t id, int64_t value);
 
