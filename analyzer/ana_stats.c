@@ -624,6 +624,8 @@ void ana_agg_merge(struct ana_agg *d, const struct ana_agg *s, uint64_t *rng)
 		d->gpu->incl_count += s->gpu->incl_count;
 		ANA_SAT_ADD(d->gpu->incl_total_ns, s->gpu->incl_total_ns);
 	}
+	if (unlikely_(s->mem != NULL)) /* memory per section (ana_mem.c) */
+		ana_mem_merge(d, s);
 }
 
 void ana_agg_free(struct ana_agg *a)
@@ -635,6 +637,8 @@ void ana_agg_free(struct ana_agg *a)
 		free(a->gpu);
 		a->gpu = NULL;
 	}
+	free(a->mem);
+	a->mem = NULL;
 }
 
 void ana_gpu_dist_add(struct ana_gpu_dist *d, uint64_t dur_ns, int64_t lat_ns)
