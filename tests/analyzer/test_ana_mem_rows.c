@@ -1,0 +1,138 @@
+/*
+ * tests/analyzer/test_ana_mem_rows.c - memory per section against a
+ * scripted "process RSS" series (doc/analyzer-output.md §3.4).
+ *
+ * Invariants covered:
+ *  - begin = the last sample at or before the BEGIN (the first sample when
+ *    none precedes it), end = the last at or before the END, peak = the
+ *    largest sample from the begin one to the end one, on another thread
+ *    than the samples (attribution by time);
+ *  - an occurrence ending before the first sample is not measured (null in
+ *    JSON, empty in CSV); row figures: mean begin/end/change, total change,
+ *    largest peak;
+ *  - a pt_counter() named "... (bytes)" is a memory series too;
+ *  - the flusher thread is left out of the sum of thread spans.
+ */
+#include "tests/analyzer/ana_test_util.h"
+
+enum { S_RSS = 1, S_GROW, S_FLAT, S_EARLY, S_STRADDLE, S_TORCH };
+
+static void write_trace(const char *path)
+{
+	struct fmt_writer_hdr hd = { .clock_source = PT_CLOCK_MONOTONIC, .pid = 1, .process_name = "mem" };
+	struct tb b;
+	tb_start(&b, path, &hd);
+	static const char *const names[] = { "", "process RSS", "grow", "flat", "early", "straddle", "torch (bytes)" };
+	for (uint32_t i = 1; i < PT_ARRAY_SIZE(names); i++)
+		fmt_enc_string(&b.e, i, 0, names[i], strlen(names[i]));
+	fmt_enc_thread(&b.e, 0, 10, 0, 0, "main", 4);
+	fmt_enc_thread(&b.e, 1, 11, 0, 0, PT_FMT_FLUSHER_THREAD_NAME, strlen(PT_FMT_FLUSHER_THREAD_NAME));
+	tb_flush(&b, FMT_CHUNK_META, PT_FMT_META_THREAD);
+	/* the flusher's samples: t = 100, 200 ... 500 */
+	static const int64_t rss[] = { 1000, 5000, 3000, 3000, 2000 };
+	for (int i = 0; i < 5; i++)
+		fmt_enc_counter(&b.e, 100 * (uint64_t)(i + 1), S_RSS, rss[i]);
+	tb_flush(&b, FMT_CHUNK_EVENTS, 1);
+	fmt_enc_begin(&b.e, 10, S_EARLY); /* before the first sample: not measured */
+	fmt_enc_end(&b.e, 50, S_EARLY);
+	fmt_enc_begin(&b.e, 60, S_STRADDLE); /* begins before the first sample: begin = the first */
+	fmt_enc_counter(&b.e, 120, S_TORCH, 10); /* the program's own, on its own thread */
+	fmt_enc_end(&b.e, 150, S_STRADDLE);
+	fmt_enc_begin(&b.e, 150, S_GROW); /* 1000 -> 3000, peak 5000 */
+	fmt_enc_counter(&b.e, 320, S_TORCH, 70);
+	fmt_enc_end(&b.e, 350, S_GROW);
+	fmt_enc_begin(&b.e, 410, S_FLAT); /* no sample inside: 3000 throughout */
+	fmt_enc_end(&b.e, 420, S_FLAT);
+	fmt_enc_begin(&b.e, 450, S_GROW); /* 3000 -> 2000, peak 3000 */
+	fmt_enc_end(&b.e, 550, S_GROW);
+	tb_flush(&b, FMT_CHUNK_EVENTS, 0);
+	tb_close(&b);
+}
+
+static const struct ana_agg *flat_row(const struct ana_result *res, uint32_t id)
+{
+	assert_true(id < res->nnames);
+	return &res->by_name[id];
+}
+
+static void test_mem_rows_scripted(void **state)
+{
+	struct ana_result *res = &((struct ana_fixture *)*state)->res;
+	assert_int_equal(res->nmem, 2);
+	uint32_t s = ana_mem_rss(res);
+	assert_int_equal(s, 0);
+	assert_int_equal(res->mem[s].n, 5);
+	assert_int_equal(res->mem[s].period_ns, 100);
+	struct ana_mem_fig f;
+	assert_true(ana_mem_fig(flat_row(res, S_GROW), s, &f));
+	assert_int_equal(f.n, 2);
+	assert_true(f.begin == 2000.0 && f.end == 2500.0);
+	assert_true(f.delta == 500.0 && f.delta_total == 1000.0);
+	assert_int_equal(f.peak, 5000);
+	assert_int_equal(f.dmin, -1000);
+	assert_int_equal(f.dmax, 2000);
+	assert_true(ana_mem_fig(flat_row(res, S_FLAT), s, &f));
+	assert_true(f.begin == 3000.0 && f.end == 3000.0 && f.delta == 0.0);
+	assert_int_equal(f.peak, 3000);
+	assert_true(ana_mem_fig(flat_row(res, S_STRADDLE), s, &f));
+	assert_true(f.begin == 1000.0 && f.end == 1000.0);
+	assert_false(ana_mem_fig(flat_row(res, S_EARLY), s, &f));
+	/* the program's own byte counter: 10 at 120, 70 at 320 */
+	assert_true(ana_mem_fig(flat_row(res, S_GROW), 1, &f));
+	assert_int_equal(f.n, 2);
+	assert_true(f.begin == 40.0 && f.end == 70.0); /* (10 + 70) / 2, (70 + 70) / 2 */
+	assert_int_equal(f.peak, 70);
+	/* the flusher runs no sections: its span is not in the share denominator */
+	assert_int_equal(res->thread_span_sum_ns, 540);
+}
+
+static void test_mem_outputs(void **state)
+{
+	struct ana_result *res = &((struct ana_fixture *)*state)->res;
+	struct ana_report_opts o = { .thread = -1, .flat = true };
+	char *txt = ana_test_report(res, &o);
+	assert_non_null(strstr(txt, "Memory by name: process RSS, 5 samples"));
+	assert_non_null(strstr(txt, "Memory by name: torch (bytes)"));
+	free(txt);
+	char *csv = ana_test_output(ANA_OUT_CSV, res, &o);
+	assert_non_null(strstr(csv, ",rss_occurrences,rss_begin_bytes,rss_end_bytes,rss_delta_bytes,"));
+	assert_non_null(strstr(csv, ",2,2000,2500,500,1000,-1000,2000,5000\n")); /* grow */
+	assert_non_null(strstr(csv, ",0,,,,,,,\n"));                          /* early: not measured */
+	free(csv);
+	char *js = ana_test_output(ANA_OUT_JSON, res, &o);
+	json_error_t je;
+	json_t *j = json_loads(js, 0, &je);
+	assert_non_null(j);
+	json_t *flat = jget(j, "flat");
+	size_t i;
+	json_t *row;
+	int seen = 0;
+	json_array_foreach(flat, i, row)
+	{
+		const char *n = json_string_value(jget(row, "name"));
+		if (strcmp(n, "grow") == 0) {
+			assert_int_equal(jint(row, "rss_peak_bytes"), 5000);
+			assert_true(json_real_value(jget(row, "rss_delta_bytes")) == 500.0);
+			assert_int_equal(json_array_size(jget(row, "memory")), 2);
+			seen++;
+		} else if (strcmp(n, "early") == 0) {
+			assert_true(json_is_null(jget(row, "rss_begin_bytes")));
+			seen++;
+		}
+	}
+	assert_int_equal(seen, 2);
+	assert_int_equal(json_array_size(jget(j, "memory_series")), 2);
+	json_decref(j);
+	free(js);
+}
+
+static int setup(void **state) { return ana_fixture_setup(state, "mem-rows.ptz", write_trace); }
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_mem_rows_scripted),
+		cmocka_unit_test(test_mem_outputs),
+	};
+	return cmocka_run_group_tests(tests, setup, ana_fixture_teardown);
+}
