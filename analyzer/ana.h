@@ -326,7 +326,7 @@ struct ana_thread {
 	uint32_t ninstants;         /* entries in @instants */
 };
 
-/* ---- memory per section (ana_mem.c; doc/analyzer-output.md §3.4) ----
+/* ---- memory per section (ana_mem.c; doc/analyzer-output.md §3.5) ----
  *
  * A memory series is a counter in bytes (ana_counter_is_bytes()): the
  * recorder's "process RSS" (flusher, or the CUDA thread of older traces),

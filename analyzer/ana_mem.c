@@ -1,7 +1,7 @@
 /*
  * analyzer/ana_mem.c - memory per section: each kept occurrence of a
  * section measured against the memory series (counters in bytes) by time
- * (doc/analyzer-output.md §3.4; the definitions are in ana.h).
+ * (doc/analyzer-output.md §3.5; the definitions are in ana.h).
  *
  * The series are read before the pass (ana_mem_prepass()): a process's
  * RSS is sampled on the flusher thread while its sections run on the

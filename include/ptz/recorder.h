@@ -451,7 +451,7 @@ PT_API void pt_transfer(pt_recorder *r, uint64_t bytes, enum pt_direction dir);
  * Units: a counter whose name ends in " (bytes)" (e.g. "torch allocated
  *          (bytes)", a framework's own allocator figure) holds bytes: the
  *          analyzer then shows it per section like the process RSS
- *          (doc/analyzer-output.md §3.4). Other counters have no unit.
+ *          (doc/analyzer-output.md §3.5). Other counters have no unit.
  */
 PT_API void pt_counter(pt_recorder *r, uint32_t id, int64_t value);
 

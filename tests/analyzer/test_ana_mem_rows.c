@@ -1,6 +1,6 @@
 /*
  * tests/analyzer/test_ana_mem_rows.c - memory per section against a
- * scripted "process RSS" series (doc/analyzer-output.md §3.4).
+ * scripted "process RSS" series (doc/analyzer-output.md §3.5).
  *
  * Invariants covered:
  *  - begin = the last sample at or before the BEGIN (the first sample when
