@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "analyzer/ana.h"
+#include "analyzer/ana_compare.h"
 #include "analyzer/ana_pass.h"
 #include "trace-format/fmt_internal.h"
 
@@ -547,4 +548,105 @@ json_t *ana_mem_json_series(const struct ana_result *res)
 		json_array_append_new(arr, o);
 	}
 	return arr;
+}
+
+/* ---------------------------------------------------------------- compare */
+
+struct mem_cmp_item {
+	size_t row;
+	double key; /* |total change new - base| */
+};
+
+static int cmp_mci(const void *a, const void *b)
+{
+	const struct mem_cmp_item *x = a, *y = b;
+	if (x->key != y->key)
+		return x->key < y->key ? 1 : -1;
+	return (x->row > y->row) - (x->row < y->row);
+}
+
+/* Figures of RSS series @s of merged node @node of @res (none for UINT32_MAX). */
+static bool node_fig(const struct ana_result *res, uint32_t s, uint32_t node, struct ana_mem_fig *f)
+{
+	if (s == UINT32_MAX || node == UINT32_MAX) {
+		memset(f, 0, sizeof(*f));
+		return false;
+	}
+	return ana_mem_fig(&res->merged.n[node].agg, s, f);
+}
+
+void ana_mem_compare_text(FILE *out, const struct ana_result *base, const struct ana_result *nw,
+			  const struct ana_cmp *c, int top)
+{
+	const uint32_t sb = ana_mem_rss(base), sn = ana_mem_rss(nw);
+	if (sb == UINT32_MAX && sn == UINT32_MAX)
+		return;
+	char b[4][32];
+	fprintf(out, "\nMemory (process RSS; sampled, doc/analyzer-output.md §3.5):\n  peak RSS: %s -> %s",
+		sb == UINT32_MAX ? "-" : fmt_bytes(b[0], 32, (double)base->mem[sb].max, false),
+		sn == UINT32_MAX ? "-" : fmt_bytes(b[1], 32, (double)nw->mem[sn].max, false));
+	if (sb != UINT32_MAX && sn != UINT32_MAX)
+		fprintf(out, " (%s)", fmt_bytes(b[2], 32, (double)nw->mem[sn].max - (double)base->mem[sb].max, true));
+	fputc('\n', out);
+	struct mem_cmp_item *it = malloc((c->nrows ? c->nrows : 1) * sizeof(*it));
+	if (!it)
+		return;
+	size_t n = 0;
+	for (size_t i = 0; i < c->nrows; i++) {
+		struct ana_mem_fig fb, fn;
+		bool hb = node_fig(base, sb, c->rows[i].base_node, &fb), hn = node_fig(nw, sn, c->rows[i].new_node, &fn);
+		if (hb || hn)
+			it[n++] = (struct mem_cmp_item){ i, fabs(fn.delta_total - fb.delta_total) };
+	}
+	qsort(it, n, sizeof(*it), cmp_mci);
+	size_t shown = top > 0 && (size_t)top < n ? (size_t)top : n < 20 ? n : 20;
+	if (shown)
+		fprintf(out, "  %-26s %-26s %-26s %s\n", "change per occurrence", "total change", "peak", "path");
+	char *buf = NULL;
+	size_t cap = 0;
+	for (size_t j = 0; j < shown; j++) {
+		const struct ana_cmp_row *r = &c->rows[it[j].row];
+		struct ana_mem_fig fb, fn;
+		bool hb = node_fig(base, sb, r->base_node, &fb), hn = node_fig(nw, sn, r->new_node, &fn);
+		char d1[64], d2[64], d3[64];
+		snprintf(d1, sizeof(d1), "%s -> %s", hb ? fmt_bytes(b[0], 32, fb.delta, true) : "-",
+			 hn ? fmt_bytes(b[1], 32, fn.delta, true) : "-");
+		snprintf(d2, sizeof(d2), "%s -> %s", hb ? fmt_bytes(b[0], 32, fb.delta_total, true) : "-",
+			 hn ? fmt_bytes(b[1], 32, fn.delta_total, true) : "-");
+		snprintf(d3, sizeof(d3), "%s -> %s", hb ? fmt_bytes(b[0], 32, (double)fb.peak, false) : "-",
+			 hn ? fmt_bytes(b[1], 32, (double)fn.peak, false) : "-");
+		const bool in_b = r->base_node != UINT32_MAX;
+		const struct ana_result *res = in_b ? base : nw;
+		const char *path = ana_path_short(res, &res->merged, in_b ? r->base_node : r->new_node, &buf, &cap);
+		fprintf(out, "  %-26s %-26s %-26s %s\n", d1, d2, d3, ana_text_safe(path ? path : "?"));
+	}
+	if (shown < n)
+		fprintf(out, "  ... and %zu more (--top)\n", n - shown);
+	free(buf);
+	free(it);
+}
+
+json_t *ana_mem_compare_json(const struct ana_result *base, const struct ana_result *nw, const struct ana_cmp *c)
+{
+	const uint32_t sb = ana_mem_rss(base), sn = ana_mem_rss(nw);
+	json_t *o = json_object(), *rows = json_array();
+	json_object_set_new(o, "peak_rss_base_bytes", sb == UINT32_MAX ? json_null() : json_integer(base->mem[sb].max));
+	json_object_set_new(o, "peak_rss_new_bytes", sn == UINT32_MAX ? json_null() : json_integer(nw->mem[sn].max));
+	for (size_t i = 0; i < c->nrows; i++) {
+		struct ana_mem_fig fb, fn;
+		bool hb = node_fig(base, sb, c->rows[i].base_node, &fb), hn = node_fig(nw, sn, c->rows[i].new_node, &fn);
+		if (!hb && !hn)
+			continue;
+		json_t *r = json_object();
+		json_object_set_new(r, "row", json_integer((json_int_t)i)); /* index into "rows" */
+		json_object_set_new(r, "rss_delta_base_bytes", hb ? jreal(fb.delta) : json_null());
+		json_object_set_new(r, "rss_delta_new_bytes", hn ? jreal(fn.delta) : json_null());
+		json_object_set_new(r, "rss_delta_total_base_bytes", hb ? jreal(fb.delta_total) : json_null());
+		json_object_set_new(r, "rss_delta_total_new_bytes", hn ? jreal(fn.delta_total) : json_null());
+		json_object_set_new(r, "rss_peak_base_bytes", hb ? json_integer(fb.peak) : json_null());
+		json_object_set_new(r, "rss_peak_new_bytes", hn ? json_integer(fn.peak) : json_null());
+		json_array_append_new(rows, r);
+	}
+	json_object_set_new(o, "rows", rows);
+	return o;
 }

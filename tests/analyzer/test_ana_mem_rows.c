@@ -14,10 +14,11 @@
  *  - the flusher thread is left out of the sum of thread spans.
  */
 #include "tests/analyzer/ana_test_util.h"
+#include "analyzer/ana_compare.h"
 
 enum { S_RSS = 1, S_GROW, S_FLAT, S_EARLY, S_STRADDLE, S_TORCH };
 
-static void write_trace(const char *path)
+static void write_scaled(const char *path, int64_t k)
 {
 	struct fmt_writer_hdr hd = { .clock_source = PT_CLOCK_MONOTONIC, .pid = 1, .process_name = "mem" };
 	struct tb b;
@@ -31,7 +32,7 @@ static void write_trace(const char *path)
 	/* the flusher's samples: t = 100, 200 ... 500 */
 	static const int64_t rss[] = { 1000, 5000, 3000, 3000, 2000 };
 	for (int i = 0; i < 5; i++)
-		fmt_enc_counter(&b.e, 100 * (uint64_t)(i + 1), S_RSS, rss[i]);
+		fmt_enc_counter(&b.e, 100 * (uint64_t)(i + 1), S_RSS, k * rss[i]);
 	tb_flush(&b, FMT_CHUNK_EVENTS, 1);
 	fmt_enc_begin(&b.e, 10, S_EARLY); /* before the first sample: not measured */
 	fmt_enc_end(&b.e, 50, S_EARLY);
@@ -48,6 +49,8 @@ static void write_trace(const char *path)
 	tb_flush(&b, FMT_CHUNK_EVENTS, 0);
 	tb_close(&b);
 }
+
+static void write_trace(const char *path) { write_scaled(path, 1); }
 
 static const struct ana_agg *flat_row(const struct ana_result *res, uint32_t id)
 {
@@ -126,6 +129,42 @@ static void test_mem_outputs(void **state)
 	free(js);
 }
 
+/* compare: peak RSS 5000 -> 10000 bytes, grow's total change 1000 -> 2000 */
+static void test_mem_compare(void **state)
+{
+	struct ana_result *base = &((struct ana_fixture *)*state)->res, nw;
+	const char *path = tu_path("mem-rows-2x.ptz");
+	write_scaled(path, 2);
+	const struct ana_options o = { .thread = -1 };
+	ana_test_run(path, &o, &nw);
+	struct ana_cmp c;
+	struct ana_cmp_opts co = { 0 };
+	assert_int_equal(ana_compare(base, &nw, &co, &c), 0);
+	char *txt = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&txt, &len);
+	ana_compare_text(f, base, &nw, &c, 0);
+	fclose(f);
+	assert_non_null(strstr(txt, "peak RSS: 4.88 KiB -> 9.77 KiB (+4.88 KiB)"));
+	assert_non_null(strstr(txt, "+1000 B -> +1.95 KiB"));
+	free(txt);
+	f = open_memstream(&txt, &len);
+	assert_int_equal(ana_compare_json(f, base, &nw, &c), 0);
+	fclose(f);
+	json_error_t je;
+	json_t *j = json_loads(txt, 0, &je);
+	assert_non_null(j);
+	json_t *m = jget(j, "memory");
+	assert_int_equal(jint(m, "peak_rss_base_bytes"), 5000);
+	assert_int_equal(jint(m, "peak_rss_new_bytes"), 10000);
+	assert_true(json_array_size(jget(m, "rows")) > 0);
+	json_decref(j);
+	free(txt);
+	ana_compare_free(&c);
+	ana_result_free(&nw);
+	unlink(path);
+}
+
 static int setup(void **state) { return ana_fixture_setup(state, "mem-rows.ptz", write_trace); }
 
 int main(void)
@@ -133,6 +172,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_mem_rows_scripted),
 		cmocka_unit_test(test_mem_outputs),
+		cmocka_unit_test(test_mem_compare),
 	};
 	return cmocka_run_group_tests(tests, setup, ana_fixture_teardown);
 }
