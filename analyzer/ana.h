@@ -255,7 +255,33 @@ void ana_gpu_dist_merge(struct ana_gpu_dist *dst, const struct ana_gpu_dist *src
 struct ana_gpu {
 	struct ana_gpu_dist self;
 	uint64_t incl_count, incl_total_ns;
+	/*
+	 * Inclusive over the row's subtree, summed after the pass by
+	 * ana_gpu_breakdown_tree()/_flat() (doc/analyzer-output.md §3.1): a
+	 * "GPU section" is a row with ranges of its own (self.count > 0), a
+	 * "copy section" one of those that declared transfer bytes itself.
+	 * @work: metrics declared by the GPU sections themselves (their
+	 * metric_self), the numerator of the inclusive GPU rates, so that
+	 * bytes a CPU section declares are never divided by GPU time;
+	 * @copy_ns: GPU time of the copy sections (the breakdown's transfer
+	 * time), by direction in @copy_dir_ns (a section that declared two
+	 * directions counts in both) with their bytes in @copy_dir_bytes;
+	 * @launch_ns: self CPU time of the GPU sections (launch overhead).
+	 */
+	uint64_t work[ANA_NMETRIC];
+	uint64_t copy_ns, copy_dir_ns[ANA_DIRS], copy_dir_bytes[ANA_DIRS];
+	uint64_t launch_ns;
 };
+struct ana_tree;
+struct ana_agg;
+/* ana_gpu_breakdown_tree() - Fills the inclusive breakdown sums of struct
+ * ana_gpu for every row of @t (children are numbered after their parent:
+ * one reverse sweep). ana_gpu_breakdown_flat() - the same for the flat
+ * rows @flat[0..@nflat) of tree @t's thread: a name adds the inclusive
+ * sums of its outermost paths only (recursion-safe, §2). Allocation
+ * failures are noted (ana_nomem_note()). */
+void ana_gpu_breakdown_tree(struct ana_tree *t);
+void ana_gpu_breakdown_flat(const struct ana_tree *t, struct ana_agg *flat, uint32_t nflat);
 
 /* Hot fields (touched by every END) first; metric and transfer sums after. */
 struct ana_agg {
@@ -637,11 +663,43 @@ struct ana_row {
 	/* GPU (a->gpu != NULL): self distribution, and inclusive GPU time / inclusive CPU time */
 	uint64_t gpu_p50, gpu_p99;
 	double gpu_mean, gpu_lat_mean, gpu_over_cpu;
+	/*
+	 * Rates over GPU time (doc/analyzer-output.md §3.1), NAN where the
+	 * time is 0 or the row declares nothing (never infinite):
+	 * gpu_self_*: the row's own metric_self over its self GPU time;
+	 * gpu_gbps/gpu_gflops: the GPU sections' declared work in the
+	 * subtree (ana_gpu.work) over the inclusive GPU time;
+	 * gpu_xfer_gbps[d]: the copy sections' bytes of direction d over
+	 * their GPU time (copy_dir_bytes / copy_dir_ns).
+	 */
+	double gpu_self_gbps, gpu_self_gflops, gpu_gbps, gpu_gflops;
+	double gpu_xfer_gbps[ANA_DIRS];
+	/* Time breakdown (§3.1): CPU = total_ns; GPU = inclusive GPU time
+	 * summed over streams; transfer = copy_ns (part of GPU); compute =
+	 * GPU - transfer; launch = launch_ns (part of CPU). */
+	uint64_t bd_cpu_ns, bd_gpu_ns, bd_copy_ns, bd_compute_ns, bd_launch_ns;
+	/* ana_occupied_ns() of the row: what rankings and stakes use */
+	uint64_t occupied_ns;
 };
 void ana_row_compute(const struct ana_result *res, const struct ana_agg *a, struct ana_row *row);
+/*
+ * ana_gpu_busy_ns() - The instrumented GPU busy time: the sum over
+ * devices of the union of their ranges (ana_gpu_device.busy_ns). 0
+ * without GPU ranges.
+ * ana_occupied_ns() - The time row @a occupies, the one rule that every
+ * ranking (--bottlenecks, the report's --sort self) and the suggest
+ * rules' stakes use (doc/analyzer-output.md §3.1): max(self CPU time,
+ * self GPU time), the self GPU time capped at ana_gpu_busy_ns() (ranges
+ * summed over streams may exceed what the device was busy), so the
+ * figure never exceeds the CPU or GPU time it is a part of. A CPU
+ * section's is its self time.
+ */
+uint64_t ana_gpu_busy_ns(const struct ana_result *res);
+uint64_t ana_occupied_ns(const struct ana_result *res, const struct ana_agg *a);
 
 /* ---- outputs ---- */
-enum ana_sort { ANA_SORT_TIME, ANA_SORT_SELF, ANA_SORT_FLOPS, ANA_SORT_COUNT, ANA_SORT_NAME };
+/* ANA_SORT_OCCUPIED: by ana_occupied_ns() (--bottlenecks; not a --sort key) */
+enum ana_sort { ANA_SORT_TIME, ANA_SORT_SELF, ANA_SORT_FLOPS, ANA_SORT_COUNT, ANA_SORT_NAME, ANA_SORT_OCCUPIED };
 struct ana_report_opts {
 	enum ana_sort sort;
 	int top;        /* 0 = all */

@@ -1263,7 +1263,11 @@ static int run_pass(const char *path, const struct ana_options *opt, struct ana_
 		ANA_SAT_ADD(res->misuse_errors, th->misuse_errors);
 		for (uint32_t n = 0; n < th->tree.count; n++)
 			finish_agg(&c, &th->tree.n[n].agg);
+		if (res->has_gpu) /* before the merges: the merged tree and flat rows sum these */
+			ana_gpu_breakdown_tree(&th->tree);
 		flat_from_tree(&c, &th->tree, ts);
+		if (res->has_gpu)
+			ana_gpu_breakdown_flat(&th->tree, ts->flat, ts->nflat);
 	}
 	ANA_SAT_ADD(res->lost_records, res->process_lost_records);
 	if (res->start_ns == UINT64_MAX)

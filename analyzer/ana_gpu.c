@@ -731,3 +731,105 @@ const char *ana_gpu_errc_name(uint32_t code)
 		       ? names[code - ANA_GPU_ERRC_FIRST]
 		       : NULL;
 }
+
+/* ---------------------------------------------------------------- breakdown (after the pass) */
+
+/* Adds @s's inclusive breakdown sums into @d. */
+static void breakdown_add(struct ana_gpu *d, const struct ana_gpu *s)
+{
+	for (int k = 0; k < ANA_NMETRIC; k++)
+		ANA_SAT_ADD(d->work[k], s->work[k]);
+	for (int k = 0; k < ANA_DIRS; k++) {
+		ANA_SAT_ADD(d->copy_dir_ns[k], s->copy_dir_ns[k]);
+		ANA_SAT_ADD(d->copy_dir_bytes[k], s->copy_dir_bytes[k]);
+	}
+	ANA_SAT_ADD(d->copy_ns, s->copy_ns);
+	ANA_SAT_ADD(d->launch_ns, s->launch_ns);
+}
+
+static void breakdown_clear(struct ana_gpu *g)
+{
+	memset(g->work, 0, sizeof(g->work));
+	memset(g->copy_dir_ns, 0, sizeof(g->copy_dir_ns));
+	memset(g->copy_dir_bytes, 0, sizeof(g->copy_dir_bytes));
+	g->copy_ns = g->launch_ns = 0;
+}
+
+void ana_gpu_breakdown_tree(struct ana_tree *t)
+{
+	for (uint32_t i = t->count; i-- > 1;) {
+		struct ana_agg *a = &t->n[i].agg;
+		struct ana_gpu *g = a->gpu;
+		if (!g)
+			continue;
+		/* the children (numbered after @i) have added theirs already */
+		if (g->self.count) { /* a GPU section: its own part */
+			bool copy = false;
+			for (int k = 0; k < ANA_NMETRIC; k++)
+				ANA_SAT_ADD(g->work[k], a->metric_self[k]);
+			for (int k = 0; k < ANA_DIRS; k++)
+				if (a->xfer_self[k]) {
+					copy = true;
+					ANA_SAT_ADD(g->copy_dir_ns[k], g->self.total_ns);
+					ANA_SAT_ADD(g->copy_dir_bytes[k], a->xfer_self[k]);
+				}
+			if (copy)
+				ANA_SAT_ADD(g->copy_ns, g->self.total_ns);
+			ANA_SAT_ADD(g->launch_ns, a->self_ns);
+		}
+		uint32_t p = t->n[i].parent;
+		if (p == 0 || p == i)
+			continue;
+		struct ana_gpu *pg = gpu_of(&t->n[p].agg);
+		if (pg)
+			breakdown_add(pg, g);
+	}
+}
+
+void ana_gpu_breakdown_flat(const struct ana_tree *t, struct ana_agg *flat, uint32_t nflat)
+{
+	for (uint32_t id = 0; id < nflat; id++)
+		if (flat[id].gpu)
+			breakdown_clear(flat[id].gpu); /* the merge from the tree summed every path */
+	if (t->count < 2)
+		return;
+	/* depth-first, with a count of each name on the current path (as
+	 * ana_build.c's flat_incl_from_tree()): a node adds its subtree's
+	 * sums unless a node of its name encloses it */
+	uint32_t *on_path = calloc(nflat ? nflat : 1, sizeof(*on_path));
+	uint32_t *stk = malloc((size_t)t->count * sizeof(*stk)), *pos = malloc((size_t)t->count * sizeof(*pos));
+	if (!on_path || !stk || !pos) {
+		free(on_path);
+		free(stk);
+		free(pos);
+		ana_nomem_note();
+		return;
+	}
+	uint32_t sp = 0;
+	stk[sp] = 0;
+	pos[sp++] = 0;
+	while (sp) {
+		const struct ana_node *n = &t->n[stk[sp - 1]];
+		if (pos[sp - 1] == n->nchild) {
+			if (stk[sp - 1] && n->id < nflat)
+				on_path[n->id]--;
+			sp--;
+			continue;
+		}
+		uint32_t k = n->child[pos[sp - 1]++];
+		const struct ana_node *ch = &t->n[k];
+		if (ch->id < nflat) {
+			if (!on_path[ch->id] && ch->agg.gpu && flat[ch->id].count) {
+				struct ana_gpu *fg = gpu_of(&flat[ch->id]);
+				if (fg)
+					breakdown_add(fg, ch->agg.gpu);
+			}
+			on_path[ch->id]++;
+		}
+		stk[sp] = k;
+		pos[sp++] = 0;
+	}
+	free(on_path);
+	free(stk);
+	free(pos);
+}

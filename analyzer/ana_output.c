@@ -12,12 +12,72 @@
 
 #include "analyzer/ana.h"
 
+uint64_t ana_gpu_busy_ns(const struct ana_result *res)
+{
+	uint64_t busy = 0;
+	for (size_t i = 0; i < res->gpu.ndev; i++)
+		ANA_SAT_ADD(busy, res->gpu.dev[i].busy_ns);
+	return busy;
+}
+
+uint64_t ana_occupied_ns(const struct ana_result *res, const struct ana_agg *a)
+{
+	uint64_t gpu = a->gpu ? a->gpu->self.total_ns : 0;
+	if (gpu) {
+		const uint64_t busy = ana_gpu_busy_ns(res);
+		gpu = gpu < busy ? gpu : busy;
+	}
+	return a->self_ns > gpu ? a->self_ns : gpu;
+}
+
+/* @num / @den ns as a rate in G per s; NAN (not available) where either is 0. */
+static double gpu_rate(uint64_t num, uint64_t den)
+{
+	return num && den ? (double)num / (double)den : NAN;
+}
+
+/*
+ * The GPU-time figures of a row (doc/analyzer-output.md §3.1): the one
+ * place that says which GPU time each GPU rate and the breakdown use.
+ * Self GPU time: the sum of the durations of the ranges the row's own
+ * occurrences launched; inclusive GPU time: with those of its
+ * descendants, a range inside an enclosing GPU range of the same stream
+ * counted once, summed over streams (ana_gpu.c).
+ */
+static void ana_row_gpu(const struct ana_result *res, const struct ana_agg *a, struct ana_row *w)
+{
+	const struct ana_gpu *g = a->gpu;
+	w->gpu_self_gbps = w->gpu_self_gflops = w->gpu_gbps = w->gpu_gflops = NAN;
+	for (int d = 0; d < ANA_DIRS; d++)
+		w->gpu_xfer_gbps[d] = NAN;
+	w->bd_cpu_ns = a->total_ns;
+	w->occupied_ns = ana_occupied_ns(res, a);
+	if (!g)
+		return;
+	const uint64_t self = g->self.total_ns, incl = g->incl_total_ns;
+	w->gpu_self_gbps = gpu_rate(ana_sat_add(a->metric_self[ANA_READ], a->metric_self[ANA_WRITTEN]), self);
+	w->gpu_self_gflops = gpu_rate(a->metric_self[ANA_FLOPS], self);
+	w->gpu_gbps = gpu_rate(ana_sat_add(g->work[ANA_READ], g->work[ANA_WRITTEN]), incl);
+	w->gpu_gflops = gpu_rate(g->work[ANA_FLOPS], incl);
+	for (int d = 0; d < ANA_DIRS; d++)
+		w->gpu_xfer_gbps[d] = gpu_rate(g->copy_dir_bytes[d], g->copy_dir_ns[d]);
+	w->bd_gpu_ns = incl;
+	/* a copy nested in a copy on the same stream counts in both copy
+	 * sections' times but once in incl: the transfer part is capped by
+	 * the GPU time it is a part of */
+	w->bd_copy_ns = g->copy_ns < incl ? g->copy_ns : incl;
+	w->bd_compute_ns = incl - w->bd_copy_ns;
+	w->bd_launch_ns = g->launch_ns < a->total_ns ? g->launch_ns : a->total_ns;
+}
+
 void ana_row_compute(const struct ana_result *res, const struct ana_agg *a, struct ana_row *w)
 {
 	memset(w, 0, sizeof(*w));
 	w->a = a;
-	if (!a->count)
+	if (!a->count) {
+		ana_row_gpu(res, a, w);
 		return;
+	}
 	w->p50 = ana_hist_quantile(&a->hist, 0.50, a->count, a->min_ns, a->max_ns);
 	w->p90 = ana_hist_quantile(&a->hist, 0.90, a->count, a->min_ns, a->max_ns);
 	w->p99 = ana_hist_quantile(&a->hist, 0.99, a->count, a->min_ns, a->max_ns);
@@ -46,6 +106,7 @@ void ana_row_compute(const struct ana_result *res, const struct ana_agg *a, stru
 		w->gpu_lat_mean = d->lat.mean;
 		w->gpu_over_cpu = t > 0 ? (double)g->incl_total_ns / t : 0.0;
 	}
+	ana_row_gpu(res, a, w);
 }
 
 /* ---------------------------------------------------------------- text */
@@ -84,15 +145,7 @@ static const char *sdur(char *buf, size_t n, double ns)
 	return buf;
 }
 
-static double sort_key(const struct ana_agg *a, enum ana_sort s)
-{
-	switch (s) {
-	case ANA_SORT_SELF: return (double)a->self_ns;
-	case ANA_SORT_FLOPS: return (double)a->metric_incl[ANA_FLOPS];
-	case ANA_SORT_COUNT: return (double)a->count;
-	default: return (double)a->total_ns;
-	}
-}
+static struct sort_ctx g_sort; /* qsort has no context argument in C11 */
 
 struct sort_ctx {
 	const struct ana_result *res;
@@ -100,7 +153,16 @@ struct sort_ctx {
 	const struct ana_agg *flat;
 	enum ana_sort sort;
 };
-static struct sort_ctx g_sort; /* qsort has no context argument in C11 */
+static double sort_key(const struct ana_agg *a, enum ana_sort s)
+{
+	switch (s) {
+	case ANA_SORT_SELF: return (double)a->self_ns;
+	case ANA_SORT_FLOPS: return (double)a->metric_incl[ANA_FLOPS];
+	case ANA_SORT_COUNT: return (double)a->count;
+	case ANA_SORT_OCCUPIED: return (double)ana_occupied_ns(g_sort.res, a);
+	default: return (double)a->total_ns;
+	}
+}
 
 static const struct ana_agg *item_agg(uint32_t i)
 {
@@ -247,9 +309,13 @@ static void text_row(FILE *out, const struct ana_result *res, const char *label,
 		dur(b[2], 32, w.mean), dur(b[3], 32, w.std), dur(b[4], 32, (double)w.p50), dur(b[5], 32, (double)w.p90),
 		dur(b[6], 32, (double)w.p99), dur(b[7], 32, (double)a->first_ns), first_rest, gb, gf, ai);
 	for (int d = 0; d < ANA_DIRS; d++) {
-		if (a->xfer_incl[d])
-			fprintf(out, "%*s  transfers %s: %" PRIu64 " bytes (%" PRIu64 " self), %.2f GB/s over the section\n",
-				pad, "", xfer_dir_name[d], a->xfer_incl[d], a->xfer_self[d], w.xfer_gbps[d]);
+		if (!a->xfer_incl[d])
+			continue;
+		fprintf(out, "%*s  transfers %s: %" PRIu64 " bytes (%" PRIu64 " self), %.2f GB/s over the section", pad,
+			"", xfer_dir_name[d], a->xfer_incl[d], a->xfer_self[d], w.xfer_gbps[d]);
+		if (!isnan(w.gpu_xfer_gbps[d])) /* the copies' own rate: their bytes over their GPU time */
+			fprintf(out, ", %.2f GB/s over GPU copy time", w.gpu_xfer_gbps[d]);
+		fputc('\n', out);
 	}
 }
 
@@ -385,7 +451,7 @@ static void gpu_summary_text(FILE *out, const struct ana_result *res, const char
 		fprintf(out, "%s%s\n", next, ana_text_safe(ana_name(res, g->off_reason)));
 }
 
-#define GPU_HDR_FMT "%-30s %7s %9s %9s %9s %9s %9s %8s\n"
+#define GPU_HDR_FMT "%-30s %7s %9s %9s %9s %9s %9s %8s %8s %8s\n"
 
 static void gpu_row(FILE *out, const struct ana_result *res, const char *label, int indent, const struct ana_agg *a)
 {
@@ -406,8 +472,18 @@ static void gpu_row(FILE *out, const struct ana_result *res, const char *label, 
 		for (int k = 0; k < 4; k++)
 			snprintf(b[k], 32, "-");
 	}
-	fprintf(out, "%-30s %7" PRIu64 " %9s %9s %9s %9s %9s %8s\n", name, d->count, b[0], b[1], b[2], b[3],
-		dur(b[4], 32, (double)g->incl_total_ns), ratio);
+	char gb[16] = "-", gf[16] = "-";
+	if (!isnan(w.gpu_gbps))
+		snprintf(gb, sizeof(gb), "%.2f", w.gpu_gbps);
+	if (!isnan(w.gpu_gflops))
+		snprintf(gf, sizeof(gf), "%.2f", w.gpu_gflops);
+	fprintf(out, "%-30s %7" PRIu64 " %9s %9s %9s %9s %9s %8s %8s %8s\n", name, d->count, b[0], b[1], b[2], b[3],
+		dur(b[4], 32, (double)g->incl_total_ns), ratio, gb, gf);
+	if (w.bd_gpu_ns)
+		fprintf(out, "%*s  time: CPU %s (launch %s), GPU %s (transfer %s, compute %s)\n", pad, "",
+			dur(b[0], 32, (double)w.bd_cpu_ns), dur(b[1], 32, (double)w.bd_launch_ns),
+			dur(b[2], 32, (double)w.bd_gpu_ns), dur(b[3], 32, (double)w.bd_copy_ns),
+			dur(b[4], 32, (double)w.bd_compute_ns));
 	if (d->count)
 		fprintf(out, "%*s  launch to GPU start: mean %s, min %s, max %s; %" PRIu64 " early start%s\n", pad, "",
 			sdur(b[5], 32, w.gpu_lat_mean), sdur(b[6], 32, (double)d->lat_min_ns),
@@ -459,10 +535,10 @@ static void gpu_sections_text(FILE *out, const struct ana_result *res, const str
 	fprintf(out,
 		"\nGPU time by section (%s): ranges launched by the section itself; incl = with its\n"
 		"descendants, a range inside an enclosing GPU range of the same stream counted once;\n"
-		"GPU/CPU = incl / total CPU time\n",
+		"GPU/CPU = incl / total CPU time; GB/s and GFLOP/s = the GPU sections' declared work / GPU incl\n",
 		scope);
 	fprintf(out, GPU_HDR_FMT, "name", "ranges", "GPU total", "GPU mean", "GPU p50", "GPU p99", "GPU incl",
-		"GPU/CPU");
+		"GPU/CPU", "GB/s", "GFLOP/s");
 	if (!o->flat) {
 		tree_print(out, res, t, 0, o, 0, gpu_row, has_gpu_rows);
 		return;
@@ -684,14 +760,22 @@ void ana_report_text(FILE *out, const struct ana_result *res, const struct ana_r
 		for (uint32_t id = 0; ids && id < nflat; id++)
 			if (flat[id].count)
 				ids[n++] = id;
-		sorted(res, NULL, flat, ANA_SORT_SELF, ids, n);
-		fprintf(out, "\nBottlenecks: top %d by self time (share of the sum of thread spans)\n", o->bottlenecks);
-		for (uint32_t i = 0; i < n && i < (uint32_t)o->bottlenecks; i++)
-			fprintf(out, "  %2u. %-40s self %10s  %5.1f%%  (%" PRIu64 " calls)\n", i + 1, ana_text_safe(ana_name(res, ids[i])),
-				dur(b[2], 32, (double)flat[ids[i]].self_ns),
-				res->thread_span_sum_ns ? 100.0 * (double)flat[ids[i]].self_ns / (double)res->thread_span_sum_ns
-							: 0.0,
-				flat[ids[i]].count);
+		sorted(res, NULL, flat, ANA_SORT_OCCUPIED, ids, n);
+		fprintf(out, "\nBottlenecks: top %d by occupied time = max(self CPU time, self GPU time); CPU share of the"
+			     " sum of thread spans%s\n",
+			o->bottlenecks, res->has_gpu ? ", GPU share of the GPU busy time" : "");
+		const uint64_t busy = ana_gpu_busy_ns(res);
+		for (uint32_t i = 0; i < n && i < (uint32_t)o->bottlenecks; i++) {
+			const struct ana_agg *a = &flat[ids[i]];
+			const uint64_t gpu = a->gpu ? a->gpu->self.total_ns : 0;
+			fprintf(out, "  %2u. %-40s %10s  CPU self %10s %5.1f%%", i + 1, ana_text_safe(ana_name(res, ids[i])),
+				dur(b[0], 32, (double)ana_occupied_ns(res, a)), dur(b[2], 32, (double)a->self_ns),
+				res->thread_span_sum_ns ? 100.0 * (double)a->self_ns / (double)res->thread_span_sum_ns : 0.0);
+			if (gpu)
+				fprintf(out, "  GPU self %10s %5.1f%%", dur(b[1], 32, (double)gpu),
+					busy ? 100.0 * (double)(gpu < busy ? gpu : busy) / (double)busy : 0.0);
+			fprintf(out, "  (%" PRIu64 " calls)\n", a->count);
+		}
 		free(ids);
 	}
 	int header = 0;
@@ -819,7 +903,18 @@ static const char *const csv_cols =
 static const char *const csv_gpu_cols =
 	",gpu_count,gpu_total_ns,gpu_mean_ns,gpu_min_ns,gpu_max_ns,gpu_p50_ns,gpu_p99_ns,gpu_incl_count,"
 	"gpu_incl_total_ns,gpu_over_cpu,gpu_launch_latency_mean_ns,gpu_launch_latency_min_ns,"
-	"gpu_launch_latency_max_ns,gpu_early_starts";
+	"gpu_launch_latency_max_ns,gpu_early_starts,gpu_gb_per_s,gpu_gflop_per_s,gpu_self_gb_per_s,"
+	"gpu_self_gflop_per_s,gpu_h2d_gb_per_s,gpu_d2h_gb_per_s,gpu_d2d_gb_per_s,gpu_p2p_gb_per_s,occupied_ns,"
+	"time_cpu_ns,time_gpu_ns,time_transfer_ns,time_compute_ns,time_launch_ns";
+
+/* A GPU rate: empty where not available (no GPU time, nothing declared). */
+static void csv_rate(FILE *out, double v)
+{
+	if (isfinite(v))
+		fprintf(out, ",%.6f", v);
+	else
+		fputc(',', out);
+}
 
 static void csv_gpu(FILE *out, const struct ana_agg *a, const struct ana_row *w)
 {
@@ -832,6 +927,18 @@ static void csv_gpu(FILE *out, const struct ana_agg *a, const struct ana_row *w)
 		d->count, d->total_ns, w ? w->gpu_mean : 0.0, d->min_ns, d->max_ns, w ? w->gpu_p50 : 0,
 		w ? w->gpu_p99 : 0, g->incl_count, g->incl_total_ns, w ? w->gpu_over_cpu : 0.0,
 		d->count ? w->gpu_lat_mean : 0.0, d->lat_min_ns, d->lat_max_ns, d->early);
+	if (!w) {
+		fputs(",,,,,,,,,0,0,0,0,0,0", out);
+		return;
+	}
+	csv_rate(out, w->gpu_gbps);
+	csv_rate(out, w->gpu_gflops);
+	csv_rate(out, w->gpu_self_gbps);
+	csv_rate(out, w->gpu_self_gflops);
+	for (int k = 0; k < ANA_DIRS; k++)
+		csv_rate(out, w->gpu_xfer_gbps[k]);
+	fprintf(out, ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64, w->occupied_ns,
+		w->bd_cpu_ns, w->bd_gpu_ns, w->bd_copy_ns, w->bd_compute_ns, w->bd_launch_ns);
 }
 
 /*
@@ -1201,6 +1308,24 @@ static json_t *json_row(const struct ana_result *res, json_t **names, const stru
 		json_object_set_new(r, "gpu_launch_latency_min_ns", json_integer(d->lat_min_ns)); /* signed */
 		json_object_set_new(r, "gpu_launch_latency_max_ns", json_integer(d->lat_max_ns));
 		JI("gpu_early_starts", d->early);
+		/* rates over GPU time and the time breakdown (§3.1): null where not available */
+		JR("gpu_gb_per_s", w.gpu_gbps);
+		JR("gpu_gflop_per_s", w.gpu_gflops);
+		JR("gpu_self_gb_per_s", w.gpu_self_gbps);
+		JR("gpu_self_gflop_per_s", w.gpu_self_gflops);
+		for (int k = 0; k < ANA_DIRS; k++) {
+			char key[32];
+			snprintf(key, sizeof(key), "gpu_%s_gb_per_s", xfer_dir_key[k]);
+			JR(key, w.gpu_xfer_gbps[k]);
+		}
+		JI("occupied_ns", w.occupied_ns);
+		json_t *bd = json_object();
+		json_object_set_new(bd, "cpu_ns", ana_json_u64(w.bd_cpu_ns));
+		json_object_set_new(bd, "gpu_ns", ana_json_u64(w.bd_gpu_ns));
+		json_object_set_new(bd, "transfer_ns", ana_json_u64(w.bd_copy_ns));
+		json_object_set_new(bd, "compute_ns", ana_json_u64(w.bd_compute_ns));
+		json_object_set_new(bd, "launch_ns", ana_json_u64(w.bd_launch_ns));
+		json_object_set_new(r, "time", bd);
 	}
 #undef JI
 #undef JR

@@ -530,8 +530,8 @@ int ana_peaks_measure(struct ana_peaks *p, double seconds, char *err, size_t err
 static const struct group {
 	const char *name;
 	size_t n;
-	const char *key[ANA_DIRS];
-	size_t off[ANA_DIRS]; /* offsetof(struct ana_peaks, the double) */
+	const char *key[8];
+	size_t off[8]; /* offsetof(struct ana_peaks, the double) */
 } groups[] = {
 	{ "fp64_gflops", 2, { "one_core", "all_cores" },
 	  { offsetof(struct ana_peaks, gflops64_1), offsetof(struct ana_peaks, gflops64_all) } },
@@ -542,9 +542,17 @@ static const struct group {
 	{ "link_gbps", ANA_DIRS, { "h2d", "d2h", "d2d", "p2p" },
 	  { offsetof(struct ana_peaks, link_gbps[0]), offsetof(struct ana_peaks, link_gbps[1]),
 	    offsetof(struct ana_peaks, link_gbps[2]), offsetof(struct ana_peaks, link_gbps[3]) } },
+	{ "gpu", 7,
+	  { "fp64_gflops", "fp32_gflops", "memory_gbps", "h2d_pinned_gbps", "h2d_pageable_gbps", "d2h_pinned_gbps",
+	    "d2h_pageable_gbps" },
+	  { offsetof(struct ana_peaks, gpu_gflops64), offsetof(struct ana_peaks, gpu_gflops32),
+	    offsetof(struct ana_peaks, gpu_mem_gbps), offsetof(struct ana_peaks, gpu_h2d_pinned_gbps),
+	    offsetof(struct ana_peaks, gpu_h2d_pageable_gbps), offsetof(struct ana_peaks, gpu_d2h_pinned_gbps),
+	    offsetof(struct ana_peaks, gpu_d2h_pageable_gbps) } },
 };
 #define NGROUPS (sizeof(groups) / sizeof(groups[0]))
 #define LINK_GROUP 3 /* groups[] index: not enough alone for a profile */
+#define GPU_GROUP 4
 
 static double *figure(struct ana_peaks *p, size_t off)
 {
@@ -590,13 +598,16 @@ int ana_peaks_write_json(FILE *f, const struct ana_peaks *p)
 		size_t max;
 	} strs[] = { { "host", p->host, sizeof(p->host) }, { "cpu", p->cpu, sizeof(p->cpu) },
 		     { "isa", p->isa, sizeof(p->isa) } };
+	/* "gpu_name" goes just before the "gpu" group (below) */
 	for (size_t i = 0; ok && i < sizeof(strs) / sizeof(strs[0]); i++)
 		if (strs[i].v[0])
 			ok = set_new(root, strs[i].key, json_text(strs[i].v, strs[i].max));
 	if (ok && p->cpus)
 		ok = set_new(root, "cpus", json_integer(p->cpus));
 	for (size_t g = 0; ok && g < NGROUPS; g++) {
-		json_t *o = json_object();
+		if (g == GPU_GROUP && p->gpu_name[0])
+			ok = set_new(root, "gpu_name", json_text(p->gpu_name, sizeof(p->gpu_name)));
+		json_t *o = ok ? json_object() : NULL;
 		ok = o != NULL;
 		for (size_t k = 0; ok && k < groups[g].n; k++) {
 			const double v = figure_of(p, groups[g].off[k]);
@@ -732,7 +743,8 @@ static int load_doc(const struct src *s, json_t *root, struct ana_peaks *q)
 	int rc;
 	if ((rc = load_str(s, root, "host", q->host, sizeof(q->host))) ||
 	    (rc = load_str(s, root, "cpu", q->cpu, sizeof(q->cpu))) ||
-	    (rc = load_str(s, root, "isa", q->isa, sizeof(q->isa))))
+	    (rc = load_str(s, root, "isa", q->isa, sizeof(q->isa))) ||
+	    (rc = load_str(s, root, "gpu_name", q->gpu_name, sizeof(q->gpu_name))))
 		return rc;
 	if ((v = json_object_get(root, "cpus"))) {
 		if (!json_is_integer(v))
@@ -764,8 +776,8 @@ static int load_doc(const struct src *s, json_t *root, struct ana_peaks *q)
 		}
 	}
 	if (!any) {
-		seterr(s->err, s->errlen, "%s: no figure: a machine profile needs at least one of %s, %s, %s",
-		       s->path, groups[0].name, groups[1].name, groups[2].name);
+		seterr(s->err, s->errlen, "%s: no figure: a machine profile needs at least one of %s, %s, %s, %s",
+		       s->path, groups[0].name, groups[1].name, groups[2].name, groups[GPU_GROUP].name);
 		return -EINVAL;
 	}
 	return 0;

@@ -44,14 +44,31 @@
  *    whose other CPUs were busy or taken away (a VM's steal), not a roof.
  *  - Each figure is the best of repetitions (at least 3 for FLOPs, 2 for
  *    memory) run until about @seconds have passed.
- * Not measured here: host<->device links (the analyzer has no CUDA); those
- * figures only come from a file (ana_peaks_load()).
+ * GPU (ana_peaks_gpu.c, ptanalyze peaks --gpu): through the CUDA driver API,
+ * loaded at run time (libcuda.so.1; the analyzer links no CUDA), kernels
+ * given as PTX and compiled by the driver for the device at hand:
+ *  - FP32 / FP64 FMA throughput: every thread runs 8 independent FMA chains
+ *    (a = a * m + c), 32 FMAs per loop iteration, on 8 blocks of 256
+ *    threads per SM (the occupancy that hides the FMA latency); an FMA
+ *    counts 2 FLOPs. Timed over the whole grid with the host clock after a
+ *    context synchronize; the loop count is calibrated so a run lasts about
+ *    @seconds / 3; best of 3.
+ *  - Device memory: cuMemcpyDtoD of a 1 GiB buffer, 2 x bytes per second
+ *    (each byte read once and written once, STREAM's "copy" accounting).
+ *  - Links: synchronous cuMemcpyHtoD / cuMemcpyDtoH of 256 MiB from
+ *    page-locked (cuMemAllocHost) and from pageable (malloc, pages touched
+ *    first) host memory, bytes / s, best of 3. The pinned figures also fill
+ *    link_gbps h2d and d2h, and the device-to-device copy's bytes / s d2d.
+ * Without the GPU option the link figures only come from a file.
  *
  * File format "ptz-machine/1" (one JSON object; ana_peaks_write_json()):
  *   {"schema": "ptz-machine/1", "host": "...", "cpu": "...", "isa": "...", "cpus": N,
  *    "fp64_gflops": {"one_core": x, "all_cores": y}, "fp32_gflops": {...},
  *    "memory_gbps": {"one_core": x, "all_cores": y},
- *    "link_gbps": {"h2d": x, "d2h": x, "d2d": x, "p2p": x}}
+ *    "link_gbps": {"h2d": x, "d2h": x, "d2d": x, "p2p": x},
+ *    "gpu_name": "...",
+ *    "gpu": {"fp64_gflops": x, "fp32_gflops": x, "memory_gbps": x, "h2d_pinned_gbps": x,
+ *            "h2d_pageable_gbps": x, "d2h_pinned_gbps": x, "d2h_pageable_gbps": x}}
  * Every member but "schema" is optional; an unknown figure is left out.
  */
 #ifndef PTZ_ANA_PEAKS_H
@@ -89,6 +106,12 @@ struct ana_peaks {
 	/* Host<->device link bandwidth, GB/s (10^9 bytes/s), by direction: index PT_H2D - 1 .. PT_P2P - 1
 	 * (H2D, D2H, D2D, P2P). Never measured here (no CUDA in the analyzer): only read from a file. */
 	double link_gbps[ANA_DIRS];
+	/* One CUDA device, measured by ana_peaks_measure_gpu() (ptanalyze peaks --gpu); 0 / "" unknown. */
+	char gpu_name[128];           /* cuDeviceGetName() */
+	double gpu_gflops64, gpu_gflops32; /* FMA throughput over all SMs, GFLOP/s (an FMA = 2 FLOP) */
+	double gpu_mem_gbps;          /* device-memory bandwidth: a device-to-device copy, bytes read + written / s, GB/s */
+	double gpu_h2d_pinned_gbps, gpu_h2d_pageable_gbps; /* host-to-device copies from page-locked / pageable memory */
+	double gpu_d2h_pinned_gbps, gpu_d2h_pageable_gbps; /* device-to-host, the same */
 };
 
 /* ==== Measuring ==== */
@@ -111,6 +134,24 @@ struct ana_peaks {
  *         the figures measured before the failure, the others 0.
  */
 int ana_peaks_measure(struct ana_peaks *p, double seconds, char *err, size_t errlen);
+
+/*
+ * ana_peaks_measure_gpu() - Measures CUDA device @device's roofs into @p's gpu_* figures and
+ * link_gbps (h2d, d2h: pinned; d2d), leaving the CPU figures as they are.
+ * @p:       Not NULL.
+ * @device:  CUDA device ordinal, >= 0 (as CUDA_VISIBLE_DEVICES numbers them).
+ * @seconds: Time for each FMA figure, s, > 0; the copies take what 3 x 256 MiB x 4 and
+ *           3 x 1 GiB copies take.
+ * @err:     Receives a message on error ("" on success); may be NULL if @errlen is 0.
+ * @errlen:  Size of @err.
+ *
+ * Context: any thread; loads libcuda.so.1 (never unloaded), retains the device's primary
+ *          context (released before returning), allocates 2 GiB of device memory and 512 MiB
+ *          of host memory (256 MiB of it page-locked), freed before returning.
+ * Return: 0; -ENODEV (no CUDA driver, or no such device: the message says which);
+ *         -ENOMEM (an allocation failed); -EIO (another CUDA error, named in the message).
+ */
+int ana_peaks_measure_gpu(struct ana_peaks *p, int device, double seconds, char *err, size_t errlen);
 
 /* ==== The profile file ==== */
 

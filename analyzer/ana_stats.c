@@ -623,6 +623,14 @@ void ana_agg_merge(struct ana_agg *d, const struct ana_agg *s, uint64_t *rng)
 		ana_gpu_dist_merge(&d->gpu->self, &s->gpu->self);
 		d->gpu->incl_count += s->gpu->incl_count;
 		ANA_SAT_ADD(d->gpu->incl_total_ns, s->gpu->incl_total_ns);
+		for (int k = 0; k < ANA_NMETRIC; k++)
+			ANA_SAT_ADD(d->gpu->work[k], s->gpu->work[k]);
+		for (int k = 0; k < ANA_DIRS; k++) {
+			ANA_SAT_ADD(d->gpu->copy_dir_ns[k], s->gpu->copy_dir_ns[k]);
+			ANA_SAT_ADD(d->gpu->copy_dir_bytes[k], s->gpu->copy_dir_bytes[k]);
+		}
+		ANA_SAT_ADD(d->gpu->copy_ns, s->gpu->copy_ns);
+		ANA_SAT_ADD(d->gpu->launch_ns, s->gpu->launch_ns);
 	}
 	if (unlikely_(s->mem != NULL)) /* memory per section (ana_mem.c) */
 		ana_mem_merge(d, s);

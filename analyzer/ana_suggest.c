@@ -45,7 +45,8 @@ const char *ana_class_key(enum ana_rule r, uint32_t cls)
 /* Evidence names per rule, in ev[] order (doc/analyzer-output.md §9.2). */
 static const char *const ev_key[ANA_R_N][ANA_SUG_EV + 1] = {
 	[ANA_R_DATA] = { "count", "sections" }, /* oversubscribed: threads alive on average, CPUs */
-	[ANA_R_HOT] = { "self_ns", "self_share", "total_ns", "share", "count", "largest_path_self_ns" },
+	[ANA_R_HOT] = { "self_ns", "self_share", "total_ns", "share", "count", "largest_path_self_ns", "gpu_self_ns",
+			"occupied_ns", "occupied_share" },
 	[ANA_R_ROOFLINE] = { "flops", "bytes", "total_ns", "intensity", "gflops", "gbps", "roof_gflops", "roof_gbps",
 			     "efficiency" },
 	[ANA_R_IMBALANCE] = { "threads", "max_ns", "mean_ns", "min_ns", "ratio" },
@@ -53,7 +54,7 @@ static const char *const ev_key[ANA_R_N][ANA_SUG_EV + 1] = {
 	[ANA_R_UNSTABLE] = { "count", "rest_mean_ns", "rest_std_ns", "cv", "p50_ns", "p99_ns", "min_ns", "max_ns" },
 	[ANA_R_SHORT] = { "count", "mean_ns", "total_ns", "share" },
 	[ANA_R_SMALL_XFER] = { "transfers", "bytes", "mean_bytes", "total_ns" },
-	[ANA_R_SLOW_XFER] = { "transfers", "bytes", "mean_bytes", "total_ns", "gbps", "link_gbps", "ratio" },
+	[ANA_R_SLOW_XFER] = { "transfers", "bytes", "mean_bytes", "total_ns", "gbps", "link_gbps", "ratio", "gpu_ns" },
 	[ANA_R_GPU_IDLE] = { "ranges", "span_ns", "busy_ns", "utilization", "gaps", "gap_ns", "longest_gap_ns",
 			     "longest_gap_at_s" },
 };
@@ -201,12 +202,33 @@ static double share(const struct sctx *c, double ns)
 	return c->span_sum > 0 ? ns / c->span_sum : 0;
 }
 
+/* The self GPU time of @a capped at the GPU busy time (ana_occupied_ns()'s
+ * GPU part): what a GPU stake may claim at most. */
+static double gpu_self_capped(const struct sctx *c, const struct ana_agg *a)
+{
+	const uint64_t g = a->gpu ? a->gpu->self.total_ns : 0, busy = ana_gpu_busy_ns(c->res);
+	return (double)(g < busy ? g : busy);
+}
+
+/* The impact gate's time (§9.1): the inclusive CPU time, or the time the
+ * section occupies the GPU when that is larger (a GPU section's CPU time
+ * is its launch: 0.45 ms for 200 ms of GPU work must not gate it out). */
+static double gate_ns(const struct sctx *c, const struct ana_agg *a)
+{
+	return fmax((double)a->total_ns, (double)ana_occupied_ns(c->res, a));
+}
+
 /* A hot-section finding on @a (a path's row, or a name's flat row): its evidence; NULL on ENOMEM. */
 static struct ana_finding *add_hot(struct sctx *c, uint32_t node, const struct ana_agg *a)
 {
-	struct ana_finding *f = add(c, ANA_R_HOT, node, (double)a->self_ns);
+	/* ranked and staked by the time it occupies: CPU or GPU (ana_occupied_ns()) */
+	const double occ = (double)ana_occupied_ns(c->res, a);
+	struct ana_finding *f = add(c, ANA_R_HOT, node, occ);
 	if (!f)
 		return NULL;
+	f->ev[6] = a->gpu ? (double)a->gpu->self.total_ns : 0;
+	f->ev[7] = occ;
+	f->ev[8] = share(c, occ);
 	f->ev[0] = (double)a->self_ns;
 	f->ev[1] = share(c, (double)a->self_ns);
 	f->ev[2] = (double)a->total_ns; /* a flat row's: recursion-safe (§2) */
@@ -217,7 +239,7 @@ static struct ana_finding *add_hot(struct sctx *c, uint32_t node, const struct a
 
 static void hot(struct sctx *c, uint32_t i, const struct ana_agg *a)
 {
-	if (100.0 * share(c, (double)a->self_ns) >= c->o->hot_self_pct)
+	if (100.0 * share(c, (double)ana_occupied_ns(c->res, a)) >= c->o->hot_self_pct)
 		add_hot(c, i, a);
 }
 
@@ -243,13 +265,15 @@ static void hot_names(struct sctx *c)
 		if (id >= res->nnames || !t->n[i].agg.count)
 			continue;
 		paths[id]++;
-		alone[id] |= 100.0 * share(c, (double)t->n[i].agg.self_ns) >= c->o->hot_self_pct;
-		if (t->n[i].agg.self_ns > largest[id])
-			largest[id] = t->n[i].agg.self_ns;
+		const uint64_t occ = ana_occupied_ns(res, &t->n[i].agg);
+		alone[id] |= 100.0 * share(c, (double)occ) >= c->o->hot_self_pct;
+		if (occ > largest[id])
+			largest[id] = occ;
 	}
 	for (uint32_t id = 1; id < res->nnames && !c->nomem; id++) {
 		const struct ana_agg *a = &res->by_name[id];
-		if (!a->count || alone[id] || paths[id] < 2 || 100.0 * share(c, (double)a->self_ns) < c->o->hot_self_pct)
+		if (!a->count || alone[id] || paths[id] < 2 ||
+		    100.0 * share(c, (double)ana_occupied_ns(res, a)) < c->o->hot_self_pct)
 			continue;
 		struct ana_finding *f = add_hot(c, UINT32_MAX, a);
 		if (!f)
@@ -290,6 +314,15 @@ static void roofline(struct sctx *c, uint32_t i, const struct ana_agg *a)
 	if (!a->metric_self[ANA_FLOPS] && !a->metric_self[ANA_READ] && !a->metric_self[ANA_WRITTEN])
 		return; /* declares nothing itself: its children's rows carry the class */
 	c->s->roofline_paths++;
+	if (a->gpu && a->gpu->self.count) {
+		/* a GPU section: its rates are over its GPU time (ana_row_compute()),
+		 * and the CPU roofs do not bound a GPU; a profile has no GPU roofs
+		 * yet, so it is counted and left unclassified rather than judged
+		 * on its launch time against the CPU (the old 1,988 GFLOP/s
+		 * "above-roof" kernels) */
+		c->s->roofline_gpu_paths++;
+		return;
+	}
 	const struct ana_peaks *p = c->o->peaks;
 	if (!p) {
 		c->s->roofline_no_peaks = true;
@@ -454,17 +487,20 @@ static void short_sections(struct sctx *c, uint32_t i, const struct ana_agg *a)
 
 static void transfers(struct sctx *c, uint32_t i, const struct ana_agg *a)
 {
-	if (100.0 * share(c, (double)a->total_ns) < c->o->min_pct)
+	if (100.0 * share(c, gate_ns(c, a)) < c->o->min_pct)
 		return;
+	/* a copy section (a GPU section that declared its bytes): the copy's
+	 * rate is over its own GPU time, the stake a part of that time */
+	const double gpu = a->gpu && a->gpu->self.count ? gpu_self_capped(c, a) : 0;
 	const struct ana_peaks *p = c->o->peaks;
 	for (int d = 0; d < ANA_DIRS; d++) {
 		const double n = (double)a->xfer_count[d], by = (double)a->xfer_self[d];
 		if (!n)
 			continue;
-		const double mean = by / n, t = (double)a->total_ns;
+		const double mean = by / n, t = gpu > 0 ? gpu : (double)a->total_ns;
 		struct ana_finding *f = NULL;
 		if (n >= XFER_MANY && mean < XFER_SMALL_BYTES) {
-			f = add(c, ANA_R_SMALL_XFER, i, t);
+			f = add(c, ANA_R_SMALL_XFER, i, fmax((double)a->total_ns, gpu));
 		} else if (p && p->link_gbps[d] > 0 && mean >= XFER_SMALL_BYTES && t > 0 &&
 			   by / t < 0.5 * p->link_gbps[d]) {
 			f = add(c, ANA_R_SLOW_XFER, i, t - by / p->link_gbps[d]);
@@ -472,6 +508,8 @@ static void transfers(struct sctx *c, uint32_t i, const struct ana_agg *a)
 				f->ev[4] = by / t;
 				f->ev[5] = p->link_gbps[d];
 				f->ev[6] = by / t / p->link_gbps[d];
+				if (gpu > 0)
+					f->ev[7] = gpu;
 			}
 		}
 		if (!f)
@@ -480,7 +518,7 @@ static void transfers(struct sctx *c, uint32_t i, const struct ana_agg *a)
 		f->ev[0] = n;
 		f->ev[1] = by;
 		f->ev[2] = mean;
-		f->ev[3] = t;
+		f->ev[3] = (double)a->total_ns; /* the CPU time; a copy's GPU time is gpu_ns */
 	}
 }
 
@@ -883,7 +921,7 @@ int ana_suggest(const struct ana_result *res, const struct ana_sug_opts *o, stru
 		if (!a->count)
 			continue;
 		hot(&c, i, a);
-		if (100.0 * share(&c, (double)a->total_ns) >= out->o.min_pct)
+		if (100.0 * share(&c, gate_ns(&c, a)) >= out->o.min_pct)
 			roofline(&c, i, a);
 		distribution(&c, i, a);
 		short_sections(&c, i, a);
@@ -1036,6 +1074,9 @@ static void text_finding(FILE *out, const struct ana_result *res, const struct a
 			     "occurrence%s\n",
 			ana_fmt_dur(a, sizeof(a), e[0]), 100 * e[1], s->o.hot_self_pct, ana_fmt_dur(b, sizeof(b), e[2]), e[4],
 			e[4] == 1 ? "" : "s");
+		if (e[6] > 0) /* a GPU section: ranked by the time it occupies */
+			fprintf(out, "      GPU self time %s: occupies %s = %.1f%% of the summed thread time\n",
+				ana_fmt_dur(a, sizeof(a), e[6]), ana_fmt_dur(b, sizeof(b), e[7]), 100 * e[8]);
 		if (f->node == UINT32_MAX)
 			fprintf(out, "      the largest of its %u paths holds %s (%.0f%% of the name's self time); none "
 				     "reaches the trigger alone\n      -> optimize the section itself, or call it less "
@@ -1086,9 +1127,10 @@ static void text_finding(FILE *out, const struct ana_result *res, const struct a
 			     "copies from pinned buffers.\n");
 		return;
 	case ANA_R_SLOW_XFER:
-		fprintf(out, "%.0f %s transfers averaging %s: %.3g GB/s over the section's time, %.0f%% of the "
+		fprintf(out, "%.0f %s transfers averaging %s: %.3g GB/s over the %s, %.0f%% of the "
 			     "link's %.3g GB/s\n",
-			e[0], dir_key[f->cls - 1], bytes_str(a, sizeof(a), e[2]), e[4], 100 * e[6], e[5]);
+			e[0], dir_key[f->cls - 1], bytes_str(a, sizeof(a), e[2]), e[4],
+			isnan(e[7]) ? "section's time" : "copies' GPU time", 100 * e[6], e[5]);
 		fprintf(out, "      -> pageable host memory halves copy rates and makes async copies synchronous: "
 			     "allocate with cudaHostAlloc\n         (or cudaHostRegister), and overlap copies with "
 			     "work on other streams.\n");
@@ -1193,6 +1235,11 @@ void ana_suggest_text(FILE *out, const struct ana_result *res, const struct ana_
 			     "this machine's\npeaks with 'ptanalyze peaks --json machine.json' (on the machine that "
 			     "recorded the trace), then add\n--peaks machine.json.\n",
 			s->roofline_paths, s->roofline_paths == 1 ? "" : "s");
+	if (s->roofline_gpu_paths)
+		fprintf(out, "\nroofline: %u GPU section%s declare FLOPs or bytes; their rates are over GPU time (see "
+			     "the report's GPU table),\nbut a peaks profile has no GPU roofs: they are not placed on "
+			     "the CPU's.\n",
+			s->roofline_gpu_paths, s->roofline_gpu_paths == 1 ? "" : "s");
 }
 
 /* ---------------------------------------------------------------- JSON */
@@ -1235,7 +1282,8 @@ int ana_suggest_json(FILE *out, const struct ana_result *res, const struct ana_s
 	else if (!bad)
 		bad = json_object_set_new(root, "peaks", json_null());
 	bad = bad || json_object_set_new(root, "roofline_paths", json_integer(s->roofline_paths)) ||
-	      json_object_set_new(root, "roofline_needs_peaks", json_boolean(s->roofline_no_peaks));
+	      json_object_set_new(root, "roofline_needs_peaks", json_boolean(s->roofline_no_peaks)) ||
+	      json_object_set_new(root, "roofline_gpu_paths", json_integer(s->roofline_gpu_paths));
 	for (size_t i = 0; i < s->n && !bad; i++) {
 		const struct ana_finding *f = &s->f[i];
 		json_t *j = json_object();

@@ -199,6 +199,7 @@ struct ana_sug {
 	uint64_t left_out[ANA_R_N]; /* findings of each rule past ANA_SUG_MAX_PER_RULE */
 	uint32_t roofline_paths;    /* paths that declare FLOPs or bytes (and pass the gate) */
 	bool roofline_no_peaks;     /* some did, but no peaks were given */
+	uint32_t roofline_gpu_paths; /* of roofline_paths, GPU sections: no GPU roofs to place them on */
 	bool peaks_other_host;      /* the peaks were measured on another host than the trace's */
 	struct ana_sug_opts o;      /* the triggers used, defaults filled in */
 };

@@ -35,8 +35,14 @@
  *     If the GPU clock is mapped D too late, s shrinks by D and e grows by D,
  *     so D = (e - s) / 2 + L + (g1 - g2) / 2; g1 ~ g2 (a few hundred ns) is
  *     assumed and L is half the median round trip of a host->device->host
- *     ping-pong through the same mapped memory. Target: |median D| <= 2 us,
- *     p99 |D| <= 5 us.
+ *     ping-pong through the same mapped memory. The host's mark of a flag
+ *     is off by at most the time from its last poll that missed the flag to
+ *     just after the instant: samples where both bounds are <= 1 us
+ *     ("host-tight") carry a truth known to 1 us; the others measured a
+ *     late host. Target (issue 16), on host-tight samples: |median D| <=
+ *     1 us, p99 |D| <= 2 us. All samples are printed too.
+ *     With PTZ_GPU_CAPTURE_CHECK=lazy in the environment, check 6 expects
+ *     the captured sections to be launched and counted by the CUDA thread.
  *  4. Early starts. Every GPU_RANGE whose start precedes its launch tick must
  *     be in the trace unclamped and counted: the count found in the trace,
  *     the ERROR GPU_EARLY_START records and pt_stats() gpu_early_starts must
@@ -55,7 +61,8 @@
  *     10, no GPU range, 10 CPU sections), and the capture must still end,
  *     instantiate and run: 3 launches of the graph, the counter kernel's
  *     total 30. The 3 graph launches, timed from outside, give ranges.
- *  7. Host cost. Median ns of one pt_gpu_begin()+pt_gpu_end() pair (empty:
+ *  7. Host cost. First the median ns of one call of each CUDA function
+ *     pt_gpu_begin() may make. Then the median ns of one pt_gpu_begin()+pt_gpu_end() pair (empty:
  *     no work between) and of two raw cudaEventRecord() calls on timing
  *     events, with 1, 2, 4 and 8 threads each on its own stream; batches of
  *     32 pairs, drained between batches, timed once a warm-up batch dropped
@@ -324,6 +331,24 @@ static struct mapped mapped_alloc(size_t n)
 }
 
 /* Polls *p until it equals @want, at most @timeout_ns. */
+/* Polls like poll_eq() and gives the moment of the last read that missed
+ * (0 if the first read hit: the flag was there before polling began, so
+ * when it became visible is unknown). The flag became visible between that
+ * moment and the hit, which bounds how far the host's mark of it can be off. */
+static bool poll_eq_miss(const unsigned *p, unsigned want, uint64_t timeout_ns, uint64_t *last_miss)
+{
+	const uint64_t t_end = now_ns() + timeout_ns;
+	*last_miss = 0;
+	for (;;) {
+		const uint64_t t = now_ns();
+		if (__atomic_load_n(p, __ATOMIC_ACQUIRE) == want)
+			return true;
+		*last_miss = t;
+		if (t > t_end)
+			return false;
+	}
+}
+
 static bool poll_eq(const unsigned *p, unsigned want, uint64_t timeout_ns)
 {
 	const uint64_t t_end = now_ns() + timeout_ns;
@@ -509,20 +534,33 @@ struct align_ids {
 	uint32_t sec, seen_start, seen_end;
 };
 
+/* Host observation bound for a sample to count as "tight": from the last
+ * read that missed a flag to just after its instant was written. A larger
+ * bound means the host was late (descheduled, interrupted), an error of the
+ * instrument, not of the recorder. */
+#define TIGHT_NS 1000.0
+
 /* One sample: a gate kernel, then a section around flag_kernel; the host
  * marks each flag it sees with an instant (both instants always written, so
- * they pair with the sections by order). Return: both flags seen. */
-static bool align_sample(cudaStream_t s, struct mapped f, unsigned seq, const struct align_ids &id)
+ * they pair with the sections by order). Return: both flags seen. *@bound:
+ * the larger of the two flags' observation bounds (poll_eq_miss()), ns. */
+static bool align_sample(cudaStream_t s, struct mapped f, unsigned seq, const struct align_ids &id,
+			 double *bound = nullptr)
 {
 	spin_kernel<<<1, 1, 0, s>>>(cycles_for_us(50), nullptr);
 	gb(id.sec, s);
 	flag_kernel<<<1, 1, 0, s>>>(f.d, seq, cycles_for_us(20));
 	ge(id.sec, s);
-	const bool a = poll_eq(&f.h[0], seq, 1000000000u);
+	uint64_t m0 = 0, m1 = 0;
+	const bool a = poll_eq_miss(&f.h[0], seq, 1000000000u, &m0);
 	pt_instant(g_r, id.seen_start);
-	const bool b = a && poll_eq(&f.h[1], seq, 1000000000u);
+	const uint64_t t0 = now_ns();
+	const bool b = a && poll_eq_miss(&f.h[1], seq, 1000000000u, &m1);
 	pt_instant(g_r, id.seen_end);
+	const uint64_t t1 = now_ns();
 	CK(cudaStreamSynchronize(s));
+	if (bound)
+		*bound = m0 && m1 ? (double)std::max(t0 - m0, t1 - m1) : 1e18;
 	return a && b;
 }
 
@@ -781,8 +819,47 @@ static void *cost_thread(void *arg)
 	return NULL;
 }
 
+/* Median ns of one call of each CUDA function pt_gpu_begin may make, on one
+ * thread and a non-blocking stream (batches of 64 calls, 41 batches). */
+static void host_cost_calls(void)
+{
+	cudaStream_t s;
+	cudaEvent_t e;
+	CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+	CK(cudaEventCreate(&e));
+	std::vector<double> v[4];
+	for (int b = 0; b < 41; b++) {
+		cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
+		int dev = 0;
+		uint64_t t0 = now_ns();
+		for (int i = 0; i < 64; i++)
+			(void)cudaStreamIsCapturing(s, &st);
+		uint64_t t1 = now_ns();
+		for (int i = 0; i < 64; i++)
+			(void)cudaStreamGetDevice(s, &dev);
+		uint64_t t2 = now_ns();
+		for (int i = 0; i < 64; i++)
+			(void)cudaGetDevice(&dev);
+		uint64_t t3 = now_ns();
+		for (int i = 0; i < 64; i++)
+			(void)cudaEventRecord(e, s);
+		uint64_t t4 = now_ns();
+		CK(cudaStreamSynchronize(s));
+		v[0].push_back((double)(t1 - t0) / 64);
+		v[1].push_back((double)(t2 - t1) / 64);
+		v[2].push_back((double)(t3 - t2) / 64);
+		v[3].push_back((double)(t4 - t3) / 64);
+	}
+	add_row(V_INFO, "7 host cost by CUDA call, 1 thread", "median ns/call",
+		"cudaStreamIsCapturing %.0f, cudaStreamGetDevice %.0f, cudaGetDevice %.0f, cudaEventRecord %.0f",
+		median(v[0]), median(v[1]), median(v[2]), median(v[3]));
+	cudaEventDestroy(e);
+	cudaStreamDestroy(s);
+}
+
 static void host_cost(void)
 {
+	host_cost_calls();
 	static const int counts[] = { 1, 2, 4, 8 };
 	const uint32_t id = pt_intern(g_r, "cost: empty pair");
 	for (int nt : counts) {
@@ -815,7 +892,7 @@ static void host_cost(void)
 		const double p = median(c.ptz_ns), raw = median(c.raw_ns);
 		char name[64];
 		snprintf(name, sizeof(name), "7 host cost, %d thread%s", nt, nt > 1 ? "s" : "");
-		add_row(V_INFO, name, "median ns/pair",
+		add_row(p <= raw + 100.0 ? V_PASS : V_FAIL, name, "ptz <= 2x cudaEventRecord + 100 ns",
 			"pt_gpu_begin+end %.0f ns, 2x cudaEventRecord %.0f ns (x%.2f); %" PRIu64
 			" GPU halves dropped in %d timed batches of %d pairs, after %d warm-up batches",
 			p, raw, raw > 0 ? p / raw : 0.0, c.drops_timed, c.batches, c.pairs, c.warm_batches);
@@ -835,7 +912,7 @@ static void usage(FILE *out)
 static void print_env(void)
 {
 	static const char *const vars[] = { "PTZ_GPU", "PTZ_CUDA_RUNTIME", "PTZ_GPU_ANCHOR_MS", "PTZ_CLOCK",
-					    "PTZ_RING_BYTES", "CUDA_VISIBLE_DEVICES" };
+					    "PTZ_RING_BYTES", "PTZ_GPU_CAPTURE_CHECK", "CUDA_VISIBLE_DEVICES" };
 	printf(PROG ": environment:");
 	for (const char *v : vars)
 		printf(" %s=%s", v, getenv(v) ? getenv(v) : "(unset)");
@@ -1010,9 +1087,14 @@ int main(int argc, char **argv)
 	const double rtt = round_trip_ns(s0, f);
 	const struct align_ids aid = { pt_intern(g_r, "align: flag kernel"), pt_intern(g_r, "align: start seen"),
 				       pt_intern(g_r, "align: end seen") };
-	std::vector<bool> valid;
-	for (unsigned seq = 1; seq <= 300; seq++)
-		valid.push_back(align_sample(s0, f, seq, aid));
+	std::vector<bool> valid, tight;
+	std::vector<double> bounds;
+	for (unsigned seq = 1; seq <= 300; seq++) {
+		double b = 0;
+		valid.push_back(align_sample(s0, f, seq, aid, &b));
+		tight.push_back(valid.back() && b <= TIGHT_NS);
+		bounds.push_back(b);
+	}
 	settle(1000);
 
 	/* ---- 5: pool exhaustion behind a long kernel */
@@ -1201,10 +1283,23 @@ int main(int argc, char **argv)
 			a.start_err.size());
 		add_row(V_INFO, "3 end error: GPU end - flag seen", "", "median %+.2f us, p1 %+.2f, p99 %+.2f",
 			median(a.end_err) / 1e3, pct(a.end_err, 0.01) / 1e3, pct(a.end_err, 0.99) / 1e3);
-		const bool ok = D.size() >= 200 && fabs(median(D)) <= 2000.0 && pct(Dabs, 0.99) <= 5000.0;
-		add_row(ok ? V_PASS : V_FAIL, "3 alignment error D", "|median| <= 2 us, p99 |D| <= 5 us",
+		add_row(V_INFO, "3 alignment error D, all samples", "",
 			"median %+.2f us, p99 |D| %.2f us, max |D| %.2f us (%zu/%zu valid samples)", median(D) / 1e3,
 			pct(Dabs, 0.99) / 1e3, max_abs(D) / 1e3, D.size(), valid.size());
+		/* the target (issue 16): samples whose host observation is bounded
+		 * within TIGHT_NS, so the truth itself is known to 1 us */
+		const struct align_result at = align_analyze(&t, main_tid, aid, tight);
+		std::vector<double> Dt, Dtabs;
+		for (double h : at.half_diff) {
+			Dt.push_back(h + rtt / 2);
+			Dtabs.push_back(fabs(h + rtt / 2));
+		}
+		const bool ok = Dt.size() >= 100 && fabs(median(Dt)) <= 1000.0 && pct(Dtabs, 0.99) <= 2000.0;
+		add_row(ok ? V_PASS : V_FAIL, "3 alignment error D, host-tight samples", "|median| <= 1 us, p99 |D| <= 2 us",
+			"median %+.2f us, p99 |D| %.2f us, max |D| %.2f us (%zu/%zu samples observed within %.0f ns; "
+			"observation bound p50 %.0f ns)",
+			median(Dt) / 1e3, pct(Dtabs, 0.99) / 1e3, max_abs(Dt) / 1e3, Dt.size(), valid.size(), TIGHT_NS,
+			median(bounds));
 	}
 
 	/* 4: early starts and pairing */
@@ -1280,15 +1375,22 @@ int main(int argc, char **argv)
 			"begin %s, end %s, instantiate %s, launch %s; counter %u", cudaGetErrorName(e_begin),
 			cudaGetErrorName(e_end), cudaGetErrorName(e_inst), cudaGetErrorName(e_launch), h_ctr);
 		const std::vector<sec> cs = sections(&t, main_tid, id_cap);
-		size_t cap_ranges = 0;
-		for (const sec &s : cs)
+		size_t cap_ranges = 0, cap_timed = 0;
+		for (const sec &s : cs) {
 			cap_ranges += s.seq != 0;
+			cap_timed += range_of(&t, s) != nullptr;
+		}
 		const uint64_t dd = sc1.gpu_dropped - sc0.gpu_dropped, erc = t.err[PT_ERRC_GPU_CAPTURING];
-		add_row(dd == (uint64_t)ncap && erc == (uint64_t)ncap && cs.size() == (size_t)ncap && cap_ranges == 0 ? V_PASS
-															: V_FAIL,
-			"6 sections while capturing: skipped", "dropped +10, ERROR 10, 10 CPU, 0 GPU",
-			"gpu_dropped +%" PRIu64 ", ERROR GPU_CAPTURING %" PRIu64 ", %zu CPU sections, %zu launched", dd, erc,
-			cs.size(), cap_ranges);
+		/* lazy: the events go into the capture (launched), and the CUDA
+		 * thread counts them when it finds them captured */
+		const char *cc = getenv("PTZ_GPU_CAPTURE_CHECK");
+		const bool lazy = cc && strcmp(cc, "lazy") == 0;
+		const bool cap_ok = erc == (uint64_t)ncap && cs.size() == (size_t)ncap && cap_timed == 0 &&
+				    (lazy ? cap_ranges == (size_t)ncap : dd == (uint64_t)ncap && cap_ranges == 0);
+		add_row(cap_ok ? V_PASS : V_FAIL, "6 sections while capturing: skipped",
+			lazy ? "ERROR 10, 10 CPU, 10 launched, 0 timed" : "dropped +10, ERROR 10, 10 CPU, 0 GPU",
+			"gpu_dropped +%" PRIu64 ", ERROR GPU_CAPTURING %" PRIu64 ", %zu CPU sections, %zu launched, %zu timed",
+			dd, erc, cs.size(), cap_ranges, cap_timed);
 		const std::vector<sec> gl = sections(&t, main_tid, id_glaunch);
 		size_t gl_timed = 0;
 		for (const sec &s : gl)

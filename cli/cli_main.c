@@ -36,7 +36,8 @@ static void usage(FILE *out)
 		"       " PROG " export --perfetto OUT TRACE.ptz  export for viewers (also: " PROG " TRACE.ptz --perfetto OUT)\n"
 		"       " PROG " compare BASE.ptz NEW.ptz         what got slower or faster, path by path, with a verdict\n"
 		"       " PROG " suggest TRACE.ptz                what to optimize first, with the evidence\n"
-		"       " PROG " peaks [--json FILE]              measure this machine's roofs (FLOP/s, memory GB/s)\n"
+		"       " PROG " peaks [--json FILE] [--gpu[=N]]  measure this machine's roofs (FLOP/s, memory GB/s;\n"
+		"                                          --gpu: also CUDA device N's FMA, memory and copy rates)\n"
 		"       " PROG " --help | --version\n"
 		"\n"
 		"Report options:\n"
@@ -48,7 +49,7 @@ static void usage(FILE *out)
 		"  --min-pct P          hide rows below P%% of the sum of thread spans\n"
 		"  --thread N           one thread (its recorder index, see 'info')\n"
 		"  --domain NAME        sections of one timing domain ('' = default domain)\n"
-		"  --bottlenecks N      also list the top N sections by self time\n"
+		"  --bottlenecks N      also list the top N sections by occupied time (self CPU or GPU)\n"
 		"  --since T, --until T keep sections lying within [T, T'] seconds from the trace start\n"
 		"  --csv FILE           write every row (tree and flat, merged and per thread) as CSV; - = stdout\n"
 		"  --json FILE          write the report as JSON; - = stdout\n"
@@ -244,7 +245,7 @@ static int close_out(FILE *f, const char *path, const char *what, int failed)
 enum { OPT_REPORT = 256, OPT_FLAT, OPT_SORT, OPT_TOP, OPT_DEPTH, OPT_MINPCT, OPT_THREAD, OPT_DOMAIN,
        OPT_BOTTLENECKS, OPT_SINCE, OPT_UNTIL, OPT_CSV, OPT_JSON, OPT_NOPROGRESS, OPT_VERSION, OPT_PERFETTO,
        OPT_CHROME, OPT_FOLDED, OPT_NOISE, OPT_ALPHA, OPT_BOOTSTRAP, OPT_FAILREG, OPT_PEAKS, OPT_FP32,
-       OPT_THRESHOLD, OPT_SECONDS, OPT_MAXRECORDS, OPT_MAXMEMORY };
+       OPT_THRESHOLD, OPT_SECONDS, OPT_MAXRECORDS, OPT_MAXMEMORY, OPT_GPU };
 
 /* A count or a size: digits, for a size an optional K, M or G (binary). */
 static int parse_u64(const char *s, int suffix, uint64_t *out)
@@ -543,7 +544,7 @@ static int run_suggest(const char *path, struct ana_options *ao, const struct an
  * interrupted run leaves an existing profile as it was, and removes only
  * a file it created itself.
  */
-static int run_peaks(const char *json, double seconds)
+static int run_peaks(const char *json, double seconds, int gpu_dev)
 {
 	struct ana_peaks p;
 	char err[512];
@@ -573,6 +574,22 @@ static int run_peaks(const char *json, double seconds)
 	fprintf(stderr, PROG ": %s (%s, %u CPUs): FP64 %.3g / %.3g GFLOP/s, FP32 %.3g / %.3g GFLOP/s, memory "
 			"%.3g / %.3g GB/s (one core / all cores)\n",
 		p.host, p.isa, p.cpus, p.gflops64_1, p.gflops64_all, p.gflops32_1, p.gflops32_all, p.gbps_1, p.gbps_all);
+	if (gpu_dev >= 0) {
+		fprintf(stderr, PROG ": measuring CUDA device %d: FMA throughput, memory and copy bandwidth...\n", gpu_dev);
+		rc = ana_peaks_measure_gpu(&p, gpu_dev, seconds, err, sizeof(err));
+		if (rc) {
+			fprintf(stderr, PROG ": peaks --gpu: %s\n", err);
+			if (fd >= 0)
+				close(fd);
+			if (created)
+				unlink(json);
+			return 1;
+		}
+		fprintf(stderr, PROG ": %s: FP64 %.4g GFLOP/s, FP32 %.4g GFLOP/s, memory %.4g GB/s; H2D %.3g GB/s pinned, "
+				"%.3g pageable; D2H %.3g pinned, %.3g pageable\n",
+			p.gpu_name, p.gpu_gflops64, p.gpu_gflops32, p.gpu_mem_gbps, p.gpu_h2d_pinned_gbps,
+			p.gpu_h2d_pageable_gbps, p.gpu_d2h_pinned_gbps, p.gpu_d2h_pageable_gbps);
+	}
 	struct stat st;
 	if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && ftruncate(fd, 0)) {
 		fprintf(stderr, PROG ": %s: cannot write the machine profile: %s\n", json, strerror(errno));
@@ -623,6 +640,7 @@ int main(int argc, char **argv)
 		{ "fp32", no_argument, NULL, OPT_FP32 },
 		{ "threshold", required_argument, NULL, OPT_THRESHOLD },
 		{ "seconds", required_argument, NULL, OPT_SECONDS },
+		{ "gpu", optional_argument, NULL, OPT_GPU },
 		{ "max-records", required_argument, NULL, OPT_MAXRECORDS },
 		{ "max-memory", required_argument, NULL, OPT_MAXMEMORY },
 		{ NULL, 0, NULL, 0 },
@@ -638,7 +656,7 @@ int main(int argc, char **argv)
 	struct ana_sug_opts so = { 0 };
 	struct ana_peaks peaks;
 	const char *peaks_path = NULL;
-	int sug_only = 0, seconds_set = 0;
+	int sug_only = 0, seconds_set = 0, gpu_dev = -1;
 	double seconds = 0.5;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
@@ -777,6 +795,14 @@ int main(int argc, char **argv)
 			if (parse_u64(optarg, 1, &max_memory))
 				return usage_error("--max-memory: expected a positive size in bytes (K, M, G), got '%s'", optarg);
 			break;
+		case OPT_GPU: {
+			char *end;
+			long d = optarg ? strtol(optarg, &end, 10) : 0;
+			if (optarg && (*end || end == optarg || d < 0 || d > 1023))
+				return usage_error("--gpu: expected a CUDA device number 0..1023, got '%s'", optarg);
+			gpu_dev = (int)d;
+			break;
+		}
 		case OPT_SECONDS: {
 			char *end;
 			seconds = strtod(optarg, &end);
@@ -809,6 +835,8 @@ int main(int argc, char **argv)
 	}
 	if (seconds_set && strcmp(cmd, "peaks"))
 		return usage_error("%s", "--seconds belongs to peaks");
+	if (gpu_dev >= 0 && strcmp(cmd, "peaks"))
+		return usage_error("%s", "--gpu belongs to peaks");
 	if (max_memory) { /* every allocation past it fails: the analyzer then says "out of memory" (exit 1) */
 		const struct rlimit rl = { .rlim_cur = max_memory, .rlim_max = max_memory };
 		if (setrlimit(RLIMIT_DATA, &rl)) {
@@ -825,8 +853,8 @@ int main(int argc, char **argv)
 			return usage_error("%s", "peaks: takes no trace file (it measures this machine)");
 		if (report_only || report_flag || nexports || cmp_only || sug_only || csv || ao.domain ||
 		    ao.thread >= 0 || ao.since_ns || until_set || ro.top)
-			return usage_error("%s", "peaks takes only --json FILE and --seconds S");
-		return run_peaks(json, seconds);
+			return usage_error("%s", "peaks takes only --json FILE, --seconds S and --gpu[=N]");
+		return run_peaks(json, seconds, gpu_dev);
 	}
 	if (strcmp(cmd, "suggest") == 0) {
 		if (rest != 1)

@@ -4,10 +4,12 @@
  * Threads and what each may call (doc/gpu-timing.md has the reasoning):
  *
  *   application thread   pt_gpu_begin/pt_gpu_end: cudaStreamIsCapturing,
- *                        cudaStreamGetDevice (or cudaGetDevice), two
- *                        cudaEventRecord. Takes event pairs from a
- *                        per-thread cache, refilled from the device's pool
- *                        with a trylock; never waits, never creates events.
+ *                        cudaStreamGetDevice (or cudaGetDevice) the first
+ *                        time it meets a stream, two cudaEventRecord. Takes
+ *                        event pairs from a per-thread cache, refilled from
+ *                        the device's pool with a trylock; never waits.
+ *                        Creates one pair itself (pair_make()) only when the
+ *                        pool is empty below its bound, e.g. at start.
  *   CUDA thread          ("ptz-gpu", one per open recorder, started by the
  *                        first pt_gpu_begin) the only thread of ours that
  *                        calls anything else: sets its own capture mode
@@ -87,6 +89,7 @@
 #define GPU_STACK 64        /* open GPU sections per thread */
 #define GPU_CHUNK 32        /* pairs created per refill */
 #define GPU_LOW 16          /* refill when a pool has fewer free pairs */
+#define GPU_SDEV 4          /* streams whose device a thread remembers */
 #define ANCHOR_TRIES 5
 #define ANCHOR_HIST 8
 #define ANCHOR_SPIN_NS 5000000u  /* give up an anchor try after 5 ms */
@@ -108,7 +111,7 @@ struct gpu_pool {
 	struct gpu_pair *free;
 	unsigned nfree, created;
 	_Atomic bool want;       /* a thread found it empty, or first use */
-	bool exhausted;          /* creation failed: stop trying */
+	_Atomic bool exhausted;  /* creation failed: stop trying (read by pair_make() on any thread) */
 };
 
 /* CUDA-thread-only state, kept across recorders. */
@@ -131,9 +134,19 @@ struct gpu_dev {
 	struct gpu_stream_q *streams;
 };
 
+/* A stream's device, remembered by the thread that launches on it, so that
+ * pt_gpu_begin() makes one CUDA call fewer (cudaStreamGetDevice costs about
+ * as much as cudaEventRecord on CUDA 13, doc/gpu-timing.md §1). */
+struct gpu_sdev {
+	rc_stream s;
+	int dev;
+};
+
 struct gpu_tls {
 	struct gpu_pair *cache[GPU_MAX_DEV][GPU_CACHE];
 	uint8_t ncache[GPU_MAX_DEV];
+	struct gpu_sdev sdev[GPU_SDEV];
+	uint8_t nsdev, sdev_next;
 	struct gpu_pair *open[GPU_STACK]; /* NULL: that section has no GPU half */
 	uint32_t depth;
 };
@@ -151,6 +164,10 @@ static unsigned pool_bound = 1024;
 static unsigned anchor_ms = 1000;
 static bool anchor_quick;           /* default period: first anchors 100 ms apart */
 static unsigned drain_ms = 2000;
+/* PTZ_GPU_CAPTURE_CHECK=lazy: no cudaStreamIsCapturing for ordinary
+ * streams; an event recorded into a capture is found by the CUDA thread
+ * (cudaErrorCapturedEvent) and counted GPU_CAPTURING (doc/gpu-timing.md §4) */
+static bool capture_lazy;
 
 static struct cds_wfcq_head q_head;
 static struct cds_wfcq_tail q_tail;
@@ -301,6 +318,8 @@ static void load(void)
 	anchor_ms = env_uint("PTZ_GPU_ANCHOR_MS", 1000, 0, 3600000);
 	anchor_quick = !getenv("PTZ_GPU_ANCHOR_MS");
 	drain_ms = env_uint("PTZ_GPU_DRAIN_MS", 2000, 0, 600000);
+	const char *cc = getenv("PTZ_GPU_CAPTURE_CHECK");
+	capture_lazy = cc && strcmp(cc, "lazy") == 0;
 	for (unsigned d = 0; d < GPU_MAX_DEV; d++)
 		pthread_mutex_init(&pools[d].lock, NULL);
 	cds_wfcq_init(&q_head, &q_tail);
@@ -594,8 +613,8 @@ static bool resolve(struct pt_recorder *r, uint64_t gen)
 				if (!p->stale && p->gen == gen) {
 					if (e == RC_SUCCESS)
 						emit_range(r, g, p, off, dur);
-					else
-						drop(PT_ERRC_GPU_CUDA);
+					else /* recorded into a graph capture: not a time */
+						drop(e == RC_ERR_CAPTURED_EVENT ? PT_ERRC_GPU_CAPTURING : PT_ERRC_GPU_CUDA);
 				}
 				q->head = p->next;
 				if (!q->head)
@@ -884,6 +903,82 @@ static inline void inflight_exit(void)
 	atomic_fetch_sub_explicit(&gpu_inflight, 1, memory_order_release);
 }
 
+/* Special handles whose device is the calling thread's current one:
+ * 0 (legacy default stream), cudaStreamLegacy (1), cudaStreamPerThread (2). */
+static inline bool stream_is_current(rc_stream s)
+{
+	return (uintptr_t)s <= 2;
+}
+
+/* The device of stream @s: remembered by this thread, else asked of CUDA
+ * (cudaStreamGetDevice, or cudaGetDevice before CUDA 12.8) and remembered.
+ * Handles naming the current device are asked every time (the thread may
+ * have called cudaSetDevice). False on a CUDA error or a device out of range. */
+static bool stream_device(struct gpu_tls *t, rc_stream s, int *dev)
+{
+	if (!stream_is_current(s))
+		for (unsigned i = 0; i < t->nsdev; i++)
+			if (t->sdev[i].s == s) {
+				*dev = t->sdev[i].dev;
+				return true;
+			}
+	rc_err e = api.StreamGetDevice ? api.StreamGetDevice(s, dev) : api.GetDevice(dev);
+	if (e != RC_SUCCESS || *dev < 0 || *dev >= GPU_MAX_DEV)
+		return false;
+	if (!stream_is_current(s) && api.StreamGetDevice) {
+		unsigned i = t->nsdev < GPU_SDEV ? t->nsdev++ : t->sdev_next++ % GPU_SDEV;
+		t->sdev[i] = (struct gpu_sdev){ s, *dev };
+	}
+	return true;
+}
+
+static void stream_forget(struct gpu_tls *t, rc_stream s)
+{
+	for (unsigned i = 0; i < t->nsdev; i++)
+		if (t->sdev[i].s == s)
+			t->sdev[i].s = NULL; /* NULL is never looked up: stream_is_current() */
+}
+
+/*
+ * A pair created on the calling thread, for a device whose pool is empty
+ * while it has not reached its bound: the first GPU sections of a program
+ * would otherwise all be dropped while the CUDA thread starts and fills the
+ * pool (68 of 107 in examples/gpu/led_optimizer_gpu --small on an H100).
+ * Two cudaEventCreateWithFlags (a few us), at most once per call, and only
+ * when @dev is the thread's current device (events belong to the current
+ * device; switching it would change the application's state). The pool
+ * lock is only tried: a busy pool drops the GPU half as before.
+ */
+static struct gpu_pair *pair_make(int dev)
+{
+	struct gpu_pool *pl = &pools[dev];
+	int cur = -1;
+	if (pl->exhausted || api.GetDevice(&cur) != RC_SUCCESS || cur != dev)
+		return NULL;
+	if (pthread_mutex_trylock(&pl->lock) != 0)
+		return NULL;
+	bool room = !pl->exhausted && pl->created < pool_bound;
+	if (room)
+		pl->created++; /* reserved: the bound holds with the CUDA thread's refill */
+	pthread_mutex_unlock(&pl->lock);
+	if (!room)
+		return NULL;
+	struct gpu_pair *p = calloc(1, sizeof(*p));
+	if (p && api.EventCreateWithFlags(&p->start, RC_EVENT_DEFAULT) == RC_SUCCESS &&
+	    api.EventCreateWithFlags(&p->end, RC_EVENT_DEFAULT) == RC_SUCCESS) {
+		cds_wfcq_node_init(&p->qnode);
+		p->dev = (uint32_t)dev;
+		return p;
+	}
+	if (p) /* creation failed: stop trying, as refill() does */
+		pl->exhausted = true;
+	free(p); /* an event created alone is leaked: never destroyed */
+	pthread_mutex_lock(&pl->lock);
+	pl->created--;
+	pthread_mutex_unlock(&pl->lock);
+	return NULL;
+}
+
 static void gpu_begin(pt_recorder *r, uint32_t id, void *cuda_stream)
 {
 	int st = atomic_load_explicit(&gpu_state, memory_order_acquire);
@@ -923,7 +1018,9 @@ static void gpu_begin(pt_recorder *r, uint32_t id, void *cuda_stream)
 	}
 	rc_stream s = cuda_stream;
 	int capt = RC_CAPTURE_NONE, dev = 0;
-	rc_err e = api.StreamIsCapturing(s, &capt);
+	/* The legacy stream is always asked: recording on it while another
+	 * stream captures would invalidate that capture. */
+	rc_err e = capture_lazy && !stream_is_current(s) ? RC_SUCCESS : api.StreamIsCapturing(s, &capt);
 	if (e != RC_SUCCESS && e != RC_ERR_CAPTURE_IMPLICIT) {
 		why = PT_ERRC_GPU_CUDA;
 		goto cpu_only;
@@ -934,8 +1031,7 @@ static void gpu_begin(pt_recorder *r, uint32_t id, void *cuda_stream)
 		why = PT_ERRC_GPU_CAPTURING;
 		goto cpu_only;
 	}
-	e = api.StreamGetDevice ? api.StreamGetDevice(s, &dev) : api.GetDevice(&dev);
-	if (e != RC_SUCCESS || dev < 0 || dev >= GPU_MAX_DEV) {
+	if (!stream_device(t, s, &dev)) {
 		why = PT_ERRC_GPU_CUDA;
 		goto cpu_only;
 	}
@@ -946,6 +1042,8 @@ static void gpu_begin(pt_recorder *r, uint32_t id, void *cuda_stream)
 		goto cpu_only;
 	}
 	struct gpu_pair *p = pair_get(t, (unsigned)dev);
+	if (!p)
+		p = pair_make(dev);
 	if (!p) {
 		why = PT_ERRC_GPU_POOL_EMPTY;
 		goto cpu_only;
@@ -959,6 +1057,9 @@ static void gpu_begin(pt_recorder *r, uint32_t id, void *cuda_stream)
 	}
 	e = api.EventRecord(p->start, s);
 	if (e != RC_SUCCESS) {
+		/* a remembered device may be stale (the handle of a destroyed
+		 * stream reused on another device): look it up again next time */
+		stream_forget(t, s);
 		drop(PT_ERRC_GPU_CUDA);
 		pair_unget(t, p);
 		push_open(t, NULL);

@@ -29,6 +29,7 @@ int pfx_gpu_add(struct pfx_gpu *g, const struct pt_record *r)
 	if (grow((void **)&g->r, &g->cap, g->n, sizeof(*g->r)))
 		return -ENOMEM;
 	struct pfx_gpu_range *x = &g->r[g->n++];
+	*x = (struct pfx_gpu_range){ 0 }; /* the exporter's fields (m_self, x_self) start empty */
 	x->seq = r->value3;
 	x->stream = r->value4;
 	x->launch_ticks = r->ticks;

@@ -89,6 +89,10 @@ struct pfx_gpu_range {
 	uint32_t name_id;   /* section id */
 	uint32_t lane;      /* index into pfx_gpu.lanes (set by pfx_gpu_finish; its stream's first lane for PFX_GPU_NO_LANE) */
 	uint32_t flags;     /* PFX_GPU_*: NO_LANE set by pfx_gpu_finish(), the rest owned by the exporter */
+	/* owned by the exporter: what the launching section declared itself
+	 * (read, written, FLOPs; transfers by direction), for the range's rates
+	 * over its GPU time (doc/analyzer-output.md §3.1, doc/export.md) */
+	uint64_t m_self[3], x_self[4];
 };
 
 /** struct pfx_gpu_lane - one track of GPU ranges: a lane of a (device, stream). */

@@ -704,15 +704,15 @@ static void test_ana_gpu_report_text(void **state)
 	has_line(t, "GPU halves not timed (CPU sections kept): 3 pool empty, 1 CUDA call failed, 1 queue full");
 	has_line(t, "GPU ranges that started before their launch (kept), counted by the recorder: 1");
 	/* GPU time by section, in the call tree's order (step, rec, gemm; idle has none) */
-	has_line(t, "name                            ranges GPU total  GPU mean   GPU p50   GPU p99  GPU incl  GPU/CPU");
-	has_line(t, "step                                 0         -         -         -         -   6.00 us     0.60");
-	has_line(t, "  layer                              1   3.00 us   3.00 us   3.00 us   3.00 us   4.00 us     0.89");
+	has_line(t, "name                            ranges GPU total  GPU mean   GPU p50   GPU p99  GPU incl  GPU/CPU     GB/s  GFLOP/s");
+	has_line(t, "step                                 0         -         -         -         -   6.00 us     0.60        -        -");
+	has_line(t, "  layer                              1   3.00 us   3.00 us   3.00 us   3.00 us   4.00 us     0.89        -        -");
 	has_line(t, "    launch to GPU start: mean 1.14 us, min 1.14 us, max 1.14 us; 0 early starts");
-	has_line(t, "    copy                             1   1.00 us   1.00 us   1.00 us   1.00 us   1.00 us     2.00");
+	has_line(t, "    copy                             1   1.00 us   1.00 us   1.00 us   1.00 us   1.00 us     2.00        -        -");
 	has_line(t, "      launch to GPU start: mean -100 ns, min -100 ns, max -100 ns; 1 early start");
-	has_line(t, "  gemm                               1   2.00 us   2.00 us   2.00 us   2.00 us   2.00 us     1.33");
-	has_line(t, "rec                                  0         -         -         -         -    500 ns     0.38");
-	has_line(t, "gemm                                 2   1.50 us    750 ns    500 ns   1.00 us   1.50 us     1.88");
+	has_line(t, "  gemm                               1   2.00 us   2.00 us   2.00 us   2.00 us   2.00 us     1.33        -        -");
+	has_line(t, "rec                                  0         -         -         -         -    500 ns     0.38        -        -");
+	has_line(t, "gemm                                 2   1.50 us    750 ns    500 ns   1.00 us   1.50 us     1.88        -        -");
 	has_line(t, "  launch to GPU start: mean 300 ns, min 100 ns, max 500 ns; 0 early starts");
 	assert_false(in_section(t, "\nGPU time by section", "\nidle "));
 	/* devices: busy / wall span 13.00 us */
@@ -734,9 +734,9 @@ static void test_ana_gpu_report_text(void **state)
 	/* flat by name: gemm over both threads, rec once */
 	o.flat = true;
 	t = ana_test_report(&g->res, &o);
-	has_line(t, "gemm                                 5   5.00 us   1.00 us   1.00 us   2.00 us   5.00 us     1.43");
+	has_line(t, "gemm                                 5   5.00 us   1.00 us   1.00 us   2.00 us   5.00 us     1.43        -        -");
 	has_line(t, "  launch to GPU start: mean 420 ns, min 100 ns, max 1.10 us; 0 early starts");
-	has_line(t, "rec                                  0         -         -         -         -    500 ns     0.38");
+	has_line(t, "rec                                  0         -         -         -         -    500 ns     0.38        -        -");
 	free(t);
 	/* one thread: its rows and instants only */
 	o = (struct ana_report_opts){ .sort = ANA_SORT_TIME, .thread = 0 };
@@ -787,12 +787,13 @@ static void test_ana_gpu_csv(void **state)
 					     "gpu_p50_ns", "gpu_p99_ns", "gpu_incl_count", "gpu_incl_total_ns",
 					     "gpu_over_cpu", "gpu_launch_latency_mean_ns", "gpu_launch_latency_min_ns",
 					     "gpu_launch_latency_max_ns", "gpu_early_starts" };
-	/* then the memory columns: the trace's "process RSS" (on ptz-gpu, as older recorders wrote it) */
-	assert_int_equal(nh, 40 + (int)PT_ARRAY_SIZE(gcols) + 8);
+	/* + the GPU-rate and breakdown columns (test_ana_gpu_rates.c), then the memory columns: the
+	 * trace's "process RSS" (on ptz-gpu, as older recorders wrote it) */
+	assert_int_equal(nh, 40 + (int)PT_ARRAY_SIZE(gcols) + 14 + 8);
 	assert_string_equal(hdr[39], "lossy"); /* the old columns first, unchanged */
 	for (size_t k = 0; k < PT_ARRAY_SIZE(gcols); k++)
 		assert_string_equal(hdr[40 + k], gcols[k]);
-	assert_string_equal(hdr[40 + PT_ARRAY_SIZE(gcols)], "rss_occurrences");
+	assert_string_equal(hdr[40 + PT_ARRAY_SIZE(gcols) + 14], "rss_occurrences");
 	int seen = 0, async_rows = 0, instant_rows = 0;
 	while ((line = strtok_r(NULL, "\n", &save))) {
 		char *v[80];

@@ -647,14 +647,18 @@ API uint64_t fake_calls(const char *fn)
 
 API uint64_t fake_stream_record_calls(void *stream)
 {
-	struct stream *s = stream;
-	return s && s->magic == MAGIC_ST ? atomic_load_explicit(&s->record_calls, memory_order_relaxed) : 0;
+	pthread_mutex_lock(&lk);
+	struct stream *s = stream_of(stream); /* the special handles too */
+	pthread_mutex_unlock(&lk);
+	return s ? atomic_load_explicit(&s->record_calls, memory_order_relaxed) : 0;
 }
 
 API uint64_t fake_stream_stamps(void *stream)
 {
-	struct stream *s = stream;
-	return s && s->magic == MAGIC_ST ? atomic_load_explicit(&s->stamps, memory_order_relaxed) : 0;
+	pthread_mutex_lock(&lk);
+	struct stream *s = stream_of(stream); /* the special handles too */
+	pthread_mutex_unlock(&lk);
+	return s ? atomic_load_explicit(&s->stamps, memory_order_relaxed) : 0;
 }
 
 API uint64_t fake_last_stamp(void *stream)

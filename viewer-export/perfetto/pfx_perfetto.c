@@ -144,7 +144,8 @@ struct frame {
 	uint64_t ord;      /* BEGIN ordinal in the thread's records (pass-stable) */
 	uint32_t id;
 	bool emitted, has_m;
-	uint64_t m_self[NM], m_incl[NM], x_incl[NDIR];
+	uint64_t gpu_seq;  /* the GPU_LAUNCH seq of this section, 0 = none */
+	uint64_t m_self[NM], m_incl[NM], x_incl[NDIR], x_self[NDIR];
 };
 
 /* Counter ids whose track descriptor was written, in first-seen order. */
@@ -459,6 +460,13 @@ static void annot_u(struct annots *an, const char *name, uint64_t v)
 	d->uint_value = v;
 	an->p[an->n] = d;
 	an->n++;
+}
+
+static void annot_d(struct annots *an, const char *name, double v)
+{
+	annot_u(an, name, 0);
+	an->a[an->n - 1].value_case = PERFETTO__PROTOS__DEBUG_ANNOTATION__VALUE_DOUBLE_VALUE;
+	an->a[an->n - 1].double_value = v;
 }
 
 static void annot_s(struct annots *an, const char *name, const char *v)
@@ -793,6 +801,28 @@ static void gpu_keep(struct pctx *c)
 	c->gpu_no_lane = pfx_gpu_keep(&c->gpu, c->since_ticks, c->until_ticks, &c->gpu_no_lane_ticks);
 }
 
+/* The rates of GPU range @r over its GPU time, as the analyzer's
+ * gpu_self_* figures (doc/analyzer-output.md §3.1): what its launching
+ * section declared itself over the measured range (end - raw start, the
+ * duration the analyzer uses); none where the range has no duration. */
+static void gpu_rate_annots(struct pctx *c, struct annots *an, const struct pfx_gpu_range *r)
+{
+	static const char *const xnames[NDIR] = { "gpu_h2d_gb_per_s", "gpu_d2h_gb_per_s", "gpu_d2d_gb_per_s",
+						  "gpu_p2p_gb_per_s" };
+	const uint64_t s = ns_of(c, r->raw_start_ticks), e = ns_of(c, r->end_ticks);
+	if (e <= s)
+		return;
+	const double dur = (double)(e - s);
+	const uint64_t bytes = r->m_self[M_READ] + r->m_self[M_WRITTEN];
+	if (bytes)
+		annot_d(an, "gpu_gb_per_s", (double)bytes / dur);
+	if (r->m_self[M_FLOPS])
+		annot_d(an, "gpu_gflop_per_s", (double)r->m_self[M_FLOPS] / dur);
+	for (int k = 0; k < NDIR; k++)
+		if (r->x_self[k])
+			annot_d(an, xnames[k], (double)r->x_self[k] / dur);
+}
+
 static void emit_gpu(struct pctx *c)
 {
 	const struct pfx_gpu *g = &c->gpu;
@@ -840,6 +870,7 @@ static void emit_gpu(struct pctx *c)
 		if (r->snap_ticks) /* moved to the end of the range before it (jitter) */
 			annot_u(&an, "gpu_start_snapped_ns",
 				ns_of(c, r->start_ticks) - ns_of(c, r->start_ticks - r->snap_ticks));
+		gpu_rate_annots(c, &an, r);
 		const struct ev b = { .type = PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_BEGIN,
 				      .track = PFX_UUID_GPU_LANE(r->lane),
 				      .named = true,
@@ -943,12 +974,20 @@ static void close_top(struct pctx *c, uint64_t end_ticks, bool emit, const char 
 			memset(pa->m_self, 0, sizeof(pa->m_self));
 			memset(pa->m_incl, 0, sizeof(pa->m_incl));
 			memset(pa->x_incl, 0, sizeof(pa->x_incl));
+			memset(pa->x_self, 0, sizeof(pa->x_self));
 			pa->has_m = true;
 		}
 		for (int k = 0; k < NM; k++)
 			pa->m_incl[k] += f->m_incl[k];
 		for (int k = 0; k < NDIR; k++)
 			pa->x_incl[k] += f->x_incl[k];
+	}
+	if (f->gpu_seq && f->has_m) { /* its GPU range's rates use what it declared itself */
+		struct pfx_gpu_range *g = pfx_gpu_find(&c->gpu, f->gpu_seq);
+		if (g) {
+			memcpy(g->m_self, f->m_self, sizeof(g->m_self));
+			memcpy(g->x_self, f->x_self, sizeof(g->x_self));
+		}
 	}
 	if (emit && f->emitted) {
 		c->emitted_depth--;
@@ -983,6 +1022,7 @@ static inline struct frame *frame_m(struct frame *f)
 		memset(f->m_self, 0, sizeof(f->m_self));
 		memset(f->m_incl, 0, sizeof(f->m_incl));
 		memset(f->x_incl, 0, sizeof(f->x_incl));
+		memset(f->x_self, 0, sizeof(f->x_self));
 		f->has_m = true;
 	}
 	return f;
@@ -1052,6 +1092,7 @@ static int thread_pass(struct pctx *c, bool emit)
 				f->ord = c->ord++;
 				f->has_m = false;
 				f->emitted = false;
+				f->gpu_seq = launched && c->launch_id == r.id ? c->launch_seq : 0;
 				if (!emit)
 					break;
 				bool dropped = false;
@@ -1100,7 +1141,11 @@ static int thread_pass(struct pctx *c, bool emit)
 				break;
 			case PT_REC_TRANSFER:
 				if (c->depth && r.aux >= 1 && r.aux <= NDIR)
-					frame_m(&c->st[c->depth - 1])->x_incl[r.aux - 1] += r.value;
+				{
+					struct frame *f = frame_m(&c->st[c->depth - 1]);
+					f->x_incl[r.aux - 1] += r.value;
+					f->x_self[r.aux - 1] += r.value;
+				}
 				break;
 			case PT_REC_COUNTER:
 				if (emit && in_window(c, r.ticks)) {

@@ -80,7 +80,9 @@ CPU = {
              ("kernA", 2010, 90, 1, (7,), (), {}),
              ("kernB", 2120, 10, 1, (8,), (), {})],
     "worker": [("work", 50, 30, 0, (), (), {}),
-               ("kernB", 590, 5, 0, (9,), (), {}),
+               # rates over the 5 ns CPU slice, as before; the GPU range's over its GPU time
+               ("kernB", 590, 5, 0, (9,), (), {"read_bytes": 600, "flops": 400, "d2d_bytes": 1000,
+                                                "gb_per_s": 120.0, "gflop_per_s": 80.0}),
                ("work", 1100, 150, 0, (), (), {}),
                ("outer", 1300, 30, 0, (10,), (), {}),
                ("copy", 1310, 10, 1, (11,), (), {}),
@@ -94,7 +96,8 @@ GPU = {
                          ("kernA", 2050, 40, 1, (), (7,), {}),
                          ("kernB", 2150, 20, 0, (), (8,), {})],
     "GPU 0/stream 8#0": [("kernB", 420, 280, 0, (), (2,), {})],
-    "GPU 0/stream 8#1": [("kernB", 600, 200, 0, (), (9,), {})],
+    "GPU 0/stream 8#1": [("kernB", 600, 200, 0, (), (9,), {"gpu_gb_per_s": 3.0, "gpu_gflop_per_s": 2.0,
+                                                           "gpu_d2d_gb_per_s": 5.0})],
     "GPU 1/stream 7#0": [("copy", 520, 60, 0, (), (3,), {}),
                          ("outer", 1400, 100, 0, (), (10,), {}),  # same start as its child:
                          ("copy", 1400, 50, 1, (), (11,), {})],  # still one track, nested
@@ -530,6 +533,27 @@ def check_snapnest():
          "snapnest: chrome: inner inside its snapped parent")
 
 
+def check_report_agrees(trace):
+    """The analyzer's self GPU rates of worker;kernB are the same definition
+    as its GPU range slices' (doc/analyzer-output.md §3.1): what the section
+    declared itself over the GPU time of its ranges, here seq 9 (600 bytes
+    read, 400 FLOPs, 1000 D2D over 200 ns) and seq 13 (nothing over 201 ns,
+    raw start 1799), and the CPU rate over its CPU time (5 + 10 ns)."""
+    out = os.path.join(TMP, "gpu-report.json")
+    r = subprocess.run([PTANALYZE, trace, "--json", out], capture_output=True)
+    if not tap(r.returncode == 0, "ptanalyze --json", r.stderr.decode()):
+        return
+    with open(out, encoding="utf-8") as fh:
+        rep = json.load(fh)
+    worker = [t for t in rep["threads"] if t["name"] == "worker"][0]
+    row = [x for x in worker["tree"] if x["name"] == "kernB" and x["depth"] == 1][0]
+    want = {"gpu_self_gb_per_s": 600 / 401, "gpu_self_gflop_per_s": 400 / 401, "gpu_d2d_gb_per_s": 1000 / 401,
+            "gb_per_s": 600 / 15}
+    got = {k: row[k] for k in want}
+    same({k: round(v / want[k], 9) for k, v in got.items()}, {k: 1.0 for k in want},
+         f"report: kernB's GPU rates over its ranges' GPU time, its CPU rate over CPU time ({got})")
+
+
 def main():
     print("TAP version 13")
     trace = os.path.join(TMP, "gpu.ptz")
@@ -537,6 +561,7 @@ def main():
     if tap(r.returncode == 0, "gen_gpu_trace", r.stderr.decode()):
         check_perfetto(trace)
         check_chrome(trace)
+        check_report_agrees(trace)
     for seed in (1, 2, 3):
         check_random(seed)
     check_staircase()

@@ -24,7 +24,9 @@
  *    stream 8: a second lane), and one that overlaps the range before it
  *    by 1 ns, the boundary jitter of back-to-back kernels (seq 13 on
  *    device 1 stream 9: its start moves to that end, same lane);
- *  - a launch on a second thread (seq 9 from "worker");
+ *  - a launch on a second thread (seq 9 from "worker"), whose section
+ *    declares 400 FLOPs, 600 bytes read and a 1000-byte D2D transfer: its
+ *    GPU range's rates over its 200 ns of GPU time (doc/export.md);
  *  - async ranges crossing threads (0x100 begun on main, ended on worker),
  *    overlapping (0x101 inside 0x100's time: lane 1; 0x104 when lane 0 is
  *    busy and lane 1 free again: lane 1), reusing lane 0 (0x102), an
@@ -90,7 +92,7 @@ static const char *const names[NIDS] = {
 enum { TH_MAIN, TH_WORKER, TH_GPU, NTH };
 static const char *const tnames[NTH] = { "main", "worker", PT_FMT_GPU_THREAD_NAME };
 
-enum { OP_B = 1, OP_E, OP_K, OP_ERR, OP_I, OP_AB, OP_AE, OP_LAUNCH, OP_GPU, OP_CUT };
+enum { OP_B = 1, OP_E, OP_K, OP_ERR, OP_I, OP_AB, OP_AE, OP_LAUNCH, OP_GPU, OP_CUT, OP_M, OP_X };
 struct op {
 	uint8_t k;
 	uint32_t id;
@@ -110,6 +112,9 @@ struct op {
 #define G(launch, id, dev, stream, seq, start, end) \
 	{ OP_GPU, (id), T0 + (launch), (dev), (stream), (seq), ((uint64_t)(T0 + (start)) << 32) | (T0 + (end)) }
 #define CUT { OP_CUT, 0, 0, 0, 0, 0, 0 }
+/* METRIC of kind k (enum pt_metric_kind), TRANSFER of direction d: amount v */
+#define M(k, v) { OP_M, 0, 0, (k), (v), 0, 0 }
+#define X(d, v) { OP_X, 0, 0, (d), (v), 0, 0 }
 
 static const struct op main_ops[] = {
 	B(100, ID_STEP),
@@ -132,7 +137,7 @@ static const struct op main_ops[] = {
 };
 static const struct op worker_ops[] = {
 	B(50, ID_WORK), E(80, ID_WORK),
-	LB(590, ID_KERNB, 0, 8, 9), E(595, ID_KERNB),
+	LB(590, ID_KERNB, 0, 8, 9), M(3, 400), M(1, 600), X(3, 1000), E(595, ID_KERNB), /* FLOPs, read, D2D */
 	AB(800, ID_LOAD, 0x104),
 	I(820, ID_MARK),
 	AE(850, 0x104),
@@ -198,6 +203,8 @@ static int events(struct fmt_writer *w, uint32_t thread, const struct op *ops, s
 		case OP_CUT: (*from)++; goto out;
 		case OP_B: fmt_enc_begin(&e, o->t, o->id); break;
 		case OP_E: fmt_enc_end(&e, o->t, o->id); break;
+		case OP_M: fmt_enc_metric(&e, (uint32_t)o->a, o->b); break;
+		case OP_X: fmt_enc_transfer(&e, (uint32_t)o->a, o->b); break;
 		case OP_K: fmt_enc_counter(&e, o->t, o->id, (int64_t)o->a); break;
 		case OP_ERR: fmt_enc_error(&e, o->t, o->id, o->a); break;
 		case OP_I: rc = fmt_enc_lp5(&e, PT_REC_INSTANT, o->id, 0, 0, 0, o->t); break;
