@@ -60,28 +60,30 @@ struct cu_api {
 /* 8 independent FMA chains per thread, 4 rounds per loop iteration: 32 FMAs
  * to 3 loop instructions. Each thread stores its sum once at the end, so
  * the chains are live and the store traffic is nothing beside the FMAs.
+ * Register names must not be PTX's special registers (%tid, %ctaid, ...):
+ * the driver rejects such a module as CUDA_ERROR_INVALID_PTX.
  * @T: f32 or f64; @R: the register prefix; @ONE: 1.0 in PTX hex notation. */
 #define FMA_ROUND(T)                                                                                               \
-	"fma.rn." T " %a0, %a0, %m, %c;\n fma.rn." T " %a1, %a1, %m, %c;\n fma.rn." T " %a2, %a2, %m, %c;\n"         \
-	"fma.rn." T " %a3, %a3, %m, %c;\n fma.rn." T " %a4, %a4, %m, %c;\n fma.rn." T " %a5, %a5, %m, %c;\n"         \
-	"fma.rn." T " %a6, %a6, %m, %c;\n fma.rn." T " %a7, %a7, %m, %c;\n"
+	"fma.rn." T " %fa0, %fa0, %fm, %fc;\n fma.rn." T " %fa1, %fa1, %fm, %fc;\n fma.rn." T " %fa2, %fa2, %fm, %fc;\n"         \
+	"fma.rn." T " %fa3, %fa3, %fm, %fc;\n fma.rn." T " %fa4, %fa4, %fm, %fc;\n fma.rn." T " %fa5, %fa5, %fm, %fc;\n"         \
+	"fma.rn." T " %fa6, %fa6, %fm, %fc;\n fma.rn." T " %fa7, %fa7, %fm, %fc;\n"
 #define FMA_KERNEL(NAME, T, ONE, SZ)                                                                               \
 	".visible .entry " NAME "(.param .u64 out, .param .u32 n, .param ." T " m, .param ." T " c)\n"           \
 	"{\n"                                                                                                      \
-	" .reg .pred %p;\n .reg .b32 %i, %n, %tid, %ctaid, %ntid, %gid;\n .reg .b64 %o, %off;\n"                   \
-	" .reg ." T " %a<8>, %m, %c, %s;\n"                                                                      \
-	" ld.param.u64 %o, [out];\n ld.param.u32 %n, [n];\n ld.param." T " %m, [m];\n ld.param." T " %c, [c];\n"  \
-	" mov.u32 %tid, %tid.x;\n mov.u32 %ctaid, %ctaid.x;\n mov.u32 %ntid, %ntid.x;\n"                           \
-	" mad.lo.u32 %gid, %ctaid, %ntid, %tid;\n"                                                                 \
-	" cvt.rn." T ".u32 %a0, %tid;\n add." T " %a1, %a0, " ONE ";\n add." T " %a2, %a1, " ONE ";\n"             \
-	" add." T " %a3, %a2, " ONE ";\n add." T " %a4, %a3, " ONE ";\n add." T " %a5, %a4, " ONE ";\n"            \
-	" add." T " %a6, %a5, " ONE ";\n add." T " %a7, %a6, " ONE ";\n"                                           \
-	" mov.u32 %i, 0;\n"                                                                                        \
+	" .reg .pred %rp;\n .reg .b32 %ri, %rn, %rt, %rb, %rnt, %rg;\n .reg .b64 %ro, %roff;\n"                   \
+	" .reg ." T " %fa<8>, %fm, %fc, %fs;\n"                                                                      \
+	" ld.param.u64 %ro, [out];\n ld.param.u32 %rn, [n];\n ld.param." T " %fm, [m];\n ld.param." T " %fc, [c];\n"  \
+	" mov.u32 %rt, %tid.x;\n mov.u32 %rb, %ctaid.x;\n mov.u32 %rnt, %ntid.x;\n"                           \
+	" mad.lo.u32 %rg, %rb, %rnt, %rt;\n"                                                                 \
+	" cvt.rn." T ".u32 %fa0, %rt;\n add." T " %fa1, %fa0, " ONE ";\n add." T " %fa2, %fa1, " ONE ";\n"             \
+	" add." T " %fa3, %fa2, " ONE ";\n add." T " %fa4, %fa3, " ONE ";\n add." T " %fa5, %fa4, " ONE ";\n"            \
+	" add." T " %fa6, %fa5, " ONE ";\n add." T " %fa7, %fa6, " ONE ";\n"                                           \
+	" mov.u32 %ri, 0;\n"                                                                                        \
 	"$Lloop_" NAME ":\n" FMA_ROUND(T) FMA_ROUND(T) FMA_ROUND(T) FMA_ROUND(T)                                   \
-	" add.u32 %i, %i, 1;\n setp.lt.u32 %p, %i, %n;\n @%p bra $Lloop_" NAME ";\n"                               \
-	" add." T " %s, %a0, %a1;\n add." T " %s, %s, %a2;\n add." T " %s, %s, %a3;\n add." T " %s, %s, %a4;\n"    \
-	" add." T " %s, %s, %a5;\n add." T " %s, %s, %a6;\n add." T " %s, %s, %a7;\n"                              \
-	" mul.wide.u32 %off, %gid, " SZ ";\n add.u64 %o, %o, %off;\n st.global." T " [%o], %s;\n"                  \
+	" add.u32 %ri, %ri, 1;\n setp.lt.u32 %rp, %ri, %rn;\n @%rp bra $Lloop_" NAME ";\n"                               \
+	" add." T " %fs, %fa0, %fa1;\n add." T " %fs, %fs, %fa2;\n add." T " %fs, %fs, %fa3;\n add." T " %fs, %fs, %fa4;\n"    \
+	" add." T " %fs, %fs, %fa5;\n add." T " %fs, %fs, %fa6;\n add." T " %fs, %fs, %fa7;\n"                              \
+	" mul.wide.u32 %roff, %rg, " SZ ";\n add.u64 %ro, %ro, %roff;\n st.global." T " [%ro], %fs;\n"                  \
 	" ret;\n"                                                                                                  \
 	"}\n"
 

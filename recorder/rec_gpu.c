@@ -7,9 +7,9 @@
  *                        cudaStreamGetDevice (or cudaGetDevice) the first
  *                        time it meets a stream, two cudaEventRecord. Takes
  *                        event pairs from a per-thread cache, refilled from
- *                        the device's pool with a trylock; never waits.
- *                        Creates one pair itself (pair_make()) only when the
- *                        pool is empty below its bound, e.g. at start.
+ *                        the device's pool with a trylock; never waits,
+ *                        never creates events (cudaEventCreate waited for a
+ *                        running kernel, 0.5 s, on an H100 with CUDA 13).
  *   CUDA thread          ("ptz-gpu", one per open recorder, started by the
  *                        first pt_gpu_begin) the only thread of ours that
  *                        calls anything else: sets its own capture mode
@@ -111,7 +111,7 @@ struct gpu_pool {
 	struct gpu_pair *free;
 	unsigned nfree, created;
 	_Atomic bool want;       /* a thread found it empty, or first use */
-	_Atomic bool exhausted;  /* creation failed: stop trying (read by pair_make() on any thread) */
+	bool exhausted;          /* creation failed: stop trying */
 };
 
 /* CUDA-thread-only state, kept across recorders. */
@@ -164,10 +164,6 @@ static unsigned pool_bound = 1024;
 static unsigned anchor_ms = 1000;
 static bool anchor_quick;           /* default period: first anchors 100 ms apart */
 static unsigned drain_ms = 2000;
-/* PTZ_GPU_CAPTURE_CHECK=lazy: no cudaStreamIsCapturing for ordinary
- * streams; an event recorded into a capture is found by the CUDA thread
- * (cudaErrorCapturedEvent) and counted GPU_CAPTURING (doc/gpu-timing.md §4) */
-static bool capture_lazy;
 
 static struct cds_wfcq_head q_head;
 static struct cds_wfcq_tail q_tail;
@@ -318,8 +314,6 @@ static void load(void)
 	anchor_ms = env_uint("PTZ_GPU_ANCHOR_MS", 1000, 0, 3600000);
 	anchor_quick = !getenv("PTZ_GPU_ANCHOR_MS");
 	drain_ms = env_uint("PTZ_GPU_DRAIN_MS", 2000, 0, 600000);
-	const char *cc = getenv("PTZ_GPU_CAPTURE_CHECK");
-	capture_lazy = cc && strcmp(cc, "lazy") == 0;
 	for (unsigned d = 0; d < GPU_MAX_DEV; d++)
 		pthread_mutex_init(&pools[d].lock, NULL);
 	cds_wfcq_init(&q_head, &q_tail);
@@ -939,46 +933,6 @@ static void stream_forget(struct gpu_tls *t, rc_stream s)
 			t->sdev[i].s = NULL; /* NULL is never looked up: stream_is_current() */
 }
 
-/*
- * A pair created on the calling thread, for a device whose pool is empty
- * while it has not reached its bound: the first GPU sections of a program
- * would otherwise all be dropped while the CUDA thread starts and fills the
- * pool (68 of 107 in examples/gpu/led_optimizer_gpu --small on an H100).
- * Two cudaEventCreateWithFlags (a few us), at most once per call, and only
- * when @dev is the thread's current device (events belong to the current
- * device; switching it would change the application's state). The pool
- * lock is only tried: a busy pool drops the GPU half as before.
- */
-static struct gpu_pair *pair_make(int dev)
-{
-	struct gpu_pool *pl = &pools[dev];
-	int cur = -1;
-	if (pl->exhausted || api.GetDevice(&cur) != RC_SUCCESS || cur != dev)
-		return NULL;
-	if (pthread_mutex_trylock(&pl->lock) != 0)
-		return NULL;
-	bool room = !pl->exhausted && pl->created < pool_bound;
-	if (room)
-		pl->created++; /* reserved: the bound holds with the CUDA thread's refill */
-	pthread_mutex_unlock(&pl->lock);
-	if (!room)
-		return NULL;
-	struct gpu_pair *p = calloc(1, sizeof(*p));
-	if (p && api.EventCreateWithFlags(&p->start, RC_EVENT_DEFAULT) == RC_SUCCESS &&
-	    api.EventCreateWithFlags(&p->end, RC_EVENT_DEFAULT) == RC_SUCCESS) {
-		cds_wfcq_node_init(&p->qnode);
-		p->dev = (uint32_t)dev;
-		return p;
-	}
-	if (p) /* creation failed: stop trying, as refill() does */
-		pl->exhausted = true;
-	free(p); /* an event created alone is leaked: never destroyed */
-	pthread_mutex_lock(&pl->lock);
-	pl->created--;
-	pthread_mutex_unlock(&pl->lock);
-	return NULL;
-}
-
 static void gpu_begin(pt_recorder *r, uint32_t id, void *cuda_stream)
 {
 	int st = atomic_load_explicit(&gpu_state, memory_order_acquire);
@@ -1018,9 +972,10 @@ static void gpu_begin(pt_recorder *r, uint32_t id, void *cuda_stream)
 	}
 	rc_stream s = cuda_stream;
 	int capt = RC_CAPTURE_NONE, dev = 0;
-	/* The legacy stream is always asked: recording on it while another
-	 * stream captures would invalidate that capture. */
-	rc_err e = capture_lazy && !stream_is_current(s) ? RC_SUCCESS : api.StreamIsCapturing(s, &capt);
+	/* Asked every time (72 ns on an H100, CUDA 13): recording an event
+	 * into a capture in cudaStreamCaptureModeGlobal invalidated the
+	 * application's capture on a real device (doc/gpu-timing.md §4). */
+	rc_err e = api.StreamIsCapturing(s, &capt);
 	if (e != RC_SUCCESS && e != RC_ERR_CAPTURE_IMPLICIT) {
 		why = PT_ERRC_GPU_CUDA;
 		goto cpu_only;
@@ -1042,8 +997,6 @@ static void gpu_begin(pt_recorder *r, uint32_t id, void *cuda_stream)
 		goto cpu_only;
 	}
 	struct gpu_pair *p = pair_get(t, (unsigned)dev);
-	if (!p)
-		p = pair_make(dev);
 	if (!p) {
 		why = PT_ERRC_GPU_POOL_EMPTY;
 		goto cpu_only;

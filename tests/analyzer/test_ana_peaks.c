@@ -175,10 +175,15 @@ static void assert_peaks_equal(const struct ana_peaks *a, const struct ana_peaks
 	assert_string_equal(a->cpu, b->cpu);
 	assert_string_equal(a->isa, b->isa);
 	assert_int_equal(a->cpus, b->cpus);
+	assert_string_equal(a->gpu_name, b->gpu_name);
 	const double x[] = { a->gflops64_1, a->gflops64_all, a->gflops32_1, a->gflops32_all, a->gbps_1, a->gbps_all,
-			     a->link_gbps[0], a->link_gbps[1], a->link_gbps[2], a->link_gbps[3] };
+			     a->link_gbps[0], a->link_gbps[1], a->link_gbps[2], a->link_gbps[3], a->gpu_gflops64,
+			     a->gpu_gflops32, a->gpu_mem_gbps, a->gpu_h2d_pinned_gbps, a->gpu_h2d_pageable_gbps,
+			     a->gpu_d2h_pinned_gbps, a->gpu_d2h_pageable_gbps };
 	const double y[] = { b->gflops64_1, b->gflops64_all, b->gflops32_1, b->gflops32_all, b->gbps_1, b->gbps_all,
-			     b->link_gbps[0], b->link_gbps[1], b->link_gbps[2], b->link_gbps[3] };
+			     b->link_gbps[0], b->link_gbps[1], b->link_gbps[2], b->link_gbps[3], b->gpu_gflops64,
+			     b->gpu_gflops32, b->gpu_mem_gbps, b->gpu_h2d_pinned_gbps, b->gpu_h2d_pageable_gbps,
+			     b->gpu_d2h_pinned_gbps, b->gpu_d2h_pageable_gbps };
 	for (size_t i = 0; i < sizeof(x) / sizeof(x[0]); i++)
 		if (!close_rel(x[i], y[i]))
 			fail_msg("figure %zu: %.17g written, %.17g read", i, x[i], y[i]);
@@ -199,6 +204,11 @@ static void test_write_load_round_trip(void **state)
 		.gflops64_1 = 1.0 / 3.0 * 100, .gflops64_all = 4812.123456789012, .gflops32_1 = 66.66666666666667,
 		.gflops32_all = 9624.5, .gbps_1 = 12.345678901234567, .gbps_all = 301.25e0,
 		.link_gbps = { 25.1, 26.3, 1500.0, 1e-3 },
+		/* the figures `peaks --gpu` gave on an H100 (doc/gpu-timing.md §6) */
+		.gpu_name = "NVIDIA H100 80GB HBM3", .gpu_gflops64 = 33346.426557607483, .gpu_gflops32 = 61138.3123833563,
+		.gpu_mem_gbps = 2988.3812632985378, .gpu_h2d_pinned_gbps = 53.227904711623083,
+		.gpu_h2d_pageable_gbps = 7.8388340672894374, .gpu_d2h_pinned_gbps = 55.123759699552778,
+		.gpu_d2h_pageable_gbps = 12.0678423466425,
 	};
 	const char *path = tu_path("roundtrip.json");
 	write_file(path, &p);

@@ -326,6 +326,20 @@ run peaks "$TMP/cn.ptz"
 check "peaks with a trace: usage, exit 2" [ "$rc" -eq 2 ]
 run peaks --seconds 0
 check "peaks --seconds 0: usage, exit 2" [ "$rc" -eq 2 ]
+run peaks --gpu=x
+check "peaks --gpu=x: usage, exit 2" eval '[ "$rc" -eq 2 ] && grep -q "CUDA device number" "$TMP/err"'
+run "$TMP/cn.ptz" --report --gpu
+check "--gpu without peaks: usage, exit 2" eval '[ "$rc" -eq 2 ] && grep -q "belongs to peaks" "$TMP/err"'
+# peaks --gpu measures where a CUDA driver is (a GPU machine), and says why
+# not, exit 1, leaving no profile behind, where there is none (CI)
+run peaks --gpu --seconds 0.01 --json "$TMP/gpu-peaks.json"
+if ldconfig -p 2>/dev/null | grep -q 'libcuda\.so\.1'; then
+	check "peaks --gpu with a CUDA driver: a gpu group" eval \
+		'[ "$rc" -eq 0 ] && python3 -c "import json,sys; g=json.load(open(sys.argv[1]))[\"gpu\"]; assert g[\"fp32_gflops\"] > 0 and g[\"memory_gbps\"] > 0" "$TMP/gpu-peaks.json"'
+else
+	check "peaks --gpu without a CUDA driver: exit 1, why, no file" eval \
+		'[ "$rc" -eq 1 ] && grep -q "no CUDA driver" "$TMP/err" && [ ! -e "$TMP/gpu-peaks.json" ]'
+fi
 
 echo "1..$n"
 [ "$failed" -eq 0 ]

@@ -30,13 +30,9 @@
  *                capture beginning inside a section loses that GPU half as
  *                GPU_CUDA (cudaErrorCapturedEvent); other streams unaffected;
  *                the CUDA thread set its capture mode to thread-local.
- *   capture-lazy PTZ_GPU_CAPTURE_CHECK=lazy: no cudaStreamIsCapturing but for
- *                the legacy stream; captured events counted GPU_CAPTURING.
- *   cold-start   the first 20 sections of a process are all timed (the
- *                calling thread creates pairs while the pool is empty);
- *                cudaStreamGetDevice is asked once per stream and thread,
- *                every time for the legacy stream; a failed start record
- *                makes the stream's device be asked again.
+ *   stream-device  cudaStreamGetDevice is asked once per stream and
+ *                thread, every time for the legacy stream; a failed start
+ *                record makes the stream's device be asked again.
  *   errors       injected failures of cudaEventRecord (start, end),
  *                cudaEventQuery, cudaEventElapsedTime, cudaStreamGetDevice
  *                count GPU_CUDA exactly; every CPU section is recorded.
@@ -1586,75 +1582,27 @@ static void test_gpu_begin_threads(void **state)
 }
 
 /*
- * capture-lazy: PTZ_GPU_CAPTURE_CHECK=lazy asks cudaStreamIsCapturing only
- * for the legacy stream; sections on a capturing stream record their
- * events into the capture, and the CUDA thread counts each GPU_CAPTURING
- * (cudaErrorCapturedEvent) with no range; after the capture the stream is
- * timed again.
+ * stream-device: a stream's device is asked once per thread
+ * (cudaStreamGetDevice), the legacy stream's every time (it names the
+ * current device); a stream whose remembered device turns out stale
+ * (cudaEventRecord fails) loses that GPU half, counted, and is asked again.
  */
-static void test_gpu_capture_lazy(void **state)
-{
-	(void)state;
-	env("PTZ_GPU_CAPTURE_CHECK", "lazy");
-	fake_set_device_count(1, 0);
-	const char *path = tu_path("capture-lazy.ptz");
-	pt_recorder *r = open_rec(path);
-	uint32_t W = pt_intern(r, "warm"), X = pt_intern(r, "captured"), Z = pt_intern(r, "legacy");
-	void *s1 = fake_stream_create(0);
-	struct log *lg = &main_log;
-	warm(lg, r, W, s1);
-	uint64_t asked = fake_calls("cudaStreamIsCapturing");
-	fake_set_capture(s1, 1);
-	for (int i = 0; i < 10; i++)
-		gsec(lg, r, X, s1, 0);
-	assert_int_equal(fake_calls("cudaStreamIsCapturing"), asked);
-	void *s2 = fake_stream_create(0); /* blocking: the legacy stream's implicit capture */
-	fake_set_capture(s2, 1);
-	uint64_t records = fake_calls("cudaEventRecord");
-	for (int i = 0; i < 3; i++) {
-		pt_gpu_begin(r, Z, NULL);
-		pt_gpu_end(r, Z, NULL);
-	}
-	assert_int_equal(fake_calls("cudaEventRecord"), records);
-	assert_int_equal(fake_calls("cudaStreamIsCapturing"), asked + 3);
-	struct pt_stats_info st;
-	WAIT_UNTIL(r, st, st.gpu_dropped >= 13);
-	fake_set_capture(s1, 0);
-	fake_set_capture(s2, 0);
-	for (int i = 0; i < 4; i++)
-		assert_true(gsec(lg, r, X, s1, 1000)->launch);
-	settle(r, 10); /* the captured ones: launched, never a range */
-	struct gtrace t;
-	close_and_read(r, path, &t, &st, 10, lg->n + 3);
-	assert_int_equal(t.err[PT_ERRC_GPU_CAPTURING], 13);
-	assert_int_equal(t.err[PT_ERRC_GPU_CUDA], 0);
-	assert_int_equal(st.gpu_ranges, count_launch(lg, 0) - 10);
-	CHECK_SECTIONS(t, X, 14);
-	gfree(&t);
-}
-
-/*
- * cold-start: the very first GPU sections of a process are timed, not
- * dropped while the CUDA thread starts and fills the pool (the calling
- * thread creates a pair itself when the pool is empty below its bound);
- * a stream's device is asked once per thread (cudaStreamGetDevice), the
- * legacy stream's every time (it names the current device); a stream whose
- * remembered device turns out stale (cudaEventRecord fails) loses that GPU
- * half, counted, and is asked again.
- */
-static void test_gpu_cold_start_timed(void **state)
+static void test_gpu_stream_device_remembered(void **state)
 {
 	(void)state;
 	fake_set_device_count(1, 0);
-	const char *path = tu_path("cold.ptz");
+	const char *path = tu_path("stream-device.ptz");
 	pt_recorder *r = open_rec(path);
-	uint32_t C = pt_intern(r, "cold"), L = pt_intern(r, "legacy"), X = pt_intern(r, "stale");
+	uint32_t W = pt_intern(r, "warm"), C = pt_intern(r, "known"), L = pt_intern(r, "legacy"),
+		 X = pt_intern(r, "stale");
 	void *s = fake_stream_create(0);
 	struct log *lg = &main_log;
+	warm(lg, r, W, s);
+	size_t from = lg->n;
 	uint64_t asked0 = fake_calls("cudaStreamGetDevice");
 	for (int i = 0; i < 20; i++)
 		assert_true(gsec(lg, r, C, s, 1000)->launch);
-	assert_int_equal(fake_calls("cudaStreamGetDevice") - asked0, 1);
+	assert_int_equal(fake_calls("cudaStreamGetDevice") - asked0, 0); /* asked in the warm-up */
 	asked0 = fake_calls("cudaStreamGetDevice");
 	for (int i = 0; i < 5; i++)
 		assert_true(gsec(lg, r, L, NULL, 1000)->launch);
@@ -1667,10 +1615,9 @@ static void test_gpu_cold_start_timed(void **state)
 	struct pt_stats_info st;
 	struct gtrace t;
 	close_and_read(r, path, &t, &st, 1, lg->n); /* the failed start: a launch without range */
-	assert_int_equal(t.err[PT_ERRC_GPU_POOL_EMPTY], 0);
 	assert_int_equal(t.err[PT_ERRC_GPU_CUDA], 1);
-	assert_int_equal(st.gpu_dropped, 1);
-	assert_int_equal(st.gpu_ranges, 26);
+	assert_int_equal(st.gpu_ranges, count_launch(lg, 0) - 1);
+	assert_int_equal(count_launch(lg, from), 27);
 	CHECK_SECTIONS(t, C, 20);
 	check_truth(&t, lg);
 	gfree(&t);
@@ -1699,8 +1646,7 @@ int main(int argc, char **argv)
 		{ "threads", test_gpu_begin_threads, NULL, NULL, NULL },
 		{ "close-race", test_close_gpu_sections_racing, NULL, NULL, NULL },
 		{ "close-stuck", test_close_gpu_call_stuck, NULL, NULL, NULL },
-		{ "cold-start", test_gpu_cold_start_timed, NULL, NULL, NULL },
-		{ "capture-lazy", test_gpu_capture_lazy, NULL, NULL, NULL },
+		{ "stream-device", test_gpu_stream_device_remembered, NULL, NULL, NULL },
 	};
 	if (argc == 2)
 		for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
