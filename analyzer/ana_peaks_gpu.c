@@ -87,10 +87,13 @@ struct cu_api {
 	" ret;\n"                                                                                                  \
 	"}\n"
 
-static const char ptx[] = ".version 6.0\n"
-			  ".target sm_50\n"
-			  ".address_size 64\n" FMA_KERNEL("ptz_fma32", "f32", "0f3F800000", "4")
-				  FMA_KERNEL("ptz_fma64", "f64", "0d3FF0000000000000", "8");
+/* The module, in pieces (ISO C caps a string literal at 4095 bytes), joined
+ * by measure(). */
+static const char *const ptx_parts[] = {
+	".version 6.0\n.target sm_50\n.address_size 64\n",
+	FMA_KERNEL("ptz_fma32", "f32", "0f3F800000", "4"),
+	FMA_KERNEL("ptz_fma64", "f64", "0d3FF0000000000000", "8"),
+};
 
 enum { FMA_PER_ITER = 32, BLOCK = 256, BLOCKS_PER_SM = 8 };
 #define COPY_BYTES ((size_t)256 << 20) /* host<->device */
@@ -238,6 +241,16 @@ static int measure(struct run *x, struct ana_peaks *p, cu_device dev, double sec
 {
 	int sms = 0;
 	CU(x, x->api.DeviceGetAttribute(&sms, CU_ATTR_SM_COUNT, dev));
+	char ptx[8192];
+	size_t len = 0;
+	for (size_t i = 0; i < sizeof(ptx_parts) / sizeof(ptx_parts[0]); i++) {
+		const size_t n = strlen(ptx_parts[i]);
+		if (len + n >= sizeof(ptx))
+			return -EINVAL; /* not reached: the pieces are fixed */
+		memcpy(ptx + len, ptx_parts[i], n);
+		len += n;
+	}
+	ptx[len] = 0;
 	CU(x, x->api.ModuleLoadData(mod, ptx));
 	cu_function f32, f64;
 	CU(x, x->api.ModuleGetFunction(&f32, *mod, "ptz_fma32"));
