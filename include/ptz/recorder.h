@@ -189,6 +189,14 @@ struct pt_metrics {
  * @chunks:        chunks written (event and meta).
  * @bytes_written: bytes committed to the file, header included.
  * @threads:       threads that have recorded.
+ *                 The recorder's own rings count like a thread's: with RSS
+ *                 sampling on (PTZ_RSS_MS, on by default), the flusher's
+ *                 ring ("ptz-flusher") is in @threads once it has taken a
+ *                 sample, and its "process RSS" counters are in @records,
+ *                 as their chunks are in @chunks and @bytes_written
+ *                 (about 10 records a second at the default period; with
+ *                 PTZ_RSS_MS=0 the flusher records nothing). So is the
+ *                 CUDA thread's ring ("ptz-gpu") once it records.
  * @last_io_error: errno of the last I/O failure, 0 if none. EIO when the
  *                 file was truncated by another process (truncate,
  *                 logrotate copytruncate): nothing more is written to it,
