@@ -652,6 +652,9 @@ char *ana_text_safe_to(char *dst, size_t cap, const char *s);
 /* ana_fmt_dur() - @ns as "812 ns", "3.25 us", "1.50 ms" or "2.000 s" in
  * @buf of @n bytes ("-" for NaN); returns @buf. */
 const char *ana_fmt_dur(char *buf, size_t n, double ns);
+/* ana_fmt_bytes() - @v bytes as "812 B", "3.25 KiB", "1.50 MiB", "2.00 GiB"
+ * (binary units; a "+" before a positive value with @sign) in @buf. */
+const char *ana_fmt_bytes(char *buf, size_t n, double v, bool sign);
 
 /* ---- derived figures (doc/analyzer-output.md §3) ---- */
 struct ana_row {

@@ -389,9 +389,7 @@ bool ana_mem_fig(const struct ana_agg *a, uint32_t s, struct ana_mem_fig *f)
 
 /* ---------------------------------------------------------------- outputs */
 
-/* @v bytes as "812 B", "3.25 KiB", "1.50 MiB", "2.00 GiB" (signed: "+"
- * with @sign). */
-static const char *fmt_bytes(char *buf, size_t n, double v, bool sign)
+const char *ana_fmt_bytes(char *buf, size_t n, double v, bool sign)
 {
 	static const char *const unit[] = { "B", "KiB", "MiB", "GiB", "TiB" };
 	double a = fabs(v);
@@ -456,8 +454,8 @@ void ana_mem_text(FILE *out, const struct ana_result *res, const struct ana_repo
 			"\nMemory by %s: %s, %zu samples every %s (min %s, max %s); begin/end: the last sample at or"
 			" before, within one period's change; a peak shorter than the period can be missed\n",
 			o->flat ? "name" : "call path", ana_text_safe(ana_name(res, m->id)), m->n,
-			ana_fmt_dur(b[0], 32, (double)m->period_ns), fmt_bytes(b[1], 32, (double)m->min, false),
-			fmt_bytes(b[2], 32, (double)m->max, false));
+			ana_fmt_dur(b[0], 32, (double)m->period_ns), ana_fmt_bytes(b[1], 32, (double)m->min, false),
+			ana_fmt_bytes(b[2], 32, (double)m->max, false));
 		fprintf(out, "  %-40s %9s %11s %11s %12s %12s %11s\n", "name", "measured", "begin", "end", "change",
 			"total change", "peak");
 		uint32_t top = o->top > 0 ? (uint32_t)o->top : 20;
@@ -466,9 +464,9 @@ void ana_mem_text(FILE *out, const struct ana_result *res, const struct ana_repo
 			ana_mem_fig(a, s, &f);
 			const char *label = o->flat ? ana_name(res, it[r].i) : ana_path_short(res, t, it[r].i, &buf, &cap);
 			fprintf(out, "  %-40s %9" PRIu64 " %11s %11s %12s %12s %11s\n", ana_text_safe(label ? label : "?"),
-				f.n, fmt_bytes(b[0], 32, f.begin, false), fmt_bytes(b[1], 32, f.end, false),
-				fmt_bytes(b[2], 32, f.delta, true), fmt_bytes(b[3], 32, f.delta_total, true),
-				fmt_bytes(b[4], 32, (double)f.peak, false));
+				f.n, ana_fmt_bytes(b[0], 32, f.begin, false), ana_fmt_bytes(b[1], 32, f.end, false),
+				ana_fmt_bytes(b[2], 32, f.delta, true), ana_fmt_bytes(b[3], 32, f.delta_total, true),
+				ana_fmt_bytes(b[4], 32, (double)f.peak, false));
 		}
 		if (n > top)
 			fprintf(out, "  (%u more rows; --top N shows more)\n", n - top);
@@ -583,10 +581,10 @@ void ana_mem_compare_text(FILE *out, const struct ana_result *base, const struct
 		return;
 	char b[4][32];
 	fprintf(out, "\nMemory (process RSS; sampled, doc/analyzer-output.md §3.5):\n  peak RSS: %s -> %s",
-		sb == UINT32_MAX ? "-" : fmt_bytes(b[0], 32, (double)base->mem[sb].max, false),
-		sn == UINT32_MAX ? "-" : fmt_bytes(b[1], 32, (double)nw->mem[sn].max, false));
+		sb == UINT32_MAX ? "-" : ana_fmt_bytes(b[0], 32, (double)base->mem[sb].max, false),
+		sn == UINT32_MAX ? "-" : ana_fmt_bytes(b[1], 32, (double)nw->mem[sn].max, false));
 	if (sb != UINT32_MAX && sn != UINT32_MAX)
-		fprintf(out, " (%s)", fmt_bytes(b[2], 32, (double)nw->mem[sn].max - (double)base->mem[sb].max, true));
+		fprintf(out, " (%s)", ana_fmt_bytes(b[2], 32, (double)nw->mem[sn].max - (double)base->mem[sb].max, true));
 	fputc('\n', out);
 	struct mem_cmp_item *it = malloc((c->nrows ? c->nrows : 1) * sizeof(*it));
 	if (!it)
@@ -609,12 +607,12 @@ void ana_mem_compare_text(FILE *out, const struct ana_result *base, const struct
 		struct ana_mem_fig fb, fn;
 		bool hb = node_fig(base, sb, r->base_node, &fb), hn = node_fig(nw, sn, r->new_node, &fn);
 		char d1[64], d2[64], d3[64];
-		snprintf(d1, sizeof(d1), "%s -> %s", hb ? fmt_bytes(b[0], 32, fb.delta, true) : "-",
-			 hn ? fmt_bytes(b[1], 32, fn.delta, true) : "-");
-		snprintf(d2, sizeof(d2), "%s -> %s", hb ? fmt_bytes(b[0], 32, fb.delta_total, true) : "-",
-			 hn ? fmt_bytes(b[1], 32, fn.delta_total, true) : "-");
-		snprintf(d3, sizeof(d3), "%s -> %s", hb ? fmt_bytes(b[0], 32, (double)fb.peak, false) : "-",
-			 hn ? fmt_bytes(b[1], 32, (double)fn.peak, false) : "-");
+		snprintf(d1, sizeof(d1), "%s -> %s", hb ? ana_fmt_bytes(b[0], 32, fb.delta, true) : "-",
+			 hn ? ana_fmt_bytes(b[1], 32, fn.delta, true) : "-");
+		snprintf(d2, sizeof(d2), "%s -> %s", hb ? ana_fmt_bytes(b[0], 32, fb.delta_total, true) : "-",
+			 hn ? ana_fmt_bytes(b[1], 32, fn.delta_total, true) : "-");
+		snprintf(d3, sizeof(d3), "%s -> %s", hb ? ana_fmt_bytes(b[0], 32, (double)fb.peak, false) : "-",
+			 hn ? ana_fmt_bytes(b[1], 32, (double)fn.peak, false) : "-");
 		const bool in_b = r->base_node != UINT32_MAX;
 		const struct ana_result *res = in_b ? base : nw;
 		const char *path = ana_path_short(res, &res->merged, in_b ? r->base_node : r->new_node, &buf, &cap);

@@ -11,10 +11,18 @@
  *    JSON, empty in CSV); row figures: mean begin/end/change, total change,
  *    largest peak;
  *  - a pt_counter() named "... (bytes)" is a memory series too;
- *  - the flusher thread is left out of the sum of thread spans.
+ *  - the flusher thread is left out of the sum of thread spans;
+ *  - suggest's memory-growth rule fires on a path whose RSS grows with
+ *    each occurrence (evidence by hand), not on one whose RSS goes up and
+ *    back down within each occurrence (flat from begin to end), nor on the
+ *    path above the growing one; its triggers move with
+ *    ana_sug_threshold_set().
  */
+#include <math.h>
+
 #include "tests/analyzer/ana_test_util.h"
 #include "analyzer/ana_compare.h"
+#include "analyzer/ana_suggest.h"
 
 enum { S_RSS = 1, S_GROW, S_FLAT, S_EARLY, S_STRADDLE, S_TORCH };
 
@@ -165,6 +173,164 @@ static void test_mem_compare(void **state)
 	unlink(path);
 }
 
+/*
+ * memory-growth. RSS sampled every 100 ns (1 tick = 1 ns) on the flusher:
+ * up to t = 1000, BASE at even hundreds and BASE + 512 MiB at odd ones
+ * ("steady", 5 occurrences [200i + 50, 200i + 250], each sees it go up and
+ * back: change 0, peak BASE + 512 MiB, the series' peak); then BASE + 16 MiB
+ * x m at t = 1000 + 100m, m = 0..11. "leak", 10 occurrences [1150 + 100k,
+ * 1250 + 100k] back to back, each from sample m = k + 1 to m = k + 2: +16 MiB
+ * each, +160 MiB in all = 20.8% of the peak; "outer", 2 occurrences around 5
+ * leaks each, +80 MiB each: the same 160 MiB, left to leak.
+ */
+enum { G_RSS = 1, G_STEADY, G_OUTER, G_LEAK };
+#define MIB (1ll << 20)
+#define BASE (256 * MIB)
+
+static void write_growth(const char *path)
+{
+	struct fmt_writer_hdr hd = { .clock_source = PT_CLOCK_MONOTONIC, .pid = 1, .process_name = "growth" };
+	struct tb b;
+	tb_start(&b, path, &hd);
+	static const char *const names[] = { "", "process RSS", "steady", "outer", "leak" };
+	for (uint32_t i = 1; i < PT_ARRAY_SIZE(names); i++)
+		fmt_enc_string(&b.e, i, 0, names[i], strlen(names[i]));
+	fmt_enc_thread(&b.e, 0, 10, 0, 0, "main", 4);
+	fmt_enc_thread(&b.e, 1, 11, 0, 0, PT_FMT_FLUSHER_THREAD_NAME, strlen(PT_FMT_FLUSHER_THREAD_NAME));
+	tb_flush(&b, FMT_CHUNK_META, PT_FMT_META_THREAD);
+	for (uint64_t t = 0; t <= 2100; t += 100)
+		fmt_enc_counter(&b.e, t, G_RSS, t < 1000 ? BASE + (t % 200 ? 512 * MIB : 0)
+							   : BASE + 16 * MIB * (int64_t)((t - 1000) / 100));
+	tb_flush(&b, FMT_CHUNK_EVENTS, 1);
+	for (uint64_t i = 0; i < 5; i++) {
+		fmt_enc_begin(&b.e, 200 * i + 50, G_STEADY);
+		fmt_enc_end(&b.e, 200 * i + 250, G_STEADY);
+	}
+	for (uint64_t j = 0; j < 2; j++) {
+		fmt_enc_begin(&b.e, 1150 + 500 * j, G_OUTER);
+		for (uint64_t k = 5 * j; k < 5 * j + 5; k++) {
+			fmt_enc_begin(&b.e, 1150 + 100 * k, G_LEAK);
+			fmt_enc_end(&b.e, 1250 + 100 * k, G_LEAK);
+		}
+		fmt_enc_end(&b.e, 1650 + 500 * j, G_OUTER);
+	}
+	tb_flush(&b, FMT_CHUNK_EVENTS, 0);
+	tb_close(&b);
+}
+
+/* The memory-growth findings of @res at @o: how many, and the one on "leak" in *@leak (if any). */
+static size_t growth_findings(const struct ana_result *res, const struct ana_sug_opts *o, struct ana_sug *s,
+			      const struct ana_finding **leak)
+{
+	assert_int_equal(ana_suggest(res, o, s), 0);
+	size_t n = 0;
+	*leak = NULL;
+	for (size_t i = 0; i < s->n; i++) {
+		const struct ana_finding *f = &s->f[i];
+		if (f->rule != ANA_R_MEM_GROWTH)
+			continue;
+		n++;
+		assert_int_not_equal(f->node, UINT32_MAX);
+		uint32_t id = res->merged.n[f->node].id;
+		assert_int_equal(id, G_LEAK); /* never steady (flat), never outer (leak explains it) */
+		*leak = f;
+	}
+	return n;
+}
+
+static void test_mem_growth_rule(void **state)
+{
+	(void)state;
+	const char *path = tu_path("mem-growth.ptz");
+	write_growth(path);
+	struct ana_result res;
+	const struct ana_options ao = { .thread = -1 };
+	ana_test_run(path, &ao, &res);
+	uint32_t rs = ana_mem_rss(&res);
+	assert_int_not_equal(rs, UINT32_MAX);
+	assert_int_equal(res.mem[rs].max, BASE + 512 * MIB);
+	/* the figures the rule reads: steady flat, outer and leak +160 MiB */
+	struct ana_mem_fig fig;
+	assert_true(ana_mem_fig(&res.by_name[G_STEADY], rs, &fig));
+	assert_true(fig.n == 5 && fig.delta_total == 0 && fig.peak == BASE + 512 * MIB);
+	assert_true(ana_mem_fig(&res.by_name[G_OUTER], rs, &fig));
+	assert_true(fig.n == 2 && fig.delta_total == 160.0 * MIB);
+
+	struct ana_sug s;
+	const struct ana_finding *f;
+	assert_int_equal(growth_findings(&res, NULL, &s, &f), 1);
+	assert_non_null(f);
+	assert_int_equal(f->series, rs);
+	assert_true(f->ev[0] == 10);                       /* occurrences */
+	assert_true(f->ev[1] == 16.0 * MIB);               /* mean change */
+	assert_true(f->ev[2] == 160.0 * MIB);              /* total change */
+	assert_true(f->ev[3] == 16.0 * MIB && f->ev[4] == 16.0 * MIB);
+	assert_true(f->ev[5] == (double)(BASE + 16 * 11 * MIB)); /* its peak: the last sample it ends at */
+	assert_true(f->ev[6] == (double)(BASE + 512 * MIB));
+	assert_true(fabs(f->ev[7] - 160.0 / 768.0) < 1e-12);
+	assert_true(f->ev[8] == 100);                      /* period, ns */
+	assert_true(f->ev[9] == 1000 && f->stake_ns == 1000); /* inclusive time: the stake */
+	assert_string_equal(ana_evidence_key(ANA_R_MEM_GROWTH, 2), "delta_total_bytes");
+	assert_string_equal(ana_rule_key(ANA_R_MEM_GROWTH), "memory-growth");
+
+	/* text and JSON */
+	char *txt = NULL;
+	size_t len = 0;
+	FILE *out = open_memstream(&txt, &len);
+	ana_suggest_text(out, &res, &s, 0);
+	fclose(out);
+	assert_non_null(strstr(txt, "memory growth 64 MiB and 10% of the peak"));
+	assert_non_null(strstr(txt, "[memory-growth] outer;leak"));
+	assert_non_null(strstr(txt, "process RSS grows by +16.00 MiB per occurrence on average, +160.00 MiB over 10 "
+				    "occurrences\n      = 21% of its peak 768.00 MiB (trigger 64 MiB and 10%)"));
+	/* memory has no time at stake (the finding ranks last here: equal stakes, then rule order) */
+	assert_null(strstr(strstr(txt, "[memory-growth]"), "at stake:"));
+	free(txt);
+	out = open_memstream(&txt, &len);
+	assert_int_equal(ana_suggest_json(out, &res, &s), 0);
+	fclose(out);
+	json_error_t je;
+	json_t *j = json_loads(txt, 0, &je);
+	assert_non_null(j);
+	assert_true(json_real_value(jget(jget(j, "thresholds"), "mem_growth_mib")) == 64);
+	json_t *fj = NULL, *x;
+	size_t i;
+	json_array_foreach(jget(j, "findings"), i, x)
+		if (strcmp(json_string_value(jget(x, "rule")), "memory-growth") == 0)
+			fj = x;
+	assert_non_null(fj);
+	assert_string_equal(json_string_value(jget(fj, "counter")), "process RSS");
+	assert_string_equal(json_string_value(jget(fj, "name")), "leak");
+	assert_true(json_real_value(jget(jget(fj, "evidence"), "delta_total_bytes")) == 160.0 * MIB);
+	assert_true(json_real_value(jget(jget(fj, "evidence"), "period_ns")) == 100);
+	json_decref(j);
+	free(txt);
+	ana_suggest_free(&s);
+
+	/* triggers: 160 MiB < 200 MiB; 20.8% < 25%; both gates passed at 160 MiB and 20% */
+	struct ana_sug_opts o = { 0 };
+	assert_int_equal(ana_sug_threshold_set(&o, "mem_growth_mib", 200), 0);
+	assert_int_equal(growth_findings(&res, &o, &s, &f), 0);
+	ana_suggest_free(&s);
+	o = (struct ana_sug_opts){ 0 };
+	assert_int_equal(ana_sug_threshold_set(&o, "mem_growth_pct", 25), 0);
+	assert_int_equal(growth_findings(&res, &o, &s, &f), 0);
+	ana_suggest_free(&s);
+	o = (struct ana_sug_opts){ 0 };
+	assert_int_equal(ana_sug_threshold_set(&o, "mem_growth_mib", 160), 0);
+	assert_int_equal(ana_sug_threshold_set(&o, "mem_growth_pct", 20), 0);
+	assert_int_equal(growth_findings(&res, &o, &s, &f), 1);
+	ana_suggest_free(&s);
+	o = (struct ana_sug_opts){ 0 };
+	assert_int_equal(ana_sug_threshold_set(&o, "mem_growth_pct", 0), 0); /* that gate off */
+	assert_int_equal(ana_sug_threshold_set(&o, "mem_growth_pct", 101), -ERANGE);
+	assert_int_equal(ana_sug_threshold_set(&o, "mem_growth_mib", 0), -ERANGE);
+	assert_int_equal(growth_findings(&res, &o, &s, &f), 1);
+	ana_suggest_free(&s);
+	ana_result_free(&res);
+	unlink(path);
+}
+
 static int setup(void **state) { return ana_fixture_setup(state, "mem-rows.ptz", write_trace); }
 
 int main(void)
@@ -173,6 +339,7 @@ int main(void)
 		cmocka_unit_test(test_mem_rows_scripted),
 		cmocka_unit_test(test_mem_outputs),
 		cmocka_unit_test(test_mem_compare),
+		cmocka_unit_test(test_mem_growth_rule),
 	};
 	return cmocka_run_group_tests(tests, setup, ana_fixture_teardown);
 }
