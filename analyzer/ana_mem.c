@@ -449,13 +449,15 @@ void ana_mem_text(FILE *out, const struct ana_result *res, const struct ana_repo
 		if (!n)
 			continue;
 		qsort(it, n, sizeof(*it), cmp_item);
-		char b[6][32];
+		char b[6][32], every[48] = ""; /* one sample: no period */
+		if (m->n >= 2)
+			snprintf(every, sizeof(every), " every %s", ana_fmt_dur(b[0], 32, (double)m->period_ns));
 		fprintf(out,
-			"\nMemory by %s: %s, %zu samples every %s (min %s, max %s); begin/end: the last sample at or"
+			"\nMemory by %s: %s, %zu sample%s%s (min %s, max %s); begin/end: the last sample at or"
 			" before, within one period's change; a peak shorter than the period can be missed\n",
-			o->flat ? "name" : "call path", ana_text_safe(ana_name(res, m->id)), m->n,
-			ana_fmt_dur(b[0], 32, (double)m->period_ns), ana_fmt_bytes(b[1], 32, (double)m->min, false),
-			ana_fmt_bytes(b[2], 32, (double)m->max, false));
+			o->flat ? "name" : "call path", ana_text_safe(ana_name(res, m->id)), m->n, m->n == 1 ? "" : "s",
+			every,
+			ana_fmt_bytes(b[1], 32, (double)m->min, false), ana_fmt_bytes(b[2], 32, (double)m->max, false));
 		fprintf(out, "  %-40s %9s %11s %11s %12s %12s %11s\n", "name", "measured", "begin", "end", "change",
 			"total change", "peak");
 		uint32_t top = o->top > 0 ? (uint32_t)o->top : 20;
