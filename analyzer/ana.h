@@ -306,6 +306,7 @@ struct ana_agg {
 	uint64_t xfer_self[ANA_DIRS], xfer_incl[ANA_DIRS];
 	uint64_t xfer_count[ANA_DIRS];
 	struct ana_gpu *gpu; /* NULL until a GPU range is attributed; owned */
+	struct ana_mem *mem; /* NULL until an occurrence is measured (memory series, ana_mem.c); owned */
 };
 /* Adds @s into @d. A GPU part that cannot be allocated is left out. */
 void ana_agg_merge(struct ana_agg *dst, const struct ana_agg *src, uint64_t *rng);
@@ -341,6 +342,7 @@ struct ana_thread {
 	uint32_t index, tid;
 	char name[32];
 	bool gpu_thread;            /* named "ptz-gpu": the recorder's CUDA thread */
+	bool flusher_thread;        /* named "ptz-flusher": the recorder's flusher (process RSS samples) */
 	struct ana_tree tree;
 	uint64_t first_ns, last_ns; /* span of its records */
 	uint64_t sections, records;
@@ -357,6 +359,58 @@ struct ana_thread {
 	uint64_t *instants;         /* INSTANT records by name id (NULL if none) */
 	uint32_t ninstants;         /* entries in @instants */
 };
+
+/* ---- memory per section (ana_mem.c; doc/analyzer-output.md §3.5) ----
+ *
+ * A memory series is a counter in bytes (ana_counter_is_bytes()): the
+ * recorder's "process RSS" (flusher, or the CUDA thread of older traces),
+ * "device memory used ..." (CUDA thread), or a pt_counter() whose name ends
+ * in " (bytes)". Its samples, from every thread, are read before the pass
+ * (sorted by tick), and every kept occurrence [b, e] of a section gets,
+ * per series: begin = the last sample at or before b (the first sample,
+ * if none precedes b), end = the last sample at or before e, peak = the
+ * largest sample from the begin one to the end one. An occurrence that
+ * ends before the first sample is not measured. Sampling error: begin and
+ * end may be off by the change over one sampling period, and a peak
+ * shorter than the period can be missed.
+ */
+struct ana_result;
+__extension__ typedef __int128 ana_i128;
+#define ANA_MEM_MAX_SERIES 16  /* series kept at most (the rest are ignored) */
+#define ANA_MEM_BLOCK 64       /* samples per block of the range-maximum table */
+struct ana_mem_series {
+	uint32_t id, trace_id;  /* the counter's name id (analyzer's, the trace's) */
+	bool rss;               /* "process RSS" */
+	size_t n;               /* samples */
+	uint64_t *t;            /* their ticks, ascending */
+	int64_t *v;             /* their values, bytes */
+	int64_t *tab;           /* sparse table of block maxima: levels x nb */
+	uint32_t nb, levels;
+	uint64_t period_ns;     /* median interval between samples: the sampling error's scale */
+	int64_t min, max;       /* over the samples */
+};
+struct ana_mem_row {             /* one series' figures over a row's occurrences */
+	uint64_t n;                  /* occurrences measured */
+	ana_i128 sum_begin, sum_end; /* exact sums */
+	int64_t peak;                /* largest peak of an occurrence */
+	int64_t dmin, dmax;          /* smallest and largest end - begin */
+};
+struct ana_mem {
+	uint32_t n;               /* = ana_result.nmem */
+	struct ana_mem_row row[]; /* by series */
+};
+/* Derived figures of series @s in @a: false when none of its occurrences was measured. */
+struct ana_mem_fig {
+	uint64_t n;
+	double begin, end, delta;  /* means, bytes */
+	double delta_total;        /* sum of end - begin over the occurrences */
+	int64_t peak, dmin, dmax;
+};
+bool ana_mem_fig(const struct ana_agg *a, uint32_t s, struct ana_mem_fig *out);
+/* Adds @src's memory figures into @dst (ana_agg_merge()). */
+void ana_mem_merge(struct ana_agg *dst, const struct ana_agg *src);
+/* The series of "process RSS", or UINT32_MAX. */
+uint32_t ana_mem_rss(const struct ana_result *res);
 
 /* ---- GPU, async ranges, instants (ana_gpu.c; doc/analyzer-output.md §3.1-3.3) ---- */
 
@@ -487,6 +541,8 @@ struct ana_result {
 	size_t async_pending_peak;
 	uint64_t *instants_by_name;  /* all threads, indexed by name id, ninstants entries */
 	uint32_t ninstants;
+	struct ana_mem_series *mem;  /* memory series (ana_mem.c), nmem of them; NULL if none */
+	uint32_t nmem;
 };
 
 /* @x as uint64_t, saturated: UINT64_MAX from 2^64 up and for NaN, 0 for
@@ -604,6 +660,9 @@ char *ana_text_safe_to(char *dst, size_t cap, const char *s);
 /* ana_fmt_dur() - @ns as "812 ns", "3.25 us", "1.50 ms" or "2.000 s" in
  * @buf of @n bytes ("-" for NaN); returns @buf. */
 const char *ana_fmt_dur(char *buf, size_t n, double ns);
+/* ana_fmt_bytes() - @v bytes as "812 B", "3.25 KiB", "1.50 MiB", "2.00 GiB"
+ * (binary units; a "+" before a positive value with @sign) in @buf. */
+const char *ana_fmt_bytes(char *buf, size_t n, double v, bool sign);
 
 /* ---- derived figures (doc/analyzer-output.md §3) ---- */
 struct ana_row {
@@ -665,8 +724,21 @@ void ana_report_text(FILE *out, const struct ana_result *res, const struct ana_r
 int ana_write_csv(FILE *out, const struct ana_result *res, const struct ana_report_opts *o);
 int ana_write_json(FILE *out, const struct ana_result *res, const struct ana_report_opts *o);
 void ana_info_text(FILE *out, const struct ana_result *res);
-/* True for a counter of the recorder's CUDA thread that holds bytes
- * ("device memory used (all processes)", "process RSS"). */
+/* True for a counter that holds bytes: "process RSS" (the flusher's, or the
+ * CUDA thread's in older traces), "device memory used (all processes), GPU
+ * n" of the CUDA thread, and any counter whose name ends in " (bytes)". */
 bool ana_counter_is_bytes(const struct ana_result *res, const struct ana_thread *t, uint32_t id);
+/* ana_counter_is_bytes() by name alone, @gpu_thread: the CUDA thread holds it. */
+bool ana_counter_name_is_bytes(const char *name, bool gpu_thread);
+/* Memory per section in text: one table per series, the rows of the view
+ * (call tree, or --flat) with the largest growth first (ana_mem.c). */
+void ana_mem_text(FILE *out, const struct ana_result *res, const struct ana_report_opts *o);
+/* CSV: the columns appended when the trace has a "process RSS" series
+ * (with a leading comma, "" otherwise), and a row's values. */
+const char *ana_mem_csv_cols(const struct ana_result *res);
+void ana_mem_csv(FILE *out, const struct ana_result *res, const struct ana_agg *a);
+/* JSON: a row's memory keys (rss_* and "memory"), and the series table. */
+void ana_mem_json_row(json_t *r, const struct ana_result *res, const struct ana_agg *a);
+json_t *ana_mem_json_series(const struct ana_result *res);
 
 #endif /* PTZ_ANA_H */

@@ -462,6 +462,8 @@ static inline __attribute__((always_inline)) void close_top(struct ctx *c, struc
 	}
 	struct ana_node *n = &th->tree.n[f->node];
 	agg_add(ts, &n->agg, f, dur_ns, self_ns, mode);
+	if (__builtin_expect(c->nmem != 0, 0)) /* memory series: measured against the samples around it */
+		ana_mem_occ(c, ts, &n->agg, f->start, end);
 	if (f->merged != UINT32_MAX) { /* one reservoir per path, process-wide */
 		struct ana_agg *ma = &c->res->merged.n[f->merged].agg;
 		if (mode & MODE_MERGED_ONLY)
@@ -1114,6 +1116,7 @@ static int run_pass(const char *path, const struct ana_options *opt, struct ana_
 		snprintf(res->threads[i].name, sizeof(res->threads[i].name), "%s", ti.name);
 		res->threads[i].gpu_thread = strcmp(ti.name, PT_FMT_GPU_THREAD_NAME) == 0;
 		res->gpu.file_order |= res->threads[i].gpu_thread;
+		res->threads[i].flusher_thread = strcmp(ti.name, PT_FMT_FLUSHER_THREAD_NAME) == 0;
 		if (tree_init(&res->threads[i].tree)) {
 			free(c.ts);
 			ana_map_free(&c.ids);
@@ -1127,6 +1130,14 @@ static int run_pass(const char *path, const struct ana_options *opt, struct ana_
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
+	/* memory series (counters in bytes) before the pass: an END needs the
+	 * samples around it, from whatever thread took them (ana_mem.c) */
+	rc = ana_mem_prepass(&c);
+	if (rc == -ENOMEM)
+		c.nomem = true; /* fails at the end, after the usual cleanup */
+	else if (rc < 0)
+		c.read_rc = rc;
+	rc = 0;
 	/* progress is counted in records, from the chunk headers */
 	{
 		struct pt_chunk_info hi;
@@ -1239,7 +1250,7 @@ static int run_pass(const char *path, const struct ana_options *opt, struct ana_
 				res->start_ns = th->first_ns;
 			if (th->last_ns > res->end_ns)
 				res->end_ns = th->last_ns;
-			if (!th->gpu_thread) /* the recorder's thread runs no sections */
+			if (!th->gpu_thread && !th->flusher_thread) /* the recorder's threads run no sections */
 				res->thread_span_sum_ns += th->last_ns - th->first_ns;
 		}
 		res->records += th->records;
@@ -1311,6 +1322,7 @@ static int run_pass(const char *path, const struct ana_options *opt, struct ana_
 		free(c.ts[i].pn);
 		free(c.ts[i].open_top);
 		free(c.ts[i].fi);
+		free(c.ts[i].mem_cur);
 		ana_pass_free_tstate(&c.ts[i]);
 	}
 	free(c.ts);
@@ -1399,6 +1411,7 @@ void ana_result_free(struct ana_result *res)
 			ana_agg_free(&res->by_name[id]);
 	free(res->by_name);
 	free(res->slot_id);
+	ana_mem_free(res);
 	pt_reader_close(res->rd);
 	memset(res, 0, sizeof(*res));
 }

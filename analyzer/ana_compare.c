@@ -668,6 +668,7 @@ void ana_compare_text(FILE *out, const struct ana_result *base, const struct ana
 		fprintf(out, "\n* fewer than %u samples on a side: low confidence. Occurrences within one run are not\n"
 			     "  independent, so p-values are optimistic: the noise threshold guards the verdicts.\n",
 			ANA_CMP_LOW_N);
+	ana_mem_compare_text(out, base, nw, c, top); /* memory change (ana_mem.c) */
 	free(idx);
 	free(pb);
 }
@@ -735,6 +736,8 @@ int ana_compare_json(FILE *out, const struct ana_result *base, const struct ana_
 	free(nrow);
 	free(scratch);
 	bad |= json_object_set_new(root, "rows", rows);
+	if (ana_mem_rss(base) != UINT32_MAX || ana_mem_rss(nw) != UINT32_MAX)
+		bad |= json_object_set_new(root, "memory", ana_mem_compare_json(base, nw, c));
 	bad = bad || ana_json_dumpf(root, out, JSON_INDENT(1) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10)) ||
 	      fputc('\n', out) == EOF || fflush(out);
 	json_decref(root);

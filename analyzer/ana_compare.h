@@ -195,4 +195,13 @@ double ana_median(uint64_t *v, uint32_t n);
 int ana_boot_change(const uint64_t *x, uint32_t nx, const uint64_t *y, uint32_t ny, uint32_t b, uint64_t *rng,
 		    double *lo, double *hi);
 
+/* Memory in a comparison (ana_mem.c; doc/analyzer-output.md §8): peak RSS
+ * of each run and, per path measured in either, the RSS change per
+ * occurrence, total change and peak, base -> new; the paths whose total
+ * change moved most first (@top, 20 if 0). Nothing without an RSS series. */
+void ana_mem_compare_text(FILE *out, const struct ana_result *base, const struct ana_result *nw,
+			  const struct ana_cmp *c, int top);
+/* The same as a JSON object: peak_rss_base_bytes, peak_rss_new_bytes, rows. */
+json_t *ana_mem_compare_json(const struct ana_result *base, const struct ana_result *nw, const struct ana_cmp *c);
+
 #endif /* PTZ_ANA_COMPARE_H */

@@ -732,15 +732,6 @@ const char *ana_gpu_errc_name(uint32_t code)
 		       : NULL;
 }
 
-bool ana_counter_is_bytes(const struct ana_result *res, const struct ana_thread *t, uint32_t id)
-{
-	static const char dev_mem[] = "device memory used";
-	if (!t->gpu_thread)
-		return false;
-	const char *n = ana_string(res, id, NULL);
-	return n && (strncmp(n, dev_mem, sizeof(dev_mem) - 1) == 0 || strcmp(n, "process RSS") == 0);
-}
-
 /* ---------------------------------------------------------------- breakdown (after the pass) */
 
 uint64_t ana_gpu_timed_part(const struct ana_agg *a, uint64_t v)

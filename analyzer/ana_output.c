@@ -575,7 +575,8 @@ static void gpu_devices_text(FILE *out, const struct ana_result *res)
 	}
 }
 
-/* The recorder CUDA thread's memory counters, in bytes (ana_counter_is_bytes()). */
+/* The counters in bytes (ana_counter_is_bytes()): the recorder's process
+ * RSS and device memory, and the program's " (bytes)" counters. */
 static void gpu_memory_text(FILE *out, const struct ana_result *res)
 {
 	int header = 0;
@@ -585,7 +586,7 @@ static void gpu_memory_text(FILE *out, const struct ana_result *res)
 			if (!ana_counter_is_bytes(res, &res->threads[i], c->id))
 				continue;
 			if (!header++)
-				fprintf(out, "\nMemory sampled by the GPU thread, in bytes\n  %-41s %6s %7s %13s %13s %13s\n",
+				fprintf(out, "\nMemory counters, in bytes\n  %-41s %6s %7s %13s %13s %13s\n",
 					"name", "thread", "samples", "last", "min", "max");
 			fprintf(out, "  %-41s %6u %7" PRIu64 " %13" PRId64 " %13" PRId64 " %13" PRId64 "\n",
 				ana_text_safe(ana_name(res, c->id)), res->threads[i].index, c->samples, c->last, c->min, c->max);
@@ -783,7 +784,7 @@ void ana_report_text(FILE *out, const struct ana_result *res, const struct ana_r
 		for (size_t k = 0; k < res->threads[i].ncounters; k++) {
 			const struct ana_counter *c = &res->threads[i].counters[k];
 			if (ana_counter_is_bytes(res, &res->threads[i], c->id))
-				continue; /* in the GPU thread's memory table, with their unit */
+				continue; /* in the memory table, with their unit */
 			if (!header++)
 				fprintf(out, "\nCounters\n  %-32s %6s %10s %14s %14s %14s\n", "name", "thread", "samples", "last",
 					"min", "max");
@@ -794,8 +795,9 @@ void ana_report_text(FILE *out, const struct ana_result *res, const struct ana_r
 	if (res->has_gpu) {
 		gpu_sections_text(out, res, o, t, flat, nflat, scope);
 		gpu_devices_text(out, res);
-		gpu_memory_text(out, res);
 	}
+	gpu_memory_text(out, res);
+	ana_mem_text(out, res, o); /* memory per section (ana_mem.c) */
 	async_text(out, res);
 	if (res->has_instants)
 		instants_text(out, res, o->thread, scope);
@@ -1038,6 +1040,7 @@ static void csv_row(FILE *out, const struct ana_result *res, const char *view, c
 	fprintf(out, ",%d", a->lossy ? 1 : 0);
 	if (res->has_gpu)
 		csv_gpu(out, a, &w);
+	ana_mem_csv(out, res, a);
 	if (res->saturated)
 		fprintf(out, ",%d", ana_agg_saturated(a) ? 1 : 0);
 	fputc('\n', out);
@@ -1075,6 +1078,7 @@ static void csv_misc_row(FILE *out, const struct ana_result *res, const char *vi
 	      out);
 	if (res->has_gpu)
 		csv_gpu(out, NULL, NULL);
+	ana_mem_csv(out, res, NULL);
 	if (res->saturated)
 		fputs(",0", out);
 	fputc('\n', out);
@@ -1102,7 +1106,8 @@ static int csv_tree(FILE *out, const struct ana_result *res, const struct ana_tr
 int ana_write_csv(FILE *out, const struct ana_result *res, const struct ana_report_opts *o)
 {
 	(void)o;
-	fprintf(out, "%s%s%s\n", csv_cols, res->has_gpu ? csv_gpu_cols : "", res->saturated ? ",saturated" : "");
+	fprintf(out, "%s%s%s%s\n", csv_cols, res->has_gpu ? csv_gpu_cols : "", ana_mem_csv_cols(res),
+		res->saturated ? ",saturated" : "");
 	if (csv_tree(out, res, &res->merged, "all"))
 		return -1;
 	for (uint32_t id = 0; id < res->nnames; id++)
@@ -1325,6 +1330,7 @@ static json_t *json_row(const struct ana_result *res, json_t **names, const stru
 	}
 #undef JI
 #undef JR
+	ana_mem_json_row(r, res, a); /* memory per section (ana_mem.c) */
 	return r;
 }
 
@@ -1622,6 +1628,10 @@ int ana_write_json(FILE *out, const struct ana_result *res, const struct ana_rep
 	jw_tree(&w, res, names, &res->merged, "  ");
 	jw_key(&w, "flat", " ", &first);
 	jw_flat(&w, res, names, res->by_name, res->nnames, "  ");
+	if (res->nmem) {
+		jw_key(&w, "memory_series", " ", &first);
+		jw_val(&w, ana_mem_json_series(res));
+	}
 	if (res->has_gpu) {
 		jw_key(&w, "gpu", " ", &first);
 		jw_val(&w, json_gpu(res));

@@ -91,6 +91,7 @@ struct tstate {
 	uint32_t ngf;
 	uint32_t id_limit;    /* res->name_id_limit */
 	struct ana_hpend_set hp; /* !merged_only: by thread-tree node, pending histogram adds */
+	uint32_t *mem_cur;    /* by memory series: samples at or before this thread's last END (ana_mem.c) */
 };
 
 struct gpu_pass; /* ana_gpu.c */
@@ -111,6 +112,7 @@ struct ctx {
 	struct ana_map ids;  /* remap: the trace's id -> slot (struct ana_id_slot) */
 	bool nomem;          /* an allocation failed: ana_run() fails, never a smaller answer */
 	int read_rc;         /* the reader's error that ended the pass, or 0 */
+	uint32_t nmem;       /* res->nmem: memory series to measure each kept occurrence against */
 };
 
 struct ana_id_slot {
@@ -208,5 +210,21 @@ void ana_pass_flat_gpu(struct tstate *ts, uint32_t id, struct ana_agg *fa);
 
 /* ana_pass_free_tstate() - Frees the GPU parts of @ts. */
 void ana_pass_free_tstate(struct tstate *ts);
+
+/*
+ * ana_mem_prepass() - Before the pass: finds the memory series (counters in
+ * bytes, by name) and reads their samples, from the recorder's own threads
+ * ("ptz-flusher", "ptz-gpu") or, when a name ends in " (bytes)" (a
+ * pt_counter() of the program's), from every thread: such a trace is
+ * decoded twice. Sets res->mem, res->nmem and c->nmem. 0 or -ENOMEM (or
+ * the reader's error).
+ */
+int ana_mem_prepass(struct ctx *c);
+/* ana_mem_occ() - Occurrence [@b, @e] (ticks) of @a, on thread state @ts:
+ * its figures against every series (c->nmem > 0). */
+__attribute__((noinline)) void ana_mem_occ(struct ctx *c, struct tstate *ts, struct ana_agg *a, uint64_t b,
+					   uint64_t e);
+/* ana_mem_free() - Frees res->mem. */
+void ana_mem_free(struct ana_result *res);
 
 #endif /* PTZ_ANA_PASS_H */

@@ -632,6 +632,8 @@ void ana_agg_merge(struct ana_agg *d, const struct ana_agg *s, uint64_t *rng)
 		ANA_SAT_ADD(d->gpu->copy_ns, s->gpu->copy_ns);
 		ANA_SAT_ADD(d->gpu->launch_ns, s->gpu->launch_ns);
 	}
+	if (unlikely_(s->mem != NULL)) /* memory per section (ana_mem.c) */
+		ana_mem_merge(d, s);
 }
 
 void ana_agg_free(struct ana_agg *a)
@@ -643,6 +645,8 @@ void ana_agg_free(struct ana_agg *a)
 		free(a->gpu);
 		a->gpu = NULL;
 	}
+	free(a->mem);
+	a->mem = NULL;
 }
 
 void ana_gpu_dist_add(struct ana_gpu_dist *d, uint64_t dur_ns, int64_t lat_ns)

@@ -15,6 +15,7 @@ static const char *const rule_key[ANA_R_N] = {
 	"data-quality", "hot-section", "roofline", "imbalance", "cold-first",
 	"unstable", "short-sections", "small-transfers", "slow-transfer", "gpu-idle",
 	"launch-bound", "transfer-dominated",
+	"memory-growth",
 };
 
 const char *ana_rule_key(enum ana_rule r)
@@ -64,6 +65,9 @@ static const char *const ev_key[ANA_R_N][ANA_SUG_EV + 1] = {
 			   "latency_mean_ns" },
 	[ANA_R_XFER_DOM] = { "gpu_ns", "transfer_ns", "compute_ns", "transfer_share", "h2d_ns", "d2h_ns", "d2d_ns",
 			     "p2p_ns", "total_ns" },
+	[ANA_R_MEM_GROWTH] = { "occurrences", "delta_mean_bytes", "delta_total_bytes", "delta_min_bytes",
+			       "delta_max_bytes", "peak_bytes", "series_peak_bytes", "peak_share", "period_ns",
+			       "total_ns" },
 };
 
 const char *ana_evidence_key(enum ana_rule r, unsigned i)
@@ -82,13 +86,13 @@ static const struct th {
 	TH(min_pct, 1, -1, 100),        TH(hot_self_pct, 10, 0, 100),  TH(cold_z, 10, 0, INFINITY),
 	TH(cold_ratio, 2, 1, INFINITY), TH(cold_min_pct, 0.1, -1, 100), TH(unstable_cv, 0.10, 0, INFINITY),
 	TH(short_ns, 1000, 0, INFINITY), TH(imbalance_ratio, 1.2, 1, INFINITY), TH(gpu_util_pct, 50, 0, 100),
-	TH(gap_ms, 1, 0, INFINITY),
+	TH(gap_ms, 1, 0, INFINITY),     TH(mem_growth_mib, 64, 0, INFINITY), TH(mem_growth_pct, 10, -1, 100),
 };
 #define NTH (sizeof(ths) / sizeof(ths[0]))
 
 const char *const ana_sug_threshold_keys[] = {
 	"min_pct", "hot_self_pct", "cold_z", "cold_ratio", "cold_min_pct", "unstable_cv", "short_ns",
-	"imbalance_ratio", "gpu_util_pct", "gap_ms", NULL,
+	"imbalance_ratio", "gpu_util_pct", "gap_ms", "mem_growth_mib", "mem_growth_pct", NULL,
 };
 
 static double *th_field(struct ana_sug_opts *o, const struct th *t)
@@ -808,6 +812,74 @@ static void gpu_idle(struct sctx *c)
 	}
 }
 
+/*
+ * memory-growth: per memory series, the paths with >= 2 measured
+ * occurrences whose total change (the sum of end - begin, ana_mem.c) is at
+ * least mem_growth_mib MiB and mem_growth_pct % of the series' peak; a
+ * path is left out when a path below it fires with at least half its
+ * growth (its ancestors see the same growth again). Memory has no time at
+ * stake: the stake is the path's time (gate_ns(), the inclusive time or
+ * the time it occupies the GPU), as small-transfers', so a leak in the
+ * main loop ranks above one in a rare call.
+ */
+static void memory_growth(struct sctx *c)
+{
+	const struct ana_result *res = c->res;
+	const struct ana_tree *t = &res->merged;
+	if (!res->nmem || t->count < 2)
+		return;
+	double *grow = malloc(t->count * sizeof(*grow));
+	bool *below = malloc(t->count * sizeof(*below)); /* a path below it fired with half its growth */
+	if (!grow || !below) {
+		free(grow);
+		free(below);
+		c->nomem = 1;
+		return;
+	}
+	const double min_bytes = c->o->mem_growth_mib * 1048576.0;
+	for (uint32_t s = 0; s < res->nmem && !c->nomem; s++) {
+		const struct ana_mem_series *m = &res->mem[s];
+		const double share_of = c->o->mem_growth_pct / 100.0 * (double)(m->max > 0 ? m->max : 0);
+		struct ana_mem_fig fig;
+		for (uint32_t i = 0; i < t->count; i++) {
+			below[i] = false;
+			grow[i] = 0;
+			if (i && ana_mem_fig(&t->n[i].agg, s, &fig) && fig.n >= 2 && fig.delta_total >= min_bytes &&
+			    fig.delta_total >= share_of && fig.delta_total > 0)
+				grow[i] = fig.delta_total;
+		}
+		for (uint32_t i = 1; i < t->count; i++) {
+			if (!(grow[i] > 0))
+				continue;
+			for (uint32_t p = t->n[i].parent; p != 0; p = t->n[p].parent)
+				if (grow[p] > 0 && grow[i] >= 0.5 * grow[p])
+					below[p] = true;
+		}
+		for (uint32_t i = 1; i < t->count && !c->nomem; i++) {
+			if (!(grow[i] > 0) || below[i])
+				continue;
+			const struct ana_agg *a = &t->n[i].agg;
+			ana_mem_fig(a, s, &fig);
+			struct ana_finding *f = add(c, ANA_R_MEM_GROWTH, i, gate_ns(c, a));
+			if (!f)
+				break;
+			f->series = s;
+			f->ev[0] = (double)fig.n;
+			f->ev[1] = fig.delta;
+			f->ev[2] = fig.delta_total;
+			f->ev[3] = (double)fig.dmin;
+			f->ev[4] = (double)fig.dmax;
+			f->ev[5] = (double)fig.peak;
+			f->ev[6] = (double)m->max;
+			f->ev[7] = m->max > 0 ? fig.delta_total / (double)m->max : NAN;
+			f->ev[8] = m->period_ns ? (double)m->period_ns : NAN;
+			f->ev[9] = (double)a->total_ns;
+		}
+	}
+	free(grow);
+	free(below);
+}
+
 /* ---- gpu-idle: the host sections running during the gaps (one more read of the trace) ---- */
 
 #define HOST_GAPS 8 /* the gpu-idle findings, by stake, whose longest gap is attributed */
@@ -1045,6 +1117,8 @@ static int cmp_finding(const void *pa, const void *pb)
 		return a->node < b->node ? -1 : 1;
 	if (a->name_id != b->name_id)
 		return a->name_id < b->name_id ? -1 : 1;
+	if (a->series != b->series)
+		return a->series < b->series ? -1 : 1;
 	return (a->device > b->device) - (a->device < b->device);
 }
 
@@ -1104,6 +1178,8 @@ int ana_suggest(const struct ana_result *res, const struct ana_sug_opts *o, stru
 		imbalance(&c);
 	if (!c.nomem)
 		gpu_idle(&c);
+	if (!c.nomem)
+		memory_growth(&c);
 	free(c.samp);
 	if (c.nomem) {
 		ana_suggest_free(out);
@@ -1391,6 +1467,24 @@ static void text_finding(FILE *out, const struct ana_result *res, const struct a
 			     "host work off\n         the launching thread; 'report --since/--until' around a gap "
 			     "shows the rest.\n");
 		return;
+	case ANA_R_MEM_GROWTH: {
+		char g[32], h[32];
+		const struct ana_mem_series *m = &res->mem[f->series];
+		fprintf(out, "%s grows by %s per occurrence on average, %s over %.0f occurrences\n      = %.0f%% of "
+			     "its peak %s (trigger %g MiB and %g%%); per occurrence %s to %s, ",
+			ana_text_safe(ana_name(res, m->id)), ana_fmt_bytes(a, sizeof(a), e[1], true),
+			ana_fmt_bytes(b, sizeof(b), e[2], true), e[0], 100 * e[7], ana_fmt_bytes(d, sizeof(d), e[6], false),
+			s->o.mem_growth_mib, s->o.mem_growth_pct, ana_fmt_bytes(g, sizeof(g), e[3], true),
+			ana_fmt_bytes(h, sizeof(h), e[4], true));
+		fprintf(out, "sampled every %s\n", ana_fmt_dur(a, sizeof(a), e[8]));
+		fprintf(out, "      -> memory grows with each call and is not given back: free what it allocates, "
+			     "reuse buffers\n         across calls (a pool, an arena), or bound the cache; a sampled "
+			     "series sees the growth\n         where it was sampled, so a shorter section inside may "
+			     "be the cause.\n");
+		fprintf(out, "      ranked by its inclusive time %s (memory has no time at stake)\n",
+			ana_fmt_dur(a, sizeof(a), f->stake_ns));
+		return;
+	}
 	default:
 		(void)res;
 		fprintf(out, "\n");
@@ -1421,9 +1515,9 @@ void ana_suggest_text(FILE *out, const struct ana_result *res, const struct ana_
 	fprintf(out, "suggestions (rules and triggers: doc/analyzer-output.md section 9; --threshold KEY=VALUE)\n");
 	fprintf(out, "triggers: impact gate %g%% of the summed thread time, hot self %g%%, cold-first z %g and %gx, "
 		     "unstable CV %g%%,\n          short below %g ns, imbalance max/mean %g, GPU busy below %g%% or "
-		     "gaps of %g ms\n",
+		     "gaps of %g ms,\n          memory growth %g MiB and %g%% of the peak\n",
 		o->min_pct, o->hot_self_pct, o->cold_z, o->cold_ratio, 100 * o->unstable_cv, o->short_ns,
-		o->imbalance_ratio, o->gpu_util_pct, o->gap_ms);
+		o->imbalance_ratio, o->gpu_util_pct, o->gap_ms, o->mem_growth_mib, o->mem_growth_pct);
 	const struct ana_peaks *p = o->peaks;
 	if (p) {
 		char r[4][24];
@@ -1471,7 +1565,7 @@ void ana_suggest_text(FILE *out, const struct ana_result *res, const struct ana_
 		else
 			fprintf(out, "\n      ");
 		text_finding(out, res, s, f);
-		if (f->stake_ns > 0 && f->rule != ANA_R_ROOFLINE) {
+		if (f->stake_ns > 0 && f->rule != ANA_R_ROOFLINE && f->rule != ANA_R_MEM_GROWTH) {
 			char t[32];
 			fprintf(out, "      at stake: %s\n", ana_fmt_dur(t, sizeof(t), f->stake_ns));
 		}
@@ -1578,6 +1672,8 @@ int ana_suggest_json(FILE *out, const struct ana_result *res, const struct ana_s
 			bad = json_object_set_new(j, "thread", json_integer(f->thread));
 		if (!bad && f->rule == ANA_R_GPU_IDLE)
 			bad = json_object_set_new(j, "device", json_integer(f->device));
+		if (!bad && f->rule == ANA_R_MEM_GROWTH)
+			bad = json_object_set_new(j, "counter", ana_json_str(ana_name(res, res->mem[f->series].id)));
 		if (!bad && f->rule == ANA_R_GPU_IDLE && f->host_read) {
 			json_t *hs = json_array();
 			bad = json_object_set_new(j, "host_during_gap", hs) ||

@@ -88,9 +88,19 @@
  *                 copies (the time breakdown's transfer part, §3.1), other
  *                 than a copy section with no GPU work below it (all
  *                 transfer by definition).
+ *  memory-growth  a call path that runs at least twice and whose memory
+ *                 series (the recorder's "process RSS", or any counter in
+ *                 bytes: ana_mem.c) grows over its occurrences: the sum of
+ *                 end - begin over them at least mem_growth_mib MiB and
+ *                 mem_growth_pct % of the series' peak (a leak, or a cache
+ *                 without bound; Valgrind massif and heaptrack rank
+ *                 allocation sites by the bytes they keep, which a sampled
+ *                 RSS cannot: the path is where the growth was seen). A path
+ *                 is left out when a path below it fires with at least half
+ *                 its growth (the innermost one tells more).
  *
- * Every path rule but hot-section and cold-first (which have triggers of
- * their own) fires only on paths whose inclusive time is at least min_pct
+ * Every path rule but hot-section, cold-first and memory-growth (which have
+ * triggers of their own) fires only on paths whose inclusive time is at least min_pct
  * of the sum of thread spans (the impact gate: a 50 ns section that varies
  * by 30% is not worth a line). Findings are ranked by the time at stake
  * (ana_finding.stake_ns), after the data-quality ones, which come first;
@@ -119,6 +129,7 @@ enum ana_rule {
 	ANA_R_GPU_IDLE,
 	ANA_R_LAUNCH,    /* launch-bound */
 	ANA_R_XFER_DOM,  /* transfer-dominated */
+	ANA_R_MEM_GROWTH,
 	ANA_R_N
 };
 /* The rule's id as printed and in JSON ("hot-section", ...). */
@@ -145,6 +156,8 @@ struct ana_sug_opts {
 	double imbalance_ratio; /* [1.2] imbalance: max / mean per-thread inclusive total, above */
 	double gpu_util_pct;    /* [50] gpu-idle: time utilization below, % */
 	double gap_ms;          /* [1] gpu-idle: smallest gap, ms (or 1% of the span if longer) */
+	double mem_growth_mib;  /* [64] memory-growth: total growth over the occurrences, MiB, at least */
+	double mem_growth_pct;  /* [10] memory-growth: total growth, % of the series' peak, at least */
 	uint32_t set_mask;      /* private: the fields ana_sug_threshold_set() set (an explicit 0 stays 0) */
 };
 /*
@@ -152,7 +165,8 @@ struct ana_sug_opts {
  * except peaks and fp32, e.g. "hot_self_pct") to @value. Return: 0;
  * -ENOENT for an unknown key; -ERANGE for a value that is not finite and
  * positive (or a percentage above 100, a cold_ratio or imbalance_ratio
- * below 1). min_pct and cold_min_pct may be 0: that gate is off.
+ * below 1). min_pct, cold_min_pct and mem_growth_pct may be 0:
+ * that gate is off.
  */
 int ana_sug_threshold_set(struct ana_sug_opts *o, const char *key, double value);
 /* Keys accepted by ana_sug_threshold_set(), NULL-terminated. */
@@ -196,6 +210,7 @@ struct ana_finding {
 	uint32_t paths;    /* hot-section by name: the call paths holding the name */
 	uint32_t device;   /* gpu-idle: the device ordinal */
 	uint32_t thread;   /* imbalance: index of the slowest thread */
+	uint32_t series;   /* memory-growth: the memory series (index into ana_result.mem) */
 	bool lossy;        /* the path's figures are affected by losses */
 	bool several_cores; /* roofline: compared with the all-core roofs */
 	bool gpu_roofs;    /* roofline: a GPU section placed on the GPU's roofs (rates over its GPU time) */

@@ -28,6 +28,14 @@
  * time one pass takes to drain, compress and write, unless the flusher is
  * starved of CPU.
  *
+ * Process RSS: every PTZ_RSS_MS (default 100 ms) while recording is
+ * enabled, the flusher records the counter "process RSS" (bytes) on its
+ * own ring like any thread (named PT_FMT_FLUSHER_THREAD_NAME): so every
+ * recording process has one memory series, GPU or not. The read is a
+ * pread() of /proc/self/statm through a descriptor opened at start (no
+ * allocation, no stdio): resident pages times the page size. A failed read
+ * is counted here and skipped; the poll never sleeps past the next sample.
+ *
  * Failure behaviour: a chunk that cannot be written (ENOSPC, EIO...) is
  * counted in io_lost_records and its error kept in last_io_error; draining
  * continues so producers keep recording (and losing) without blocking. At
@@ -37,10 +45,12 @@
  */
 #include <assert.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "recorder/rec_internal.h"
 
@@ -101,7 +111,16 @@ struct flusher {
 	size_t nexited, cexited;
 	uint64_t meta_retry_ns; /* not before this CLOCK_MONOTONIC time */
 	uint64_t stop_ns;       /* when chunk_level() first saw r->stop (CLOCK_MONOTONIC), 0 before */
+	/* process RSS samples (PTZ_RSS_MS) */
+	int rss_fd;             /* /proc/self/statm of this process, or -1 */
+	uint32_t rss_id;        /* "process RSS", interned at the first sample */
+	uint64_t rss_page;      /* page size, bytes */
+	uint64_t next_rss_ns;   /* the next sample is due (CLOCK_MONOTONIC) */
+	uint64_t rss_retry_ns;  /* recording not enabled: the current retry step */
+	uint64_t rss_failures;  /* reads that failed (skipped) */
 };
+
+int64_t (*rec_rss_read_hook)(void);
 
 #define META_RETRY_NS 100000000u /* 100 ms between retries while writes fail */
 
@@ -494,6 +513,58 @@ static void clock_if_due(struct flusher *f, uint64_t now_ns)
 	meta_flush(f, 0);
 }
 
+/* Resident set size in bytes from /proc/self/statm (its second field, in
+ * pages), or -1. */
+static int64_t rss_read(struct flusher *f)
+{
+	if (rec_rss_read_hook)
+		return rec_rss_read_hook();
+	char b[128];
+	if (f->rss_fd < 0)
+		return -1;
+	ssize_t n = pread(f->rss_fd, b, sizeof(b) - 1, 0);
+	if (n <= 0)
+		return -1;
+	b[n] = 0;
+	const char *p = b;
+	while (*p >= '0' && *p <= '9') /* size */
+		p++;
+	if (*p++ != ' ' || *p < '0' || *p > '9')
+		return -1;
+	uint64_t pages = 0;
+	for (; *p >= '0' && *p <= '9'; p++)
+		pages = pages * 10 + (uint64_t)(*p - '0');
+	return (int64_t)(pages * f->rss_page);
+}
+
+/* The "process RSS" sample, if due. Only while recording is enabled (a
+ * sample taken while disabled would be dropped by pt_counter()): the
+ * first one is taken as soon as pt_open() has published the recorder. */
+static void rss_if_due(struct flusher *f, uint64_t now_ns)
+{
+	struct pt_recorder *r = f->r;
+	const uint64_t period = (uint64_t)r->rss_ms * 1000000u;
+	if (!period || now_ns < f->next_rss_ns)
+		return;
+	if (!atomic_load_explicit(&r->hot_gen, memory_order_relaxed)) {
+		/* not yet published, or disabled: try again after 1, 2, 4... ms,
+		 * at most a period (no busy poll while disabled) */
+		f->rss_retry_ns = f->rss_retry_ns ? PT_MIN(2 * f->rss_retry_ns, period) : PT_MIN(1000000u, period);
+		f->next_rss_ns = now_ns + f->rss_retry_ns;
+		return;
+	}
+	f->rss_retry_ns = 0;
+	f->next_rss_ns = now_ns + period;
+	int64_t v = rss_read(f);
+	if (v < 0) {
+		f->rss_failures++;
+		return;
+	}
+	if (!f->rss_id)
+		f->rss_id = pt_intern(r, "process RSS");
+	pt_counter(r, f->rss_id, v);
+}
+
 static void final_meta(struct flusher *f)
 {
 	struct pt_recorder *r = f->r;
@@ -551,6 +622,8 @@ static void *flusher_main(void *arg)
 	sigemptyset(&bus);
 	sigaddset(&bus, SIGBUS);
 	pthread_sigmask(SIG_UNBLOCK, &bus, NULL);
+	/* the name its ring (registered at the first RSS sample) takes */
+	pthread_setname_np(pthread_self(), PT_FMT_FLUSHER_THREAD_NAME);
 	unsigned sleep_us = 1000;
 	const uint64_t flush_ns = (uint64_t)r->flush_ms * 1000000u;
 	f->drain_age_ns = flush_ns - FLUSH_MARGIN_NS(flush_ns);
@@ -567,6 +640,8 @@ static void *flusher_main(void *arg)
 		uint64_t now = rec_mono_ns();
 		uint64_t busiest = 0, drained = 0;
 		f->next_due_ns = UINT64_MAX;
+		if (!stopping) /* before the drain: the sample goes out in this pass */
+			rss_if_due(f, now);
 		urcu_bp_read_lock();
 		struct rec_ring *g;
 		cds_list_for_each_entry_rcu(g, &r->rings, node) {
@@ -590,6 +665,8 @@ static void *flusher_main(void *arg)
 		uint64_t wake = rec_mono_ns() + (uint64_t)sleep_us * 1000u;
 		if (f->next_due_ns < wake)
 			wake = f->next_due_ns;
+		if (r->rss_ms && f->next_rss_ns < wake) /* the next RSS sample */
+			wake = f->next_rss_ns;
 		/* a timed wait that pt_close() can cut short */
 		struct timespec ts = { (time_t)(wake / 1000000000u), (long)(wake % 1000000000u) };
 		pthread_mutex_lock(&r->stop_lock);
@@ -621,18 +698,24 @@ int rec_flusher_start(struct pt_recorder *r)
 	fmt_enc_reset(&f->menc, f->meta, RAW_CAP);
 	f->str_next = 1;
 	f->dom_next = 1;
+	/* this process's own statm: opened here, so a fork child's flusher
+	 * (started by its reopen) reads the child's */
+	f->rss_fd = r->rss_ms ? open("/proc/self/statm", O_RDONLY | O_CLOEXEC) : -1;
+	long page = sysconf(_SC_PAGESIZE);
+	f->rss_page = page > 0 ? (uint64_t)page : 4096u;
 	sigset_t all, old;
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	int rc = pthread_create(&r->flusher, NULL, flusher_main, f);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (rc) {
+		if (f->rss_fd >= 0)
+			close(f->rss_fd);
 		free(f->raw);
 		free(f->meta);
 		free(f);
 		return -rc;
 	}
-	pthread_setname_np(r->flusher, "ptz-flusher");
 	the_flusher = f;
 	r->flusher_running = true;
 	return 0;
@@ -644,6 +727,8 @@ void rec_flusher_forget(void)
 	the_flusher = NULL;
 	if (!f)
 		return;
+	if (f->rss_fd >= 0) /* the parent's statm */
+		close(f->rss_fd);
 	free(f->exited);
 	free(f->raw);
 	free(f->meta);
@@ -662,6 +747,8 @@ void rec_flusher_stop(struct pt_recorder *r)
 	r->flusher_running = false;
 	struct flusher *f = the_flusher;
 	the_flusher = NULL;
+	if (f->rss_fd >= 0)
+		close(f->rss_fd);
 	free(f->exited);
 	free(f->raw);
 	free(f->meta);

@@ -15,8 +15,9 @@
  *                        calls anything else: sets its own capture mode
  *                        (thread-local), creates events in chunks, resolves
  *                        pairs oldest-first per stream with cudaEventQuery,
- *                        takes clock anchors, samples device memory and
- *                        RSS, and writes GPU_RANGE, COUNTER and ERROR
+ *                        takes clock anchors, samples device memory
+ *                        (process RSS: the flusher, rec_flush.c), and
+ *                        writes GPU_RANGE, COUNTER and ERROR
  *                        records into its own ring like any thread.
  *   flusher              never calls CUDA.
  *
@@ -96,7 +97,7 @@
 #define ANCHOR_TRIES 5
 #define ANCHOR_HIST 8
 #define ANCHOR_SPIN_NS 5000000u  /* give up an anchor try after 5 ms */
-#define SAMPLE_NS 100000000u     /* device memory and RSS every 100 ms */
+#define SAMPLE_NS 100000000u     /* device memory every 100 ms */
 #define NCODES (PT_ERRC_GPU_UNFINISHED + 1)
 
 struct gpu_pair {
@@ -688,25 +689,8 @@ static bool resolve(struct pt_recorder *r, uint64_t gen)
 	return true;
 }
 
-static uint64_t rss_bytes(void)
+static void sample(struct pt_recorder *r, uint64_t now)
 {
-	FILE *f = fopen("/proc/self/statm", "re");
-	unsigned long size = 0, res = 0;
-	if (!f)
-		return 0;
-	if (fscanf(f, "%lu %lu", &size, &res) != 2)
-		res = 0;
-	fclose(f);
-	return (uint64_t)res * (uint64_t)sysconf(_SC_PAGESIZE);
-}
-
-static void sample(struct pt_recorder *r, uint64_t now, uint32_t rss_id)
-{
-	static uint64_t last_rss;
-	if (now - last_rss >= SAMPLE_NS) {
-		last_rss = now;
-		pt_counter(r, rss_id, (int64_t)rss_bytes());
-	}
 	for (unsigned d = 0; d < GPU_MAX_DEV; d++) {
 		struct gpu_dev *g = &devs[d];
 		if (!g->init || now - g->last_sample_ns < SAMPLE_NS)
@@ -788,7 +772,6 @@ static void *cuda_main(void *arg)
 		int mode = RC_CAPTURE_MODE_THREAD_LOCAL;
 		api.ThreadExchangeStreamCaptureMode(&mode);
 	}
-	uint32_t rss_id = pt_intern(r, "process RSS");
 	bool unloading = false;
 	uint64_t stop_deadline = 0;
 	for (;;) {
@@ -807,7 +790,7 @@ static void *cuda_main(void *arg)
 			if (!unloading && !resolve(r, gen))
 				unloading = true;
 			if (!unloading)
-				sample(r, now, rss_id);
+				sample(r, now);
 		}
 		/* an ERROR that found this thread's ring full: the flusher makes
 		 * room within its poll interval, the next pass writes it (counts

@@ -191,6 +191,7 @@ struct pt_recorder {
 	size_t ring_bytes;
 	int zstd_level;
 	unsigned flush_ms;
+	unsigned rss_ms;              /* PTZ_RSS_MS: RSS sample period, 0 = none */
 
 	/* flusher */
 	pthread_t flusher;
@@ -380,6 +381,10 @@ PT_INTERNAL void rec_gpu_open(void);
 PT_INTERNAL void rec_gpu_stats(struct pt_stats_info *out);
 
 /* ---- flusher (rec_flush.c) ---- */
+/* Test seam: when set (before pt_open()), the flusher takes each "process
+ * RSS" sample from this function instead of /proc/self/statm; a negative
+ * value is a failed read (skipped, as a real one). Flusher thread. */
+extern PT_INTERNAL int64_t (*rec_rss_read_hook)(void);
 PT_INTERNAL int rec_flusher_start(struct pt_recorder *r);
 PT_INTERNAL void rec_flusher_stop(struct pt_recorder *r);
 /* In a fork child: frees the copy of the parent's flusher state (its thread is not here). */

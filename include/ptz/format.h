@@ -54,6 +54,13 @@ extern "C" {
  * it no thread track of its own.
  */
 #define PT_FMT_GPU_THREAD_NAME "ptz-gpu"
+/*
+ * Name of the recorder's flusher thread in the THREAD table: it runs no
+ * sections; its only records are the samples of the counter "process RSS"
+ * (bytes, every PTZ_RSS_MS). Readers leave it out of per-thread time
+ * shares, as the CUDA thread.
+ */
+#define PT_FMT_FLUSHER_THREAD_NAME "ptz-flusher"
 
 /**
  * enum pt_clock_source - what a trace's ticks count: the header's

@@ -46,6 +46,12 @@
  *   PTZ_FLUSH_MS    the flush interval: records are in the file within it
  *                   (pt_options.flush_interval_ms).
  *   PTZ_CLOCK       "monotonic" forces clock_gettime(CLOCK_MONOTONIC) ticks.
+ *   PTZ_RSS_MS      period in ms of the process RSS samples (default 100; 0 =
+ *                   none): the flusher thread ("ptz-flusher") reads
+ *                   /proc/self/statm and records the counter "process RSS"
+ *                   in bytes, while recording is enabled. A failed read is
+ *                   skipped, never reported to the program. Values above
+ *                   3,600,000 (an hour) are clamped.
  * Explicit struct pt_options fields win over the environment.
  */
 #ifndef PTZ_RECORDER_H
@@ -183,6 +189,14 @@ struct pt_metrics {
  * @chunks:        chunks written (event and meta).
  * @bytes_written: bytes committed to the file, header included.
  * @threads:       threads that have recorded.
+ *                 The recorder's own rings count like a thread's: with RSS
+ *                 sampling on (PTZ_RSS_MS, on by default), the flusher's
+ *                 ring ("ptz-flusher") is in @threads once it has taken a
+ *                 sample, and its "process RSS" counters are in @records,
+ *                 as their chunks are in @chunks and @bytes_written
+ *                 (about 10 records a second at the default period; with
+ *                 PTZ_RSS_MS=0 the flusher records nothing). So is the
+ *                 CUDA thread's ring ("ptz-gpu") once it records.
  * @last_io_error: errno of the last I/O failure, 0 if none. EIO when the
  *                 file was truncated by another process (truncate,
  *                 logrotate copytruncate): nothing more is written to it,
@@ -442,6 +456,10 @@ PT_API void pt_transfer(pt_recorder *r, uint64_t bytes, enum pt_direction dir);
  * @value: sample, signed.
  * Context: as pt_begin() (one tick read, two record slots). Not recorded,
  *          and not counted, while recording is disabled (pt_set_enabled()).
+ * Units: a counter whose name ends in " (bytes)" (e.g. "torch allocated
+ *          (bytes)", a framework's own allocator figure) holds bytes: the
+ *          analyzer then shows it per section like the process RSS
+ *          (doc/analyzer-output.md §3.5). Other counters have no unit.
  */
 PT_API void pt_counter(pt_recorder *r, uint32_t id, int64_t value);
 

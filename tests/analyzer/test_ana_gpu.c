@@ -787,10 +787,13 @@ static void test_ana_gpu_csv(void **state)
 					     "gpu_p50_ns", "gpu_p99_ns", "gpu_incl_count", "gpu_incl_total_ns",
 					     "gpu_over_cpu", "gpu_launch_latency_mean_ns", "gpu_launch_latency_min_ns",
 					     "gpu_launch_latency_max_ns", "gpu_early_starts" };
-	assert_int_equal(nh, 40 + (int)PT_ARRAY_SIZE(gcols) + 14); /* + the GPU-rate and breakdown columns (test_ana_gpu_rates.c) */
+	/* + the GPU-rate and breakdown columns (test_ana_gpu_rates.c), then the memory columns: the
+	 * trace's "process RSS" (on ptz-gpu, as older recorders wrote it) */
+	assert_int_equal(nh, 40 + (int)PT_ARRAY_SIZE(gcols) + 14 + 8);
 	assert_string_equal(hdr[39], "lossy"); /* the old columns first, unchanged */
 	for (size_t k = 0; k < PT_ARRAY_SIZE(gcols); k++)
 		assert_string_equal(hdr[40 + k], gcols[k]);
+	assert_string_equal(hdr[40 + PT_ARRAY_SIZE(gcols) + 14], "rss_occurrences");
 	int seen = 0, async_rows = 0, instant_rows = 0;
 	while ((line = strtok_r(NULL, "\n", &save))) {
 		char *v[80];

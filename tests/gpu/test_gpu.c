@@ -1322,12 +1322,13 @@ struct stuck_arg {
 	pt_recorder *r;
 	uint32_t id;
 	void *s;
-	atomic_bool done;
+	atomic_bool started, done;
 };
 
 static void *stuck_call(void *p)
 {
 	struct stuck_arg *a = p;
+	atomic_store(&a->started, true);
 	pt_gpu_begin(a->r, a->id, a->s);
 	atomic_store(&a->done, true);
 	pt_gpu_end(a->r, a->id, a->s);
@@ -1345,10 +1346,15 @@ static void test_close_gpu_call_stuck(void **state)
 	void *s = fake_stream_create(0);
 	main_log.n = 0;
 	warm(&main_log, r, W, s);
-	struct stuck_arg a = { r, S, s, false };
+	struct stuck_arg a = { r, S, s, false, false };
 	fake_set_record_delay(s, 6000);
 	pthread_t th;
 	assert_int_equal(pthread_create(&th, NULL, stuck_call, &a), 0);
+	/* a loaded machine may start the thread late: a call begun after
+	 * pt_close() times nothing and returns at once */
+	for (int i = 0; i < 5000 && !atomic_load(&a.started); i++)
+		sleep_ms(1);
+	assert_true(atomic_load(&a.started));
 	sleep_ms(200); /* inside cudaEventRecord by now */
 	assert_false(atomic_load(&a.done));
 	assert_int_equal(pt_close(r), 0);
