@@ -44,22 +44,29 @@ enum { ID_STEP = 1, ID_GEMM, ID_COPY, ID_BIG, ID_CPU, NIDS };
 static const char *const names[NIDS] = { NULL, "step", "gemm", "copy", "big", "cpu" };
 enum { S1 = 11, S2 = 12 };
 
-static void write_trace(const char *path)
+/* Starts a trace at @path: the names, threads "main" (0) and "ptz-gpu"
+ * (1), 1 tick = 1 ns. */
+static void start_trace(struct tb *b, const char *path)
 {
 	const struct fmt_writer_hdr hd = {
 		.clock_source = PT_CLOCK_TSC, .pid = 4242, .start_ticks = T0, .start_mono_ns = T0, .start_real_ns = REAL_NS,
 		.process_name = "rates-test", .host = "testhost", .cmdline = "rates-test", .recorder_version = "ptz-test 1",
 	};
-	struct tb b;
-	tb_start(&b, path, &hd);
+	tb_start(b, path, &hd);
 	for (uint32_t id = 1; id < NIDS; id++)
-		assert_int_equal(fmt_enc_string(&b.e, id, 0, names[id], strlen(names[id])), 0);
-	assert_int_equal(fmt_enc_thread(&b.e, 0, 300, T0, 0, "main", 4), 0);
-	assert_int_equal(fmt_enc_thread(&b.e, 1, 301, T0, 0, PT_FMT_GPU_THREAD_NAME, strlen(PT_FMT_GPU_THREAD_NAME)),
+		assert_int_equal(fmt_enc_string(&b->e, id, 0, names[id], strlen(names[id])), 0);
+	assert_int_equal(fmt_enc_thread(&b->e, 0, 300, T0, 0, "main", 4), 0);
+	assert_int_equal(fmt_enc_thread(&b->e, 1, 301, T0, 0, PT_FMT_GPU_THREAD_NAME, strlen(PT_FMT_GPU_THREAD_NAME)),
 			 0);
-	assert_int_equal(fmt_enc_clock(&b.e, 0, 0, REAL_NS - T0, 1), 0);
-	assert_int_equal(fmt_enc_clock(&b.e, 1000000000, 1000000000, REAL_NS - T0 + 1000000000, 1), 0);
-	tb_flush(&b, FMT_CHUNK_META, PT_FMT_META_THREAD);
+	assert_int_equal(fmt_enc_clock(&b->e, 0, 0, REAL_NS - T0, 1), 0);
+	assert_int_equal(fmt_enc_clock(&b->e, 1000000000, 1000000000, REAL_NS - T0 + 1000000000, 1), 0);
+	tb_flush(b, FMT_CHUNK_META, PT_FMT_META_THREAD);
+}
+
+static void write_trace(const char *path)
+{
+	struct tb b;
+	start_trace(&b, path);
 
 	struct fmt_enc *e = &b.e;
 	fmt_enc_begin(e, T0 + 500, ID_STEP);
@@ -349,19 +356,8 @@ static void test_outputs_agree(void **state)
  * the third have a GPU range (2 ms each), the other GPU halves dropped. */
 static void write_trace_dropped(const char *path)
 {
-	const struct fmt_writer_hdr hd = {
-		.clock_source = PT_CLOCK_TSC, .pid = 4243, .start_ticks = T0, .start_mono_ns = T0, .start_real_ns = REAL_NS,
-		.process_name = "rates-test", .host = "testhost", .cmdline = "rates-test", .recorder_version = "ptz-test 1",
-	};
 	struct tb b;
-	tb_start(&b, path, &hd);
-	for (uint32_t id = 1; id < NIDS; id++)
-		assert_int_equal(fmt_enc_string(&b.e, id, 0, names[id], strlen(names[id])), 0);
-	assert_int_equal(fmt_enc_thread(&b.e, 0, 300, T0, 0, "main", 4), 0);
-	assert_int_equal(fmt_enc_thread(&b.e, 1, 301, T0, 0, PT_FMT_GPU_THREAD_NAME, strlen(PT_FMT_GPU_THREAD_NAME)),
-			 0);
-	assert_int_equal(fmt_enc_clock(&b.e, 0, 0, REAL_NS - T0, 1), 0);
-	tb_flush(&b, FMT_CHUNK_META, PT_FMT_META_THREAD);
+	start_trace(&b, path);
 	struct fmt_enc *e = &b.e;
 	for (uint64_t k = 0; k < 4; k++) {
 		const uint64_t t = T0 + k * 10000000;
