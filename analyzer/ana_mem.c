@@ -95,7 +95,8 @@ static int collect_add(struct collect *c, uint64_t t, int64_t v)
 /* Sorts @c into series @m, and builds its range-maximum table. */
 static int series_build(struct ctx *c, struct ana_mem_series *m, struct collect *col)
 {
-	qsort(col->s, col->n, sizeof(*col->s), cmp_sample);
+	if (col->n) /* col->s is NULL when the series has no sample: qsort(NULL, 0) is undefined */
+		qsort(col->s, col->n, sizeof(*col->s), cmp_sample);
 	m->n = col->n;
 	m->t = malloc((col->n ? col->n : 1) * sizeof(*m->t));
 	m->v = malloc((col->n ? col->n : 1) * sizeof(*m->v));
