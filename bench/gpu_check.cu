@@ -857,10 +857,12 @@ static void host_cost_calls(void)
 	/* What makes the recorder's pair dearer than two raw records: records
 	 * that rotate over many events (as the pool hands out fresh pairs), and
 	 * records while another thread queries events (as the CUDA thread does). */
-	std::vector<cudaEvent_t> ring(64);
+	std::vector<cudaEvent_t> ring(64), big(2048);
 	for (cudaEvent_t &x : ring)
 		CK(cudaEventCreate(&x));
-	std::vector<double> same, rot, busy;
+	for (cudaEvent_t &x : big)
+		CK(cudaEventCreate(&x));
+	std::vector<double> same, rot, busy, wide, wide_cap;
 	for (int b = 0; b < 41; b++) {
 		uint64_t t0 = now_ns();
 		for (int i = 0; i < 32; i++) {
@@ -874,8 +876,29 @@ static void host_cost_calls(void)
 		}
 		uint64_t t2 = now_ns();
 		CK(cudaStreamSynchronize(s));
+		/* over as many events as the recorder's pool (1,024 pairs), with
+		 * and without the capture query it makes before each pair */
+		const size_t base = (size_t)(b % 32) * 64;
+		uint64_t t3 = now_ns();
+		for (int i = 0; i < 32; i++) {
+			(void)cudaEventRecord(big[base + (size_t)(2 * i)], s);
+			(void)cudaEventRecord(big[base + (size_t)(2 * i + 1)], s);
+		}
+		uint64_t t4 = now_ns();
+		CK(cudaStreamSynchronize(s));
+		cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
+		uint64_t t5 = now_ns();
+		for (int i = 0; i < 32; i++) {
+			(void)cudaStreamIsCapturing(s, &cs);
+			(void)cudaEventRecord(big[(base + 1024 + (size_t)(2 * i)) % 2048], s);
+			(void)cudaEventRecord(big[(base + 1024 + (size_t)(2 * i + 1)) % 2048], s);
+		}
+		uint64_t t6 = now_ns();
+		CK(cudaStreamSynchronize(s));
 		same.push_back((double)(t1 - t0) / 32);
 		rot.push_back((double)(t2 - t1) / 32);
+		wide.push_back((double)(t4 - t3) / 32);
+		wide_cap.push_back((double)(t6 - t5) / 32);
 	}
 	struct poller {
 		cudaEvent_t a, b;
@@ -913,8 +936,11 @@ static void host_cost_calls(void)
 		pthread_join(th, NULL);
 	}
 	add_row(V_INFO, "7 2x cudaEventRecord, 1 thread", "median ns/pair",
-		"same two events %.0f, rotating over 64 events %.0f, rotating while another thread queries %.0f",
-		median(same), median(rot), busy.empty() ? 0.0 : median(busy));
+		"same two events %.0f, rotating over 64 events %.0f, over 2048 events %.0f, the same + "
+		"cudaStreamIsCapturing %.0f, over 64 while another thread queries %.0f",
+		median(same), median(rot), median(wide), median(wide_cap), busy.empty() ? 0.0 : median(busy));
+	for (cudaEvent_t &x : big)
+		cudaEventDestroy(x);
 
 	/* Why event creation stays on the CUDA thread: cudaEventCreate while
 	 * another stream runs a long kernel */
