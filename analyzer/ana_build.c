@@ -462,7 +462,8 @@ static inline __attribute__((always_inline)) void close_top(struct ctx *c, struc
 	}
 	struct ana_node *n = &th->tree.n[f->node];
 	agg_add(ts, &n->agg, f, dur_ns, self_ns, mode);
-	if (__builtin_expect(c->nmem != 0, 0)) /* memory series: measured against the samples around it */
+	if (__builtin_expect(c->nmem != 0, 0) && /* memory series: measured against the samples around it */
+	    !ana_mem_occ_fast(c, ts, &n->agg, f->start, end))
 		ana_mem_occ(c, ts, &n->agg, f->start, end);
 	if (f->merged != UINT32_MAX) { /* one reservoir per path, process-wide */
 		struct ana_agg *ma = &c->res->merged.n[f->merged].agg;

@@ -297,6 +297,8 @@ static struct ana_mem *mem_of(struct ana_agg *a, uint32_t n)
 			return NULL;
 		}
 		a->mem->n = n;
+		for (uint32_t s = 0; s < n; s++) /* no occurrence yet: any first one replaces these */
+			a->mem->row[s] = (struct ana_mem_row){ .peak = INT64_MIN, .dmin = INT64_MAX, .dmax = INT64_MIN };
 	}
 	return a->mem;
 }
@@ -335,6 +337,11 @@ void ana_mem_occ(struct ctx *c, struct tstate *ts, struct ana_agg *a, uint64_t b
 			while (k < m->n && m->t[k] <= e)
 				k++;
 		ts->mem_cur[s] = (uint32_t)k;
+		if (c->nmem == 1) { /* the interval ana_mem_occ_fast() tests next */
+			ts->mem_hi = k == 0 ? 0 : k < m->n ? m->t[k] : UINT64_MAX;
+			ts->mem_lo = k == 0 ? UINT64_MAX : m->t[k - 1];
+			ts->mem_v = k == 0 ? 0 : m->v[k - 1];
+		}
 		if (k == 0)
 			continue; /* ended before the first sample: not measured */
 		size_t ie = k - 1, ib = ie;
