@@ -330,6 +330,14 @@ uint32_t ana_tree_child(struct ana_tree *t, uint32_t parent, uint32_t id); /* fi
 /* The child of @parent named @id, or UINT32_MAX if it has none (never adds). */
 uint32_t ana_tree_find(const struct ana_tree *t, uint32_t parent, uint32_t id);
 void ana_tree_free(struct ana_tree *t);
+/* ana_tree_walk_outermost() - Calls @visit(@arg, node), depth first, for
+ * every node of @t whose name id is below @id_limit and whose path holds no
+ * node of the same name above it: the outermost occurrence of a name on
+ * its path, whose inclusive sums make the name's recursion-safe total
+ * (doc/analyzer-output.md §2). One walk with a count of each name on the
+ * current path. 0, or -ENOMEM (noted, nothing visited). */
+int ana_tree_walk_outermost(const struct ana_tree *t, uint32_t id_limit,
+			    void (*visit)(void *arg, const struct ana_node *n), void *arg);
 
 struct ana_counter {
 	uint32_t id;

@@ -794,20 +794,14 @@ static void drop_stack(struct ctx *c, struct ana_thread *th, struct tstate *ts, 
 	ts->depth = 0;
 }
 
-/*
- * The recursion-safe inclusive sums per name when every section is kept
- * (no --since, --until or --domain): an occurrence counts when no
- * enclosing occurrence has its name, and with nothing filtered out the
- * enclosing occurrences are the path's ancestors; so each node whose path
- * does not hold its name above it adds its inclusive totals, which are
- * the sums of the very values flat_pass_up() would have added one by one.
- * One depth-first walk with a count of each name on the current path.
- */
-static int flat_incl_from_tree(struct tstate *ts, const struct ana_tree *t)
+int ana_tree_walk_outermost(const struct ana_tree *t, uint32_t id_limit,
+			    void (*visit)(void *arg, const struct ana_node *n), void *arg)
 {
+	if (t->count < 2)
+		return 0;
 	uint32_t nid = 1; /* ids in the tree bound the table, not the id limit (crafted ids) */
 	for (uint32_t i = 1; i < t->count; i++)
-		if (t->n[i].id < ts->id_limit && t->n[i].id >= nid)
+		if (t->n[i].id < id_limit && t->n[i].id >= nid)
 			nid = t->n[i].id + 1;
 	uint32_t *on_path = calloc(nid, sizeof(*on_path));
 	uint32_t *stk = malloc((size_t)t->count * sizeof(*stk)), *pos = malloc((size_t)t->count * sizeof(*pos));
@@ -824,16 +818,16 @@ static int flat_incl_from_tree(struct tstate *ts, const struct ana_tree *t)
 	while (sp) {
 		const struct ana_node *n = &t->n[stk[sp - 1]];
 		if (pos[sp - 1] == n->nchild) { /* done with n: off the path */
-			if (stk[sp - 1] && n->id < ts->id_limit)
+			if (stk[sp - 1] && n->id < id_limit)
 				on_path[n->id]--;
 			sp--;
 			continue;
 		}
 		uint32_t k = n->child[pos[sp - 1]++];
 		const struct ana_node *ch = &t->n[k];
-		if (ch->id < ts->id_limit) {
-			if (!on_path[ch->id] && ch->agg.count) /* no same-name frame open: into the total */
-				flat_pass_up(ts, ch->id, -1, ch->agg.total_ns, ch->agg.metric_incl, ch->agg.xfer_incl);
+		if (ch->id < id_limit) {
+			if (!on_path[ch->id]) /* no same-name frame open above it */
+				visit(arg, ch);
 			on_path[ch->id]++;
 		}
 		stk[sp] = k;
@@ -843,6 +837,25 @@ static int flat_incl_from_tree(struct tstate *ts, const struct ana_tree *t)
 	free(stk);
 	free(pos);
 	return 0;
+}
+
+static void flat_incl_visit(void *arg, const struct ana_node *n)
+{
+	if (n->agg.count) /* into the name's total */
+		flat_pass_up(arg, n->id, -1, n->agg.total_ns, n->agg.metric_incl, n->agg.xfer_incl);
+}
+
+/*
+ * The recursion-safe inclusive sums per name when every section is kept
+ * (no --since, --until or --domain): an occurrence counts when no
+ * enclosing occurrence has its name, and with nothing filtered out the
+ * enclosing occurrences are the path's ancestors; so each node whose path
+ * does not hold its name above it adds its inclusive totals, which are
+ * the sums of the very values flat_pass_up() would have added one by one.
+ */
+static int flat_incl_from_tree(struct tstate *ts, const struct ana_tree *t)
+{
+	return ana_tree_walk_outermost(t, ts->id_limit, flat_incl_visit, ts);
 }
 
 /*

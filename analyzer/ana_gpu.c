@@ -796,50 +796,23 @@ void ana_gpu_breakdown_tree(struct ana_tree *t)
 	}
 }
 
+/* @arg: the flat rows, by name id */
+static void breakdown_flat_visit(void *arg, const struct ana_node *n)
+{
+	struct ana_agg *fa = &((struct ana_agg *)arg)[n->id];
+	if (n->agg.gpu && fa->count) {
+		struct ana_gpu *fg = gpu_of(fa);
+		if (fg)
+			breakdown_add(fg, n->agg.gpu);
+	}
+}
+
 void ana_gpu_breakdown_flat(const struct ana_tree *t, struct ana_agg *flat, uint32_t nflat)
 {
 	for (uint32_t id = 0; id < nflat; id++)
 		if (flat[id].gpu)
 			breakdown_clear(flat[id].gpu); /* the merge from the tree summed every path */
-	if (t->count < 2)
-		return;
-	/* depth-first, with a count of each name on the current path (as
-	 * ana_build.c's flat_incl_from_tree()): a node adds its subtree's
-	 * sums unless a node of its name encloses it */
-	uint32_t *on_path = calloc(nflat ? nflat : 1, sizeof(*on_path));
-	uint32_t *stk = malloc((size_t)t->count * sizeof(*stk)), *pos = malloc((size_t)t->count * sizeof(*pos));
-	if (!on_path || !stk || !pos) {
-		free(on_path);
-		free(stk);
-		free(pos);
-		ana_nomem_note();
-		return;
-	}
-	uint32_t sp = 0;
-	stk[sp] = 0;
-	pos[sp++] = 0;
-	while (sp) {
-		const struct ana_node *n = &t->n[stk[sp - 1]];
-		if (pos[sp - 1] == n->nchild) {
-			if (stk[sp - 1] && n->id < nflat)
-				on_path[n->id]--;
-			sp--;
-			continue;
-		}
-		uint32_t k = n->child[pos[sp - 1]++];
-		const struct ana_node *ch = &t->n[k];
-		if (ch->id < nflat) {
-			if (!on_path[ch->id] && ch->agg.gpu && flat[ch->id].count) {
-				struct ana_gpu *fg = gpu_of(&flat[ch->id]);
-				if (fg)
-					breakdown_add(fg, ch->agg.gpu);
-			}
-			on_path[ch->id]++;
-		}
-		stk[sp] = k;
-		pos[sp++] = 0;
-	}
-	free(on_path);
-	free(stk);
-	free(pos);
+	/* a node adds its subtree's sums unless a node of its name encloses
+	 * it, as the flat CPU totals (ENOMEM: noted, the sums stay 0) */
+	ana_tree_walk_outermost(t, nflat, breakdown_flat_visit, flat);
 }
