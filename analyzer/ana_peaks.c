@@ -34,10 +34,9 @@
 #define TRIAD_FALLBACK_BYTES (64 * MIB) /* per array, when the cache size is unknown */
 #define TRIAD_TOTAL_CAP_BYTES (1024 * MIB) /* the three arrays together */
 
-static void seterr(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void seterr(char *err, size_t errlen, const char *fmt, ...)
+void ana_peaks_seterr(char *err, size_t errlen, const char *fmt, ...)
 {
-	if (!errlen)
+	if (!err || !errlen)
 		return;
 	va_list ap;
 	va_start(ap, fmt);
@@ -45,7 +44,7 @@ static void seterr(char *err, size_t errlen, const char *fmt, ...)
 	va_end(ap);
 }
 
-static double now_s(void)
+double ana_peaks_now_s(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -212,12 +211,12 @@ static void member_run(struct slot *s)
 		t->prep(s);
 	pthread_barrier_wait(&t->bar);
 	if (s->i == 0)
-		t0 = now_s();
+		t0 = ana_peaks_now_s();
 	do {
 		pthread_barrier_wait(&t->bar);
-		s->start = now_s();
+		s->start = ana_peaks_now_s();
 		s->work = t->work(s);
-		s->end = now_s();
+		s->end = ana_peaks_now_s();
 		pthread_barrier_wait(&t->bar);
 		if (s->i == 0) {
 			double first = s->start, last = s->end, work = 0;
@@ -229,7 +228,7 @@ static void member_run(struct slot *s)
 			if (last > first)
 				t->best = fmax(t->best, work / (last - first));
 			reps++;
-			t->go = reps < t->min_reps || (reps < MAX_REPS && now_s() - t0 < t->seconds);
+			t->go = reps < t->min_reps || (reps < MAX_REPS && ana_peaks_now_s() - t0 < t->seconds);
 		}
 		pthread_barrier_wait(&t->bar);
 	} while (t->go);
@@ -261,7 +260,7 @@ static int team_run(struct team *t, char *err, size_t errlen)
 		free(tid);
 		free(t->slot);
 		t->slot = NULL;
-		seterr(err, errlen, "out of memory for %u threads", n);
+		ana_peaks_seterr(err, errlen, "out of memory for %u threads", n);
 		return -ENOMEM;
 	}
 	for (unsigned i = 0; i < n; i++)
@@ -271,7 +270,7 @@ static int team_run(struct team *t, char *err, size_t errlen)
 		free(tid);
 		free(t->slot);
 		t->slot = NULL;
-		seterr(err, errlen, "pthread_barrier_init(%u): %s", n, strerror(rc));
+		ana_peaks_seterr(err, errlen, "pthread_barrier_init(%u): %s", n, strerror(rc));
 		return -rc;
 	}
 	pthread_mutex_init(&t->mu, NULL);
@@ -281,7 +280,7 @@ static int team_run(struct team *t, char *err, size_t errlen)
 		rc = pthread_create(&tid[started], NULL, member_main, &t->slot[started]);
 	if (rc) {
 		started--; /* the failed one */
-		seterr(err, errlen, "pthread_create (thread %u of %u): %s", started, n, strerror(rc));
+		ana_peaks_seterr(err, errlen, "pthread_create (thread %u of %u): %s", started, n, strerror(rc));
 	}
 	pthread_mutex_lock(&t->mu);
 	t->gate = rc ? -1 : 1;
@@ -315,9 +314,9 @@ static uint64_t flop_calibrate(double (*k)(uint64_t), double rep_s)
 {
 	uint64_t it = 256;
 	for (;;) {
-		const double t0 = now_s();
+		const double t0 = ana_peaks_now_s();
 		keep(k(it));
-		const double dt = now_s() - t0;
+		const double dt = ana_peaks_now_s() - t0;
 		if (dt >= rep_s / 4 || it >= (UINT64_C(1) << 40)) {
 			const double want = (double)it * rep_s / fmax(dt, 1e-9);
 			return want < 1 ? 1 : (uint64_t)want;
@@ -454,7 +453,7 @@ static int mem_figure(unsigned n, double seconds, double *out, char *err, size_t
 	};
 	int rc;
 	if (!t.a || !t.b || !t.c) {
-		seterr(err, errlen, "out of memory for the triad's 3 x %zu MiB", bytes / MIB);
+		ana_peaks_seterr(err, errlen, "out of memory for the triad's 3 x %zu MiB", bytes / MIB);
 		rc = -ENOMEM;
 	} else {
 		rc = team_run(&t, err, errlen);
@@ -492,7 +491,7 @@ int ana_peaks_measure(struct ana_peaks *p, double seconds, char *err, size_t err
 {
 	assert(p && seconds > 0);
 	memset(p, 0, sizeof(*p));
-	seterr(err, errlen, "%s", "");
+	ana_peaks_seterr(err, errlen, "%s", "");
 	if (gethostname(p->host, sizeof(p->host)))
 		p->host[0] = 0;
 	p->host[sizeof(p->host) - 1] = 0; /* a truncated name need not be terminated */
@@ -699,7 +698,7 @@ static int bad(const struct src *s, const char *group, const char *key, const ch
 	char at[24] = "";
 	if (line)
 		snprintf(at, sizeof(at), ":%d", line);
-	seterr(s->err, s->errlen, "%s%s: %s%s%s: %s", s->path, at, group ? group : "", group ? "." : "", key, what);
+	ana_peaks_seterr(s->err, s->errlen, "%s%s: %s%s%s: %s", s->path, at, group ? group : "", group ? "." : "", key, what);
 	return -EINVAL;
 }
 
@@ -727,12 +726,12 @@ static int load_str(const struct src *s, json_t *root, const char *key, char *ds
 static int load_doc(const struct src *s, json_t *root, struct ana_peaks *q)
 {
 	if (!json_is_object(root)) {
-		seterr(s->err, s->errlen, "%s: %s, not a JSON object", s->path, json_kind(root));
+		ana_peaks_seterr(s->err, s->errlen, "%s: %s, not a JSON object", s->path, json_kind(root));
 		return -EINVAL;
 	}
 	json_t *v = json_object_get(root, "schema");
 	if (!v) {
-		seterr(s->err, s->errlen, "%s: schema: missing (a machine profile has \"schema\": \"%s\")", s->path,
+		ana_peaks_seterr(s->err, s->errlen, "%s: schema: missing (a machine profile has \"schema\": \"%s\")", s->path,
 		       ANA_PEAKS_SCHEMA);
 		return -EINVAL;
 	}
@@ -776,7 +775,7 @@ static int load_doc(const struct src *s, json_t *root, struct ana_peaks *q)
 		}
 	}
 	if (!any) {
-		seterr(s->err, s->errlen, "%s: no figure: a machine profile needs at least one of %s, %s, %s, %s",
+		ana_peaks_seterr(s->err, s->errlen, "%s: no figure: a machine profile needs at least one of %s, %s, %s, %s",
 		       s->path, groups[0].name, groups[1].name, groups[2].name, groups[GPU_GROUP].name);
 		return -EINVAL;
 	}
@@ -785,11 +784,11 @@ static int load_doc(const struct src *s, json_t *root, struct ana_peaks *q)
 
 int ana_peaks_load(const char *path, struct ana_peaks *p, char *err, size_t errlen)
 {
-	seterr(err, errlen, "%s", "");
+	ana_peaks_seterr(err, errlen, "%s", "");
 	FILE *f = fopen(path, "rb");
 	if (!f) {
 		const int e = errno;
-		seterr(err, errlen, "%s: %s", path, strerror(e));
+		ana_peaks_seterr(err, errlen, "%s: %s", path, strerror(e));
 		return -e;
 	}
 	char *text = NULL;
@@ -800,7 +799,7 @@ int ana_peaks_load(const char *path, struct ana_peaks *p, char *err, size_t errl
 			char *t = cap < SIZE_MAX / 2 ? realloc(text, cap = cap ? 2 * cap : 4096) : NULL;
 			if (!t) {
 				rc = -ENOMEM;
-				seterr(err, errlen, "%s: out of memory", path);
+				ana_peaks_seterr(err, errlen, "%s: out of memory", path);
 				break;
 			}
 			text = t;
@@ -809,7 +808,7 @@ int ana_peaks_load(const char *path, struct ana_peaks *p, char *err, size_t errl
 		if (len < cap) {
 			if (ferror(f)) {
 				rc = -(errno ? errno : EIO);
-				seterr(err, errlen, "%s: %s", path, strerror(-rc));
+				ana_peaks_seterr(err, errlen, "%s: %s", path, strerror(-rc));
 			}
 			break;
 		}
@@ -821,7 +820,7 @@ int ana_peaks_load(const char *path, struct ana_peaks *p, char *err, size_t errl
 		const struct src s = { path, text, len, err, errlen };
 		struct ana_peaks q = { .host = "" };
 		if (!root) {
-			seterr(err, errlen, "%s:%d:%d: not JSON: %s", path, je.line, je.column, je.text);
+			ana_peaks_seterr(err, errlen, "%s:%d:%d: not JSON: %s", path, je.line, je.column, je.text);
 			rc = -EINVAL;
 		} else if (!(rc = load_doc(&s, root, &q))) {
 			*p = q;

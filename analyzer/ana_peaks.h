@@ -194,6 +194,14 @@ int ana_peaks_write_json(FILE *f, const struct ana_peaks *p);
  */
 int ana_peaks_load(const char *path, struct ana_peaks *p, char *err, size_t errlen);
 
+/* ==== Shared by ana_peaks.c and ana_peaks_gpu.c ==== */
+
+/* ana_peaks_seterr() - vsnprintf() of @fmt into @err (@errlen bytes); nothing when @err is NULL or
+ * @errlen 0. */
+void ana_peaks_seterr(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* ana_peaks_now_s() - CLOCK_MONOTONIC in seconds: the clock every figure is timed with. */
+double ana_peaks_now_s(void);
+
 #ifdef __cplusplus
 }
 #endif

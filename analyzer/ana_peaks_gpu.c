@@ -12,13 +12,11 @@
  */
 #include <dlfcn.h>
 #include <errno.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "analyzer/ana_peaks.h"
 
@@ -99,24 +97,6 @@ enum { FMA_PER_ITER = 32, BLOCK = 256, BLOCKS_PER_SM = 8 };
 #define COPY_BYTES ((size_t)256 << 20) /* host<->device */
 #define D2D_BYTES ((size_t)1 << 30)    /* device memory */
 
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static void seterr(char *err, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void seterr(char *err, size_t n, const char *fmt, ...)
-{
-	if (!err || !n)
-		return;
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(err, n, fmt, ap);
-	va_end(ap);
-}
-
 struct run {
 	struct cu_api api;
 	char *err;
@@ -129,7 +109,7 @@ static int cu_fail(struct run *x, const char *what, cu_result e)
 	const char *name = NULL;
 	if (!x->api.GetErrorName || x->api.GetErrorName(e, &name) || !name)
 		name = "unknown error";
-	seterr(x->err, x->errlen, "%s: %s (%d)", what, name, e);
+	ana_peaks_seterr(x->err, x->errlen, "%s: %s (%d)", what, name, e);
 	return e == CU_ERROR_OUT_OF_MEMORY ? -ENOMEM : -EIO;
 }
 #define CU(x, call)                                          \
@@ -143,7 +123,7 @@ static int load_api(struct run *x)
 {
 	void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
 	if (!lib) {
-		seterr(x->err, x->errlen, "no CUDA driver: %s", dlerror());
+		ana_peaks_seterr(x->err, x->errlen, "no CUDA driver: %s", dlerror());
 		return -ENODEV;
 	}
 	static const struct {
@@ -176,7 +156,7 @@ static int load_api(struct run *x)
 	for (size_t i = 0; i < sizeof(syms) / sizeof(syms[0]); i++) {
 		void *f = dlsym(lib, syms[i].name);
 		if (!f) {
-			seterr(x->err, x->errlen, "libcuda.so.1 has no %s (driver too old)", syms[i].name);
+			ana_peaks_seterr(x->err, x->errlen, "libcuda.so.1 has no %s (driver too old)", syms[i].name);
 			return -ENODEV; /* the library stays loaded: harmless, and dlclose of a driver is not */
 		}
 		memcpy((char *)&x->api + syms[i].off, &f, sizeof(f));
@@ -196,10 +176,10 @@ static int fma_rate(struct run *x, cu_function f, bool dbl, int sms, double seco
 	void *params[4] = { &out, &n, dbl ? (void *)&m64 : (void *)&m32, dbl ? (void *)&c64 : (void *)&c32 };
 	*gflops = 0;
 	for (int rep = -1; rep < 3; rep++) { /* rep -1: calibration (and JIT warm-up) */
-		const double t0 = now_s();
+		const double t0 = ana_peaks_now_s();
 		CU(x, x->api.LaunchKernel(f, blocks, 1, 1, BLOCK, 1, 1, 0, NULL, params, NULL));
 		CU(x, x->api.CtxSynchronize());
-		const double dt = now_s() - t0;
+		const double dt = ana_peaks_now_s() - t0;
 		if (rep < 0) {
 			const double want = seconds / 3 > 0.01 ? seconds / 3 : 0.01;
 			const double scaled = dt > 0 ? n * want / dt : 1e9;
@@ -213,13 +193,13 @@ static int fma_rate(struct run *x, cu_function f, bool dbl, int sms, double seco
 	return 0;
 }
 
-/* GB/s of a synchronous copy @fn of @bytes, best of 3 after one warm-up. */
+/* GB/s of a synchronous copy of kind @k of @bytes, best of 3 after one warm-up. */
 enum copy_kind { H2D, D2H, D2D };
 static int copy_rate(struct run *x, enum copy_kind k, void *host, cu_dptr a, cu_dptr b, size_t bytes, double *gbps)
 {
 	*gbps = 0;
 	for (int rep = -1; rep < 3; rep++) {
-		const double t0 = now_s();
+		const double t0 = ana_peaks_now_s();
 		switch (k) {
 		case H2D: CU(x, x->api.MemcpyHtoD(a, host, bytes)); break;
 		case D2H: CU(x, x->api.MemcpyDtoH(host, a, bytes)); break;
@@ -228,7 +208,7 @@ static int copy_rate(struct run *x, enum copy_kind k, void *host, cu_dptr a, cu_
 			CU(x, x->api.CtxSynchronize()); /* device-to-device copies may return before they finish */
 			break;
 		}
-		const double dt = now_s() - t0;
+		const double dt = ana_peaks_now_s() - t0;
 		const double g = dt > 0 ? (double)bytes / dt / 1e9 : 0;
 		if (rep >= 0 && g > *gbps)
 			*gbps = g;
@@ -270,7 +250,7 @@ static int measure(struct run *x, struct ana_peaks *p, cu_device dev, double sec
 	memset(*pinned, 1, COPY_BYTES);
 	*pageable = malloc(COPY_BYTES);
 	if (!*pageable) {
-		seterr(x->err, x->errlen, "out of memory (%zu bytes of host memory)", COPY_BYTES);
+		ana_peaks_seterr(x->err, x->errlen, "out of memory (%zu bytes of host memory)", COPY_BYTES);
 		return -ENOMEM;
 	}
 	memset(*pageable, 1, COPY_BYTES); /* pages present: the copy measures the link, not page faults */
@@ -287,7 +267,7 @@ static int measure(struct run *x, struct ana_peaks *p, cu_device dev, double sec
 int ana_peaks_measure_gpu(struct ana_peaks *p, int device, double seconds, char *err, size_t errlen)
 {
 	struct run x = { .err = err, .errlen = errlen };
-	seterr(err, errlen, "%s", "");
+	ana_peaks_seterr(err, errlen, "%s", "");
 	int rc = load_api(&x);
 	if (rc)
 		return rc;
