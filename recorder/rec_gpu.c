@@ -8,12 +8,13 @@
  *                        time it meets a stream, two cudaEventRecord. Takes
  *                        event pairs from a per-thread cache, refilled from
  *                        the device's pool with a trylock; never waits,
- *                        never creates events (cudaEventCreate waited for a
- *                        running kernel, 0.5 s, on an H100 with CUDA 13).
+ *                        never creates events (event creation is the CUDA
+ *                        thread's: doc/gpu-timing.md §1).
  *   CUDA thread          ("ptz-gpu", one per open recorder, started by the
  *                        first pt_gpu_begin) the only thread of ours that
  *                        calls anything else: sets its own capture mode
- *                        (thread-local), creates events in chunks, resolves
+ *                        (thread-local), creates a device's whole pool of
+ *                        events at its first use, resolves
  *                        pairs oldest-first per stream with cudaEventQuery,
  *                        takes clock anchors, samples device memory
  *                        (process RSS: the flusher, rec_flush.c), and
@@ -140,8 +141,8 @@ struct gpu_dev {
 };
 
 /* A stream's device, remembered by the thread that launches on it, so that
- * pt_gpu_begin() makes one CUDA call fewer (cudaStreamGetDevice costs about
- * as much as cudaEventRecord on CUDA 13, doc/gpu-timing.md §1). */
+ * pt_gpu_begin() makes one CUDA call fewer (cudaStreamGetDevice: 48 ns on
+ * an H100 with CUDA 13, doc/gpu-timing.md §6.1). */
 struct gpu_sdev {
 	rc_stream s;
 	int dev;
