@@ -70,6 +70,13 @@ struct pt_reader {
 	char process_name[FMT_SHORT_FIELD], host[FMT_SHORT_FIELD], version[FMT_VERSION_FIELD];
 	char cmdline[FMT_CMDLINE_FIELD];
 	uint64_t limit; /* bytes of the file that are read */
+	/* Read window (rd_read()): bytes [win_off, win_off + win_len) of the
+	 * file, read by one pread. Small chunks (a short trace, many threads'
+	 * one-chunk streams) then cost one system call per window instead of
+	 * two per chunk (header, payload). */
+	uint8_t *win;
+	uint64_t win_off;
+	size_t win_len;
 
 	struct rd_chunk *chunks;
 	size_t nchunks, chunks_cap, cur;
@@ -160,6 +167,40 @@ static int pread_full(int fd, void *buf, size_t len, uint64_t off)
 	return 0;
 }
 
+#define RD_WIN_BYTES (64u << 10)
+
+/*
+ * @len bytes at @off into @buf, as pread_full(): from the read window when
+ * it holds them, unless @fresh; otherwise a read of @len bytes that is
+ * shorter than the window refills it with the window's bytes from @off
+ * (up to r->limit: no byte past the part of the file being read). A
+ * header is read @fresh when the point is to see the file as it is now
+ * (reread_header(): the file changed under the reader); its payload then
+ * comes from the same read.
+ */
+static int rd_read(struct pt_reader *r, void *buf, size_t len, uint64_t off, bool fresh)
+{
+	if (!fresh && r->win_len && off >= r->win_off && len <= r->win_len && off - r->win_off <= r->win_len - len) {
+		memcpy(buf, r->win + (off - r->win_off), len);
+		return 0;
+	}
+	uint64_t room = off < r->limit ? r->limit - off : 0;
+	size_t want = room < RD_WIN_BYTES ? (size_t)room : RD_WIN_BYTES;
+	if (len >= want || (!r->win && !(r->win = malloc(RD_WIN_BYTES))))
+		return pread_full(r->fd, buf, len, off);
+	r->win_len = 0;
+	ssize_t n;
+	do
+		n = pread(r->fd, r->win, want, (off_t)off);
+	while (n < 0 && errno == EINTR);
+	if (n < (ssize_t)len) /* an error or a file now shorter: pread_full() says which */
+		return pread_full(r->fd, buf, len, off);
+	r->win_off = off;
+	r->win_len = (size_t)n;
+	memcpy(buf, r->win, len);
+	return 0;
+}
+
 static void get_str(char *dst, size_t field, const uint8_t *h, size_t off)
 {
 	size_t n = fmt_get16(h + off);
@@ -179,7 +220,7 @@ static int load_payload(struct pt_reader *r, uint64_t off, const struct fmt_chun
 	if ((rc = grow((void **)&r->stored, &r->stored_cap, h->stored_bytes ? h->stored_bytes : 1, 1)) ||
 	    (rc = grow((void **)&r->raw, &r->raw_cap, h->raw_bytes ? h->raw_bytes : 1, 1)))
 		return rc;
-	rc = pread_full(r->fd, r->stored, h->stored_bytes, off + PT_FMT_CHUNK_HEADER_BYTES);
+	rc = rd_read(r, r->stored, h->stored_bytes, off + PT_FMT_CHUNK_HEADER_BYTES, false);
 	if (rc) {
 		problem(r, off, "chunk @0x%llx: payload unreadable: %s", (unsigned long long)off, pt_strerror(rc));
 		return rc;
@@ -433,11 +474,11 @@ static void decode_meta(struct pt_reader *r, uint64_t off, const struct fmt_chun
 
 /* The chunk header at @off, read and parsed: 0; the read's error (*@why
  * NULL); or fmt_chunk_hdr_parse()'s -PT_E* (*@why names the defect). */
-static int hdr_at(struct pt_reader *r, uint64_t off, struct fmt_chunk_hdr *h, const char **why)
+static int hdr_at(struct pt_reader *r, uint64_t off, struct fmt_chunk_hdr *h, const char **why, bool fresh)
 {
 	uint8_t hb[PT_FMT_CHUNK_HEADER_BYTES];
 	*why = NULL;
-	int rc = pread_full(r->fd, hb, sizeof(hb), off);
+	int rc = rd_read(r, hb, sizeof(hb), off, fresh);
 	return rc ? rc : fmt_chunk_hdr_parse(hb, h, why);
 }
 
@@ -463,7 +504,7 @@ static uint64_t resync(struct pt_reader *r, uint64_t from)
 			uint64_t cand = pos + i;
 			if (cand + PT_FMT_CHUNK_HEADER_BYTES > r->limit)
 				break;
-			if (hdr_at(r, cand, &h, &why) == 0) {
+			if (hdr_at(r, cand, &h, &why, false) == 0) {
 				free(buf);
 				return cand;
 			}
@@ -684,7 +725,7 @@ static int scan(struct pt_reader *r)
 				(unsigned long long)off, (unsigned long long)(r->limit - off));
 			break;
 		}
-		int rc = hdr_at(r, off, &h, &why);
+		int rc = hdr_at(r, off, &h, &why, false);
 		if (rc && !why)
 			return rc;
 		if (rc == 0) {
@@ -847,6 +888,7 @@ void pt_reader_close(struct pt_reader *r)
 	if (r->fd >= 0)
 		close(r->fd);
 	free(r->chunks);
+	free(r->win);
 	free(r->stored);
 	free(r->raw);
 	ZSTD_freeDCtx(r->dctx);
@@ -945,7 +987,7 @@ static void chunk_info(const struct rd_chunk *c, const struct fmt_chunk_hdr *h, 
 static int reread_header(struct pt_reader *r, const struct rd_chunk *c, struct fmt_chunk_hdr *h)
 {
 	const char *why;
-	int rc = hdr_at(r, c->off, h, &why);
+	int rc = hdr_at(r, c->off, h, &why, true);
 	if (rc && !why) {
 		problem(r, c->off, "chunk @0x%llx: header unreadable: %s", (unsigned long long)c->off, pt_strerror(rc));
 		return rc;
@@ -1006,7 +1048,7 @@ int pt_reader_next_chunk_header(struct pt_reader *r, struct pt_chunk_info *out, 
 	const char *why;
 	/* the ticks come from the header itself; without it (unreadable now), 0 */
 	struct pt_chunk_info ci;
-	chunk_info(c, hdr_at(r, c->off, &h, &why) == 0 ? &h : NULL, &ci);
+	chunk_info(c, hdr_at(r, c->off, &h, &why, false) == 0 ? &h : NULL, &ci);
 	copy_struct_out(out, out_bytes, &ci, sizeof(ci));
 	return 1;
 }
