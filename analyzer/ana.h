@@ -662,6 +662,43 @@ json_t *ana_json_u64(uint64_t v);
 /* ana_json_dumpf() - json_dumpf() that writes ana_json_u64()'s large values
  * as bare decimal integers. 0 or -1. */
 int ana_json_dumpf(const json_t *j, FILE *out, size_t flags);
+/*
+ * Streamed JSON object members (ana_output.c): the JSON report's rows are
+ * written member by member straight to the stream, with no jansson object
+ * per value (a row is ~60 values: building, dumping and freeing them was
+ * 87 % of a small report's instructions and most of its allocations).
+ * The bytes are those jansson's compact dump (no JSON_INDENT) gives:
+ * `{"key": value, ...}`, reals as "%.12g" with ".0" added where it would
+ * read as an integer and the exponent's '+' and leading zeros removed (its
+ * jsonp_dtostr()), NaN and infinities as null. Strings still go through
+ * jansson (ana_jo_str()), the one place that escapes them.
+ */
+struct ana_jbuf { /* the output, buffered: one fwrite per 16 KiB, not per value */
+	FILE *out;
+	int err; /* a write or an allocation failed: the document is incomplete */
+	size_t n;
+	char buf[16384];
+};
+void ana_jbuf_flush(struct ana_jbuf *b); /* writes what is buffered to @b->out */
+struct ana_jo {
+	struct ana_jbuf *b;
+	bool first; /* no member written yet */
+};
+/* `{` (or @open) and a writer of the members that follow. */
+struct ana_jo ana_jo_open(struct ana_jbuf *b, const char *open);
+void ana_jo_close(struct ana_jo *o, const char *close);
+void ana_jo_key(struct ana_jo *o, const char *key); /* `"key": `; @key is ASCII, no escapes */
+void ana_jo_raw(struct ana_jo *o, const char *s);
+void ana_jo_u64(struct ana_jo *o, const char *key, uint64_t v);
+void ana_jo_i64(struct ana_jo *o, const char *key, int64_t v);
+void ana_jo_real(struct ana_jo *o, const char *key, double v); /* null unless finite */
+void ana_jo_bool(struct ana_jo *o, const char *key, bool v);
+void ana_jo_null(struct ana_jo *o, const char *key);
+void ana_jo_str(struct ana_jo *o, const char *key, const char *s); /* repaired (ana_utf8_clean), escaped by jansson */
+/* ana_json_encode() - @s as JSON string text with its quotes, every
+ * non-ASCII character escaped (as ana_json_dumpf() writes names): malloc'd,
+ * NULL on ENOMEM. */
+char *ana_json_encode(const char *s);
 /* ana_text_safe_to() - ana_text_safe() of @s into @dst (@cap bytes, cut to
  * fit), for a line that shows more than one untrusted string; returns @dst. */
 char *ana_text_safe_to(char *dst, size_t cap, const char *s);
@@ -745,8 +782,9 @@ void ana_mem_text(FILE *out, const struct ana_result *res, const struct ana_repo
  * (with a leading comma, "" otherwise), and a row's values. */
 const char *ana_mem_csv_cols(const struct ana_result *res);
 void ana_mem_csv(FILE *out, const struct ana_result *res, const struct ana_agg *a);
-/* JSON: a row's memory keys (rss_* and "memory"), and the series table. */
-void ana_mem_json_row(json_t *r, const struct ana_result *res, const struct ana_agg *a);
+/* JSON: a row's memory keys (rss_* and "memory") as members of @o, and
+ * the series table. */
+void ana_mem_json_row(struct ana_jo *o, const struct ana_result *res, const struct ana_agg *a);
 json_t *ana_mem_json_series(const struct ana_result *res);
 
 #endif /* PTZ_ANA_H */

@@ -508,7 +508,7 @@ void ana_mem_csv(FILE *out, const struct ana_result *res, const struct ana_agg *
 
 static json_t *jreal(double v) { return isfinite(v) ? json_real(v) : json_null(); }
 
-void ana_mem_json_row(json_t *r, const struct ana_result *res, const struct ana_agg *a)
+void ana_mem_json_row(struct ana_jo *o, const struct ana_result *res, const struct ana_agg *a)
 {
 	if (!res->nmem)
 		return;
@@ -516,30 +516,37 @@ void ana_mem_json_row(json_t *r, const struct ana_result *res, const struct ana_
 	uint32_t rs = ana_mem_rss(res);
 	if (rs != UINT32_MAX) { /* the same keys on every row of a trace with an RSS series; null: not measured */
 		bool ok = ana_mem_fig(a, rs, &f);
-		json_object_set_new(r, "rss_occurrences", json_integer((json_int_t)f.n));
-		json_object_set_new(r, "rss_begin_bytes", ok ? jreal(f.begin) : json_null());
-		json_object_set_new(r, "rss_end_bytes", ok ? jreal(f.end) : json_null());
-		json_object_set_new(r, "rss_delta_bytes", ok ? jreal(f.delta) : json_null());
-		json_object_set_new(r, "rss_delta_total_bytes", ok ? jreal(f.delta_total) : json_null());
-		json_object_set_new(r, "rss_peak_bytes", ok ? json_integer(f.peak) : json_null());
+		ana_jo_i64(o, "rss_occurrences", (int64_t)f.n);
+		ana_jo_real(o, "rss_begin_bytes", ok ? f.begin : NAN);
+		ana_jo_real(o, "rss_end_bytes", ok ? f.end : NAN);
+		ana_jo_real(o, "rss_delta_bytes", ok ? f.delta : NAN);
+		ana_jo_real(o, "rss_delta_total_bytes", ok ? f.delta_total : NAN);
+		if (ok)
+			ana_jo_i64(o, "rss_peak_bytes", f.peak);
+		else
+			ana_jo_null(o, "rss_peak_bytes");
 	}
-	json_t *arr = json_array();
+	ana_jo_key(o, "memory");
+	struct ana_jo arr = ana_jo_open(o->b, "[");
 	for (uint32_t s = 0; s < res->nmem; s++) {
 		if (!ana_mem_fig(a, s, &f))
 			continue;
-		json_t *o = json_object();
-		json_object_set_new(o, "counter", ana_json_str(ana_name(res, res->mem[s].id)));
-		json_object_set_new(o, "occurrences", json_integer((json_int_t)f.n));
-		json_object_set_new(o, "begin_bytes", jreal(f.begin));
-		json_object_set_new(o, "end_bytes", jreal(f.end));
-		json_object_set_new(o, "delta_bytes", jreal(f.delta));
-		json_object_set_new(o, "delta_total_bytes", jreal(f.delta_total));
-		json_object_set_new(o, "delta_min_bytes", json_integer(f.dmin));
-		json_object_set_new(o, "delta_max_bytes", json_integer(f.dmax));
-		json_object_set_new(o, "peak_bytes", json_integer(f.peak));
-		json_array_append_new(arr, o);
+		if (!arr.first)
+			ana_jo_raw(&arr, ", ");
+		arr.first = false;
+		struct ana_jo m = ana_jo_open(o->b, "{");
+		ana_jo_str(&m, "counter", ana_name(res, res->mem[s].id));
+		ana_jo_i64(&m, "occurrences", (int64_t)f.n);
+		ana_jo_real(&m, "begin_bytes", f.begin);
+		ana_jo_real(&m, "end_bytes", f.end);
+		ana_jo_real(&m, "delta_bytes", f.delta);
+		ana_jo_real(&m, "delta_total_bytes", f.delta_total);
+		ana_jo_i64(&m, "delta_min_bytes", f.dmin);
+		ana_jo_i64(&m, "delta_max_bytes", f.dmax);
+		ana_jo_i64(&m, "peak_bytes", f.peak);
+		ana_jo_close(&m, "}");
 	}
-	json_object_set_new(r, "memory", arr);
+	ana_jo_close(&arr, "]");
 }
 
 json_t *ana_mem_json_series(const struct ana_result *res)

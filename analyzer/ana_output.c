@@ -1177,6 +1177,178 @@ const char *ana_utf8_clean(const char *s, char **scratch)
 	return o ? o : s;
 }
 
+/* ---- streamed JSON members (ana.h: struct ana_jo) ---- */
+
+void ana_jbuf_flush(struct ana_jbuf *b)
+{
+	if (b->n && fwrite(b->buf, 1, b->n, b->out) != b->n)
+		b->err = 1;
+	b->n = 0;
+}
+
+static void jb_put(struct ana_jbuf *b, const char *s, size_t n)
+{
+	if (n > sizeof(b->buf) - b->n) {
+		ana_jbuf_flush(b);
+		if (n > sizeof(b->buf)) {
+			if (fwrite(s, 1, n, b->out) != n)
+				b->err = 1;
+			return;
+		}
+	}
+	memcpy(b->buf + b->n, s, n);
+	b->n += n;
+}
+
+static void jo_put(struct ana_jo *o, const char *s, size_t n)
+{
+	jb_put(o->b, s, n);
+}
+
+struct ana_jo ana_jo_open(struct ana_jbuf *b, const char *open)
+{
+	struct ana_jo o = { b, true };
+	jo_put(&o, open, strlen(open));
+	return o;
+}
+
+void ana_jo_close(struct ana_jo *o, const char *close)
+{
+	jo_put(o, close, strlen(close));
+}
+
+void ana_jo_raw(struct ana_jo *o, const char *s)
+{
+	jo_put(o, s, strlen(s));
+}
+
+void ana_jo_key(struct ana_jo *o, const char *key)
+{
+	char b[80];
+	size_t n = strlen(key), k = 0;
+	if (n + 6 > sizeof(b)) { /* not one of ours: still correct, slower */
+		jo_put(o, o->first ? "\"" : ", \"", o->first ? 1 : 3);
+		jo_put(o, key, n);
+		jo_put(o, "\": ", 3);
+		o->first = false;
+		return;
+	}
+	if (!o->first) {
+		b[k++] = ',';
+		b[k++] = ' ';
+	}
+	o->first = false;
+	b[k++] = '"';
+	memcpy(b + k, key, n);
+	k += n;
+	b[k++] = '"';
+	b[k++] = ':';
+	b[k++] = ' ';
+	jo_put(o, b, k);
+}
+
+/* Decimal digits of @v ending at @end; returns their start. */
+static char *u64_digits(char *end, uint64_t v)
+{
+	do {
+		*--end = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	return end;
+}
+
+void ana_jo_u64(struct ana_jo *o, const char *key, uint64_t v)
+{
+	char b[24], *p = u64_digits(b + sizeof(b), v);
+	ana_jo_key(o, key);
+	jo_put(o, p, (size_t)(b + sizeof(b) - p));
+}
+
+void ana_jo_i64(struct ana_jo *o, const char *key, int64_t v)
+{
+	char b[24], *p = u64_digits(b + sizeof(b), v < 0 ? 0 - (uint64_t)v : (uint64_t)v);
+	if (v < 0)
+		*--p = '-';
+	ana_jo_key(o, key);
+	jo_put(o, p, (size_t)(b + sizeof(b) - p));
+}
+
+void ana_jo_real(struct ana_jo *o, const char *key, double v)
+{
+	ana_jo_key(o, key);
+	if (!isfinite(v)) {
+		jo_put(o, "null", 4);
+		return;
+	}
+	char b[40];
+	if (v == (double)(int64_t)v && v > -1e12 && v < 1e12 && (v != 0 || !signbit(v))) {
+		/* an integer of at most 12 digits: "%.12g" prints its digits, then ".0" (the
+		 * common case: counts, zero rates, whole bytes; printf of a double costs ~1,000
+		 * instructions) */
+		int64_t i = (int64_t)v;
+		char *p = u64_digits(b + sizeof(b) - 2, i < 0 ? 0 - (uint64_t)i : (uint64_t)i);
+		if (i < 0)
+			*--p = '-';
+		b[sizeof(b) - 2] = '.';
+		b[sizeof(b) - 1] = '0';
+		jo_put(o, p, (size_t)(b + sizeof(b) - p));
+		return;
+	}
+	/* jansson's jsonp_dtostr() at JSON_REAL_PRECISION(12), in the C locale */
+	int n = snprintf(b, sizeof(b) - 3, "%.12g", v);
+	if (n < 0 || (size_t)n >= sizeof(b) - 3) {
+		o->b->err = 1;
+		return;
+	}
+	size_t len = (size_t)n;
+	char *e = memchr(b, 'e', len);
+	if (!e && !memchr(b, '.', len)) {
+		b[len++] = '.';
+		b[len++] = '0';
+	}
+	if (e) { /* "1e+20" -> "1e20", "1e-05" -> "1e-5" */
+		char *d = e + 1, *z;
+		if (*d == '-')
+			d++;
+		for (z = (*d == '+') ? d + 1 : d; *z == '0' && z + 1 < b + len; z++)
+			;
+		memmove(d, z, (size_t)(b + len - z));
+		len -= (size_t)(z - d);
+	}
+	jo_put(o, b, len);
+}
+
+void ana_jo_bool(struct ana_jo *o, const char *key, bool v)
+{
+	ana_jo_key(o, key);
+	jo_put(o, v ? "true" : "false", v ? 4 : 5);
+}
+
+void ana_jo_null(struct ana_jo *o, const char *key)
+{
+	ana_jo_key(o, key);
+	jo_put(o, "null", 4);
+}
+
+char *ana_json_encode(const char *s)
+{
+	json_t *j = ana_json_str(s);
+	char *t = j ? json_dumps(j, JSON_ENCODE_ANY | JSON_ENSURE_ASCII) : NULL;
+	json_decref(j);
+	return t;
+}
+
+void ana_jo_str(struct ana_jo *o, const char *key, const char *s)
+{
+	char *t = ana_json_encode(s);
+	ana_jo_key(o, key);
+	if (t)
+		jo_put(o, t, strlen(t));
+	else
+		o->b->err = 1;
+	free(t);
+}
+
 /* A JSON string of @s, repaired by ana_utf8_clean(): jansson rejects
  * invalid UTF-8 (json_string returns NULL), and a name must never vanish
  * from a row or a path. */
@@ -1229,33 +1401,93 @@ fail:
 	return NULL;
 }
 
-/* "path" (and "path_elided" when the path was cut) of node @node into row @r. */
-static void json_set_path(json_t *r, const struct ana_result *res, json_t **names, const struct ana_tree *t,
-			  uint32_t node)
+/*
+ * Names and domains of the JSON report as encoded JSON text (quotes and
+ * escapes included), made once per id: a path repeats its ancestors'
+ * names, so a tree D levels deep holds ~D^2/2 of them.
+ */
+struct jnames {
+	char **name;  /* one per name id below res->nnames, or NULL (encoded on each use) */
+	char *dom[64]; /* the first domains */
+};
+
+/* Writes *@slot, encoding @s into it first if empty (@slot NULL: encoded
+ * for this use only). */
+static void jo_enc(struct ana_jo *o, char **slot, const char *s)
 {
-	uint32_t elided;
-	json_object_set_new(r, "path", ana_json_path(res, names, t, node, &elided));
-	if (elided)
-		json_object_set_new(r, "path_elided", json_integer(elided));
+	char *t = slot ? *slot : NULL;
+	if (!t) {
+		t = ana_json_encode(s);
+		if (!t) {
+			o->b->err = 1;
+			return;
+		}
+		if (slot)
+			*slot = t;
+	}
+	ana_jo_raw(o, t);
+	if (!slot)
+		free(t);
 }
 
-static json_t *json_row(const struct ana_result *res, json_t **names, const struct ana_tree *t, uint32_t node,
-			uint32_t id, const struct ana_agg *a)
+static void jo_name(struct ana_jo *o, struct jnames *jn, const struct ana_result *res, uint32_t id)
+{
+	jo_enc(o, jn->name && id < res->nnames ? &jn->name[id] : NULL, ana_name(res, id));
+}
+
+static void jo_domain(struct ana_jo *o, struct jnames *jn, const struct ana_result *res, uint32_t dom)
+{
+	const char *dn = pt_reader_domain(res->rd, dom);
+	jo_enc(o, dom < 64 ? &jn->dom[dom] : NULL, dn ? dn : "");
+}
+
+static void jnames_free(struct jnames *jn, const struct ana_result *res)
+{
+	for (uint32_t i = 0; jn->name && i < res->nnames; i++)
+		free(jn->name[i]);
+	free(jn->name);
+	for (int i = 0; i < 64; i++)
+		free(jn->dom[i]);
+}
+
+/*
+ * One row of the JSON report (doc/analyzer-output.md §6), written member
+ * by member (struct ana_jo): the same bytes jansson's compact dump of the
+ * row object gave. @jn: the encoded names (enc_name()).
+ */
+static void jw_row(struct ana_jbuf *out, struct jnames *jn, const struct ana_result *res, const struct ana_tree *t,
+		   uint32_t node, uint32_t id, const struct ana_agg *a)
 {
 	struct ana_row w;
 	ana_row_compute(res, a, &w);
-	json_t *r = json_object();
-	json_object_set_new(r, "name", jname(names, res, id));
+	struct ana_jo o = ana_jo_open(out, "{");
+	struct ana_jo *r = &o;
+	ana_jo_key(r, "name");
+	jo_name(r, jn, res, id);
 	uint32_t dom = 0;
 	ana_string(res, id, &dom);
-	const char *dn = pt_reader_domain(res->rd, dom);
-	json_object_set_new(r, "domain", jstr(dn ? dn : ""));
+	ana_jo_key(r, "domain");
+	jo_domain(r, jn, res, dom);
 	if (t) {
-		json_set_path(r, res, names, t, node);
-		json_object_set_new(r, "depth", json_integer(t->n[node].depth));
+		uint32_t depth = t->n[node].depth, k = depth < ANA_PATH_MAX_NAMES ? depth : ANA_PATH_MAX_NAMES;
+		uint32_t ids[ANA_PATH_MAX_NAMES];
+		uint32_t x = node;
+		for (uint32_t q = k; q > 0; x = t->n[x].parent) /* the innermost k names, outermost first */
+			ids[--q] = t->n[x].id;
+		ana_jo_key(r, "path");
+		struct ana_jo pa = ana_jo_open(out, "[");
+		for (uint32_t q = 0; q < k; q++) {
+			if (q)
+				ana_jo_raw(&pa, ", ");
+			jo_name(&pa, jn, res, ids[q]);
+		}
+		ana_jo_close(&pa, "]");
+		if (depth > k)
+			ana_jo_i64(r, "path_elided", depth - k);
+		ana_jo_i64(r, "depth", t->n[node].depth);
 	}
-#define JI(k, v) json_object_set_new(r, k, ana_json_u64(v))
-#define JR(k, v) json_object_set_new(r, k, isfinite(v) ? json_real(v) : json_null()) /* NaN std: null */
+#define JI(k, v) ana_jo_u64(r, k, v)
+#define JR(k, v) ana_jo_real(r, k, v) /* NaN std: null */
 	JI("count", a->count);
 	JI("total_ns", a->total_ns);
 	JI("self_ns", a->self_ns);
@@ -1288,9 +1520,9 @@ static json_t *json_row(const struct ana_result *res, json_t **names, const stru
 		JI(k1, a->xfer_incl[d]);
 		JR(k2, w.xfer_gbps[d]);
 	}
-	json_object_set_new(r, "lossy", json_boolean(a->lossy > 0));
+	ana_jo_bool(r, "lossy", a->lossy > 0);
 	if (res->saturated) /* on every row of a result with a saturated sum */
-		json_object_set_new(r, "saturated", json_boolean(ana_agg_saturated(a)));
+		ana_jo_bool(r, "saturated", ana_agg_saturated(a));
 	if (res->has_gpu) { /* the same keys on every row of a trace with GPU records */
 		static const struct ana_gpu none;
 		const struct ana_gpu *g = a->gpu ? a->gpu : &none;
@@ -1306,8 +1538,8 @@ static json_t *json_row(const struct ana_result *res, json_t **names, const stru
 		JI("gpu_incl_total_ns", g->incl_total_ns);
 		JR("gpu_over_cpu", w.gpu_over_cpu);
 		JR("gpu_launch_latency_mean_ns", d->count ? w.gpu_lat_mean : 0.0);
-		json_object_set_new(r, "gpu_launch_latency_min_ns", json_integer(d->lat_min_ns)); /* signed */
-		json_object_set_new(r, "gpu_launch_latency_max_ns", json_integer(d->lat_max_ns));
+		ana_jo_i64(r, "gpu_launch_latency_min_ns", d->lat_min_ns); /* signed */
+		ana_jo_i64(r, "gpu_launch_latency_max_ns", d->lat_max_ns);
 		JI("gpu_early_starts", d->early);
 		/* rates over GPU time and the time breakdown (§3.1): null where not available */
 		JR("gpu_gb_per_s", w.gpu_gbps);
@@ -1320,18 +1552,19 @@ static json_t *json_row(const struct ana_result *res, json_t **names, const stru
 			JR(key, w.gpu_xfer_gbps[k]);
 		}
 		JI("occupied_ns", w.occupied_ns);
-		json_t *bd = json_object();
-		json_object_set_new(bd, "cpu_ns", ana_json_u64(w.bd_cpu_ns));
-		json_object_set_new(bd, "gpu_ns", ana_json_u64(w.bd_gpu_ns));
-		json_object_set_new(bd, "transfer_ns", ana_json_u64(w.bd_copy_ns));
-		json_object_set_new(bd, "compute_ns", ana_json_u64(w.bd_compute_ns));
-		json_object_set_new(bd, "launch_ns", ana_json_u64(w.bd_launch_ns));
-		json_object_set_new(r, "time", bd);
+		ana_jo_key(r, "time");
+		struct ana_jo bd = ana_jo_open(out, "{");
+		ana_jo_u64(&bd, "cpu_ns", w.bd_cpu_ns);
+		ana_jo_u64(&bd, "gpu_ns", w.bd_gpu_ns);
+		ana_jo_u64(&bd, "transfer_ns", w.bd_copy_ns);
+		ana_jo_u64(&bd, "compute_ns", w.bd_compute_ns);
+		ana_jo_u64(&bd, "launch_ns", w.bd_launch_ns);
+		ana_jo_close(&bd, "}");
 	}
 #undef JI
 #undef JR
 	ana_mem_json_row(r, res, a); /* memory per section (ana_mem.c) */
-	return r;
+	ana_jo_close(r, "}");
 }
 
 #define JSET(o, k, v) json_object_set_new((o), (k), (v))
@@ -1429,21 +1662,20 @@ static json_t *json_instants(const struct ana_result *res, const uint64_t *n, ui
  * one line.
  */
 struct jw {
-	FILE *out;
-	int err; /* a write or an allocation failed: the document is incomplete */
+	struct ana_jbuf b;
 };
 
 static void jw_raw(struct jw *w, const char *s)
 {
-	if (fputs(s, w->out) == EOF)
-		w->err = 1;
+	jb_put(&w->b, s, strlen(s));
 }
 
 /* Dumps @v (a new reference, consumed; NULL = ENOMEM). */
 static void jw_val(struct jw *w, json_t *v)
 {
-	if (!v || ana_json_dumpf(v, w->out, JSON_ENCODE_ANY | JSON_REAL_PRECISION(12)))
-		w->err = 1;
+	ana_jbuf_flush(&w->b);
+	if (!v || ana_json_dumpf(v, w->b.out, JSON_ENCODE_ANY | JSON_REAL_PRECISION(12)))
+		w->b.err = 1;
 	json_decref(v);
 }
 
@@ -1470,7 +1702,7 @@ static void jw_members(struct jw *w, json_t *o, const char *indent, bool *first)
 	const char *k;
 	json_t *v;
 	if (!o) {
-		w->err = 1;
+		w->b.err = 1;
 		return;
 	}
 	json_object_foreach(o, k, v) {
@@ -1478,13 +1710,6 @@ static void jw_members(struct jw *w, json_t *o, const char *indent, bool *first)
 		jw_val(w, json_incref(v));
 	}
 	json_decref(o);
-}
-
-/* One element of an array being written, on its own line after @indent. */
-static void jw_elem(struct jw *w, json_t *v, const char *indent, bool *first)
-{
-	jw_sep(w, indent, first);
-	jw_val(w, v);
 }
 
 /* The end of an array or object whose elements were indented by @indent
@@ -1498,25 +1723,31 @@ static void jw_close(struct jw *w, const char *indent, bool first, const char *c
 	jw_raw(w, close);
 }
 
-static void jw_tree(struct jw *w, const struct ana_result *res, json_t **names, const struct ana_tree *t,
+static void jw_tree(struct jw *w, const struct ana_result *res, struct jnames *names, const struct ana_tree *t,
 		    const char *indent)
 {
 	bool first = true;
 	jw_raw(w, "[");
-	for (uint32_t i = 1; i < t->count && !w->err; i++)
+	for (uint32_t i = 1; i < t->count && !w->b.err; i++)
 		if (t->n[i].agg.count)
-			jw_elem(w, json_row(res, names, t, i, t->n[i].id, &t->n[i].agg), indent, &first);
+		{
+			jw_sep(w, indent, &first);
+			jw_row(&w->b, names, res, t, i, t->n[i].id, &t->n[i].agg);
+		}
 	jw_close(w, indent, first, "]");
 }
 
-static void jw_flat(struct jw *w, const struct ana_result *res, json_t **names, const struct ana_agg *flat,
+static void jw_flat(struct jw *w, const struct ana_result *res, struct jnames *names, const struct ana_agg *flat,
 		    uint32_t nflat, const char *indent)
 {
 	bool first = true;
 	jw_raw(w, "[");
-	for (uint32_t id = 0; id < nflat && !w->err; id++)
+	for (uint32_t id = 0; id < nflat && !w->b.err; id++)
 		if (flat[id].count)
-			jw_elem(w, json_row(res, names, NULL, 0, id, &flat[id]), indent, &first);
+		{
+			jw_sep(w, indent, &first);
+			jw_row(&w->b, names, res, NULL, 0, id, &flat[id]);
+		}
 	jw_close(w, indent, first, "]");
 }
 
@@ -1524,9 +1755,10 @@ int ana_write_json(FILE *out, const struct ana_result *res, const struct ana_rep
 {
 	(void)o;
 	const struct pt_trace_info *in = pt_reader_info(res->rd);
-	struct jw w = { out, 0 };
+	struct jw w = { .b = { .out = out } };
 	bool first = true;
-	json_t **names = calloc(res->nnames ? res->nnames : 1, sizeof(*names)); /* NULL: not shared */
+	struct jnames jn = { .name = calloc(res->nnames ? res->nnames : 1, sizeof(char *)) }; /* NULL: not shared */
+	struct jnames *names = &jn;
 	jw_raw(&w, "{");
 	jw_key(&w, "schema", " ", &first);
 	jw_val(&w, json_string("ptanalyze-report/1"));
@@ -1569,7 +1801,7 @@ int ana_write_json(FILE *out, const struct ana_result *res, const struct ana_rep
 	jw_key(&w, "threads", " ", &first);
 	jw_raw(&w, "[");
 	bool tfirst = true;
-	for (size_t i = 0; i < res->nthreads && !w.err; i++) {
+	for (size_t i = 0; i < res->nthreads && !w.b.err; i++) {
 		const struct ana_thread *t = &res->threads[i];
 		json_t *j = json_object();
 		json_object_set_new(j, "index", json_integer(t->index));
@@ -1645,9 +1877,8 @@ int ana_write_json(FILE *out, const struct ana_result *res, const struct ana_rep
 		jw_val(&w, json_instants(res, res->instants_by_name, res->ninstants));
 	}
 	jw_close(&w, " ", first, "}\n");
-	int rc = w.err ? -1 : 0;
-	for (uint32_t i = 0; names && i < res->nnames; i++)
-		json_decref(names[i]);
-	free(names);
+	ana_jbuf_flush(&w.b);
+	int rc = w.b.err ? -1 : 0;
+	jnames_free(&jn, res);
 	return rc;
 }
