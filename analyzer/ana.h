@@ -583,6 +583,18 @@ static inline uint64_t ana_window_ticks(uint64_t t0, uint64_t ns, double ns_per_
 	return k > UINT64_MAX - t0 ? UINT64_MAX : t0 + k;
 }
 
+/*
+ * ana_window_outside() - whether the window of @opt (--since/--until, ns
+ * from the trace start) starts after the last event of the trace @rd
+ * holds (its time from the chunk headers: no payload is read). Then a
+ * message naming the window and the events' span goes into @msg (@len
+ * bytes) and true is returned: every output would be empty, and the CLI
+ * says so and exits 1 instead of writing empty reports and exports. A
+ * window before the first event is not one: that time is part of the
+ * trace (the program ran, in no section), and an empty answer is right.
+ * False when no --since is set or the trace has no events. Rewinds @rd.
+ */
+bool ana_window_outside(struct pt_reader *rd, const struct ana_options *opt, char *msg, size_t len);
 /* Opens and analyzes @path. 0, -errno, or -PT_E* (message in *err, static or owned by res). */
 int ana_run(const char *path, const struct ana_options *opt, struct ana_result *res, char *err, size_t errlen);
 void ana_result_free(struct ana_result *res);

@@ -1380,6 +1380,36 @@ static int run_pass(const char *path, const struct ana_options *opt, struct ana_
 	return 0;
 }
 
+bool ana_window_outside(struct pt_reader *rd, const struct ana_options *opt, char *msg, size_t len)
+{
+	if (!opt->since_ns)
+		return false;
+	struct pt_chunk_info ci;
+	uint64_t lo = UINT64_MAX, hi = 0; /* ticks */
+	pt_reader_rewind(rd);
+	while (pt_reader_next_chunk_header(rd, &ci, sizeof(ci)) == 1) {
+		if (ci.thread == PT_FMT_META_THREAD || !ci.records)
+			continue;
+		lo = ci.first_ticks < lo ? ci.first_ticks : lo;
+		hi = ci.last_ticks > hi ? ci.last_ticks : hi;
+	}
+	pt_reader_rewind(rd);
+	/* the bound as ana_run() cuts it (ana_window_ticks(), the mean slope) */
+	const uint64_t t0 = pt_reader_info(rd)->start_ticks;
+	const double npt = pt_reader_ns_per_tick(rd);
+	if (lo > hi || ana_window_ticks(t0, opt->since_ns, npt, true) <= hi)
+		return false;
+	char until[48] = "";
+	if (opt->until_ns)
+		snprintf(until, sizeof(until), ", --until %.9g s", opt->until_ns / 1e9);
+	snprintf(msg, len,
+		 "the window (--since %.9g s%s) starts after the last event: the trace's events lie from %.9g s to "
+		 "%.9g s after its start; nothing to show",
+		 opt->since_ns / 1e9, until, lo > t0 ? (double)(lo - t0) * npt / 1e9 : 0.0,
+		 hi > t0 ? (double)(hi - t0) * npt / 1e9 : 0.0);
+	return true;
+}
+
 int ana_run(const char *path, const struct ana_options *opt, struct ana_result *res, char *err, size_t errlen)
 {
 	bool retrack = false;

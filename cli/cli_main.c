@@ -376,6 +376,12 @@ static int run_export(const char *path, const char *const outs[EXP_N], const str
 		pt_reader_close(rd);
 		return 1;
 	}
+	char wmsg[320];
+	if (ana_window_outside(rd, ao, wmsg, sizeof(wmsg))) {
+		fprintf(stderr, PROG ": %s: %s\n", path, wmsg);
+		pt_reader_close(rd);
+		return 1;
+	}
 	const struct pfx_opts po = { .since_ns = ao->since_ns, .until_ns = ao->until_ns };
 	struct ana_result res;
 	int failed = 0, analyzed = 0;
@@ -450,6 +456,11 @@ static int analyze_side(const char *path, struct ana_options *ao, struct ana_res
 		ti++;
 	if (ao->thread >= 0 && ti == res->nthreads) {
 		fprintf(stderr, PROG ": %s: no thread with index %d (see 'info')\n", path, ao->thread);
+		ana_result_free(res);
+		return 1;
+	}
+	if (ana_window_outside(res->rd, ao, err, sizeof(err))) {
+		fprintf(stderr, PROG ": %s: %s\n", path, err);
 		ana_result_free(res);
 		return 1;
 	}
@@ -967,6 +978,9 @@ int main(int argc, char **argv)
 		ti++;
 	if (ro.thread >= 0 && ti == res.nthreads) {
 		fprintf(stderr, PROG ": %s: no thread with index %d (see 'info')\n", path, ro.thread);
+		code = 1;
+	} else if (strcmp(cmd, "info") && ana_window_outside(res.rd, &ao, err, sizeof(err))) {
+		fprintf(stderr, PROG ": %s: %s\n", path, err);
 		code = 1;
 	} else if (strcmp(cmd, "info") == 0) {
 		ana_info_text(stdout, &res);

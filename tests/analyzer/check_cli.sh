@@ -294,5 +294,23 @@ else
 	not_ok "--thread 1 --flat --sort name"
 fi
 
+# ---- a --since/--until window that misses every event: exit 1 and a message, no empty outputs
+# (small.ptz's events lie from 0 to 8 us after its start)
+for c in "report $S --since 1" "report $S --since 0.000009 --until 2" "report $S --csv $TMP/w.csv --since 1" \
+	"export --perfetto $TMP/w.pftrace $S --since 1" "export --chrome $TMP/w.json $S --since 1" \
+	"compare $S $S --since 1" "suggest $S --since 1"; do
+	rm -f "$TMP/w.csv" "$TMP/w.pftrace" "$TMP/w.json"
+	run $c
+	why=()
+	[ "$rc" -eq 1 ] || why+=("exit status $rc, expected 1")
+	grep -q "^ptanalyze: $S: the window (--since [0-9.e-]* s.*) starts after the last event: the trace's events lie from 0 s to 8e-06 s after its start; nothing to show" "$TMP/err" ||
+		why+=("no message naming the window and the events")
+	[ -e "$TMP/w.csv" ] || [ -e "$TMP/w.pftrace" ] || [ -e "$TMP/w.json" ] && why+=("an empty output was written")
+	if [ ${#why[@]} -eq 0 ]; then ok "window past the end: $c"; else not_ok "window past the end: $c" "${why[@]}"; fi
+done
+# a window holding events still reports them, and one inside the trace's span never errs
+run "$S" --since 0.000001 --until 0.000007
+if [ "$rc" -eq 0 ] && ! grep -q "nothing to show" "$TMP/err"; then ok "window inside the events: exit 0"; else not_ok "window inside the events: exit 0"; fi
+
 echo "1..$n"
 [ "$failed" -eq 0 ]
