@@ -42,13 +42,13 @@
 
 /* ana_run() of @path into @res: with the default options, or (@window) with
  * a window over the middle third of the span, merged percentiles only and
- * a --domain filter. true if @res holds a result to free. */
-static bool run(const char *path, bool window, struct ana_result *res)
+ * a --domain filter; @span: the trace's span in ns, which places the
+ * window. true if @res holds a result to free. */
+static bool run_span(const char *path, bool window, uint64_t span, struct ana_result *res)
 {
 	struct ana_options ao = { .thread = -1 };
 	char err[512];
 	if (window) {
-		uint64_t span = fz_header_span_ns(path);
 		ao.since_ns = span / 3 ? span / 3 : 1;
 		ao.until_ns = ao.since_ns + (span / 3 ? span / 3 : 1000000);
 		ao.merged_percentiles_only = true;
@@ -61,6 +61,11 @@ static bool run(const char *path, bool window, struct ana_result *res)
 	if (res->rd)
 		ana_result_free(res);
 	return false;
+}
+
+static bool run(const char *path, bool window, struct ana_result *res)
+{
+	return run_span(path, window, window ? fz_header_span_ns(path) : 0, res);
 }
 
 #if FUZZ_ANALYZER == FUZZ_ANALYZER_TEXT
@@ -136,7 +141,8 @@ static void analyze(const char *path)
 		compare(&whole, &whole, k & 4);
 		break;
 	default:
-		if (run(path, true, &win)) {
+		/* the span from the whole analysis: no third open of the trace */
+		if (run_span(path, true, whole.end_ns - whole.start_ns, &win)) {
 			if (k % 3 == 1)
 				compare(&whole, &win, k & 4);
 			else
