@@ -662,6 +662,13 @@ json_t *ana_json_str(const char *s);
  * NULL on ENOMEM. */
 json_t *ana_json_path(const struct ana_result *res, json_t **names, const struct ana_tree *t, uint32_t node,
 		      uint32_t *elided);
+/* ana_json_row() - One row of the JSON report (doc/analyzer-output.md §6)
+ * as a jansson object, from the code that streams the report's rows: @t
+ * and @node a call path's node, or @t NULL for the flat row of name @id;
+ * @a its aggregate; @names as for ana_json_path(). Large u64 values are
+ * ana_json_u64() strings. A new reference; NULL on ENOMEM. */
+json_t *ana_json_row(const struct ana_result *res, json_t **names, const struct ana_tree *t, uint32_t node,
+		     uint32_t id, const struct ana_agg *a);
 /* ana_text_safe() - @s for text output: control bytes (below 0x20, and
  * DEL) as '?', so that a name holding a line break or a terminal escape
  * cannot break a table or drive the terminal. The copy lives in a buffer
@@ -675,32 +682,43 @@ json_t *ana_json_u64(uint64_t v);
  * as bare decimal integers. 0 or -1. */
 int ana_json_dumpf(const json_t *j, FILE *out, size_t flags);
 /*
- * Streamed JSON object members (ana_output.c): the JSON report's rows are
- * written member by member straight to the stream, with no jansson object
- * per value (a row is ~60 values: building, dumping and freeing them was
- * 87 % of a small report's instructions and most of its allocations).
- * The bytes are those jansson's compact dump (no JSON_INDENT) gives:
- * `{"key": value, ...}`, reals as "%.12g" with ".0" added where it would
- * read as an integer and the exponent's '+' and leading zeros removed (its
- * jsonp_dtostr()), NaN and infinities as null. Strings still go through
- * jansson (ana_jo_str()), the one place that escapes them.
+ * JSON object members, streamed or built (ana_output.c): the JSON
+ * report's rows are written member by member, either straight to a
+ * stream (ana_jo_open(): no jansson object per value; building, dumping
+ * and freeing ~60 of them per row was 87 % of a small report's
+ * instructions and most of its allocations) or into a jansson object
+ * (ana_jo_build(): for callers that want the values, e.g. the analysis
+ * session API), from the same code, so both hold the same keys and
+ * values. Streamed bytes are those jansson's compact dump (no
+ * JSON_INDENT) gives: `{"key": value, ...}`, reals as "%.12g" with ".0"
+ * added where it would read as an integer and the exponent's '+' and
+ * leading zeros removed (its jsonp_dtostr()), NaN and infinities as null,
+ * u64 past INT64_MAX as bare digits (built: ana_json_u64()). Strings go
+ * through jansson (ana_jo_str()), the one place that escapes them. A
+ * @key NULL appends an element to an array. *err is set on a write or
+ * allocation failure: the document is then incomplete.
  */
 struct ana_jbuf { /* the output, buffered: one fwrite per 16 KiB, not per value */
 	FILE *out;
-	int err; /* a write or an allocation failed: the document is incomplete */
+	int err;
 	size_t n;
 	char buf[16384];
 };
 void ana_jbuf_flush(struct ana_jbuf *b); /* writes what is buffered to @b->out */
 struct ana_jo {
-	struct ana_jbuf *b;
-	bool first; /* no member written yet */
+	struct ana_jbuf *b; /* streamed to, or NULL: building @obj */
+	json_t *obj;        /* the object or array being built (borrowed) */
+	bool first;         /* no member written yet */
+	int *err;
 };
-/* `{` (or @open) and a writer of the members that follow. */
+/* `{` (or @open) to @b, and a writer of the members that follow. */
 struct ana_jo ana_jo_open(struct ana_jbuf *b, const char *open);
+/* A writer of members into @obj (a jansson object or array; NULL: *@err set). */
+struct ana_jo ana_jo_build(json_t *obj, int *err);
+/* `}` (or @close) when streamed; nothing when built. */
 void ana_jo_close(struct ana_jo *o, const char *close);
-void ana_jo_key(struct ana_jo *o, const char *key); /* `"key": `; @key is ASCII, no escapes */
-void ana_jo_raw(struct ana_jo *o, const char *s);
+/* A nested object (@kind '{') or array ('[') as member @key (NULL: element). */
+struct ana_jo ana_jo_child(struct ana_jo *o, const char *key, char kind);
 void ana_jo_u64(struct ana_jo *o, const char *key, uint64_t v);
 void ana_jo_i64(struct ana_jo *o, const char *key, int64_t v);
 void ana_jo_real(struct ana_jo *o, const char *key, double v); /* null unless finite */

@@ -526,15 +526,11 @@ void ana_mem_json_row(struct ana_jo *o, const struct ana_result *res, const stru
 		else
 			ana_jo_null(o, "rss_peak_bytes");
 	}
-	ana_jo_key(o, "memory");
-	struct ana_jo arr = ana_jo_open(o->b, "[");
+	struct ana_jo arr = ana_jo_child(o, "memory", '[');
 	for (uint32_t s = 0; s < res->nmem; s++) {
 		if (!ana_mem_fig(a, s, &f))
 			continue;
-		if (!arr.first)
-			ana_jo_raw(&arr, ", ");
-		arr.first = false;
-		struct ana_jo m = ana_jo_open(o->b, "{");
+		struct ana_jo m = ana_jo_child(&arr, NULL, '{');
 		ana_jo_str(&m, "counter", ana_name(res, res->mem[s].id));
 		ana_jo_i64(&m, "occurrences", (int64_t)f.n);
 		ana_jo_real(&m, "begin_bytes", f.begin);

@@ -1177,7 +1177,7 @@ const char *ana_utf8_clean(const char *s, char **scratch)
 	return o ? o : s;
 }
 
-/* ---- streamed JSON members (ana.h: struct ana_jo) ---- */
+/* ---- JSON members, streamed or built (ana.h: struct ana_jo) ---- */
 
 void ana_jbuf_flush(struct ana_jbuf *b)
 {
@@ -1207,25 +1207,31 @@ static void jo_put(struct ana_jo *o, const char *s, size_t n)
 
 struct ana_jo ana_jo_open(struct ana_jbuf *b, const char *open)
 {
-	struct ana_jo o = { b, true };
+	struct ana_jo o = { .b = b, .first = true, .err = &b->err };
 	jo_put(&o, open, strlen(open));
+	return o;
+}
+
+struct ana_jo ana_jo_build(json_t *obj, int *err)
+{
+	struct ana_jo o = { .obj = obj, .first = true, .err = err };
+	if (!obj)
+		*err = 1;
 	return o;
 }
 
 void ana_jo_close(struct ana_jo *o, const char *close)
 {
-	jo_put(o, close, strlen(close));
+	if (o->b)
+		jo_put(o, close, strlen(close));
 }
 
-void ana_jo_raw(struct ana_jo *o, const char *s)
-{
-	jo_put(o, s, strlen(s));
-}
-
-void ana_jo_key(struct ana_jo *o, const char *key)
+/* `"key": ` of an object's member, or the separator before an array's
+ * element (@key NULL); bytes only. */
+static void jo_key(struct ana_jo *o, const char *key)
 {
 	char b[80];
-	size_t n = strlen(key), k = 0;
+	size_t n = key ? strlen(key) : 0, k = 0;
 	if (n + 6 > sizeof(b)) { /* not one of ours: still correct, slower */
 		jo_put(o, o->first ? "\"" : ", \"", o->first ? 1 : 3);
 		jo_put(o, key, n);
@@ -1238,13 +1244,36 @@ void ana_jo_key(struct ana_jo *o, const char *key)
 		b[k++] = ' ';
 	}
 	o->first = false;
-	b[k++] = '"';
-	memcpy(b + k, key, n);
-	k += n;
-	b[k++] = '"';
-	b[k++] = ':';
-	b[k++] = ' ';
-	jo_put(o, b, k);
+	if (key) {
+		b[k++] = '"';
+		memcpy(b + k, key, n);
+		k += n;
+		b[k++] = '"';
+		b[k++] = ':';
+		b[k++] = ' ';
+	}
+	if (k)
+		jo_put(o, b, k);
+}
+
+/* Object mode: @v (a new reference, consumed, also on failure, as jansson's
+ * *_set_new() do; NULL = ENOMEM) as member @key, or appended (@key NULL). */
+static void jo_set(struct ana_jo *o, const char *key, json_t *v)
+{
+	if (!v || (key ? json_object_set_new(o->obj, key, v) : json_array_append_new(o->obj, v)))
+		*o->err = 1;
+}
+
+struct ana_jo ana_jo_child(struct ana_jo *o, const char *key, char kind)
+{
+	if (o->b) {
+		jo_key(o, key);
+		return ana_jo_open(o->b, kind == '[' ? "[" : "{");
+	}
+	json_t *c = kind == '[' ? json_array() : json_object();
+	jo_set(o, key, c);
+	/* borrowed: the parent holds it (or, on a failure, nothing is built) */
+	return (struct ana_jo){ .obj = *o->err ? NULL : c, .first = true, .err = o->err };
 }
 
 /* Decimal digits of @v ending at @end; returns their start. */
@@ -1259,23 +1288,35 @@ static char *u64_digits(char *end, uint64_t v)
 
 void ana_jo_u64(struct ana_jo *o, const char *key, uint64_t v)
 {
+	if (!o->b) {
+		jo_set(o, key, ana_json_u64(v));
+		return;
+	}
 	char b[24], *p = u64_digits(b + sizeof(b), v);
-	ana_jo_key(o, key);
+	jo_key(o, key);
 	jo_put(o, p, (size_t)(b + sizeof(b) - p));
 }
 
 void ana_jo_i64(struct ana_jo *o, const char *key, int64_t v)
 {
+	if (!o->b) {
+		jo_set(o, key, json_integer(v));
+		return;
+	}
 	char b[24], *p = u64_digits(b + sizeof(b), v < 0 ? 0 - (uint64_t)v : (uint64_t)v);
 	if (v < 0)
 		*--p = '-';
-	ana_jo_key(o, key);
+	jo_key(o, key);
 	jo_put(o, p, (size_t)(b + sizeof(b) - p));
 }
 
 void ana_jo_real(struct ana_jo *o, const char *key, double v)
 {
-	ana_jo_key(o, key);
+	if (!o->b) {
+		jo_set(o, key, isfinite(v) ? json_real(v) : json_null());
+		return;
+	}
+	jo_key(o, key);
 	if (!isfinite(v)) {
 		jo_put(o, "null", 4);
 		return;
@@ -1297,7 +1338,7 @@ void ana_jo_real(struct ana_jo *o, const char *key, double v)
 	/* jansson's jsonp_dtostr() at JSON_REAL_PRECISION(12), in the C locale */
 	int n = snprintf(b, sizeof(b) - 3, "%.12g", v);
 	if (n < 0 || (size_t)n >= sizeof(b) - 3) {
-		o->b->err = 1;
+		*o->err = 1;
 		return;
 	}
 	size_t len = (size_t)n;
@@ -1320,13 +1361,21 @@ void ana_jo_real(struct ana_jo *o, const char *key, double v)
 
 void ana_jo_bool(struct ana_jo *o, const char *key, bool v)
 {
-	ana_jo_key(o, key);
+	if (!o->b) {
+		jo_set(o, key, json_boolean(v));
+		return;
+	}
+	jo_key(o, key);
 	jo_put(o, v ? "true" : "false", v ? 4 : 5);
 }
 
 void ana_jo_null(struct ana_jo *o, const char *key)
 {
-	ana_jo_key(o, key);
+	if (!o->b) {
+		jo_set(o, key, json_null());
+		return;
+	}
+	jo_key(o, key);
 	jo_put(o, "null", 4);
 }
 
@@ -1340,12 +1389,16 @@ char *ana_json_encode(const char *s)
 
 void ana_jo_str(struct ana_jo *o, const char *key, const char *s)
 {
+	if (!o->b) {
+		jo_set(o, key, ana_json_str(s));
+		return;
+	}
 	char *t = ana_json_encode(s);
-	ana_jo_key(o, key);
+	jo_key(o, key);
 	if (t)
 		jo_put(o, t, strlen(t));
 	else
-		o->b->err = 1;
+		*o->err = 1;
 	free(t);
 }
 
@@ -1407,38 +1460,46 @@ fail:
  * names, so a tree D levels deep holds ~D^2/2 of them.
  */
 struct jnames {
-	char **name;  /* one per name id below res->nnames, or NULL (encoded on each use) */
-	char *dom[64]; /* the first domains */
+	char **name;   /* streamed: one per name id below res->nnames, or NULL (encoded on each use) */
+	char *dom[64]; /* streamed: the first domains */
+	json_t **jname; /* built: one string per name id below res->nnames, or NULL */
 };
 
-/* Writes *@slot, encoding @s into it first if empty (@slot NULL: encoded
- * for this use only). */
-static void jo_enc(struct ana_jo *o, char **slot, const char *s)
+/* Writes *@slot as member @key (NULL: element) of streamed @o, encoding @s
+ * into it first if empty (@slot NULL: encoded for this use only). */
+static void jo_enc(struct ana_jo *o, const char *key, char **slot, const char *s)
 {
 	char *t = slot ? *slot : NULL;
 	if (!t) {
 		t = ana_json_encode(s);
 		if (!t) {
-			o->b->err = 1;
+			*o->err = 1;
 			return;
 		}
 		if (slot)
 			*slot = t;
 	}
-	ana_jo_raw(o, t);
+	jo_key(o, key);
+	jo_put(o, t, strlen(t));
 	if (!slot)
 		free(t);
 }
 
-static void jo_name(struct ana_jo *o, struct jnames *jn, const struct ana_result *res, uint32_t id)
+static void jo_name(struct ana_jo *o, const char *key, struct jnames *jn, const struct ana_result *res, uint32_t id)
 {
-	jo_enc(o, jn->name && id < res->nnames ? &jn->name[id] : NULL, ana_name(res, id));
+	if (o->b)
+		jo_enc(o, key, jn->name && id < res->nnames ? &jn->name[id] : NULL, ana_name(res, id));
+	else
+		jo_set(o, key, jname(jn->jname, res, id));
 }
 
 static void jo_domain(struct ana_jo *o, struct jnames *jn, const struct ana_result *res, uint32_t dom)
 {
 	const char *dn = pt_reader_domain(res->rd, dom);
-	jo_enc(o, dom < 64 ? &jn->dom[dom] : NULL, dn ? dn : "");
+	if (o->b)
+		jo_enc(o, "domain", dom < 64 ? &jn->dom[dom] : NULL, dn ? dn : "");
+	else
+		jo_set(o, "domain", jstr(dn ? dn : ""));
 }
 
 static void jnames_free(struct jnames *jn, const struct ana_result *res)
@@ -1451,22 +1512,18 @@ static void jnames_free(struct jnames *jn, const struct ana_result *res)
 }
 
 /*
- * One row of the JSON report (doc/analyzer-output.md §6), written member
- * by member (struct ana_jo): the same bytes jansson's compact dump of the
- * row object gave. @jn: the encoded names (enc_name()).
+ * The members of one row of the JSON report (doc/analyzer-output.md §6)
+ * into @r, streamed or built (struct ana_jo): the same keys and values
+ * either way. @jn: the names' caches.
  */
-static void jw_row(struct ana_jbuf *out, struct jnames *jn, const struct ana_result *res, const struct ana_tree *t,
+static void jo_row(struct ana_jo *r, struct jnames *jn, const struct ana_result *res, const struct ana_tree *t,
 		   uint32_t node, uint32_t id, const struct ana_agg *a)
 {
 	struct ana_row w;
 	ana_row_compute(res, a, &w);
-	struct ana_jo o = ana_jo_open(out, "{");
-	struct ana_jo *r = &o;
-	ana_jo_key(r, "name");
-	jo_name(r, jn, res, id);
+	jo_name(r, "name", jn, res, id);
 	uint32_t dom = 0;
 	ana_string(res, id, &dom);
-	ana_jo_key(r, "domain");
 	jo_domain(r, jn, res, dom);
 	if (t) {
 		uint32_t depth = t->n[node].depth, k = depth < ANA_PATH_MAX_NAMES ? depth : ANA_PATH_MAX_NAMES;
@@ -1474,15 +1531,11 @@ static void jw_row(struct ana_jbuf *out, struct jnames *jn, const struct ana_res
 		uint32_t x = node;
 		for (uint32_t q = k; q > 0; x = t->n[x].parent) /* the innermost k names, outermost first */
 			ids[--q] = t->n[x].id;
-		ana_jo_key(r, "path");
-		struct ana_jo pa = ana_jo_open(out, "[");
-		for (uint32_t q = 0; q < k; q++) {
-			if (q)
-				ana_jo_raw(&pa, ", ");
-			jo_name(&pa, jn, res, ids[q]);
-		}
+		struct ana_jo pa = ana_jo_child(r, "path", '[');
+		for (uint32_t q = 0; q < k; q++)
+			jo_name(&pa, NULL, jn, res, ids[q]);
 		ana_jo_close(&pa, "]");
-		if (depth > k)
+	if (depth > k)
 			ana_jo_i64(r, "path_elided", depth - k);
 		ana_jo_i64(r, "depth", t->n[node].depth);
 	}
@@ -1552,8 +1605,7 @@ static void jw_row(struct ana_jbuf *out, struct jnames *jn, const struct ana_res
 			JR(key, w.gpu_xfer_gbps[k]);
 		}
 		JI("occupied_ns", w.occupied_ns);
-		ana_jo_key(r, "time");
-		struct ana_jo bd = ana_jo_open(out, "{");
+		struct ana_jo bd = ana_jo_child(r, "time", '{');
 		ana_jo_u64(&bd, "cpu_ns", w.bd_cpu_ns);
 		ana_jo_u64(&bd, "gpu_ns", w.bd_gpu_ns);
 		ana_jo_u64(&bd, "transfer_ns", w.bd_copy_ns);
@@ -1564,7 +1616,31 @@ static void jw_row(struct ana_jbuf *out, struct jnames *jn, const struct ana_res
 #undef JI
 #undef JR
 	ana_mem_json_row(r, res, a); /* memory per section (ana_mem.c) */
-	ana_jo_close(r, "}");
+}
+
+/* One row of the JSON report, streamed to @out (one line). */
+static void jw_row(struct ana_jbuf *out, struct jnames *jn, const struct ana_result *res, const struct ana_tree *t,
+		   uint32_t node, uint32_t id, const struct ana_agg *a)
+{
+	struct ana_jo o = ana_jo_open(out, "{");
+	jo_row(&o, jn, res, t, node, id, a);
+	ana_jo_close(&o, "}");
+}
+
+json_t *ana_json_row(const struct ana_result *res, json_t **names, const struct ana_tree *t, uint32_t node,
+		     uint32_t id, const struct ana_agg *a)
+{
+	int err = 0;
+	struct jnames jn = { .jname = names };
+	json_t *obj = json_object();
+	struct ana_jo o = ana_jo_build(obj, &err);
+	if (obj)
+		jo_row(&o, &jn, res, t, node, id, a);
+	if (err) {
+		json_decref(obj);
+		return NULL;
+	}
+	return obj;
 }
 
 #define JSET(o, k, v) json_object_set_new((o), (k), (v))

@@ -1,8 +1,10 @@
 /*
- * tests/analyzer/test_ana_json_writer.c - the JSON report's streamed member
- * writer (struct ana_jo, analyzer/ana.h) writes the bytes jansson's
- * compact dump wrote for the same values, and the document it makes is
- * valid JSON that reads back to those values.
+ * tests/analyzer/test_ana_json_writer.c - the JSON report's member writer
+ * (struct ana_jo, analyzer/ana.h) streams the bytes jansson's compact
+ * dump wrote for the same values, builds the same values into a jansson
+ * object (every case below is written both ways and the built object's
+ * dump must equal the stream), and the document it makes is valid JSON
+ * that reads back to those values.
  *
  * Invariants covered:
  *  - reals: for zero, negative zero, integers on both sides of 10^12,
@@ -16,6 +18,8 @@
  *  - strings: ana_jo_str() gives jansson's escaping with every non-ASCII
  *    character as \uXXXX (controls, C1, bidi overrides, a lone 0xff byte
  *    repaired);
+ *  - ana_json_row() (built) of every row of small.ptz dumps to the line the
+ *    streamed report holds for it;
  *  - an object of 20,000 members and nested objects and arrays, through
  *    the 16 KiB buffer's flushes: valid JSON, every value read back, and
  *    a write failure is reported (err set), not ignored.
@@ -26,11 +30,12 @@
 
 #include "tests/analyzer/ana_test_util.h"
 
-/* What @fill writes into an object, as text. */
+/* What @fill writes into an object, as text; checked to be what @fill
+ * builds into a jansson object, dumped (the two modes of struct ana_jo). */
 static char *written(void (*fill)(struct ana_jo *o, const void *arg), const void *arg)
 {
-	char *buf = NULL;
-	size_t len = 0;
+	char *buf = NULL, *bbuf = NULL;
+	size_t len = 0, blen = 0;
 	FILE *f = open_memstream(&buf, &len);
 	assert_non_null(f);
 	struct ana_jbuf *b = calloc(1, sizeof(*b));
@@ -43,6 +48,21 @@ static char *written(void (*fill)(struct ana_jo *o, const void *arg), const void
 	assert_int_equal(b->err, 0);
 	free(b);
 	fclose(f);
+
+	int err = 0;
+	json_t *obj = json_object();
+	struct ana_jo bo = ana_jo_build(obj, &err);
+	fill(&bo, arg);
+	ana_jo_close(&bo, "}");
+	assert_int_equal(err, 0);
+	f = open_memstream(&bbuf, &blen);
+	assert_non_null(f);
+	assert_int_equal(ana_json_dumpf(obj, f, JSON_ENCODE_ANY | JSON_REAL_PRECISION(12)), 0);
+	fclose(f);
+	json_decref(obj);
+	if (strcmp(buf, bbuf) != 0)
+		fail_msg("streamed %.200s\nbuilt    %.200s", buf, bbuf);
+	free(bbuf);
 	return buf;
 }
 
@@ -181,10 +201,9 @@ static void fill_many(struct ana_jo *o, const void *arg)
 			ana_jo_str(o, key, "x\xe2\x80\xae");
 			break;
 		default: {
-			ana_jo_key(o, key);
-			struct ana_jo a = ana_jo_open(o->b, "[");
-			ana_jo_raw(&a, "1, ");
-			struct ana_jo in = ana_jo_open(o->b, "{");
+			struct ana_jo a = ana_jo_child(o, key, '[');
+			ana_jo_i64(&a, NULL, 1);
+			struct ana_jo in = ana_jo_child(&a, NULL, '{');
 			ana_jo_i64(&in, "n", -i);
 			ana_jo_close(&in, "}");
 			ana_jo_close(&a, "]");
@@ -246,12 +265,54 @@ static void test_write_error(void **state)
 	fclose(f);
 }
 
+/* ana_json_row() of every merged and flat row of small.ptz, dumped, is the
+ * line the streamed report holds for it. */
+static void test_rows_built_equal_streamed(void **state)
+{
+	(void)state;
+	struct ana_result res;
+	const struct ana_options ao = { .thread = -1 };
+	char err[256];
+	assert_int_equal(ana_run(PT_GOLDEN_DIR "/small.ptz", &ao, &res, err, sizeof(err)), 0);
+	char *rep = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&rep, &len);
+	const struct ana_report_opts ro = { .thread = -1 };
+	assert_int_equal(ana_write_json(f, &res, &ro), 0);
+	fclose(f);
+	int rows = 0;
+	for (int flat = 0; flat < 2; flat++) {
+		uint32_t n = flat ? res.nnames : res.merged.count;
+		for (uint32_t i = flat ? 0 : 1; i < n; i++) {
+			const struct ana_agg *a = flat ? &res.by_name[i] : &res.merged.n[i].agg;
+			if (!a->count)
+				continue;
+			json_t *row = flat ? ana_json_row(&res, NULL, NULL, 0, i, a)
+					   : ana_json_row(&res, NULL, &res.merged, i, res.merged.n[i].id, a);
+			assert_non_null(row);
+			char *line = NULL;
+			size_t ll = 0;
+			FILE *lf = open_memstream(&line, &ll);
+			assert_int_equal(ana_json_dumpf(row, lf, JSON_ENCODE_ANY | JSON_REAL_PRECISION(12)), 0);
+			fclose(lf);
+			json_decref(row);
+			if (!strstr(rep, line))
+				fail_msg("built row not in the report: %s", line);
+			free(line);
+			rows++;
+		}
+	}
+	assert_true(rows >= 10);
+	free(rep);
+	ana_result_free(&res);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_reals),        cmocka_unit_test(test_integers),
 		cmocka_unit_test(test_strings),      cmocka_unit_test(test_many_members),
-		cmocka_unit_test(test_write_error),
+		cmocka_unit_test(test_write_error),  cmocka_unit_test(test_rows_built_equal_streamed),
 	};
 	cmocka_set_message_output(CM_OUTPUT_TAP);
 	return cmocka_run_group_tests(tests, NULL, NULL);
