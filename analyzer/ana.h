@@ -662,6 +662,20 @@ json_t *ana_json_u64(uint64_t v);
 /* ana_json_dumpf() - json_dumpf() that writes ana_json_u64()'s large values
  * as bare decimal integers. 0 or -1. */
 int ana_json_dumpf(const json_t *j, FILE *out, size_t flags);
+/* ana_json_u64_get() - The value of @j if it is an ana_json_u64() figure
+ * (an integer >= 0, or a large value's marked string): true and *@out set;
+ * false otherwise. */
+bool ana_json_u64_get(const json_t *j, uint64_t *out);
+/* ana_json_row() - One row of the JSON report (doc/analyzer-output.md §6):
+ * a call path (node @node of tree @t, name id @id) or, with @t NULL, the
+ * flat row of name @id; @a its aggregate; @names as for ana_json_path().
+ * The one builder of a row for ana_write_json() and the analysis API
+ * (ana_api.h). A new reference; NULL on ENOMEM. */
+json_t *ana_json_row(const struct ana_result *res, json_t **names, const struct ana_tree *t, uint32_t node,
+		     uint32_t id, const struct ana_agg *a);
+/* ana_json_trace() - The JSON report's "trace" object (process, spans,
+ * sections, losses, problems...). A new reference; NULL on ENOMEM. */
+json_t *ana_json_trace(const struct ana_result *res);
 /* ana_text_safe_to() - ana_text_safe() of @s into @dst (@cap bytes, cut to
  * fit), for a line that shows more than one untrusted string; returns @dst. */
 char *ana_text_safe_to(char *dst, size_t cap, const char *s);

@@ -831,6 +831,30 @@ json_t *ana_json_u64(uint64_t v)
 	return json_string(b);
 }
 
+bool ana_json_u64_get(const json_t *j, uint64_t *out)
+{
+	if (json_is_integer(j)) {
+		json_int_t v = json_integer_value(j);
+		if (v < 0)
+			return false;
+		*out = (uint64_t)v;
+		return true;
+	}
+	if (!json_is_string(j) || !u64_marker[0])
+		return false;
+	const char *s = json_string_value(j);
+	const size_t ml = strlen(u64_marker);
+	if (strncmp(s, u64_marker, ml) != 0)
+		return false;
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(s + ml, &end, 10);
+	if (errno || *end || end == s + ml)
+		return false;
+	*out = v;
+	return true;
+}
+
 int ana_json_dumpf(const json_t *j, FILE *out, size_t flags)
 {
 	/* Every non-ASCII character as a \uXXXX escape: names are untrusted,
@@ -1239,8 +1263,8 @@ static void json_set_path(json_t *r, const struct ana_result *res, json_t **name
 		json_object_set_new(r, "path_elided", json_integer(elided));
 }
 
-static json_t *json_row(const struct ana_result *res, json_t **names, const struct ana_tree *t, uint32_t node,
-			uint32_t id, const struct ana_agg *a)
+json_t *ana_json_row(const struct ana_result *res, json_t **names, const struct ana_tree *t, uint32_t node,
+		     uint32_t id, const struct ana_agg *a)
 {
 	struct ana_row w;
 	ana_row_compute(res, a, &w);
@@ -1505,7 +1529,7 @@ static void jw_tree(struct jw *w, const struct ana_result *res, json_t **names, 
 	jw_raw(w, "[");
 	for (uint32_t i = 1; i < t->count && !w->err; i++)
 		if (t->n[i].agg.count)
-			jw_elem(w, json_row(res, names, t, i, t->n[i].id, &t->n[i].agg), indent, &first);
+			jw_elem(w, ana_json_row(res, names, t, i, t->n[i].id, &t->n[i].agg), indent, &first);
 	jw_close(w, indent, first, "]");
 }
 
@@ -1516,21 +1540,16 @@ static void jw_flat(struct jw *w, const struct ana_result *res, json_t **names, 
 	jw_raw(w, "[");
 	for (uint32_t id = 0; id < nflat && !w->err; id++)
 		if (flat[id].count)
-			jw_elem(w, json_row(res, names, NULL, 0, id, &flat[id]), indent, &first);
+			jw_elem(w, ana_json_row(res, names, NULL, 0, id, &flat[id]), indent, &first);
 	jw_close(w, indent, first, "]");
 }
 
-int ana_write_json(FILE *out, const struct ana_result *res, const struct ana_report_opts *o)
+json_t *ana_json_trace(const struct ana_result *res)
 {
-	(void)o;
 	const struct pt_trace_info *in = pt_reader_info(res->rd);
-	struct jw w = { out, 0 };
-	bool first = true;
-	json_t **names = calloc(res->nnames ? res->nnames : 1, sizeof(*names)); /* NULL: not shared */
-	jw_raw(&w, "{");
-	jw_key(&w, "schema", " ", &first);
-	jw_val(&w, json_string("ptanalyze-report/1"));
 	json_t *tr = json_object();
+	if (!tr)
+		return NULL;
 	json_object_set_new(tr, "process", jstr(in->process_name));
 	json_object_set_new(tr, "pid", json_integer(in->pid));
 	json_object_set_new(tr, "host", jstr(in->host));
@@ -1564,6 +1583,19 @@ int ana_write_json(FILE *out, const struct ana_result *res, const struct ana_rep
 		json_array_append_new(probs, p);
 	}
 	json_object_set_new(tr, "problems", probs);
+	return tr;
+}
+
+int ana_write_json(FILE *out, const struct ana_result *res, const struct ana_report_opts *o)
+{
+	(void)o;
+	struct jw w = { out, 0 };
+	bool first = true;
+	json_t **names = calloc(res->nnames ? res->nnames : 1, sizeof(*names)); /* NULL: not shared */
+	jw_raw(&w, "{");
+	jw_key(&w, "schema", " ", &first);
+	jw_val(&w, json_string("ptanalyze-report/1"));
+	json_t *tr = ana_json_trace(res);
 	jw_key(&w, "trace", " ", &first);
 	jw_val(&w, tr);
 	jw_key(&w, "threads", " ", &first);
