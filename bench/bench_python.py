@@ -118,6 +118,7 @@ def main():
         for name, fn in rows:
             res[name].append(per_iter_ns(fn, n))
     med = {k: statistics.median(v) for k, v in res.items()}
+    low = {k: min(v) for k, v in res.items()}
 
     st = timing.get_stats()
     timing.close()
@@ -175,18 +176,20 @@ def main():
             cres[name].append(per_iter_ns(fn, n))
     lib.pt_close(rec)
     cmed = {k: statistics.median(v) for k, v in cres.items()}
+    clow = {k: min(v) for k, v in cres.items()}
 
     base = med["with contextlib.nullcontext() (new each time)"]
     print("ptz %s, Python %s, %d rounds of %d iterations, medians (ns per iteration)"
           % (ptz.version, sys.version.split()[0], rounds, n))
-    print("%-55s %10s %8s" % ("", "ns", "x base"))
+    print("(min: the fastest round, for a loaded machine; ratios are of medians)")
+    print("%-55s %10s %8s %8s" % ("", "median ns", "x base", "min ns"))
     for name, _ in rows:
-        print("%-55s %10.1f %8.2f" % (name, med[name], med[name] / base))
+        print("%-55s %10.1f %8.2f %8.1f" % (name, med[name], med[name] / base, low[name]))
     dplain = med["empty function, undecorated"]
     print("%-55s %10s %8.2f" % ("decorated / undecorated", "", med["empty function, @profile_function"] / dplain))
     cbase = cmed["with contextlib.nullcontext() (new each time), again"]
     for name, _ in crow:
-        print("%-55s %10.1f %8.2f" % (name, cmed[name], cmed[name] / cbase))
+        print("%-55s %10.1f %8.2f %8.1f" % (name, cmed[name], cmed[name] / cbase, clow[name]))
     for new, total, ms in gtd:
         print("%-55s %10.3f ms" % ("get_timing_data() after %d new (%d in trace)" % (new, total), ms))
     print("(module's trace: %d sections recorded, %d lost)" % (st["section_count"], st["losses"]["lost_sections"]))
