@@ -42,7 +42,7 @@ static PyObject *g_ids;
  * set on error. */
 static uint32_t title_id(PyObject *title)
 {
-	if (!PyUnicode_CheckExact(title) && !PyUnicode_Check(title)) {
+	if (!PyUnicode_Check(title)) {
 		PyErr_Format(PyExc_TypeError, "section title must be str, not %.100s", Py_TYPE(title)->tp_name);
 		return 0;
 	}
@@ -92,11 +92,19 @@ static int metric_arg(PyObject *o, const char *what, uint64_t *out)
 		Py_DECREF(i);
 		return rc;
 	}
-	if (_PyLong_Sign(o) < 0) {
+	int overflow;
+	long long s = PyLong_AsLongLongAndOverflow(o, &overflow);
+	if (s == -1 && PyErr_Occurred())
+		return -1;
+	if (s < 0 || overflow < 0) {
 		PyErr_Format(PyExc_ValueError, "%s must be >= 0", what);
 		return -1;
 	}
-	unsigned long long v = PyLong_AsUnsignedLongLong(o);
+	if (!overflow) {
+		*out = (uint64_t)s;
+		return 0;
+	}
+	unsigned long long v = PyLong_AsUnsignedLongLong(o); /* above 2^63 - 1 */
 	if (v == (unsigned long long)-1 && PyErr_Occurred()) {
 		PyErr_Clear();
 		PyErr_Format(PyExc_ValueError, "%s must be < 2**64", what);
@@ -1097,7 +1105,10 @@ static PyObject *Timing_flush(TimingObject *t, PyObject *unused)
 	Py_RETURN_NONE;
 }
 
-/* Flushes and (re)analyzes the trace: the session is current after it. */
+/* Flushes and (re)analyzes the trace: the session is current after it.
+ * The GIL is released for the flush (a wait on the flusher) but held for
+ * the analysis: a session is single-threaded, and another thread's query
+ * of the same instance would use it at once. */
 static int timing_analyze(TimingObject *t)
 {
 	if (timing_flush(t) < 0)
@@ -1107,12 +1118,10 @@ static int timing_analyze(TimingObject *t)
 		return -1;
 	char err[512] = "";
 	int rc;
-	Py_BEGIN_ALLOW_THREADS
 	if (t->ana)
 		rc = ana_session_update(t->ana, err, sizeof(err));
 	else
 		rc = ana_session_open(p, NULL, &t->ana, err, sizeof(err));
-	Py_END_ALLOW_THREADS
 	if (rc < 0) {
 		if (rc > -1024)
 			errno = -rc;

@@ -51,22 +51,35 @@ def ptanalyze_json(path):
 # keys the module adds next to the analyzer's (the proposal's names)
 LEGACY = {"duration", "calls", "average"}
 
-# figures that depend on the wall clock of the trace's end: the open trace
-# (get_timing_data) ends at its last record, the closed one at close()
-SPAN_DEPENDENT = {"share"}
-
-
-def same_row(test, mine, theirs, what):
+def same_row(test, mine, theirs, what, exact=True):
     """Row @mine (the module's) equals @theirs (ptanalyze's JSON), key by
-    key; reals to the 12 significant digits the JSON report writes."""
-    mine = {k: v for k, v in mine.items() if k not in LEGACY and k not in SPAN_DEPENDENT}
-    theirs = {k: v for k, v in theirs.items() if k not in SPAN_DEPENDENT}
+    key; reals to the 12 significant digits the JSON report writes.
+
+    exact=False, for two readings of a trace still being written: the
+    flusher keeps adding clock triples, and every duration is ticks times
+    the trace's mean ns-per-tick slope, every instant goes through the
+    piecewise tick->ns mapping (doc/analyzer-output.md §1): a later
+    reading may round a figure 1 ns apart and move the spans (share). Then
+    ns figures may differ by 1 ns plus 1 ppm, reals by 1 ppm (share
+    excepted); every count, byte and FLOP figure must still be equal."""
+    mine = {k: v for k, v in mine.items() if k not in LEGACY}
     test.assertEqual(set(mine), set(theirs), what)
     for k, v in mine.items():
-        if isinstance(v, float):
-            test.assertAlmostEqual(v, theirs[k], delta=abs(v) * 1e-11, msg="%s %s" % (what, k))
+        w = theirs[k]
+        msg = "%s %s" % (what, k)
+        if exact:
+            if isinstance(v, float):
+                test.assertAlmostEqual(v, w, delta=abs(v) * 1e-11, msg=msg)
+            else:
+                test.assertEqual(v, w, msg)
+        elif k == "share":
+            continue
+        elif isinstance(v, float):
+            test.assertAlmostEqual(v, w, delta=abs(v) * 1e-6 + 1e-9, msg=msg)
+        elif isinstance(v, int) and not isinstance(v, bool) and k.endswith("_ns"):
+            test.assertLessEqual(abs(v - w), 1 + abs(v) * 1e-6, msg)
         else:
-            test.assertEqual(v, theirs[k], "%s %s" % (what, k))
+            test.assertEqual(v, w, msg)
 
 
 class Base(unittest.TestCase):
@@ -230,14 +243,16 @@ class TestSections(Base):
             self.t.record_memory_transfer(nbytes=1000, direction="cpu_to_gpu")
             self.t.record_memory_transfer(size_mb=2, direction="gpu_to_cpu")
             self.t.record_memory_transfer(nbytes=10)  # default: cpu_to_gpu
-        for v in (5, 7, -3):
-            self.t.counter("queue depth", v)
+            self.t.record_memory_transfer(size_mb=0.5, direction="d2d")
+        for v in (5, 7, -3, 2.9):
+            self.t.counter("queue depth", v)  # a float is truncated toward zero
         rows, rep = self.rows()
         self.assertEqual(rows["copy"]["h2d_bytes"], 1010)
         self.assertEqual(rows["copy"]["d2h_bytes"], 2 * 1024 * 1024)
+        self.assertEqual(rows["copy"]["d2d_bytes"], 512 * 1024)
         counters = {c["name"]: c for th in rep["threads"] for c in th["counters"]}
         c = counters["queue depth"]
-        self.assertEqual((c["samples"], c["last"], c["min"], c["max"]), (3, -3, -3, 7))
+        self.assertEqual((c["samples"], c["last"], c["min"], c["max"]), (4, 2, -3, 7))
 
     def test_enable_disable(self):
         with self.t.section("on"):
@@ -393,20 +408,29 @@ class TestStatistics(Base):
         data = self.t.get_timing_data()
         # the same trace, read by the CLI while still open
         rep = ptanalyze_json(self.path)
+        self.check_equal(data, rep, exact=False)
+        self.assertEqual(data["sections"]["step"]["count"], 50)
+        self.assertEqual(data["paths"]["step;einsum"]["flops"], 50 * 2000)
+        self.assertEqual(data["trace"]["recorder_errors"], 1)
+        # closed: both read the same final file, every figure identical
+        self.t.close()
+        self.check_equal(self.t.get_timing_data(), ptanalyze_json(self.path), exact=True)
+
+    def check_equal(self, data, rep, exact):
         flat = {r["name"]: r for r in rep["flat"]}
         tree = {";".join(r["path"]): r for r in rep["tree"]}
         self.assertEqual(set(data["sections"]), set(flat))
         self.assertEqual(set(data["paths"]), set(tree))
         for name, row in data["sections"].items():
-            same_row(self, row, flat[name], name)
+            same_row(self, row, flat[name], name, exact)
             self.assertEqual(row["duration"], row["total_ns"] / 1e9)
             self.assertEqual(row["calls"], row["count"])
         for p, row in data["paths"].items():
-            same_row(self, row, tree[p], p)
-        self.assertEqual(data["sections"]["step"]["count"], 50)
-        self.assertEqual(data["paths"]["step;einsum"]["flops"], 50 * 2000)
-        self.assertEqual(data["trace"]["sections"], rep["trace"]["sections"])
-        self.assertEqual(data["trace"]["recorder_errors"], 1)
+            same_row(self, row, tree[p], p, exact)
+        for k in ("sections", "records", "lost_records", "recorder_errors"):
+            self.assertEqual(data["trace"][k], rep["trace"][k], k)
+        if exact:
+            self.assertEqual(data["trace"], rep["trace"])
 
     def test_get_timing_data_sees_new_sections(self):
         with self.t.section("a"):
@@ -416,6 +440,40 @@ class TestStatistics(Base):
             with self.t.section("a"):
                 pass
         self.assertEqual(self.t.get_timing_data()["sections"]["a"]["count"], 1000)
+
+    def test_queries_while_threads_record(self):
+        stop = threading.Event()
+        done = []
+
+        def work():
+            n = 0
+            s = self.t.section("busy", flops=1)
+            while not stop.is_set():
+                with s:
+                    n += 1
+            done.append(n)
+
+        ths = [threading.Thread(target=work) for _ in range(2)]
+        for th in ths:
+            th.start()
+        seen = []
+        try:
+            for _ in range(20):
+                row = self.t.get_timing_data()["sections"].get("busy")
+                seen.append(row["count"] if row else 0)
+        finally:
+            stop.set()
+            for th in ths:
+                th.join()
+        self.assertEqual(seen, sorted(seen))  # each query sees at least what the last one saw
+        self.assertGreater(seen[-1], 0)
+        self.t.flush()
+        data = self.t.get_timing_data()
+        # two threads in a tight loop can outrun the flusher: what a full
+        # ring drops is counted as lost whole sections, never half of one
+        busy = data["sections"]["busy"]
+        self.assertEqual(busy["count"] + data["trace"]["lost_sections"], sum(done))
+        self.assertEqual(busy["self_flops"], busy["count"])
 
     def test_get_stats(self):
         self.record()
@@ -465,19 +523,20 @@ class TestStatistics(Base):
         with open(mine, newline="") as f:
             rows = list(csv.DictReader(f))
         flat = {r["name"]: r for r in rows if r["view"] == "flat" and r["thread"] == "all"}
-        data = self.t.get_timing_data()
+        data = self.t.get_timing_data()  # a later reading (same_row(exact=False) says why 1 ns)
         for name in ("step", "einsum", "update", "tail"):
-            self.assertEqual(int(flat[name]["count"]), data["sections"][name]["count"], name)
-            self.assertEqual(int(flat[name]["total_ns"]), data["sections"][name]["total_ns"], name)
-            self.assertEqual(int(flat[name]["flops"]), data["sections"][name]["flops"], name)
-            self.assertEqual(int(flat[name]["p99_ns"]), data["sections"][name]["p99_ns"], name)
-        # the CLI's CSV of the same (open) trace: the same rows
+            d = data["sections"][name]
+            self.assertEqual(int(flat[name]["count"]), d["count"], name)
+            self.assertEqual(int(flat[name]["flops"]), d["flops"], name)
+            self.assertEqual(int(flat[name]["read_bytes"]), d["read_bytes"], name)
+            self.assertLessEqual(abs(int(flat[name]["total_ns"]) - d["total_ns"]), 1 + d["total_ns"] * 1e-6, name)
+        # closed, the CLI's CSV of the same file is the module's, byte for byte
+        self.t.close()
+        self.t.export_csv(mine)
         theirs = tmp_path("cli.csv")
         subprocess.run([PTANALYZE, self.path, "--csv", theirs, "--no-progress"], check=True)
-        with open(theirs, newline="") as f:
-            cli_rows = list(csv.DictReader(f))
-        strip = lambda rs: [{k: v for k, v in r.items() if k not in SPAN_DEPENDENT} for r in rs]
-        self.assertEqual(strip(rows), strip(cli_rows))
+        with open(theirs) as a, open(mine) as b:
+            self.assertEqual(b.read(), a.read())
 
     def test_export_json_equals_cli(self):
         self.record()
@@ -486,10 +545,15 @@ class TestStatistics(Base):
         with open(mine) as f:
             doc = json.load(f)
         self.assertEqual(doc["schema"], "ptanalyze-report/1")
-        rep = ptanalyze_json(self.path)
-        strip = lambda rows: [{k: v for k, v in r.items() if k not in SPAN_DEPENDENT} for r in rows]
-        self.assertEqual(strip(doc["flat"]), strip(rep["flat"]))
-        self.assertEqual(strip(doc["tree"]), strip(rep["tree"]))
+        rep = ptanalyze_json(self.path)  # the open trace, read again
+        for a, b in zip(doc["flat"], rep["flat"]):
+            same_row(self, a, b, a["name"], exact=False)
+        for a, b in zip(doc["tree"], rep["tree"]):
+            same_row(self, a, b, ";".join(a["path"]), exact=False)
+        self.t.close()
+        self.t.export_json(mine)
+        with open(mine) as f:
+            self.assertEqual(json.load(f), ptanalyze_json(self.path))
 
     def test_get_profiler_is_process_wide(self):
         self.t.close()
