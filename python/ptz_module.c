@@ -588,8 +588,9 @@ PyDoc_STRVAR(start_doc,
 	     "floating-point operations (int, or a float >= 0, truncated), added to the section.\n"
 	     "use_gpu_events=True also times the GPU work queued on `stream` (an int\n"
 	     "cudaStream_t, or an object with .ptr or .cuda_stream; None = the legacy default\n"
-	     "stream) with a CUDA event pair, never synchronizing the host.\n"
-	     "Raises TypeError/ValueError for bad arguments only.");
+	     "stream) with a CUDA event pair, never synchronizing the host; stop() ends its\n"
+	     "GPU half when it is the innermost GPU section start() opened on the thread\n"
+	     "(stop them innermost first). Raises TypeError/ValueError for bad arguments only.");
 static PyObject *Timing_start(TimingObject *t, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
 	return metrics_call(t, args, nargs, kwnames, 0);
