@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # ptz.sh - the README's two commands.
-#   ./ptz.sh demo   install what is missing, build, record real workloads, report, export
+#   ./ptz.sh demo   install what is missing, build, record real workloads (C and Python), report, export
 #   ./ptz.sh test   install what is missing, build, run every test suite
 # Extra arguments after 'test' go to `meson test` (e.g. --suite unit).
 set -euo pipefail
@@ -71,6 +71,18 @@ demo)
 		echo "   open $out/$ex.pftrace at https://ui.perfetto.dev, or $out/$ex.chrome.json in speedscope"
 		echo
 	done
+	# The LED optimizer in Python (python/, numpy): its own log() report,
+	# then ptanalyze's, with the interpreter meson built the ptz module for
+	# ($BUILD/python/interpreter, absent when the module is not built).
+	py=$(cat "$BUILD/python/interpreter" 2>/dev/null || true)
+	if [ -n "$py" ] && [ -x "$py" ]; then
+		echo "== examples/python/led_optimizer.py: recording $out/led_optimizer_py.ptz (log() below)"
+		PYTHONPATH="$BUILD/python" "$py" examples/python/led_optimizer.py --trace "$out/led_optimizer_py.ptz"
+		echo
+		echo "== $BUILD/cli/ptanalyze $out/led_optimizer_py.ptz --report"
+		"$BUILD/cli/ptanalyze" "$out/led_optimizer_py.ptz" --report --no-progress
+		echo
+	fi
 	;;
 *)
 	echo "usage: $0 test [meson test args...] | demo" >&2

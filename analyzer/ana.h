@@ -729,6 +729,13 @@ void ana_jo_str(struct ana_jo *o, const char *key, const char *s); /* repaired (
  * non-ASCII character escaped (as ana_json_dumpf() writes names): malloc'd,
  * NULL on ENOMEM. */
 char *ana_json_encode(const char *s);
+/* ana_json_u64_get() - The value of @j if it is an ana_json_u64() figure
+ * (an integer >= 0, or a large value's marked string): true and *@out set;
+ * false otherwise. */
+bool ana_json_u64_get(const json_t *j, uint64_t *out);
+/* ana_json_trace() - The JSON report's "trace" object (process, spans,
+ * sections, losses, problems...). A new reference; NULL on ENOMEM. */
+json_t *ana_json_trace(const struct ana_result *res);
 /* ana_text_safe_to() - ana_text_safe() of @s into @dst (@cap bytes, cut to
  * fit), for a line that shows more than one untrusted string; returns @dst. */
 char *ana_text_safe_to(char *dst, size_t cap, const char *s);

@@ -831,6 +831,30 @@ json_t *ana_json_u64(uint64_t v)
 	return json_string(b);
 }
 
+bool ana_json_u64_get(const json_t *j, uint64_t *out)
+{
+	if (json_is_integer(j)) {
+		json_int_t v = json_integer_value(j);
+		if (v < 0)
+			return false;
+		*out = (uint64_t)v;
+		return true;
+	}
+	if (!json_is_string(j) || !u64_marker[0])
+		return false;
+	const char *s = json_string_value(j);
+	const size_t ml = strlen(u64_marker);
+	if (strncmp(s, u64_marker, ml) != 0)
+		return false;
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(s + ml, &end, 10);
+	if (errno || *end || end == s + ml)
+		return false;
+	*out = v;
+	return true;
+}
+
 int ana_json_dumpf(const json_t *j, FILE *out, size_t flags)
 {
 	/* Every non-ASCII character as a \uXXXX escape: names are untrusted,
@@ -1827,18 +1851,12 @@ static void jw_flat(struct jw *w, const struct ana_result *res, struct jnames *n
 	jw_close(w, indent, first, "]");
 }
 
-int ana_write_json(FILE *out, const struct ana_result *res, const struct ana_report_opts *o)
+json_t *ana_json_trace(const struct ana_result *res)
 {
-	(void)o;
 	const struct pt_trace_info *in = pt_reader_info(res->rd);
-	struct jw w = { .b = { .out = out } };
-	bool first = true;
-	struct jnames jn = { .name = calloc(res->nnames ? res->nnames : 1, sizeof(char *)) }; /* NULL: not shared */
-	struct jnames *names = &jn;
-	jw_raw(&w, "{");
-	jw_key(&w, "schema", " ", &first);
-	jw_val(&w, json_string("ptanalyze-report/1"));
 	json_t *tr = json_object();
+	if (!tr)
+		return NULL;
 	json_object_set_new(tr, "process", jstr(in->process_name));
 	json_object_set_new(tr, "pid", json_integer(in->pid));
 	json_object_set_new(tr, "host", jstr(in->host));
@@ -1872,6 +1890,20 @@ int ana_write_json(FILE *out, const struct ana_result *res, const struct ana_rep
 		json_array_append_new(probs, p);
 	}
 	json_object_set_new(tr, "problems", probs);
+	return tr;
+}
+
+int ana_write_json(FILE *out, const struct ana_result *res, const struct ana_report_opts *o)
+{
+	(void)o;
+	struct jw w = { .b = { .out = out } };
+	bool first = true;
+	struct jnames jn = { .name = calloc(res->nnames ? res->nnames : 1, sizeof(char *)) }; /* NULL: not shared */
+	struct jnames *names = &jn;
+	jw_raw(&w, "{");
+	jw_key(&w, "schema", " ", &first);
+	jw_val(&w, json_string("ptanalyze-report/1"));
+	json_t *tr = ana_json_trace(res);
 	jw_key(&w, "trace", " ", &first);
 	jw_val(&w, tr);
 	jw_key(&w, "threads", " ", &first);

@@ -161,6 +161,7 @@ static void init_stop_cond(struct pt_recorder *r)
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&r->stop_cond, &ca);
+	pthread_cond_init(&r->flush_cond, &ca);
 	pthread_condattr_destroy(&ca);
 }
 

@@ -610,8 +610,23 @@ static void final_meta(struct flusher *f)
 	meta_flush(f, 1);
 }
 
+/* True on the flusher thread: pt_flush() there would wait for itself. */
+static __thread bool in_flusher;
+
+/* Answers the pt_flush() requests up to @want: their rings were drained
+ * and the chunks committed by the pass that just ended. */
+static void flush_answer(struct pt_recorder *r, uint64_t want)
+{
+	pthread_mutex_lock(&r->stop_lock);
+	if (want > r->flush_done)
+		r->flush_done = want;
+	pthread_cond_broadcast(&r->flush_cond);
+	pthread_mutex_unlock(&r->stop_lock);
+}
+
 static void *flusher_main(void *arg)
 {
+	in_flusher = true;
 	struct flusher *f = arg;
 	struct pt_recorder *r = f->r;
 	/* A fault while SIGBUS is blocked kills the process whatever the
@@ -637,6 +652,13 @@ static void *flusher_main(void *arg)
 	meta_flush(f, 0);
 	for (;;) {
 		int stopping = atomic_load_explicit(&r->stop, memory_order_acquire);
+		/* pt_flush() requests made before this pass: under stop_lock,
+		 * which the requester took after publishing its records, so the
+		 * head loads below see them */
+		pthread_mutex_lock(&r->stop_lock);
+		const uint64_t flush_want = r->flush_req;
+		const bool flushing = flush_want != r->flush_done;
+		pthread_mutex_unlock(&r->stop_lock);
 		uint64_t now = rec_mono_ns();
 		uint64_t busiest = 0, drained = 0;
 		f->next_due_ns = UINT64_MAX;
@@ -649,13 +671,15 @@ static void *flusher_main(void *arg)
 			uint64_t head = atomic_load_explicit(&g->head, memory_order_relaxed);
 			uint64_t fill = (head - g->tail_own) * 16 / g->cap;
 			busiest = PT_MAX(busiest, fill);
-			drained += drain(f, g, now, stopping);
+			drained += drain(f, g, now, stopping || flushing);
 		}
 		emit_repeat_if_due(f, now);
 		urcu_bp_read_unlock();
 		reap(f, now);
 		clock_if_due(f, now);
 		f->prev_poll_ns = now;
+		if (flushing) /* every chunk of this pass is committed: wake pt_flush() */
+			flush_answer(r, flush_want);
 		if (stopping)
 			break;
 		if (busiest >= 4) /* a ring was >= 1/4 full: go again at once */
@@ -670,12 +694,48 @@ static void *flusher_main(void *arg)
 		/* a timed wait that pt_close() can cut short */
 		struct timespec ts = { (time_t)(wake / 1000000000u), (long)(wake % 1000000000u) };
 		pthread_mutex_lock(&r->stop_lock);
-		if (!atomic_load_explicit(&r->stop, memory_order_relaxed))
+		if (!atomic_load_explicit(&r->stop, memory_order_relaxed) && r->flush_req == r->flush_done)
 			pthread_cond_timedwait(&r->stop_cond, &r->stop_lock, &ts);
 		pthread_mutex_unlock(&r->stop_lock);
 	}
 	final_meta(f);
+	/* the final pass drained every ring: every request is answered */
+	pthread_mutex_lock(&r->stop_lock);
+	const uint64_t last = r->flush_req;
+	pthread_mutex_unlock(&r->stop_lock);
+	flush_answer(r, last);
 	return NULL;
+}
+
+/* pt_flush()'s bound on its wait for the flusher's pass (recorder.h). */
+#define FLUSH_WAIT_NS 1000000000u
+
+int pt_flush(pt_recorder *r)
+{
+	if (!r || rec_fork_unsafe || in_flusher)
+		return in_flusher ? -EDEADLK : 0;
+	pthread_mutex_lock(&r->stop_lock);
+	/* gen is 0 while closed (and in a fork child until its reopen), and
+	 * set only once the flusher runs; stop is set, under this lock,
+	 * before the flusher's final pass, which drains everything anyway */
+	if (atomic_load_explicit(&r->gen, memory_order_relaxed) == 0 ||
+	    atomic_load_explicit(&r->stop, memory_order_relaxed)) {
+		pthread_mutex_unlock(&r->stop_lock);
+		return 0;
+	}
+	const uint64_t ticket = ++r->flush_req;
+	pthread_cond_signal(&r->stop_cond);
+	const uint64_t deadline = rec_mono_ns() + FLUSH_WAIT_NS;
+	struct timespec ts = { (time_t)(deadline / 1000000000u), (long)(deadline % 1000000000u) };
+	int rc = 0;
+	while (r->flush_done < ticket && rc != ETIMEDOUT)
+		rc = pthread_cond_timedwait(&r->flush_cond, &r->stop_lock, &ts);
+	const bool done = r->flush_done >= ticket;
+	pthread_mutex_unlock(&r->stop_lock);
+	if (!done)
+		return -ETIMEDOUT;
+	int err = atomic_load_explicit(&r->last_io_error, memory_order_relaxed);
+	return err ? -err : 0;
 }
 
 static struct flusher *the_flusher;

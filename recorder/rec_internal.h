@@ -199,6 +199,13 @@ struct pt_recorder {
 	_Atomic bool stop;
 	pthread_mutex_t stop_lock;    /* with stop_cond: wakes the flusher's poll sleep at close only */
 	pthread_cond_t stop_cond;     /* (producers never signal it) */
+	/* pt_flush(): requests taken and passes done, both under stop_lock.
+	 * pt_flush() takes a ticket (++flush_req) and signals stop_cond; the
+	 * flusher's next pass drains every ring whatever its fill, then sets
+	 * flush_done to the requests it saw before that pass and broadcasts
+	 * flush_cond (also at its exit, whose final pass drains everything). */
+	uint64_t flush_req, flush_done;
+	pthread_cond_t flush_cond;    /* CLOCK_MONOTONIC, as stop_cond */
 	struct fmt_writer *w;
 	_Atomic uint32_t next_thread_index;
 	_Atomic uint64_t threads;

@@ -634,6 +634,34 @@ PT_API void pt_gpu_end(pt_recorder *r, uint32_t id, void *cuda_stream);
 PT_API int pt_stats(pt_recorder *r, struct pt_stats_info *out, size_t out_bytes);
 
 /**
+ * pt_flush() - Make everything recorded so far readable in the trace file:
+ * drain every thread's ring and commit the chunks.
+ * @r: recorder, or NULL (returns 0).
+ *
+ * Wakes the flusher thread, whose next pass drains every ring whatever its
+ * fill level and writes the chunks (tables first), advancing the file's
+ * committed length; returns once that pass has ended. Records published
+ * before the call, by any thread, are then in the file, readable by
+ * pt_reader_open() and ptanalyze on the open trace. GPU ranges still being
+ * resolved by the CUDA thread are not waited for (doc/gpu-timing.md): they
+ * reach the file at a later pass. Each call costs one flusher pass: do
+ * not call it per section.
+ * Context: any thread but the recorder's own flusher; blocks, waiting at
+ *          most 1 s for the pass (a flusher starved of CPU or writing a
+ *          large backlog can take longer: the pass still happens, later).
+ *          Takes the recorder's flusher lock; no allocation. Not
+ *          async-signal-safe.
+ * Return: 0: done, or nothing to do (@r NULL, recorder closed, closing,
+ *         or a fork child's handle that has not reopened); -ETIMEDOUT
+ *         when the pass did not end within 1 s; -EDEADLK when called on
+ *         the flusher thread; -errno of the last I/O error met while
+ *         recording, as pt_close() reports it (the records drained since
+ *         are then counted as lost, pt_stats()).
+ * Since: 0.3.0.
+ */
+PT_API int pt_flush(pt_recorder *r);
+
+/**
  * pt_set_enabled() - Turn recording on or off for all threads.
  * @r:  recorder or NULL (no-op).
  * @on: false: from now on nothing new is recorded, and nothing of it is

@@ -13,8 +13,11 @@ Every fenced code block of the README is taken, in order:
   - any other block, and any command that cannot run in a test, must be
     listed in NOT_RUN below with the reason; a listed block or command the
     README no longer has fails the test (the list cannot go stale).
-The only change made to a command is ADAPTED's: the README's `build`
-directory is this build directory. Root only (the install is real, as in
+The only changes made to a command are ADAPTED's (the README's `build`
+directory is this build directory) and PYTHON's: a command that starts with
+`python3 ` runs with the interpreter this test runs under, the one meson
+built and installed the `ptz` module for (/usr/bin/python3 on Debian; a
+`python3` first on PATH, such as a pyenv one, would not see the install). Root only (the install is real, as in
 CI); otherwise exit 77 (SKIP). Output: TAP lines, exit status 0, 1 or 77.
 """
 import fcntl
@@ -44,6 +47,9 @@ EXIT_OK = {
 ADAPTED = {
     "meson install -C build && ldconfig": lambda build: f"meson install -C {build} --no-rebuild && ldconfig",
 }
+
+# `python3 ...` commands: this interpreter (see the docstring).
+PYTHON = sys.executable
 
 n = 0
 failed = 0
@@ -142,6 +148,8 @@ def main():
                     print(f"# not run: {bare}: {NOT_RUN[bare]}")
                     continue
                 run, cwd = cmd, work
+                if run.startswith("python3 "):
+                    run = PYTHON + run[len("python3"):]
                 if bare in ADAPTED:
                     seen.add(bare)
                     run, cwd = ADAPTED[bare](build), src

@@ -1,0 +1,579 @@
+"""tests/python/test_ptz.py - the ptz Python module (issue 19), CPU side.
+
+Run by meson (suite 'python') with PYTHONPATH=<build>/python, PTANALYZE
+set to the built ptanalyze and PTZ_TEST_TMPDIR a scratch directory. Every
+test records into its own trace (one recorder per process: each test
+closes its instance) and checks what the trace holds, through the module's
+statistics and through ptanalyze itself.
+
+Invariants covered:
+  - sections as context managers, reused and nested; start/stop with
+    metrics on either; decorators (section, profile_function bare and
+    named, methods); FLOPs from operation_type through libptz's helpers;
+    record_memory_transfer; counter; enable/disable; threads on their own
+    rings;
+  - misuse counted, never raised (stop of a title not open); bad arguments
+    raise TypeError/ValueError; a second open recorder raises OSError;
+  - null-safe patterns of the proposal;
+  - get_timing_data() equals `ptanalyze --json` on the same trace, row by
+    row (flat and tree); get_stats(); log() lines; export_csv() equal to
+    `ptanalyze --csv` and read back; export_json() equal to --json.
+"""
+import contextlib
+import csv
+import io
+import json
+import logging
+import os
+import subprocess
+import sys
+import threading
+import unittest
+
+import ptz
+
+TMP = os.environ.get("PTZ_TEST_TMPDIR", "/tmp")
+PTANALYZE = os.environ["PTANALYZE"]
+
+
+def tmp_path(name):
+    d = os.path.join(TMP, "python-tests")
+    os.makedirs(d, exist_ok=True)
+    return os.path.join(d, name)
+
+
+def ptanalyze_json(path):
+    out = subprocess.run([PTANALYZE, path, "--json", "-", "--no-progress"], check=True,
+                         stdout=subprocess.PIPE).stdout
+    return json.loads(out)
+
+
+# keys the module adds next to the analyzer's (the proposal's names)
+LEGACY = {"duration", "calls", "average"}
+
+def same_row(test, mine, theirs, what, exact=True):
+    """Row @mine (the module's) equals @theirs (ptanalyze's JSON), key by
+    key; reals to the 12 significant digits the JSON report writes.
+
+    exact=False, for two readings of a trace still being written: the
+    flusher keeps adding clock triples, and every duration is ticks times
+    the trace's mean ns-per-tick slope, every instant goes through the
+    piecewise tick->ns mapping (doc/analyzer-output.md §1): a later
+    reading may round a figure 1 ns apart and move the spans (share). Then
+    ns figures may differ by 1 ns plus 1 ppm (means and stds, over
+    occurrences each 1 ns apart at most: 2 ns), other reals (rates over
+    totals that moved by up to 1 ns an occurrence) by 0.1 % (share
+    excepted); every count, byte and FLOP figure must still be equal.
+    The closed trace is then compared exactly."""
+    mine = {k: v for k, v in mine.items() if k not in LEGACY}
+    test.assertEqual(set(mine), set(theirs), what)
+    for k, v in mine.items():
+        w = theirs[k]
+        msg = "%s %s" % (what, k)
+        if exact:
+            if isinstance(v, float):
+                test.assertAlmostEqual(v, w, delta=abs(v) * 1e-11, msg=msg)
+            else:
+                test.assertEqual(v, w, msg)
+        elif k == "share":
+            continue
+        elif isinstance(v, float) and k.endswith("_ns"):
+            test.assertAlmostEqual(v, w, delta=abs(v) * 1e-6 + 2, msg=msg)
+        elif isinstance(v, float):
+            test.assertAlmostEqual(v, w, delta=abs(v) * 1e-3 + 1e-9, msg=msg)
+        elif isinstance(v, int) and not isinstance(v, bool) and k.endswith("_ns"):
+            test.assertLessEqual(abs(v - w), 1 + abs(v) * 1e-6, msg)
+        else:
+            test.assertEqual(v, w, msg)
+
+
+class Base(unittest.TestCase):
+    def setUp(self):
+        self.path = tmp_path(self.id().rsplit(".", 1)[-1] + ".ptz")
+        self.t = ptz.PerformanceTiming(self.id(), path=self.path)
+
+    def tearDown(self):
+        self.t.close()
+
+    def rows(self):
+        """Closes the trace and returns ptanalyze's flat rows by name."""
+        self.t.close()
+        rep = ptanalyze_json(self.path)
+        return {r["name"]: r for r in rep["flat"]}, rep
+
+
+class TestSections(Base):
+    def test_with_section_metrics_and_nesting(self):
+        for _ in range(10):
+            with self.t.section("outer", read=100, written=50, flops=7) as s:
+                with self.t.section("inner", flops=3):
+                    pass
+                s.add_memory(read=1, written=2)
+                s.add_flops(4)
+        rows, rep = self.rows()
+        self.assertEqual(rows["outer"]["count"], 10)
+        self.assertEqual(rows["inner"]["count"], 10)
+        self.assertEqual(rows["outer"]["self_read_bytes"], 10 * 101)
+        self.assertEqual(rows["outer"]["self_written_bytes"], 10 * 52)
+        self.assertEqual(rows["outer"]["self_flops"], 10 * 11)
+        self.assertEqual(rows["outer"]["flops"], 10 * 14)  # inclusive of inner
+        paths = {tuple(r["path"]): r for r in rep["tree"]}
+        self.assertEqual(paths[("outer", "inner")]["count"], 10)
+        self.assertGreaterEqual(rows["outer"]["total_ns"], rows["inner"]["total_ns"])
+        self.assertEqual(rep["trace"]["recorder_errors"], 0)
+
+    def test_reused_section_object(self):
+        s = self.t.section("reused", flops=2)
+        for _ in range(5):
+            with s:
+                pass
+        with s:
+            with s:  # reentrant: nested occurrence of the same title
+                pass
+        rows, rep = self.rows()
+        self.assertEqual(rows["reused"]["count"], 7)
+        self.assertEqual(rows["reused"]["self_flops"], 14)
+        self.assertEqual(s.title, "reused")
+
+    def test_exception_leaves_the_section(self):
+        with self.assertRaises(KeyError):
+            with self.t.section("raises"):
+                raise KeyError("x")
+        with self.t.section("after"):
+            pass
+        rows, rep = self.rows()
+        self.assertEqual(rows["raises"]["count"], 1)
+        self.assertEqual([tuple(r["path"]) for r in rep["tree"] if r["name"] == "after"], [("after",)])
+
+    def test_start_stop_metrics_on_either(self):
+        self.t.start("phase", read=10, flops=1)
+        self.t.start("sub", written=5)
+        self.t.stop("sub", read=3)
+        self.t.stop("phase", written=7, flops=2)
+        rows, rep = self.rows()
+        self.assertEqual(rows["phase"]["self_read_bytes"], 10)
+        self.assertEqual(rows["phase"]["self_written_bytes"], 7)
+        self.assertEqual(rows["phase"]["self_flops"], 3)
+        self.assertEqual(rows["sub"]["self_written_bytes"], 5)
+        self.assertEqual(rows["sub"]["self_read_bytes"], 3)
+        self.assertEqual(rep["trace"]["recorder_errors"], 0)
+
+    def test_stop_not_open_is_counted_never_raised(self):
+        self.t.stop("never-started")
+        self.t.stop("never-started", flops=5)
+        self.t.start("a")
+        self.t.stop("a")
+        self.assertEqual(self.t.get_stats()["error_count"], 2)
+        rows, rep = self.rows()
+        self.assertEqual(rep["trace"]["recorder_errors"], 2)
+        self.assertEqual(rows["a"]["count"], 1)
+
+    def test_decorators(self):
+        sec = self.t.section("decorated", flops=5)
+
+        @sec
+        def f(x, y=1):
+            return x + y
+
+        @self.t.profile_function
+        def bare(x):
+            return x * 2
+
+        @self.t.profile_function(name="named")
+        def g():
+            return "g"
+
+        @self.t.profile_function()
+        def by_qualname():
+            return 1
+
+        class K:
+            @self.t.profile_function
+            def method(self, v):
+                return v + 1
+
+        self.assertEqual(f(1, y=2), 3)
+        self.assertEqual(f(2), 3)
+        self.assertEqual(bare(4), 8)
+        self.assertEqual(g(), "g")
+        self.assertEqual(by_qualname(), 1)
+        self.assertEqual(K().method(1), 2)
+        self.assertEqual(bare.__name__, "bare")
+        self.assertEqual(bare.__wrapped__(3), 6)
+        with self.assertRaises(ZeroDivisionError):
+            self.t.profile_function(lambda: 1 / 0)()
+        rows, _ = self.rows()
+        self.assertEqual(rows["decorated"]["count"], 2)
+        self.assertEqual(rows["decorated"]["self_flops"], 10)
+        q = "TestSections.test_decorators.<locals>."
+        self.assertEqual(rows[q + "bare"]["count"], 1)
+        self.assertEqual(rows["named"]["count"], 1)
+        self.assertEqual(rows[q + "by_qualname"]["count"], 1)
+        self.assertEqual(rows[q + "K.method"]["count"], 1)
+        self.assertEqual(rows[q + "<lambda>"]["count"], 1)
+
+    def test_operation_type_flops(self):
+        import numpy as np
+        a, b = np.ones((3, 4, 5)), np.ones((4, 5))
+        spec = "ijk,jk->i"
+        with self.t.section("einsum", operation_type="einsum", shape_info=(spec, a.shape, b.shape)):
+            np.einsum(spec, a, b)
+        with self.t.section("mm", operation_type="matmul", shape_info=((8, 3), (3, 5))):
+            pass
+        with self.t.section("mm3", operation_type="matmul", shape_info=(8, 5, 3)):
+            pass
+        with self.t.section("ew", operation_type="elementwise", shape_info=((10, 10), 3)):
+            pass
+        with self.t.section("sp", operation_type="sparse_matmul", shape_info=(100, 7)):
+            pass
+        with self.t.section("both", flops=1, operation_type="elementwise", shape_info=10):
+            pass
+        # numpy's own naive count for the einsum
+        naive = np.einsum_path(spec, a, b, optimize=False)[1]
+        numpy_count = None
+        for line in naive.splitlines():
+            if "Naive FLOP count" in line:
+                numpy_count = int(float(line.split(":")[1].strip()))
+        self.assertEqual(ptz.flops("einsum", (spec, a.shape, b.shape)), numpy_count)
+        rows, _ = self.rows()
+        self.assertEqual(rows["einsum"]["self_flops"], numpy_count)
+        self.assertEqual(rows["mm"]["self_flops"], 2 * 8 * 5 * 3)
+        self.assertEqual(rows["mm3"]["self_flops"], 2 * 8 * 5 * 3)
+        self.assertEqual(rows["ew"]["self_flops"], 300)
+        self.assertEqual(rows["sp"]["self_flops"], 2 * 100 * 7)
+        self.assertEqual(rows["both"]["self_flops"], 11)
+
+    def test_transfer_and_counter(self):
+        with self.t.section("copy"):
+            self.t.record_memory_transfer(nbytes=1000, direction="cpu_to_gpu")
+            self.t.record_memory_transfer(size_mb=2, direction="gpu_to_cpu")
+            self.t.record_memory_transfer(nbytes=10)  # default: cpu_to_gpu
+            self.t.record_memory_transfer(size_mb=0.5, direction="d2d")
+        for v in (5, 7, -3, 2.9):
+            self.t.counter("queue depth", v)  # a float is truncated toward zero
+        rows, rep = self.rows()
+        self.assertEqual(rows["copy"]["h2d_bytes"], 1010)
+        self.assertEqual(rows["copy"]["d2h_bytes"], 2 * 1024 * 1024)
+        self.assertEqual(rows["copy"]["d2d_bytes"], 512 * 1024)
+        counters = {c["name"]: c for th in rep["threads"] for c in th["counters"]}
+        c = counters["queue depth"]
+        self.assertEqual((c["samples"], c["last"], c["min"], c["max"]), (4, 2, -3, 7))
+
+    def test_enable_disable(self):
+        with self.t.section("on"):
+            pass
+        self.t.disable()
+        self.assertFalse(self.t.enabled)
+        with self.t.section("off"):
+            pass
+        self.t.start("off2")
+        self.t.stop("off2")
+        self.t.enable()
+        self.assertTrue(self.t.enabled)
+        with self.t.section("on"):
+            pass
+        rows, rep = self.rows()
+        self.assertEqual(rows["on"]["count"], 2)
+        self.assertNotIn("off", rows)
+        self.assertNotIn("off2", rows)
+        self.assertEqual(rep["trace"]["recorder_errors"], 0)
+
+    def test_threads_record_on_their_own_rings(self):
+        n_threads, per = 4, 500
+        barrier = threading.Barrier(n_threads)
+
+        def work(k):
+            barrier.wait()
+            s = self.t.section("worker")
+            for i in range(per):
+                with s:
+                    with self.t.section("leaf-%d" % k):
+                        pass
+
+        ths = [threading.Thread(target=work, args=(k,)) for k in range(n_threads)]
+        for th in ths:
+            th.start()
+        for th in ths:
+            th.join()
+        rows, rep = self.rows()
+        self.assertEqual(rows["worker"]["count"], n_threads * per)
+        for k in range(n_threads):
+            self.assertEqual(rows["leaf-%d" % k]["count"], per)
+        workers = [th for th in rep["threads"] if any(r["name"] == "worker" for r in th["flat"])]
+        self.assertEqual(len(workers), n_threads)
+        self.assertEqual(rep["trace"]["recorder_errors"], 0)
+        self.assertEqual(rep["trace"]["lost_records"], 0)
+
+
+class TestNullSafe(unittest.TestCase):
+    def test_none_instance_patterns(self):
+        ENABLE_PROFILING = False
+        timing = ptz.PerformanceTiming("x", path=tmp_path("never.ptz")) if ENABLE_PROFILING else None
+        timing and timing.start("a", flops=1)
+        timing and timing.stop("a")
+        with (timing.section("b") if timing else contextlib.nullcontext()):
+            pass
+        self.assertIsNone(timing)
+
+    def test_disabled_instance_creates_nothing(self):
+        path = tmp_path("disabled.ptz")
+        if os.path.exists(path):
+            os.unlink(path)
+        t = ptz.PerformanceTiming("off", path=path, enabled=False)
+        try:
+            self.assertFalse(t.enabled)
+            with t.section("x", flops=3) as s:
+                s.add_flops(1)
+                s.add_memory(read=1)
+            t.start("y")
+            t.stop("y")
+            t.stop("not-open")
+
+            @t.profile_function
+            def f():
+                return 5
+
+            self.assertEqual(f(), 5)
+            t.record_memory_transfer(nbytes=5)
+            t.counter("c", 1)
+            self.assertFalse(os.path.exists(path))
+            t.enable()  # now it records
+            with t.section("z"):
+                pass
+        finally:
+            t.close()
+        rows = {r["name"]: r for r in ptanalyze_json(path)["flat"]}
+        self.assertEqual(set(rows), {"z"})
+
+
+class TestErrors(Base):
+    def test_bad_arguments_raise(self):
+        with self.assertRaises(TypeError):
+            self.t.section(5)
+        with self.assertRaises(TypeError):
+            self.t.section("x", bogus=1)
+        with self.assertRaises(ValueError):
+            self.t.section("x", flops=-1)
+        with self.assertRaises(ValueError):
+            self.t.section("x", read=float("nan"))
+        with self.assertRaises(ValueError):
+            self.t.section("x", operation_type="fft", shape_info=(1,))
+        with self.assertRaises(ValueError):
+            self.t.section("x", operation_type="einsum")
+        with self.assertRaises(ValueError):
+            self.t.section("x", operation_type="einsum", shape_info=("ij,jk->ik", (2, 3), (4, 5)))
+        with self.assertRaises(ValueError):
+            self.t.section("x", shape_info=(1, 2))
+        with self.assertRaises(TypeError):
+            self.t.section("x", use_gpu_events=True, stream="s")
+        with self.assertRaises(ValueError):
+            self.t.section("x", sync=True)
+        with self.assertRaises(ValueError):
+            self.t.section("x", use_gpu_events=True, stream=5, sync=True)
+        with self.assertRaises(ValueError):
+            self.t.record_memory_transfer(nbytes=1, direction="sideways")
+        with self.assertRaises(TypeError):
+            self.t.record_memory_transfer()
+        with self.assertRaises(TypeError):
+            self.t.counter("c", "one")
+        with self.assertRaises(TypeError):
+            self.t.start()
+        with self.assertRaises(TypeError):
+            self.t.section("x")(42)  # decorating a non-callable
+        with self.assertRaises(ValueError):
+            self.t.log(sort_by="colour")
+        rows, rep = self.rows()
+        self.assertEqual(rows, {})  # nothing recorded by failed calls
+        self.assertEqual(rep["trace"]["recorder_errors"], 0)
+
+    def test_second_recorder_refused(self):
+        with self.assertRaises(OSError):
+            ptz.PerformanceTiming("second", path=tmp_path("second.ptz"))
+
+    def test_unwritable_path(self):
+        self.t.close()
+        with self.assertRaises(OSError):
+            ptz.PerformanceTiming("bad", path="/nonexistent-dir/x.ptz")
+
+
+class TestStatistics(Base):
+    def record(self):
+        for i in range(50):
+            with self.t.section("step", flops=1000, read=4096):
+                with self.t.section("einsum", flops=2000):
+                    sum(range(200))
+                with self.t.section("update", written=8192):
+                    pass
+        self.t.start("tail")
+        self.t.stop("tail")
+        self.t.stop("not-open")
+
+    def test_get_timing_data_equals_ptanalyze_json(self):
+        self.record()
+        data = self.t.get_timing_data()
+        # the same trace, read by the CLI while still open
+        rep = ptanalyze_json(self.path)
+        self.check_equal(data, rep, exact=False)
+        self.assertEqual(data["sections"]["step"]["count"], 50)
+        self.assertEqual(data["paths"]["step;einsum"]["flops"], 50 * 2000)
+        self.assertEqual(data["trace"]["recorder_errors"], 1)
+        # closed: both read the same final file, every figure identical
+        self.t.close()
+        self.check_equal(self.t.get_timing_data(), ptanalyze_json(self.path), exact=True)
+
+    def check_equal(self, data, rep, exact):
+        flat = {r["name"]: r for r in rep["flat"]}
+        tree = {";".join(r["path"]): r for r in rep["tree"]}
+        self.assertEqual(set(data["sections"]), set(flat))
+        self.assertEqual(set(data["paths"]), set(tree))
+        for name, row in data["sections"].items():
+            same_row(self, row, flat[name], name, exact)
+            self.assertEqual(row["duration"], row["total_ns"] / 1e9)
+            self.assertEqual(row["calls"], row["count"])
+        for p, row in data["paths"].items():
+            same_row(self, row, tree[p], p, exact)
+        for k in ("sections", "records", "lost_records", "recorder_errors"):
+            self.assertEqual(data["trace"][k], rep["trace"][k], k)
+        if exact:
+            self.assertEqual(data["trace"], rep["trace"])
+
+    def test_get_timing_data_sees_new_sections(self):
+        with self.t.section("a"):
+            pass
+        self.assertEqual(self.t.get_timing_data()["sections"]["a"]["count"], 1)
+        for _ in range(999):
+            with self.t.section("a"):
+                pass
+        self.assertEqual(self.t.get_timing_data()["sections"]["a"]["count"], 1000)
+
+    def test_queries_while_threads_record(self):
+        stop = threading.Event()
+        done = []
+
+        def work():
+            n = 0
+            s = self.t.section("busy", flops=1)
+            while not stop.is_set():
+                with s:
+                    n += 1
+            done.append(n)
+
+        ths = [threading.Thread(target=work) for _ in range(2)]
+        for th in ths:
+            th.start()
+        seen = []
+        try:
+            for _ in range(20):
+                row = self.t.get_timing_data()["sections"].get("busy")
+                seen.append(row["count"] if row else 0)
+        finally:
+            stop.set()
+            for th in ths:
+                th.join()
+        self.assertEqual(seen, sorted(seen))  # each query sees at least what the last one saw
+        self.assertGreater(seen[-1], 0)
+        self.t.flush()
+        data = self.t.get_timing_data()
+        # two threads in a tight loop can outrun the flusher: what a full
+        # ring drops is counted as lost whole sections, never half of one
+        busy = data["sections"]["busy"]
+        self.assertEqual(busy["count"] + data["trace"]["lost_sections"], sum(done))
+        self.assertEqual(busy["self_flops"], busy["count"])
+
+    def test_get_stats(self):
+        self.record()
+        st = self.t.get_stats()
+        self.assertEqual(st["section_count"], 50 * 3 + 1)
+        self.assertEqual(st["error_count"], 1)
+        self.assertFalse(st["gpu_timing_enabled"])  # no CUDA runtime here
+        self.assertEqual(st["losses"], {"lost_records": 0, "lost_sections": 0})
+        data = self.t.get_timing_data()
+        top = data["sections"]["step"]["total_ns"] + data["sections"]["tail"]["total_ns"]
+        self.assertAlmostEqual(st["total_duration"], top / 1e9, delta=1e-12)
+        self.assertEqual(st["recorder"]["errors"], 1)
+
+    def test_log_output(self):
+        self.record()
+        stream = io.StringIO()
+        logger = logging.getLogger("ptz-test-log")
+        logger.propagate = False
+        logger.setLevel(logging.INFO)
+        h = logging.StreamHandler(stream)
+        logger.addHandler(h)
+        try:
+            lines = self.t.log(logger, include_percentages=True, sort_by="flops")
+        finally:
+            logger.removeHandler(h)
+        out = stream.getvalue().splitlines()
+        self.assertEqual(out, lines)
+        self.assertIn("151 sections, 1 recorder errors, 0 records lost", out[0])
+        names = [line.split()[0] for line in out[1:]]
+        # by inclusive FLOPs: step (150,000) > einsum (100,000) > update, tail (0)
+        self.assertEqual(names[:2], ["step", "einsum"])
+        self.assertEqual(set(names), {"step", "einsum", "update", "tail"})
+        data = self.t.get_timing_data()
+        step = next(line for line in out if line.startswith("step "))
+        self.assertIn("calls=50 ", step)
+        self.assertIn("flops=150000", step)
+        self.assertIn("%.1f%%" % (100 * data["sections"]["step"]["share"]), step)
+        self.assertIn("GFLOP/s", step)
+        plain = self.t.log(logger, include_percentages=False, sort_by="name")
+        self.assertEqual([line.split()[0] for line in plain[1:]], sorted(names))
+        self.assertNotIn("%", plain[1])
+
+    def test_export_csv_round_trip(self):
+        self.record()
+        mine = tmp_path("export.csv")
+        self.t.export_csv(mine)
+        with open(mine, newline="") as f:
+            rows = list(csv.DictReader(f))
+        flat = {r["name"]: r for r in rows if r["view"] == "flat" and r["thread"] == "all"}
+        data = self.t.get_timing_data()  # a later reading (same_row(exact=False) says why 1 ns)
+        for name in ("step", "einsum", "update", "tail"):
+            d = data["sections"][name]
+            self.assertEqual(int(flat[name]["count"]), d["count"], name)
+            self.assertEqual(int(flat[name]["flops"]), d["flops"], name)
+            self.assertEqual(int(flat[name]["read_bytes"]), d["read_bytes"], name)
+            self.assertLessEqual(abs(int(flat[name]["total_ns"]) - d["total_ns"]), 1 + d["total_ns"] * 1e-6, name)
+        # closed, the CLI's CSV of the same file is the module's, byte for byte
+        self.t.close()
+        self.t.export_csv(mine)
+        theirs = tmp_path("cli.csv")
+        subprocess.run([PTANALYZE, self.path, "--csv", theirs, "--no-progress"], check=True)
+        with open(theirs) as a, open(mine) as b:
+            self.assertEqual(b.read(), a.read())
+
+    def test_export_json_equals_cli(self):
+        self.record()
+        mine = tmp_path("export.json")
+        self.t.export_json(mine)
+        with open(mine) as f:
+            doc = json.load(f)
+        self.assertEqual(doc["schema"], "ptanalyze-report/1")
+        rep = ptanalyze_json(self.path)  # the open trace, read again
+        for a, b in zip(doc["flat"], rep["flat"]):
+            same_row(self, a, b, a["name"], exact=False)
+        for a, b in zip(doc["tree"], rep["tree"]):
+            same_row(self, a, b, ";".join(a["path"]), exact=False)
+        self.t.close()
+        self.t.export_json(mine)
+        with open(mine) as f:
+            self.assertEqual(json.load(f), ptanalyze_json(self.path))
+
+    def test_get_profiler_is_process_wide(self):
+        self.t.close()
+        os.environ["PTZ_TRACE"] = tmp_path("profiler-%p.ptz")
+        try:
+            p = ptz.get_profiler()
+            self.assertIs(ptz.get_profiler(), p)
+            self.assertEqual(p.path, tmp_path("profiler-%d.ptz" % os.getpid()))
+            with p.section("via-profiler"):
+                pass
+            self.assertEqual(p.get_timing_data()["sections"]["via-profiler"]["count"], 1)
+            p.close()
+        finally:
+            del os.environ["PTZ_TRACE"]
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
