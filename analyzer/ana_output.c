@@ -1522,7 +1522,6 @@ static void jw_flat(struct jw *w, const struct ana_result *res, json_t **names, 
 
 int ana_write_json(FILE *out, const struct ana_result *res, const struct ana_report_opts *o)
 {
-	(void)o;
 	const struct pt_trace_info *in = pt_reader_info(res->rd);
 	struct jw w = { out, 0 };
 	bool first = true;
@@ -1599,10 +1598,12 @@ int ana_write_json(FILE *out, const struct ana_result *res, const struct ana_rep
 		jw_raw(&w, "{");
 		bool kfirst = true;
 		jw_members(&w, j, "   ", &kfirst);
-		jw_key(&w, "tree", "   ", &kfirst);
-		jw_tree(&w, res, names, &t->tree, "    ");
-		jw_key(&w, "flat", "   ", &kfirst);
-		jw_flat(&w, res, names, res->by_name_thread[i], res->threads[i].nflat, "    ");
+		if (!o || !o->no_thread_rows) {
+			jw_key(&w, "tree", "   ", &kfirst);
+			jw_tree(&w, res, names, &t->tree, "    ");
+			jw_key(&w, "flat", "   ", &kfirst);
+			jw_flat(&w, res, names, res->by_name_thread[i], res->threads[i].nflat, "    ");
+		}
 		json_t *cs = json_array();
 		for (size_t k = 0; k < t->ncounters; k++) {
 			json_t *c = json_object();
