@@ -12,7 +12,8 @@
  * labels (drawn on a canvas), never through innerHTML, so a section named "<script>" stays
  * text. Charts are Chart.js (Debian libjs-chart.js, inlined before this script).
  *
- * URL fragment: #expand=all opens every row of the call tree (the browser test reads them all).
+ * URL fragment: #expand=all opens every row of the tables, #columns=all shows every column group
+ * (the browser test reads them all: #expand=all&columns=all).
  */
 'use strict';
 (function () {
@@ -190,7 +191,8 @@
 		const bNone = el('button', { type: 'button' }, 'collapse all');
 		const info = el('span', { class: 'note' });
 		const groups = [...new Set(cols.map((c) => c.group).filter((g) => g))];
-		const shown = new Set(groups.filter((g) => (opts.groups || []).includes(g)));
+		const allCols = /(^|[#&])columns=all($|&)/.test(location.hash);
+		const shown = new Set(groups.filter((g) => allCols || (opts.groups || []).includes(g)));
 		const boxes = groups.map((g) => {
 			const cb = el('input', { type: 'checkbox' });
 			cb.checked = shown.has(g);
@@ -643,9 +645,11 @@
 				type: 'bar',
 				data: { labels: sig.map((x) => shortPath(paths[x.i])),
 					datasets: [{ label: 'change, % (95% interval)', data: sig.map((x) => [num(x.r.ci_low) * 100, num(x.r.ci_high) * 100]),
-						     backgroundColor: sig.map(col) }] },
+						     backgroundColor: sig.map(col), minBarLength: 3 }] },
 				options: { indexAxis: 'y',
-					   scales: { x: { title: { display: true, text: 'change of the median, %' } } },
+					   scales: { x: { suggestedMin: Math.min(0, ...sig.map((x) => num(x.r.ci_low) * 110)),
+							  suggestedMax: Math.max(0, ...sig.map((x) => num(x.r.ci_high) * 110)),
+							  title: { display: true, text: 'change of the median, %' } } },
 					   plugins: { legend: { display: false },
 						      tooltip: { callbacks: { title: (cs) => paths[sig[cs[0].dataIndex].i].join(';'),
 									      label: (cs) => { const r = sig[cs.dataIndex].r;
@@ -677,11 +681,9 @@
 			(r.parent >= 0 ? nodes[r.parent].kids : roots).push(n);
 		});
 		const C = (key, label, f, group) => ({ key, label, fmt: f, group });
-		const vorder = Object.fromEntries(VERDICTS.map((v, i) => [v[0], VERDICTS.length - i]));
 		const cols = [
 			{ key: 'name', label: 'call path', name: true, get: (r) => r.name },
 			{ key: 'verdict', label: 'verdict', fmt: (v) => vname(v), get: (r) => r.verdict, cls: (v) => 'v-' + v },
-			{ key: 'verdict_rank', label: '', fmt: () => '', get: (r) => vorder[r.verdict] || 0 },
 			C('change', 'change', fmt.spct), C('ci_low', 'CI low', fmt.spct), C('ci_high', 'CI high', fmt.spct),
 			C('q', 'q', fmt.sig), C('p', 'p', fmt.sig, 'test'), C('u', 'U', fmt.sig, 'test'),
 			C('n_base', 'n base', fmt.count), C('n_new', 'n new', fmt.count),
@@ -809,7 +811,7 @@
 		else
 			reportPage(meta);
 	} catch (e) {
-		document.body.append(el('pre', null, 'This page failed to render: ' + e));
+		document.body.append(el('pre', { id: 'ptz-error' }, 'This page failed to render: ' + e));
 		throw e;
 	}
 })();
