@@ -350,6 +350,9 @@
 		for (const d of GPU_DIRS)
 			cols.push(C(d + '_gb_per_s', d.toUpperCase() + ' GB/s', fmt.rate('GB/s'), 'transfers'));
 		cols.push(C('lossy', 'lossy', fmt.bool));
+		if (rep.trace.saturated)
+			cols.push(C('saturated', 'saturated', fmt.bool));
+		cols.push({ key: 'domain', label: 'domain', fmt: (v) => v || '', group: 'domain', title: 'timing domain ("" = default)' });
 		if (rep.gpu) {
 			cols.push(C('gpu_count', 'GPU ranges', fmt.count, 'GPU'), C('gpu_total_ns', 'GPU total', fmt.dur, 'GPU'),
 				  C('gpu_mean_ns', 'GPU mean', fmt.dur, 'GPU'), C('gpu_min_ns', 'GPU min', fmt.dur, 'GPU'),
