@@ -164,6 +164,11 @@
 	function rowPath(r) {
 		return (r.path_elided ? '[' + r.depth + '] \u2026;' : '') + (r.path || [r.name]).join(';');
 	}
+	/* The unit a chart's axis shows durations up to @maxNs in. */
+	function durUnit(maxNs) {
+		return maxNs >= 1e9 ? { div: 1e9, unit: 's' } : maxNs >= 1e6 ? { div: 1e6, unit: 'ms' } :
+			maxNs >= 1e3 ? { div: 1e3, unit: 'us' } : { div: 1, unit: 'ns' };
+	}
 	function section(id, title, ...kids) {
 		return el('section', { id }, el('h2', null, title), ...kids);
 	}
@@ -462,16 +467,17 @@
 		const byTotal = tree.slice().sort((a, b) => num(b.total_ns) - num(a.total_ns)).slice(0, 15);
 		const bars = chartBox('Top call paths by total (inclusive) time, with their counts', null, true);
 		charts.append(bars.box);
+		const tu = durUnit(Math.max(0, ...byTotal.map((r) => num(r.total_ns))));
 		new Chart(bars.canvas, {
 			type: 'bar',
 			data: { labels: byTotal.map((r) => shortPath(r.path)),
-				datasets: [{ label: 'total (ms)', data: byTotal.map((r) => num(r.total_ns) / 1e6), backgroundColor: PALETTE[0], xAxisID: 'x' },
+				datasets: [{ label: `total (${tu.unit})`, data: byTotal.map((r) => num(r.total_ns) / tu.div), backgroundColor: PALETTE[0], xAxisID: 'x' },
 					   { label: 'count', data: byTotal.map((r) => num(r.count)), backgroundColor: PALETTE[1], xAxisID: 'x2' }] },
 			options: { indexAxis: 'y',
-				   scales: { x: { position: 'bottom', title: { display: true, text: 'total, ms' } },
+				   scales: { x: { position: 'bottom', title: { display: true, text: `total, ${tu.unit}` } },
 					     x2: { position: 'top', type: 'logarithmic', grid: { drawOnChartArea: false }, title: { display: true, text: 'count (log)' } } },
 				   plugins: { tooltip: { callbacks: { title: (c) => rowPath(byTotal[c[0].dataIndex]),
-									label: (c) => (c.datasetIndex ? `count ${c.raw}` : `total ${fmt.dur(c.raw * 1e6)}`) } } } },
+									label: (c) => (c.datasetIndex ? `count ${c.raw}` : `total ${fmt.dur(c.raw * tu.div)}`) } } } },
 		});
 
 		/* GPU: time breakdown per section */
@@ -486,7 +492,8 @@
 					   'Each bar is the row\u2019s time breakdown (doc/analyzer-output.md \u00a73.1): CPU time outside launches, ' +
 					   'launch overhead (self CPU time of GPU sections), GPU compute and GPU transfer time. CPU and GPU time overlap in wall time.', true);
 			gsec.append(el('div', { class: 'charts' }, g.box));
-			const part = (f) => grows.map((r) => f(r.time) / 1e6);
+			const gu = durUnit(Math.max(0, ...grows.map((r) => Math.max(num(r.time.cpu_ns), num(r.time.gpu_ns) + num(r.time.cpu_ns)))));
+			const part = (f) => grows.map((r) => f(r.time) / gu.div);
 			new Chart(g.canvas, {
 				type: 'bar',
 				data: { labels: grows.map((r) => shortPath(r.path)),
@@ -494,9 +501,9 @@
 						   { label: 'launch overhead', data: part((t) => num(t.launch_ns)), backgroundColor: PALETTE[2] },
 						   { label: 'GPU compute', data: part((t) => num(t.compute_ns)), backgroundColor: PALETTE[4] },
 						   { label: 'GPU transfer', data: part((t) => num(t.transfer_ns)), backgroundColor: PALETTE[1] }] },
-				options: { indexAxis: 'y', scales: { x: { stacked: true, title: { display: true, text: 'ms' } }, y: { stacked: true } },
+				options: { indexAxis: 'y', scales: { x: { stacked: true, title: { display: true, text: gu.unit } }, y: { stacked: true } },
 					   plugins: { tooltip: { callbacks: { title: (c) => rowPath(grows[c[0].dataIndex]),
-										label: (c) => `${c.dataset.label}: ${fmt.dur(c.raw * 1e6)}` } } } },
+										label: (c) => `${c.dataset.label}: ${fmt.dur(c.raw * gu.div)}` } } } },
 			});
 		}
 

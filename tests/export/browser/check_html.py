@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
-"""tests/export/browser/check_html.py PTANALYZE GEN_HTML_TRACE BUILD_ROOT OUT_DIR - the HTML page check.
+"""tests/export/browser/check_html.py PTANALYZE GEN_HTML_TRACE GEN_GPU_TRACE BUILD_ROOT OUT_DIR - the HTML page check.
 
 Writes `ptanalyze TRACE --report --html` pages of the example workloads
 (BUILD_ROOT/examples/{led_optimizer,compress_corpus} --small) and of
 gen_html_trace's traces (names that are markup), and `ptanalyze compare
---html` of a run against a slower one, opens each from file:// in headless
+--html` of a run against a slower one, and a GPU trace's page (gen_gpu_trace:
+its GPU columns and time breakdown in the table), opens each from file:// in headless
 Chromium (Debian's chromium-headless-shell), and checks:
   - no console message at all (an exception in the page script is one), and
     every section of the page rendered;
@@ -231,10 +232,10 @@ def shot_checks(chrome, work, page, out, name, size, extra=(), dark=False, want_
 
 
 def main():
-    if len(sys.argv) != 5:
+    if len(sys.argv) != 6:
         print(__doc__, file=sys.stderr)
         return 2
-    ana, gen, build, out = (os.path.abspath(a) for a in sys.argv[1:])
+    ana, gen, gen_gpu, build, out = (os.path.abspath(a) for a in sys.argv[1:])
     # Without a browser (PTZ_SKIP_BROWSER=1, or none to be had outside CI and root) the checks that
     # need none still run: a failure among them fails the test, else it is a SKIP.
     skip = os.environ.get("PTZ_SKIP_BROWSER", "") not in ("", "0")
@@ -263,10 +264,12 @@ def main():
         want_h2 = ["Summary", "Where the time goes", "GPU", "Counters over time", "Bottlenecks and suggestions",
                    "Call tree"]
         pages = []
-        for name in ("led_optimizer", "compress_corpus", "gen_html_trace"):
+        for name in ("led_optimizer", "compress_corpus", "gen_html_trace", "gen_gpu_trace"):
             trace = os.path.join(work, name + ".ptz")
             if name == "gen_html_trace":
                 p = sh([gen, trace])
+            elif name == "gen_gpu_trace":
+                p = sh([gen_gpu, trace])
             else:
                 exe = os.path.join(build, "examples", name)
                 if not os.path.exists(exe):
@@ -292,6 +295,9 @@ def main():
             keys = report_table_checks(dom, rep, name)
             if name == "led_optimizer":
                 check(f"{name}: work columns compared (flops, gflop_per_s)", {"flops", "gflop_per_s"} <= keys, keys)
+            if name == "gen_gpu_trace":
+                want = {"gpu_total_ns", "gpu_p99_ns", "occupied_ns", "time.transfer_ns", "gpu_launch_latency_min_ns"}
+                check(f"{name}: GPU columns compared ({', '.join(sorted(want))})", want <= keys, keys)
             if name == "gen_html_trace":
                 check("'<script>alert(1)</script>' is a table cell's text",
                       any(c[1].endswith("<script>alert(1)</script>") for x in dom.rows for c in x["cells"].values())
