@@ -26,35 +26,53 @@ extern const size_t ana_html_css_len, ana_html_js_len, ana_html_chartjs_len;
 
 /* ---- the escaping stream ---- */
 
+/*
+ * The cookie: the page's stream and whether a write into it failed. The
+ * write function never reports a failure to stdio: glibc's buffered
+ * stream, told that a cookie write failed, crashed on the next fputs
+ * (memcpy into its reset buffer); it notes the failure instead, drops the
+ * rest, and esc_close() returns it.
+ */
+struct esc {
+	FILE *out;
+	int err;
+};
+
 static ssize_t esc_write(void *cookie, const char *buf, size_t n)
 {
-	FILE *out = cookie;
+	struct esc *c = cookie;
 	size_t from = 0;
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = 0; i < n && !c->err; i++) {
 		const char *rep = buf[i] == '<' ? "\\u003c" : buf[i] == '>' ? "\\u003e" : buf[i] == '&' ? "\\u0026" : NULL;
 		if (!rep)
 			continue;
-		if ((i > from && fwrite(buf + from, 1, i - from, out) != i - from) || fputs(rep, out) == EOF)
-			return -1;
+		if ((i > from && fwrite(buf + from, 1, i - from, c->out) != i - from) || fputs(rep, c->out) == EOF)
+			c->err = 1;
 		from = i + 1;
 	}
-	if (n > from && fwrite(buf + from, 1, n - from, out) != n - from)
-		return -1;
+	if (!c->err && n > from && fwrite(buf + from, 1, n - from, c->out) != n - from)
+		c->err = 1;
 	return (ssize_t)n;
 }
 
-/* A stream that writes into @out with '<', '>', '&' escaped; NULL on ENOMEM. */
-static FILE *esc_open(FILE *out)
+/* A stream that writes into @c->out with '<', '>', '&' escaped; NULL on ENOMEM. */
+static FILE *esc_open(struct esc *c, FILE *out)
 {
 	static const cookie_io_functions_t io = { .write = esc_write };
-	return fopencookie(out, "w", io);
+	c->out = out;
+	c->err = 0;
+	return fopencookie(c, "w", io);
 }
 
-/* Closes @f (flushing it into its stream); -1 if anything written through it failed. */
-static int esc_close(FILE *f)
+/* Closes @f (flushing it into its stream), esc_open()'s stream on @c or NULL (it could not be
+ * opened), after @failed writing through it; -1 if anything failed. */
+static int esc_close(FILE *f, const struct esc *c, int failed)
 {
-	int bad = ferror(f) != 0;
-	return fclose(f) || bad ? -1 : 0;
+	if (!f)
+		return -1;
+	failed |= ferror(f) != 0;
+	failed |= fclose(f) != 0;
+	return failed || c->err ? -1 : 0;
 }
 
 struct page {
@@ -84,9 +102,10 @@ static void json_open(struct page *p, const char *id)
 /* A JSON element holding @j (a new reference, consumed; NULL = ENOMEM). */
 static void json_elem(struct page *p, const char *id, json_t *j)
 {
-	FILE *e = j ? esc_open(p->out) : NULL;
+	struct esc c;
+	FILE *e = j ? esc_open(&c, p->out) : NULL;
 	json_open(p, id);
-	if (!e || ana_json_dumpf(j, e, JSON_COMPACT | JSON_ENSURE_ASCII | JSON_REAL_PRECISION(12)) || esc_close(e))
+	if (esc_close(e, &c, !e || ana_json_dumpf(j, e, JSON_COMPACT | JSON_ENSURE_ASCII | JSON_REAL_PRECISION(12))))
 		p->err = 1;
 	json_decref(j);
 	put(p, "\n</script>\n");
@@ -189,15 +208,16 @@ int ana_html_report(FILE *out, const struct ana_result *res, const struct ana_su
 
 	/* the --json report, merged rows only (struct ana_report_opts.no_thread_rows) */
 	const struct ana_report_opts ro = { .sort = ANA_SORT_TIME, .thread = -1, .no_thread_rows = true };
-	FILE *e = esc_open(out);
+	struct esc c;
+	FILE *e = esc_open(&c, out);
 	json_open(&p, "ptz-report");
-	if (!e || ana_write_json(e, res, &ro) || esc_close(e))
+	if (esc_close(e, &c, !e || ana_write_json(e, res, &ro)))
 		p.err = 1;
 	put(&p, "</script>\n");
 	if (sug) {
-		e = esc_open(out);
+		e = esc_open(&c, out);
 		json_open(&p, "ptz-suggest");
-		if (!e || ana_suggest_json(e, res, sug) || esc_close(e))
+		if (esc_close(e, &c, !e || ana_suggest_json(e, res, sug)))
 			p.err = 1;
 		put(&p, "</script>\n");
 	}
@@ -224,9 +244,10 @@ int ana_html_compare(FILE *out, const struct ana_result *base, const struct ana_
 			p.err = 1;
 	}
 	json_elem(&p, "ptz-meta", meta);
-	FILE *e = esc_open(out);
+	struct esc ec;
+	FILE *e = esc_open(&ec, out);
 	json_open(&p, "ptz-compare");
-	if (!e || ana_compare_json(e, base, nw, c) || esc_close(e))
+	if (esc_close(e, &ec, !e || ana_compare_json(e, base, nw, c)))
 		p.err = 1;
 	put(&p, "</script>\n");
 	tail(&p);
