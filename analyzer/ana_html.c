@@ -137,10 +137,152 @@ static void tail(struct page *p)
 		p->err = 1;
 }
 
-json_t *ana_html_series(const struct ana_result *res)
+/*
+ * The other counters (not in bytes: a program's pt_counter() figures, the
+ * ptz-gpu thread's counts): the analysis keeps only their last, smallest
+ * and largest value, so their samples are read again from @path, thread by
+ * thread, and kept as the smallest and the largest sample of each of
+ * ANA_HTML_SERIES_BINS equal runs of samples (the run of a sample known
+ * from its index among the counter's samples, which the analysis
+ * counted): memory is bounded by the counters, never by their samples.
+ */
+struct bin {
+	uint64_t tmin, tmax; /* ticks of the smallest and the largest sample */
+	int64_t vmin, vmax;
+	bool used;
+};
+struct ctr {
+	const struct ana_thread *t;
+	const struct ana_counter *c;
+	uint32_t trace_id;
+	uint64_t seen, nb;
+	struct bin *b;
+};
+
+static json_t *counter_json(const struct ana_result *res, const struct ctr *k)
+{
+	json_t *o = json_object(), *t = json_array(), *v = json_array();
+	int bad = !o || !t || !v;
+	size_t points = 0;
+	for (uint64_t i = 0; i < k->nb && !bad; i++) {
+		const struct bin *b = &k->b[i];
+		if (!b->used)
+			continue;
+		const bool two = b->tmin != b->tmax || b->vmin != b->vmax;
+		const uint64_t tk[2] = { b->tmin < b->tmax ? b->tmin : b->tmax, b->tmin < b->tmax ? b->tmax : b->tmin };
+		const int64_t vk[2] = { b->tmin < b->tmax ? b->vmin : b->vmax, b->tmin < b->tmax ? b->vmax : b->vmin };
+		for (int j = 0; j < 1 + two; j++) {
+			const uint64_t ns = pt_reader_ticks_to_ns(res->rd, tk[j]);
+			bad |= json_array_append_new(t, json_real(ns > res->start_ns ? (double)(ns - res->start_ns) / 1e9 : 0.0)) ||
+			       json_array_append_new(v, json_integer(vk[j]));
+			points++;
+		}
+	}
+	if (!bad) {
+		char th[64];
+		snprintf(th, sizeof(th), "%u %s", k->t->index, k->t->name);
+		bad |= json_object_set_new(o, "counter", ana_json_str(ana_name(res, k->c->id))) ||
+		       json_object_set_new(o, "thread", ana_json_str(th)) ||
+		       json_object_set_new(o, "samples", ana_json_u64(k->c->samples)) ||
+		       json_object_set_new(o, "min", json_integer(k->c->min)) ||
+		       json_object_set_new(o, "max", json_integer(k->c->max)) ||
+		       json_object_set_new(o, "points", json_integer((json_int_t)points));
+		bad |= json_object_set(o, "t_s", t) || json_object_set(o, "v", v);
+	}
+	json_decref(t);
+	json_decref(v);
+	if (bad) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
+}
+
+/* The counters' array, or NULL on ENOMEM or a trace that cannot be read again (then left out). */
+static json_t *counters_json(const struct ana_result *res, const char *path)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < res->nthreads; i++)
+		for (size_t k = 0; k < res->threads[i].ncounters; k++)
+			n += res->threads[i].counters[k].samples &&
+			     !ana_counter_is_bytes(res, &res->threads[i], res->threads[i].counters[k].id);
+	json_t *arr = json_array();
+	if (!arr || !n || n > ANA_HTML_MAX_COUNTERS)
+		return arr; /* none, or more than a page can show: the table of their figures only */
+	struct ctr *cs = calloc(n, sizeof(*cs));
+	struct pt_reader *rd = NULL;
+	int bad = !cs || pt_reader_open(path, &rd) != 0;
+	n = 0;
+	for (size_t i = 0; i < res->nthreads && !bad; i++)
+		for (size_t k = 0; k < res->threads[i].ncounters && !bad; k++) {
+			const struct ana_counter *c = &res->threads[i].counters[k];
+			if (!c->samples || ana_counter_is_bytes(res, &res->threads[i], c->id))
+				continue;
+			struct ctr *x = &cs[n++];
+			x->t = &res->threads[i];
+			x->c = c;
+			x->trace_id = ana_trace_id(res, c->id);
+			x->nb = c->samples > 2 * ANA_HTML_SERIES_BINS ? ANA_HTML_SERIES_BINS : c->samples;
+			x->b = calloc(x->nb, sizeof(*x->b));
+			bad |= !x->b;
+		}
+	for (size_t first = 0; first < n && !bad;) { /* one thread at a time: its counters are cs[first, last) */
+		size_t last = first;
+		while (last < n && cs[last].t == cs[first].t)
+			last++;
+		struct pt_chunk_info ci;
+		struct pt_record r;
+		pt_reader_rewind(rd);
+		while (pt_reader_next_chunk(rd, cs[first].t->index, &ci, sizeof(ci)) == 1)
+			while (pt_reader_next_record(rd, &r, sizeof(r)) == 1) {
+				if (r.kind != PT_REC_COUNTER)
+					continue;
+				for (size_t k = first; k < last; k++) {
+					struct ctr *x = &cs[k];
+					if (x->trace_id != r.id)
+						continue;
+					/* a sample past those the analysis counted (a window) goes to the last run */
+					const uint64_t idx = x->seen < x->c->samples ? x->seen : x->c->samples - 1;
+					struct bin *b = &x->b[idx * x->nb / x->c->samples];
+					const int64_t v = (int64_t)r.value;
+					x->seen++;
+					if (!b->used || v < b->vmin) {
+						b->vmin = v;
+						b->tmin = r.ticks;
+					}
+					if (!b->used || v > b->vmax) {
+						b->vmax = v;
+						b->tmax = r.ticks;
+					}
+					b->used = true;
+				}
+			}
+		first = last;
+	}
+	for (size_t k = 0; k < n && !bad; k++) {
+		json_t *o = counter_json(res, &cs[k]);
+		bad |= !o || json_array_append_new(arr, o);
+	}
+	for (size_t k = 0; cs && k < n; k++)
+		free(cs[k].b);
+	free(cs);
+	pt_reader_close(rd);
+	if (bad) {
+		json_decref(arr);
+		return NULL;
+	}
+	return arr;
+}
+
+json_t *ana_html_series(const struct ana_result *res, const char *path)
 {
 	json_t *root = json_object(), *all = json_array();
 	int bad = !root || !all || json_object_set_new(root, "series", all);
+	json_t *ctrs = path ? counters_json(res, path) : json_array();
+	if (!bad && ctrs) /* none when the trace cannot be read again: the page then lists their figures */
+		bad |= json_object_set_new(root, "counters", ctrs);
+	else
+		json_decref(ctrs);
 	for (uint32_t k = 0; !bad && k < res->nmem; k++) {
 		const struct ana_mem_series *m = &res->mem[k];
 		json_t *s = json_object(), *t = json_array(), *v = json_array();
@@ -221,7 +363,7 @@ int ana_html_report(FILE *out, const struct ana_result *res, const struct ana_su
 			p.err = 1;
 		put(&p, "</script>\n");
 	}
-	json_elem(&p, "ptz-series", ana_html_series(res));
+	json_elem(&p, "ptz-series", ana_html_series(res, trace));
 	tail(&p);
 	return p.err ? -1 : 0;
 }

@@ -28,7 +28,9 @@
 /*
  * ana_html_report() - Writes the report page of @res to @out.
  * @sug:       findings of ana_suggest() on @res, or NULL (the page says none were computed).
- * @trace:     the trace's path as the user gave it (shown; may hold any bytes).
+ * @trace:     the trace's path as the user gave it: shown (it may hold any bytes), and read again for the
+ *             samples of the counters not in bytes (ana_html_series()); one that cannot be read leaves
+ *             them out of the charts.
  * @generator: who wrote the page, e.g. "ptanalyze 0.4.0" (shown).
  * Return: 0, or -1 if a write or an allocation failed (the page is then incomplete).
  */
@@ -44,15 +46,21 @@ int ana_html_compare(FILE *out, const struct ana_result *base, const struct ana_
 		     const char *base_path, const char *new_path, const char *generator);
 
 /*
- * ana_html_series() - The memory series of @res (§3.5) over time, as the
- * page draws them: { "series": [{ counter, samples, period_ns, min_bytes,
- * max_bytes, points, t_s: [seconds from the trace start], v: [bytes] }] }.
- * A series of more than 2 x ANA_HTML_SERIES_BINS samples is drawn from the
- * smallest and the largest sample of each of ANA_HTML_SERIES_BINS equal
- * runs of samples, in time order, so that no peak is lost and the page
- * stays bounded. A new reference; NULL on ENOMEM.
+ * ana_html_series() - The counters of @res over time, as the page draws
+ * them: { "series": [{ counter, samples, period_ns, min_bytes, max_bytes,
+ * points, t_s: [seconds from the trace start], v: [bytes] }] (the memory
+ * series, §3.5), "counters": [{ counter, thread, samples, min, max,
+ * points, t_s, v }] (every other counter with samples, read again from
+ * @path, the trace @res was analyzed from; an empty array when @path is
+ * NULL or there are more than ANA_HTML_MAX_COUNTERS of them; the key is
+ * absent when the trace cannot be read again) }. A counter of more than
+ * 2 x ANA_HTML_SERIES_BINS samples is drawn from the smallest and the
+ * largest sample of each of ANA_HTML_SERIES_BINS equal runs of samples, in
+ * time order, so that no peak is lost and the page stays bounded. A new
+ * reference; NULL on ENOMEM.
  */
 #define ANA_HTML_SERIES_BINS 1000
-json_t *ana_html_series(const struct ana_result *res);
+#define ANA_HTML_MAX_COUNTERS 64
+json_t *ana_html_series(const struct ana_result *res, const char *path);
 
 #endif /* PTZ_ANA_HTML_H */

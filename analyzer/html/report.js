@@ -507,43 +507,48 @@
 			});
 		}
 
-		/* counters over time */
+		/* counters over time: the memory series, then the other counters (samples read again by the analyzer) */
 		const csec = section('counters', 'Counters over time');
 		main.append(csec);
 		const series = (ser && ser.series) || [];
-		if (!series.length) {
-			csec.append(el('p', { class: 'note' }, 'No memory series in this trace (process RSS, device memory, counters named "... (bytes)").'));
-		} else {
-			const grid = el('div', { class: 'charts' });
-			csec.append(grid);
-			for (const s of series) {
-				const c = chartBox(s.counter, `${s.samples} samples${s.points < s.samples ? `, drawn as ${s.points} points (each the smallest and largest sample of its interval)` : ''}; ` +
-						   `min ${fmt.bytes(s.min_bytes)}, max ${fmt.bytes(s.max_bytes)}.`);
-				grid.append(c.box);
-				new Chart(c.canvas, {
-					type: 'line',
-					data: { datasets: [{ label: s.counter, data: s.t_s.map((t, i) => ({ x: t, y: s.v[i] })), borderColor: PALETTE[0],
-							     pointRadius: 0, borderWidth: 1.5, stepped: 'before' }] },
-					options: { parsing: false, scales: { x: { type: 'linear', title: { display: true, text: 's from the trace start' } },
-									     y: { ticks: { callback: (v) => fmt.bytes(v) } } },
-						   plugins: { legend: { display: false },
-							      tooltip: { callbacks: { label: (c) => `${fmt.bytes(c.raw.y)} at ${c.raw.x.toFixed(3)} s` } } } },
-				});
-			}
-		}
+		const drawn = (ser && ser.counters) || null;
+		const grid = el('div', { class: 'charts' });
+		csec.append(grid);
+		const line = (title, note, pts, yfmt) => {
+			const c = chartBox(title, note);
+			grid.append(c.box);
+			new Chart(c.canvas, {
+				type: 'line',
+				data: { datasets: [{ label: title, data: pts, borderColor: PALETTE[0], pointRadius: 0, borderWidth: 1.5, stepped: 'before' }] },
+				options: { parsing: false, scales: { x: { type: 'linear', title: { display: true, text: 's from the trace start' } },
+								     y: { ticks: { callback: (v) => yfmt(v) } } },
+					   plugins: { legend: { display: false },
+						      tooltip: { callbacks: { label: (c) => `${yfmt(c.raw.y)} at ${c.raw.x.toFixed(6)} s` } } } },
+			});
+		};
+		const drawnNote = (s) => (s.points < s.samples ? `, drawn as ${s.points} points (the smallest and largest sample of each of 1,000 equal runs)` : '');
+		for (const s of series)
+			line(s.counter, `${s.samples} samples${drawnNote(s)}; min ${fmt.bytes(s.min_bytes)}, max ${fmt.bytes(s.max_bytes)}.`,
+			     s.t_s.map((t, i) => ({ x: t, y: s.v[i] })), fmt.bytes);
+		for (const s of drawn || [])
+			line(`${s.counter} (thread ${s.thread})`, `${s.samples} samples${drawnNote(s)}; min ${s.min}, max ${s.max}.`,
+			     s.t_s.map((t, i) => ({ x: t, y: s.v[i] })), (v) => String(v));
 		const counters = [];
 		for (const t of rep.threads)
 			for (const c of t.counters || [])
 				if (c.unit !== 'bytes')
 					counters.push([t, c]);
-		if (counters.length) {
+		if (!series.length && !counters.length)
+			csec.append(el('p', { class: 'note' }, 'No counters in this trace.'));
+		if (counters.length && (!drawn || drawn.length < counters.filter(([, c]) => num(c.samples) > 0).length)) {
 			const tb = el('table', { class: 'rows' }, el('thead', null, el('tr', null, ...['thread', 'counter', 'samples', 'last', 'min', 'max'].map((h) => el('th', null, h)))));
 			const b = el('tbody');
 			for (const [t, c] of counters)
 				b.append(el('tr', null, el('td', { class: 'name' }, `${t.index} ${t.name}`), el('td', { class: 'name' }, c.name),
 					    el('td', null, c.samples), el('td', null, c.last), el('td', null, c.min), el('td', null, c.max)));
 			tb.append(b);
-			csec.append(el('p', { class: 'note' }, 'Other counters (the trace keeps their samples; the report keeps their last, smallest and largest value):'),
+			csec.append(el('p', { class: 'note' }, drawn ? 'More counters than a page draws (64): their figures only (last, smallest, largest value):' :
+					'The trace could not be read again for these counters\u2019 samples; their figures (last, smallest, largest value):'),
 				    el('div', { class: 'scroll' }, tb));
 		}
 

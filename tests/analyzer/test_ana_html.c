@@ -12,7 +12,9 @@
  *    compare element is compare --json with each side's total and self
  *    time per row, and the folded diff has the same self times;
  *  - a memory series of 5,000 samples is drawn from 2,000 points at most,
- *    in time order, holding its largest and smallest sample;
+ *    in time order, holding its largest and smallest sample; so is a
+ *    counter not in bytes, whose samples are read again from the trace
+ *    (and left out, not wrong, when the trace cannot be read);
  *  - a failed write is an error (-1), never a silent short page.
  */
 #include <math.h>
@@ -24,7 +26,7 @@
 #include "analyzer/ana_suggest.h"
 #include "viewer-export/pfx.h"
 
-enum { S_EVIL = 1, S_COMMENT, S_AMP, S_HEAP, S_OUTER };
+enum { S_EVIL = 1, S_COMMENT, S_AMP, S_HEAP, S_OUTER, S_QUEUE };
 #define EVIL "</script><script>alert(1)</script>"
 #define NSAMPLES 5000
 #define SPIKE_AT 2345
@@ -35,7 +37,7 @@ static void write_trace(const char *path)
 	struct fmt_writer_hdr hd = { .clock_source = PT_CLOCK_MONOTONIC, .pid = 1, .process_name = "<b>proc</b>" };
 	struct tb b;
 	tb_start(&b, path, &hd);
-	static const char *const names[] = { "", EVIL, "<!--x", "a&b>c", "heap (bytes)", "outer" };
+	static const char *const names[] = { "", EVIL, "<!--x", "a&b>c", "heap (bytes)", "outer", "queue depth" };
 	for (uint32_t i = 1; i < PT_ARRAY_SIZE(names); i++)
 		fmt_enc_string(&b.e, i, 0, names[i], strlen(names[i]));
 	fmt_enc_thread(&b.e, 0, 10, 0, 0, "main", 4);
@@ -43,6 +45,8 @@ static void write_trace(const char *path)
 	for (uint64_t i = 0; i < NSAMPLES; i++) {
 		const int64_t v = i == SPIKE_AT ? 1 << 30 : i == DIP_AT ? 1 : (int64_t)(1 << 20) + (int64_t)(i % 7) * 4096;
 		fmt_enc_counter(&b.e, 10 * i + 5, S_HEAP, v);
+		/* a counter not in bytes: read again for the page; its spike and dip elsewhere */
+		fmt_enc_counter(&b.e, 10 * i + 6, S_QUEUE, i == 1234 ? 999999 : i == 4000 ? -5 : (int64_t)(i % 13));
 		if (i % 100 == 0) {
 			fmt_enc_begin(&b.e, 10 * i, S_OUTER);
 			for (uint32_t s = S_EVIL; s <= S_AMP; s++) {
@@ -151,7 +155,7 @@ static void test_html_report_escapes_names(void **state)
 static void test_html_series_downsampled(void **state)
 {
 	struct ana_result *res = &((struct ana_fixture *)*state)->res;
-	json_t *j = ana_html_series(res);
+	json_t *j = ana_html_series(res, ((struct ana_fixture *)*state)->path);
 	assert_non_null(j);
 	json_t *s = json_array_get(jget(j, "series"), 0);
 	assert_string_equal(json_string_value(jget(s, "counter")), "heap (bytes)");
@@ -176,6 +180,35 @@ static void test_html_series_downsampled(void **state)
 		if (json_integer_value(json_array_get(v, i)) == 1 << 30)
 			assert_true(fabs(json_real_value(json_array_get(t, i)) -
 					 (double)(10 * SPIKE_AT + 5 - res->start_ns) / 1e9) < 1e-12);
+	/* the counter not in bytes, read again from the trace */
+	json_t *cs = json_array_get(jget(j, "counters"), 0);
+	assert_int_equal(json_array_size(jget(j, "counters")), 1);
+	assert_string_equal(json_string_value(jget(cs, "counter")), "queue depth");
+	assert_string_equal(json_string_value(jget(cs, "thread")), "0 main");
+	assert_int_equal(jint(cs, "samples"), NSAMPLES);
+	t = jget(cs, "t_s");
+	v = jget(cs, "v");
+	const size_t m = json_array_size(v);
+	assert_true(m > ANA_HTML_SERIES_BINS && m <= 2 * ANA_HTML_SERIES_BINS && m == json_array_size(t));
+	spike = dip = 0;
+	for (size_t i = 0; i < m; i++) {
+		const json_int_t x = json_integer_value(json_array_get(v, i));
+		spike += x == 999999;
+		dip += x == -5;
+		if (x == 999999)
+			assert_true(fabs(json_real_value(json_array_get(t, i)) - (double)(10 * 1234 + 6 - res->start_ns) / 1e9) <
+				    1e-12);
+		if (i)
+			assert_true(json_real_value(json_array_get(t, i)) >= json_real_value(json_array_get(t, i - 1)));
+	}
+	assert_int_equal(spike, 1);
+	assert_int_equal(dip, 1);
+	json_decref(j);
+	/* a trace that cannot be read again: no counters key, the rest as before */
+	j = ana_html_series(res, "/nonexistent/trace.ptz");
+	assert_non_null(j);
+	assert_null(json_object_get(j, "counters"));
+	assert_int_equal(json_array_size(jget(j, "series")), 1);
 	json_decref(j);
 }
 

@@ -308,8 +308,9 @@ def main():
                 check(f"no element made of a name ({scripts} <script> in the file, "
                       f"{dom.tags.get('script', 0)} in the DOM, {dom.tags.get('img', 0)} <img>)",
                       dom.tags.get("script", 0) == scripts and "img" not in dom.tags)
-                check("the memory series is drawn (heap (bytes))", '"counter": "heap (bytes)"' in raw or
-                      '"counter":"heap (bytes)"' in raw)
+                check("the memory series is drawn (heap (bytes))", 'aria-label="heap (bytes)"' in dom_text)
+                check("a counter not in bytes is drawn (queue depth)",
+                      re.search(r'aria-label="queue depth \(thread \d+ [^"]*\)"', dom_text) is not None)
         if not pages:
             check("at least one page written", False)
             return 1

@@ -8,7 +8,8 @@
  *    that let a name reach the parser would run or fetch something;
  *  - a call tree three levels deep (step > kernel, step > io > <names>)
  *    with FLOPs and bytes declared, so the work columns are not empty;
- *  - a counter in bytes ("heap (bytes)"), a memory series on the page;
+ *  - a counter in bytes ("heap (bytes)"), a memory series on the page, and
+ *    one not in bytes ("queue depth"), drawn from the samples read again;
  *  - durations set by spinning on CLOCK_MONOTONIC: "kernel" 200 us a call,
  *    300 us with --slow (a regression compare must find), every other
  *    section the same in both runs (not a regression).
@@ -44,10 +45,11 @@ int main(int argc, char **argv)
 	const uint32_t evil[3] = { pt_intern(r, "<script>alert(1)</script>"),
 				   pt_intern(r, "</script><img src=x onerror=alert(2)>"),
 				   pt_intern(r, "a & b \"q\" 'r'") };
-	const uint32_t heap = pt_intern(r, "heap (bytes)");
+	const uint32_t heap = pt_intern(r, "heap (bytes)"), queue = pt_intern(r, "queue depth");
 	for (int i = 0; i < 40; i++) {
 		pt_begin(r, step);
 		pt_counter(r, heap, (int64_t)(1 << 20) * (1 + i % 8));
+		pt_counter(r, queue, i % 5);
 		pt_begin(r, kernel);
 		pt_metric(r, PT_METRIC_FLOPS, 1000000);
 		spin_us(kernel_us);
