@@ -60,9 +60,10 @@ demo)
 		echo "== $ex: recording $out/$ex.ptz"
 		"$BUILD/examples/$ex" --trace "$out/$ex.ptz"
 		echo
-		echo "== $BUILD/cli/ptanalyze $out/$ex.ptz --report --bottlenecks 5 --csv $out/$ex.csv --json $out/$ex.json"
+		echo "== $BUILD/cli/ptanalyze $out/$ex.ptz --report --bottlenecks 5 --csv $out/$ex.csv --json $out/$ex.json --html $out/$ex.html --peaks $out/machine.json"
 		"$BUILD/cli/ptanalyze" "$out/$ex.ptz" --report --bottlenecks 5 --no-progress \
-			--csv "$out/$ex.csv" --json "$out/$ex.json"
+			--csv "$out/$ex.csv" --json "$out/$ex.json" --html "$out/$ex.html" --peaks "$out/machine.json"
+		echo "   report page (charts, suggestions, call tree; opens offline): $out/$ex.html"
 		echo "== $BUILD/cli/ptanalyze suggest $out/$ex.ptz --peaks $out/machine.json --top 6"
 		"$BUILD/cli/ptanalyze" suggest "$out/$ex.ptz" --peaks "$out/machine.json" --top 6 --no-progress
 		echo "== $BUILD/cli/ptanalyze export --perfetto $out/$ex.pftrace --chrome $out/$ex.chrome.json $out/$ex.ptz"

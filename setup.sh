@@ -7,7 +7,7 @@ set -eu
 # pkg-config and ld.so look) only when dpkg-architecture is on PATH; without
 # it `meson install` puts libptz and ptz.pc in lib64, where neither looks.
 PKGS="meson ninja-build pkg-config dpkg-dev gcc g++ libzstd-dev liburcu-dev libxxhash-dev libcmocka-dev
-libjansson-dev libprotobuf-c-dev protobuf-c-compiler protobuf-compiler libopenblas-dev
+libjansson-dev libjs-chart.js libprotobuf-c-dev protobuf-c-compiler protobuf-compiler libopenblas-dev
 python3-numpy python3-dev python3-protobuf python3-zstandard python3-xxhash chromium-headless-shell"
 missing=""
 for p in $PKGS; do

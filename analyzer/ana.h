@@ -801,6 +801,9 @@ struct ana_report_opts {
 	bool flat;
 	int bottlenecks; /* 0 = none */
 	int thread;      /* -1 = merged */
+	/* ana_write_json(): leave out each thread's "tree" and "flat" rows (the HTML page shows the
+	 * merged rows only; its size then grows with the call paths, not with paths x threads) */
+	bool no_thread_rows;
 };
 void ana_report_text(FILE *out, const struct ana_result *res, const struct ana_report_opts *o);
 int ana_write_csv(FILE *out, const struct ana_result *res, const struct ana_report_opts *o);

@@ -730,6 +730,14 @@ int ana_compare_json(FILE *out, const struct ana_result *base, const struct ana_
 				      jnum(r->median_base), "median_new_ns", jnum(r->median_new), "change", jnum(r->change),
 				      "ci_low", jnum(r->ci_lo), "ci_high", jnum(r->ci_hi), "u", jnum(r->u), "p", jnum(r->p),
 				      "q", jnum(r->q), "exact", r->exact, "low_confidence", r->low_confidence);
+		/* inclusive and self time of each side (0 where the path is absent): the differential
+		 * flame graph's widths (ana_html.c, --folded-diff), the sums every report row has */
+		const struct ana_agg *ab = in_b ? &base->merged.n[r->base_node].agg : NULL;
+		const struct ana_agg *an = r->new_node != UINT32_MAX ? &nw->merged.n[r->new_node].agg : NULL;
+		bad |= !j || json_object_set_new(j, "total_base_ns", ana_json_u64(ab ? ab->total_ns : 0)) ||
+		       json_object_set_new(j, "total_new_ns", ana_json_u64(an ? an->total_ns : 0)) ||
+		       json_object_set_new(j, "self_base_ns", ana_json_u64(ab ? ab->self_ns : 0)) ||
+		       json_object_set_new(j, "self_new_ns", ana_json_u64(an ? an->self_ns : 0));
 		bad |= !j || json_array_append_new(rows, j);
 	}
 	free(brow);

@@ -1939,10 +1939,12 @@ int ana_write_json(FILE *out, const struct ana_result *res, const struct ana_rep
 		jw_raw(&w, "{");
 		bool kfirst = true;
 		jw_members(&w, j, "   ", &kfirst);
-		jw_key(&w, "tree", "   ", &kfirst);
-		jw_tree(&w, res, names, &t->tree, "    ");
-		jw_key(&w, "flat", "   ", &kfirst);
-		jw_flat(&w, res, names, res->by_name_thread[i], res->threads[i].nflat, "    ");
+		if (!o || !o->no_thread_rows) {
+			jw_key(&w, "tree", "   ", &kfirst);
+			jw_tree(&w, res, names, &t->tree, "    ");
+			jw_key(&w, "flat", "   ", &kfirst);
+			jw_flat(&w, res, names, res->by_name_thread[i], res->threads[i].nflat, "    ");
+		}
 		json_t *cs = json_array();
 		for (size_t k = 0; k < t->ncounters; k++) {
 			json_t *c = json_object();

@@ -21,6 +21,7 @@
 
 #include "analyzer/ana.h"
 #include "analyzer/ana_compare.h"
+#include "analyzer/ana_html.h"
 #include "analyzer/ana_peaks.h"
 #include "analyzer/ana_suggest.h"
 #include "ptz/version.h" /* PT_VERSION_STRING */
@@ -53,12 +54,15 @@ static void usage(FILE *out)
 		"  --since T, --until T keep sections lying within [T, T'] seconds from the trace start\n"
 		"  --csv FILE           write every row (tree and flat, merged and per thread) as CSV; - = stdout\n"
 		"  --json FILE          write the report as JSON; - = stdout\n"
+		"  --html FILE          write the report, charts and suggestions as one self-contained HTML page\n"
+		"                       (--peaks, --fp32, --threshold apply to its suggestions)\n"
 		"  --no-progress        no progress bar (shown on a terminal for large traces)\n"
 		"\n"
 		"Guards for untrusted traces (every command that reads a trace; none by default):\n"
 		"  --max-records N      refuse a trace whose chunk headers announce more than N records\n"
 		"  --max-memory BYTES   stop with 'out of memory' past BYTES of data memory (suffix K, M, G)\n"
-		"\n"
+		"\n");
+	fprintf(out, /* two strings: one would pass the 4095 bytes C requires compilers to take */
 		"Export options (any of them, together; - = stdout for one of them; doc/export.md):\n"
 		"  --perfetto FILE      Perfetto protobuf trace, for ui.perfetto.dev\n"
 		"  --chrome FILE        Chrome trace-event JSON, for chrome://tracing, Perfetto and speedscope\n"
@@ -72,6 +76,8 @@ static void usage(FILE *out)
 		"  --bootstrap N        resamples for the CI of the median change (default 1000)\n"
 		"  --top N              at most N lines per verdict (default 20; all in --json)\n"
 		"  --fail-on-regression exit 3 when any path regressed\n"
+		"  --html FILE          the comparison as an HTML page, with a flame graph coloured by verdict\n"
+		"  --folded-diff FILE   'a;b;c BASE_SELF_NS NEW_SELF_NS' per path, for flamegraph.pl (difffolded)\n"
 		"\n"
 		"Suggest options (doc/analyzer-output.md section 9; --since, --until, --domain, --top N (default\n"
 		"20) and --json FILE apply):\n"
@@ -246,7 +252,7 @@ static int close_out(FILE *f, const char *path, const char *what, int failed)
 enum { OPT_REPORT = 256, OPT_FLAT, OPT_SORT, OPT_TOP, OPT_DEPTH, OPT_MINPCT, OPT_THREAD, OPT_DOMAIN,
        OPT_BOTTLENECKS, OPT_SINCE, OPT_UNTIL, OPT_CSV, OPT_JSON, OPT_NOPROGRESS, OPT_VERSION, OPT_PERFETTO,
        OPT_CHROME, OPT_FOLDED, OPT_NOISE, OPT_ALPHA, OPT_BOOTSTRAP, OPT_FAILREG, OPT_PEAKS, OPT_FP32,
-       OPT_THRESHOLD, OPT_SECONDS, OPT_MAXRECORDS, OPT_MAXMEMORY, OPT_GPU };
+       OPT_THRESHOLD, OPT_SECONDS, OPT_MAXRECORDS, OPT_MAXMEMORY, OPT_GPU, OPT_HTML, OPT_FOLDED_DIFF };
 
 /* A count or a size: digits, for a size an optional K, M or G (binary). */
 static int parse_u64(const char *s, int suffix, uint64_t *out)
@@ -475,8 +481,9 @@ static int analyze_side(const char *path, struct ana_options *ao, struct ana_res
  * --fail-on-regression and a regression; else 0.
  */
 static int run_compare(const char *bpath, const char *npath, struct ana_options *ao, const struct ana_cmp_opts *co,
-		       int top, const char *json, int fail_on_regression, int show_progress)
+		       int top, const char *const outs[3], int fail_on_regression, int show_progress)
 {
+	const char *json = outs[0], *html = outs[1], *folded_diff = outs[2];
 	struct ana_result b, n;
 	ao->merged_percentiles_only = true; /* the comparison reads the reservoirs, not the histograms */
 	ao->no_flat_percentiles = true;
@@ -498,7 +505,18 @@ static int run_compare(const char *bpath, const char *npath, struct ana_options 
 			if (close_out(f, json, "JSON", !f || ana_compare_json(f, &b, &n, &c)))
 				code = 1;
 		}
-		if (!json || strcmp(json, "-")) {
+		if (html) {
+			FILE *f = open_out(html);
+			if (close_out(f, html, "HTML page",
+				      !f || ana_html_compare(f, &b, &n, &c, bpath, npath, PROG " " PT_VERSION_STRING)))
+				code = 1;
+		}
+		if (folded_diff) {
+			FILE *f = open_out(folded_diff);
+			if (close_out(f, folded_diff, "differential folded stacks", !f || pfx_write_folded_diff(&b, &n, &c, f)))
+				code = 1;
+		}
+		if ((!json || strcmp(json, "-")) && (!html || strcmp(html, "-")) && (!folded_diff || strcmp(folded_diff, "-"))) {
 			printf("base: %s\nnew:  %s\n", bpath, npath);
 			ana_compare_text(stdout, &b, &n, &c, top > 0 ? top : 20);
 		}
@@ -510,6 +528,30 @@ static int run_compare(const char *bpath, const char *npath, struct ana_options 
 	ana_result_free(&n);
 	int out = stdout_ok();
 	return out ? out : code;
+}
+
+/*
+ * The report's page (--html): the suggestions of ana_suggest() on @res with
+ * the suggest options given (@peaks loaded, or NULL), then the page. A
+ * failed suggestion pass leaves them out of the page, said on stderr. 1 if
+ * the page cannot be written in full, with a message.
+ */
+static int write_html_report(const char *html, const char *path, const struct ana_result *res,
+			     const struct ana_sug_opts *so, const struct ana_peaks *peaks)
+{
+	struct ana_sug s;
+	struct ana_sug_opts o = *so;
+	o.peaks = peaks;
+	o.trace_path = path;
+	int rc = ana_suggest(res, &o, &s);
+	if (rc)
+		fprintf(stderr, PROG ": suggest: %s (the page has no suggestions)\n", strerror(-rc));
+	FILE *f = open_out(html);
+	int failed = close_out(f, html, "HTML page",
+			       !f || ana_html_report(f, res, rc ? NULL : &s, path, PROG " " PT_VERSION_STRING));
+	if (!rc)
+		ana_suggest_free(&s);
+	return failed;
 }
 
 /*
@@ -655,12 +697,14 @@ int main(int argc, char **argv)
 		{ "gpu", optional_argument, NULL, OPT_GPU },
 		{ "max-records", required_argument, NULL, OPT_MAXRECORDS },
 		{ "max-memory", required_argument, NULL, OPT_MAXMEMORY },
+		{ "html", required_argument, NULL, OPT_HTML },
+		{ "folded-diff", required_argument, NULL, OPT_FOLDED_DIFF },
 		{ NULL, 0, NULL, 0 },
 	};
 	uint64_t max_records = 0, max_memory = 0;
 	struct ana_options ao = { .thread = -1 };
 	struct ana_report_opts ro = { .sort = ANA_SORT_TIME, .thread = -1 };
-	const char *csv = NULL, *json = NULL;
+	const char *csv = NULL, *json = NULL, *html = NULL, *folded_diff = NULL;
 	const char *outs[EXP_N] = { NULL, NULL, NULL };
 	int show_progress = isatty(2), c, report_flag = 0, nexports = 0, until_set = 0;
 	struct ana_cmp_opts co = { .noise = -1 };
@@ -743,6 +787,13 @@ int main(int argc, char **argv)
 			break;
 		case OPT_JSON:
 			json = optarg;
+			break;
+		case OPT_HTML:
+			html = optarg;
+			break;
+		case OPT_FOLDED_DIFF:
+			folded_diff = optarg;
+			cmp_only = 1;
 			break;
 		case OPT_NOPROGRESS:
 			show_progress = 0;
@@ -863,7 +914,7 @@ int main(int argc, char **argv)
 	if (strcmp(cmd, "peaks") == 0) {
 		if (rest != 0)
 			return usage_error("%s", "peaks: takes no trace file (it measures this machine)");
-		if (report_only || report_flag || nexports || cmp_only || sug_only || csv || ao.domain ||
+		if (report_only || report_flag || nexports || cmp_only || sug_only || csv || html || ao.domain ||
 		    ao.thread >= 0 || ao.since_ns || until_set || ro.top)
 			return usage_error("%s", "peaks takes only --json FILE, --seconds S and --gpu[=N]");
 		return run_peaks(json, seconds, gpu_dev);
@@ -875,6 +926,9 @@ int main(int argc, char **argv)
 			return usage_error("%s", "--until must be later than --since");
 		if (report_only || report_flag || nexports || cmp_only || ao.thread >= 0)
 			return usage_error("%s", "suggest takes no report, export, compare or --thread option");
+		if (html)
+			return usage_error("%s", "suggest has no --html: the report's page holds the suggestions "
+						 "(" PROG " TRACE.ptz --report --html FILE)");
 		if (json && same_file(argv[optind], json))
 			return usage_error("output file '%s' is the trace itself", json);
 		if (json && peaks_path && strcmp(json, "-") && (!strcmp(json, peaks_path) || same_file(peaks_path, json)))
@@ -889,8 +943,8 @@ int main(int argc, char **argv)
 		}
 		return run_suggest(argv[optind], &ao, &so, ro.top, json, show_progress);
 	}
-	if (sug_only)
-		return usage_error("%s", "--peaks, --fp32 and --threshold belong to suggest");
+	if (sug_only && (!html || strcmp(cmd, "report")))
+		return usage_error("%s", "--peaks, --fp32 and --threshold belong to suggest (and to the report's --html)");
 	if (strcmp(cmd, "compare") == 0) {
 		if (rest != 2)
 			return usage_error("%s", "compare: expected two trace files, BASE.ptz NEW.ptz");
@@ -899,14 +953,23 @@ int main(int argc, char **argv)
 		if (report_only || report_flag || nexports)
 			return usage_error("%s", "compare takes no report or export option (--flat, --sort, --depth, "
 						 "--min-pct, --bottlenecks, --csv, --report, exports)");
-		for (int k = 0; k < 2; k++)
-			if (json && same_file(argv[optind + k], json))
-				return usage_error("output file '%s' is a trace itself", json);
-		return run_compare(argv[optind], argv[optind + 1], &ao, &co, ro.top, json, fail_on_regression,
+		const char *couts[3] = { as_stdout(json), as_stdout(html), as_stdout(folded_diff) };
+		for (int k = 0; k < 3; k++) {
+			for (int t = 0; couts[k] && t < 2; t++)
+				if (same_file(argv[optind + t], couts[k]))
+					return usage_error("output file '%s' is a trace itself", couts[k]);
+			for (int j = k + 1; couts[k] && j < 3; j++)
+				if (couts[j] && (strcmp(couts[k], couts[j]) == 0 || same_file(couts[k], couts[j])))
+					return usage_error(strcmp(couts[k], "-") ? "two outputs name the file '%s'"
+										: "only one output may go to stdout ('%s')",
+							   couts[k]);
+		}
+		const char *const cmp_outs[3] = { json, html, folded_diff };
+		return run_compare(argv[optind], argv[optind + 1], &ao, &co, ro.top, cmp_outs, fail_on_regression,
 				   show_progress);
 	}
 	if (cmp_only)
-		return usage_error("%s", "--noise, --alpha, --bootstrap and --fail-on-regression belong to compare");
+		return usage_error("%s", "--noise, --alpha, --bootstrap, --fail-on-regression and --folded-diff belong to compare");
 	if (rest != 1)
 		return usage_error("%s", rest ? "expected exactly one trace file" : "no trace file given");
 	path = argv[optind];
@@ -917,14 +980,15 @@ int main(int argc, char **argv)
 		return usage_error("%s", "export: give at least one of --perfetto, --chrome, --folded FILE");
 	csv = as_stdout(csv);
 	json = as_stdout(json);
+	html = as_stdout(html);
 	for (int k = 0; k < EXP_N; k++)
 		outs[k] = as_stdout(outs[k]);
-	if (strcmp(cmd, "info") == 0 && (report_only || report_flag || csv || json || ro.top))
-		return usage_error("%s", "info takes no report option (--report, --csv, --json, --flat, --sort, --top, "
-					 "--depth, --min-pct, --bottlenecks)");
-	if (csv && json && !strcmp(csv, "-") && !strcmp(json, "-"))
-		return usage_error("%s", "only one of --csv and --json may go to stdout ('-')");
-	const char *const outputs[] = { csv, json, outs[0], outs[1], outs[2] };
+	if (strcmp(cmd, "info") == 0 && (report_only || report_flag || csv || json || html || ro.top))
+		return usage_error("%s", "info takes no report option (--report, --csv, --json, --html, --flat, --sort, "
+					 "--top, --depth, --min-pct, --bottlenecks)");
+	if ((csv && !strcmp(csv, "-")) + (json && !strcmp(json, "-")) + (html && !strcmp(html, "-")) > 1)
+		return usage_error("%s", "only one of --csv, --json and --html may go to stdout ('-')");
+	const char *const outputs[] = { csv, json, html, outs[0], outs[1], outs[2] };
 	const size_t noutputs = sizeof(outputs) / sizeof(outputs[0]);
 	for (size_t k = 0; k < noutputs; k++) {
 		if (!outputs[k])
@@ -941,8 +1005,9 @@ int main(int argc, char **argv)
 			stdouts += outs[k] && strcmp(outs[k], "-") == 0;
 		if (strcmp(cmd, "info") == 0)
 			return usage_error("%s", "info takes no export option");
-		if (report_flag || csv || json)
-			return usage_error("%s", "export options do not combine with the report (report, --report, --csv, --json)");
+		if (report_flag || csv || json || html)
+			return usage_error("%s", "export options do not combine with the report (report, --report, --csv, "
+						 "--json, --html)");
 		if (stdouts > 1)
 			return usage_error("%s", "only one export may go to stdout ('-')");
 		if (!outs[EXP_FOLDED] && (ao.thread >= 0 || ao.domain))
@@ -959,11 +1024,20 @@ int main(int argc, char **argv)
 		}
 	}
 
+	if (html && peaks_path) {
+		if (!strcmp(html, peaks_path) || same_file(peaks_path, html))
+			return usage_error("output file '%s' is the --peaks file", html);
+		char perr[512];
+		if (ana_peaks_load(peaks_path, &peaks, perr, sizeof(perr))) {
+			fprintf(stderr, PROG ": %s\n", perr);
+			return 1;
+		}
+	}
 	struct ana_result res;
 	char err[512];
 	/* per-thread percentiles only where an output prints per-thread rows */
-	ao.merged_percentiles_only = !csv && !json && ro.thread < 0;
-	ao.no_flat_percentiles = !ro.flat; /* the call tree prints no flat row's percentiles */
+	ao.merged_percentiles_only = !csv && !json && ro.thread < 0; /* the page has merged rows only */
+	ao.no_flat_percentiles = !ro.flat && !html; /* the call tree prints no flat row's percentiles; the page does */
 	int rc = ana_run(path, &ao, &res, err, sizeof(err));
 	if (rc) {
 		fprintf(stderr, PROG ": %s: %s\n", path, err);
@@ -999,7 +1073,11 @@ int main(int argc, char **argv)
 				return 1;
 			}
 		}
-		if ((!csv || strcmp(csv, "-")) && (!json || strcmp(json, "-")))
+		if (html && write_html_report(html, path, &res, &so, peaks_path ? &peaks : NULL)) {
+			ana_result_free(&res);
+			return 1;
+		}
+		if ((!csv || strcmp(csv, "-")) && (!json || strcmp(json, "-")) && (!html || strcmp(html, "-")))
 			ana_report_text(stdout, &res, &ro);
 	}
 	/* problems go to stderr with offsets: they never hide in the report */

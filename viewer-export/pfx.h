@@ -14,6 +14,7 @@
 #include <stdio.h>
 
 #include "analyzer/ana.h"
+#include "analyzer/ana_compare.h"
 
 struct pfx_opts {
 	uint64_t since_ns, until_ns; /* relative to the trace start; until 0 = no limit */
@@ -24,5 +25,9 @@ int pfx_write_perfetto(const char *trace_path, FILE *out, const struct pfx_opts 
 int pfx_write_chrome(const char *trace_path, FILE *out, const struct pfx_opts *o, char *err, size_t errlen);
 /* Folded stacks from an analyzed trace: "a;b;c <self ns>" per call path. */
 int pfx_write_folded(const struct ana_result *res, FILE *out, int thread);
+/* Differential folded stacks of a comparison, flamegraph.pl's difffolded format: "a;b;c <base self ns>
+ * <new self ns>" per call path of @c (ana_compare() of @base and @nw). 0, or -ENOMEM / -errno. */
+int pfx_write_folded_diff(const struct ana_result *base, const struct ana_result *nw, const struct ana_cmp *c,
+			  FILE *out);
 
 #endif /* PTZ_PFX_H */

@@ -119,3 +119,46 @@ int pfx_write_folded(const struct ana_result *res, FILE *out, int thread)
 		rc = errno ? -errno : -EIO;
 	return rc;
 }
+
+/*
+ * Differential folded stacks (flamegraph.pl's difffolded.pl output, which
+ * flamegraph.pl draws as a differential flame graph): "a;b;c BASE NEW" per
+ * call path of the comparison, BASE and NEW its self time in integer ns in
+ * each trace (0 in the trace that lacks it), in the comparison's tree order.
+ * Names are sanitized and deep paths cut as in pfx_write_folded(). A path
+ * whose self time is 0 in both is left out.
+ */
+int pfx_write_folded_diff(const struct ana_result *base, const struct ana_result *nw, const struct ana_cmp *c,
+			  FILE *out)
+{
+	struct path_buf p = { 0 };
+	uint32_t chain[ANA_PATH_MAX_NAMES];
+	int rc = 0;
+	for (size_t i = 0; i < c->nrows && rc == 0; i++) {
+		const struct ana_cmp_row *r = &c->rows[i];
+		const uint64_t sb = r->base_node != UINT32_MAX ? base->merged.n[r->base_node].agg.self_ns : 0;
+		const uint64_t sn = r->new_node != UINT32_MAX ? nw->merged.n[r->new_node].agg.self_ns : 0;
+		if (!sb && !sn)
+			continue;
+		const struct ana_result *res = r->base_node != UINT32_MAX ? base : nw;
+		const struct ana_tree *t = &res->merged;
+		uint32_t node = r->base_node != UINT32_MAX ? r->base_node : r->new_node, n = 0;
+		const uint32_t depth = t->n[node].depth;
+		for (; node != 0 && n < ANA_PATH_MAX_NAMES; node = t->n[node].parent) /* innermost first */
+			chain[n++] = node;
+		p.len = 0;
+		if (p.s)
+			p.s[0] = '\0';
+		for (uint32_t k = n; k-- > 0 && rc == 0;)
+			if (path_append(&p, ana_name(res, t->n[chain[k]].id), k != n - 1))
+				rc = -ENOMEM;
+		if (rc == 0 && fprintf(out, "%s%.0u%s%s %" PRIu64 " %" PRIu64 "\n", depth > ANA_PATH_MAX_NAMES ? "[" : "",
+				       depth > ANA_PATH_MAX_NAMES ? depth : 0, depth > ANA_PATH_MAX_NAMES ? "] ...;" : "",
+				       p.s ? p.s : "", sb, sn) < 0)
+			rc = errno ? -errno : -EIO;
+	}
+	free(p.s);
+	if (rc == 0 && (fflush(out) == EOF || ferror(out)))
+		rc = errno ? -errno : -EIO;
+	return rc;
+}

@@ -15,9 +15,9 @@
  *  - json: ana_run() with the default options, then the JSON report of all
  *    threads or of the first (jansson builds every row: the slowest output);
  *  - compare: ptanalyze compare of the whole result with itself, or with
- *    the windowed one either way, text or JSON;
+ *    the windowed one either way, text or JSON and the HTML page;
  *  - suggest: ptanalyze suggest of the whole or the windowed result,
- *    without or with roofs, text or JSON.
+ *    without or with roofs, text or JSON and the report's HTML page.
  * Outputs are discarded (fz_sink). The promise checked is
  * doc/trace-format.md §6: whatever the bytes, no crash, hang, leak or
  * ASan/UBSan report.
@@ -29,6 +29,7 @@
 
 #include "analyzer/ana.h"
 #include "analyzer/ana_compare.h"
+#include "analyzer/ana_html.h"
 #include "analyzer/ana_suggest.h"
 #include "tests/fuzz/fuzz_common.h"
 
@@ -123,9 +124,10 @@ static void compare(const struct ana_result *a, const struct ana_result *b, bool
 	struct ana_cmp c;
 	if (ana_compare(a, b, &co, &c))
 		return;
-	if (json)
+	if (json) {
 		ana_compare_json(fz_sink(), a, b, &c);
-	else
+		ana_html_compare(fz_sink(), a, b, &c, "base.ptz", "new.ptz", "fuzz");
+	} else
 		ana_compare_text(fz_sink(), a, b, &c, 5);
 	ana_compare_free(&c);
 }
@@ -163,9 +165,10 @@ static void suggest(const struct ana_result *res, bool roofs, bool json)
 	struct ana_sug s;
 	if (ana_suggest(res, &o, &s))
 		return;
-	if (json)
+	if (json) {
 		ana_suggest_json(fz_sink(), res, &s);
-	else
+		ana_html_report(fz_sink(), res, &s, "fuzz.ptz", "fuzz");
+	} else
 		ana_suggest_text(fz_sink(), res, &s, 5);
 	ana_suggest_free(&s);
 }
