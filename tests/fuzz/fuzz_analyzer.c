@@ -1,8 +1,8 @@
 /*
  * tests/fuzz/fuzz_analyzer.c - libFuzzer targets "analyzer", "json",
- * "compare" and "suggest": ana_run() and what ptanalyze prints from its
- * result, built four times with FUZZ_ANALYZER naming the target (README.md
- * here).
+ * "compare", "suggest" and "html": ana_run() and what ptanalyze prints from
+ * its result, built five times with FUZZ_ANALYZER naming the target
+ * (README.md here).
  *
  * Input: a .ptz file, read as it is and, repaired, with its checksums made
  * to hold (fz_each_form). Each input runs one variant, selected by
@@ -15,9 +15,13 @@
  *  - json: ana_run() with the default options, then the JSON report of all
  *    threads or of the first (jansson builds every row: the slowest output);
  *  - compare: ptanalyze compare of the whole result with itself, or with
- *    the windowed one either way, text or JSON and the HTML page;
+ *    the windowed one either way, text or JSON;
  *  - suggest: ptanalyze suggest of the whole or the windowed result,
- *    without or with roofs, text or JSON and the report's HTML page.
+ *    without or with roofs, text or JSON;
+ *  - html: the report's page (with the suggestions, without or with
+ *    roofs) of the whole or the windowed result, or the comparison page of
+ *    the whole result and the windowed one (each page carries Chart.js,
+ *    195 KiB: a target of its own keeps the others fast).
  * Outputs are discarded (fz_sink). The promise checked is
  * doc/trace-format.md §6: whatever the bytes, no crash, hang, leak or
  * ASan/UBSan report.
@@ -37,8 +41,9 @@
 #define FUZZ_ANALYZER_JSON 2
 #define FUZZ_ANALYZER_COMPARE 3
 #define FUZZ_ANALYZER_SUGGEST 4
+#define FUZZ_ANALYZER_HTML 5
 #ifndef FUZZ_ANALYZER
-#error "FUZZ_ANALYZER must be FUZZ_ANALYZER_TEXT, _JSON, _COMPARE or _SUGGEST"
+#error "FUZZ_ANALYZER must be FUZZ_ANALYZER_TEXT, _JSON, _COMPARE, _SUGGEST or _HTML"
 #endif
 
 /* ana_run() of @path into @res: with the default options, or (@window) with
@@ -124,10 +129,9 @@ static void compare(const struct ana_result *a, const struct ana_result *b, bool
 	struct ana_cmp c;
 	if (ana_compare(a, b, &co, &c))
 		return;
-	if (json) {
+	if (json)
 		ana_compare_json(fz_sink(), a, b, &c);
-		ana_html_compare(fz_sink(), a, b, &c, "base.ptz", "new.ptz", "fuzz");
-	} else
+	else
 		ana_compare_text(fz_sink(), a, b, &c, 5);
 	ana_compare_free(&c);
 }
@@ -154,6 +158,37 @@ static void analyze(const char *path)
 	}
 	ana_result_free(&whole);
 }
+#elif FUZZ_ANALYZER == FUZZ_ANALYZER_HTML
+static void analyze(const char *path)
+{
+	static const struct ana_peaks peaks = { .host = "fuzz", .cpus = 1, .gflops64_1 = 1, .gflops64_all = 2,
+						.gbps_1 = 1, .gbps_all = 2, .link_gbps = { 1, 1, 1, 1 } };
+	const uint64_t k = fz_choice();
+	struct ana_result whole, win;
+	if (!run(path, false, &whole))
+		return;
+	/* the span from the whole analysis: no third open of the trace */
+	bool have_win = (k % 3) && run_span(path, true, whole.end_ns - whole.start_ns, &win);
+	if (k % 3 == 2 && have_win) {
+		const struct ana_cmp_opts co = { .noise = -1, .bootstrap = 20 };
+		struct ana_cmp c;
+		if (ana_compare(&whole, &win, &co, &c) == 0) {
+			ana_html_compare(fz_sink(), &whole, &win, &c, "base.ptz", "new.ptz", "fuzz");
+			ana_compare_free(&c);
+		}
+	} else {
+		const struct ana_result *res = have_win ? &win : &whole;
+		const struct ana_sug_opts o = { .peaks = (k & 4) ? &peaks : NULL };
+		struct ana_sug s;
+		if (ana_suggest(res, &o, &s) == 0) {
+			ana_html_report(fz_sink(), res, &s, "fuzz.ptz", "fuzz");
+			ana_suggest_free(&s);
+		}
+	}
+	if (have_win)
+		ana_result_free(&win);
+	ana_result_free(&whole);
+}
 #else
 /* ptanalyze suggest of @res, without roofs or with roofs low enough to
  * place every section, text or JSON. */
@@ -165,10 +200,9 @@ static void suggest(const struct ana_result *res, bool roofs, bool json)
 	struct ana_sug s;
 	if (ana_suggest(res, &o, &s))
 		return;
-	if (json) {
+	if (json)
 		ana_suggest_json(fz_sink(), res, &s);
-		ana_html_report(fz_sink(), res, &s, "fuzz.ptz", "fuzz");
-	} else
+	else
 		ana_suggest_text(fz_sink(), res, &s, 5);
 	ana_suggest_free(&s);
 }

@@ -9,6 +9,7 @@
 #   json      ana_run() and its JSON report (.ptz)
 #   compare   ptanalyze compare, text and JSON (.ptz)
 #   suggest   ptanalyze suggest, text and JSON (.ptz)
+#   html      the report and comparison HTML pages (.ptz)
 #   perfetto  Perfetto protobuf export (.ptz)
 #   chrome    Chrome JSON export (.ptz)
 #   folded    folded-stacks export of an analyzed trace (.ptz)
@@ -36,7 +37,7 @@
 # Reproduce a finding: build-fuzz/tests/fuzz/fuzz-TARGET FILE
 # Minimize it: build-fuzz/tests/fuzz/fuzz-TARGET -minimize_crash=1 -runs=10000 FILE
 set -u
-all_targets="reader decoder analyzer json compare suggest perfetto chrome folded"
+all_targets="reader decoder analyzer json compare suggest html perfetto chrome folded"
 smoke=0
 if [ "${1:-}" = --smoke ]; then
 	smoke=1
