@@ -14,7 +14,7 @@
 #   chrome    Chrome JSON export (.ptz)
 #   folded    folded-stacks export of an analyzed trace (.ptz)
 # SECONDS (default 60) is the whole run's fuzzing time, shared equally by the
-# targets, which run one after the other: `run.sh 600` gives each 100 s.
+# targets, which run one after the other: `run.sh 600` gives each 60 s.
 #
 # Without --smoke: configures (first time) and builds build-fuzz/ with clang,
 # then fuzzes each target from its own corpus build-fuzz/fuzz-corpus/TARGET/,
