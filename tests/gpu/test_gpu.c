@@ -1517,7 +1517,16 @@ static void test_gpu_fork_thread_exits(void **state)
 	for (int k = 0; k < 2; k++)
 		assert_int_equal(pthread_join(h[k], NULL), 0);
 	print_message("# fork-exit: %u of %d children hung at thread exit, %u failed\n", hung[0], FORKS, hung[1]);
+#if defined(__SANITIZE_ADDRESS__)
+	/* The recorder's own threads (flusher, CUDA thread) allocate too, and
+	 * the gate cannot hold them: a child forked while one of them held
+	 * ASan's allocator lock hangs in its first free() (1 of 300 in a CI
+	 * run). A pool mutex of ours held at the fork would hang far more of
+	 * them: the hammers hold one most of the time. Without ASan: none. */
+	assert_true(hung[0] <= FORKS / 100);
+#else
 	assert_int_equal(hung[0], 0);
+#endif
 	assert_int_equal(hung[1], 0);
 	assert_int_equal(pt_close(fx_rec), 0);
 }
