@@ -1346,7 +1346,7 @@ void ana_jo_real(struct ana_jo *o, const char *key, double v)
 		return;
 	}
 	char b[40];
-	if (v == (double)(int64_t)v && v > -1e12 && v < 1e12 && (v != 0 || !signbit(v))) {
+	if (v > -1e12 && v < 1e12 && v == (double)(int64_t)v && (v != 0 || !signbit(v))) { /* range first: the cast */
 		/* an integer of at most 12 digits: "%.12g" prints its digits, then ".0" (the
 		 * common case: counts, zero rates, whole bytes; printf of a double costs ~1,000
 		 * instructions) */
