@@ -1459,25 +1459,6 @@ json_t *ana_json_str(const char *s)
 	return jstr(s);
 }
 
-json_t *ana_json_path(const struct ana_result *res, json_t **names, const struct ana_tree *t, uint32_t node,
-		      uint32_t *elided)
-{
-	uint32_t depth = t->n[node].depth, k = depth < ANA_PATH_MAX_NAMES ? depth : ANA_PATH_MAX_NAMES;
-	if (elided)
-		*elided = depth - k;
-	json_t *p = json_array(); /* sized first, then filled from the innermost name up */
-	for (uint32_t i = 0; p && i < k; i++)
-		if (json_array_append_new(p, json_null()))
-			goto fail;
-	for (uint32_t x = node; p && k > 0; x = t->n[x].parent)
-		if (json_array_set_new(p, --k, jname(names, res, t->n[x].id)))
-			goto fail;
-	return p;
-fail:
-	json_decref(p);
-	return NULL;
-}
-
 /*
  * Names and domains of the JSON report as encoded JSON text (quotes and
  * escapes included), made once per id: a path repeats its ancestors'
@@ -1535,6 +1516,39 @@ static void jnames_free(struct jnames *jn, const struct ana_result *res)
 		free(jn->dom[i]);
 }
 
+/* The names of @node's call path in @t into the array writer @pa,
+ * outermost first, at most its innermost ANA_PATH_MAX_NAMES (ana.h:
+ * ana_json_path()). Returns the number of outer names left out. */
+static uint32_t jo_path(struct ana_jo *pa, struct jnames *jn, const struct ana_result *res, const struct ana_tree *t,
+			uint32_t node)
+{
+	uint32_t depth = t->n[node].depth, k = depth < ANA_PATH_MAX_NAMES ? depth : ANA_PATH_MAX_NAMES;
+	uint32_t ids[ANA_PATH_MAX_NAMES];
+	uint32_t x = node;
+	for (uint32_t q = k; q > 0; x = t->n[x].parent) /* the innermost k names, outermost first */
+		ids[--q] = t->n[x].id;
+	for (uint32_t q = 0; q < k; q++)
+		jo_name(pa, NULL, jn, res, ids[q]);
+	return depth - k;
+}
+
+json_t *ana_json_path(const struct ana_result *res, json_t **names, const struct ana_tree *t, uint32_t node,
+		      uint32_t *elided)
+{
+	int err = 0;
+	struct jnames jn = { .jname = names };
+	json_t *p = json_array();
+	struct ana_jo pa = ana_jo_build(p, &err);
+	uint32_t e = p ? jo_path(&pa, &jn, res, t, node) : 0;
+	if (elided)
+		*elided = e;
+	if (err) {
+		json_decref(p);
+		return NULL;
+	}
+	return p;
+}
+
 /*
  * The members of one row of the JSON report (doc/analyzer-output.md §6)
  * into @r, streamed or built (struct ana_jo): the same keys and values
@@ -1550,17 +1564,11 @@ static void jo_row(struct ana_jo *r, struct jnames *jn, const struct ana_result 
 	ana_string(res, id, &dom);
 	jo_domain(r, jn, res, dom);
 	if (t) {
-		uint32_t depth = t->n[node].depth, k = depth < ANA_PATH_MAX_NAMES ? depth : ANA_PATH_MAX_NAMES;
-		uint32_t ids[ANA_PATH_MAX_NAMES];
-		uint32_t x = node;
-		for (uint32_t q = k; q > 0; x = t->n[x].parent) /* the innermost k names, outermost first */
-			ids[--q] = t->n[x].id;
 		struct ana_jo pa = ana_jo_child(r, "path", '[');
-		for (uint32_t q = 0; q < k; q++)
-			jo_name(&pa, NULL, jn, res, ids[q]);
+		const uint32_t elided = jo_path(&pa, jn, res, t, node);
 		ana_jo_close(&pa, "]");
-	if (depth > k)
-			ana_jo_i64(r, "path_elided", depth - k);
+		if (elided)
+			ana_jo_i64(r, "path_elided", elided);
 		ana_jo_i64(r, "depth", t->n[node].depth);
 	}
 #define JI(k, v) ana_jo_u64(r, k, v)
@@ -1829,8 +1837,7 @@ static void jw_tree(struct jw *w, const struct ana_result *res, struct jnames *n
 	bool first = true;
 	jw_raw(w, "[");
 	for (uint32_t i = 1; i < t->count && !w->b.err; i++)
-		if (t->n[i].agg.count)
-		{
+		if (t->n[i].agg.count) {
 			jw_sep(w, indent, &first);
 			jw_row(&w->b, names, res, t, i, t->n[i].id, &t->n[i].agg);
 		}
@@ -1843,8 +1850,7 @@ static void jw_flat(struct jw *w, const struct ana_result *res, struct jnames *n
 	bool first = true;
 	jw_raw(w, "[");
 	for (uint32_t id = 0; id < nflat && !w->b.err; id++)
-		if (flat[id].count)
-		{
+		if (flat[id].count) {
 			jw_sep(w, indent, &first);
 			jw_row(&w->b, names, res, NULL, 0, id, &flat[id]);
 		}
@@ -1895,7 +1901,6 @@ json_t *ana_json_trace(const struct ana_result *res)
 
 int ana_write_json(FILE *out, const struct ana_result *res, const struct ana_report_opts *o)
 {
-	(void)o;
 	struct jw w = { .b = { .out = out } };
 	bool first = true;
 	struct jnames jn = { .name = calloc(res->nnames ? res->nnames : 1, sizeof(char *)) }; /* NULL: not shared */
