@@ -657,12 +657,8 @@ static inline void section_begin(SectionObject *s, pt_recorder *r)
 		pt_gpu_begin(r, s->id, s->stream);
 	else
 		pt_begin(r, s->id);
-	if (s->read)
-		pt_metric(r, PT_METRIC_READ_BYTES, s->read);
-	if (s->written)
-		pt_metric(r, PT_METRIC_WRITTEN_BYTES, s->written);
-	if (s->flops)
-		pt_metric(r, PT_METRIC_FLOPS, s->flops);
+	const struct pt_metrics m = { .read_bytes = s->read, .written_bytes = s->written, .flops = s->flops };
+	add_metrics(r, &m);
 }
 
 static inline void section_end(SectionObject *s, pt_recorder *r)
