@@ -767,6 +767,17 @@ struct ana_row {
 	 */
 	double gpu_self_gbps, gpu_self_gflops, gpu_gbps, gpu_gflops;
 	double gpu_xfer_gbps[ANA_DIRS];
+	/*
+	 * The rate a one-column view shows (the text report's GB/s and
+	 * GFLOP/s, the Python module's log()): the GPU rate (gpu_gbps,
+	 * gpu_gflops) where the row's subtree has GPU sections that declared
+	 * that work, flagged *_over_gpu; else the CPU-time rate (gbps,
+	 * gflops), all of whose work CPU sections then declared. A GPU
+	 * section's CPU time is its launch, so its work over CPU time is no
+	 * rate of anything (an H100 matmul read 3.2 PFLOP/s that way).
+	 */
+	double show_gbps, show_gflops;
+	bool show_gbps_over_gpu, show_gflops_over_gpu;
 	/* Time breakdown (§3.1): CPU = total_ns; GPU = inclusive GPU time
 	 * summed over streams; transfer = copy_ns (part of GPU); compute =
 	 * GPU - transfer; launch = launch_ns (part of CPU). */

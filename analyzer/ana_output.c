@@ -71,12 +71,23 @@ static void ana_row_gpu(const struct ana_result *res, const struct ana_agg *a, s
 	w->bd_launch_ns = g->launch_ns < a->total_ns ? g->launch_ns : a->total_ns;
 }
 
+/* The one-column rates (struct ana_row, show_*): over GPU time where GPU
+ * sections declared the work, else over CPU time. */
+static void row_show(struct ana_row *w)
+{
+	w->show_gbps_over_gpu = !isnan(w->gpu_gbps);
+	w->show_gflops_over_gpu = !isnan(w->gpu_gflops);
+	w->show_gbps = w->show_gbps_over_gpu ? w->gpu_gbps : w->gbps;
+	w->show_gflops = w->show_gflops_over_gpu ? w->gpu_gflops : w->gflops;
+}
+
 void ana_row_compute(const struct ana_result *res, const struct ana_agg *a, struct ana_row *w)
 {
 	memset(w, 0, sizeof(*w));
 	w->a = a;
 	if (!a->count) {
 		ana_row_gpu(res, a, w);
+		row_show(w);
 		return;
 	}
 	w->p50 = ana_hist_quantile(&a->hist, 0.50, a->count, a->min_ns, a->max_ns);
@@ -108,6 +119,7 @@ void ana_row_compute(const struct ana_result *res, const struct ana_agg *a, stru
 		w->gpu_over_cpu = t > 0 ? (double)g->incl_total_ns / t : 0.0;
 	}
 	ana_row_gpu(res, a, w);
+	row_show(w);
 }
 
 /* ---------------------------------------------------------------- text */
@@ -299,10 +311,11 @@ static void text_row(FILE *out, const struct ana_result *res, const char *label,
 	char first_rest[16] = "-", gb[16] = "-", gf[16] = "-", ai[16] = "-";
 	if (w.first_over_rest > 0)
 		snprintf(first_rest, sizeof(first_rest), "%.2fx", w.first_over_rest);
-	if (w.gbps > 0)
-		snprintf(gb, sizeof(gb), "%.2f", w.gbps);
-	if (w.gflops > 0)
-		snprintf(gf, sizeof(gf), "%.2f", w.gflops);
+	/* '*': over the row's GPU time (ana_row.show_*), legend under the header */
+	if (w.show_gbps > 0)
+		snprintf(gb, sizeof(gb), "%.2f%s", w.show_gbps, w.show_gbps_over_gpu ? "*" : "");
+	if (w.show_gflops > 0)
+		snprintf(gf, sizeof(gf), "%.2f%s", w.show_gflops, w.show_gflops_over_gpu ? "*" : "");
 	if (w.intensity > 0)
 		snprintf(ai, sizeof(ai), "%.2f", w.intensity);
 	fprintf(out, "%-40s %8" PRIu64 " %10s %10s %5.1f%% %10s %10s %10s %10s %10s %10s %7s %8s %8s %6s\n", name,
@@ -746,6 +759,9 @@ void ana_report_text(FILE *out, const struct ana_result *res, const struct ana_r
 	fprintf(out, "\n%s (%s), sorted by %s; share = total / sum of thread spans; percentiles within %.1f%%\n",
 		o->flat ? "Sections by name, recursion-safe totals" : "Call tree", scope, sorts[o->sort],
 		100.0 * ANA_HIST_REL_ERROR);
+	if (res->has_gpu)
+		fprintf(out, "GB/s and GFLOP/s marked * are over GPU time (the GPU sections' declared work / GPU incl): "
+			     "a GPU section's CPU time is only its launch\n");
 	fprintf(out, HDR_FMT, "name", "count", "total", "self", "share", "mean", "std", "p50", "p90", "p99", "first",
 		"1st/rest", "GB/s", "GFLOP/s", "FLOP/B");
 	if (!o->flat) {

@@ -10,6 +10,10 @@ Prints medians over interleaved rounds (ns per iteration of a loop of
   - `with timing.section("name", flops=n)`          goal <= 2x baseline
   - `with s` (a reused section object)              goal <= 1x baseline
   - an empty function, undecorated and decorated    goal <= 2x
+  - the same function behind functools.partial: a C wrapper that records
+    nothing, the floor of any decorator written in C (CPython 3.11+
+    inlines a Python-to-Python call; a call from C builds a new
+    interpreter frame)
   - the ctypes route: pt_begin/pt_end by id through ctypes on libptz.so,
     and a hand-written context manager over it (what a user without the
     module writes)
@@ -21,6 +25,7 @@ import argparse
 import contextlib
 import ctypes
 import ctypes.util
+import functools
 import os
 import statistics
 import sys
@@ -104,6 +109,13 @@ def main():
         for _ in range(k):
             f()
 
+    part = functools.partial(empty)
+
+    def call_partial(k):
+        f = part
+        for _ in range(k):
+            f()
+
     rows = [
         ("with contextlib.nullcontext() (new each time)", nullctx_new),
         ("with nc (one nullcontext reused)", nullctx),
@@ -112,6 +124,7 @@ def main():
         ("with s (reused section object)", section_reused),
         ("empty function, undecorated", call_plain),
         ("empty function, @profile_function", call_decorated),
+        ("empty function, functools.partial (records nothing)", call_partial),
     ]
     res = {name: [] for name, _ in rows}
     for _ in range(rounds):
@@ -187,6 +200,9 @@ def main():
         print("%-55s %10.1f %8.2f %8.1f" % (name, med[name], med[name] / base, low[name]))
     dplain = med["empty function, undecorated"]
     print("%-55s %10s %8.2f" % ("decorated / undecorated", "", med["empty function, @profile_function"] / dplain))
+    dpart = med["empty function, functools.partial (records nothing)"]
+    print("%-55s %10s %8.2f" % ("C-wrapper floor: partial / undecorated", "", dpart / dplain))
+    print("%-55s %10.1f" % ("recording: decorated - partial (ns)", med["empty function, @profile_function"] - dpart))
     cbase = cmed["with contextlib.nullcontext() (new each time), again"]
     for name, _ in crow:
         print("%-55s %10.1f %8.2f %8.1f" % (name, cmed[name], cmed[name] / cbase, clow[name]))

@@ -376,8 +376,9 @@ static inline pt_recorder *T_R(TimingObject *t)
 	return t->r;
 }
 
-/* Expands "%p" in @tmpl (the pid): the statistics read the file at the
- * expanded path. Other templates (%h) are left to pt_open(). */
+/* Expands "%p" in @tmpl (the pid), for messages before the recorder is
+ * open; once it is, timing_open() takes the path it writes (pt_path(),
+ * "%h" expanded too). */
 static PyObject *expand_path(PyObject *tmpl)
 {
 	PyObject *pid = PyUnicode_FromFormat("%ld", (long)getpid());
@@ -416,6 +417,14 @@ static int timing_open(TimingObject *t)
 	t->r = r;
 	t->closed = 0;
 	pt_set_enabled(r, t->enabled != 0);
+	/* the file the recorder writes ("%h" expanded too): the statistics read it */
+	char actual[4096];
+	if (pt_path(r, actual, sizeof(actual)) > 0) {
+		PyObject *ap = PyUnicode_DecodeFSDefault(actual);
+		if (!ap)
+			return -1;
+		Py_SETREF(t->path, ap);
+	}
 	return 0;
 }
 
@@ -1006,10 +1015,12 @@ static PyObject *Timing_record_memory_transfer(TimingObject *t, PyObject *const 
 		if (mb == -1.0 && PyErr_Occurred())
 			return NULL;
 		if (!(mb >= 0.0) || !isfinite(mb) || mb * 1048576.0 >= 18446744073709551616.0) {
-			PyErr_SetString(PyExc_ValueError, "size_mb must be a finite number >= 0");
+			PyErr_SetString(PyExc_ValueError, "size_mb must be a finite number >= 0 and below 2**44 (2**64 bytes)");
 			return NULL;
 		}
-		bytes = (uint64_t)llround(mb * 1048576.0);
+		/* round(), not llround(): 2**63 bytes and more do not fit a long long;
+		 * below 2**64 round() stays below it (doubles there are integers) */
+		bytes = (uint64_t)round(mb * 1048576.0);
 	} else {
 		PyErr_SetString(PyExc_TypeError, "record_memory_transfer() needs nbytes= or size_mb=");
 		return NULL;

@@ -1252,8 +1252,29 @@ static int open_locked(struct pt_recorder *r, const char *path, const struct pt_
 	atomic_store_explicit(&r->gen, r->cur_gen, memory_order_release);
 	atomic_store_explicit(&r->hot_gen, enabled ? r->cur_gen : 0, memory_order_release);
 	atomic_store_explicit(&r->fork_records, strstr(path, "%p") != NULL, memory_order_relaxed);
+	snprintf(r->path_now, sizeof(r->path_now), "%s", fpath); /* fits: both 4096 */
 	is_open = true;
 	return 0;
+}
+
+int pt_path(pt_recorder *r, char *buf, size_t cap)
+{
+	if (!r || !buf)
+		return -EINVAL;
+	if (rec_fork_unsafe)
+		return -EBADF;
+	pthread_mutex_lock(&open_lock);
+	int rc;
+	if (!is_open || atomic_load_explicit(&r->forked, memory_order_relaxed)) {
+		rc = -EBADF;
+	} else {
+		const size_t n = strlen(r->path_now);
+		rc = n < cap ? (int)n : -ERANGE;
+		if (rc >= 0)
+			memcpy(buf, r->path_now, n + 1);
+	}
+	pthread_mutex_unlock(&open_lock);
+	return rc;
 }
 
 pt_recorder *pt_open(const char *path, const struct pt_options *opt, size_t opt_bytes)

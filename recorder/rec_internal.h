@@ -184,6 +184,7 @@ struct pt_recorder {
 
 	/* pt_open()'s arguments, kept for a fork child's reopen (open_lock) */
 	char *path_tmpl;
+	char path_now[4096];                   /* the file being written (the template expanded); pt_path() */
 	struct pt_options opts;
 	char opts_pname[256];
 

@@ -662,6 +662,23 @@ PT_API int pt_stats(pt_recorder *r, struct pt_stats_info *out, size_t out_bytes)
 PT_API int pt_flush(pt_recorder *r);
 
 /**
+ * pt_path() - The path of the trace file @r is writing: pt_open()'s @path
+ * with "%p" and "%h" expanded (after a fork, the child's own file once it
+ * has reopened).
+ * @r:   recorder.
+ * @buf: receives the path, NUL-terminated.
+ * @cap: bytes at @buf (4096 is always enough).
+ * Context: any thread; takes the recorder's open/close lock briefly. Not
+ *          async-signal-safe.
+ * Return: the path's length (without the NUL); -EINVAL for @r or @buf
+ *         NULL; -EBADF when @r is not open (closed, or a fork child's
+ *         handle that has not reopened); -ERANGE when @cap is too small
+ *         (@buf untouched).
+ * Since: 0.3.0.
+ */
+PT_API int pt_path(pt_recorder *r, char *buf, size_t cap);
+
+/**
  * pt_set_enabled() - Turn recording on or off for all threads.
  * @r:  recorder or NULL (no-op).
  * @on: false: from now on nothing new is recorded, and nothing of it is

@@ -58,8 +58,9 @@ class PerformanceTiming(_Timing):
     """PerformanceTiming(name, path=None, enable_gpu_timing=True, enabled=True)
 
     The recorder of this process. ``path``: the .ptz trace to create ("%p" is
-    the pid); None takes $PTZ_TRACE, else ``ptz-<pid>.ptz`` in the current
-    directory. A trace left there by an earlier run of ours is replaced.
+    the pid, "%h" the host name made one file-name component); None takes
+    $PTZ_TRACE, else ``ptz-<pid>.ptz`` in the current directory. ``path``
+    (the attribute) is the file written, templates expanded. A trace left there by an earlier run of ours is replaced.
     ``enabled=False`` creates no file until enable(); until then every call is
     a no-op costing tens of ns. ``enable_gpu_timing=False`` records
     use_gpu_events sections on the CPU only. One recorder per process: a
@@ -137,7 +138,8 @@ class PerformanceTiming(_Timing):
         (a logging.Logger; None = the "ptz" logger) at `level`.
 
         Each line: title, calls, total, mean, p50, p99, and when recorded,
-        GFLOP/s and GB/s; with include_percentages, the share of the traced
+        GFLOP/s and GB/s (over GPU time, marked "(GPU time)", where GPU
+        sections declared the work: their CPU time is only the launch); with include_percentages, the share of the traced
         time (the analyzer's `share`, doc/analyzer-output.md §3). sort_by:
         "time" (total), "self", "flops", "count", "mean", "bytes" or "name";
         largest first (name: alphabetical). Returns the lines logged.
@@ -164,14 +166,19 @@ class PerformanceTiming(_Timing):
                 _dur(r["p99_ns"]))]
             if include_percentages and r["share"] is not None:
                 parts.append("%5.1f%%" % (100.0 * r["share"]))
+            # one rate per figure, as the text report's call tree
+            # (ana_row.show_*): over GPU time where GPU sections declared the
+            # work (a GPU section's CPU time is only its launch), else CPU time
             if r["flops"]:
                 parts.append("flops=%d" % r["flops"])
-                if r["gflop_per_s"] is not None:
-                    parts.append("%.3f GFLOP/s" % r["gflop_per_s"])
+                rate, gpu = _shown_rate(r, "gflop_per_s")
+                if rate is not None:
+                    parts.append("%.3f GFLOP/s%s" % (rate, " (GPU time)" if gpu else ""))
             if r["read_bytes"] or r["written_bytes"]:
                 parts.append("bytes=%d" % (r["read_bytes"] + r["written_bytes"]))
-                if r["gb_per_s"] is not None:
-                    parts.append("%.3f GB/s" % r["gb_per_s"])
+                rate, gpu = _shown_rate(r, "gb_per_s")
+                if rate is not None:
+                    parts.append("%.3f GB/s%s" % (rate, " (GPU time)" if gpu else ""))
             if r.get("gpu_count"):
                 parts.append("gpu=%s x%d" % (_dur(r["gpu_total_ns"]), r["gpu_count"]))
             lines.append(" ".join(parts))
@@ -187,6 +194,13 @@ class PerformanceTiming(_Timing):
             with _open_lock:
                 if self in _open:
                     _open.remove(self)
+
+
+def _shown_rate(row, key):
+    """(rate, over_gpu): row["gpu_" + key] when the analyzer gave one (GPU
+    sections of the subtree declared the work), else row[key] (CPU time)."""
+    g = row.get("gpu_" + key)
+    return (g, True) if g is not None else (row.get(key), False)
 
 
 def _dur(ns):

@@ -26,7 +26,9 @@
  *  - --bottlenecks ranks big (200 ms on the GPU, 0.45 ms on the CPU) first;
  *  - hot-section fires on big with a stake of its GPU time, at most the
  *    GPU busy time; roofline does not judge GPU sections against CPU roofs;
- *  - the text report, CSV and JSON carry the same figures.
+ *  - the text report, CSV and JSON carry the same figures; the call tree's
+ *    one GB/s and GFLOP/s column shows a GPU section's rates over GPU time
+ *    (starred), a CPU section's over CPU time.
  */
 #include <jansson.h>
 #include <math.h>
@@ -131,6 +133,9 @@ static void test_rates_exact(void **state)
 	assert_true(near(w.gpu_self_gflops, 4.5) && near(w.gpu_self_gbps, 36.0));
 	assert_true(near(w.gflops, 900.0) && near(w.gbps, 7200.0)); /* the CPU-time rates stay */
 	assert_true(isnan(w.gpu_xfer_gbps[0]));
+	/* a one-column view shows the GPU rates (the launch-time ones are no rate of anything) */
+	assert_true(w.show_gflops_over_gpu && w.show_gbps_over_gpu);
+	assert_true(near(w.show_gflops, 4.5) && near(w.show_gbps, 36.0));
 
 	ana_row_compute(res, row_at(res, "step;copy"), &w);
 	assert_true(near(w.gpu_xfer_gbps[PT_H2D - 1], (double)MIB64 / 6e6));
@@ -146,6 +151,7 @@ static void test_rates_exact(void **state)
 	ana_row_compute(res, row_at(res, "cpu"), &w);
 	assert_true(isnan(w.gpu_gflops) && isnan(w.gpu_gbps) && isnan(w.gpu_self_gflops));
 	assert_true(near(w.gflops, 1.0));
+	assert_true(!w.show_gflops_over_gpu && near(w.show_gflops, 1.0));
 }
 
 static void test_breakdown_sums(void **state)
@@ -311,6 +317,20 @@ static void test_outputs_agree(void **state)
 	assert_non_null(bl);
 	snprintf(line, sizeof(line), "%.*s", (int)strcspn(bl + 1, "\n"), bl + 1);
 	assert_non_null(strstr(line, "        -        -")); /* declared nothing: no rate */
+	/* the call tree's GB/s and GFLOP/s: over GPU time, starred, for a GPU
+	 * section (not 7,200 and 900 over its 10 us launch); over CPU time for
+	 * a CPU section; the legend says so */
+	assert_non_null(strstr(text, "GB/s and GFLOP/s marked * are over GPU time"));
+	const char *ct = strstr(text, "\nCall tree");
+	assert_non_null(ct);
+	gl = strstr(ct, "\n  gemm ");
+	assert_true(gl && gl < gt);
+	snprintf(line, sizeof(line), "%.*s", (int)strcspn(gl + 1, "\n"), gl + 1);
+	assert_non_null(strstr(line, "   36.00*    4.50* "));
+	gl = strstr(ct, "\ncpu ");
+	assert_true(gl && gl < gt);
+	snprintf(line, sizeof(line), "%.*s", (int)strcspn(gl + 1, "\n"), gl + 1);
+	assert_non_null(strstr(line, "        -     1.00      -"));
 	free(text);
 
 	char *csv = out_of(ANA_OUT_CSV, res, &o);

@@ -25,6 +25,7 @@ import io
 import json
 import logging
 import os
+import socket
 import subprocess
 import sys
 import threading
@@ -100,6 +101,26 @@ class Base(unittest.TestCase):
         self.t.close()
         rep = ptanalyze_json(self.path)
         return {r["name"]: r for r in rep["flat"]}, rep
+
+
+class TestPathTemplate(unittest.TestCase):
+    def test_host_and_pid_expanded(self):
+        """"%h" and "%p" in the path: the recorder expands both, and the
+        statistics read the file it writes (t.path, from pt_path())."""
+        t = ptz.PerformanceTiming("tmpl", path=tmp_path("tmpl-%h-%p.ptz"))
+        try:
+            self.assertNotIn("%", t.path)
+            self.assertIn("-%d.ptz" % os.getpid(), t.path)
+            host = socket.gethostname()
+            if host and all(c.isalnum() or c in "-." for c in host):
+                self.assertIn("tmpl-%s-" % host, t.path)
+            self.assertTrue(os.path.isfile(t.path))
+            with t.section("a"):
+                pass
+            self.assertEqual(t.get_timing_data()["sections"]["a"]["count"], 1)
+        finally:
+            t.close()
+        os.unlink(t.path)
 
 
 class TestSections(Base):
@@ -249,12 +270,19 @@ class TestSections(Base):
             self.t.record_memory_transfer(size_mb=2, direction="gpu_to_cpu")
             self.t.record_memory_transfer(nbytes=10)  # default: cpu_to_gpu
             self.t.record_memory_transfer(size_mb=0.5, direction="d2d")
+        # 1.5 * 2**43 MiB = 1.5 * 2**63 bytes: past a long long, within the u64 the trace holds
+        with self.t.section("huge-copy"):
+            self.t.record_memory_transfer(size_mb=1.5 * 2 ** 43, direction="gpu_to_cpu")
+        for bad in (2.0 ** 44, -1, float("nan"), float("inf")):
+            with self.assertRaises(ValueError):
+                self.t.record_memory_transfer(size_mb=bad)
         for v in (5, 7, -3, 2.9):
             self.t.counter("queue depth", v)  # a float is truncated toward zero
         rows, rep = self.rows()
         self.assertEqual(rows["copy"]["h2d_bytes"], 1010)
         self.assertEqual(rows["copy"]["d2h_bytes"], 2 * 1024 * 1024)
         self.assertEqual(rows["copy"]["d2d_bytes"], 512 * 1024)
+        self.assertEqual(rows["huge-copy"]["d2h_bytes"], 3 * 2 ** 62)
         counters = {c["name"]: c for th in rep["threads"] for c in th["counters"]}
         c = counters["queue depth"]
         self.assertEqual((c["samples"], c["last"], c["min"], c["max"]), (4, 2, -3, 7))

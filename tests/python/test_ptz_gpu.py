@@ -11,10 +11,12 @@ Invariants covered:
   - no host synchronization by default (no synchronize() call); sync=True
     calls the stream's synchronize() at entry and exit;
   - enable_gpu_timing=False records the CPU section only (no event);
-  - get_stats() reports GPU timing enabled.
+  - get_stats() reports GPU timing enabled;
+  - log() gives a GPU section's GFLOP/s over its GPU time.
 """
 import ctypes
 import json
+import logging
 import os
 import subprocess
 import time
@@ -114,6 +116,20 @@ class TestGpu(unittest.TestCase):
             # 15 + 1 + 2 + 2 sections, one event pair each
             self.assertEqual(fake.fake_stream_record_calls(s) - before, 2 * 20)
             self.assertTrue(t.get_stats()["gpu_timing_enabled"])
+            # log(): a GPU section's GFLOP/s over its GPU time, not its launch
+            # (once the CUDA thread has written the ranges)
+            deadline = time.monotonic() + 5
+            while time.monotonic() < deadline:
+                rs = t._recorder_stats()
+                if rs["gpu_ranges"] + rs["gpu_dropped"] >= rs["gpu_launched"]:
+                    break
+                time.sleep(0.01)
+            rows_now = t.get_timing_data()["sections"]
+            line = [ln for ln in t.log(logging.getLogger("ptz-test")) if ln.startswith("k-int ")][0]
+            want = rows_now["k-int"]["gpu_gflop_per_s"]
+            self.assertIsNotNone(want)
+            self.assertIn("%.3f GFLOP/s (GPU time)" % want, line)
+            self.assertNotIn("%.3f GFLOP/s" % rows_now["k-int"]["gflop_per_s"], line)
         finally:
             t.close()
         rows, rep = flat_rows(path)

@@ -11,7 +11,8 @@
  *    EEXIST and left untouched;
  *  - "%h" expands to the host name made one safe file-name component
  *    ('/' and control bytes become '_', "." and ".." and "" are replaced;
- *    gethostname() is wrapped: -Wl,--wrap=gethostname);
+ *    gethostname() is wrapped: -Wl,--wrap=gethostname), and pt_path()
+ *    gives that file (-ERANGE short, -EBADF once closed);
  *  - zstd levels above 19 (pt_options and PTZ_ZSTD_LEVEL) are clamped to
  *    19, lower ones below zstd's minimum to it; the rest kept;
  *  - pt_close() of a recorder whose four 8 MiB rings are full at level 19
@@ -191,7 +192,17 @@ static void check_host(const char *host, const char *tmpl, const char *want)
 	pt_recorder *r = pt_open(tu_path(tmpl), NULL, 0);
 	fake_host = NULL;
 	assert_non_null(r);
+	/* pt_path(): the file written, as expanded; -ERANGE one byte short */
+	char got[4096], want_path[4096];
+	snprintf(want_path, sizeof(want_path), "%s", tu_path(want));
+	const int n = pt_path(r, got, sizeof(got));
+	assert_int_equal(n, (int)strlen(want_path));
+	assert_string_equal(got, want_path);
+	assert_int_equal(pt_path(r, got, (size_t)n), -ERANGE);
+	assert_int_equal(pt_path(r, got, (size_t)n + 1), n);
+	assert_int_equal(pt_path(NULL, got, sizeof(got)), -EINVAL);
 	assert_int_equal(pt_close(r), 0);
+	assert_int_equal(pt_path(r, got, sizeof(got)), -EBADF);
 	struct stat st;
 	if (stat(tu_path(want), &st) != 0)
 		fail_msg("host \"%s\": no file %s", host, want);
