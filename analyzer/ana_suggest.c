@@ -515,8 +515,12 @@ static void distribution(struct sctx *c, uint32_t i, const struct ana_agg *a)
 	const double mean = ana_moments_mean(&rest, a->count - 1), sd = ana_moments_std(&rest, a->count - 1);
 	if (!(mean > 0) || !(sd / mean > o->unstable_cv))
 		return;
-	/* stake: the time spent above the lower quartile, the sample's mean excess times the occurrences */
-	struct ana_finding *f = add(c, ANA_R_UNSTABLE, i, above * (double)(a->count - 1));
+	/* stake: the time spent above the lower quartile, the sample's mean excess times the occurrences,
+	 * never more than what those occurrences spent above their minimum, exactly (a q1 is >= min):
+	 * a 512-value sample extrapolated to millions can overshoot the time it is a part of */
+	const double rest_above_min =
+		(double)a->total_ns - (double)a->first_ns - (double)(a->count - 1) * (double)a->min_ns;
+	struct ana_finding *f = add(c, ANA_R_UNSTABLE, i, fmin(above * (double)(a->count - 1), rest_above_min));
 	if (!f)
 		return;
 	f->ev[0] = (double)a->count;
