@@ -6,7 +6,8 @@
  * even split between threads); the roofline on hand-set roofs (one core
  * 10 GFLOP/s and 10 GB/s, all cores 20 and 20: ridge 1 FLOP/B) placing a
  * kernel in each class; the ranking; triggers moved by
- * ana_sug_threshold_set(); the text and the JSON read back.
+ * ana_sug_threshold_set(); the text and the JSON read back; short-sections
+ * judged by the median on a trace of its own (preempted occurrences).
  */
 #include <jansson.h>
 #include <math.h>
@@ -530,9 +531,65 @@ static void test_text_and_json(void **state)
 	ana_suggest_free(&s);
 }
 
+/* short-sections on a loaded machine: "quick" runs 100,000 times for 120 ns but 2% of its occurrences
+ * are preempted for 50 us (mean 1.1176 us, median 120 ns); "slow" runs 2,000 times for 5 us with 40%
+ * of 300 ns ones (mean 3.12 us, median 5 us). The median decides: quick fires, slow does not. */
+static void write_short(const char *path)
+{
+	const struct fmt_writer_hdr hd = {
+		.clock_source = PT_CLOCK_TSC, .pid = 8, .start_real_ns = 1700000000000000000ull,
+		.process_name = "ana-short", .host = "testhost", .cmdline = "ana-short", .recorder_version = "ptz-test 1",
+	};
+	struct w w = { .t = 0 };
+	tb_start(&w.b, path, &hd);
+	assert_int_equal(fmt_enc_string(&w.b.e, 1, 0, "quick", 5), 0);
+	assert_int_equal(fmt_enc_string(&w.b.e, 2, 0, "slow", 4), 0);
+	assert_int_equal(fmt_enc_thread(&w.b.e, 0, 500, 0, 0, "t0", 2), 0);
+	assert_int_equal(fmt_enc_clock(&w.b.e, 0, 0, 1700000000000000000ull, 1), 0);
+	assert_int_equal(fmt_enc_clock(&w.b.e, 1000000000, 1000000000, 1700000001000000000ull, 1), 0);
+	tb_flush(&w.b, FMT_CHUNK_META, PT_FMT_META_THREAD);
+	for (int i = 0; i < 100000; i++)
+		sec(&w, 1, i % 50 == 7 ? 50 * US : 120, 0, 0);
+	for (int i = 0; i < 2000; i++)
+		sec(&w, 2, i % 5 < 2 ? 300 : 5 * US, 0, 0);
+	tb_flush(&w.b, FMT_CHUNK_EVENTS, 0);
+	tb_close(&w.b);
+}
+
+static void test_short_sections_median(void **state)
+{
+	(void)state;
+	char path[4200];
+	snprintf(path, sizeof(path), "%s", tu_path("short.ptz"));
+	write_short(path);
+	struct ana_result res;
+	const struct ana_options ao = { .thread = -1 };
+	ana_test_run(path, &ao, &res);
+	struct ana_sug s;
+	assert_int_equal(ana_suggest(&res, NULL, &s), 0);
+	const struct ana_finding *f = find(&res, &s, ANA_R_SHORT, "quick");
+	assert_non_null(f);
+	assert_true(f->ev[0] == 100000 && f->ev[4] == 120);
+	assert_true(near(f->ev[1], (98000.0 * 120 + 2000.0 * 50 * US) / 100000, 1e-12)); /* mean 1117.6 ns */
+	assert_true(f->ev[1] > 1000);
+	assert_null(find(&res, &s, ANA_R_SHORT, "slow")); /* mean 3.12 us either way, median 5 us */
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *out = open_memstream(&buf, &len);
+	assert_non_null(out);
+	ana_suggest_text(out, &res, &s, 0);
+	assert_int_equal(fclose(out), 0);
+	assert_non_null(strstr(buf, "median 120 ns (mean 1.12 us) over 100000 occurrences (trigger: median below 1.00 us)"));
+	free(buf);
+	ana_suggest_free(&s);
+	ana_result_free(&res);
+	unlink(path);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_short_sections_median),
 		cmocka_unit_test(test_rules_without_peaks),
 		cmocka_unit_test(test_roofline_classes),
 		cmocka_unit_test(test_thresholds),
