@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <jansson.h>
+#include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -550,6 +551,17 @@ int ana_compare(const struct ana_result *base, const struct ana_result *nw, cons
 		ana_compare_free(out);
 		return -ENOMEM;
 	}
+	/* --gate-threshold: paths with too few occurrences for any test, on the point estimate alone */
+	for (size_t i = 0; o.gate_threshold > 0 && i < out->nrows; i++) {
+		struct ana_cmp_row *r = &out->rows[i];
+		if (r->verdict != ANA_V_UNVERIFIED || !isnan(r->p) || isnan(r->change))
+			continue;
+		if (r->change > o.gate_threshold)
+			r->verdict = ANA_V_REGRESSION;
+		else if (r->change < -o.gate_threshold)
+			r->verdict = ANA_V_IMPROVEMENT;
+		r->threshold_only = r->verdict != ANA_V_UNVERIFIED;
+	}
 	for (size_t i = 0; i < out->nrows; i++)
 		out->count[out->rows[i].verdict]++;
 	out->geomean = out->ngeo ? exp(logsum / (double)out->ngeo) : NAN;
@@ -605,6 +617,25 @@ static const char *plural_s(size_t n)
 	return n == 1 ? "" : "s";
 }
 
+/* @ns with its sign ("+1.20 ms", "-300 ns"); "-" for NaN. */
+static const char *signed_dur(char *b, size_t n, double ns)
+{
+	char d[24];
+	if (isnan(ns))
+		snprintf(b, n, "-");
+	else
+		snprintf(b, n, "%s%s", ns < 0 ? "-" : ns > 0 ? "+" : "", ana_fmt_dur(d, sizeof(d), fabs(ns)));
+	return b;
+}
+
+/* The row's share of its run: inclusive time / sum of thread spans (§3); NaN if absent or empty. */
+static double run_share(const struct ana_result *res, uint32_t node)
+{
+	if (node == UINT32_MAX || !res->thread_span_sum_ns)
+		return NAN;
+	return (double)res->merged.n[node].agg.total_ns / (double)res->thread_span_sum_ns;
+}
+
 void ana_compare_text(FILE *out, const struct ana_result *base, const struct ana_result *nw,
 		      const struct ana_cmp *c, int top)
 {
@@ -614,6 +645,10 @@ void ana_compare_text(FILE *out, const struct ana_result *base, const struct ana
 		"        (first occurrence left out; up to %u samples a path), Benjamini-Hochberg FDR at %g,\n"
 		"        bootstrap 95%% CI of the median change (%u resamples), noise threshold +-%.1f%%\n",
 		ANA_RESERVOIR_CAP, o->alpha, o->bootstrap, 100.0 * o->noise);
+	if (o->gate_threshold > 0)
+		fprintf(out, "        paths with too few occurrences to test: judged on the median change alone against\n"
+			     "        --gate-threshold +-%.1f%% (\"threshold only\": no test, no error rate)\n",
+			100.0 * o->gate_threshold);
 	size_t both = c->nrows - c->count[ANA_V_ONLY_BASE] - c->count[ANA_V_ONLY_NEW];
 	fprintf(out, "paths:   %zu in both (%zu tested), %zu only in base, %zu only in new\n", both, c->tested,
 		c->count[ANA_V_ONLY_BASE], c->count[ANA_V_ONLY_NEW]);
@@ -633,8 +668,8 @@ void ana_compare_text(FILE *out, const struct ana_result *base, const struct ana
 		fprintf(out, "(rows not printed: out of memory)\n");
 		return;
 	}
-	fprintf(out, "\n%-15s %8s  %-19s %8s  %11s  %-23s %s\n", "verdict", "change", "95% CI", "q", "n base/new",
-		"median base -> new", "path");
+	fprintf(out, "\n%-15s %8s %10s  %-19s %8s  %11s  %-23s %s\n", "verdict", "change", "per call", "95% CI", "q",
+		"n base/new", "median base -> new", "path");
 	for (int g = 0; g < ANA_V_N; g++) {
 		enum ana_verdict v = group_order[g];
 		size_t k = 0;
@@ -646,17 +681,31 @@ void ana_compare_text(FILE *out, const struct ana_result *base, const struct ana
 		size_t shown = top > 0 && (size_t)top < k ? (size_t)top : k;
 		for (size_t j = 0; j < shown; j++) {
 			const struct ana_cmp_row *r = &c->rows[idx[j]];
-			char ch[16], lo[16], hi[16], ci[40] = "-", q[16] = "-", nn[32], mb[16], mn[16], med[40];
+			char ch[16], lo[16], hi[16], ci[40] = "-", q[16] = "-", nn[32], mb[16], mn[16], med[40], pc[32];
 			if (!isnan(r->ci_lo))
 				snprintf(ci, sizeof(ci), "[%s, %s]", pct(lo, sizeof(lo), r->ci_lo), pct(hi, sizeof(hi), r->ci_hi));
+			else if (r->threshold_only)
+				snprintf(ci, sizeof(ci), "threshold only (n=%" PRIu64 ")",
+					 r->count_base < r->count_new ? r->count_base : r->count_new);
 			if (!isnan(r->q))
 				snprintf(q, sizeof(q), "%.2g", r->q);
 			snprintf(nn, sizeof(nn), "%u/%u%s", r->n_base, r->n_new, r->low_confidence ? "*" : "");
 			snprintf(med, sizeof(med), "%s -> %s", ana_fmt_dur(mb, sizeof(mb), r->median_base),
 				 ana_fmt_dur(mn, sizeof(mn), r->median_new));
 			const char *path = row_path(base, nw, r, &pb, &pcap);
-			fprintf(out, "%-15s %8s  %-19s %8s  %11s  %-23s %s\n", ana_verdict_name(v),
-				pct(ch, sizeof(ch), r->change), ci, q, nn, med, path ? path : "?");
+			fprintf(out, "%-15s %8s %10s  %-19s %8s  %11s  %-23s %s", ana_verdict_name(v),
+				pct(ch, sizeof(ch), r->change),
+				signed_dur(pc, sizeof(pc), r->median_new - r->median_base), ci, q, nn, med,
+				path ? path : "?");
+			if (v == ANA_V_ONLY_BASE || v == ANA_V_ONLY_NEW) { /* what it weighs in the run that has it */
+				const bool b = v == ANA_V_ONLY_BASE;
+				const struct ana_result *res = b ? base : nw;
+				const uint32_t node = b ? r->base_node : r->new_node;
+				fprintf(out, "  (total %s, %.1f%% of the %s run)",
+					ana_fmt_dur(mb, sizeof(mb), (double)res->merged.n[node].agg.total_ns),
+					100.0 * run_share(res, node), b ? "base" : "new");
+			}
+			fputc('\n', out);
 		}
 		if (shown < k)
 			fprintf(out, "%-15s ... and %zu more (--top)\n", ana_verdict_name(v), k - shown);
@@ -693,10 +742,11 @@ int ana_compare_json(FILE *out, const struct ana_result *base, const struct ana_
 	json_t *root = json_object(), *counts = json_object(), *rows = json_array();
 	int bad = !root || !counts || !rows;
 	bad |= json_object_set_new(root, "schema", json_string("ptanalyze-compare/1"));
-	json_t *m = json_pack("{s:s, s:s, s:f, s:f, s:I, s:I, s:I, s:I}", "test", "mann-whitney-u",
+	json_t *m = json_pack("{s:s, s:s, s:f, s:f, s:I, s:I, s:I, s:I, s:o}", "test", "mann-whitney-u",
 			      "correction", "benjamini-hochberg", "alpha", o->alpha, "noise", o->noise, "bootstrap",
 			      (json_int_t)o->bootstrap, "seed", (json_int_t)(o->seed & INT64_MAX), "samples_max",
-			      (json_int_t)ANA_RESERVOIR_CAP, "exact_small_n", (json_int_t)ANA_CMP_EXACT_SMALL);
+			      (json_int_t)ANA_RESERVOIR_CAP, "exact_small_n", (json_int_t)ANA_CMP_EXACT_SMALL,
+			      "gate_threshold", o->gate_threshold > 0 ? json_real(o->gate_threshold) : json_null());
 	bad |= !m || json_object_set_new(root, "method", m);
 	for (int v = 0; v < ANA_V_N; v++)
 		bad |= json_object_set_new(counts, ana_verdict_key(v), json_integer((json_int_t)c->count[v]));
@@ -734,7 +784,10 @@ int ana_compare_json(FILE *out, const struct ana_result *base, const struct ana_
 		 * flame graph's widths (ana_html.c, --folded-diff), the sums every report row has */
 		const struct ana_agg *ab = in_b ? &base->merged.n[r->base_node].agg : NULL;
 		const struct ana_agg *an = r->new_node != UINT32_MAX ? &nw->merged.n[r->new_node].agg : NULL;
-		bad |= !j || json_object_set_new(j, "total_base_ns", ana_json_u64(ab ? ab->total_ns : 0)) ||
+		bad |= !j || json_object_set_new(j, "threshold_only", json_boolean(r->threshold_only)) ||
+		       json_object_set_new(j, "share_base", jnum(run_share(base, r->base_node))) ||
+		       json_object_set_new(j, "share_new", jnum(run_share(nw, r->new_node))) ||
+		       json_object_set_new(j, "total_base_ns", ana_json_u64(ab ? ab->total_ns : 0)) ||
 		       json_object_set_new(j, "total_new_ns", ana_json_u64(an ? an->total_ns : 0)) ||
 		       json_object_set_new(j, "self_base_ns", ana_json_u64(ab ? ab->self_ns : 0)) ||
 		       json_object_set_new(j, "self_new_ns", ana_json_u64(an ? an->self_ns : 0));

@@ -76,6 +76,12 @@ struct ana_cmp_opts {
 	double noise;       /* relative noise threshold, >= 0; < 0 = 0.05 (so 0 is allowed) */
 	uint32_t bootstrap; /* bootstrap resamples; 0 = 1000 */
 	uint64_t seed;      /* bootstrap random seed; 0 = a fixed constant */
+	/* --gate-threshold: a relative change, > 0, against which a path too small to test (unverified for
+	 * lack of samples, both sides present) is judged on its point estimate alone: above +gate a
+	 * regression, below -gate an improvement, flagged threshold_only. 0 = off (the default: every
+	 * verdict then rests on the test). The original proposal's CI gate ("any operation >= 10% slower
+	 * fails") on sections run once. */
+	double gate_threshold;
 };
 
 struct ana_cmp_row {
@@ -91,6 +97,7 @@ struct ana_cmp_row {
 	double p, q;                   /* two-sided p, BH-adjusted q; NaN if not tested */
 	bool exact;                    /* p from the exact distribution */
 	bool low_confidence;           /* tested with fewer than ANA_CMP_LOW_N samples on a side */
+	bool threshold_only;           /* regression/improvement from --gate-threshold alone: no test */
 	enum ana_verdict verdict;
 };
 

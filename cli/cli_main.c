@@ -72,6 +72,8 @@ static void usage(FILE *out)
 		"Compare options (doc/analyzer-output.md section 8; --thread, --domain, --since, --until and\n"
 		"--json FILE apply to both traces):\n"
 		"  --noise PCT          changes within +-PCT%% are not regressions (default 5)\n"
+		"  --gate-threshold PCT paths too few to test: a median change beyond +-PCT%% is a regression or\n"
+		"                       improvement on the point estimate alone, marked \"threshold only\" (off)\n"
 		"  --alpha A            false discovery rate across all paths, 0 < A < 1 (default 0.05)\n"
 		"  --bootstrap N        resamples for the CI of the median change (default 1000)\n"
 		"  --top N              at most N lines per verdict (default 20; all in --json)\n"
@@ -251,7 +253,7 @@ static int close_out(FILE *f, const char *path, const char *what, int failed)
 
 enum { OPT_REPORT = 256, OPT_FLAT, OPT_SORT, OPT_TOP, OPT_DEPTH, OPT_MINPCT, OPT_THREAD, OPT_DOMAIN,
        OPT_BOTTLENECKS, OPT_SINCE, OPT_UNTIL, OPT_CSV, OPT_JSON, OPT_NOPROGRESS, OPT_VERSION, OPT_PERFETTO,
-       OPT_CHROME, OPT_FOLDED, OPT_NOISE, OPT_ALPHA, OPT_BOOTSTRAP, OPT_FAILREG, OPT_PEAKS, OPT_FP32,
+       OPT_CHROME, OPT_FOLDED, OPT_NOISE, OPT_GATE, OPT_ALPHA, OPT_BOOTSTRAP, OPT_FAILREG, OPT_PEAKS, OPT_FP32,
        OPT_THRESHOLD, OPT_SECONDS, OPT_MAXRECORDS, OPT_MAXMEMORY, OPT_GPU, OPT_HTML, OPT_FOLDED_DIFF };
 
 /* A count or a size: digits, for a size an optional K, M or G (binary). */
@@ -687,6 +689,7 @@ int main(int argc, char **argv)
 		{ "chrome", required_argument, NULL, OPT_CHROME },
 		{ "folded", required_argument, NULL, OPT_FOLDED },
 		{ "noise", required_argument, NULL, OPT_NOISE },
+		{ "gate-threshold", required_argument, NULL, OPT_GATE },
 		{ "alpha", required_argument, NULL, OPT_ALPHA },
 		{ "bootstrap", required_argument, NULL, OPT_BOOTSTRAP },
 		{ "fail-on-regression", no_argument, NULL, OPT_FAILREG },
@@ -803,6 +806,15 @@ int main(int argc, char **argv)
 			co.noise = strtod(optarg, &end) / 100.0;
 			if (*end || end == optarg || !(co.noise >= 0 && co.noise <= 10))
 				return usage_error("--noise: expected a percentage 0..1000, got '%s'", optarg);
+			cmp_only = 1;
+			break;
+		}
+		case OPT_GATE: {
+			char *end;
+			co.gate_threshold = strtod(optarg, &end) / 100.0;
+			if (*end || end == optarg || !(co.gate_threshold > 0 && co.gate_threshold <= 10))
+				return usage_error("--gate-threshold: expected a percentage above 0, up to 1000, got '%s'",
+						   optarg);
 			cmp_only = 1;
 			break;
 		}
@@ -969,7 +981,8 @@ int main(int argc, char **argv)
 				   show_progress);
 	}
 	if (cmp_only)
-		return usage_error("%s", "--noise, --alpha, --bootstrap, --fail-on-regression and --folded-diff belong to compare");
+		return usage_error("%s", "--noise, --gate-threshold, --alpha, --bootstrap, --fail-on-regression and --folded-diff "
+					 "belong to compare");
 	if (rest != 1)
 		return usage_error("%s", rest ? "expected exactly one trace file" : "no trace file given");
 	path = argv[optind];

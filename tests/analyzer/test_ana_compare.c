@@ -545,6 +545,10 @@ static void test_text_and_json(void **state)
 	fclose(o);
 	assert_non_null(strstr(txt, "verdict: 1 regression, 1 improvement, 1 within noise"));
 	assert_non_null(strstr(txt, "main;slower"));
+	/* the change per call beside the relative one; one-sided paths with their weight in their run */
+	assert_non_null(strstr(txt, "   per call  "));
+	assert_non_null(strstr(txt, "% of the base run)"));
+	assert_non_null(strstr(txt, "% of the new run)"));
 	/* regressions come first */
 	assert_true(strstr(txt, "regression ") < strstr(txt, "improvement "));
 	o = open_memstream(&js, &lj);
@@ -582,12 +586,141 @@ static void test_text_and_json(void **state)
 			seen++;
 			assert_true(json_is_null(jget(r, "change")) && json_is_null(jget(r, "p")));
 			assert_string_equal(json_string_value(jget(r, "verdict")), name[0] == 'g' ? "only_base" : "only_new");
+			/* its share of the run that has it: total / sum of thread spans */
+			const bool g = name[0] == 'g';
+			const struct ana_result *res = g ? &f->base : &f->nw;
+			json_t *sh = jget(r, g ? "share_base" : "share_new");
+			assert_true(json_is_real(sh) && json_real_value(sh) > 0 && json_real_value(sh) < 0.2);
+			assert_true(fabs(json_real_value(sh) * (double)res->thread_span_sum_ns -
+					 (double)jint(r, g ? "total_base_ns" : "total_new_ns")) < 1e-6 * (double)res->thread_span_sum_ns);
+			assert_true(json_is_null(jget(r, g ? "share_new" : "share_base")));
 		}
 	}
 	assert_int_equal(seen, 3);
 	json_decref(root);
 	free(txt);
 	free(js);
+}
+
+/* Sections run once (the original proposal's CI gate: any operation 10% slower fails): "once" 100 us
+ * -> 139 us (+39%), "steady" 100 -> 101 us (+1%), "quicker" 100 -> 50 us (-50%), and "many" 40 times at
+ * 10 us +-jitter on both sides (tested, not significant). */
+static void write_once(const char *path, int which)
+{
+	const struct fmt_writer_hdr hd = {
+		.clock_source = PT_CLOCK_TSC, .pid = 400, .start_ticks = 1000, .start_mono_ns = 1000,
+		.start_real_ns = 1700000000000000000ull, .process_name = "ana-compare-once", .host = "testhost",
+		.cmdline = "ana-compare-once", .recorder_version = "ptz-test 1",
+	};
+	static const char *const nm[] = { "once", "steady", "quicker", "many" };
+	const uint64_t d[2][3] = { { 100000, 100000, 100000 }, { 139000, 101000, 50000 } };
+	struct tb b;
+	tb_start(&b, path, &hd);
+	for (uint32_t k = 0; k < 4; k++)
+		assert_int_equal(fmt_enc_string(&b.e, k + 1, 0, nm[k], strlen(nm[k])), 0);
+	assert_int_equal(fmt_enc_thread(&b.e, 0, 500, 1000, 0, "t0", 2), 0);
+	assert_int_equal(fmt_enc_clock(&b.e, 0, 0, 1700000000000000000ull, 1), 0);
+	assert_int_equal(fmt_enc_clock(&b.e, 1000000000, 1000000000, 1700000001000000000ull, 1), 0);
+	tb_flush(&b, FMT_CHUNK_META, PT_FMT_META_THREAD);
+	uint64_t t = 2000, rng = 99 + (uint64_t)which;
+	for (uint32_t k = 0; k < 3; k++) {
+		fmt_enc_begin(&b.e, t, k + 1);
+		t += d[which][k];
+		fmt_enc_end(&b.e, t, k + 1);
+		t += 10;
+	}
+	for (int i = 0; i < 40; i++) {
+		fmt_enc_begin(&b.e, t, 4);
+		t += 10000 + ana_rnd(&rng) % 500;
+		fmt_enc_end(&b.e, t, 4);
+		t += 10;
+	}
+	tb_flush(&b, FMT_CHUNK_EVENTS, 0);
+	tb_close(&b);
+}
+
+static const struct ana_cmp_row *row_named(const struct ana_result *res, const struct ana_cmp *c, const char *name)
+{
+	for (size_t i = 0; i < c->nrows; i++)
+		if (c->rows[i].base_node != UINT32_MAX &&
+		    strcmp(ana_name(res, res->merged.n[c->rows[i].base_node].id), name) == 0)
+			return &c->rows[i];
+	fail_msg("no row %s", name);
+	return NULL;
+}
+
+static void test_gate_threshold(void **state)
+{
+	(void)state;
+	char pb[4200], pn[4200];
+	snprintf(pb, sizeof(pb), "%s", tu_path("once-base.ptz"));
+	snprintf(pn, sizeof(pn), "%s", tu_path("once-new.ptz"));
+	write_once(pb, 0);
+	write_once(pn, 1);
+	struct ana_result b, n;
+	const struct ana_options o = { .thread = -1 };
+	ana_test_run(pb, &o, &b);
+	ana_test_run(pn, &o, &n);
+	/* the default stays statistically honest: one occurrence is never a verdict */
+	struct ana_cmp c;
+	assert_int_equal(ana_compare(&b, &n, NULL, &c), 0);
+	assert_int_equal(row_named(&b, &c, "once")->verdict, ANA_V_UNVERIFIED);
+	assert_int_equal(c.count[ANA_V_REGRESSION], 0);
+	ana_compare_free(&c);
+	/* --gate-threshold 10 */
+	const struct ana_cmp_opts go = { .noise = -1, .gate_threshold = 0.10 };
+	assert_int_equal(ana_compare(&b, &n, &go, &c), 0);
+	const struct ana_cmp_row *r = row_named(&b, &c, "once");
+	assert_int_equal(r->verdict, ANA_V_REGRESSION);
+	assert_true(r->threshold_only && fabs(r->change - 0.39) < 1e-12);
+	r = row_named(&b, &c, "steady");
+	assert_int_equal(r->verdict, ANA_V_UNVERIFIED);
+	assert_false(r->threshold_only);
+	r = row_named(&b, &c, "quicker");
+	assert_int_equal(r->verdict, ANA_V_IMPROVEMENT);
+	assert_true(r->threshold_only);
+	r = row_named(&b, &c, "many"); /* tested: the test decides, never the gate */
+	assert_false(isnan(r->p));
+	assert_false(r->threshold_only);
+	assert_int_equal(c.count[ANA_V_REGRESSION], 1);
+	char *txt = NULL;
+	size_t lt = 0;
+	FILE *f = open_memstream(&txt, &lt);
+	ana_compare_text(f, &b, &n, &c, 0);
+	fclose(f);
+	assert_non_null(strstr(txt, "--gate-threshold +-10.0%"));
+	const char *line = strstr(txt, "\nregression ");
+	assert_non_null(line);
+	if (!strstr(line, "+39.0%  +39.00 us  threshold only (n=1)"))
+		fail_msg("regression line: %.*s", (int)strcspn(line + 1, "\n"), line + 1);
+	free(txt);
+	char *js = NULL;
+	size_t lj = 0;
+	f = open_memstream(&js, &lj);
+	assert_int_equal(ana_compare_json(f, &b, &n, &c), 0);
+	fclose(f);
+	json_error_t err;
+	json_t *root = json_loads(js, 0, &err);
+	assert_non_null(root);
+	assert_true(fabs(json_real_value(jget(jget(root, "method"), "gate_threshold")) - 0.10) < 1e-15);
+	json_t *rows = jget(root, "rows"), *jr;
+	size_t i, seen = 0;
+	json_array_foreach(rows, i, jr)
+	{
+		const char *nm = json_string_value(jget(jr, "name"));
+		const bool gated = strcmp(nm, "once") == 0 || strcmp(nm, "quicker") == 0;
+		assert_true(json_is_boolean(jget(jr, "threshold_only")));
+		assert_int_equal(json_is_true(jget(jr, "threshold_only")), gated);
+		seen += gated;
+	}
+	assert_int_equal(seen, 2);
+	json_decref(root);
+	free(js);
+	ana_compare_free(&c);
+	ana_result_free(&b);
+	ana_result_free(&n);
+	unlink(pb);
+	unlink(pn);
 }
 
 /* One name "x" in the default domain and in domain "d", first met in the
@@ -667,6 +800,7 @@ int main(void)
 		cmocka_unit_test(test_self_compare),
 		cmocka_unit_test(test_text_and_json),
 		cmocka_unit_test(test_domains_matched_apart),
+		cmocka_unit_test(test_gate_threshold),
 	};
 	/* one group (one TAP plan): the statistics tests ignore the pair fixture */
 	return cmocka_run_group_tests(tests, setup_pair, teardown_pair);

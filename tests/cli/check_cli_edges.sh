@@ -253,7 +253,13 @@ run compare "$TMP/cb.ptz" "$TMP/cn.ptz" --flat
 check "compare --flat: usage, exit 2" [ "$rc" -eq 2 ]
 run "$TMP/cb.ptz" --noise 3
 check "--noise without compare: usage, exit 2" eval '[ "$rc" -eq 2 ] && grep -q "belong to compare" "$TMP/err"'
-for bad in "--alpha 1" "--alpha 0" "--noise -1" "--bootstrap 5" "--noise x"; do
+run "$TMP/cb.ptz" --gate-threshold 10
+check "--gate-threshold without compare: usage, exit 2" eval '[ "$rc" -eq 2 ] && grep -q "belong to compare" "$TMP/err"'
+run compare "$TMP/cb.ptz" "$TMP/cn.ptz" --gate-threshold 10 --fail-on-regression
+check "compare --gate-threshold 10: tested paths keep their test's verdict, exit 3" \
+	eval '[ "$rc" -eq 3 ] && grep -q "against\$" "$TMP/out" && ! grep -q "threshold only (n=" "$TMP/out"'
+for bad in "--alpha 1" "--alpha 0" "--noise -1" "--bootstrap 5" "--noise x" "--gate-threshold 0" \
+	"--gate-threshold -5" "--gate-threshold x"; do
 	run compare "$TMP/cb.ptz" "$TMP/cn.ptz" $bad
 	check "compare $bad: usage, exit 2" [ "$rc" -eq 2 ]
 done
