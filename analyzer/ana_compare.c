@@ -20,14 +20,14 @@
 const char *ana_verdict_name(enum ana_verdict v)
 {
 	static const char *const names[ANA_V_N] = { "regression", "improvement", "within noise", "not significant",
-						    "unverified", "only in base", "only in new" };
+						    "unverified", "only in base", "only in new", "inherited" };
 	return (unsigned)v < ANA_V_N ? names[v] : NULL;
 }
 
 const char *ana_verdict_key(enum ana_verdict v)
 {
 	static const char *const keys[ANA_V_N] = { "regression", "improvement", "within_noise", "not_significant",
-						   "unverified", "only_base", "only_new" };
+						   "unverified", "only_base", "only_new", "inherited" };
 	return (unsigned)v < ANA_V_N ? keys[v] : NULL;
 }
 
@@ -358,7 +358,7 @@ static struct ana_cmp_row *add_row(struct builder *bd)
 	struct ana_cmp_row *r = &c->rows[c->nrows++];
 	memset(r, 0, sizeof(*r));
 	r->median_base = r->median_new = r->change = r->ci_lo = r->ci_hi = NAN;
-	r->u = r->p = r->q = NAN;
+	r->u = r->p = r->q = r->self_change = r->change_vs_shift = NAN;
 	return r;
 }
 
@@ -450,6 +450,111 @@ static int fill_pair(struct ana_cmp_row *r, const struct ana_agg *ab, const stru
 	r->median_new = r->n_new ? ana_median(vn, r->n_new) : (an->count ? (double)an->first_ns : NAN);
 	if (r->median_base > 0 && !isnan(r->median_new))
 		r->change = r->median_new / r->median_base - 1.0;
+	return 0;
+}
+
+/* Per-call self time of @a: self_ns / count; NaN without occurrences. */
+static double self_per_call(const struct ana_agg *a)
+{
+	return a->count ? (double)a->self_ns / (double)a->count : NAN;
+}
+
+/*
+ * One cause, one regression: a regression (improvement) some of whose child rows regressed (improved)
+ * too, directly or through an inherited row, and whose own time per call (self_ns / count) moved
+ * within the noise threshold, owes its change to them: ANA_V_INHERITED. Rows are in tree order (a
+ * parent before its children), so a walk from the end decides children first.
+ * Return: 0, or -1 on ENOMEM.
+ */
+static int inherit(const struct ana_result *base, const struct ana_result *nw, struct ana_cmp *c)
+{
+	/* per row: the directions its children moved in (bit 0: up, bit 1: down) */
+	uint8_t *kids = calloc(c->nrows ? c->nrows : 1, 1);
+	int64_t *brow = malloc((base->merged.count ? base->merged.count : 1) * sizeof(*brow));
+	if (!kids || !brow) {
+		free(kids);
+		free(brow);
+		return -1;
+	}
+	for (size_t i = 0; i < c->nrows; i++)
+		if (c->rows[i].base_node != UINT32_MAX)
+			brow[c->rows[i].base_node] = (int64_t)i;
+	const double noise = c->opts.noise;
+	for (size_t i = c->nrows; i-- > 0;) {
+		struct ana_cmp_row *r = &c->rows[i];
+		if (r->base_node == UINT32_MAX || r->new_node == UINT32_MAX)
+			continue;
+		const struct ana_agg *ab = &base->merged.n[r->base_node].agg, *an = &nw->merged.n[r->new_node].agg;
+		const double sb = self_per_call(ab), sn = self_per_call(an);
+		r->self_change = sb > 0 ? sn / sb - 1.0 : sb == 0 && sn == 0 ? 0.0 : NAN;
+		int dir = r->verdict == ANA_V_REGRESSION ? 1 : r->verdict == ANA_V_IMPROVEMENT ? -1 : 0;
+		if (dir && !r->threshold_only && (kids[i] & (dir > 0 ? 1 : 2)) && fabs(r->self_change) <= noise) {
+			r->verdict = ANA_V_INHERITED;
+			r->inherited_dir = dir;
+		}
+		if (r->verdict == ANA_V_INHERITED)
+			dir = r->inherited_dir;
+		const uint32_t par = base->merged.n[r->base_node].parent;
+		if (dir && par != 0)
+			kids[brow[par]] |= dir > 0 ? 1 : 2;
+	}
+	free(kids);
+	free(brow);
+	return 0;
+}
+
+static int cmp_dbl_asc(const void *a, const void *b)
+{
+	const double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+/*
+ * Whole-run shift: when most tested paths moved together (a slower machine, another compiler flag),
+ * say so and give each path's change relative to it. Among the tested rows with both medians > 0
+ * (at least ANA_CMP_SHIFT_MIN): the median of their changes (nearest rank on the sorted ratios) is
+ * the shift; it is "found" when at least three quarters of them are significant changes beyond the
+ * noise threshold in the shift's direction (their verdict regression, improvement or inherited that
+ * way). Return: 0, or -1 on ENOMEM.
+ */
+static int whole_run_shift(struct ana_cmp *c)
+{
+	for (size_t i = 0; i < c->nrows; i++)
+		c->rows[i].change_vs_shift = NAN;
+	c->shift = c->shift_q1 = c->shift_q3 = NAN;
+	double *v = malloc((c->nrows ? c->nrows : 1) * sizeof(*v));
+	if (!v)
+		return -1;
+	size_t n = 0;
+	for (size_t i = 0; i < c->nrows; i++) {
+		const struct ana_cmp_row *r = &c->rows[i];
+		if (!isnan(r->p) && r->median_base > 0 && r->median_new > 0)
+			v[n++] = r->median_new / r->median_base;
+	}
+	c->shift_paths = n;
+	if (n >= ANA_CMP_SHIFT_MIN) {
+		qsort(v, n, sizeof(*v), cmp_dbl_asc);
+		const double ratio = v[ana_rank_index(500, (uint32_t)n)];
+		c->shift = ratio - 1.0;
+		c->shift_q1 = v[ana_rank_index(250, (uint32_t)n)] - 1.0;
+		c->shift_q3 = v[ana_rank_index(750, (uint32_t)n)] - 1.0;
+		const int dir = c->shift > c->opts.noise ? 1 : c->shift < -c->opts.noise ? -1 : 0;
+		for (size_t i = 0; dir && i < c->nrows; i++) {
+			const struct ana_cmp_row *r = &c->rows[i];
+			if (isnan(r->p) || !(r->median_base > 0 && r->median_new > 0))
+				continue;
+			const int d = r->verdict == ANA_V_REGRESSION ? 1 : r->verdict == ANA_V_IMPROVEMENT ? -1
+				      : r->verdict == ANA_V_INHERITED ? r->inherited_dir : 0;
+			c->shift_moved += d == dir;
+		}
+		c->shift_found = dir != 0 && 4 * c->shift_moved >= 3 * n;
+		for (size_t i = 0; c->shift_found && i < c->nrows; i++) {
+			struct ana_cmp_row *r = &c->rows[i];
+			if (!isnan(r->change))
+				r->change_vs_shift = (1.0 + r->change) / ratio - 1.0;
+		}
+	}
+	free(v);
 	return 0;
 }
 
@@ -562,6 +667,10 @@ int ana_compare(const struct ana_result *base, const struct ana_result *nw, cons
 			r->verdict = ANA_V_IMPROVEMENT;
 		r->threshold_only = r->verdict != ANA_V_UNVERIFIED;
 	}
+	if (inherit(base, nw, out) || whole_run_shift(out)) {
+		ana_compare_free(out);
+		return -ENOMEM;
+	}
 	for (size_t i = 0; i < out->nrows; i++)
 		out->count[out->rows[i].verdict]++;
 	out->geomean = out->ngeo ? exp(logsum / (double)out->ngeo) : NAN;
@@ -577,9 +686,9 @@ void ana_compare_free(struct ana_cmp *c)
 /* ---- outputs ---- */
 
 /* Display order of the verdict groups. */
-static const enum ana_verdict group_order[ANA_V_N] = { ANA_V_REGRESSION, ANA_V_IMPROVEMENT, ANA_V_WITHIN_NOISE,
-							ANA_V_UNVERIFIED, ANA_V_NOT_SIGNIFICANT,  ANA_V_ONLY_BASE,
-							ANA_V_ONLY_NEW };
+static const enum ana_verdict group_order[ANA_V_N] = { ANA_V_REGRESSION, ANA_V_IMPROVEMENT, ANA_V_INHERITED,
+							ANA_V_WITHIN_NOISE, ANA_V_UNVERIFIED, ANA_V_NOT_SIGNIFICANT,
+							ANA_V_ONLY_BASE, ANA_V_ONLY_NEW };
 
 static const struct ana_cmp_row *sort_rows; /* qsort has no context argument */
 
@@ -656,9 +765,21 @@ void ana_compare_text(FILE *out, const struct ana_result *base, const struct ana
 		c->count[ANA_V_REGRESSION], plural_s(c->count[ANA_V_REGRESSION]), c->count[ANA_V_IMPROVEMENT],
 		plural_s(c->count[ANA_V_IMPROVEMENT]), c->count[ANA_V_WITHIN_NOISE], c->count[ANA_V_NOT_SIGNIFICANT],
 		c->count[ANA_V_UNVERIFIED]);
+	if (c->count[ANA_V_INHERITED])
+		fprintf(out, "         %zu inherited: regressions or improvements whose children changed and whose own\n"
+			     "         time per call (self) moved within the noise: not counted again\n",
+			c->count[ANA_V_INHERITED]);
 	if (c->ngeo)
 		fprintf(out, "geometric mean of median ratios (new / base): %.4f over %zu path%s\n", c->geomean, c->ngeo,
 			plural_s(c->ngeo));
+	if (c->shift_found) {
+		char s1[16], s2[16], s3[16];
+		fprintf(out,
+			"whole-run shift: %zu of %zu tested paths moved together, median %s (middle half %s to %s):\n"
+			"         machine- or build-wide; \"vs shift\" is each path's change relative to it\n",
+			c->shift_moved, c->shift_paths, pct(s1, sizeof(s1), c->shift), pct(s2, sizeof(s2), c->shift_q1),
+			pct(s3, sizeof(s3), c->shift_q3));
+	}
 	if (!c->nrows)
 		return;
 	size_t *idx = malloc(c->nrows * sizeof(*idx));
@@ -668,8 +789,11 @@ void ana_compare_text(FILE *out, const struct ana_result *base, const struct ana
 		fprintf(out, "(rows not printed: out of memory)\n");
 		return;
 	}
-	fprintf(out, "\n%-15s %8s %10s  %-19s %8s  %11s  %-23s %s\n", "verdict", "change", "per call", "95% CI", "q",
-		"n base/new", "median base -> new", "path");
+	fprintf(out, "\n%-15s %8s %10s  %-19s %8s  %11s  %-23s ", "verdict", "change", "per call", "95% CI", "q",
+		"n base/new", "median base -> new");
+	if (c->shift_found)
+		fprintf(out, "%8s  ", "vs shift");
+	fprintf(out, "path\n");
 	for (int g = 0; g < ANA_V_N; g++) {
 		enum ana_verdict v = group_order[g];
 		size_t k = 0;
@@ -693,10 +817,12 @@ void ana_compare_text(FILE *out, const struct ana_result *base, const struct ana
 			snprintf(med, sizeof(med), "%s -> %s", ana_fmt_dur(mb, sizeof(mb), r->median_base),
 				 ana_fmt_dur(mn, sizeof(mn), r->median_new));
 			const char *path = row_path(base, nw, r, &pb, &pcap);
-			fprintf(out, "%-15s %8s %10s  %-19s %8s  %11s  %-23s %s", ana_verdict_name(v),
+			fprintf(out, "%-15s %8s %10s  %-19s %8s  %11s  %-23s ", ana_verdict_name(v),
 				pct(ch, sizeof(ch), r->change),
-				signed_dur(pc, sizeof(pc), r->median_new - r->median_base), ci, q, nn, med,
-				path ? path : "?");
+				signed_dur(pc, sizeof(pc), r->median_new - r->median_base), ci, q, nn, med);
+			if (c->shift_found)
+				fprintf(out, "%8s  ", pct(lo, sizeof(lo), r->change_vs_shift));
+			fprintf(out, "%s", path ? path : "?");
 			if (v == ANA_V_ONLY_BASE || v == ANA_V_ONLY_NEW) { /* what it weighs in the run that has it */
 				const bool b = v == ANA_V_ONLY_BASE;
 				const struct ana_result *res = b ? base : nw;
@@ -754,6 +880,10 @@ int ana_compare_json(FILE *out, const struct ana_result *base, const struct ana_
 	bad |= json_object_set_new(root, "tested", json_integer((json_int_t)c->tested));
 	bad |= json_object_set_new(root, "geomean", jnum(c->geomean));
 	bad |= json_object_set_new(root, "geomean_paths", json_integer((json_int_t)c->ngeo));
+	json_t *sh = json_pack("{s:b, s:o, s:o, s:o, s:I, s:I}", "found", c->shift_found, "change", jnum(c->shift),
+			       "q1", jnum(c->shift_q1), "q3", jnum(c->shift_q3), "paths", (json_int_t)c->shift_paths,
+			       "moved", (json_int_t)c->shift_moved);
+	bad |= !sh || json_object_set_new(root, "shift", sh);
 	/* row index of each node, for the parent links (rows are in tree order: a parent's row comes first) */
 	int64_t *brow = malloc((base->merged.count ? base->merged.count : 1) * sizeof(*brow));
 	int64_t *nrow = malloc((nw->merged.count ? nw->merged.count : 1) * sizeof(*nrow));
@@ -785,6 +915,12 @@ int ana_compare_json(FILE *out, const struct ana_result *base, const struct ana_
 		const struct ana_agg *ab = in_b ? &base->merged.n[r->base_node].agg : NULL;
 		const struct ana_agg *an = r->new_node != UINT32_MAX ? &nw->merged.n[r->new_node].agg : NULL;
 		bad |= !j || json_object_set_new(j, "threshold_only", json_boolean(r->threshold_only)) ||
+		       json_object_set_new(j, "inherited_from",
+					   r->verdict != ANA_V_INHERITED ? json_null()
+					   : json_string(ana_verdict_key(r->inherited_dir > 0 ? ANA_V_REGRESSION
+											       : ANA_V_IMPROVEMENT))) ||
+		       json_object_set_new(j, "self_change", jnum(r->self_change)) ||
+		       json_object_set_new(j, "change_vs_shift", jnum(r->change_vs_shift)) ||
 		       json_object_set_new(j, "share_base", jnum(run_share(base, r->base_node))) ||
 		       json_object_set_new(j, "share_new", jnum(run_share(nw, r->new_node))) ||
 		       json_object_set_new(j, "total_base_ns", ana_json_u64(ab ? ab->total_ns : 0)) ||

@@ -53,6 +53,8 @@
 /* Below this many samples on either side a verdict is "low confidence"
  * (google/benchmark's UTEST_OPTIMAL_REPETITIONS). */
 #define ANA_CMP_LOW_N 9u
+/* A whole-run shift is looked for among at least this many tested paths. */
+#define ANA_CMP_SHIFT_MIN 5u
 
 enum ana_verdict {
 	ANA_V_REGRESSION,   /* significant, the CI of the change entirely above +noise */
@@ -62,13 +64,16 @@ enum ana_verdict {
 	ANA_V_UNVERIFIED,   /* too few samples for any test to reach alpha */
 	ANA_V_ONLY_BASE,    /* path absent from the new trace */
 	ANA_V_ONLY_NEW,     /* path absent from the base trace */
+	ANA_V_INHERITED,    /* a regression or improvement its children explain: its own time per call
+			     * (self) moved within the noise (one cause, one regression) */
 	ANA_V_N
 };
 /* "regression", "improvement", "within noise", "not significant", "unverified",
- * "only in base", "only in new"; NULL for an out-of-range value. */
+ * "only in base", "only in new", "inherited"; NULL for an out-of-range value. */
 const char *ana_verdict_name(enum ana_verdict v);
 /* The same as JSON keys and values: "regression", "improvement",
- * "within_noise", "not_significant", "unverified", "only_base", "only_new". */
+ * "within_noise", "not_significant", "unverified", "only_base", "only_new",
+ * "inherited". */
 const char *ana_verdict_key(enum ana_verdict v);
 
 struct ana_cmp_opts {
@@ -98,6 +103,9 @@ struct ana_cmp_row {
 	bool exact;                    /* p from the exact distribution */
 	bool low_confidence;           /* tested with fewer than ANA_CMP_LOW_N samples on a side */
 	bool threshold_only;           /* regression/improvement from --gate-threshold alone: no test */
+	int inherited_dir;             /* ANA_V_INHERITED: +1 from a regression, -1 from an improvement */
+	double self_change;            /* per-call self time, new / base - 1 (self_ns / count); NaN if not defined */
+	double change_vs_shift;        /* (1 + change) / (1 + shift) - 1 when a whole-run shift was found; else NaN */
 	enum ana_verdict verdict;
 };
 
@@ -108,6 +116,12 @@ struct ana_cmp {
 	size_t tested;            /* rows with a p-value (the BH family size) */
 	double geomean;           /* geometric mean of median ratios over rows with both medians > 0; NaN if none */
 	size_t ngeo;              /* rows in that mean */
+	/* Whole-run shift (doc/analyzer-output.md §8): among the tested paths with both medians > 0 (at
+	 * least ANA_CMP_SHIFT_MIN), the median of their changes; found when at least 3/4 of them are
+	 * significant changes (q < alpha, beyond the noise) in that direction. */
+	bool shift_found;
+	double shift, shift_q1, shift_q3; /* median, lower and upper quartile of the changes */
+	size_t shift_paths, shift_moved;  /* paths considered, paths that moved with the shift */
 	struct ana_cmp_opts opts; /* with the defaults filled in */
 };
 

@@ -625,7 +625,7 @@
 	const VERDICTS = [['regression', 'regression', '--reg'], ['improvement', 'improvement', '--imp'],
 			  ['within_noise', 'within noise', '--noise'], ['not_significant', 'not significant', '--ns'],
 			  ['unverified', 'unverified', '--ns'], ['only_base', 'only in base', '--oneside'],
-			  ['only_new', 'only in new', '--oneside']];
+			  ['only_new', 'only in new', '--oneside'], ['inherited', 'inherited', '--ns']];
 	const vname = (k) => (VERDICTS.find((v) => v[0] === k) || [k, k])[1];
 
 	function comparePage(meta) {
@@ -644,7 +644,9 @@
 			       el('nav', null, ...[['summary', 'summary'], ['changes', 'regressions and improvements'], ['flame', 'differential flame graph'],
 						  ['table', 'all paths']].map(([id, t]) => el('a', { href: '#' + id }, t)))));
 		const gm = num(cmp.geomean);
-		const cards = [card('whole-run shift (geometric mean of median ratios)', isNaN(gm) ? '-' : `${fmt.ratio(gm)} (${fmt.spct(gm - 1)})`),
+		const sh = cmp.shift || {};
+		const cards = [card('whole-run shift', sh.found ? `${fmt.spct(sh.change)}: ${sh.moved} of ${sh.paths} tested paths moved together` : 'none found'),
+			       card('geometric mean of median ratios', isNaN(gm) ? '-' : `${fmt.ratio(gm)} (${fmt.spct(gm - 1)})`),
 			       card('paths in the mean', String(cmp.geomean_paths)),
 			       card('wall span, base \u2192 new', `${fmt.dur(meta.base_wall_span_ns)} \u2192 ${fmt.dur(meta.new_wall_span_ns)}`),
 			       card('paths tested', String(cmp.tested))];
@@ -655,9 +657,11 @@
 		/* regressions and improvements with their intervals */
 		const csec = section('changes', 'Regressions and improvements');
 		main.append(csec);
-		const sig = rows.map((r, i) => ({ r, i })).filter((x) => x.r.verdict === 'regression' || x.r.verdict === 'improvement')
+		const sigAll = rows.map((r, i) => ({ r, i })).filter((x) => x.r.verdict === 'regression' || x.r.verdict === 'improvement')
 			.sort((a, b) => Math.abs(num(b.r.change)) - Math.abs(num(a.r.change))).slice(0, 25);
-		if (!sig.length) {
+		/* the chart draws intervals: a --gate-threshold verdict has none (the table lists it) */
+		const sig = sigAll.filter((x) => !x.r.threshold_only);
+		if (!sigAll.length) {
 			csec.append(el('p', { class: 'note' }, 'No path regressed or improved beyond the noise threshold.'));
 		} else {
 			const c = chartBox('Change of the median: its 95% bootstrap interval (largest |change| first)',
@@ -681,9 +685,10 @@
 			});
 			const lt = el('table', { class: 'rows' }, el('thead', null, el('tr', null, ...['verdict', 'change', '95% interval', 'q', 'median base', 'median new', 'call path'].map((h) => el('th', null, h)))));
 			const lb = el('tbody');
-			for (const x of sig)
+			for (const x of sigAll)
 				lb.append(el('tr', null, el('td', { class: 'v-' + x.r.verdict }, vname(x.r.verdict)), el('td', null, fmt.spct(x.r.change)),
-					     el('td', null, `[${fmt.spct(x.r.ci_low)}, ${fmt.spct(x.r.ci_high)}]`), el('td', null, fmt.sig(x.r.q)),
+					     el('td', null, x.r.threshold_only ? 'threshold only (no test)' : `[${fmt.spct(x.r.ci_low)}, ${fmt.spct(x.r.ci_high)}]`),
+					     el('td', null, fmt.sig(x.r.q)),
 					     el('td', null, fmt.dur(x.r.median_base_ns)), el('td', null, fmt.dur(x.r.median_new_ns)),
 					     el('td', { class: 'name' }, paths[x.i].join(';'))));
 			lt.append(lb);

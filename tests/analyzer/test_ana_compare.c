@@ -723,6 +723,158 @@ static void test_gate_threshold(void **state)
 	unlink(pn);
 }
 
+/* Issue 15, cases 6 and 7. @kind 0: "outer" { "inner" } 200 times, inner 10 us -> 12 us (+20%), outer's
+ * own time 2 us on both sides, and "other" 10 us on both sides: outer regresses only through inner.
+ * @kind 1: eight top-level sections p0..p7 of 10 us, all 8% slower in the new trace (a whole-run shift)
+ * but p7, 30% slower. Jitter 0..500 ns. */
+static void write_family(const char *path, int kind, int which)
+{
+	const struct fmt_writer_hdr hd = {
+		.clock_source = PT_CLOCK_TSC, .pid = 500, .start_ticks = 1000, .start_mono_ns = 1000,
+		.start_real_ns = 1700000000000000000ull, .process_name = "ana-compare-family", .host = "testhost",
+		.cmdline = "ana-compare-family", .recorder_version = "ptz-test 1",
+	};
+	static const char *const nm[] = { "outer", "inner", "other", "p0", "p1", "p2", "p3", "p4", "p5", "p6", "p7" };
+	struct tb b;
+	tb_start(&b, path, &hd);
+	for (uint32_t k = 0; k < 11; k++)
+		assert_int_equal(fmt_enc_string(&b.e, k + 1, 0, nm[k], strlen(nm[k])), 0);
+	assert_int_equal(fmt_enc_thread(&b.e, 0, 500, 1000, 0, "t0", 2), 0);
+	assert_int_equal(fmt_enc_clock(&b.e, 0, 0, 1700000000000000000ull, 1), 0);
+	assert_int_equal(fmt_enc_clock(&b.e, 1000000000, 1000000000, 1700000001000000000ull, 1), 0);
+	tb_flush(&b, FMT_CHUNK_META, PT_FMT_META_THREAD);
+	uint64_t t = 2000, rng = 777 + (uint64_t)which * 31 + (uint64_t)kind;
+	for (int i = 0; i < 200; i++) {
+		if (!fmt_enc_room(&b.e, 64 * FMT_MAX_RECORD_BYTES))
+			tb_flush(&b, FMT_CHUNK_EVENTS, 0);
+		if (kind == 0) {
+			fmt_enc_begin(&b.e, t, 1);
+			t += 1000 + ana_rnd(&rng) % 500;
+			fmt_enc_begin(&b.e, t, 2);
+			t += (which ? 12000 : 10000) + ana_rnd(&rng) % 500;
+			fmt_enc_end(&b.e, t, 2);
+			t += 1000 + ana_rnd(&rng) % 500;
+			fmt_enc_end(&b.e, t, 1);
+			fmt_enc_begin(&b.e, ++t, 3);
+			t += 10000 + ana_rnd(&rng) % 500;
+			fmt_enc_end(&b.e, t, 3);
+		} else {
+			for (uint32_t p = 0; p < 8; p++) {
+				const uint64_t d = 10000 + ana_rnd(&rng) % 500;
+				fmt_enc_begin(&b.e, ++t, 4 + p);
+				t += which ? (p == 7 ? d * 13 / 10 : d * 108 / 100) : d;
+				fmt_enc_end(&b.e, t, 4 + p);
+			}
+		}
+		t += 10;
+	}
+	tb_flush(&b, FMT_CHUNK_EVENTS, 0);
+	tb_close(&b);
+}
+
+/* Compares the @kind family (write_family()) into *@c, with its results. */
+static void family(int kind, struct ana_result *b, struct ana_result *n, struct ana_cmp *c, char **txt, json_t **js)
+{
+	char pb[4200], pn[4200];
+	snprintf(pb, sizeof(pb), "%s", tu_path("fam-base.ptz"));
+	snprintf(pn, sizeof(pn), "%s", tu_path("fam-new.ptz"));
+	write_family(pb, kind, 0);
+	write_family(pn, kind, 1);
+	const struct ana_options o = { .thread = -1 };
+	ana_test_run(pb, &o, b);
+	ana_test_run(pn, &o, n);
+	const struct ana_cmp_opts co = { .noise = -1 }; /* the default 5% */
+	assert_int_equal(ana_compare(b, n, &co, c), 0);
+	size_t len = 0;
+	FILE *f = open_memstream(txt, &len);
+	ana_compare_text(f, b, n, c, 0);
+	fclose(f);
+	char *buf = NULL;
+	f = open_memstream(&buf, &len);
+	assert_int_equal(ana_compare_json(f, b, n, c), 0);
+	fclose(f);
+	json_error_t err;
+	*js = json_loads(buf, 0, &err);
+	assert_non_null(*js);
+	free(buf);
+	unlink(pb);
+	unlink(pn);
+}
+
+static void test_inherited(void **state)
+{
+	(void)state;
+	struct ana_result b, n;
+	struct ana_cmp c;
+	char *txt;
+	json_t *js;
+	family(0, &b, &n, &c, &txt, &js);
+	const struct ana_cmp_row *inner = row_named(&b, &c, "inner"), *outer = row_named(&b, &c, "outer");
+	assert_int_equal(inner->verdict, ANA_V_REGRESSION);
+	assert_true(inner->change > 0.15);
+	/* outer: +16% in total, but its own time per call did not move: inner's regression, not a second one */
+	assert_true(outer->change > 0.1);
+	assert_int_equal(outer->verdict, ANA_V_INHERITED);
+	assert_int_equal(outer->inherited_dir, 1);
+	assert_true(fabs(outer->self_change) <= 0.05);
+	assert_int_equal(c.count[ANA_V_REGRESSION], 1);
+	assert_int_equal(c.count[ANA_V_INHERITED], 1);
+	assert_false(c.shift_found); /* 1 of 3 tested paths moved */
+	assert_non_null(strstr(txt, "1 inherited: regressions or improvements whose children changed"));
+	assert_non_null(strstr(txt, "\ninherited "));
+	assert_null(strstr(txt, "vs shift"));
+	json_t *rows = jget(js, "rows"), *r;
+	size_t i, seen = 0;
+	json_array_foreach(rows, i, r)
+	if (strcmp(json_string_value(jget(r, "name")), "outer") == 0) {
+		seen++;
+		assert_string_equal(json_string_value(jget(r, "verdict")), "inherited");
+		assert_string_equal(json_string_value(jget(r, "inherited_from")), "regression");
+	}
+	assert_int_equal(seen, 1);
+	assert_int_equal(jint(jget(js, "counts"), "inherited"), 1);
+	assert_false(json_is_true(jget(jget(js, "shift"), "found")));
+	json_decref(js);
+	free(txt);
+	ana_compare_free(&c);
+	ana_result_free(&b);
+	ana_result_free(&n);
+}
+
+static void test_whole_run_shift(void **state)
+{
+	(void)state;
+	struct ana_result b, n;
+	struct ana_cmp c;
+	char *txt;
+	json_t *js;
+	family(1, &b, &n, &c, &txt, &js);
+	assert_true(c.shift_found);
+	assert_int_equal(c.shift_paths, 8);
+	assert_int_equal(c.shift_moved, 8);
+	assert_true(fabs(c.shift - 0.08) < 0.01);
+	/* each path relative to the shift: p0..p6 about 0, p7 about 1.3 / 1.08 - 1 = +20% */
+	for (int p = 0; p < 7; p++) {
+		char nm[4];
+		snprintf(nm, sizeof(nm), "p%d", p);
+		assert_true(fabs(row_named(&b, &c, nm)->change_vs_shift) < 0.02);
+	}
+	assert_true(fabs(row_named(&b, &c, "p7")->change_vs_shift - 0.2037) < 0.02);
+	assert_non_null(strstr(txt, "whole-run shift: 8 of 8 tested paths moved together, median +8."));
+	assert_non_null(strstr(txt, "vs shift  path\n"));
+	json_t *sh = jget(js, "shift");
+	assert_true(json_is_true(jget(sh, "found")));
+	assert_int_equal(jint(sh, "moved"), 8);
+	assert_true(fabs(json_real_value(jget(sh, "change")) - 0.08) < 0.01);
+	json_decref(js);
+	free(txt);
+	ana_compare_free(&c);
+	ana_result_free(&b);
+	ana_result_free(&n);
+	/* no shift when paths moved apart: the inherited family (1 of 3) above, and the fixture's
+	 * slower/faster pair (test_text_and_json) */
+}
+
 /* One name "x" in the default domain and in domain "d", first met in the
  * opposite order in the two traces, each with its own steady duration:
  * paired by domain and name, nothing changed; paired by name alone (in
@@ -801,6 +953,8 @@ int main(void)
 		cmocka_unit_test(test_text_and_json),
 		cmocka_unit_test(test_domains_matched_apart),
 		cmocka_unit_test(test_gate_threshold),
+		cmocka_unit_test(test_inherited),
+		cmocka_unit_test(test_whole_run_shift),
 	};
 	/* one group (one TAP plan): the statistics tests ignore the pair fixture */
 	return cmocka_run_group_tests(tests, setup_pair, teardown_pair);
