@@ -476,6 +476,8 @@ static int inherit(const struct ana_result *base, const struct ana_result *nw, s
 		free(brow);
 		return -1;
 	}
+	for (uint32_t k = 0; k < base->merged.count; k++)
+		brow[k] = -1;
 	for (size_t i = 0; i < c->nrows; i++)
 		if (c->rows[i].base_node != UINT32_MAX)
 			brow[c->rows[i].base_node] = (int64_t)i;
@@ -495,7 +497,7 @@ static int inherit(const struct ana_result *base, const struct ana_result *nw, s
 		if (r->verdict == ANA_V_INHERITED)
 			dir = r->inherited_dir;
 		const uint32_t par = base->merged.n[r->base_node].parent;
-		if (dir && par != 0)
+		if (dir && par != 0 && brow[par] >= 0)
 			kids[brow[par]] |= dir > 0 ? 1 : 2;
 	}
 	free(kids);
