@@ -1130,6 +1130,41 @@ static int cmp_finding(const void *pa, const void *pb)
 	return (a->device > b->device) - (a->device < b->device);
 }
 
+const char *ana_priority_key(enum ana_priority p)
+{
+	static const char *const k[] = { "low", "medium", "high", "critical" };
+	return p >= ANA_P_LOW && p <= ANA_P_CRITICAL ? k[p] : NULL;
+}
+
+/* Share, Amdahl bound and priority of every finding (ana_finding, enum ana_priority); then leaves out
+ * those below o.min_priority (the array stays ranked). */
+static void prioritize(const struct ana_result *res, struct ana_sug *s)
+{
+	const double span = (double)res->thread_span_sum_ns;
+	size_t o = 0;
+	for (size_t i = 0; i < s->n; i++) {
+		struct ana_finding *f = &s->f[i];
+		if (f->rule == ANA_R_DATA) {
+			f->priority = ANA_P_NONE;
+			f->share = f->potential_speedup = NAN;
+		} else {
+			f->share = span > 0 ? fmin(f->stake_ns / span, 1.0) : 0.0;
+			f->potential_speedup = f->share < 1 ? 1.0 / (1.0 - f->share) : NAN;
+			int p = f->share >= 0.20 ? ANA_P_CRITICAL : f->share >= 0.05 ? ANA_P_HIGH
+				: f->share >= 0.01 ? ANA_P_MEDIUM : ANA_P_LOW;
+			if (f->lossy && p > ANA_P_LOW)
+				p--;
+			f->priority = (enum ana_priority)p;
+			if (f->priority < s->o.min_priority) {
+				s->below_priority++;
+				continue;
+			}
+		}
+		s->f[o++] = *f;
+	}
+	s->n = o;
+}
+
 /* Keeps the ANA_SUG_MAX_PER_RULE largest stakes of each rule (the array is ranked). */
 static void cap_rules(struct ana_sug *s)
 {
@@ -1196,6 +1231,7 @@ int ana_suggest(const struct ana_result *res, const struct ana_sug_opts *o, stru
 	if (out->n)
 		qsort(out->f, out->n, sizeof(*out->f), cmp_finding);
 	cap_rules(out);
+	prioritize(res, out);
 	if (out->o.trace_path)
 		host_during_gaps(res, out->o.trace_path, out); /* unreadable now: left unattributed */
 	return 0;
@@ -1558,7 +1594,10 @@ void ana_suggest_text(FILE *out, const struct ana_result *res, const struct ana_
 			continue;
 		}
 		shown += f->rule != ANA_R_DATA;
-		fprintf(out, "\n%2zu. [%s] ", i + 1, rule_key[f->rule]);
+		fprintf(out, "\n%2zu. ", i + 1);
+		if (f->priority != ANA_P_NONE)
+			fprintf(out, "%s ", ana_priority_key(f->priority));
+		fprintf(out, "[%s] ", rule_key[f->rule]);
 		if (f->node != UINT32_MAX) {
 			const char *path = ana_path_short(res, &res->merged, f->node, &buf, &cap);
 			fprintf(out, "%s%s", path ? ana_text_safe(path) : "(out of memory)", f->lossy ? " !" : "");
@@ -1577,7 +1616,12 @@ void ana_suggest_text(FILE *out, const struct ana_result *res, const struct ana_
 		text_finding(out, res, s, f);
 		if (f->stake_ns > 0 && f->rule != ANA_R_ROOFLINE && f->rule != ANA_R_MEM_GROWTH) {
 			char t[32];
-			fprintf(out, "      at stake: %s\n", ana_fmt_dur(t, sizeof(t), f->stake_ns));
+			fprintf(out, "      at stake: %s, %.1f%% of the summed thread time", ana_fmt_dur(t, sizeof(t), f->stake_ns),
+				100 * f->share);
+			if (!isnan(f->potential_speedup))
+				fprintf(out, ": the whole run at most %.3gx faster if all of it went (Amdahl)",
+					f->potential_speedup);
+			fputc('\n', out);
 		}
 	}
 	free(buf);
@@ -1585,6 +1629,9 @@ void ana_suggest_text(FILE *out, const struct ana_result *res, const struct ana_
 		fprintf(out, "\nno findings: no rule fired at these triggers.\n");
 	if (hidden)
 		fprintf(out, "\n%zu more finding%s (--top N shows N).\n", hidden, hidden == 1 ? "" : "s");
+	if (s->below_priority)
+		fprintf(out, "%llu finding%s below --min-priority %s left out.\n", (unsigned long long)s->below_priority,
+			s->below_priority == 1 ? "" : "s", ana_priority_key(s->o.min_priority));
 	for (int r = 0; r < ANA_R_N; r++)
 		if (s->left_out[r])
 			fprintf(out, "%llu more %s findings with smaller stakes left out (at most %d a rule).\n",
@@ -1628,6 +1675,8 @@ int ana_suggest_json(FILE *out, const struct ana_result *res, const struct ana_s
 		bad = json_object_set_new(th, ths[i].key, json_real(*(const double *)((const char *)o + ths[i].off)));
 	for (int r = 0; r < ANA_R_N && !bad; r++)
 		bad = json_object_set_new(lo, rule_key[r], json_integer((json_int_t)s->left_out[r]));
+	bad = bad || json_object_set_new(root, "min_priority", json_string(ana_priority_key(o->min_priority))) ||
+	      json_object_set_new(root, "below_priority", json_integer((json_int_t)s->below_priority));
 	if (!bad && p)
 		bad = json_object_set_new(
 			root, "peaks",
@@ -1664,7 +1713,11 @@ int ana_suggest_json(FILE *out, const struct ana_result *res, const struct ana_s
 		}
 		bad = json_object_set_new(j, "rule", json_string(rule_key[f->rule])) ||
 		      json_object_set_new(j, "class", cls ? json_string(cls) : json_null()) ||
-		      json_object_set_new(j, "stake_ns", json_real(f->stake_ns));
+		      json_object_set_new(j, "stake_ns", json_real(f->stake_ns)) ||
+		      json_object_set_new(j, "priority", f->priority == ANA_P_NONE ? json_null()
+										 : json_string(ana_priority_key(f->priority))) ||
+		      json_object_set_new(j, "share", num_or_null(f->share)) ||
+		      json_object_set_new(j, "potential_speedup", num_or_null(f->potential_speedup));
 		if (!bad && f->node != UINT32_MAX) {
 			uint32_t elided;
 			json_t *path = ana_json_path(res, NULL, &res->merged, f->node, &elided);

@@ -136,6 +136,16 @@ enum ana_rule {
 const char *ana_rule_key(enum ana_rule r);
 
 /*
+ * Priority of a finding (doc/analyzer-output.md §9): from the share of the run its stake is,
+ * share = stake / sum of thread spans: critical >= 20 %, high >= 5 %, medium >= 1 %, low below;
+ * one level lower (never below low) when the path's figures are affected by losses (lossy).
+ * Data-quality findings have none (ANA_P_NONE): they come first whatever their size.
+ */
+enum ana_priority { ANA_P_NONE = -1, ANA_P_LOW, ANA_P_MEDIUM, ANA_P_HIGH, ANA_P_CRITICAL };
+/* "low", "medium", "high", "critical"; NULL for ANA_P_NONE. */
+const char *ana_priority_key(enum ana_priority p);
+
+/*
  * Triggers. Every field 0 takes its default (the value in brackets);
  * ana_sug_threshold_set() sets one by its key, the CLI's
  * --threshold KEY=VALUE.
@@ -158,6 +168,8 @@ struct ana_sug_opts {
 	double gap_ms;          /* [1] gpu-idle: smallest gap, ms (or 1% of the span if longer) */
 	double mem_growth_mib;  /* [64] memory-growth: total growth over the occurrences, MiB, at least */
 	double mem_growth_pct;  /* [10] memory-growth: total growth, % of the series' peak, at least */
+	enum ana_priority min_priority; /* findings below it are left out (counted); data quality stays.
+					 * ANA_P_LOW (0, the default): all */
 	uint32_t set_mask;      /* private: the fields ana_sug_threshold_set() set (an explicit 0 stays 0) */
 };
 /*
@@ -216,6 +228,10 @@ struct ana_finding {
 	bool gpu_roofs;    /* roofline: a GPU section placed on the GPU's roofs (rates over its GPU time) */
 	bool pageable;     /* slow-transfer: at or below the measured pageable rate (likely pageable memory) */
 	double stake_ns;   /* the time at stake (rank key; its definition per rule in §9) */
+	/* stake_ns / the sum of thread spans (at most 1), and the speedup of the whole run if all of the
+	 * stake went, by Amdahl's law: 1 / (1 - share) (NaN for data quality, and for a share of 1) */
+	double share, potential_speedup;
+	enum ana_priority priority;
 	double ev[ANA_SUG_EV]; /* evidence, named by ana_evidence_key(rule, i); unused ones NaN */
 	/* gpu-idle with trace_path and a gap: the longest gap [gap_ticks[0], gap_ticks[1]), the largest
 	 * host shares in it, and the CPU-thread time in it with no section open (summed over threads) */
@@ -240,6 +256,7 @@ struct ana_sug {
 	uint32_t roofline_gpu_paths; /* of roofline_paths, GPU sections left unclassified: no GPU roof for
 				      * what they declare (the peaks have no GPU figures, or no peaks) */
 	bool peaks_other_host;      /* the peaks were measured on another host than the trace's */
+	uint64_t below_priority;    /* findings left out under o.min_priority */
 	struct ana_sug_opts o;      /* the triggers used, defaults filled in */
 };
 

@@ -85,6 +85,7 @@ static void usage(FILE *out)
 		"20) and --json FILE apply):\n"
 		"  --peaks FILE         roofs from 'ptanalyze peaks' (a ptz-machine/1 JSON file): roofline classes\n"
 		"  --fp32               compare FLOP rates with the FP32 roofs (default FP64)\n"
+		"  --min-priority P     leave out findings below P: low (default), medium, high, critical\n"
 		"  --threshold KEY=V    change one trigger; keys: min_pct hot_self_pct cold_z cold_ratio cold_min_pct\n"
 		"                       unstable_cv short_ns imbalance_ratio gpu_util_pct gap_ms mem_growth_mib\n"
 		"                       mem_growth_pct\n"
@@ -253,7 +254,7 @@ static int close_out(FILE *f, const char *path, const char *what, int failed)
 
 enum { OPT_REPORT = 256, OPT_FLAT, OPT_SORT, OPT_TOP, OPT_DEPTH, OPT_MINPCT, OPT_THREAD, OPT_DOMAIN,
        OPT_BOTTLENECKS, OPT_SINCE, OPT_UNTIL, OPT_CSV, OPT_JSON, OPT_NOPROGRESS, OPT_VERSION, OPT_PERFETTO,
-       OPT_CHROME, OPT_FOLDED, OPT_NOISE, OPT_GATE, OPT_ALPHA, OPT_BOOTSTRAP, OPT_FAILREG, OPT_PEAKS, OPT_FP32,
+       OPT_CHROME, OPT_FOLDED, OPT_NOISE, OPT_GATE, OPT_ALPHA, OPT_BOOTSTRAP, OPT_FAILREG, OPT_PEAKS, OPT_MINPRIO, OPT_FP32,
        OPT_THRESHOLD, OPT_SECONDS, OPT_MAXRECORDS, OPT_MAXMEMORY, OPT_GPU, OPT_HTML, OPT_FOLDED_DIFF };
 
 /* A count or a size: digits, for a size an optional K, M or G (binary). */
@@ -694,6 +695,7 @@ int main(int argc, char **argv)
 		{ "bootstrap", required_argument, NULL, OPT_BOOTSTRAP },
 		{ "fail-on-regression", no_argument, NULL, OPT_FAILREG },
 		{ "peaks", required_argument, NULL, OPT_PEAKS },
+		{ "min-priority", required_argument, NULL, OPT_MINPRIO },
 		{ "fp32", no_argument, NULL, OPT_FP32 },
 		{ "threshold", required_argument, NULL, OPT_THRESHOLD },
 		{ "seconds", required_argument, NULL, OPT_SECONDS },
@@ -846,6 +848,16 @@ int main(int argc, char **argv)
 			so.fp32 = true;
 			sug_only = 1;
 			break;
+		case OPT_MINPRIO: {
+			int p = ANA_P_LOW;
+			while (p <= ANA_P_CRITICAL && strcmp(optarg, ana_priority_key((enum ana_priority)p)) != 0)
+				p++;
+			if (p > ANA_P_CRITICAL)
+				return usage_error("--min-priority: expected low, medium, high or critical, got '%s'", optarg);
+			so.min_priority = (enum ana_priority)p;
+			sug_only = 1;
+			break;
+		}
 		case OPT_THRESHOLD: {
 			const char *eq = strchr(optarg, '=');
 			char key[64], *end;
@@ -956,7 +968,8 @@ int main(int argc, char **argv)
 		return run_suggest(argv[optind], &ao, &so, ro.top, json, show_progress);
 	}
 	if (sug_only && (!html || strcmp(cmd, "report")))
-		return usage_error("%s", "--peaks, --fp32 and --threshold belong to suggest (and to the report's --html)");
+		return usage_error("%s", "--peaks, --fp32, --min-priority and --threshold belong to suggest (and to the "
+					 "report's --html)");
 	if (strcmp(cmd, "compare") == 0) {
 		if (rest != 2)
 			return usage_error("%s", "compare: expected two trace files, BASE.ptz NEW.ptz");

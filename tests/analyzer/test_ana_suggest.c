@@ -586,9 +586,83 @@ static void test_short_sections_median(void **state)
 	unlink(path);
 }
 
+/* Priorities (doc §9): share = stake / sum of thread spans, Amdahl's bound 1 / (1 - share), the
+ * level from the share, one lower on a lossy path; --min-priority leaves the lower ones out. */
+static void test_priorities(void **state)
+{
+	struct ana_fixture *fx = *state;
+	const struct ana_result *res = &fx->res;
+	struct ana_sug s;
+	assert_int_equal(ana_suggest(res, NULL, &s), 0);
+	size_t levels[4] = { 0 }, data = 0, lossy = 0;
+	for (size_t i = 0; i < s.n; i++) {
+		const struct ana_finding *f = &s.f[i];
+		if (f->rule == ANA_R_DATA) {
+			assert_int_equal(f->priority, ANA_P_NONE);
+			assert_true(isnan(f->share) && isnan(f->potential_speedup));
+			data++;
+			continue;
+		}
+		const double share = f->stake_ns / span_sum;
+		assert_true(near(f->share, share, 1e-12));
+		assert_true(near(f->potential_speedup, 1.0 / (1.0 - share), 1e-12));
+		int want = share >= 0.20 ? ANA_P_CRITICAL : share >= 0.05 ? ANA_P_HIGH : share >= 0.01 ? ANA_P_MEDIUM
+													: ANA_P_LOW;
+		if (f->lossy && want > ANA_P_LOW)
+			want--;
+		lossy += f->lossy;
+		assert_int_equal(f->priority, want);
+		levels[f->priority]++;
+	}
+	assert_true(data >= 2);
+	assert_true(levels[ANA_P_HIGH] + levels[ANA_P_CRITICAL] >= 1 && levels[ANA_P_LOW] + levels[ANA_P_MEDIUM] >= 1);
+	const size_t all = s.n;
+	ana_suggest_free(&s);
+	struct ana_sug_opts o = { .min_priority = ANA_P_HIGH };
+	assert_int_equal(ana_suggest(res, &o, &s), 0);
+	assert_int_equal(s.n, data + levels[ANA_P_HIGH] + levels[ANA_P_CRITICAL]);
+	assert_int_equal(s.below_priority, all - s.n);
+	for (size_t i = 0; i < s.n; i++)
+		assert_true(s.f[i].rule == ANA_R_DATA || s.f[i].priority >= ANA_P_HIGH);
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *out = open_memstream(&buf, &len);
+	ana_suggest_text(out, res, &s, 0);
+	assert_int_equal(fclose(out), 0);
+	char want[96];
+	snprintf(want, sizeof(want), "%zu finding%s below --min-priority high left out.", all - s.n,
+		 all - s.n == 1 ? "" : "s");
+	assert_non_null(strstr(buf, want));
+	assert_non_null(strstr(buf, "the whole run at most "));
+	free(buf);
+	buf = NULL;
+	out = open_memstream(&buf, &len);
+	assert_int_equal(ana_suggest_json(out, res, &s), 0);
+	assert_int_equal(fclose(out), 0);
+	json_error_t err;
+	json_t *root = json_loads(buf, 0, &err);
+	assert_non_null(root);
+	assert_string_equal(json_string_value(jget(root, "min_priority")), "high");
+	assert_int_equal(jint(root, "below_priority"), (json_int_t)(all - s.n));
+	json_t *fs = jget(root, "findings"), *j;
+	size_t k;
+	json_array_foreach(fs, k, j)
+	{
+		const bool dq = strcmp(json_string_value(jget(j, "rule")), "data-quality") == 0;
+		assert_true(dq ? json_is_null(jget(j, "priority")) : json_is_string(jget(j, "priority")));
+		assert_true(dq || near(json_real_value(jget(j, "potential_speedup")), s.f[k].potential_speedup, 1e-9));
+	}
+	json_decref(root);
+	free(buf);
+	ana_suggest_free(&s);
+	print_message("# priorities: %zu low, %zu medium, %zu high, %zu critical, %zu lossy\n", levels[0], levels[1],
+		      levels[2], levels[3], lossy);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_priorities),
 		cmocka_unit_test(test_short_sections_median),
 		cmocka_unit_test(test_rules_without_peaks),
 		cmocka_unit_test(test_roofline_classes),

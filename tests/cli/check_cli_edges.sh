@@ -258,6 +258,13 @@ check "--gate-threshold without compare: usage, exit 2" eval '[ "$rc" -eq 2 ] &&
 run compare "$TMP/cb.ptz" "$TMP/cn.ptz" --gate-threshold 10 --fail-on-regression
 check "compare --gate-threshold 10: tested paths keep their test's verdict, exit 3" \
 	eval '[ "$rc" -eq 3 ] && grep -q "against\$" "$TMP/out" && ! grep -q "threshold only (n=" "$TMP/out"'
+run suggest "$TMP/cb.ptz" --min-priority urgent
+check "suggest --min-priority urgent: usage, exit 2" eval '[ "$rc" -eq 2 ] && grep -q "expected low, medium, high or critical" "$TMP/err"'
+run suggest "$TMP/cb.ptz" --min-priority critical
+check "suggest --min-priority critical: exit 0, only critical findings" \
+	eval '[ "$rc" -eq 0 ] && ! grep -Eq "^ *[0-9]+\. (low|medium|high) \[" "$TMP/out"'
+run "$TMP/cb.ptz" --min-priority high
+check "--min-priority without suggest: usage, exit 2" [ "$rc" -eq 2 ]
 for bad in "--alpha 1" "--alpha 0" "--noise -1" "--bootstrap 5" "--noise x" "--gate-threshold 0" \
 	"--gate-threshold -5" "--gate-threshold x"; do
 	run compare "$TMP/cb.ptz" "$TMP/cn.ptz" $bad
