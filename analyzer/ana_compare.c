@@ -359,6 +359,7 @@ static struct ana_cmp_row *add_row(struct builder *bd)
 	memset(r, 0, sizeof(*r));
 	r->median_base = r->median_new = r->change = r->ci_lo = r->ci_hi = NAN;
 	r->u = r->p = r->q = r->self_change = r->change_vs_shift = NAN;
+	r->mean_base = r->mean_new = r->change_mean = r->count_change = r->total_change = NAN;
 	return r;
 }
 
@@ -446,6 +447,12 @@ static int fill_pair(struct ana_cmp_row *r, const struct ana_agg *ab, const stru
 		}
 	}
 	/* medians (ana_median reorders: the bootstrap does not care about order) */
+	struct ana_moments rb = ana_moments_without(&ab->all, ab->first_ns), rn = ana_moments_without(&an->all, an->first_ns);
+	r->mean_base = ab->count > 1 ? ana_moments_mean(&rb, ab->count - 1) : (double)ab->first_ns;
+	r->mean_new = an->count > 1 ? ana_moments_mean(&rn, an->count - 1) : (double)an->first_ns;
+	r->change_mean = r->mean_base > 0 ? r->mean_new / r->mean_base - 1.0 : NAN;
+	r->count_change = ab->count ? (double)an->count / (double)ab->count - 1.0 : NAN;
+	r->total_change = ab->total_ns ? (double)an->total_ns / (double)ab->total_ns - 1.0 : NAN;
 	r->median_base = r->n_base ? ana_median(vb, r->n_base) : (ab->count ? (double)ab->first_ns : NAN);
 	r->median_new = r->n_new ? ana_median(vn, r->n_new) : (an->count ? (double)an->first_ns : NAN);
 	if (r->median_base > 0 && !isnan(r->median_new))
@@ -754,7 +761,8 @@ void ana_compare_text(FILE *out, const struct ana_result *base, const struct ana
 	fprintf(out,
 		"method: two-sided Mann-Whitney U on each call path's per-occurrence inclusive durations\n"
 		"        (first occurrence left out; up to %u samples a path), Benjamini-Hochberg FDR at %g,\n"
-		"        bootstrap 95%% CI of the median change (%u resamples), noise threshold +-%.1f%%\n",
+		"        bootstrap 95%% CI of the median change (%u resamples), noise threshold +-%.1f%%;\n"
+		"        verdicts judge the median per call (JSON adds the mean, the call count and the total)\n",
 		ANA_RESERVOIR_CAP, o->alpha, o->bootstrap, 100.0 * o->noise);
 	if (o->gate_threshold > 0)
 		fprintf(out, "        paths with too few occurrences to test: judged on the median change alone against\n"
@@ -825,6 +833,12 @@ void ana_compare_text(FILE *out, const struct ana_result *base, const struct ana
 			if (c->shift_found)
 				fprintf(out, "%8s  ", pct(lo, sizeof(lo), r->change_vs_shift));
 			fprintf(out, "%s", path ? path : "?");
+			/* a call count that moved: the path's total changed with it, whatever each call did */
+			if (!isnan(r->count_change) && fabs(r->count_change) >= 0.10) {
+				char tc[16];
+				fprintf(out, "  (calls %" PRIu64 " -> %" PRIu64 ", total %s)", r->count_base, r->count_new,
+					pct(tc, sizeof(tc), r->total_change));
+			}
 			if (v == ANA_V_ONLY_BASE || v == ANA_V_ONLY_NEW) { /* what it weighs in the run that has it */
 				const bool b = v == ANA_V_ONLY_BASE;
 				const struct ana_result *res = b ? base : nw;
@@ -870,7 +884,8 @@ int ana_compare_json(FILE *out, const struct ana_result *base, const struct ana_
 	json_t *root = json_object(), *counts = json_object(), *rows = json_array();
 	int bad = !root || !counts || !rows;
 	bad |= json_object_set_new(root, "schema", json_string("ptanalyze-compare/1"));
-	json_t *m = json_pack("{s:s, s:s, s:f, s:f, s:I, s:I, s:I, s:I, s:o}", "test", "mann-whitney-u",
+	json_t *m = json_pack("{s:s, s:s, s:s, s:f, s:f, s:I, s:I, s:I, s:I, s:o}", "test", "mann-whitney-u",
+			      "effect", "median",
 			      "correction", "benjamini-hochberg", "alpha", o->alpha, "noise", o->noise, "bootstrap",
 			      (json_int_t)o->bootstrap, "seed", (json_int_t)(o->seed & INT64_MAX), "samples_max",
 			      (json_int_t)ANA_RESERVOIR_CAP, "exact_small_n", (json_int_t)ANA_CMP_EXACT_SMALL,
@@ -922,6 +937,11 @@ int ana_compare_json(FILE *out, const struct ana_result *base, const struct ana_
 					   : json_string(ana_verdict_key(r->inherited_dir > 0 ? ANA_V_REGRESSION
 											       : ANA_V_IMPROVEMENT))) ||
 		       json_object_set_new(j, "self_change", jnum(r->self_change)) ||
+		       json_object_set_new(j, "mean_base_ns", jnum(r->mean_base)) ||
+		       json_object_set_new(j, "mean_new_ns", jnum(r->mean_new)) ||
+		       json_object_set_new(j, "change_mean", jnum(r->change_mean)) ||
+		       json_object_set_new(j, "count_change", jnum(r->count_change)) ||
+		       json_object_set_new(j, "total_change", jnum(r->total_change)) ||
 		       json_object_set_new(j, "change_vs_shift", jnum(r->change_vs_shift)) ||
 		       json_object_set_new(j, "share_base", jnum(run_share(base, r->base_node))) ||
 		       json_object_set_new(j, "share_new", jnum(run_share(nw, r->new_node))) ||

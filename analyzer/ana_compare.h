@@ -106,6 +106,11 @@ struct ana_cmp_row {
 	int inherited_dir;             /* ANA_V_INHERITED: +1 from a regression, -1 from an improvement */
 	double self_change;            /* per-call self time, new / base - 1 (self_ns / count); NaN if not defined */
 	double change_vs_shift;        /* (1 + change) / (1 + shift) - 1 when a whole-run shift was found; else NaN */
+	/* Beside the verdict's median per call: the exact mean of the occurrences after the first (the
+	 * aggregate's power sums, §3) and its change; the call count's and the total time's change, new /
+	 * base - 1 (NaN where a side has none). A path called 10x as often is a change of its total even
+	 * when each call is not. */
+	double mean_base, mean_new, change_mean, count_change, total_change;
 	enum ana_verdict verdict;
 };
 

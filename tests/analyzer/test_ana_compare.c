@@ -726,7 +726,8 @@ static void test_gate_threshold(void **state)
 /* Issue 15, cases 6 and 7. @kind 0: "outer" { "inner" } 200 times, inner 10 us -> 12 us (+20%), outer's
  * own time 2 us on both sides, and "other" 10 us on both sides: outer regresses only through inner.
  * @kind 1: eight top-level sections p0..p7 of 10 us, all 8% slower in the new trace (a whole-run shift)
- * but p7, 30% slower. Jitter 0..500 ns. */
+ * but p7, 30% slower. @kind 2: "other" (10 us) 100 times in the base trace, 1,000 times in the new one
+ * (issue 15, case 3: a section called 10x as often). Jitter 0..500 ns. */
 static void write_family(const char *path, int kind, int which)
 {
 	const struct fmt_writer_hdr hd = {
@@ -758,6 +759,12 @@ static void write_family(const char *path, int kind, int which)
 			fmt_enc_begin(&b.e, ++t, 3);
 			t += 10000 + ana_rnd(&rng) % 500;
 			fmt_enc_end(&b.e, t, 3);
+		} else if (kind == 2) {
+			for (int k = 0; k < (which ? 5 : i < 100 ? 1 : 0); k++) {
+				fmt_enc_begin(&b.e, ++t, 3);
+				t += 10000 + ana_rnd(&rng) % 500;
+				fmt_enc_end(&b.e, t, 3);
+			}
 		} else {
 			for (uint32_t p = 0; p < 8; p++) {
 				const uint64_t d = 10000 + ana_rnd(&rng) % 500;
@@ -834,6 +841,42 @@ static void test_inherited(void **state)
 	assert_int_equal(seen, 1);
 	assert_int_equal(jint(jget(js, "counts"), "inherited"), 1);
 	assert_false(json_is_true(jget(jget(js, "shift"), "found")));
+	json_decref(js);
+	free(txt);
+	ana_compare_free(&c);
+	ana_result_free(&b);
+	ana_result_free(&n);
+}
+
+static void test_count_and_total(void **state)
+{
+	(void)state;
+	struct ana_result b, n;
+	struct ana_cmp c;
+	char *txt;
+	json_t *js;
+	family(2, &b, &n, &c, &txt, &js);
+	const struct ana_cmp_row *r = row_named(&b, &c, "other");
+	/* each call as before: no per-call verdict, but the count and the total moved 10x */
+	assert_true(r->verdict == ANA_V_NOT_SIGNIFICANT || r->verdict == ANA_V_WITHIN_NOISE);
+	assert_int_equal(r->count_base, 100);
+	assert_int_equal(r->count_new, 1000);
+	assert_true(fabs(r->count_change - 9.0) < 1e-12);
+	assert_true(fabs(r->total_change - 9.0) < 0.2);
+	assert_true(fabs(r->change_mean) < 0.03 && r->mean_base > 10000 && r->mean_base < 10500);
+	assert_non_null(strstr(txt, "(calls 100 -> 1000, total +9"));
+	assert_non_null(strstr(txt, "verdicts judge the median per call"));
+	json_t *rows = jget(js, "rows"), *jr;
+	size_t i, seen = 0;
+	json_array_foreach(rows, i, jr)
+	if (strcmp(json_string_value(jget(jr, "name")), "other") == 0) {
+		seen++;
+		assert_true(fabs(json_real_value(jget(jr, "count_change")) - 9.0) < 1e-9);
+		assert_true(json_is_real(jget(jr, "total_change")) && json_is_real(jget(jr, "change_mean")));
+		assert_true(json_is_real(jget(jr, "mean_base_ns")) && json_is_real(jget(jr, "mean_new_ns")));
+	}
+	assert_int_equal(seen, 1);
+	assert_string_equal(json_string_value(jget(jget(js, "method"), "effect")), "median");
 	json_decref(js);
 	free(txt);
 	ana_compare_free(&c);
@@ -955,6 +998,7 @@ int main(void)
 		cmocka_unit_test(test_gate_threshold),
 		cmocka_unit_test(test_inherited),
 		cmocka_unit_test(test_whole_run_shift),
+		cmocka_unit_test(test_count_and_total),
 	};
 	/* one group (one TAP plan): the statistics tests ignore the pair fixture */
 	return cmocka_run_group_tests(tests, setup_pair, teardown_pair);
