@@ -372,7 +372,7 @@ def compare_checks(ana, gen, chrome, work, out):
         check(f"compare: every path in the table ({len(rows)} of {len(cmp['rows'])})", len(rows) == len(cmp["rows"]))
         names = {"regression": "regression", "improvement": "improvement", "within_noise": "within noise",
                  "not_significant": "not significant", "unverified": "unverified", "only_base": "only in base",
-                 "only_new": "only in new"}
+                 "only_new": "only in new", "inherited": "inherited"}
         bad, cells = [], 0
         for x in rows:
             r = cmp["rows"][int(x["attrs"]["data-row"])]
