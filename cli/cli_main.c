@@ -24,6 +24,7 @@
 #include "analyzer/ana_html.h"
 #include "analyzer/ana_peaks.h"
 #include "analyzer/ana_suggest.h"
+#include "cli/cli_top.h"
 #include "ptz/version.h" /* PT_VERSION_STRING */
 #include "viewer-export/pfx.h"
 
@@ -37,6 +38,8 @@ static void usage(FILE *out)
 		"       " PROG " export --perfetto OUT TRACE.ptz  export for viewers (also: " PROG " TRACE.ptz --perfetto OUT)\n"
 		"       " PROG " compare BASE.ptz NEW.ptz         what got slower or faster, path by path, with a verdict\n"
 		"       " PROG " suggest TRACE.ptz                what to optimize first, with the evidence\n"
+		"       " PROG " top TRACE.ptz                    live view of a trace being written (--interval S,\n"
+		"                                          --iterations K, --once, --top N)\n"
 		"       " PROG " peaks [--json FILE] [--gpu[=N]]  measure this machine's roofs (FLOP/s, memory GB/s;\n"
 		"                                          --gpu: also CUDA device N's FMA, memory and copy rates)\n"
 		"       " PROG " --help | --version\n"
@@ -110,7 +113,7 @@ static int usage_error(const char *fmt, const char *arg)
 	return 2;
 }
 
-static const char *const commands[] = { "report", "info", "export", "compare", "suggest", "peaks" };
+static const char *const commands[] = { "report", "info", "export", "compare", "suggest", "peaks", "top" };
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
 
 /* Damerau-Levenshtein distance (adjacent swaps count 1) between two short
@@ -163,7 +166,7 @@ static int unknown_command(const char *word, int more)
 		return usage_error(msg, word);
 	}
 	if (more && !strpbrk(word, "/."))
-		return usage_error("unknown command '%s' (commands: report info export compare suggest peaks)", word);
+		return usage_error("unknown command '%s' (commands: report info export compare suggest peaks top)", word);
 	return 0;
 }
 
@@ -255,7 +258,8 @@ static int close_out(FILE *f, const char *path, const char *what, int failed)
 enum { OPT_REPORT = 256, OPT_FLAT, OPT_SORT, OPT_TOP, OPT_DEPTH, OPT_MINPCT, OPT_THREAD, OPT_DOMAIN,
        OPT_BOTTLENECKS, OPT_SINCE, OPT_UNTIL, OPT_CSV, OPT_JSON, OPT_NOPROGRESS, OPT_VERSION, OPT_PERFETTO,
        OPT_CHROME, OPT_FOLDED, OPT_NOISE, OPT_GATE, OPT_ALPHA, OPT_BOOTSTRAP, OPT_FAILREG, OPT_PEAKS, OPT_MINPRIO, OPT_FP32,
-       OPT_THRESHOLD, OPT_SECONDS, OPT_MAXRECORDS, OPT_MAXMEMORY, OPT_GPU, OPT_HTML, OPT_FOLDED_DIFF };
+       OPT_THRESHOLD, OPT_SECONDS, OPT_MAXRECORDS, OPT_MAXMEMORY, OPT_GPU, OPT_HTML, OPT_FOLDED_DIFF,
+       OPT_INTERVAL, OPT_ITERATIONS, OPT_ONCE };
 
 /* A count or a size: digits, for a size an optional K, M or G (binary). */
 static int parse_u64(const char *s, int suffix, uint64_t *out)
@@ -699,6 +703,9 @@ int main(int argc, char **argv)
 		{ "fp32", no_argument, NULL, OPT_FP32 },
 		{ "threshold", required_argument, NULL, OPT_THRESHOLD },
 		{ "seconds", required_argument, NULL, OPT_SECONDS },
+		{ "interval", required_argument, NULL, OPT_INTERVAL },
+		{ "iterations", required_argument, NULL, OPT_ITERATIONS },
+		{ "once", no_argument, NULL, OPT_ONCE },
 		{ "gpu", optional_argument, NULL, OPT_GPU },
 		{ "max-records", required_argument, NULL, OPT_MAXRECORDS },
 		{ "max-memory", required_argument, NULL, OPT_MAXMEMORY },
@@ -717,7 +724,8 @@ int main(int argc, char **argv)
 	struct ana_sug_opts so = { 0 };
 	struct ana_peaks peaks;
 	const char *peaks_path = NULL;
-	int sug_only = 0, seconds_set = 0, gpu_dev = -1;
+	int sug_only = 0, seconds_set = 0, gpu_dev = -1, top_only = 0;
+	struct cli_top_opts topo = { .interval_s = 1.0 };
 	double seconds = 0.5;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
@@ -890,6 +898,26 @@ int main(int argc, char **argv)
 			gpu_dev = (int)d;
 			break;
 		}
+		case OPT_INTERVAL: {
+			char *end;
+			topo.interval_s = strtod(optarg, &end);
+			if (*end || end == optarg || !(topo.interval_s >= 0.01 && topo.interval_s <= 3600))
+				return usage_error("--interval: expected seconds, 0.01..3600, got '%s'", optarg);
+			top_only = 1;
+			break;
+		}
+		case OPT_ITERATIONS: {
+			int it;
+			if (parse_int(optarg, 1, 1000000000, &it))
+				return usage_error("--iterations: expected 1 or more, got '%s'", optarg);
+			topo.iterations = (unsigned)it;
+			top_only = 1;
+			break;
+		}
+		case OPT_ONCE:
+			topo.iterations = 1;
+			top_only = 1;
+			break;
 		case OPT_SECONDS: {
 			char *end;
 			seconds = strtod(optarg, &end);
@@ -922,6 +950,17 @@ int main(int argc, char **argv)
 	}
 	if (seconds_set && strcmp(cmd, "peaks"))
 		return usage_error("%s", "--seconds belongs to peaks");
+	if (top_only && strcmp(cmd, "top"))
+		return usage_error("%s", "--interval, --iterations and --once belong to top");
+	if (strcmp(cmd, "top") == 0) {
+		if (rest != 1)
+			return usage_error("%s", rest ? "top: expected one trace file" : "no trace file given");
+		if (report_only || report_flag || nexports || cmp_only || sug_only || csv || json || html || ao.domain ||
+		    ao.thread >= 0 || ao.since_ns || until_set || max_records)
+			return usage_error("%s", "top takes only --top N, --interval S, --iterations K and --once");
+		topo.top = ro.top;
+		return cli_top(argv[optind], &topo);
+	}
 	if (gpu_dev >= 0 && strcmp(cmd, "peaks"))
 		return usage_error("%s", "--gpu belongs to peaks");
 	if (max_memory) { /* every allocation past it fails: the analyzer then says "out of memory" (exit 1) */

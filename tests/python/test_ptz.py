@@ -29,6 +29,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 import unittest
 
 import ptz
@@ -121,6 +122,58 @@ class TestPathTemplate(unittest.TestCase):
         finally:
             t.close()
         os.unlink(t.path)
+
+
+class TestTop(unittest.TestCase):
+    def test_live_view_follows_the_writer(self):
+        """`ptanalyze top` on a trace this process is writing: frames while
+        it grows, the last one when close() finalizes it, with every call."""
+        path = tmp_path("top-live.ptz")
+        t = ptz.PerformanceTiming("top-live", path=path)
+        proc = None
+        try:
+            with t.section("warm"):
+                pass
+            t.get_stats()  # flushed: the file has a thread and a name before top opens it
+            proc = subprocess.Popen([PTANALYZE, "top", path, "--interval", "0.05", "--top", "5"],
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            for _ in range(40):
+                with t.section("work"):
+                    time.sleep(0.01)
+        finally:
+            t.close()
+        out, err = proc.communicate(timeout=60)
+        self.assertEqual(proc.returncode, 0, err)
+        frames = out.split("ptz top: ")[1:]
+        self.assertGreaterEqual(len(frames), 3, out[-2000:])
+        self.assertIn("- finalized", frames[-1].splitlines()[0])
+        self.assertNotIn("finalized", frames[0].splitlines()[0])
+
+        def all_calls(fr, name):
+            for line in fr.splitlines():
+                f = line.split()
+                if f and f[0] == name:
+                    return int(f[-7])  # ... all calls, then mean, p50, p99: two tokens each
+            return 0
+
+        seen = [all_calls(fr, "work") for fr in frames]
+        self.assertEqual(seen[-1], 40)
+        self.assertLess(min(seen), 40)  # it watched the trace grow
+        self.assertEqual(seen, sorted(seen))
+
+    def test_usage(self):
+        r = subprocess.run([PTANALYZE, "top"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.assertEqual(r.returncode, 2)
+        r = subprocess.run([PTANALYZE, "top", "x.ptz", "--csv", "y.csv"], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True)
+        self.assertEqual(r.returncode, 2)
+        r = subprocess.run([PTANALYZE, "x.ptz", "--interval", "1"], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("belong to top", r.stderr)
+        r = subprocess.run([PTANALYZE, "top", tmp_path("missing.ptz"), "--once"], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True)
+        self.assertEqual(r.returncode, 1)
 
 
 class TestSections(Base):
