@@ -25,7 +25,9 @@ Perfetto (decoded with python3-protobuf from our .proto):
     and async ranges lying inside it.
 Chrome JSON: thread names (GPU pseudo threads, no "ptz-gpu"), the X events
 of every thread and pseudo thread, s/f flow pairs bound to the right
-slices, b/e pairs with their ids, i events, C events, no args on X events.
+slices, b/e pairs with their ids, i events (the "ptz-gpu" thread's recorder
+error among them, process-scoped with Perfetto's args), C events, no args
+on X events.
 
 Random traces (gen_gpu_trace --random SEED, which prints what they hold):
 hundreds of GPU ranges that overlap, nest, partially overlap, start early
@@ -338,8 +340,10 @@ def check_chrome(trace):
     }, "chrome: async b/e pairs by id (crossing threads, open one closed at the end, unmatched end skipped)")
     inst = sorted((e["name"], e["s"], e.get("tid"), us_to_ns(e["ts"]), e.get("args")) for e in ev if e["ph"] == "i")
     same(inst, [("gpu timing note", "p", None, 10, None), ("mark", "t", 100, 650, None),
-                ("mark", "t", 101, 820, None), ("ptz: async ends without a begin", "p", None, 1000, {"count": 1})],
-         "chrome: instants (thread-scoped; ptz-gpu's and the unmatched-end count process-scoped)")
+                ("mark", "t", 101, 820, None), ("ptz: async ends without a begin", "p", None, 1000, {"count": 1}),
+                ("ptz: recorder error", "p", None, 1210, {"error": "gpu_early_start", "count": 1})],
+         "chrome: instants (thread-scoped; ptz-gpu's, its recorder error and the unmatched-end count "
+         "process-scoped, as in Perfetto)")
     ctr = defaultdict(list)
     for e in ev:
         if e["ph"] == "C":
