@@ -28,7 +28,9 @@ usage: check_export.py SRC_DIR BUILD_ROOT EXPORTER PTANALYZE TMPDIR
      interned once per sequence generation, an iid always names the same
      string; on exports with many annotated ENDs the ENDs' annotations
      average at most ANN_BYTES_MAX bytes each and are at least
-     ANN_SAVING_MIN smaller than the same packets with the names in full.
+     ANN_SAVING_MIN smaller than the same packets with the names in full;
+     every annotation name the exports write is in doc/export.md §5's table
+     with the arg key the trace processor gives it.
      Traces: tests/data/golden/small.ptz (whole, and windows), the corrupt
      corpus's readable files, the GPU traces of tests/export/gpu/
      (gen-gpu-trace, fixed and random: CPU sections with flows, GPU and
@@ -241,6 +243,34 @@ def annotated_end_sizes(t):
     return n_end, n_ann, ann_bytes, pkt_bytes, full_ann, full_bytes
 
 
+SEEN_ANNOTATIONS = set()
+
+
+def check_doc_table():
+    """doc/export.md §5: a row per annotation name written, and each arg key
+    'debug.' + the name with '.', '[' and ']' made '_' (the trace
+    processor's SanitizeDebugAnnotationName)."""
+    with open(os.path.join(SRC, "doc/export.md"), encoding="utf-8") as fh:
+        doc = fh.read()
+    sec = doc[doc.index("## 5. "):]
+    rows = [line.split("|")[1:-1] for line in sec.splitlines() if line.startswith("| `")]
+    documented, bad = set(), []
+    for cells in rows:
+        names = re.findall(r"`([^`]+)`", cells[0])
+        keys = re.findall(r"`(debug\.[^`]+)`", cells[2])
+        documented.update(names)
+        for n in names:
+            want = "debug." + re.sub(r"[.\[\]]", "_", n)
+            if want not in keys and "…" not in cells[2]:
+                bad.append(f"{n}: key {want} not in {keys}")
+        bad += [f"key {k} names no annotation of its row" for k in keys
+                if k not in {"debug." + re.sub(r"[.\[\]]", "_", n) for n in names}]
+    missing = sorted(SEEN_ANNOTATIONS - documented)
+    tap(SEEN_ANNOTATIONS and not missing and not bad,
+        f"doc/export.md §5 documents the {len(SEEN_ANNOTATIONS)} annotation names written and their arg keys",
+        f"undocumented: {missing}\n" + "\n".join(bad))
+
+
 def check_annotation_size(t, name):
     n_end, n_ann, ann_bytes, pkt_bytes, full_ann, full_bytes = annotated_end_sizes(t)
     if n_end < 50:
@@ -378,6 +408,8 @@ def export_and_check(trace, name, window=None, exact=True):
     tap(not bad, f"{name}: sequence flags, bare ENDs, no clock id", "\n".join(bad[:10]))
     if any(p.track_event.debug_annotations for p in t.packet):
         check_annotation_interning(t, name)
+    for d in pftrace_check.annotations(t):
+        SEEN_ANNOTATIONS.update(d or ())
     check_annotation_size(t, name)
     try:
         tracks, rows, marked, open_left = rebuild(t)
@@ -452,6 +484,7 @@ def main():
         r = subprocess.run([exe, "--small", "--trace", trace], capture_output=True, cwd=TMP)
         if tap(r.returncode == 0, f"{prog} --small", r.stderr.decode()[-2000:]):
             export_and_check(trace, prog, exact=False)
+    check_doc_table()
     return finish()
 
 
