@@ -65,8 +65,13 @@
  *    no begin are counted by one process-scoped instant.
  *  - INSTANT records are thread-scoped "i" events.
  *  - A thread named "ptz-gpu" without sections gets no thread metadata;
- *    its counters are process-wide already, its instants and losses are
- *    process-scoped ("s":"p", no tid).
+ *    its counters are process-wide already, its instants, losses and
+ *    errors are process-scoped ("s":"p", no tid).
+ *
+ * LOSS and ERROR records are instants on their thread, "ptz: records lost"
+ * and "ptz: recorder error", with the Perfetto export's error names
+ * (pfx_errc_name()); those of the meta chunks (process-wide) are
+ * process-scoped.
  *
  * Failure behaviour: a damaged chunk is skipped by the reader (its
  * problems stay in the reader; callers report them); a write error or an
@@ -256,21 +261,47 @@ static int emit_counter(struct cw *w, const struct pt_record *r)
 	return emit_new(w, ev, ts);
 }
 
-/* A LOSS record: a thread-scoped instant, so the gap is visible on the
- * timeline (process-scoped for a "ptz-gpu" thread). */
-static int emit_loss(struct cw *w, uint32_t tid, const struct pt_record *r)
+/* A LOSS or ERROR record: a thread-scoped instant, so the gap or the
+ * misuse shows on the timeline (process-scoped for a "ptz-gpu" thread),
+ * named as in the Perfetto export: "ptz: records lost" {records, sections},
+ * "ptz: recorder error" {error, count} ({error, errno} for PT_ERRC_IO). */
+static int emit_loss_or_error(struct cw *w, uint32_t tid, const struct pt_record *r)
 {
-	double ts = ts_us(w, r->ticks);
-	if (w->routed)
-		return emit_new(w,
-				json_pack("{s:s, s:s, s:s, s:s, s:f, s:i, s:{s:I, s:I}}", "name", "ptz: records lost",
-					  "cat", "ptz", "ph", "i", "s", "p", "ts", ts, "pid", w->pid, "args", "records",
-					  (json_int_t)r->value, "sections", (json_int_t)r->value2),
-				ts);
-	json_t *ev = json_pack("{s:s, s:s, s:s, s:s, s:f, s:i, s:I, s:{s:I, s:I}}", "name", "ptz: records lost", "cat",
-			       "ptz", "ph", "i", "s", "t", "ts", ts, "pid", w->pid, "tid", (json_int_t)tid, "args",
-			       "records", (json_int_t)r->value, "sections", (json_int_t)r->value2);
+	const double ts = ts_us(w, r->ticks);
+	const bool loss = r->kind == PT_REC_LOSS;
+	const char *name = loss ? "ptz: records lost" : "ptz: recorder error";
+	json_t *args = loss ? json_pack("{s:I, s:I}", "records", (json_int_t)r->value, "sections", (json_int_t)r->value2)
+			    : json_pack("{s:s, s:I}", "error", pfx_errc_name(r->aux),
+					r->aux == PT_ERRC_IO ? "errno" : "count", (json_int_t)r->value);
+	if (!args)
+		return emit_new(w, NULL, ts);
+	json_t *ev = w->routed ? json_pack("{s:s, s:s, s:s, s:s, s:f, s:i, s:o}", "name", name, "cat", "ptz", "ph", "i",
+					   "s", "p", "ts", ts, "pid", w->pid, "args", args)
+			       : json_pack("{s:s, s:s, s:s, s:s, s:f, s:i, s:I, s:o}", "name", name, "cat", "ptz", "ph",
+					   "i", "s", "t", "ts", ts, "pid", w->pid, "tid", (json_int_t)tid, "args", args);
 	return emit_new(w, ev, ts);
+}
+
+/* The LOSS and ERROR records of the meta chunks (the recorder's
+ * process-wide counts): process-scoped instants, as in the Perfetto export. */
+static int emit_process_records(struct cw *w)
+{
+	struct pt_chunk_info ci;
+	struct pt_record r;
+	int rc = 0, more;
+	w->routed = true;
+	pt_reader_rewind(w->rd);
+	while (rc == 0 && (more = pt_reader_next_chunk(w->rd, PT_FMT_META_THREAD, &ci, sizeof(ci))) == 1)
+		while (rc == 0 && pt_reader_next_record(w->rd, &r, sizeof(r)) == 1)
+			if ((r.kind == PT_REC_LOSS || r.kind == PT_REC_ERROR) && r.ticks >= w->since_ticks &&
+			    r.ticks <= w->until_ticks)
+				rc = emit_loss_or_error(w, 0, &r);
+	w->routed = false;
+	if (rc == 0 && more < 0) {
+		snprintf(w->err, w->errlen, "%s", pt_reader_errmsg(w->rd));
+		rc = more;
+	}
+	return rc;
 }
 
 /* An INSTANT record: "i" on its thread (process-scoped for "ptz-gpu"). */
@@ -342,8 +373,9 @@ static int export_thread(struct cw *w, const struct pt_thread_info *ti, uint32_t
 					rc = emit_counter(w, &r);
 				break;
 			case PT_REC_LOSS:
+			case PT_REC_ERROR:
 				if (r.ticks >= w->since_ticks && r.ticks <= w->until_ticks)
-					rc = emit_loss(w, tid, &r);
+					rc = emit_loss_or_error(w, tid, &r);
 				break;
 			case PT_REC_INSTANT:
 				if (r.ticks >= w->since_ticks && r.ticks <= w->until_ticks)
@@ -515,6 +547,8 @@ int pfx_write_chrome(const char *trace_path, FILE *out, const struct pfx_opts *o
 	const char *pname = info->process_name && *info->process_name ? info->process_name : "ptz trace";
 	pname = ana_utf8_clean(pname, &w.scratch_name);
 	rc = emit_meta(&w, "process_name", 0, "name", pname ? json_string(pname) : NULL);
+	if (rc == 0)
+		rc = emit_process_records(&w);
 	size_t nthreads = pt_reader_thread_count(w.rd);
 	for (size_t i = 0; rc == 0 && i < nthreads; i++) {
 		struct pt_thread_info ti;

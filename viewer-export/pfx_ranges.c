@@ -503,3 +503,22 @@ uint64_t pfx_trace_end_ticks(struct pt_reader *rd)
 	pt_reader_rewind(rd);
 	return end;
 }
+
+const char *pfx_errc_name(uint32_t code)
+{
+	switch (code) {
+	case PT_ERRC_IMPLICIT_CLOSE: return "implicit_close";
+	case PT_ERRC_STOP_NOT_OPEN: return "stop_not_open";
+	case PT_ERRC_END_UNDERFLOW: return "end_underflow";
+	case PT_ERRC_AFTER_EXIT: return "after_exit";
+	case PT_ERRC_IO: return "io";
+	case PT_ERRC_GPU_POOL_EMPTY: return "gpu_pool_empty";
+	case PT_ERRC_GPU_CAPTURING: return "gpu_capturing";
+	case PT_ERRC_GPU_CUDA: return "gpu_cuda";
+	case PT_ERRC_GPU_OFF: return "gpu_off";
+	case PT_ERRC_GPU_EARLY_START: return "gpu_early_start";
+	case PT_ERRC_GPU_QUEUE_FULL: return "gpu_queue_full";
+	case PT_ERRC_GPU_UNFINISHED: return "gpu_unfinished";
+	default: return "unknown";
+	}
+}

@@ -247,4 +247,11 @@ void pfx_window_ticks(struct pt_reader *rd, uint64_t since_ns, uint64_t until_ns
  */
 uint64_t pfx_trace_end_ticks(struct pt_reader *rd);
 
+/*
+ * pfx_errc_name() - The name both exports give an ERROR record's code
+ * (PT_ERRC_*, the record's aux): "implicit_close", ..., "gpu_unfinished";
+ * "unknown" for a code this build does not know.
+ */
+const char *pfx_errc_name(uint32_t code);
+
 #endif /* PTZ_PFX_RANGES_H */

@@ -8,7 +8,7 @@
  *   sequence 1 (process):  ProcessDescriptor track, uuid PFX_UUID_PROCESS,
  *                          first packet SEQ_INCREMENTAL_STATE_CLEARED; then
  *                          process-wide LOSS/ERROR as TYPE_INSTANT events
- *                          (non-interned names, explicit track_uuid).
+ *                          (event names in full, explicit track_uuid).
  *   sequence 2 + i (thread table position i), in table order:
  *     first packet: the thread's TrackDescriptor (real pid/tid, name) with
  *       flags CLEARED|NEEDS and TracePacketDefaults.track_event_defaults.
@@ -24,6 +24,11 @@
  *              into the slice's args (SliceTracker::End binds the END's
  *              args to the slice it closes, "so all its args merge into one
  *              set");
+ *       debug annotations (on any event, any sequence) carry name_iid: the
+ *              packet that first uses a name on a sequence after CLEARED
+ *              holds it in InternedData.debug_annotation_names (fixed iids,
+ *              enum pfx_an), so a packet carrying annotations has flags
+ *              NEEDS (written in full, names took ~40 % of an export);
  *       COUNTER the counter's TrackDescriptor (parent = thread track) just
  *              before its first value, then TYPE_COUNTER with counter_value;
  *       LOSS / ERROR  TYPE_INSTANT on the thread track with the counts as
@@ -174,6 +179,8 @@ struct pctx {
 	struct frame *st;
 	uint32_t depth, cap, emitted_depth;
 	uint64_t *interned; /* bitmap of string ids interned on this sequence */
+	uint64_t an_seq;    /* bit iid: annotation name interned on this sequence */
+	uint64_t an_proc;   /* the same for PFX_SEQ_PROCESS */
 	uint32_t interned_words;
 	uint32_t *interned_far; /* sorted: ids beyond PFX_INTERN_BITMAP_IDS (damaged traces) */
 	uint32_t nfar, cfar;
@@ -336,6 +343,115 @@ static int intern_mark(struct pctx *c, uint32_t id)
 	return 1;
 }
 
+/*
+ * Debug annotation names, interned like event names: each has a fixed iid
+ * (its value here; 0 means unset), and a sequence's packet that first uses
+ * a name after SEQ_INCREMENTAL_STATE_CLEARED carries it in
+ * InternedData.debug_annotation_names. The trace processor flattens them
+ * to arg keys "debug.<name>" with '.' replaced by '_' (doc/export.md §5).
+ */
+enum pfx_an {
+	AN_NONE,
+	AN_OPEN_AT_END,
+	AN_CUT_BY_GAP,
+	AN_READ_BYTES,
+	AN_WRITTEN_BYTES,
+	AN_FLOPS,
+	AN_SELF_READ_BYTES,
+	AN_SELF_WRITTEN_BYTES,
+	AN_SELF_FLOPS,
+	AN_H2D_BYTES,
+	AN_D2H_BYTES,
+	AN_D2D_BYTES,
+	AN_P2P_BYTES,
+	AN_GB_PER_S,
+	AN_GFLOP_PER_S,
+	AN_GPU_START_OFFSET_NS,
+	AN_GPU_START_SNAPPED_NS,
+	AN_GPU_GB_PER_S,
+	AN_GPU_GFLOP_PER_S,
+	AN_GPU_H2D_GB_PER_S,
+	AN_GPU_D2H_GB_PER_S,
+	AN_GPU_D2D_GB_PER_S,
+	AN_GPU_P2P_GB_PER_S,
+	AN_BEGIN_TID,
+	AN_END_TID,
+	AN_RECORDS_LOST,
+	AN_SECTIONS_LOST,
+	AN_ERROR,
+	AN_ERRNO,
+	AN_COUNT,
+	AN_MAX_LANES_PER_STREAM,
+	AN_END
+};
+_Static_assert(AN_END <= 64, "annotation names are tracked in a 64-bit mask per sequence");
+
+static const char *const an_names[AN_END] = {
+	[AN_OPEN_AT_END] = "ptz.open_at_end",
+	[AN_CUT_BY_GAP] = "ptz.cut_by_gap",
+	[AN_READ_BYTES] = "read_bytes",
+	[AN_WRITTEN_BYTES] = "written_bytes",
+	[AN_FLOPS] = "flops",
+	[AN_SELF_READ_BYTES] = "self_read_bytes",
+	[AN_SELF_WRITTEN_BYTES] = "self_written_bytes",
+	[AN_SELF_FLOPS] = "self_flops",
+	[AN_H2D_BYTES] = "h2d_bytes",
+	[AN_D2H_BYTES] = "d2h_bytes",
+	[AN_D2D_BYTES] = "d2d_bytes",
+	[AN_P2P_BYTES] = "p2p_bytes",
+	[AN_GB_PER_S] = "gb_per_s",
+	[AN_GFLOP_PER_S] = "gflop_per_s",
+	[AN_GPU_START_OFFSET_NS] = "gpu_start_offset_ns",
+	[AN_GPU_START_SNAPPED_NS] = "gpu_start_snapped_ns",
+	[AN_GPU_GB_PER_S] = "gpu_gb_per_s",
+	[AN_GPU_GFLOP_PER_S] = "gpu_gflop_per_s",
+	[AN_GPU_H2D_GB_PER_S] = "gpu_h2d_gb_per_s",
+	[AN_GPU_D2H_GB_PER_S] = "gpu_d2h_gb_per_s",
+	[AN_GPU_D2D_GB_PER_S] = "gpu_d2d_gb_per_s",
+	[AN_GPU_P2P_GB_PER_S] = "gpu_p2p_gb_per_s",
+	[AN_BEGIN_TID] = "begin_tid",
+	[AN_END_TID] = "end_tid",
+	[AN_RECORDS_LOST] = "records_lost",
+	[AN_SECTIONS_LOST] = "sections_lost",
+	[AN_ERROR] = "error",
+	[AN_ERRNO] = "errno",
+	[AN_COUNT] = "count",
+	[AN_MAX_LANES_PER_STREAM] = "max_lanes_per_stream",
+};
+
+/* The InternedData entries of the annotation names a packet introduces. */
+struct an_new {
+	Perfetto__Protos__DebugAnnotationName n[16];
+	Perfetto__Protos__DebugAnnotationName *p[16];
+	size_t k;
+};
+
+/* Marks the names in @used (bit iid) interned on sequence @seq; those not
+ * yet interned there go to @out, to ride in the packet that uses them. */
+static void an_intern(struct pctx *c, uint32_t seq, uint64_t used, struct an_new *out)
+{
+	uint64_t *mask = seq == PFX_SEQ_PROCESS ? &c->an_proc : &c->an_seq;
+	uint64_t fresh = used & ~*mask;
+	*mask |= used;
+	out->k = 0;
+	for (uint64_t iid = 1; fresh >> iid; iid++)
+		if (fresh >> iid & 1) {
+			Perfetto__Protos__DebugAnnotationName *d = &out->n[out->k];
+			*d = (Perfetto__Protos__DebugAnnotationName)PERFETTO__PROTOS__DEBUG_ANNOTATION_NAME__INIT;
+			d->has_iid = 1;
+			d->iid = iid;
+			d->name = (char *)an_names[iid];
+			out->p[out->k++] = d;
+		}
+}
+
+/* Adds @nw's entries to @in (NULL-safe when there are none). */
+static void an_attach(Perfetto__Protos__InternedData *in, struct an_new *nw)
+{
+	in->n_debug_annotation_names = nw->k;
+	in->debug_annotation_names = nw->k ? nw->p : NULL;
+}
+
 /* ==== Events ==== */
 
 static inline uint64_t ns_of(const struct pctx *c, uint64_t ticks)
@@ -347,6 +463,7 @@ struct annots {
 	Perfetto__Protos__DebugAnnotation a[16];
 	Perfetto__Protos__DebugAnnotation *p[16];
 	size_t n;
+	uint64_t used; /* bit iid for each name */
 };
 
 /* One TrackEvent that the hand encoder does not cover, through protobuf-c. */
@@ -369,8 +486,16 @@ static void emit_ev(struct pctx *c, uint64_t ts, const struct ev *e)
 	Perfetto__Protos__InternedData in = PERFETTO__PROTOS__INTERNED_DATA__INIT;
 	Perfetto__Protos__TrackEvent te = PERFETTO__PROTOS__TRACK_EVENT__INIT;
 	Perfetto__Protos__TracePacket p;
+	struct an_new nw = { .k = 0 };
 	uint64_t flow = e->flow, term = e->term;
 	packet_init(&p, c->seq, ts, PERFETTO__PROTOS__TRACE_PACKET__SEQUENCE_FLAGS__SEQ_NEEDS_INCREMENTAL_STATE);
+	if (e->an && e->an->n) {
+		an_intern(c, c->seq, e->an->used, &nw);
+		if (nw.k) {
+			an_attach(&in, &nw);
+			p.interned_data = &in;
+		}
+	}
 	if (e->named) {
 		int k = intern_mark(c, e->name_id);
 		if (k < 0)
@@ -450,82 +575,139 @@ static void emit_begin(struct pctx *c, uint64_t ts, uint32_t id, uint64_t flow)
 	put_packet(c, &p);
 }
 
-static void annot_u(struct annots *an, const char *name, uint64_t v)
+static void annot_u(struct annots *an, enum pfx_an name, uint64_t v)
 {
 	Perfetto__Protos__DebugAnnotation *d = &an->a[an->n];
 	*d = (Perfetto__Protos__DebugAnnotation)PERFETTO__PROTOS__DEBUG_ANNOTATION__INIT;
-	d->name_field_case = PERFETTO__PROTOS__DEBUG_ANNOTATION__NAME_FIELD_NAME;
-	d->name = (char *)name;
+	d->name_field_case = PERFETTO__PROTOS__DEBUG_ANNOTATION__NAME_FIELD_NAME_IID;
+	d->name_iid = name;
+	an->used |= 1ull << name;
 	d->value_case = PERFETTO__PROTOS__DEBUG_ANNOTATION__VALUE_UINT_VALUE;
 	d->uint_value = v;
 	an->p[an->n] = d;
 	an->n++;
 }
 
-static void annot_d(struct annots *an, const char *name, double v)
+static void annot_d(struct annots *an, enum pfx_an name, double v)
 {
 	annot_u(an, name, 0);
 	an->a[an->n - 1].value_case = PERFETTO__PROTOS__DEBUG_ANNOTATION__VALUE_DOUBLE_VALUE;
 	an->a[an->n - 1].double_value = v;
 }
 
-static void annot_s(struct annots *an, const char *name, const char *v)
+static void annot_s(struct annots *an, enum pfx_an name, const char *v)
 {
 	annot_u(an, name, 0);
 	an->a[an->n - 1].value_case = PERFETTO__PROTOS__DEBUG_ANNOTATION__VALUE_STRING_VALUE;
 	an->a[an->n - 1].string_value = (char *)v;
 }
 
-static void annot_i(struct annots *an, const char *name, int64_t v)
+static void annot_i(struct annots *an, enum pfx_an name, int64_t v)
 {
 	annot_u(an, name, 0);
 	an->a[an->n - 1].value_case = PERFETTO__PROTOS__DEBUG_ANNOTATION__VALUE_INT_VALUE;
 	an->a[an->n - 1].int_value = v;
 }
 
-static void annot_b(struct annots *an, const char *name, bool v)
+static void annot_b(struct annots *an, enum pfx_an name, bool v)
 {
 	annot_u(an, name, 0);
 	an->a[an->n - 1].value_case = PERFETTO__PROTOS__DEBUG_ANNOTATION__VALUE_BOOL_VALUE;
 	an->a[an->n - 1].bool_value = v;
 }
 
+/* An annotated END whose names are not all interned on the sequence yet:
+ * through protobuf-c, with the new names' InternedData (once per name and
+ * sequence; the hand encoder writes the rest). */
+static void emit_end_interning(struct pctx *c, uint64_t end_ns, const struct pfx_annot *a, size_t n,
+			       struct an_new *nw)
+{
+	Perfetto__Protos__DebugAnnotation d[16], *dp[16];
+	Perfetto__Protos__InternedData in = PERFETTO__PROTOS__INTERNED_DATA__INIT;
+	Perfetto__Protos__TrackEvent te = PERFETTO__PROTOS__TRACK_EVENT__INIT;
+	Perfetto__Protos__TracePacket p;
+	for (size_t i = 0; i < n; i++) {
+		d[i] = (Perfetto__Protos__DebugAnnotation)PERFETTO__PROTOS__DEBUG_ANNOTATION__INIT;
+		d[i].name_field_case = PERFETTO__PROTOS__DEBUG_ANNOTATION__NAME_FIELD_NAME_IID;
+		d[i].name_iid = a[i].name_iid;
+		switch (a[i].kind) {
+		case PFX_A_BOOL:
+			d[i].value_case = PERFETTO__PROTOS__DEBUG_ANNOTATION__VALUE_BOOL_VALUE;
+			d[i].bool_value = a[i].u != 0;
+			break;
+		case PFX_A_UINT:
+			d[i].value_case = PERFETTO__PROTOS__DEBUG_ANNOTATION__VALUE_UINT_VALUE;
+			d[i].uint_value = a[i].u;
+			break;
+		case PFX_A_DOUBLE:
+			d[i].value_case = PERFETTO__PROTOS__DEBUG_ANNOTATION__VALUE_DOUBLE_VALUE;
+			d[i].double_value = a[i].d;
+			break;
+		default:
+			d[i].value_case = PERFETTO__PROTOS__DEBUG_ANNOTATION__VALUE_STRING_VALUE;
+			d[i].string_value = (char *)a[i].s;
+			break;
+		}
+		dp[i] = &d[i];
+	}
+	an_attach(&in, nw);
+	te.has_type = 1;
+	te.type = PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_END;
+	te.n_debug_annotations = n;
+	te.debug_annotations = dp;
+	packet_init(&p, c->seq, end_ns, PERFETTO__PROTOS__TRACE_PACKET__SEQUENCE_FLAGS__SEQ_NEEDS_INCREMENTAL_STATE);
+	p.interned_data = &in;
+	p.data_case = PERFETTO__PROTOS__TRACE_PACKET__DATA_TRACK_EVENT;
+	p.track_event = &te;
+	put_packet(c, &p);
+}
+
 /* END of @f at @end_ns; metrics (inclusive, plus self where it differs)
- * and the derived rates over the slice's duration; @mark flags an END the
- * trace did not hold. Hand-encoded (pfx_perfetto_enc.h). */
-static void emit_end(struct pctx *c, const struct frame *f, uint64_t end_ns, const char *mark)
+ * and the derived rates over the slice's duration; @mark (AN_OPEN_AT_END,
+ * AN_CUT_BY_GAP or AN_NONE) flags an END the trace did not hold.
+ * Hand-encoded (pfx_perfetto_enc.h) once its names are interned. */
+static void emit_end(struct pctx *c, const struct frame *f, uint64_t end_ns, enum pfx_an mark)
 {
 	if (!f->has_m && !mark) {
 		uint8_t *o = out_room(c, PFX_HOT_MAX_BYTES);
 		c->nout += (size_t)(pfx_enc_slice(o, end_ns, c->seq, 0) - o);
 		return;
 	}
-	static const char *const mnames[NM] = { "read_bytes", "written_bytes", "flops" };
-	static const char *const snames[NM] = { "self_read_bytes", "self_written_bytes", "self_flops" };
-	static const char *const xnames[NDIR] = { "h2d_bytes", "d2h_bytes", "d2d_bytes", "p2p_bytes" };
+	static const enum pfx_an mnames[NM] = { AN_READ_BYTES, AN_WRITTEN_BYTES, AN_FLOPS };
+	static const enum pfx_an snames[NM] = { AN_SELF_READ_BYTES, AN_SELF_WRITTEN_BYTES, AN_SELF_FLOPS };
+	static const enum pfx_an xnames[NDIR] = { AN_H2D_BYTES, AN_D2H_BYTES, AN_D2D_BYTES, AN_P2P_BYTES };
 	struct pfx_annot a[16];
 	size_t n = 0;
 	if (mark)
-		a[n++] = (struct pfx_annot){ .name = mark, .kind = PFX_A_BOOL, .u = 1 };
+		a[n++] = (struct pfx_annot){ .name_iid = mark, .kind = PFX_A_BOOL, .u = 1 };
 	if (f->has_m) {
 		uint64_t start_ns = ns_of(c, f->start_ticks);
 		double dur = end_ns > start_ns ? (double)(end_ns - start_ns) : 0.0;
 		for (int k = 0; k < NM; k++) {
 			if (f->m_incl[k])
-				a[n++] = (struct pfx_annot){ .name = mnames[k], .kind = PFX_A_UINT, .u = f->m_incl[k] };
+				a[n++] = (struct pfx_annot){ .name_iid = mnames[k], .kind = PFX_A_UINT, .u = f->m_incl[k] };
 			if (f->m_self[k] != f->m_incl[k])
-				a[n++] = (struct pfx_annot){ .name = snames[k], .kind = PFX_A_UINT, .u = f->m_self[k] };
+				a[n++] = (struct pfx_annot){ .name_iid = snames[k], .kind = PFX_A_UINT, .u = f->m_self[k] };
 		}
 		for (int k = 0; k < NDIR; k++)
 			if (f->x_incl[k])
-				a[n++] = (struct pfx_annot){ .name = xnames[k], .kind = PFX_A_UINT, .u = f->x_incl[k] };
+				a[n++] = (struct pfx_annot){ .name_iid = xnames[k], .kind = PFX_A_UINT, .u = f->x_incl[k] };
 		uint64_t bytes = f->m_incl[M_READ] + f->m_incl[M_WRITTEN];
 		if (dur > 0 && bytes) /* bytes/ns = GB/s */
-			a[n++] = (struct pfx_annot){ .name = "gb_per_s", .kind = PFX_A_DOUBLE, .d = (double)bytes / dur };
+			a[n++] = (struct pfx_annot){ .name_iid = AN_GB_PER_S, .kind = PFX_A_DOUBLE, .d = (double)bytes / dur };
 		if (dur > 0 && f->m_incl[M_FLOPS])
-			a[n++] = (struct pfx_annot){ .name = "gflop_per_s",
+			a[n++] = (struct pfx_annot){ .name_iid = AN_GFLOP_PER_S,
 						     .kind = PFX_A_DOUBLE,
 						     .d = (double)f->m_incl[M_FLOPS] / dur };
+	}
+	uint64_t used = 0;
+	for (size_t i = 0; i < n; i++)
+		used |= 1ull << a[i].name_iid;
+	if (used & ~c->an_seq) {
+		struct an_new nw;
+		an_intern(c, c->seq, used, &nw);
+		emit_end_interning(c, end_ns, a, n, &nw);
+		return;
 	}
 	const size_t need = pfx_end_annot_size(end_ns, c->seq, a, n);
 	uint8_t *o = out_room(c, need); /* need < 1 KB << PFX_OUT_BYTES */
@@ -536,8 +718,10 @@ static void emit_end(struct pctx *c, const struct frame *f, uint64_t end_ns, con
 static void emit_instant(struct pctx *c, uint32_t seq, uint64_t track, uint64_t ts, const char *name,
 			 const struct annots *an)
 {
+	Perfetto__Protos__InternedData in = PERFETTO__PROTOS__INTERNED_DATA__INIT;
 	Perfetto__Protos__TrackEvent te = PERFETTO__PROTOS__TRACK_EVENT__INIT;
 	Perfetto__Protos__TracePacket p;
+	struct an_new nw = { .k = 0 };
 	te.has_type = 1;
 	te.type = PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_INSTANT;
 	te.name_field_case = PERFETTO__PROTOS__TRACK_EVENT__NAME_FIELD_NAME;
@@ -548,30 +732,19 @@ static void emit_instant(struct pctx *c, uint32_t seq, uint64_t track, uint64_t 
 	}
 	te.n_debug_annotations = an->n;
 	te.debug_annotations = (Perfetto__Protos__DebugAnnotation **)an->p;
+	/* interned annotation names need the sequence's state: NEEDS */
 	packet_init(&p, seq, ts,
-		    track ? 0 : PERFETTO__PROTOS__TRACE_PACKET__SEQUENCE_FLAGS__SEQ_NEEDS_INCREMENTAL_STATE);
+		    track && !an->n ? 0 : PERFETTO__PROTOS__TRACE_PACKET__SEQUENCE_FLAGS__SEQ_NEEDS_INCREMENTAL_STATE);
+	if (an->n) {
+		an_intern(c, seq, an->used, &nw);
+		if (nw.k) {
+			an_attach(&in, &nw);
+			p.interned_data = &in;
+		}
+	}
 	p.data_case = PERFETTO__PROTOS__TRACE_PACKET__DATA_TRACK_EVENT;
 	p.track_event = &te;
 	put_packet(c, &p);
-}
-
-static const char *errc_name(uint32_t code)
-{
-	switch (code) {
-	case PT_ERRC_IMPLICIT_CLOSE: return "implicit_close";
-	case PT_ERRC_STOP_NOT_OPEN: return "stop_not_open";
-	case PT_ERRC_END_UNDERFLOW: return "end_underflow";
-	case PT_ERRC_AFTER_EXIT: return "after_exit";
-	case PT_ERRC_IO: return "io";
-	case PT_ERRC_GPU_POOL_EMPTY: return "gpu_pool_empty";
-	case PT_ERRC_GPU_CAPTURING: return "gpu_capturing";
-	case PT_ERRC_GPU_CUDA: return "gpu_cuda";
-	case PT_ERRC_GPU_OFF: return "gpu_off";
-	case PT_ERRC_GPU_EARLY_START: return "gpu_early_start";
-	case PT_ERRC_GPU_QUEUE_FULL: return "gpu_queue_full";
-	case PT_ERRC_GPU_UNFINISHED: return "gpu_unfinished";
-	default: return "unknown";
-	}
 }
 
 static void emit_loss_or_error(struct pctx *c, uint32_t seq, uint64_t track, const struct pt_record *r)
@@ -579,12 +752,12 @@ static void emit_loss_or_error(struct pctx *c, uint32_t seq, uint64_t track, con
 	struct annots an = { .n = 0 };
 	uint64_t ts = ns_of(c, r->ticks);
 	if (r->kind == PT_REC_LOSS) {
-		annot_u(&an, "records_lost", r->value);
-		annot_u(&an, "sections_lost", r->value2);
+		annot_u(&an, AN_RECORDS_LOST, r->value);
+		annot_u(&an, AN_SECTIONS_LOST, r->value2);
 		emit_instant(c, seq, track, ts, "ptz: records lost", &an);
 	} else {
-		annot_s(&an, "error", errc_name(r->aux));
-		annot_u(&an, r->aux == PT_ERRC_IO ? "errno" : "count", r->value);
+		annot_s(&an, AN_ERROR, pfx_errc_name(r->aux));
+		annot_u(&an, r->aux == PT_ERRC_IO ? AN_ERRNO : AN_COUNT, r->value);
 		emit_instant(c, seq, track, ts, "ptz: recorder error", &an);
 	}
 }
@@ -789,6 +962,7 @@ static void emit_plain_track(struct pctx *c, uint64_t uuid, uint64_t parent, con
 static void new_sequence(struct pctx *c, uint32_t seq)
 {
 	c->seq = seq;
+	c->an_seq = 0;
 	if (c->interned)
 		memset(c->interned, 0, c->interned_words * sizeof(*c->interned));
 	c->nfar = 0;
@@ -807,17 +981,17 @@ static void gpu_keep(struct pctx *c)
  * duration the analyzer uses); none where the range has no duration. */
 static void gpu_rate_annots(struct pctx *c, struct annots *an, const struct pfx_gpu_range *r)
 {
-	static const char *const xnames[NDIR] = { "gpu_h2d_gb_per_s", "gpu_d2h_gb_per_s", "gpu_d2d_gb_per_s",
-						  "gpu_p2p_gb_per_s" };
+	static const enum pfx_an xnames[NDIR] = { AN_GPU_H2D_GB_PER_S, AN_GPU_D2H_GB_PER_S, AN_GPU_D2D_GB_PER_S,
+						   AN_GPU_P2P_GB_PER_S };
 	const uint64_t s = ns_of(c, r->raw_start_ticks), e = ns_of(c, r->end_ticks);
 	if (e <= s)
 		return;
 	const double dur = (double)(e - s);
 	const uint64_t bytes = r->m_self[M_READ] + r->m_self[M_WRITTEN];
 	if (bytes)
-		annot_d(an, "gpu_gb_per_s", (double)bytes / dur);
+		annot_d(an, AN_GPU_GB_PER_S, (double)bytes / dur);
 	if (r->m_self[M_FLOPS])
-		annot_d(an, "gpu_gflop_per_s", (double)r->m_self[M_FLOPS] / dur);
+		annot_d(an, AN_GPU_GFLOP_PER_S, (double)r->m_self[M_FLOPS] / dur);
 	for (int k = 0; k < NDIR; k++)
 		if (r->x_self[k])
 			annot_d(an, xnames[k], (double)r->x_self[k] / dur);
@@ -865,10 +1039,10 @@ static void emit_gpu(struct pctx *c)
 			continue;
 		struct annots an = { .n = 0 };
 		if (r->raw_start_ticks < r->launch_ticks) /* clamped: keep the measured offset */
-			annot_i(&an, "gpu_start_offset_ns",
+			annot_i(&an, AN_GPU_START_OFFSET_NS,
 				(int64_t)(ns_of(c, r->raw_start_ticks) - ns_of(c, r->launch_ticks)));
 		if (r->snap_ticks) /* moved to the end of the range before it (jitter) */
-			annot_u(&an, "gpu_start_snapped_ns",
+			annot_u(&an, AN_GPU_START_SNAPPED_NS,
 				ns_of(c, r->start_ticks) - ns_of(c, r->start_ticks - r->snap_ticks));
 		gpu_rate_annots(c, &an, r);
 		const struct ev b = { .type = PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_BEGIN,
@@ -889,8 +1063,8 @@ out:
 	 * instant at the first */
 	if (c->gpu_no_lane && !c->err) {
 		struct annots an = { .n = 0 };
-		annot_u(&an, "count", c->gpu_no_lane);
-		annot_u(&an, "max_lanes_per_stream", PFX_GPU_MAX_LANES);
+		annot_u(&an, AN_COUNT, c->gpu_no_lane);
+		annot_u(&an, AN_MAX_LANES_PER_STREAM, PFX_GPU_MAX_LANES);
 		emit_instant(c, PFX_SEQ_PROCESS, PFX_UUID_PROCESS, ns_of(c, c->gpu_no_lane_ticks),
 			     "ptz: GPU ranges not drawn (overlapping on one stream beyond its lanes)", &an);
 	}
@@ -930,11 +1104,11 @@ static void emit_async(struct pctx *c)
 			if (!in_window(c, r->begin_ticks) || !in_window(c, r->end_ticks))
 				continue;
 			struct annots ab = { .n = 0 }, ae = { .n = 0 };
-			annot_u(&ab, "begin_tid", r->begin_thread);
+			annot_u(&ab, AN_BEGIN_TID, r->begin_thread);
 			if (r->open_at_end)
-				annot_b(&ae, "ptz.open_at_end", true);
+				annot_b(&ae, AN_OPEN_AT_END, true);
 			else
-				annot_u(&ab, "end_tid", r->end_thread);
+				annot_u(&ab, AN_END_TID, r->end_thread);
 			const struct ev b = { .type = PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_BEGIN,
 					      .track = PFX_UUID_ASYNC_LANE(r->lane),
 					      .named = true,
@@ -957,7 +1131,7 @@ static void emit_async(struct pctx *c)
 	}
 	if (n && !c->err) {
 		struct annots an = { .n = 0 };
-		annot_u(&an, "count", n);
+		annot_u(&an, AN_COUNT, n);
 		emit_instant(c, PFX_SEQ_PROCESS, PFX_UUID_PROCESS, first_ns, "ptz: async ends without a begin", &an);
 	}
 }
@@ -965,7 +1139,7 @@ static void emit_async(struct pctx *c)
 /* ==== Per-thread nesting (analyzer/ana_build.c rules) ==== */
 
 /* Pops the top frame, closed at @end_ticks; @emit = pass 2. */
-static void close_top(struct pctx *c, uint64_t end_ticks, bool emit, const char *mark)
+static void close_top(struct pctx *c, uint64_t end_ticks, bool emit, enum pfx_an mark)
 {
 	struct frame *f = &c->st[--c->depth];
 	if (c->depth && f->has_m) { /* inclusive amounts roll up into the parent */
@@ -995,7 +1169,7 @@ static void close_top(struct pctx *c, uint64_t end_ticks, bool emit, const char 
 	}
 }
 
-static void close_all(struct pctx *c, bool emit, const char *mark)
+static void close_all(struct pctx *c, bool emit, enum pfx_an mark)
 {
 	while (c->depth)
 		close_top(c, c->last_ticks, emit, mark);
@@ -1048,7 +1222,7 @@ static int thread_pass(struct pctx *c, bool emit)
 	pt_reader_rewind(c->rd);
 	while ((rc = pt_reader_next_chunk(c->rd, c->index, &ci, sizeof(ci))) == 1) {
 		if (ci.sequence != next_seq) /* chunks lost: the open stack is unreliable */
-			close_all(c, emit, "ptz.cut_by_gap");
+			close_all(c, emit, AN_CUT_BY_GAP);
 		next_seq = ci.sequence + 1;
 		c->launch_pending = false; /* a launch and its BEGIN share a chunk (§4.4) */
 		while ((rc = pt_reader_next_record(c->rd, &r, sizeof(r))) == 1) {
@@ -1127,9 +1301,9 @@ static int thread_pass(struct pctx *c, bool emit)
 					if (k < 0)
 						break; /* matches no open section: dropped */
 					while ((int)c->depth - 1 > k)
-						close_top(c, r.ticks, emit, NULL);
+						close_top(c, r.ticks, emit, AN_NONE);
 				}
-				close_top(c, r.ticks, emit, NULL);
+				close_top(c, r.ticks, emit, AN_NONE);
 				break;
 			}
 			case PT_REC_METRIC:
@@ -1205,7 +1379,7 @@ static int thread_pass(struct pctx *c, bool emit)
 		c->ndrop = 0; /* never passed `until`: nothing to drop */
 		return 0;
 	}
-	close_all(c, emit, "ptz.open_at_end");
+	close_all(c, emit, AN_OPEN_AT_END);
 	return c->err;
 }
 
@@ -1223,6 +1397,7 @@ static int export_thread(struct pctx *c, size_t pos, const struct pt_thread_info
 	if (c->interned)
 		memset(c->interned, 0, c->interned_words * sizeof(*c->interned));
 	c->nfar = 0;
+	c->an_seq = 0;
 	if (sections) /* a "ptz-gpu" thread without sections gets no track */
 		emit_thread(c, ti);
 	if (c->until_set) {

@@ -3,9 +3,10 @@
  * TracePackets of the Perfetto writer: a slice BEGIN whose name is already
  * interned on the sequence, and a slice END without annotations.
  *
- * A third form, an END with debug annotations (the section's metrics), is
- * hand-encoded too: every ancestor of a section with metrics carries the
- * rolled-up amounts, so in compute-heavy traces these are common.
+ * A third form, an END with debug annotations (the section's metrics)
+ * whose names are already interned on the sequence, is hand-encoded too:
+ * every ancestor of a section with metrics carries the rolled-up amounts,
+ * so in compute-heavy traces these are common.
  *
  * Every other packet goes through protobuf-c. These are most of a
  * trace, and protobuf-c's generic packer (get_packed_size + pack, each a
@@ -26,8 +27,13 @@
  *     TracePacket.sequence_flags (13, varint) = SEQ_NEEDS_INCREMENTAL_STATE
  *   }
  * and for the annotated END, TrackEvent starts with its debug_annotations
- * (4, LEN) { value: bool_value 2 | uint_value 3 | double_value 5 (fixed64
- * LE) | string_value 6; name (10, LEN) } before type (9).
+ * (4, LEN) { name_iid (1, varint); value: bool_value 2 | uint_value 3 |
+ * double_value 5 (fixed64 LE) | string_value 6 } before type (9).
+ *
+ * Annotation names are interned (InternedData.debug_annotation_names, 3):
+ * this encoder writes only the name_iid; the packet that first uses a name
+ * on a sequence carries its InternedData and goes through protobuf-c, as
+ * the BEGIN of a name not yet interned does.
  */
 #ifndef PTZ_PFX_PERFETTO_ENC_H
 #define PTZ_PFX_PERFETTO_ENC_H
@@ -89,9 +95,9 @@ static inline uint8_t *pfx_enc_slice(uint8_t *p, uint64_t ts_ns, uint32_t seq, u
 
 enum pfx_annot_kind { PFX_A_BOOL, PFX_A_UINT, PFX_A_DOUBLE, PFX_A_STRING };
 
-/* One top-level DebugAnnotation with a literal name. */
+/* One top-level DebugAnnotation whose name is interned on the sequence. */
 struct pfx_annot {
-	const char *name;
+	uint64_t name_iid; /* DebugAnnotationName.iid, != 0 */
 	enum pfx_annot_kind kind;
 	uint64_t u;    /* PFX_A_BOOL (0/1), PFX_A_UINT */
 	double d;      /* PFX_A_DOUBLE */
@@ -112,7 +118,7 @@ static inline size_t pfx_annot_body(const struct pfx_annot *a)
 	case PFX_A_DOUBLE: v = 9; break;
 	default: v = pfx_len_field(strlen(a->s)); break;
 	}
-	return v + pfx_len_field(strlen(a->name));
+	return 1 + pfx_varint_len(a->name_iid) + v;
 }
 
 static inline size_t pfx_end_te_len(const struct pfx_annot *a, size_t n)
@@ -160,6 +166,8 @@ static inline uint8_t *pfx_enc_end_annot(uint8_t *p, uint64_t ts_ns, uint32_t se
 	for (size_t i = 0; i < n; i++) {
 		*p++ = 0x22; /* TrackEvent.debug_annotations */
 		p = pfx_put_varint(p, pfx_annot_body(&a[i]));
+		*p++ = 0x08; /* DebugAnnotation.name_iid */
+		p = pfx_put_varint(p, a[i].name_iid);
 		switch (a[i].kind) {
 		case PFX_A_BOOL:
 			*p++ = 0x10;
@@ -181,7 +189,6 @@ static inline uint8_t *pfx_enc_end_annot(uint8_t *p, uint64_t ts_ns, uint32_t se
 			p = pfx_put_str(p, 0x32, a[i].s);
 			break;
 		}
-		p = pfx_put_str(p, 0x52, a[i].name); /* DebugAnnotation.name */
 	}
 	*p++ = 0x48;
 	*p++ = 2; /* TYPE_SLICE_END */

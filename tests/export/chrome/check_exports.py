@@ -15,7 +15,10 @@ thread_name events name exactly the trace's threads; per thread, events
 nest exactly (ts + dur in double arithmetic, as consumers compute it); the
 call paths rebuilt from that nesting have exactly the counts of the
 analyzer's per-thread tree; with --since/--until, the per-name counts equal
-the analyzer's flat counts under the same window.
+the analyzer's flat counts under the same window; LOSS and ERROR records
+are "i" events as in the Perfetto export (small.ptz: exactly those; every
+trace: lost records, lost sections and misuse errors add up to the
+analyzer's counts).
 Folded: each line is 'path weight'; the weight per path equals self_ns of
 the analyzer's merged tree (joined by ';', names sanitized as documented)
 exactly, also per thread and within a window.
@@ -144,6 +147,35 @@ def check_chrome(ana, trace, label, tmp):
         check(f"{label}: thread {t['index']}: path counts equal the analyzer's tree ({sum(want.values())} sections)",
               not diff, "\n".join(f"{k}: export {a}, analyzer {b}" for k, a, b in diff[:10]))
     return ev, rep
+
+
+# small.ptz's LOSS and ERROR records, as the Perfetto export shows them too:
+# the meta chunk's loss process-scoped, the threads' on their thread
+SMALL_INSTANTS = [
+    ("ptz: recorder error", "t", 102, 1000.45, {"error": "end_underflow", "count": 2}),
+    ("ptz: recorder error", "t", 102, 1000.46, {"error": "io", "errno": 5}),
+    ("ptz: records lost", "p", None, 1000.0, {"records": 3, "sections": 1}),
+    ("ptz: records lost", "t", 101, 1001.3, {"records": 5, "sections": 2}),
+]
+
+
+def check_losses(ev, rep, label):
+    inst = sorted(((e["name"], e["s"], e.get("tid"), e["ts"], e.get("args")) for e in ev
+                   if e.get("ph") == "i" and e["name"] in ("ptz: records lost", "ptz: recorder error")),
+                  key=lambda x: (x[0], x[1] != "p", x[3]))
+    if label == "small":
+        check("small: loss and recorder-error instants, process- and thread-scoped", inst == SMALL_INSTANTS,
+              f"got  {inst}\nwant {SMALL_INSTANTS}")
+    lost = sum(a["records"] for n, *_, a in inst if n == "ptz: records lost")
+    secs = sum(a["sections"] for n, *_, a in inst if n == "ptz: records lost")
+    # the analyzer's misuse count leaves out I/O errors and GPU ones (doc/analyzer-output.md)
+    misuse = sum(a.get("count", 0) for n, *_, a in inst
+                 if n == "ptz: recorder error" and not a["error"].startswith("gpu_") and a["error"] != "io")
+    t = rep["trace"]
+    check(f"{label}: loss instants add up to {t['lost_records']} lost records and {t['lost_sections']} sections, "
+          f"error instants to {t['recorder_errors']} misuse errors",
+          (lost, secs, misuse) == (t["lost_records"], t["lost_sections"], t["recorder_errors"]),
+          f"export {(lost, secs, misuse)}")
 
 
 def check_window(ana, trace, label, tmp, rep_full):
@@ -300,6 +332,7 @@ def main():
         for label, t in traces:
             r = check_chrome(ana, t, label, tmp)
             if r:
+                check_losses(r[0], r[1], label)
                 check_window(ana, t, label, tmp, r[1])
                 check_folded(ana, t, label, tmp, r[1])
         # sanitized names reach the folded output, and the JSON keeps them

@@ -25,7 +25,9 @@ Perfetto (decoded with python3-protobuf from our .proto):
     and async ranges lying inside it.
 Chrome JSON: thread names (GPU pseudo threads, no "ptz-gpu"), the X events
 of every thread and pseudo thread, s/f flow pairs bound to the right
-slices, b/e pairs with their ids, i events, C events, no args on X events.
+slices, b/e pairs with their ids, i events (the "ptz-gpu" thread's recorder
+error among them, process-scoped with Perfetto's args), C events, no args
+on X events.
 
 Random traces (gen_gpu_trace --random SEED, which prints what they hold):
 hundreds of GPU ranges that overlap, nest, partially overlap, start early
@@ -163,6 +165,7 @@ def perfetto_model(t):
     names = defaultdict(dict)
     defaults = {}
     evs = []
+    anns = pftrace_check.annotations(t)
     for i, p in enumerate(t.packet):
         seq = p.trusted_packet_sequence_id
         if p.sequence_flags & 1:
@@ -175,7 +178,7 @@ def perfetto_model(t):
             te = p.track_event
             track = te.track_uuid if te.HasField("track_uuid") else defaults.get(seq, 0)
             name = names[seq].get(te.name_iid) if te.HasField("name_iid") else (te.name or None)
-            ann = {a.name: getattr(a, a.WhichOneof("value")) for a in te.debug_annotations}
+            ann = anns[i]
             evs.append((p.timestamp, i, track, te, name, ann))
     evs.sort(key=lambda e: (e[0], e[1]))
     stacks = defaultdict(list)
@@ -214,7 +217,7 @@ def export_perfetto(trace, name, win=None):
         d.stderr.decode())
     t = pb.Trace()
     t.ParseFromString(data)
-    fs = pftrace_check.check(t)
+    fs = pftrace_check.check(t, ptz=True)
     tap(not fs, f"{name}: trace-processor checker finds nothing",
         "\n".join(f"{x.severity} {x.rule} {x.packet} {x.msg}" for x in fs))
     return t
@@ -337,8 +340,10 @@ def check_chrome(trace):
     }, "chrome: async b/e pairs by id (crossing threads, open one closed at the end, unmatched end skipped)")
     inst = sorted((e["name"], e["s"], e.get("tid"), us_to_ns(e["ts"]), e.get("args")) for e in ev if e["ph"] == "i")
     same(inst, [("gpu timing note", "p", None, 10, None), ("mark", "t", 100, 650, None),
-                ("mark", "t", 101, 820, None), ("ptz: async ends without a begin", "p", None, 1000, {"count": 1})],
-         "chrome: instants (thread-scoped; ptz-gpu's and the unmatched-end count process-scoped)")
+                ("mark", "t", 101, 820, None), ("ptz: async ends without a begin", "p", None, 1000, {"count": 1}),
+                ("ptz: recorder error", "p", None, 1210, {"error": "gpu_early_start", "count": 1})],
+         "chrome: instants (thread-scoped; ptz-gpu's, its recorder error and the unmatched-end count "
+         "process-scoped, as in Perfetto)")
     ctr = defaultdict(list)
     for e in ev:
         if e["ph"] == "C":
@@ -386,7 +391,7 @@ def check_random(seed):
         t = pb.Trace()
         with open(out, "rb") as fh:
             t.ParseFromString(fh.read())
-        fs = [f for f in pftrace_check.check(t) if f.severity != "warning"]
+        fs = [f for f in pftrace_check.check(t, ptz=True) if f.severity != "warning"]
         tap(not fs, f"random {seed}: trace-processor checker finds no error",
             "\n".join(f"{f.severity} {f.rule} {f.packet} {f.msg}" for f in fs))
         _, _, slices, instants, _ = perfetto_model(t)
@@ -477,7 +482,7 @@ def gen_and_export(name, gen_args):
         t = pb.Trace()
         with open(out, "rb") as fh:
             t.ParseFromString(fh.read())
-        fs = [f for f in pftrace_check.check(t) if f.severity != "warning"]
+        fs = [f for f in pftrace_check.check(t, ptz=True) if f.severity != "warning"]
         tap(not fs, f"{name}: trace-processor checker finds no error",
             "\n".join(f"{f.severity} {f.rule} {f.packet} {f.msg}" for f in fs))
     out = os.path.join(TMP, name + ".json")

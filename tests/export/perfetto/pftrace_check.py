@@ -3,8 +3,9 @@
 Perfetto protobuf traces, emulating what Perfetto's trace processor (TP)
 does on import (rules: tests/export/perfetto/README.md, which cites TP).
 
-usage: pftrace_check.py PB2_DIR TRACE.pftrace     (prints findings; exit 0 ok/warning, 1 error, 2 fatal)
-       or import it: check(trace_message) -> [Finding]
+usage: pftrace_check.py [--ptz] PB2_DIR TRACE.pftrace   (prints findings; exit 0 ok/warning, 1 error, 2 fatal)
+       or import it: check(trace_message, ptz=False) -> [Finding],
+                     annotations(trace_message) -> [{name: value} or None per packet]
 
 PB2_DIR holds perfetto_trace_subset_pb2.py, generated from our .proto with
 `protoc --python_out`. Run with /usr/bin/python3 (Debian's python3-protobuf).
@@ -13,8 +14,10 @@ Passes, in TP's order:
   file order: per-sequence incremental state (invalid at sequence start,
     CLEARED makes it valid, previous_packet_dropped invalidates it, NEEDS on
     an invalid state drops the packet, NEEDS without a sequence id aborts the
-    import), interning per (sequence, generation), TrackEventDefaults,
-    sequence id and timestamp present, descriptors complete, conflicting uuid
+    import), interning per (sequence, generation) of event names,
+    categories and debug annotation names (a name_iid that resolves to
+    nothing is TP's "Debug annotation with invalid name_iid": the arg is
+    dropped), TrackEventDefaults, sequence id and timestamp present, descriptors complete, conflicting uuid
     re-declarations, counter descriptors before their values, a clock other
     than BOOTTIME without a ClockSnapshot that names it;
   sorted (timestamp, then file order): per-track BEGIN/END stacks with TP's
@@ -23,6 +26,11 @@ Passes, in TP's order:
     counters only on counter tracks and with a value, flows (single endpoint,
     terminating before the start).
 Each finding names the rule (TP's stat name where TP has one).
+
+ptz=True (--ptz) adds the exporter's own rule, which TP does not have:
+  ptz_debug_annotation_name_not_interned - a debug annotation written with
+    its name in full on a sequence whose incremental state is valid, where
+    the exporter interns every name (InternedData.debug_annotation_names).
 """
 import sys
 from collections import defaultdict, namedtuple
@@ -41,11 +49,31 @@ class _Seq:
         self.valid = False
         self.names = {}
         self.cats = {}
+        self.ann_names = {}
         self.default_track = None
         self.default_clock = None
 
 
-def check(trace):
+def _annotation_findings(te, st, ptz, f, i, sid):
+    """Resolves each debug annotation's name as TP does (top level and dict
+    entries; array values have none)."""
+    todo = [(a, True) for a in te.debug_annotations]
+    while todo:
+        a, named = todo.pop()
+        if named:
+            if a.HasField("name_iid"):
+                if a.name_iid not in st.ann_names:
+                    f("error", "debug_annotation_invalid_name_iid", i, f"iid {a.name_iid} on sequence {sid}")
+            elif a.HasField("name"):
+                if ptz:
+                    f("error", "ptz_debug_annotation_name_not_interned", i, f"{a.name!r} on sequence {sid}")
+            else:
+                f("error", "debug_annotation_without_name", i)
+        todo.extend((d, True) for d in a.dict_entries)
+        todo.extend((v, False) for v in a.array_values)
+
+
+def check(trace, ptz=False):
     out = []
 
     def f(sev, rule, i, msg=""):
@@ -78,7 +106,7 @@ def check(trace):
                 f("error", "incremental_state_cleared_missing_sequence_id", i)
             else:
                 st.valid = True
-                st.names, st.cats = {}, {}
+                st.names, st.cats, st.ann_names = {}, {}, {}
                 st.default_track = st.default_clock = None
         if (flags & SEQ_NEEDS) and not st.valid:
             f("error", "packet_skipped_seq_needs_incremental_state_invalid", i, f"sequence {sid}")
@@ -93,6 +121,8 @@ def check(trace):
                     st.names[n.iid] = n.name
                 for n in p.interned_data.event_categories:
                     st.cats[n.iid] = n.name
+                for n in p.interned_data.debug_annotation_names:
+                    st.ann_names[n.iid] = n.name
         if p.HasField("trace_packet_defaults"):
             if sid == 0 or not st.valid:
                 f("error", "trace_packet_defaults_without_valid_state", i)
@@ -147,6 +177,7 @@ def check(trace):
             elif te.HasField("name"):
                 name = te.name
             cats = tuple(te.categories) + tuple(st.cats.get(c, f"unknown({c})") for c in te.category_iids)
+            _annotation_findings(te, st, ptz, f, i, sid)
             if len(te.extra_counter_values) > len(te.extra_counter_track_uuids):
                 f("error", "track_event_extra_counter_track_uuid_mismatch", i)
                 continue
@@ -232,6 +263,31 @@ def check(trace):
     return out
 
 
+def annotations(trace):
+    """Per packet, its track event's top-level debug annotations as {name:
+    value} with interned names resolved on the packet's sequence (None for
+    a packet without a track event; an unresolved iid becomes the key
+    "?iid N"), following the interning rules check() applies."""
+    names = defaultdict(dict)
+    out = []
+    for p in trace.packet:
+        sid = p.trusted_packet_sequence_id
+        if p.sequence_flags & SEQ_CLEARED or p.incremental_state_cleared:
+            names[sid] = {}
+        for n in p.interned_data.debug_annotation_names:
+            names[sid][n.iid] = n.name
+        if not p.HasField("track_event"):
+            out.append(None)
+            continue
+        d = {}
+        for a in p.track_event.debug_annotations:
+            k = (names[sid].get(a.name_iid, f"?iid {a.name_iid}") if a.HasField("name_iid") else a.name)
+            v = a.WhichOneof("value")
+            d[k] = getattr(a, v) if v else None
+        out.append(d)
+    return out
+
+
 def verdict(findings):
     sev = {x.severity for x in findings}
     for s in ("fatal", "error", "warning"):
@@ -250,9 +306,11 @@ def load(pb2_dir, path):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 3:
+    ptz = "--ptz" in sys.argv[1:]
+    args = [a for a in sys.argv[1:] if a != "--ptz"]
+    if len(args) != 2:
         sys.exit(__doc__)
-    fs = check(load(sys.argv[1], sys.argv[2]))
+    fs = check(load(args[0], args[1]), ptz=ptz)
     for x in fs:
         print(f"{x.severity}: {x.rule} (packet {x.packet}) {x.msg}")
     v = verdict(fs)

@@ -8,8 +8,9 @@
  *    protobuf-c's output, framed as one Trace.packet (0x0a, varint length),
  *    for timestamps, sequence ids and iids at every varint length boundary;
  *  - the encoded length never exceeds PFX_HOT_MAX_BYTES;
- *  - an END with debug annotations (bool, uint, double, string values, in
- *    the writer's order) is byte-identical to protobuf-c's, and its size is
+ *  - an END with debug annotations (interned names at every varint length
+ *    boundary of the iid; bool, uint, double, string values, in the
+ *    writer's order) is byte-identical to protobuf-c's, and its size is
  *    what pfx_end_annot_size() announces, also past 127 bytes.
  */
 #include <stdarg.h>
@@ -80,8 +81,8 @@ static size_t oracle_end(uint8_t *buf, uint64_t ts, uint32_t seq, const struct p
 	Perfetto__Protos__TracePacket p = PERFETTO__PROTOS__TRACE_PACKET__INIT;
 	for (size_t i = 0; i < n; i++) {
 		d[i] = (Perfetto__Protos__DebugAnnotation)PERFETTO__PROTOS__DEBUG_ANNOTATION__INIT;
-		d[i].name_field_case = PERFETTO__PROTOS__DEBUG_ANNOTATION__NAME_FIELD_NAME;
-		d[i].name = (char *)a[i].name;
+		d[i].name_field_case = PERFETTO__PROTOS__DEBUG_ANNOTATION__NAME_FIELD_NAME_IID;
+		d[i].name_iid = a[i].name_iid;
 		switch (a[i].kind) {
 		case PFX_A_BOOL:
 			d[i].value_case = PERFETTO__PROTOS__DEBUG_ANNOTATION__VALUE_BOOL_VALUE;
@@ -129,19 +130,23 @@ static size_t oracle_end(uint8_t *buf, uint64_t ts, uint32_t seq, const struct p
 static void test_enc_end_annot_matches_protobuf_c(void **state)
 {
 	(void)state;
+	static const char long_s[] = "a string value long enough to take the annotation, the track event and the "
+				     "packet past 127 bytes, so every length prefix needs two bytes";
 	const struct pfx_annot all[] = {
-		{ .name = "ptz.open_at_end", .kind = PFX_A_BOOL, .u = 1 },
-		{ .name = "read_bytes", .kind = PFX_A_UINT, .u = 0 },
-		{ .name = "self_read_bytes", .kind = PFX_A_UINT, .u = UINT64_MAX },
-		{ .name = "flops", .kind = PFX_A_UINT, .u = 128 },
-		{ .name = "gb_per_s", .kind = PFX_A_DOUBLE, .d = 3.25 },
-		{ .name = "gflop_per_s", .kind = PFX_A_DOUBLE, .d = -0.0 },
-		{ .name = "x", .kind = PFX_A_DOUBLE, .d = 1e300 },
-		{ .name = "error", .kind = PFX_A_STRING, .s = "end_underflow" },
-		{ .name = "", .kind = PFX_A_STRING, .s = "" },
-		{ .name = "h2d_bytes", .kind = PFX_A_UINT, .u = 1ull << 40 },
+		{ .name_iid = 1, .kind = PFX_A_BOOL, .u = 1 },
+		{ .name_iid = 3, .kind = PFX_A_UINT, .u = 0 },
+		{ .name_iid = 127, .kind = PFX_A_UINT, .u = UINT64_MAX },
+		{ .name_iid = 128, .kind = PFX_A_UINT, .u = 128 },
+		{ .name_iid = 16383, .kind = PFX_A_DOUBLE, .d = 3.25 },
+		{ .name_iid = 16384, .kind = PFX_A_DOUBLE, .d = -0.0 },
+		{ .name_iid = UINT64_MAX, .kind = PFX_A_DOUBLE, .d = 1e300 },
+		{ .name_iid = 2, .kind = PFX_A_STRING, .s = "end_underflow" },
+		{ .name_iid = 1ull << 32, .kind = PFX_A_STRING, .s = "" },
+		{ .name_iid = 14, .kind = PFX_A_UINT, .u = 1ull << 40 },
+		{ .name_iid = 30, .kind = PFX_A_STRING, .s = long_s },
 	};
 	const size_t nall = sizeof(all) / sizeof(all[0]);
+	size_t longest = 0;
 	for (size_t a = 0; a < sizeof(vals) / sizeof(vals[0]); a++)
 		for (size_t n = 0; n <= nall; n++)
 			for (size_t first = 0; first + n <= nall; first += n ? n : 1) {
@@ -152,9 +157,12 @@ static void test_enc_end_annot_matches_protobuf_c(void **state)
 				assert_int_equal((size_t)(e - got), wn);
 				assert_int_equal(sz, wn);
 				assert_memory_equal(got, want, wn);
+				if (wn > longest)
+					longest = wn;
 				if (!n)
 					break;
 			}
+	assert_true(longest > 2 + 127); /* two-byte lengths were covered */
 }
 
 int main(void)
