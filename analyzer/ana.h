@@ -342,8 +342,9 @@ int ana_tree_walk_outermost(const struct ana_tree *t, uint32_t id_limit,
 struct ana_counter {
 	uint32_t id;
 	uint64_t samples;
-	int64_t last, min, max;
-	uint64_t last_ns;
+	int64_t first, last, min, max;
+	uint64_t first_ns, last_ns; /* CLOCK_MONOTONIC of the first and last samples */
+	double sum;                 /* of the samples: their mean (process counters, ana_proc.c) */
 };
 
 struct ana_thread {
@@ -837,5 +838,29 @@ void ana_mem_csv(FILE *out, const struct ana_result *res, const struct ana_agg *
  * the series table. */
 void ana_mem_json_row(struct ana_jo *o, const struct ana_result *res, const struct ana_agg *a);
 json_t *ana_mem_json_series(const struct ana_result *res);
+
+/* ---- process counters (ana_proc.c; doc/analyzer-output.md §3.6) ----
+ *
+ * The recorder's process counters (doc/trace-format.md §9) summed up over
+ * the span of their samples: CPUs used, switches per second, steal share,
+ * mean load and runnable threads. A figure is absent (false) when its
+ * counter is not in the trace, or a rate has fewer than two samples.
+ */
+struct ana_proc {
+	bool any;                        /* the trace has one of the counters */
+	bool has_cpu, has_csw, has_steal, has_load, has_runnable;
+	uint64_t span_ns;                /* the CPU counters' first to last sample */
+	int64_t cpus_online;             /* "system CPUs online", 0 = not recorded */
+	int64_t cpu_user_ns, cpu_system_ns; /* over the span */
+	double cpus_used, cpus_user, cpus_system; /* CPU time / span */
+	double vcsw_per_s, ivcsw_per_s;
+	double steal_share;              /* steal / (its span x CPUs online) */
+	double load_mean, runnable_mean; /* of the samples (load: x1000 undone) */
+};
+void ana_proc_summary(const struct ana_result *res, struct ana_proc *out);
+/* The report's "Process:" line; nothing for a trace without the counters. */
+void ana_proc_text(FILE *out, const struct ana_result *res);
+/* The JSON report's "process" object, or NULL for a trace without the counters. */
+json_t *ana_proc_json(const struct ana_result *res);
 
 #endif /* PTZ_ANA_H */

@@ -685,9 +685,13 @@ static void on_record(struct ctx *c, struct ana_thread *th, struct tstate *ts, c
 			k->max = INT64_MIN;
 		}
 		int64_t v = (int64_t)r->value;
-		k->samples++;
 		k->last = v;
 		k->last_ns = pt_reader_ticks_to_ns(c->res->rd, r->ticks);
+		if (!k->samples++) {
+			k->first = v;
+			k->first_ns = k->last_ns;
+		}
+		k->sum += (double)v;
 		if (v < k->min)
 			k->min = v;
 		if (v > k->max)

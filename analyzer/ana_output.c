@@ -733,6 +733,7 @@ void ana_report_text(FILE *out, const struct ana_result *res, const struct ana_r
 			     " enclosing them count their time as self time\n",
 			res->too_deep, ANA_MAX_DEPTH);
 	gpu_summary_text(out, res, "GPU: ", "");
+	ana_proc_text(out, res); /* only for a trace with process counters */
 	for (size_t i = 0; i < res->nthreads; i++) {
 		const uint64_t *u = res->threads[i].unattributed;
 		if (u[ANA_READ] | u[ANA_WRITTEN] | u[ANA_FLOPS])
@@ -795,16 +796,23 @@ void ana_report_text(FILE *out, const struct ana_result *res, const struct ana_r
 		}
 		free(ids);
 	}
-	int header = 0;
+	int header = 0, width = 32; /* wider for a longer name (the process counters' reach 36) */
+	for (size_t i = 0; i < res->nthreads; i++)
+		for (size_t k = 0; k < res->threads[i].ncounters; k++) {
+			const uint32_t id = res->threads[i].counters[k].id;
+			const size_t len = strlen(ana_name(res, id));
+			if (len > (size_t)width && len <= 48 && !ana_counter_is_bytes(res, &res->threads[i], id))
+				width = (int)len;
+		}
 	for (size_t i = 0; i < res->nthreads; i++)
 		for (size_t k = 0; k < res->threads[i].ncounters; k++) {
 			const struct ana_counter *c = &res->threads[i].counters[k];
 			if (ana_counter_is_bytes(res, &res->threads[i], c->id))
 				continue; /* in the memory table, with their unit */
 			if (!header++)
-				fprintf(out, "\nCounters\n  %-32s %6s %10s %14s %14s %14s\n", "name", "thread", "samples", "last",
-					"min", "max");
-			fprintf(out, "  %-32s %6u %10" PRIu64 " %14" PRId64 " %14" PRId64 " %14" PRId64 "\n",
+				fprintf(out, "\nCounters\n  %-*s %6s %10s %14s %14s %14s\n", width, "name", "thread", "samples",
+					"last", "min", "max");
+			fprintf(out, "  %-*s %6u %10" PRIu64 " %14" PRId64 " %14" PRId64 " %14" PRId64 "\n", width,
 				ana_text_safe(ana_name(res, c->id)), res->threads[i].index, c->samples, c->last, c->min, c->max);
 		}
 	/* GPU, async ranges, instants: only for a trace that has them */
@@ -2006,6 +2014,11 @@ int ana_write_json(FILE *out, const struct ana_result *res, const struct ana_rep
 	if (res->has_instants) {
 		jw_key(&w, "instants", " ", &first);
 		jw_val(&w, json_instants(res, res->instants_by_name, res->ninstants));
+	}
+	json_t *proc = ana_proc_json(res); /* NULL: no process counters, no key */
+	if (proc) {
+		jw_key(&w, "process", " ", &first);
+		jw_val(&w, proc);
 	}
 	jw_close(&w, " ", first, "}\n");
 	ana_jbuf_flush(&w.b);

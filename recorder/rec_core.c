@@ -1024,18 +1024,24 @@ static int env_int(const char *name, int dflt, long lo, long hi)
 	return v ? (int)v : dflt;
 }
 
-/* PTZ_RSS_MS: as env_int(), except that 0 means "no RSS samples" (env_int()
- * takes 0 for the default); clamped to an hour. */
-static unsigned env_rss_ms(void)
+/* PTZ_PROC_MS, or its older name PTZ_RSS_MS when it is unset: as env_int(),
+ * except that 0 means "no process counters" (env_int() takes 0 for the
+ * default); clamped to an hour. */
+static unsigned env_proc_ms(void)
 {
-	const char *e = getenv("PTZ_RSS_MS");
+	const char *name = "PTZ_PROC_MS";
+	const char *e = getenv(name);
+	if (!e || !*e) {
+		name = "PTZ_RSS_MS";
+		e = getenv(name);
+	}
 	if (!e || !*e)
 		return 100;
 	char *end;
 	errno = 0;
 	long v = strtol(e, &end, 10);
 	if (errno || end == e || *end || v < 0) {
-		env_bad("PTZ_RSS_MS", e, "a number in range");
+		env_bad(name, e, "a number in range");
 		return 100;
 	}
 	return v > 3600000 ? 3600000u : (unsigned)v;
@@ -1186,7 +1192,7 @@ static int open_locked(struct pt_recorder *r, const char *path, const struct pt_
 	r->flush_ms = o.flush_interval_ms ? o.flush_interval_ms : (unsigned)env_int("PTZ_FLUSH_MS", 10, 0, INT_MAX);
 	if (r->flush_ms > 10000)
 		r->flush_ms = 10000;
-	r->rss_ms = env_rss_ms();
+	r->rss_ms = env_proc_ms();
 
 	char pname[256], host[256], cmd[3072];
 	if (o.process_name)

@@ -28,13 +28,22 @@
  * time one pass takes to drain, compress and write, unless the flusher is
  * starved of CPU.
  *
- * Process RSS: every PTZ_RSS_MS (default 100 ms) while recording is
- * enabled, the flusher records the counter "process RSS" (bytes) on its
- * own ring like any thread (named PT_FMT_FLUSHER_THREAD_NAME): so every
- * recording process has one memory series, GPU or not. The read is a
- * pread() of /proc/self/statm through a descriptor opened at start (no
- * allocation, no stdio): resident pages times the page size. A failed read
- * is counted here and skipped; the poll never sleeps past the next sample.
+ * Process counters (doc/trace-format.md §9): every PTZ_PROC_MS (alias
+ * PTZ_RSS_MS; default 100 ms, 0 = none) while recording is enabled, the
+ * flusher records, on its own ring like any thread (named
+ * PT_FMT_FLUSHER_THREAD_NAME), the counters "process RSS" (bytes), the
+ * process's user and system CPU time and context switches (one
+ * getrusage(RUSAGE_SELF), µs resolution; the switches less the flusher's
+ * own, from getrusage(RUSAGE_THREAD): its poll sleeps are ours, not the
+ * program's), the system's CPU steal (/proc/stat), load and runnable
+ * threads (/proc/loadavg), and once, the CPUs online. Steal is read at
+ * most once a second (STEAL_PERIOD_NS). So every recording
+ * process has a memory series and what tells contention from code, GPU or
+ * not. The /proc reads are pread()s of descriptors opened at start (no
+ * allocation, no stdio); the hot path never sees any of it. A file that
+ * cannot be opened drops its counters for good (counted once); a failed
+ * read or parse skips that counter at that sample (counted); recording
+ * never fails for them, and the poll never sleeps past the next sample.
  *
  * Failure behaviour: a chunk that cannot be written (ENOSPC, EIO...) is
  * counted in io_lost_records and its error kept in last_io_error; draining
@@ -47,8 +56,10 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdio.h> /* snprintf: the /proc paths, at start */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -74,6 +85,31 @@
 /* Drain this much before a ring's records reach the flush interval's age
  * (an eighth of the interval): covers the timed wait's late wake-up. */
 #define FLUSH_MARGIN_NS(flush_ns) ((flush_ns) / 8)
+
+/* The process counters, in the order of a sample (doc/trace-format.md §9). */
+enum proc_counter {
+	PC_RSS,
+	PC_CPU_USER,
+	PC_CPU_SYSTEM,
+	PC_CSW_VOLUNTARY,
+	PC_CSW_INVOLUNTARY,
+	PC_STEAL,
+	PC_LOAD,
+	PC_RUNNABLE,
+	PC_CPUS, /* once, with the first sample */
+	PC_N
+};
+static const char *const proc_name[PC_N] = {
+	[PC_RSS] = "process RSS",
+	[PC_CPU_USER] = "process CPU user (ns)",
+	[PC_CPU_SYSTEM] = "process CPU system (ns)",
+	[PC_CSW_VOLUNTARY] = "process context switches voluntary",
+	[PC_CSW_INVOLUNTARY] = "process context switches involuntary",
+	[PC_STEAL] = "system CPU steal (ns)",
+	[PC_LOAD] = "system load 1 min (x1000)",
+	[PC_RUNNABLE] = "system runnable threads",
+	[PC_CPUS] = "system CPUs online",
+};
 
 /* The last thread record of a thread that exited (its ring is gone), kept
  * until a meta chunk holding it is written: a failed chunk would lose the
@@ -111,18 +147,30 @@ struct flusher {
 	size_t nexited, cexited;
 	uint64_t meta_retry_ns; /* not before this CLOCK_MONOTONIC time */
 	uint64_t stop_ns;       /* when chunk_level() first saw r->stop (CLOCK_MONOTONIC), 0 before */
-	/* process RSS samples (PTZ_RSS_MS) */
+	/* process counters (PTZ_PROC_MS; proc_sample()) */
 	int rss_fd;             /* /proc/self/statm of this process, or -1 */
-	uint32_t rss_id;        /* "process RSS", interned at the first sample */
+	int stat_fd;            /* /proc/stat (the "cpu" line's steal), or -1 */
+	int loadavg_fd;         /* /proc/loadavg (load, runnable threads), or -1 */
+	uint32_t proc_id[PC_N]; /* the counters' names, interned at the first sample */
 	uint64_t rss_page;      /* page size, bytes */
+	uint64_t clk_tck;       /* USER_HZ: /proc/stat's ticks per second */
+	int64_t cpus_online;    /* sysconf(_SC_NPROCESSORS_ONLN) at start, or 0 */
+	int64_t csw_last[2];    /* the last switches recorded (kept non-decreasing) */
 	uint64_t next_rss_ns;   /* the next sample is due (CLOCK_MONOTONIC) */
+	uint64_t next_steal_ns; /* the next steal reading is due (STEAL_PERIOD_NS) */
 	uint64_t rss_retry_ns;  /* recording not enabled: the current retry step */
-	uint64_t rss_failures;  /* reads that failed (skipped) */
+	uint64_t proc_failures;  /* reads that failed (skipped), files not opened */
 };
 
 int64_t (*rec_rss_read_hook)(void);
+const char *rec_proc_dir_hook;
 
 #define META_RETRY_NS 100000000u /* 100 ms between retries while writes fail */
+/* Steal is read at most once a second, whatever the period: the kernel
+ * builds all of /proc/stat for any read (a line per CPU, the interrupt
+ * counts), 3.5 us on 2 CPUs and growing with the CPUs, where the other
+ * reads cost 1.3-1.8 us each; a cumulative counter loses only resolution. */
+#define STEAL_PERIOD_NS 1000000000u
 
 /* The zstd level of the next chunk: the configured one, except once
  * pt_close() has waited REC_FINAL_SLOW_NS for the flusher (full rings at
@@ -537,10 +585,155 @@ static int64_t rss_read(struct flusher *f)
 	return (int64_t)(pages * f->rss_page);
 }
 
-/* The "process RSS" sample, if due. Only while recording is enabled (a
- * sample taken while disabled would be dropped by pt_counter()): the
+/* The start of the file behind @fd (at most @cap - 1 bytes) in @b,
+ * NUL-terminated, or NULL (no descriptor, or the read failed). */
+static const char *proc_pread(int fd, char *b, size_t cap)
+{
+	if (fd < 0)
+		return NULL;
+	ssize_t n = pread(fd, b, cap - 1, 0);
+	if (n <= 0)
+		return NULL;
+	b[n] = 0;
+	return b;
+}
+
+/* Skips spaces, then reads the decimal at *@p into *@v and moves *@p past
+ * it; false (nothing moved) if no digit is there. */
+static bool parse_u64(const char **p, uint64_t *v)
+{
+	const char *s = *p;
+	while (*s == ' ')
+		s++;
+	if (*s < '0' || *s > '9')
+		return false;
+	uint64_t x = 0;
+	for (; *s >= '0' && *s <= '9'; s++)
+		x = x * 10 + (uint64_t)(*s - '0');
+	*v = x;
+	*p = s;
+	return true;
+}
+
+/* The system's CPU steal in ns: /proc/stat's first line, "cpu" then user
+ * nice system idle iowait irq softirq steal ... in USER_HZ ticks summed
+ * over the CPUs (proc(5)); or -1. */
+static int64_t steal_read(struct flusher *f)
+{
+	char b[256]; /* the first 8 fields take at most 5 + 8 x 21 bytes */
+	const char *p = proc_pread(f->stat_fd, b, sizeof(b));
+	if (!p || strncmp(p, "cpu ", 4) != 0)
+		return -1;
+	p += 3;
+	uint64_t v = 0;
+	for (int i = 0; i < 8; i++)
+		if (!parse_u64(&p, &v))
+			return -1; /* a kernel before 2.6.11 has no steal field */
+	const uint64_t hz = f->clk_tck;
+	return (int64_t)(v / hz * 1000000000u + v % hz * 1000000000u / hz); /* no overflow, exact for HZ | 1e9 */
+}
+
+/* The 1-minute load x 1000 and the runnable threads (the kernel's
+ * nr_running(), procs_running of /proc/stat) from /proc/loadavg, e.g.
+ * "0.52 0.48 0.40 3/412 12345"; false on a failed read or parse. */
+static bool loadavg_read(struct flusher *f, int64_t *load_milli, int64_t *runnable)
+{
+	char b[128];
+	const char *p = proc_pread(f->loadavg_fd, b, sizeof(b));
+	uint64_t ip, frac = 0, run;
+	if (!p || !parse_u64(&p, &ip))
+		return false;
+	int d = 0;
+	if (*p == '.')
+		for (p++; *p >= '0' && *p <= '9'; p++, d++)
+			if (d < 3)
+				frac = frac * 10 + (uint64_t)(*p - '0');
+	for (; d < 3; d++)
+		frac *= 10;
+	for (int field = 0; field < 2; field++) { /* the 5- and 15-minute loads */
+		while (*p == ' ')
+			p++;
+		while (*p && *p != ' ')
+			p++;
+	}
+	if (!parse_u64(&p, &run) || *p != '/')
+		return false;
+	*load_milli = (int64_t)(ip * 1000 + frac);
+	*runnable = (int64_t)run;
+	return true;
+}
+
+static int64_t tv_ns(const struct timeval *tv)
+{
+	return (int64_t)tv->tv_sec * 1000000000 + (int64_t)tv->tv_usec * 1000;
+}
+
+/* What the samples cost the flusher, over the process's life (rec_proc_cost()). */
+static _Atomic uint64_t proc_samples_total, proc_wall_ns_total;
+
+void rec_proc_cost(uint64_t *samples, uint64_t *wall_ns)
+{
+	/* relaxed: two statistics, read after pt_close() joined the flusher */
+	*samples = atomic_load_explicit(&proc_samples_total, memory_order_relaxed);
+	*wall_ns = atomic_load_explicit(&proc_wall_ns_total, memory_order_relaxed);
+}
+
+/* One sample of every process counter that can be read (doc/trace-format.md
+ * §9): a failed read skips its counter this time and is counted. */
+static void proc_sample(struct flusher *f, uint64_t now_ns)
+{
+	struct pt_recorder *r = f->r;
+	/* wall time (vDSO): a thread CPU clock is a syscall, as dear as a read */
+	const uint64_t c0 = rec_mono_ns();
+	int64_t v[PC_N];
+	bool have[PC_N] = { false };
+	v[PC_RSS] = rss_read(f);
+	have[PC_RSS] = v[PC_RSS] >= 0;
+	f->proc_failures += !have[PC_RSS];
+	struct rusage own, self;
+	/* the flusher's own first: a switch of it between the two calls is in
+	 * @self only, so a difference may exceed the next one by 1: the
+	 * switches are kept non-decreasing */
+	if (getrusage(RUSAGE_THREAD, &own) == 0 && getrusage(RUSAGE_SELF, &self) == 0) {
+		v[PC_CPU_USER] = tv_ns(&self.ru_utime);
+		v[PC_CPU_SYSTEM] = tv_ns(&self.ru_stime);
+		v[PC_CSW_VOLUNTARY] = PT_MAX((int64_t)(self.ru_nvcsw - own.ru_nvcsw), f->csw_last[0]);
+		v[PC_CSW_INVOLUNTARY] = PT_MAX((int64_t)(self.ru_nivcsw - own.ru_nivcsw), f->csw_last[1]);
+		f->csw_last[0] = v[PC_CSW_VOLUNTARY];
+		f->csw_last[1] = v[PC_CSW_INVOLUNTARY];
+		have[PC_CPU_USER] = have[PC_CPU_SYSTEM] = have[PC_CSW_VOLUNTARY] = have[PC_CSW_INVOLUNTARY] = true;
+	} else {
+		f->proc_failures++;
+	}
+	if (f->stat_fd >= 0 && now_ns >= f->next_steal_ns) {
+		f->next_steal_ns = now_ns + STEAL_PERIOD_NS;
+		v[PC_STEAL] = steal_read(f);
+		have[PC_STEAL] = v[PC_STEAL] >= 0;
+		f->proc_failures += !have[PC_STEAL];
+	}
+	if (f->loadavg_fd >= 0) {
+		have[PC_LOAD] = have[PC_RUNNABLE] = loadavg_read(f, &v[PC_LOAD], &v[PC_RUNNABLE]);
+		f->proc_failures += !have[PC_LOAD];
+	}
+	if (!f->proc_id[0]) { /* the first sample: names, and the CPU count once */
+		for (int k = 0; k < PC_N; k++)
+			f->proc_id[k] = pt_intern(r, proc_name[k]);
+		v[PC_CPUS] = f->cpus_online;
+		have[PC_CPUS] = f->cpus_online > 0;
+	}
+	for (int k = 0; k < PC_N; k++)
+		if (have[k])
+			pt_counter(r, f->proc_id[k], v[k]);
+	const uint64_t c1 = rec_mono_ns();
+	/* relaxed: statistics only (rec_proc_cost()); this thread is the only writer */
+	atomic_fetch_add_explicit(&proc_samples_total, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&proc_wall_ns_total, c1 - c0, memory_order_relaxed);
+}
+
+/* The process counters' sample, if due. Only while recording is enabled
+ * (a sample taken while disabled would be dropped by pt_counter()): the
  * first one is taken as soon as pt_open() has published the recorder. */
-static void rss_if_due(struct flusher *f, uint64_t now_ns)
+static void proc_if_due(struct flusher *f, uint64_t now_ns)
 {
 	struct pt_recorder *r = f->r;
 	const uint64_t period = (uint64_t)r->rss_ms * 1000000u;
@@ -555,14 +748,7 @@ static void rss_if_due(struct flusher *f, uint64_t now_ns)
 	}
 	f->rss_retry_ns = 0;
 	f->next_rss_ns = now_ns + period;
-	int64_t v = rss_read(f);
-	if (v < 0) {
-		f->rss_failures++;
-		return;
-	}
-	if (!f->rss_id)
-		f->rss_id = pt_intern(r, "process RSS");
-	pt_counter(r, f->rss_id, v);
+	proc_sample(f, now_ns);
 }
 
 static void final_meta(struct flusher *f)
@@ -637,7 +823,7 @@ static void *flusher_main(void *arg)
 	sigemptyset(&bus);
 	sigaddset(&bus, SIGBUS);
 	pthread_sigmask(SIG_UNBLOCK, &bus, NULL);
-	/* the name its ring (registered at the first RSS sample) takes */
+	/* the name its ring (registered at the first process counters' sample) takes */
 	pthread_setname_np(pthread_self(), PT_FMT_FLUSHER_THREAD_NAME);
 	unsigned sleep_us = 1000;
 	const uint64_t flush_ns = (uint64_t)r->flush_ms * 1000000u;
@@ -663,7 +849,7 @@ static void *flusher_main(void *arg)
 		uint64_t busiest = 0, drained = 0;
 		f->next_due_ns = UINT64_MAX;
 		if (!stopping) /* before the drain: the sample goes out in this pass */
-			rss_if_due(f, now);
+			proc_if_due(f, now);
 		urcu_bp_read_lock();
 		struct rec_ring *g;
 		cds_list_for_each_entry_rcu(g, &r->rings, node) {
@@ -689,7 +875,7 @@ static void *flusher_main(void *arg)
 		uint64_t wake = rec_mono_ns() + (uint64_t)sleep_us * 1000u;
 		if (f->next_due_ns < wake)
 			wake = f->next_due_ns;
-		if (r->rss_ms && f->next_rss_ns < wake) /* the next RSS sample */
+		if (r->rss_ms && f->next_rss_ns < wake) /* the next process counters' sample */
 			wake = f->next_rss_ns;
 		/* a timed wait that pt_close() can cut short */
 		struct timespec ts = { (time_t)(wake / 1000000000u), (long)(wake % 1000000000u) };
@@ -740,6 +926,14 @@ int pt_flush(pt_recorder *r)
 
 static struct flusher *the_flusher;
 
+static void proc_close(struct flusher *f)
+{
+	const int fds[] = { f->rss_fd, f->stat_fd, f->loadavg_fd };
+	for (size_t i = 0; i < PT_ARRAY_SIZE(fds); i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+}
+
 int rec_flusher_start(struct pt_recorder *r)
 {
 	struct flusher *f = calloc(1, sizeof(*f));
@@ -759,18 +953,32 @@ int rec_flusher_start(struct pt_recorder *r)
 	f->str_next = 1;
 	f->dom_next = 1;
 	/* this process's own statm: opened here, so a fork child's flusher
-	 * (started by its reopen) reads the child's */
-	f->rss_fd = r->rss_ms ? open("/proc/self/statm", O_RDONLY | O_CLOEXEC) : -1;
+	 * (started by its reopen) reads the child's; a file that does not
+	 * open (no /proc) drops its counters, counted once */
+	f->rss_fd = f->stat_fd = f->loadavg_fd = -1;
+	if (r->rss_ms) {
+		const char *dir = rec_proc_dir_hook ? rec_proc_dir_hook : "/proc";
+		char path[256];
+		f->rss_fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+		snprintf(path, sizeof(path), "%s/stat", dir);
+		f->stat_fd = open(path, O_RDONLY | O_CLOEXEC);
+		snprintf(path, sizeof(path), "%s/loadavg", dir);
+		f->loadavg_fd = open(path, O_RDONLY | O_CLOEXEC);
+		f->proc_failures = (uint64_t)(f->rss_fd < 0) + (f->stat_fd < 0) + (f->loadavg_fd < 0);
+		long n = sysconf(_SC_NPROCESSORS_ONLN);
+		f->cpus_online = n > 0 ? n : 0;
+	}
 	long page = sysconf(_SC_PAGESIZE);
 	f->rss_page = page > 0 ? (uint64_t)page : 4096u;
+	long hz = sysconf(_SC_CLK_TCK);
+	f->clk_tck = hz > 0 ? (uint64_t)hz : 100u;
 	sigset_t all, old;
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	int rc = pthread_create(&r->flusher, NULL, flusher_main, f);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (rc) {
-		if (f->rss_fd >= 0)
-			close(f->rss_fd);
+		proc_close(f);
 		free(f->raw);
 		free(f->meta);
 		free(f);
@@ -787,8 +995,7 @@ void rec_flusher_forget(void)
 	the_flusher = NULL;
 	if (!f)
 		return;
-	if (f->rss_fd >= 0) /* the parent's statm */
-		close(f->rss_fd);
+	proc_close(f); /* the parent's descriptors */
 	free(f->exited);
 	free(f->raw);
 	free(f->meta);
@@ -807,8 +1014,7 @@ void rec_flusher_stop(struct pt_recorder *r)
 	r->flusher_running = false;
 	struct flusher *f = the_flusher;
 	the_flusher = NULL;
-	if (f->rss_fd >= 0)
-		close(f->rss_fd);
+	proc_close(f);
 	free(f->exited);
 	free(f->raw);
 	free(f->meta);

@@ -192,7 +192,7 @@ struct pt_recorder {
 	size_t ring_bytes;
 	int zstd_level;
 	unsigned flush_ms;
-	unsigned rss_ms;              /* PTZ_RSS_MS: RSS sample period, 0 = none */
+	unsigned rss_ms;              /* PTZ_PROC_MS (alias PTZ_RSS_MS): process counters' period, 0 = none */
 
 	/* flusher */
 	pthread_t flusher;
@@ -393,6 +393,14 @@ PT_INTERNAL void rec_gpu_stats(struct pt_stats_info *out);
  * RSS" sample from this function instead of /proc/self/statm; a negative
  * value is a failed read (skipped, as a real one). Flusher thread. */
 extern PT_INTERNAL int64_t (*rec_rss_read_hook)(void);
+/* Test seam: when set (before pt_open()), the directory whose "stat" and
+ * "loadavg" the flusher reads instead of /proc's (a missing file drops its
+ * counters, as on a system without /proc). */
+extern PT_INTERNAL const char *rec_proc_dir_hook;
+/* The process counters' samples taken by every flusher of this process so
+ * far, and the time (CLOCK_MONOTONIC, ns) they took: what a sample costs
+ * (tests, bench). Any thread; exact once the flusher is joined. */
+PT_INTERNAL void rec_proc_cost(uint64_t *samples, uint64_t *wall_ns);
 PT_INTERNAL int rec_flusher_start(struct pt_recorder *r);
 PT_INTERNAL void rec_flusher_stop(struct pt_recorder *r);
 /* In a fork child: frees the copy of the parent's flusher state (its thread is not here). */

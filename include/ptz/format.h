@@ -56,9 +56,10 @@ extern "C" {
 #define PT_FMT_GPU_THREAD_NAME "ptz-gpu"
 /*
  * Name of the recorder's flusher thread in the THREAD table: it runs no
- * sections; its only records are the samples of the counter "process RSS"
- * (bytes, every PTZ_RSS_MS). Readers leave it out of per-thread time
- * shares, as the CUDA thread.
+ * sections; its only records are the samples of the process counters
+ * ("process RSS" in bytes, CPU time, context switches, the system's steal,
+ * load and runnable threads: doc/trace-format.md §9; every PTZ_PROC_MS).
+ * Readers leave it out of per-thread time shares, as the CUDA thread.
  */
 #define PT_FMT_FLUSHER_THREAD_NAME "ptz-flusher"
 

@@ -46,12 +46,21 @@
  *   PTZ_FLUSH_MS    the flush interval: records are in the file within it
  *                   (pt_options.flush_interval_ms).
  *   PTZ_CLOCK       "monotonic" forces clock_gettime(CLOCK_MONOTONIC) ticks.
- *   PTZ_RSS_MS      period in ms of the process RSS samples (default 100; 0 =
- *                   none): the flusher thread ("ptz-flusher") reads
- *                   /proc/self/statm and records the counter "process RSS"
- *                   in bytes, while recording is enabled. A failed read is
- *                   skipped, never reported to the program. Values above
- *                   3,600,000 (an hour) are clamped.
+ *   PTZ_PROC_MS     period in ms of the process counters (default 100; 0 =
+ *                   none): while recording is enabled, the flusher thread
+ *                   ("ptz-flusher") records as counters the process's RSS
+ *                   (bytes), user and system CPU time (ns, µs resolution)
+ *                   and context switches, the system's CPU steal (read at
+ *                   most once a second), 1-minute load (x 1000) and
+ *                   runnable threads, and once the CPUs online
+ *                   (doc/trace-format.md §9 names them). It reads
+ *                   getrusage() and /proc through descriptors opened when
+ *                   it starts; a failed read is skipped, never reported to
+ *                   the program. Values above 3,600,000 (an hour) are
+ *                   clamped.
+ *   PTZ_RSS_MS      the older name of PTZ_PROC_MS, read when PTZ_PROC_MS is
+ *                   unset or empty (PTZ_RSS_MS=0 turns every process
+ *                   counter off).
  * Explicit struct pt_options fields win over the environment.
  */
 #ifndef PTZ_RECORDER_H
@@ -189,13 +198,13 @@ struct pt_metrics {
  * @chunks:        chunks written (event and meta).
  * @bytes_written: bytes committed to the file, header included.
  * @threads:       threads that have recorded.
- *                 The recorder's own rings count like a thread's: with RSS
- *                 sampling on (PTZ_RSS_MS, on by default), the flusher's
- *                 ring ("ptz-flusher") is in @threads once it has taken a
- *                 sample, and its "process RSS" counters are in @records,
+ *                 The recorder's own rings count like a thread's: with
+ *                 process counters on (PTZ_PROC_MS, on by default), the
+ *                 flusher's ring ("ptz-flusher") is in @threads once it
+ *                 has taken a sample, and its counters are in @records,
  *                 as their chunks are in @chunks and @bytes_written
- *                 (about 10 records a second at the default period; with
- *                 PTZ_RSS_MS=0 the flusher records nothing). So is the
+ *                 (about 71 records a second at the default period; with
+ *                 PTZ_PROC_MS=0 the flusher records nothing). So is the
  *                 CUDA thread's ring ("ptz-gpu") once it records.
  * @last_io_error: errno of the last I/O failure, 0 if none. EIO when the
  *                 file was truncated by another process (truncate,
