@@ -40,6 +40,9 @@
  *       ASYNC_BEGIN / ASYNC_END  gathered for the async sequence below;
  *       GPU_RANGE  ignored here: read from the "ptz-gpu" threads before
  *              any thread is written (pfx_gpu_collect()).
+ *   the recorder's flusher thread: its COUNTERs (process RSS, CPU time,
+ *     context switches; system steal, load, runnable threads) become
+ *     process-scoped counter tracks as the "ptz-gpu" thread's do;
  *   the threads named "ptz-gpu" (the recorder's CUDA thread) get no thread
  *     track unless they hold sections: their COUNTERs become process-scoped
  *     counter tracks (parent = the process track; unit bytes when the name
@@ -192,7 +195,7 @@ struct pctx {
 	uint32_t seq;
 	uint64_t track;
 	uint32_t index, tid;
-	bool routed;          /* a "ptz-gpu" thread: counters and instants go to the process */
+	bool routed;          /* a "ptz-gpu" or the flusher's thread: counters and instants go to the process */
 	bool launch_pending;  /* the previous record was a GPU_LAUNCH */
 	uint32_t launch_id;   /* its section id */
 	uint64_t launch_seq;  /* its seq */
@@ -851,8 +854,16 @@ static bool name_says_bytes(const char *s)
 	return false;
 }
 
-/* A COUNTER of a "ptz-gpu" thread: a process-scoped counter track (parent =
- * the process track, named by the counter alone) on sequence 1. */
+/* Whether a process-scoped counter's name says it counts ns ("process CPU user (ns)"). */
+static bool name_says_ns(const char *s)
+{
+	const size_t n = strlen(s);
+	return n > 5 && strcmp(s + n - 5, " (ns)") == 0;
+}
+
+/* A COUNTER of a "ptz-gpu" or the flusher's thread: a process-scoped counter
+ * track (parent = the process track, named by the counter alone) on
+ * sequence 1; unit bytes or ns when its name says so. */
 static void emit_pcounter(struct pctx *c, uint64_t ts, uint32_t id, int64_t v)
 {
 	const uint64_t uuid = PFX_UUID_PCOUNTER(id);
@@ -866,6 +877,9 @@ static void emit_pcounter(struct pctx *c, uint64_t ts, uint32_t id, int64_t v)
 		if (name_says_bytes(name)) {
 			cd.has_unit = 1;
 			cd.unit = PERFETTO__PROTOS__COUNTER_DESCRIPTOR__UNIT__UNIT_SIZE_BYTES;
+		} else if (name_says_ns(name)) {
+			cd.has_unit = 1;
+			cd.unit = PERFETTO__PROTOS__COUNTER_DESCRIPTOR__UNIT__UNIT_TIME_NS;
 		}
 		emit_track(c, PFX_SEQ_PROCESS, ts, 0, uuid, PFX_UUID_PROCESS, name, &cd);
 	}
@@ -1394,6 +1408,9 @@ static int export_thread(struct pctx *c, size_t pos, const struct pt_thread_info
 	c->export_tid = ti->tid ? (int64_t)ti->tid : (int64_t)(0x40000000u + ti->index);
 	bool sections = true;
 	c->routed = pfx_gpu_thread(&c->gpu, ti->index, &sections);
+	/* the recorder's flusher samples the process (RSS, CPU time, switches) and the system (steal,
+	 * load): process-scoped counter tracks, not "process RSS (tid N)" under a thread of no sections */
+	c->routed |= strcmp(ti->name, PT_FMT_FLUSHER_THREAD_NAME) == 0;
 	if (c->interned)
 		memset(c->interned, 0, c->interned_words * sizeof(*c->interned));
 	c->nfar = 0;

@@ -452,6 +452,37 @@ def export_and_check(trace, name, window=None, exact=True):
             f"{name}: marked ENDs = analyzer's open_at_end ({marked})", f"{marked} vs {j['trace']['open_at_end']}")
 
 
+def check_process_counters():
+    """The flusher's process counters (doc/trace-format.md §9) become
+    process-scoped counter tracks (parent: the process track), named by the
+    counter alone, with unit bytes for RSS and ns for CPU time."""
+    exe = os.path.join(BUILD, "examples", "led_optimizer")
+    if not os.path.exists(exe):
+        tap(True, "process counters # SKIP led_optimizer not built")
+        return
+    trace = os.path.join(TMP, "proc-counters.ptz")
+    env = dict(os.environ, PTZ_PROC_MS="5")
+    r = subprocess.run([exe, "--small", "--trace", trace], capture_output=True, cwd=TMP, env=env)
+    if not tap(r.returncode == 0, "process counters: led_optimizer --small with PTZ_PROC_MS=5", r.stderr.decode()[-2000:]):
+        return
+    out = os.path.join(TMP, "proc-counters.pftrace")
+    r = subprocess.run([EXPORTER, trace, out], capture_output=True)
+    if not tap(r.returncode == 0, "process counters: export", r.stderr.decode()):
+        return
+    t = pb.Trace()
+    with open(out, "rb") as fh:
+        t.ParseFromString(fh.read())
+    tds = [p.track_descriptor for p in t.packet if p.HasField("track_descriptor")]
+    proc = [d.uuid for d in tds if d.HasField("process")][0]
+    counters = {d.name: d for d in tds if d.HasField("counter")}
+    want = {"process RSS": 3, "process CPU user (ns)": 1, "process CPU system (ns)": 1}
+    bad = [f"{n}: missing" for n in want if n not in counters]
+    bad += [f"{n}: parent {counters[n].parent_uuid}, unit {counters[n].counter.unit}" for n in want
+            if n in counters and (counters[n].parent_uuid != proc or counters[n].counter.unit != want[n])]
+    bad += [n for n in counters if "(tid " in n and n.split(" (tid ")[0] in want]
+    tap(not bad, "process counters: process-scoped tracks, units bytes and ns, no per-thread copy", "\n".join(bad))
+
+
 def main():
     print("TAP version 13")
     check_schema()
@@ -484,6 +515,7 @@ def main():
         r = subprocess.run([exe, "--small", "--trace", trace], capture_output=True, cwd=TMP)
         if tap(r.returncode == 0, f"{prog} --small", r.stderr.decode()[-2000:]):
             export_and_check(trace, prog, exact=False)
+    check_process_counters()
     check_doc_table()
     return finish()
 
