@@ -29,7 +29,7 @@ static const char *const roof_key[ANA_ROOF_NCLASS] = {
 };
 static const char *const dq_key[ANA_DQ_NKIND] = {
 	"lost-records", "unmatched-ends", "open-at-end", "misuse-errors", "damaged-chunks", "torn-tail",
-	"gpu-errors", "sequence-gaps", "oversubscribed",
+	"gpu-errors", "sequence-gaps", "oversubscribed", "cpu-steal",
 };
 static const char *const dir_key[ANA_DIRS] = { "h2d", "d2h", "d2d", "p2p" };
 enum { DIR_H2D, DIR_D2H, DIR_D2D }; /* transfer direction indexes (PT_H2D - 1, ...), as dir_key */
@@ -47,7 +47,9 @@ const char *ana_class_key(enum ana_rule r, uint32_t cls)
 
 /* Evidence names per rule, in ev[] order (doc/analyzer-output.md §9.2). */
 static const char *const ev_key[ANA_R_N][ANA_SUG_EV + 1] = {
-	[ANA_R_DATA] = { "count", "sections" }, /* oversubscribed: threads alive on average, CPUs */
+	/* oversubscribed: threads runnable (or alive) on average, CPUs, 1 = runnable (0 = alive);
+	 * cpu-steal: the steal share, CPUs */
+	[ANA_R_DATA] = { "count", "sections", "runnable" },
 	[ANA_R_HOT] = { "self_ns", "self_share", "total_ns", "share", "count", "largest_path_self_ns", "gpu_self_ns",
 			"occupied_ns", "occupied_share" },
 	[ANA_R_ROOFLINE] = { "flops", "bytes", "total_ns", "intensity", "gflops", "gbps", "roof_gflops", "roof_gbps",
@@ -195,16 +197,43 @@ static void data_quality(struct sctx *c)
 		if (k == ANA_DQ_LOST)
 			f->ev[1] = (double)res->lost_sections;
 	}
-	/* threads alive on average against the recording host's CPUs (peaks measured there) */
+	/*
+	 * Oversubscribed: more threads ready to run than CPUs, so durations include waits for a CPU.
+	 * With the recorder's process counters (doc/trace-format.md §9): the system's runnable threads
+	 * (the kernel's nr_running, sampled by the flusher) on average against the CPUs online; a thread
+	 * blocked in pthread_join() or a read is not runnable. Without them (older traces): threads alive
+	 * on average (summed thread spans / wall span) against the peaks' CPUs, an upper bound that
+	 * counts blocked threads too (ev[2] says which: 1 runnable, 0 alive).
+	 */
+	struct ana_proc pr;
+	ana_proc_summary(res, &pr);
 	const struct ana_peaks *p = c->o->peaks;
 	const double wall = (double)(res->end_ns - res->start_ns), alive = wall > 0 ? c->span_sum / wall : 0;
-	if (p && p->cpus && !c->s->peaks_other_host && alive > 1.1 * p->cpus) {
+	double ready = -1, cpus = 0;
+	if (pr.has_runnable && pr.cpus_online > 0) {
+		ready = pr.runnable_mean;
+		cpus = (double)pr.cpus_online;
+	} else if (p && p->cpus && !c->s->peaks_other_host) {
+		ready = alive;
+		cpus = p->cpus;
+	}
+	if (ready >= 0 && ready > 1.1 * cpus) {
 		struct ana_finding *f = add(c, ANA_R_DATA, UINT32_MAX, 0);
 		if (!f)
 			return;
 		f->cls = ANA_DQ_OVERSUB;
-		f->ev[0] = alive;
-		f->ev[1] = p->cpus;
+		f->ev[0] = ready;
+		f->ev[1] = cpus;
+		f->ev[2] = pr.has_runnable && pr.cpus_online > 0;
+	}
+	/* cpu-steal: a hypervisor ran other guests on this VM's CPUs for more than 5% of their time */
+	if (pr.has_steal && pr.steal_share > 0.05) {
+		struct ana_finding *f = add(c, ANA_R_DATA, UINT32_MAX, 0);
+		if (!f)
+			return;
+		f->cls = ANA_DQ_STEAL;
+		f->ev[0] = pr.steal_share;
+		f->ev[1] = (double)pr.cpus_online;
 	}
 }
 
@@ -1291,9 +1320,20 @@ static void text_data(FILE *out, const struct ana_finding *f)
 			     "last records are missing.\n");
 		break;
 	case ANA_DQ_OVERSUB:
-		fprintf(out, "%.1f threads alive on average (summed thread spans / wall span) on %.0f CPUs: "
-			     "durations are wall-clock,\n      so they may include time spent waiting for a CPU "
-			     "(rates and roofline efficiencies read low).\n", f->ev[0], f->ev[1]);
+		if (f->ev[2] == 1)
+			fprintf(out, "%.1f threads runnable on average on the machine (the kernel's count, sampled "
+				     "every 100 ms) on %.0f CPUs:\n      durations are wall-clock, so they include time "
+				     "spent waiting for a CPU (rates and roofline\n      efficiencies read low; "
+				     "'unstable' findings may be the machine, not the code).\n", f->ev[0], f->ev[1]);
+		else
+			fprintf(out, "%.1f threads alive on average (summed thread spans / wall span) on %.0f CPUs: "
+				     "durations are wall-clock,\n      so they may include time spent waiting for a CPU "
+				     "(rates and roofline efficiencies read low).\n", f->ev[0], f->ev[1]);
+		break;
+	case ANA_DQ_STEAL:
+		fprintf(out, "the hypervisor took %.1f%% of the %.0f CPUs' time for other guests (steal): "
+			     "durations include time\n      this machine did not run at all; compare runs only on a "
+			     "quiet host.\n", 100 * f->ev[0], f->ev[1]);
 		break;
 	case ANA_DQ_GAPS:
 		fprintf(out, "%llu gap%s in the threads' chunk sequences (chunks missing or damaged): the records "

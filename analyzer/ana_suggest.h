@@ -197,7 +197,7 @@ enum ana_roof_class {
 /* Kinds of a data-quality finding (ana_finding.cls). */
 enum ana_data_kind {
 	ANA_DQ_LOST, ANA_DQ_UNMATCHED, ANA_DQ_OPEN, ANA_DQ_MISUSE, ANA_DQ_CORRUPT, ANA_DQ_TORN,
-	ANA_DQ_GPU_ERRORS, ANA_DQ_GAPS, ANA_DQ_OVERSUB, ANA_DQ_NKIND
+	ANA_DQ_GPU_ERRORS, ANA_DQ_GAPS, ANA_DQ_OVERSUB, ANA_DQ_STEAL, ANA_DQ_NKIND
 };
 /* The class or kind key of finding class @cls of rule @r ("memory-bound-near-roof", "lost-records",
  * ...); NULL for rules without classes. */

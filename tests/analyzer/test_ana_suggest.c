@@ -659,9 +659,113 @@ static void test_priorities(void **state)
 		      levels[2], levels[3], lossy);
 }
 
+/* A busy machine (issue 15): "main" waits in join while two workers run, 1 s, on 2 CPUs; the flusher
+ * samples the system's runnable threads (@runnable) and steal (@steal_pct % of 2 CPUs), every 100 ms;
+ * with @counters 0 none of that is recorded (an older trace). */
+static void write_busy(const char *path, int counters, int64_t runnable, int64_t steal_pct)
+{
+	const struct fmt_writer_hdr hd = {
+		.clock_source = PT_CLOCK_TSC, .pid = 9, .start_real_ns = 1700000000000000000ull,
+		.process_name = "ana-busy", .host = "testhost", .cmdline = "ana-busy", .recorder_version = "ptz-test 1",
+	};
+	static const char *const nm[] = { NULL, "join", "work", "system runnable threads", "system CPUs online",
+					  "system CPU steal (ns)" };
+	struct w w = { .t = 0 };
+	tb_start(&w.b, path, &hd);
+	for (uint32_t id = 1; id < 6; id++)
+		assert_int_equal(fmt_enc_string(&w.b.e, id, 0, nm[id], strlen(nm[id])), 0);
+	assert_int_equal(fmt_enc_thread(&w.b.e, 0, 700, 0, 0, "main", 4), 0);
+	assert_int_equal(fmt_enc_thread(&w.b.e, 1, 701, 0, 0, "w1", 2), 0);
+	assert_int_equal(fmt_enc_thread(&w.b.e, 2, 702, 0, 0, "w2", 2), 0);
+	assert_int_equal(fmt_enc_thread(&w.b.e, 3, 703, 0, 0, PT_FMT_FLUSHER_THREAD_NAME,
+					 strlen(PT_FMT_FLUSHER_THREAD_NAME)), 0);
+	assert_int_equal(fmt_enc_clock(&w.b.e, 0, 0, 1700000000000000000ull, 1), 0);
+	assert_int_equal(fmt_enc_clock(&w.b.e, 1000000000, 1000000000, 1700000001000000000ull, 1), 0);
+	tb_flush(&w.b, FMT_CHUNK_META, PT_FMT_META_THREAD);
+	for (uint32_t th = 0; th < 3; th++) {
+		w.thread = th;
+		w.t = 0;
+		sec(&w, th ? 2 : 1, 1000 * MS, 0, 0);
+		tb_flush(&w.b, FMT_CHUNK_EVENTS, th);
+	}
+	if (counters) {
+		for (int i = 0; i <= 10; i++) {
+			const uint64_t t = (uint64_t)i * 100 * MS;
+			if (i == 0)
+				fmt_enc_counter(&w.b.e, t, 4, 2);
+			fmt_enc_counter(&w.b.e, t, 3, runnable);
+			/* steal: @steal_pct % of 2 CPUs' 100 ms per sample */
+			fmt_enc_counter(&w.b.e, t, 5, (int64_t)i * 2 * 100 * (int64_t)MS * steal_pct / 100);
+		}
+		tb_flush(&w.b, FMT_CHUNK_EVENTS, 3);
+	}
+	tb_close(&w.b);
+}
+
+static const struct ana_finding *dq(const struct ana_sug *s, enum ana_data_kind k)
+{
+	for (size_t i = 0; i < s->n; i++)
+		if (s->f[i].rule == ANA_R_DATA && s->f[i].cls == (uint32_t)k)
+			return &s->f[i];
+	return NULL;
+}
+
+static void test_busy_machine(void **state)
+{
+	(void)state;
+	char path[4200];
+	snprintf(path, sizeof(path), "%s", tu_path("busy.ptz"));
+	static const struct ana_peaks two = { .host = "testhost", .cpus = 2, .gflops64_1 = 10, .gflops64_all = 20,
+					      .gbps_1 = 10, .gbps_all = 20 };
+	const struct ana_sug_opts so = { .peaks = &two };
+	const struct ana_options ao = { .thread = -1 };
+	struct ana_result res;
+	struct ana_sug s;
+	/* an older trace: 3 threads alive on 2 CPUs (main blocked in join counts): the fallback fires */
+	write_busy(path, 0, 0, 0);
+	ana_test_run(path, &ao, &res);
+	assert_int_equal(ana_suggest(&res, &so, &s), 0);
+	const struct ana_finding *f = dq(&s, ANA_DQ_OVERSUB);
+	assert_non_null(f);
+	assert_true(near(f->ev[0], 3.0, 1e-9) && f->ev[1] == 2 && f->ev[2] == 0);
+	ana_suggest_free(&s);
+	ana_result_free(&res);
+	/* the same run with the counters: 2 runnable on 2 CPUs is not oversubscribed; no steal */
+	write_busy(path, 1, 2, 0);
+	ana_test_run(path, &ao, &res);
+	assert_int_equal(ana_suggest(&res, &so, &s), 0);
+	assert_null(dq(&s, ANA_DQ_OVERSUB));
+	assert_null(dq(&s, ANA_DQ_STEAL));
+	ana_suggest_free(&s);
+	ana_result_free(&res);
+	/* 5 runnable on 2 CPUs, 10% steal: both said, without peaks (the CPUs are in the trace) */
+	write_busy(path, 1, 5, 10);
+	ana_test_run(path, &ao, &res);
+	assert_int_equal(ana_suggest(&res, NULL, &s), 0);
+	f = dq(&s, ANA_DQ_OVERSUB);
+	assert_non_null(f);
+	assert_true(f->ev[0] == 5 && f->ev[1] == 2 && f->ev[2] == 1);
+	f = dq(&s, ANA_DQ_STEAL);
+	assert_non_null(f);
+	assert_true(near(f->ev[0], 0.10, 1e-9) && f->ev[1] == 2);
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *out = open_memstream(&buf, &len);
+	ana_suggest_text(out, &res, &s, 0);
+	assert_int_equal(fclose(out), 0);
+	assert_non_null(strstr(buf, "5.0 threads runnable on average on the machine"));
+	assert_non_null(strstr(buf, "[data-quality] cpu-steal"));
+	assert_non_null(strstr(buf, "the hypervisor took 10.0% of the 2 CPUs' time"));
+	free(buf);
+	ana_suggest_free(&s);
+	ana_result_free(&res);
+	unlink(path);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_busy_machine),
 		cmocka_unit_test(test_priorities),
 		cmocka_unit_test(test_short_sections_median),
 		cmocka_unit_test(test_rules_without_peaks),
