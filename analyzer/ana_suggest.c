@@ -457,9 +457,12 @@ static void roofline(struct sctx *c, uint32_t i, const struct ana_agg *a)
 		c->s->roofline_no_peaks = true;
 		return;
 	}
+	/* inclusive work (its sub-sections' run within its time), but only of the kinds it declares
+	 * itself: a FLOP kernel whose child declares bytes is not memory-bound on those bytes */
+	const bool own_bytes = a->metric_self[ANA_READ] || a->metric_self[ANA_WRITTEN];
 	struct roof_pt pt = {
-		.fl = (double)a->metric_incl[ANA_FLOPS],
-		.by = (double)a->metric_incl[ANA_READ] + (double)a->metric_incl[ANA_WRITTEN], /* no wrap */
+		.fl = a->metric_self[ANA_FLOPS] ? (double)a->metric_incl[ANA_FLOPS] : 0,
+		.by = own_bytes ? (double)a->metric_incl[ANA_READ] + (double)a->metric_incl[ANA_WRITTEN] : 0, /* no wrap */
 		.t = (double)a->total_ns,
 	};
 	if (pt.t <= 0)

@@ -762,9 +762,62 @@ static void test_busy_machine(void **state)
 	unlink(path);
 }
 
+/* The roofline judges a section on the kinds of work it declares itself (issue 15): "fma" (10 ms)
+ * declares 1e8 FLOPs, its child "load" (1 ms) 1e9 bytes. On the fixture's roofs (10 GFLOP/s, 10 GB/s
+ * one core) fma runs at its compute roof: with load's bytes counted as its own it would read as
+ * memory-bound at AI 0.1, ten times above the roof. load is judged on its bytes. */
+static void write_kinds(const char *path)
+{
+	const struct fmt_writer_hdr hd = {
+		.clock_source = PT_CLOCK_TSC, .pid = 10, .start_real_ns = 1700000000000000000ull,
+		.process_name = "ana-kinds", .host = "testhost", .cmdline = "ana-kinds", .recorder_version = "ptz-test 1",
+	};
+	struct w w = { .t = 0 };
+	tb_start(&w.b, path, &hd);
+	assert_int_equal(fmt_enc_string(&w.b.e, 1, 0, "fma", 3), 0);
+	assert_int_equal(fmt_enc_string(&w.b.e, 2, 0, "load", 4), 0);
+	assert_int_equal(fmt_enc_thread(&w.b.e, 0, 500, 0, 0, "t0", 2), 0);
+	assert_int_equal(fmt_enc_clock(&w.b.e, 0, 0, 1700000000000000000ull, 1), 0);
+	assert_int_equal(fmt_enc_clock(&w.b.e, 1000000000, 1000000000, 1700000001000000000ull, 1), 0);
+	tb_flush(&w.b, FMT_CHUNK_META, PT_FMT_META_THREAD);
+	fmt_enc_begin(&w.b.e, 0, 1);
+	fmt_enc_metric(&w.b.e, PT_METRIC_FLOPS, 100000000);
+	fmt_enc_begin(&w.b.e, 1 * MS, 2);
+	fmt_enc_metric(&w.b.e, PT_METRIC_READ_BYTES, 1000000000);
+	fmt_enc_end(&w.b.e, 2 * MS, 2);
+	fmt_enc_end(&w.b.e, 10 * MS, 1);
+	tb_flush(&w.b, FMT_CHUNK_EVENTS, 0);
+	tb_close(&w.b);
+}
+
+static void test_roofline_own_kinds(void **state)
+{
+	(void)state;
+	char path[4200];
+	snprintf(path, sizeof(path), "%s", tu_path("kinds.ptz"));
+	write_kinds(path);
+	struct ana_result res;
+	const struct ana_options ao = { .thread = -1 };
+	ana_test_run(path, &ao, &res);
+	const struct ana_sug_opts o = { .peaks = &roofs_fixture };
+	struct ana_sug s;
+	assert_int_equal(ana_suggest(&res, &o, &s), 0);
+	const struct ana_finding *f = find(&res, &s, ANA_R_ROOFLINE, "fma");
+	assert_non_null(f);
+	assert_int_equal(f->cls, ANA_ROOF_COMP_NEAR);
+	assert_true(f->ev[0] == 1e8 && f->ev[1] == 0); /* its FLOPs; no bytes of its child's */
+	f = find(&res, &s, ANA_R_ROOFLINE, "load");
+	assert_non_null(f);
+	assert_true(f->ev[0] == 0 && f->ev[1] == 1e9);
+	ana_suggest_free(&s);
+	ana_result_free(&res);
+	unlink(path);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_roofline_own_kinds),
 		cmocka_unit_test(test_busy_machine),
 		cmocka_unit_test(test_priorities),
 		cmocka_unit_test(test_short_sections_median),
