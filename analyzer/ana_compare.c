@@ -360,6 +360,8 @@ static struct ana_cmp_row *add_row(struct builder *bd)
 	r->median_base = r->median_new = r->change = r->ci_lo = r->ci_hi = NAN;
 	r->u = r->p = r->q = r->self_change = r->change_vs_shift = NAN;
 	r->mean_base = r->mean_new = r->change_mean = r->count_change = r->total_change = NAN;
+	for (int k = 0; k < 5; k++)
+		r->q_change[k] = NAN;
 	return r;
 }
 
@@ -429,7 +431,7 @@ static bool testable(uint32_t n1, uint32_t n2, double alpha)
 
 /* Fills the statistics of a row present in both trees; @vb, @vn scratch of ANA_RESERVOIR_CAP. */
 static int fill_pair(struct ana_cmp_row *r, const struct ana_agg *ab, const struct ana_agg *an, uint64_t *vb,
-		     uint64_t *vn, double alpha)
+		     uint64_t *vn, double alpha, double noise)
 {
 	r->n_base = ana_samples_without_first(ab, vb);
 	r->n_new = ana_samples_without_first(an, vn);
@@ -445,6 +447,27 @@ static int fill_pair(struct ana_cmp_row *r, const struct ana_agg *ab, const stru
 			r->exact = ex;
 			r->low_confidence = r->n_base < ANA_CMP_LOW_N || r->n_new < ANA_CMP_LOW_N;
 		}
+	}
+	/* the change at five quantiles: a shift or a scaling moves them alike, a change of shape does not */
+	static const uint32_t qpm[5] = { 100, 250, 500, 750, 900 };
+	for (int k = 0; k < 5; k++)
+		r->q_change[k] = NAN;
+	if (r->n_base && r->n_new) {
+		qsort(vb, r->n_base, sizeof(*vb), cmp_u64);
+		qsort(vn, r->n_new, sizeof(*vn), cmp_u64);
+		double lo = INFINITY, hi = -INFINITY;
+		for (int k = 0; k < 5; k++) {
+			const double b = (double)vb[ana_rank_index(qpm[k], r->n_base)];
+			const double n = (double)vn[ana_rank_index(qpm[k], r->n_new)];
+			if (b > 0) {
+				r->q_change[k] = n / b - 1.0;
+				lo = fmin(lo, r->q_change[k]);
+				hi = fmax(hi, r->q_change[k]);
+			}
+		}
+		/* judged on enough samples only: a handful has no shape to compare */
+		r->shape_changed = r->n_base >= ANA_CMP_LOW_N && r->n_new >= ANA_CMP_LOW_N && lo > -1 &&
+				   (1 + hi) / (1 + lo) - 1 > 2 * noise; /* ratios: a 10x scaling with jitter is no shape change */
 	}
 	/* medians (ana_median reorders: the bootstrap does not care about order) */
 	struct ana_moments rb = ana_moments_without(&ab->all, ab->first_ns), rn = ana_moments_without(&an->all, an->first_ns);
@@ -610,7 +633,7 @@ int ana_compare(const struct ana_result *base, const struct ana_result *nw, cons
 			r->first_new_ns = an->first_ns;
 		}
 		if (ab && an)
-			rc = fill_pair(r, ab, an, vb, vb + ANA_RESERVOIR_CAP, o.alpha);
+			rc = fill_pair(r, ab, an, vb, vb + ANA_RESERVOIR_CAP, o.alpha, o.noise);
 		r->verdict = !an ? ANA_V_ONLY_BASE : !ab ? ANA_V_ONLY_NEW : isnan(r->p) ? ANA_V_UNVERIFIED : ANA_V_NOT_SIGNIFICANT;
 		if (rc == 0)
 			rc = push_children(&bd, pr.b, pr.n);
@@ -833,6 +856,11 @@ void ana_compare_text(FILE *out, const struct ana_result *base, const struct ana
 			if (c->shift_found)
 				fprintf(out, "%8s  ", pct(lo, sizeof(lo), r->change_vs_shift));
 			fprintf(out, "%s", path ? path : "?");
+			if (r->shape_changed) { /* no one ratio sums it up */
+				char q1[16], q2[16], q3[16];
+				fprintf(out, "  (shape changed: p25 %s, p50 %s, p75 %s)", pct(q1, sizeof(q1), r->q_change[1]),
+					pct(q2, sizeof(q2), r->q_change[2]), pct(q3, sizeof(q3), r->q_change[3]));
+			}
 			/* a call count that moved: the path's total changed with it, whatever each call did */
 			if (!isnan(r->count_change) && fabs(r->count_change) >= 0.10) {
 				char tc[16];
@@ -941,6 +969,10 @@ int ana_compare_json(FILE *out, const struct ana_result *base, const struct ana_
 		       json_object_set_new(j, "mean_new_ns", jnum(r->mean_new)) ||
 		       json_object_set_new(j, "change_mean", jnum(r->change_mean)) ||
 		       json_object_set_new(j, "count_change", jnum(r->count_change)) ||
+		       json_object_set_new(j, "q_change", json_pack("[o, o, o, o, o]", jnum(r->q_change[0]),
+								   jnum(r->q_change[1]), jnum(r->q_change[2]),
+								   jnum(r->q_change[3]), jnum(r->q_change[4]))) ||
+		       json_object_set_new(j, "shape_changed", json_boolean(r->shape_changed)) ||
 		       json_object_set_new(j, "total_change", jnum(r->total_change)) ||
 		       json_object_set_new(j, "change_vs_shift", jnum(r->change_vs_shift)) ||
 		       json_object_set_new(j, "share_base", jnum(run_share(base, r->base_node))) ||

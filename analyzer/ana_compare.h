@@ -111,6 +111,13 @@ struct ana_cmp_row {
 	 * base - 1 (NaN where a side has none). A path called 10x as often is a change of its total even
 	 * when each call is not. */
 	double mean_base, mean_new, change_mean, count_change, total_change;
+	/* The change at the 10th, 25th, 50th, 75th and 90th percentiles of the samples (nearest rank),
+	 * new / base - 1 (NaN without samples or a base quantile of 0); shape_changed: with at least
+	 * ANA_CMP_LOW_N samples a side, the largest ratio new / base exceeds the smallest by more than
+	 * twice the noise threshold, so no single ratio sums the change up (a bimodal section
+	 * whose slow share grew: its median jumps from one mode to the other while p25 and p75 stay). */
+	double q_change[5];
+	bool shape_changed;
 	enum ana_verdict verdict;
 };
 

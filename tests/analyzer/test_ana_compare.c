@@ -492,6 +492,7 @@ static void test_effect_and_samples(void **state)
 	assert_int_equal(r->n_base, REPS - 1);
 	assert_int_equal(r->n_new, REPS - 1);
 	assert_true(fabs(r->change - 0.3) < 0.01); /* durations scaled by 13/10 (integer division) */
+	assert_false(r->shape_changed);            /* every quantile moved by the same +30% */
 	assert_true(r->ci_lo < 0.3 && r->ci_hi > 0.29 && r->ci_lo > 0.2);
 	assert_true(r->q < 1e-10 && r->q >= r->p);
 	assert_false(r->exact); /* 199 x 199: both sides above ANA_CMP_EXACT_SMALL */
@@ -727,7 +728,9 @@ static void test_gate_threshold(void **state)
  * own time 2 us on both sides, and "other" 10 us on both sides: outer regresses only through inner.
  * @kind 1: eight top-level sections p0..p7 of 10 us, all 8% slower in the new trace (a whole-run shift)
  * but p7, 30% slower. @kind 2: "other" (10 us) 100 times in the base trace, 1,000 times in the new one
- * (issue 15, case 3: a section called 10x as often). Jitter 0..500 ns. */
+ * (issue 15, case 3: a section called 10x as often). @kind 3: "other" bimodal, 10 or 20 us, slow in
+ * 45% of the calls in the base trace and 55% in the new one (case 5: the median jumps from one mode to
+ * the other, +100%, while p25 and p75 stay). Jitter 0..500 ns. */
 static void write_family(const char *path, int kind, int which)
 {
 	const struct fmt_writer_hdr hd = {
@@ -758,6 +761,11 @@ static void write_family(const char *path, int kind, int which)
 			fmt_enc_end(&b.e, t, 1);
 			fmt_enc_begin(&b.e, ++t, 3);
 			t += 10000 + ana_rnd(&rng) % 500;
+			fmt_enc_end(&b.e, t, 3);
+		} else if (kind == 3) {
+			const bool slow = (i % 20) < (which ? 11 : 9);
+			fmt_enc_begin(&b.e, ++t, 3);
+			t += (slow ? 20000 : 10000) + ana_rnd(&rng) % 500;
 			fmt_enc_end(&b.e, t, 3);
 		} else if (kind == 2) {
 			for (int k = 0; k < (which ? 5 : i < 100 ? 1 : 0); k++) {
@@ -884,6 +892,37 @@ static void test_count_and_total(void **state)
 	ana_result_free(&n);
 }
 
+static void test_shape_changed(void **state)
+{
+	(void)state;
+	struct ana_result b, n;
+	struct ana_cmp c;
+	char *txt;
+	json_t *js;
+	family(3, &b, &n, &c, &txt, &js);
+	const struct ana_cmp_row *r = row_named(&b, &c, "other");
+	assert_true(r->change > 0.8);             /* the median's ratio: one mode to the other */
+	assert_true(fabs(r->q_change[1]) < 0.05); /* p25: fast on both sides */
+	assert_true(fabs(r->q_change[3]) < 0.05); /* p75: slow on both sides */
+	assert_true(r->shape_changed);
+	assert_true(fabs(r->change_mean - (0.55 * 2 + 0.45) / (0.45 * 2 + 0.55) + 1) < 0.03); /* the mean: +6.9% */
+	assert_non_null(strstr(txt, "(shape changed: p25 "));
+	json_t *rows = jget(js, "rows"), *jr;
+	size_t i, seen = 0;
+	json_array_foreach(rows, i, jr)
+	if (strcmp(json_string_value(jget(jr, "name")), "other") == 0) {
+		seen++;
+		assert_true(json_is_true(jget(jr, "shape_changed")));
+		assert_int_equal(json_array_size(jget(jr, "q_change")), 5);
+	}
+	assert_int_equal(seen, 1);
+	json_decref(js);
+	free(txt);
+	ana_compare_free(&c);
+	ana_result_free(&b);
+	ana_result_free(&n);
+}
+
 static void test_whole_run_shift(void **state)
 {
 	(void)state;
@@ -999,6 +1038,7 @@ int main(void)
 		cmocka_unit_test(test_inherited),
 		cmocka_unit_test(test_whole_run_shift),
 		cmocka_unit_test(test_count_and_total),
+		cmocka_unit_test(test_shape_changed),
 	};
 	/* one group (one TAP plan): the statistics tests ignore the pair fixture */
 	return cmocka_run_group_tests(tests, setup_pair, teardown_pair);
