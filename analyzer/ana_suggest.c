@@ -56,7 +56,8 @@ static const char *const ev_key[ANA_R_N][ANA_SUG_EV + 1] = {
 			     "efficiency", "gpu_ns" },
 	[ANA_R_IMBALANCE] = { "threads", "max_ns", "mean_ns", "min_ns", "ratio" },
 	[ANA_R_COLD_FIRST] = { "count", "first_ns", "rest_median_ns", "rest_mad_ns", "z", "ratio" },
-	[ANA_R_UNSTABLE] = { "count", "rest_mean_ns", "rest_std_ns", "cv", "p50_ns", "p99_ns", "min_ns", "max_ns" },
+	[ANA_R_UNSTABLE] = { "count", "rest_mean_ns", "rest_std_ns", "cv", "p50_ns", "p99_ns", "min_ns", "max_ns",
+			     "iqr_over_median", "run_iqr_over_median" },
 	[ANA_R_SHORT] = { "count", "mean_ns", "total_ns", "share", "p50_ns" },
 	[ANA_R_SMALL_XFER] = { "transfers", "bytes", "mean_bytes", "total_ns", "gpu_ns", "gpu_gbps" },
 	[ANA_R_SLOW_XFER] = { "transfers", "bytes", "mean_bytes", "total_ns", "gbps", "link_gbps", "ratio", "gpu_ns",
@@ -133,6 +134,7 @@ struct sctx {
 	struct ana_sug *s;
 	double span_sum;  /* sum of thread spans, ns: the share denominator */
 	uint64_t *samp;   /* ANA_RESERVOIR_CAP values */
+	double run_iqr;   /* unstable: the run's typical robust spread (run_spread()); NaN when unknown */
 	int nomem;
 };
 
@@ -494,6 +496,50 @@ static uint64_t abs_dev2(uint64_t x, ana_u128 m2)
 	return d > UINT64_MAX ? UINT64_MAX : (uint64_t)d;
 }
 
+/* Robust spread of @a's durations: (p75 - p25) / p50 from its histogram (within 0.4%); NaN if p50 is 0. */
+static double iqr_over_median(const struct ana_agg *a)
+{
+	const double p25 = (double)ana_hist_quantile(&a->hist, 0.25, a->count, a->min_ns, a->max_ns);
+	const double p50 = (double)ana_hist_quantile(&a->hist, 0.50, a->count, a->min_ns, a->max_ns);
+	const double p75 = (double)ana_hist_quantile(&a->hist, 0.75, a->count, a->min_ns, a->max_ns);
+	return p50 > 0 ? (p75 - p25) / p50 : NAN;
+}
+
+static int cmp_dbl(const void *a, const void *b)
+{
+	const double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+/*
+ * The run's typical robust spread, for unstable: the median of iqr_over_median() over the paths with
+ * 10 occurrences or more (at least 3 of them, else NaN). On a loaded machine every section jitters
+ * (preemption, frequency, cache misses from the neighbours): a section is unstable for its own
+ * reasons only when it spreads well beyond the others (issue 15: the CV rule alone fired on all
+ * 39 sections of a fixed-work program on a busy VM). -1 on ENOMEM.
+ */
+static int run_spread(struct sctx *c)
+{
+	const struct ana_tree *t = &c->res->merged;
+	double *v = malloc((t->count ? t->count : 1) * sizeof(*v));
+	if (!v)
+		return -1;
+	uint32_t n = 0;
+	for (uint32_t i = 1; i < t->count; i++) {
+		const struct ana_agg *a = &t->n[i].agg;
+		const double s = a->count >= 10 ? iqr_over_median(a) : NAN;
+		if (!isnan(s))
+			v[n++] = s;
+	}
+	c->run_iqr = NAN;
+	if (n >= 3) {
+		qsort(v, n, sizeof(*v), cmp_dbl);
+		c->run_iqr = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+	}
+	free(v);
+	return 0;
+}
+
 /* cold-first and unstable: both read the occurrences after the first. */
 static void distribution(struct sctx *c, uint32_t i, const struct ana_agg *a)
 {
@@ -547,6 +593,11 @@ static void distribution(struct sctx *c, uint32_t i, const struct ana_agg *a)
 	const double mean = ana_moments_mean(&rest, a->count - 1), sd = ana_moments_std(&rest, a->count - 1);
 	if (!(mean > 0) || !(sd / mean > o->unstable_cv))
 		return;
+	/* the machine, not the code: no more spread than twice the run's typical section (once the run's
+	 * sections do spread: on a quiet machine, where most do not, the CV decides alone) */
+	const double iqr = iqr_over_median(a);
+	if (c->run_iqr > 0 && !(iqr > 2 * c->run_iqr))
+		return;
 	/* stake: the time spent above the lower quartile, the sample's mean excess times the occurrences,
 	 * never more than what those occurrences spent above their minimum, exactly (a q1 is >= min):
 	 * a 512-value sample extrapolated to millions can overshoot the time it is a part of */
@@ -563,6 +614,8 @@ static void distribution(struct sctx *c, uint32_t i, const struct ana_agg *a)
 	f->ev[5] = (double)ana_hist_quantile(&a->hist, 0.99, a->count, a->min_ns, a->max_ns);
 	f->ev[6] = (double)a->min_ns;
 	f->ev[7] = (double)a->max_ns;
+	f->ev[8] = iqr;
+	f->ev[9] = c->run_iqr;
 }
 
 /* short-sections: the median, not the mean, against short_ns: a few preempted occurrences (a
@@ -1233,6 +1286,8 @@ int ana_suggest(const struct ana_result *res, const struct ana_sug_opts *o, stru
 	out->peaks_other_host = p && p->host[0] && host && host[0] && strcmp(p->host, host) != 0;
 
 	data_quality(&c);
+	if (run_spread(&c))
+		c.nomem = 1;
 	const struct ana_tree *t = &res->merged;
 	for (uint32_t i = 1; i < t->count && !c.nomem; i++) {
 		const struct ana_agg *a = &t->n[i].agg;

@@ -814,9 +814,64 @@ static void test_roofline_own_kinds(void **state)
 	unlink(path);
 }
 
+/* A loaded machine (issue 15): five fixed-work sections s0..s4 of 100 us each jitter alike, x (1 + U),
+ * U uniform in [0, 0.5) (CV about 0.13 > unstable_cv: each fired before), and "bursty" alternates 100 and
+ * 300 us (IQR / median 2/3 or 2, against the others' ~0.22). Only bursty is unstable. */
+static void write_jitter(const char *path)
+{
+	const struct fmt_writer_hdr hd = {
+		.clock_source = PT_CLOCK_TSC, .pid = 11, .start_real_ns = 1700000000000000000ull,
+		.process_name = "ana-jitter", .host = "testhost", .cmdline = "ana-jitter", .recorder_version = "ptz-test 1",
+	};
+	static const char *const nm[] = { NULL, "s0", "s1", "s2", "s3", "s4", "bursty" };
+	struct w w = { .t = 0 };
+	tb_start(&w.b, path, &hd);
+	for (uint32_t id = 1; id < 7; id++)
+		assert_int_equal(fmt_enc_string(&w.b.e, id, 0, nm[id], strlen(nm[id])), 0);
+	assert_int_equal(fmt_enc_thread(&w.b.e, 0, 500, 0, 0, "t0", 2), 0);
+	assert_int_equal(fmt_enc_clock(&w.b.e, 0, 0, 1700000000000000000ull, 1), 0);
+	assert_int_equal(fmt_enc_clock(&w.b.e, 1000000000, 1000000000, 1700000001000000000ull, 1), 0);
+	tb_flush(&w.b, FMT_CHUNK_META, PT_FMT_META_THREAD);
+	uint64_t rng = 0x1234;
+	for (int i = 0; i < 200; i++) {
+		for (uint32_t id = 1; id <= 5; id++) {
+			rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+			sec(&w, id, 100 * US + (rng >> 33) % (50 * US), 0, 0);
+		}
+		sec(&w, 6, i % 2 ? 300 * US : 100 * US, 0, 0);
+	}
+	tb_flush(&w.b, FMT_CHUNK_EVENTS, 0);
+	tb_close(&w.b);
+}
+
+static void test_unstable_machine_or_code(void **state)
+{
+	(void)state;
+	char path[4200];
+	snprintf(path, sizeof(path), "%s", tu_path("jitter.ptz"));
+	write_jitter(path);
+	struct ana_result res;
+	const struct ana_options ao = { .thread = -1, .merged_percentiles_only = true };
+	ana_test_run(path, &ao, &res);
+	struct ana_sug s;
+	assert_int_equal(ana_suggest(&res, NULL, &s), 0);
+	const struct ana_finding *f = find(&res, &s, ANA_R_UNSTABLE, "bursty");
+	assert_non_null(f);
+	assert_true(f->ev[8] > 0.6 && f->ev[9] > 0.15 && f->ev[9] < 0.3 && f->ev[8] > 2 * f->ev[9]);
+	for (int k = 0; k < 5; k++) {
+		char nm[4];
+		snprintf(nm, sizeof(nm), "s%d", k);
+		assert_null(find(&res, &s, ANA_R_UNSTABLE, nm));
+	}
+	ana_suggest_free(&s);
+	ana_result_free(&res);
+	unlink(path);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_unstable_machine_or_code),
 		cmocka_unit_test(test_roofline_own_kinds),
 		cmocka_unit_test(test_busy_machine),
 		cmocka_unit_test(test_priorities),
