@@ -35,7 +35,7 @@ bool ana_counter_name_is_bytes(const char *n, bool gpu_thread)
 	size_t len = strlen(n), sl = sizeof(bytes_suffix) - 1;
 	if (len > sl && strcmp(n + len - sl, bytes_suffix) == 0)
 		return true;
-	if (strcmp(n, "process RSS") == 0)
+	if (strcmp(n, PT_FMT_PROC_RSS) == 0)
 		return true;
 	return gpu_thread && strncmp(n, dev_mem, sizeof(dev_mem) - 1) == 0;
 }
@@ -200,7 +200,7 @@ int ana_mem_prepass(struct ctx *c)
 			const char *n = pt_reader_string(rd, tid, NULL);
 			if (!n || !ana_counter_name_is_bytes(n, has_gpu))
 				continue;
-			bool rss = strcmp(n, "process RSS") == 0;
+			bool rss = strcmp(n, PT_FMT_PROC_RSS) == 0;
 			if (rss != (pass == 0))
 				continue;
 			uint32_t id = tid;

@@ -29,14 +29,14 @@ enum {
 	P_N
 };
 static const char *const pname[P_N] = {
-	[P_USER] = "process CPU user (ns)",
-	[P_SYSTEM] = "process CPU system (ns)",
-	[P_VCSW] = "process context switches voluntary",
-	[P_IVCSW] = "process context switches involuntary",
-	[P_STEAL] = "system CPU steal (ns)",
-	[P_LOAD] = "system load 1 min (x1000)",
-	[P_RUNNABLE] = "system runnable threads",
-	[P_CPUS] = "system CPUs online",
+	[P_USER] = PT_FMT_PROC_CPU_USER,
+	[P_SYSTEM] = PT_FMT_PROC_CPU_SYSTEM,
+	[P_VCSW] = PT_FMT_PROC_CSW_VOLUNTARY,
+	[P_IVCSW] = PT_FMT_PROC_CSW_INVOLUNTARY,
+	[P_STEAL] = PT_FMT_PROC_STEAL,
+	[P_LOAD] = PT_FMT_PROC_LOAD,
+	[P_RUNNABLE] = PT_FMT_PROC_RUNNABLE,
+	[P_CPUS] = PT_FMT_PROC_CPUS,
 };
 
 /* Each counter of @res by name: the flusher thread's, else the first one. */

@@ -100,15 +100,15 @@ enum proc_counter {
 	PC_N
 };
 static const char *const proc_name[PC_N] = {
-	[PC_RSS] = "process RSS",
-	[PC_CPU_USER] = "process CPU user (ns)",
-	[PC_CPU_SYSTEM] = "process CPU system (ns)",
-	[PC_CSW_VOLUNTARY] = "process context switches voluntary",
-	[PC_CSW_INVOLUNTARY] = "process context switches involuntary",
-	[PC_STEAL] = "system CPU steal (ns)",
-	[PC_LOAD] = "system load 1 min (x1000)",
-	[PC_RUNNABLE] = "system runnable threads",
-	[PC_CPUS] = "system CPUs online",
+	[PC_RSS] = PT_FMT_PROC_RSS,
+	[PC_CPU_USER] = PT_FMT_PROC_CPU_USER,
+	[PC_CPU_SYSTEM] = PT_FMT_PROC_CPU_SYSTEM,
+	[PC_CSW_VOLUNTARY] = PT_FMT_PROC_CSW_VOLUNTARY,
+	[PC_CSW_INVOLUNTARY] = PT_FMT_PROC_CSW_INVOLUNTARY,
+	[PC_STEAL] = PT_FMT_PROC_STEAL,
+	[PC_LOAD] = PT_FMT_PROC_LOAD,
+	[PC_RUNNABLE] = PT_FMT_PROC_RUNNABLE,
+	[PC_CPUS] = PT_FMT_PROC_CPUS,
 };
 
 /* The last thread record of a thread that exited (its ring is gone), kept

@@ -62,6 +62,20 @@ extern "C" {
  * Readers leave it out of per-thread time shares, as the CUDA thread.
  */
 #define PT_FMT_FLUSHER_THREAD_NAME "ptz-flusher"
+/*
+ * The names of the process counters the flusher samples (doc/trace-format.md
+ * §9): the recorder writes them, the analyzer and the exports find them by
+ * these names, so they are defined here once.
+ */
+#define PT_FMT_PROC_RSS "process RSS"                                    /* bytes */
+#define PT_FMT_PROC_CPU_USER "process CPU user (ns)"                     /* cumulative */
+#define PT_FMT_PROC_CPU_SYSTEM "process CPU system (ns)"                 /* cumulative */
+#define PT_FMT_PROC_CSW_VOLUNTARY "process context switches voluntary"   /* cumulative */
+#define PT_FMT_PROC_CSW_INVOLUNTARY "process context switches involuntary" /* cumulative */
+#define PT_FMT_PROC_STEAL "system CPU steal (ns)"                        /* cumulative, all CPUs */
+#define PT_FMT_PROC_LOAD "system load 1 min (x1000)"
+#define PT_FMT_PROC_RUNNABLE "system runnable threads"
+#define PT_FMT_PROC_CPUS "system CPUs online"                            /* once */
 
 /**
  * enum pt_clock_source - what a trace's ticks count: the header's
