@@ -52,10 +52,10 @@ def check_eq(name, got, want):
     return check(name, got == want, f"got {got}, want {want}")
 
 
-def run(cmd, cwd, timeout=300):
+def run(cmd, cwd, timeout=300, env=None):
     try:
         p = subprocess.run(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                           text=True, timeout=timeout)
+                           text=True, timeout=timeout, env=env)
     except subprocess.TimeoutExpired:
         return None
     return p
@@ -292,8 +292,11 @@ def check_default_threads(build, prog, tmp):
     if len(cpus) < 2:
         print(f"skip {prog}: one CPU, where the main thread beside one worker is oversubscription")
         return
-    # the trace recorded under this process's own affinity: every CPU it has
-    run([exe, "--trace", trace] + BUSY_SIZES[prog], cwd=tmp)
+    # the trace recorded under this process's own affinity: every CPU it has. Without the process
+    # counters (PTZ_PROC_MS=0), suggest judges the program's own threads (alive, against the peaks'
+    # CPUs); with them it judges the machine's runnable threads, which the tests running beside this
+    # one raise: a finding about the machine, not about the example's choice of workers.
+    run([exe, "--trace", trace] + BUSY_SIZES[prog], cwd=tmp, env=dict(os.environ, PTZ_PROC_MS="0"))
     q = run([ana, trace, "--json", "-", "--no-progress"], cwd=tmp)
     host = json.loads(q.stdout)["trace"]["host"] if q is not None and q.returncode == 0 else ""
     peaks = os.path.join(tmp, "machine-cpus.json")
