@@ -200,6 +200,8 @@ struct team {
 	int gate;                       /* 0 wait, 1 run, -1 leave (a thread could not be started) */
 	bool go;                        /* written by member 0 between barriers */
 	double best;                    /* best rate, work units per second */
+	double rates[MAX_REPS];         /* every repetition's rate (member 0), for the spread */
+	unsigned nrates;
 };
 
 static void member_run(struct slot *s)
@@ -225,8 +227,11 @@ static void member_run(struct slot *s)
 				last = fmax(last, t->slot[k].end);
 				work += t->slot[k].work;
 			}
-			if (last > first)
+			if (last > first) {
 				t->best = fmax(t->best, work / (last - first));
+				if (t->nrates < MAX_REPS)
+					t->rates[t->nrates++] = work / (last - first);
+			}
 			reps++;
 			t->go = reps < t->min_reps || (reps < MAX_REPS && ana_peaks_now_s() - t0 < t->seconds);
 		}
@@ -255,6 +260,7 @@ static int team_run(struct team *t, char *err, size_t errlen)
 	pthread_t *tid = calloc(n, sizeof(*tid));
 	t->slot = calloc(n, sizeof(*t->slot));
 	t->best = 0;
+	t->nrates = 0;
 	t->gate = 0;
 	if (!tid || !t->slot) {
 		free(tid);
@@ -299,6 +305,23 @@ static int team_run(struct team *t, char *err, size_t errlen)
 	return -rc;
 }
 
+static int cmp_rate(const void *a, const void *b)
+{
+	const double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+/* The spread of @t's repetitions: best / median - 1 (ana_peaks.spread); 0 with fewer than 2. */
+static double team_spread(struct team *t)
+{
+	if (t->nrates < 2)
+		return 0;
+	qsort(t->rates, t->nrates, sizeof(t->rates[0]), cmp_rate);
+	const unsigned n = t->nrates;
+	const double med = n % 2 ? t->rates[n / 2] : (t->rates[n / 2 - 1] + t->rates[n / 2]) / 2;
+	return med > 0 ? t->best / med - 1 : 0;
+}
+
 /* ==== FLOP figures ==== */
 
 static double flop_work(struct slot *s)
@@ -325,11 +348,12 @@ static uint64_t flop_calibrate(double (*k)(uint64_t), double rep_s)
 	}
 }
 
-/* FLOP peak of @k (@lanes elements per FMA) on @n members, GFLOP/s into *@out. */
-static int flop_figure(double (*k)(uint64_t), unsigned lanes, unsigned n, double seconds, double *out, char *err,
-		       size_t errlen)
+/* FLOP peak of @k (@lanes elements per FMA) on @n members, GFLOP/s into *@out, its spread into *@spread. */
+static int flop_figure(double (*k)(uint64_t), unsigned lanes, unsigned n, double seconds, double *out, double *spread,
+		       char *err, size_t errlen)
 {
-	struct team t = {
+	static struct team t; /* MAX_REPS rates: off the stack; one figure at a time (ana_peaks_measure()) */
+	t = (struct team){
 		.n = n,
 		.min_reps = FLOP_MIN_REPS,
 		.seconds = seconds,
@@ -340,6 +364,7 @@ static int flop_figure(double (*k)(uint64_t), unsigned lanes, unsigned n, double
 	};
 	const int rc = team_run(&t, err, errlen);
 	*out = rc ? 0 : t.best * 1e-9;
+	*spread = rc ? 0 : team_spread(&t);
 	return rc;
 }
 
@@ -437,10 +462,11 @@ static double *triad_array(size_t bytes)
 
 /* STREAM-triad bandwidth on @n members, GB/s into *@out; the arrays are
  * mapped here (untouched until triad_prep()) and unmapped. */
-static int mem_figure(unsigned n, double seconds, double *out, char *err, size_t errlen)
+static int mem_figure(unsigned n, double seconds, double *out, double *spread, char *err, size_t errlen)
 {
 	const size_t len = triad_len(), bytes = len * sizeof(double);
-	struct team t = {
+	static struct team t; /* as flop_figure()'s */
+	t = (struct team){
 		.n = n,
 		.min_reps = MEM_MIN_REPS,
 		.seconds = seconds,
@@ -463,10 +489,25 @@ static int mem_figure(unsigned n, double seconds, double *out, char *err, size_t
 		if (arr[i])
 			munmap(arr[i], bytes);
 	*out = rc ? 0 : t.best * 1e-9;
+	*spread = rc ? 0 : team_spread(&t);
 	return rc;
 }
 
 /* ==== Measuring ==== */
+
+/* Runnable threads on the machine now, less this one (/proc/loadavg's 4th field, "3/412"); -1 unknown. */
+static double runnable_others(void)
+{
+	FILE *f = fopen("/proc/loadavg", "r");
+	double l1, l5, l15;
+	long run = -1, all;
+	if (f) {
+		if (fscanf(f, "%lf %lf %lf %ld/%ld", &l1, &l5, &l15, &run, &all) != 5)
+			run = -1;
+		fclose(f);
+	}
+	return run < 1 ? -1 : (double)(run - 1);
+}
 
 /* The first "model name" of /proc/cpuinfo into @cpu (left "" if none). */
 static void cpu_model(char *cpu, size_t len)
@@ -501,17 +542,18 @@ int ana_peaks_measure(struct ana_peaks *p, double seconds, char *err, size_t err
 	const unsigned n = online < 1 ? 1u : online > 4096 ? 4096u : (unsigned)online;
 	const struct fma_isa *isa = pick_isa();
 	snprintf(p->isa, sizeof(p->isa), "%s", isa->name);
-	int rc = flop_figure(isa->k64, isa->lanes64, 1, seconds, &p->gflops64_1, err, errlen);
+	p->busy_runnable = runnable_others();
+	int rc = flop_figure(isa->k64, isa->lanes64, 1, seconds, &p->gflops64_1, &p->spread[0], err, errlen);
 	if (!rc)
-		rc = flop_figure(isa->k64, isa->lanes64, n, seconds, &p->gflops64_all, err, errlen);
+		rc = flop_figure(isa->k64, isa->lanes64, n, seconds, &p->gflops64_all, &p->spread[1], err, errlen);
 	if (!rc)
-		rc = flop_figure(isa->k32, isa->lanes32, 1, seconds, &p->gflops32_1, err, errlen);
+		rc = flop_figure(isa->k32, isa->lanes32, 1, seconds, &p->gflops32_1, &p->spread[2], err, errlen);
 	if (!rc)
-		rc = flop_figure(isa->k32, isa->lanes32, n, seconds, &p->gflops32_all, err, errlen);
+		rc = flop_figure(isa->k32, isa->lanes32, n, seconds, &p->gflops32_all, &p->spread[3], err, errlen);
 	if (!rc)
-		rc = mem_figure(1, seconds, &p->gbps_1, err, errlen);
+		rc = mem_figure(1, seconds, &p->gbps_1, &p->spread[4], err, errlen);
 	if (!rc)
-		rc = mem_figure(n, seconds, &p->gbps_all, err, errlen);
+		rc = mem_figure(n, seconds, &p->gbps_all, &p->spread[5], err, errlen);
 	if (!rc) {
 		p->cpus = n;
 		/* one busy core is one way to use them all: an all-core figure below the one-core one
@@ -526,6 +568,10 @@ int ana_peaks_measure(struct ana_peaks *p, double seconds, char *err, size_t err
 /* ==== The profile file ==== */
 
 /* The figure groups of the file, in file order, and where they live. */
+/* The keys of ana_peaks.spread[], in its order ("spread" object of the file). */
+static const char *const spread_key[6] = { "fp64_one_core", "fp64_all_cores", "fp32_one_core", "fp32_all_cores",
+					   "memory_one_core", "memory_all_cores" };
+
 static const struct group {
 	const char *name;
 	size_t n;
@@ -618,6 +664,18 @@ int ana_peaks_write_json(FILE *f, const struct ana_peaks *p)
 		else
 			json_decref(o);
 	}
+	/* how far the figures can be trusted: each one's spread, and the machine's load at the start */
+	json_t *sp = ok ? json_object() : NULL;
+	ok = sp != NULL;
+	for (size_t k = 0; ok && k < 6; k++)
+		if (p->spread[k] > 0 && isfinite(p->spread[k]))
+			ok = set_new(sp, spread_key[k], json_real(p->spread[k]));
+	if (ok && json_object_size(sp))
+		ok = set_new(root, "spread", sp);
+	else
+		json_decref(sp);
+	if (ok && p->busy_runnable >= 0 && isfinite(p->busy_runnable))
+		ok = set_new(root, "busy_runnable", json_real(p->busy_runnable));
 	if (!ok) {
 		json_decref(root);
 		return -ENOMEM;
@@ -772,6 +830,24 @@ static int load_doc(const struct src *s, json_t *root, struct ana_peaks *q)
 					   x);
 			*figure(q, groups[g].off[k]) = x;
 			any |= g != LINK_GROUP;
+		}
+	}
+	q->busy_runnable = -1;
+	if ((v = json_object_get(root, "busy_runnable"))) {
+		if (!json_is_number(v) || !(json_number_value(v) >= 0) || !isfinite(json_number_value(v)))
+			return bad(s, NULL, "busy_runnable", "not a finite number >= 0");
+		q->busy_runnable = json_number_value(v);
+	}
+	if ((v = json_object_get(root, "spread"))) {
+		if (!json_is_object(v))
+			return bad(s, NULL, "spread", "%s, not an object", json_kind(v));
+		for (size_t k = 0; k < 6; k++) {
+			json_t *x = json_object_get(v, spread_key[k]);
+			if (!x)
+				continue;
+			if (!json_is_number(x) || !(json_number_value(x) >= 0) || !isfinite(json_number_value(x)))
+				return bad(s, "spread", spread_key[k], "not a finite number >= 0");
+			q->spread[k] = json_number_value(x);
 		}
 	}
 	if (!any) {

@@ -112,6 +112,14 @@ struct ana_peaks {
 	double gpu_mem_gbps;          /* device-memory bandwidth: a device-to-device copy, bytes read + written / s, GB/s */
 	double gpu_h2d_pinned_gbps, gpu_h2d_pageable_gbps; /* host-to-device copies from page-locked / pageable memory */
 	double gpu_d2h_pinned_gbps, gpu_d2h_pageable_gbps; /* device-to-host, the same */
+	/* Repeatability of the six CPU figures (fp64 one core, all cores; fp32 the same; memory the
+	 * same): each figure is the best of its repetitions; its spread is best / median repetition - 1
+	 * (0.05: the best repetition was 5% faster than the median one). 0 = unknown (a profile from before, or one repetition). */
+	double spread[6];
+#define ANA_PEAKS_SPREAD_WARN 0.10 /* a spread above this: the machine was not quiet (said by peaks, suggest) */
+	/* Runnable threads of other programs when the measurement began (/proc/loadavg's count less this
+	 * process's one); -1 = unknown (also read from a profile that does not say it). */
+	double busy_runnable;
 };
 
 /* ==== Measuring ==== */
@@ -126,8 +134,10 @@ struct ana_peaks {
  * @err:     Receives a message on error ("" on success); may be NULL if @errlen is 0.
  * @errlen:  Size of @err in bytes.
  *
- * Context: any thread; not async-signal-safe. Starts and joins one thread per usable CPU but
+ * Context: any thread, one measurement at a time (the repetitions' rates live in static
+ *          storage); not async-signal-safe. Starts and joins one thread per usable CPU but
  *          one, for each all-core figure, and maps up to 1 GiB (unmapped before returning).
+ *          Also fills spread[] (each figure's best / median repetition - 1) and busy_runnable.
  *          The figures are only as good as the machine is quiet: other load lowers them.
  * Return: 0; -ENOMEM (the arrays could not be mapped); or the negated error of
  *         pthread_create() (e.g. -EAGAIN) or of the barrier's initialisation. On error @p holds

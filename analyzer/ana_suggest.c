@@ -1677,6 +1677,15 @@ void ana_suggest_text(FILE *out, const struct ana_result *res, const struct ana_
 			     "cores)\n",
 			ph[0] ? ph : "an unnamed host", pc[0] ? ", " : "", pc, o->fp32 ? "FP32" : "FP64", r[0], r[1],
 			r[2], r[3]);
+		double worst = 0;
+		for (int k = 0; k < 6; k++)
+			worst = fmax(worst, p->spread[k]);
+		if (worst > 0)
+			fprintf(out, "          repeatability: the best repetition beat the median one by at most %.1f%%%s\n",
+				100 * worst, worst > ANA_PEAKS_SPREAD_WARN ? " (not a quiet machine: the roofs may read low)" : "");
+		if (p->busy_runnable > 0.5 * p->cpus && p->cpus)
+			fprintf(out, "warning:  %.0f other runnable threads on %u CPUs when the roofs were measured: they may "
+				     "read low\n", p->busy_runnable, p->cpus);
 		text_gpu_roofs(out, p, o->fp32);
 		if (s->peaks_other_host)
 			fprintf(out, "warning:  the roofs were measured on '%s', the trace was recorded on '%s'\n", ph,

@@ -641,6 +641,21 @@ static int run_peaks(const char *json, double seconds, int gpu_dev)
 	fprintf(stderr, PROG ": %s (%s, %u CPUs): FP64 %.3g / %.3g GFLOP/s, FP32 %.3g / %.3g GFLOP/s, memory "
 			"%.3g / %.3g GB/s (one core / all cores)\n",
 		p.host, p.isa, p.cpus, p.gflops64_1, p.gflops64_all, p.gflops32_1, p.gflops32_all, p.gbps_1, p.gbps_all);
+	{ /* how far to trust them: each figure is the best repetition; the median one ran this much lower */
+		double worst = 0;
+		for (int k = 0; k < 6; k++)
+			worst = fmax(worst, p.spread[k]);
+		fprintf(stderr, PROG ": repeatability: the best repetition beat the median one by at most %.1f%%\n",
+			100 * worst);
+		if (p.busy_runnable > 0.5 * p.cpus)
+			fprintf(stderr, PROG ": warning: %.0f other runnable threads on %u CPUs when the measurement began: "
+					"the roofs may read low; measure on a quiet machine\n",
+				p.busy_runnable, p.cpus);
+		if (worst > ANA_PEAKS_SPREAD_WARN)
+			fprintf(stderr, PROG ": warning: repetitions spread over %.0f%%: the machine was not quiet; the best "
+					"is kept, but rerun when it is\n",
+				100 * worst);
+	}
 	if (gpu_dev >= 0) {
 		fprintf(stderr, PROG ": measuring CUDA device %d: FMA throughput, memory and copy bandwidth...\n", gpu_dev);
 		rc = ana_peaks_measure_gpu(&p, gpu_dev, seconds, err, sizeof(err));

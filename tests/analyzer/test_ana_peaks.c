@@ -110,6 +110,10 @@ static void test_measure_figures(void **state)
 	assert_int_equal(p.cpus, (uint32_t)sysconf(_SC_NPROCESSORS_ONLN));
 	for (int d = 0; d < ANA_DIRS; d++)
 		assert_true(p.link_gbps[d] == 0);
+	/* repeatability: each figure's best over its median repetition, >= 0; the machine's load */
+	for (int k = 0; k < 6; k++)
+		assert_true(p.spread[k] >= 0 && isfinite(p.spread[k]));
+	assert_true(p.busy_runnable >= 0 || p.busy_runnable == -1);
 }
 
 /* pthread_create and mmap, wrapped (tests/meson.build 'mock'; mmap64: the name meson's
@@ -187,6 +191,11 @@ static void assert_peaks_equal(const struct ana_peaks *a, const struct ana_peaks
 	for (size_t i = 0; i < sizeof(x) / sizeof(x[0]); i++)
 		if (!close_rel(x[i], y[i]))
 			fail_msg("figure %zu: %.17g written, %.17g read", i, x[i], y[i]);
+	for (int k = 0; k < 6; k++)
+		if (!close_rel(a->spread[k], b->spread[k]))
+			fail_msg("spread %d: %.17g written, %.17g read", k, a->spread[k], b->spread[k]);
+	if (!(a->busy_runnable == b->busy_runnable))
+		fail_msg("busy_runnable: %g written, %g read", a->busy_runnable, b->busy_runnable);
 }
 
 static void write_file(const char *path, const struct ana_peaks *p)
@@ -209,6 +218,7 @@ static void test_write_load_round_trip(void **state)
 		.gpu_mem_gbps = 2988.3812632985378, .gpu_h2d_pinned_gbps = 53.227904711623083,
 		.gpu_h2d_pageable_gbps = 7.8388340672894374, .gpu_d2h_pinned_gbps = 55.123759699552778,
 		.gpu_d2h_pageable_gbps = 12.0678423466425,
+		.spread = { 0.01, 0.2, 0, 0.333333333333333, 1e-9, 0.05 }, .busy_runnable = 3,
 	};
 	const char *path = tu_path("roundtrip.json");
 	write_file(path, &p);
@@ -299,7 +309,7 @@ static void test_load_partial(void **state)
 	char err[256];
 	assert_int_equal(ana_peaks_load(path, &p, err, sizeof(err)), 0);
 	assert_true(p.gbps_1 == 20);
-	const struct ana_peaks want = { .gbps_1 = 20 };
+	const struct ana_peaks want = { .gbps_1 = 20, .busy_runnable = -1 }; /* a profile that does not say */
 	assert_peaks_equal(&p, &want);
 }
 
@@ -385,6 +395,13 @@ static void test_load_bad_figure(void **state)
 	expect_load_error("cpus.json",
 			  "{\"schema\": \"ptz-machine/1\", \"cpus\": -1, \"memory_gbps\": {\"one_core\": 1}}\n",
 			  -EINVAL, ":1: cpus", "-1 is not in", NULL);
+	expect_load_error("spread.json",
+			  "{\"schema\": \"ptz-machine/1\", \"memory_gbps\": {\"one_core\": 1},\n"
+			  " \"spread\": {\"fp64_one_core\": -0.5}}\n",
+			  -EINVAL, "spread.fp64_one_core", "not a finite number >= 0", NULL);
+	expect_load_error("busy.json",
+			  "{\"schema\": \"ptz-machine/1\", \"memory_gbps\": {\"one_core\": 1}, \"busy_runnable\": \"x\"}\n",
+			  -EINVAL, "busy_runnable", "not a finite number >= 0", NULL);
 	expect_load_error("dup.json",
 			  "{\"schema\": \"ptz-machine/1\", \"memory_gbps\": {\"one_core\": 1, \"one_core\": 2}}\n",
 			  -EINVAL, "not JSON", "one_core", NULL);

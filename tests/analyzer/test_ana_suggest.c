@@ -810,6 +810,23 @@ static void test_roofline_own_kinds(void **state)
 	assert_non_null(f);
 	assert_true(f->ev[0] == 0 && f->ev[1] == 1e9);
 	ana_suggest_free(&s);
+	/* roofs measured on a busy machine: suggest says how far to trust them */
+	struct ana_peaks busy = roofs_fixture;
+	busy.cpus = 2;
+	busy.spread[4] = 0.25;
+	busy.busy_runnable = 3;
+	const struct ana_sug_opts ob = { .peaks = &busy };
+	assert_int_equal(ana_suggest(&res, &ob, &s), 0);
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *out = open_memstream(&buf, &len);
+	ana_suggest_text(out, &res, &s, 0);
+	assert_int_equal(fclose(out), 0);
+	assert_non_null(strstr(buf, "repeatability: the best repetition beat the median one by at most 25.0% (not a "
+				    "quiet machine"));
+	assert_non_null(strstr(buf, "warning:  3 other runnable threads on 2 CPUs when the roofs were measured"));
+	free(buf);
+	ana_suggest_free(&s);
 	ana_result_free(&res);
 	unlink(path);
 }
