@@ -61,11 +61,16 @@ def same_row(test, mine, theirs, what, exact=True):
     flusher keeps adding clock triples, and every duration is ticks times
     the trace's mean ns-per-tick slope, every instant goes through the
     piecewise tick->ns mapping (doc/analyzer-output.md §1): a later
-    reading may round a figure 1 ns apart and move the spans (share). Then
-    ns figures may differ by 1 ns plus 1 ppm (means and stds, over
-    occurrences each 1 ns apart at most: 2 ns), other reals (rates over
-    totals that moved by up to 1 ns an occurrence) by 0.1 % (share
-    excepted); every count, byte and FLOP figure must still be equal.
+    reading may round each duration 1 ns apart and move the spans (share).
+    A row's total sums `count` rounded durations and its self time also
+    subtracts its children's (two an occurrence at most in these tests),
+    so an integer ns figure may differ by 3 ns an occurrence (CI once saw
+    3 ns over 50 occurrences), a real ns figure (mean, std, one duration)
+    by 3 ns, each plus 10 ppm (the slope runs from the first clock triple
+    to the last, a few ms apart here, so a new triple moves it by the
+    clock reads' jitter over that span); other reals (rates over totals that
+    moved that much) by 0.1 % (share excepted); every count, byte and
+    FLOP figure must still be equal.
     The closed trace is then compared exactly."""
     mine = {k: v for k, v in mine.items() if k not in LEGACY}
     test.assertEqual(set(mine), set(theirs), what)
@@ -80,11 +85,11 @@ def same_row(test, mine, theirs, what, exact=True):
         elif k == "share":
             continue
         elif isinstance(v, float) and k.endswith("_ns"):
-            test.assertAlmostEqual(v, w, delta=abs(v) * 1e-6 + 2, msg=msg)
+            test.assertAlmostEqual(v, w, delta=abs(v) * 1e-5 + 3, msg=msg)
         elif isinstance(v, float):
             test.assertAlmostEqual(v, w, delta=abs(v) * 1e-3 + 1e-9, msg=msg)
         elif isinstance(v, int) and not isinstance(v, bool) and k.endswith("_ns"):
-            test.assertLessEqual(abs(v - w), 1 + abs(v) * 1e-6, msg)
+            test.assertLessEqual(abs(v - w), 3 * max(1, mine.get("count", 1)) + abs(v) * 1e-5, msg)
         else:
             test.assertEqual(v, w, msg)
 
@@ -615,7 +620,7 @@ class TestStatistics(Base):
             self.assertEqual(int(flat[name]["count"]), d["count"], name)
             self.assertEqual(int(flat[name]["flops"]), d["flops"], name)
             self.assertEqual(int(flat[name]["read_bytes"]), d["read_bytes"], name)
-            self.assertLessEqual(abs(int(flat[name]["total_ns"]) - d["total_ns"]), 1 + d["total_ns"] * 1e-6, name)
+            self.assertLessEqual(abs(int(flat[name]["total_ns"]) - d["total_ns"]), 3 * d["count"] + d["total_ns"] * 1e-5, name)
         # closed, the CLI's CSV of the same file is the module's, byte for byte
         self.t.close()
         self.t.export_csv(mine)
