@@ -35,6 +35,10 @@
 #define FMT_OFF_COMMITTED 4032  /* u64, mutable */
 #define FMT_OFF_FLAGS 4040      /* u64, mutable; bit 0 = closed */
 #define FMT_FLAG_CLOSED 1u
+#define FMT_FLAG_FLIGHT 2u      /* 1.2: the chunk area is circular (§10) */
+#define FMT_FLAG_WINDOW 4u      /* 1.2: the chunks are a window of a longer run (§10) */
+#define FMT_OFF_FLIGHT_BYTES 48 /* u64, static (checksummed): circular area size; 0 = stream */
+#define FMT_OFF_LAPS 4048       /* u64, mutable: times a flight writer wrapped (informative) */
 
 /* §3 chunk header. */
 #define FMT_CHUNK_MAGIC "PTZC"
@@ -385,7 +389,16 @@ struct fmt_writer_hdr {
 	uint32_t clock_source, pid;
 	uint64_t start_ticks, start_mono_ns, start_real_ns;
 	const char *process_name, *host, *cmdline, *recorder_version;
+	/* 1.2 (§10): > 0 makes a flight file whose chunks live in a circular
+	 * area of this many bytes after the header (at least
+	 * FMT_FLIGHT_MIN_BYTES, rounded down to the page size); 0 = stream */
+	uint64_t flight_bytes;
+	int window; /* the file holds a window of a longer run (a snapshot) */
 };
+/* Smallest flight area. A chunk whose bound (64 + ZSTD_compressBound(raw))
+ * exceeds half the area is refused (-PT_ETOOBIG): the flusher keeps its
+ * chunks under an eighth of it. */
+#define FMT_FLIGHT_MIN_BYTES (1u << 20)
 struct fmt_writer;
 /* Creates @path (O_CREAT|O_TRUNC|O_NOFOLLOW|O_CLOEXEC, 0600). 0 or -errno. */
 PT_INTERNAL int fmt_writer_open(const char *path, const struct fmt_writer_hdr *hdr, struct fmt_writer **out);
@@ -399,12 +412,23 @@ PT_INTERNAL int fmt_writer_append(struct fmt_writer *w, const struct fmt_chunk_h
 PT_INTERNAL int fmt_writer_append_final(struct fmt_writer *w, const struct fmt_chunk_hdr *h,
 					const uint8_t *raw, size_t raw_len, int level);
 PT_INTERNAL uint64_t fmt_writer_committed(const struct fmt_writer *w);
+/* Bytes appended since open (chunk headers and stored payloads): grows in
+ * flight mode too, where the committed length wraps. */
+PT_INTERNAL uint64_t fmt_writer_written(const struct fmt_writer *w);
+/* Flight mode: times the area wrapped; and bytes of older chunks retired
+ * (made unreadable) to make room, headers included. 0 in stream mode. */
+PT_INTERNAL uint64_t fmt_writer_laps(const struct fmt_writer *w);
+/* Appends a chunk already encoded (@chunk: a valid 64-byte header then
+ * its stored payload, @len bytes in all) as it is: a snapshot's copy.
+ * 0 or -errno. */
+PT_INTERNAL int fmt_writer_append_stored(struct fmt_writer *w, const uint8_t *chunk, size_t len);
 /* Payloads shorter than @bytes are stored (comp = 0) without trying zstd,
  * whose fixed cost per call (7-20 us for a 0.5-2 KiB payload on the
  * reference VM, bench in doc/trace-format.md §3) outweighs the bytes it
  * would save. Default 0: every payload is tried. */
 PT_INTERNAL void fmt_writer_store_below(struct fmt_writer *w, size_t bytes);
-/* Marks the file closed, truncates to the committed length, unmaps, closes.
+/* Marks the file closed, truncates to the committed length (stream mode;
+ * a flight file keeps its circular area), unmaps, closes.
  * 0 or -errno. Frees @w in every case. NULL-safe. */
 PT_INTERNAL int fmt_writer_close(struct fmt_writer *w);
 /* Drops the mapping and descriptor without finalizing (a crash, in tests). */

@@ -669,7 +669,8 @@ static void check_sequences(struct pt_reader *r)
 		if (lo == r->nthreads || r->threads[lo].index != c->thread)
 			continue;
 		const struct rd_chunk *p = last[lo] ? &r->chunks[last[lo] - 1] : NULL;
-		const uint64_t expect = p ? p->sequence + 1 : 0;
+		/* a window (§10) starts each thread wherever its oldest kept chunk does */
+		const uint64_t expect = p ? p->sequence + 1 : r->info.window ? c->sequence : 0;
 		int kind = -1;
 		if (p && c->sequence == p->sequence && c->records == p->records && c->payload_xxh == p->payload_xxh)
 			kind = GAP_REPEAT;
@@ -713,9 +714,72 @@ out:
 	free(gaps);
 }
 
+/* Indexes the valid chunk at @off whose payload fits (§6.3 step 2). */
+static int index_chunk(struct pt_reader *r, uint64_t off, const struct fmt_chunk_hdr *h)
+{
+	int rc = add_chunk(r, off, h);
+	if (rc)
+		return rc;
+	if (h->kind == FMT_CHUNK_META)
+		decode_meta(r, off, h);
+	else if (h->thread == PT_FMT_META_THREAD || h->thread >= PT_FMT_MAX_STRING_ID)
+		problem(r, off, "chunk @0x%llx: event chunk with thread index %u", (unsigned long long)off, h->thread);
+	else
+		thread_slot(r, h->thread);
+	return 0;
+}
+
+/*
+ * A flight file's older lap (§10): [@from, @end), the bytes past the head.
+ * What is not a valid chunk there is what the writer overwrote or retired:
+ * skipped without a problem, counted in overwritten_bytes.
+ */
+static int scan_old(struct pt_reader *r, uint64_t from, uint64_t end)
+{
+	uint64_t keep = r->limit;
+	r->limit = end; /* resync()'s bound */
+	/* a chunk at the head itself is the next one, written but not yet
+	 * committed (newer than every other), or at a wrap the oldest, about
+	 * to be retired: never taken */
+	uint64_t off = from + PT_FMT_CHUNK_HEADER_BYTES <= end ? resync(r, from + 1) : end;
+	r->info.overwritten_bytes += off - from;
+	int rc = 0;
+	while (off + PT_FMT_CHUNK_HEADER_BYTES <= end) {
+		struct fmt_chunk_hdr h;
+		const char *why;
+		rc = hdr_at(r, off, &h, &why, false);
+		if (rc && !why)
+			break;
+		rc = 0;
+		if (!why && off + PT_FMT_CHUNK_HEADER_BYTES + h.stored_bytes <= end) {
+			if ((rc = index_chunk(r, off, &h)))
+				break;
+			off += PT_FMT_CHUNK_HEADER_BYTES + h.stored_bytes;
+			continue;
+		}
+		uint64_t next = resync(r, off + 1);
+		r->info.overwritten_bytes += next - off;
+		off = next;
+	}
+	if (rc == 0 && off < end)
+		r->info.overwritten_bytes += end - off;
+	r->limit = keep;
+	return rc;
+}
+
 static int scan(struct pt_reader *r)
 {
 	uint64_t off = PT_FMT_HEADER_BYTES;
+	if (r->info.flight && r->info.laps) {
+		uint64_t end = r->info.flight_bytes ? PT_FMT_HEADER_BYTES + r->info.flight_bytes : r->info.file_bytes;
+		if (end > r->info.file_bytes)
+			end = r->info.file_bytes;
+		if (r->limit < end) {
+			int rc = scan_old(r, r->limit, end);
+			if (rc)
+				return rc;
+		}
+	}
 	while (off < r->limit) {
 		struct fmt_chunk_hdr h;
 		const char *why;
@@ -731,15 +795,8 @@ static int scan(struct pt_reader *r)
 		if (rc == 0) {
 			uint64_t end = off + PT_FMT_CHUNK_HEADER_BYTES + h.stored_bytes;
 			if (end <= r->limit) {
-				if ((rc = add_chunk(r, off, &h)))
+				if ((rc = index_chunk(r, off, &h)))
 					return rc;
-				if (h.kind == FMT_CHUNK_META)
-					decode_meta(r, off, &h);
-				else if (h.thread == PT_FMT_META_THREAD || h.thread >= PT_FMT_MAX_STRING_ID)
-					problem(r, off, "chunk @0x%llx: event chunk with thread index %u",
-						(unsigned long long)off, h.thread);
-				else
-					thread_slot(r, h.thread);
 				off = end;
 				continue;
 			}
@@ -847,7 +904,15 @@ int pt_reader_open(const char *path, struct pt_reader **out)
 		problem(r, 0, "header @0x0: checksum mismatch; process metadata ignored, chunks still read");
 	}
 	r->info.committed_bytes = fmt_get64(h + FMT_OFF_COMMITTED);
-	r->info.closed = (fmt_get64(h + FMT_OFF_FLAGS) & FMT_FLAG_CLOSED) != 0;
+	const uint64_t flags = fmt_get64(h + FMT_OFF_FLAGS);
+	r->info.closed = (flags & FMT_FLAG_CLOSED) != 0;
+	r->info.flight = (flags & FMT_FLAG_FLIGHT) != 0;
+	r->info.window = (flags & (FMT_FLAG_FLIGHT | FMT_FLAG_WINDOW)) != 0;
+	if (r->info.flight) {
+		r->info.laps = fmt_get64(h + FMT_OFF_LAPS);
+		if (header_ok)
+			r->info.flight_bytes = fmt_get64(h + FMT_OFF_FLIGHT_BYTES);
+	}
 	free(h);
 	r->limit = r->info.committed_bytes;
 	if (r->limit < PT_FMT_HEADER_BYTES || r->limit > r->info.file_bytes) {

@@ -80,6 +80,12 @@ struct fmt_writer {
 	long page;
 	size_t store_below; /* payloads shorter than this are stored, not compressed */
 	int dead;           /* -EIO once the file shrank under us: nothing more is written */
+	uint64_t written;   /* bytes appended since open */
+	uint64_t flags;     /* FMT_FLAG_FLIGHT / FMT_FLAG_WINDOW, kept at close */
+	/* flight mode (doc/trace-format.md §10): the circular area is
+	 * [PT_FMT_HEADER_BYTES, area_end); the previous lap's chunks still
+	 * intact are [old, old_end) (old == old_end: none) */
+	uint64_t area_end, old, old_end, laps;
 };
 
 /* ---- SIGBUS guard (see the top of this file) ---- */
@@ -296,7 +302,23 @@ int fmt_writer_open(const char *path, const struct fmt_writer_hdr *hd, struct fm
 		rc = -ENOMEM;
 		goto fail;
 	}
-	rc = reserve(w, PT_FMT_HEADER_BYTES, 0);
+	if (hd->flight_bytes) {
+		uint64_t area = hd->flight_bytes / (uint64_t)w->page * (uint64_t)w->page;
+		if (area < FMT_FLIGHT_MIN_BYTES) {
+			rc = -EINVAL;
+			goto fail;
+		}
+		w->area_end = PT_FMT_HEADER_BYTES + area;
+		w->flags = FMT_FLAG_FLIGHT | FMT_FLAG_WINDOW;
+		/* the whole area now: a full disk is an error at open, never
+		 * later (and the file never changes size again) */
+		rc = -posix_fallocate(w->fd, 0, (off_t)w->area_end);
+		if (rc == 0)
+			w->alloc_end = w->area_end;
+	} else {
+		w->flags = hd->window ? FMT_FLAG_WINDOW : 0;
+		rc = reserve(w, PT_FMT_HEADER_BYTES, 0);
+	}
 	if (rc)
 		goto fail;
 	/* built here and written with pwrite(): a store into the mapping on
@@ -309,7 +331,8 @@ int fmt_writer_open(const char *path, const struct fmt_writer_hdr *hd, struct fm
 	}
 	memcpy(h, FMT_MAGIC, 8);
 	fmt_put16(h + FMT_OFF_VERSION_MAJOR, PT_FMT_VERSION_MAJOR);
-	fmt_put16(h + FMT_OFF_VERSION_MINOR, PT_FMT_VERSION_MINOR);
+	/* 1.1 unless a 1.2 feature is used: a stream trace reads as 1.1 */
+	fmt_put16(h + FMT_OFF_VERSION_MINOR, w->flags ? PT_FMT_VERSION_MINOR : 1);
 	fmt_put32(h + FMT_OFF_HEADER_BYTES, PT_FMT_HEADER_BYTES);
 	fmt_put32(h + FMT_OFF_CLOCK_SOURCE, hd->clock_source);
 	fmt_put32(h + FMT_OFF_PID, hd->pid);
@@ -320,9 +343,12 @@ int fmt_writer_open(const char *path, const struct fmt_writer_hdr *hd, struct fm
 	put_str(h, FMT_OFF_HOST, FMT_SHORT_FIELD, hd->host);
 	put_str(h, FMT_OFF_VERSION, FMT_VERSION_FIELD, hd->recorder_version);
 	put_str(h, FMT_OFF_CMDLINE, FMT_CMDLINE_FIELD, hd->cmdline);
+	if (w->area_end)
+		fmt_put64(h + FMT_OFF_FLIGHT_BYTES, w->area_end - PT_FMT_HEADER_BYTES);
 	fmt_put64(h + FMT_OFF_HEADER_XXH, XXH3_64bits(h, FMT_OFF_HEADER_XXH));
 	w->head = PT_FMT_HEADER_BYTES;
 	fmt_put64(h + FMT_OFF_COMMITTED, w->head);
+	fmt_put64(h + FMT_OFF_FLAGS, w->flags);
 	ssize_t n = pwrite(w->fd, h, PT_FMT_HEADER_BYTES, 0);
 	free(h);
 	if (n != (ssize_t)PT_FMT_HEADER_BYTES) {
@@ -359,6 +385,86 @@ void fmt_writer_store_below(struct fmt_writer *w, size_t bytes)
 	w->store_below = bytes;
 }
 
+/*
+ * Flight mode (§10): retires the previous lap's chunks that start below
+ * @limit, oldest first, by zeroing their magic, so that no header of a
+ * chunk about to be overwritten stays valid over bytes that are no longer
+ * its payload (a reader, or a crash midway, then sees only junk there,
+ * never a chunk that fails its payload checksum). Stores under the SIGBUS
+ * guard. 0 or -EIO.
+ */
+static int retire(struct fmt_writer *w, uint64_t limit)
+{
+	struct fmt_guard g;
+	g.lo[0] = g.hi[0] = g.lo[1] = g.hi[1] = 0;
+	if (sigsetjmp(g.jb, 1)) {
+		if (w->win)
+			munmap(w->win, w->win_len);
+		w->win = NULL;
+		w->dead = -EIO;
+		guard_cur = NULL;
+		return w->dead;
+	}
+	while (w->old < w->old_end && w->old < limit) {
+		atomic_signal_fence(memory_order_seq_cst);
+		guard_cur = NULL; /* window() may unmap what the guard covers */
+		int rc = window(w, w->old, PT_FMT_CHUNK_HEADER_BYTES);
+		if (rc)
+			return rc;
+		g.lo[0] = (uintptr_t)w->win;
+		g.hi[0] = g.lo[0] + w->win_len;
+		guard_cur = &g;
+		atomic_signal_fence(memory_order_seq_cst);
+		uint8_t *p = w->win + (w->old - w->win_off);
+		struct fmt_chunk_hdr h;
+		const char *why;
+		if (fmt_chunk_hdr_parse(p, &h, &why) != 0) {
+			/* not the chunk we wrote (the file was written by
+			 * someone else): nothing of that lap is trusted */
+			w->old = w->old_end;
+			break;
+		}
+		memset(p, 0, 4);
+		w->old += PT_FMT_CHUNK_HEADER_BYTES + h.stored_bytes;
+	}
+	if (w->old >= w->old_end)
+		w->old = w->old_end;
+	atomic_signal_fence(memory_order_seq_cst);
+	guard_cur = NULL;
+	return 0;
+}
+
+/* Flight mode: makes [head, head + @need) free for the next chunk,
+ * wrapping to the start of the area when it does not fit before its end. */
+static int flight_room(struct fmt_writer *w, uint64_t need)
+{
+	if (need > (w->area_end - PT_FMT_HEADER_BYTES) / 2)
+		return -PT_ETOOBIG;
+	if (w->head + need > w->area_end) {
+		/* what is left of the lap before the last one lies past the
+		 * head: older than the whole last lap, retired before the
+		 * reader could take it for the oldest part of the window */
+		int rc = retire(w, w->area_end);
+		if (rc)
+			return rc;
+		w->old = PT_FMT_HEADER_BYTES;
+		w->old_end = w->head;
+		w->head = PT_FMT_HEADER_BYTES;
+		w->laps++;
+		/* committed = the area's start before anything there is
+		 * retired: a reader (or a crash) then takes the last lap for
+		 * the older part, never junk for the newer one. pwrite(): the
+		 * same page cache page as the mapping, no store to guard. */
+		uint8_t b[8], l[8];
+		fmt_put64(b, w->head);
+		fmt_put64(l, w->laps);
+		if (pwrite(w->fd, l, sizeof(l), FMT_OFF_LAPS) != (ssize_t)sizeof(l) ||
+		    pwrite(w->fd, b, 8, FMT_OFF_COMMITTED) != 8)
+			return w->dead = -EIO;
+	}
+	return retire(w, w->head + need);
+}
+
 static int append(struct fmt_writer *w, const struct fmt_chunk_hdr *hin, const uint8_t *raw, size_t raw_len,
 		  int level, int use_reserve)
 {
@@ -367,10 +473,17 @@ static int append(struct fmt_writer *w, const struct fmt_chunk_hdr *hin, const u
 	if (w->dead)
 		return w->dead;
 	size_t bound = ZSTD_compressBound(raw_len);
+	int rc;
+	if (w->area_end) {
+		rc = flight_room(w, PT_FMT_CHUNK_HEADER_BYTES + bound);
+		if (rc)
+			return rc;
+	} else {
+		rc = reserve(w, w->head + PT_FMT_CHUNK_HEADER_BYTES + bound, use_reserve);
+		if (rc)
+			return rc;
+	}
 	uint64_t start = w->head;
-	int rc = reserve(w, start + PT_FMT_CHUNK_HEADER_BYTES + bound, use_reserve);
-	if (rc)
-		return rc;
 	rc = window(w, start, PT_FMT_CHUNK_HEADER_BYTES + bound);
 	if (rc)
 		return rc;
@@ -411,6 +524,7 @@ static int append(struct fmt_writer *w, const struct fmt_chunk_hdr *hin, const u
 	 * the chunk would be committed past the end of the file */
 	if (check_size(w, end) == 0) {
 		w->head = end;
+		w->written += PT_FMT_CHUNK_HEADER_BYTES + stored;
 		commit(w);
 	}
 	atomic_signal_fence(memory_order_seq_cst); /* the stores before the guard ends */
@@ -431,6 +545,41 @@ int fmt_writer_append_final(struct fmt_writer *w, const struct fmt_chunk_hdr *h,
 }
 
 uint64_t fmt_writer_committed(const struct fmt_writer *w) { return w->head; }
+uint64_t fmt_writer_written(const struct fmt_writer *w) { return w->written; }
+uint64_t fmt_writer_laps(const struct fmt_writer *w) { return w->laps; }
+
+int fmt_writer_append_stored(struct fmt_writer *w, const uint8_t *chunk, size_t len)
+{
+	if (w->dead)
+		return w->dead;
+	if (len < PT_FMT_CHUNK_HEADER_BYTES)
+		return -EINVAL;
+	int rc = w->area_end ? flight_room(w, len) : reserve(w, w->head + len, 0);
+	if (rc)
+		return rc;
+	uint64_t start = w->head;
+	/* pwrite(), not the mapping: one copy, and no SIGBUS to guard */
+	for (size_t done = 0; done < len;) {
+		ssize_t n = pwrite(w->fd, chunk + done, len - done, (off_t)(start + done));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? -errno : -EIO;
+		done += (size_t)n;
+	}
+	if (check_size(w, start + len))
+		return w->dead;
+	w->head = start + len;
+	w->written += len;
+	/* pwrite() too (same page cache page as the mapping): no store
+	 * outside the guard; after the chunk's bytes, so a crash between
+	 * leaves them uncommitted */
+	uint8_t b[8];
+	fmt_put64(b, w->head);
+	if (pwrite(w->fd, b, sizeof(b), FMT_OFF_COMMITTED) != (ssize_t)sizeof(b))
+		return w->dead = -EIO;
+	return 0;
+}
 
 int fmt_writer_close(struct fmt_writer *w)
 {
@@ -441,17 +590,18 @@ int fmt_writer_close(struct fmt_writer *w)
 		munmap(w->win, w->win_len);
 	/* A file truncated under us (writer dead, or shorter than what was
 	 * committed) is left as it is: truncating would extend it again. */
-	if (w->dead || check_size(w, w->head)) {
+	if (w->dead || check_size(w, w->area_end ? w->area_end : w->head)) {
 		rc = w->dead;
 	} else {
 		/* Shrink to the committed length before marking the file closed:
-		 * a crash in between leaves a valid, merely unclosed, trace. */
-		if (ftruncate(w->fd, (off_t)w->head) != 0)
+		 * a crash in between leaves a valid, merely unclosed, trace. A
+		 * flight file keeps its area: the older chunks lie past the head. */
+		if (!w->area_end && ftruncate(w->fd, (off_t)w->head) != 0)
 			rc = -errno;
 		/* pwrite(), not a store into the mapping: this runs on the
 		 * caller's thread, outside any guard (same page cache page) */
 		uint8_t flags[8];
-		fmt_put64(flags, FMT_FLAG_CLOSED);
+		fmt_put64(flags, FMT_FLAG_CLOSED | w->flags);
 		if (pwrite(w->fd, flags, sizeof(flags), FMT_OFF_FLAGS) != (ssize_t)sizeof(flags) && rc == 0)
 			rc = -EIO;
 	}

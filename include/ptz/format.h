@@ -36,7 +36,7 @@ extern "C" {
 /* ==== Constants ==== */
 
 #define PT_FMT_VERSION_MAJOR 1
-#define PT_FMT_VERSION_MINOR 1
+#define PT_FMT_VERSION_MINOR 2
 #define PT_FMT_HEADER_BYTES 4096u
 #define PT_FMT_CHUNK_HEADER_BYTES 64u
 /* Upper bound of one chunk's decompressed payload (doc/trace-format.md §3). */
@@ -210,6 +210,19 @@ struct pt_trace_info {
 	uint64_t compressed_chunks;
 	uint64_t compressed_raw_bytes;
 	uint64_t compressed_stored_bytes;
+	/* Since: 0.4.0 (format 1.2, doc/trace-format.md section 10). @window: the
+	 * chunks are the most recent part of a longer run (a flight file or a
+	 * snapshot): each thread starts at whatever chunk sequence it kept, and
+	 * sections that began before the window end in it unmatched. @flight:
+	 * a flight-recorder file (circular chunk area of @flight_bytes bytes;
+	 * 0 when the header checksum failed), which wrapped @laps times;
+	 * @overwritten_bytes: bytes of its area past the head that hold no
+	 * readable chunk (overwritten or retired: not counted as damage). */
+	int window;
+	int flight;
+	uint64_t flight_bytes;
+	uint64_t laps;
+	uint64_t overwritten_bytes;
 };
 
 /** struct pt_chunk_info - one chunk, as its header describes it (size-versioned). */
