@@ -357,6 +357,7 @@ struct ana_thread {
 	uint64_t sections, records;
 	uint64_t lost_records, lost_sections;
 	uint64_t unmatched_ends, open_at_end, gaps;
+	uint64_t before_window;      /* window traces: ENDs of sections begun before the window */
 	uint64_t too_deep;           /* sections nested deeper than ANA_MAX_DEPTH: not analyzed */
 	uint32_t nflat;              /* entries of ana_result.by_name_thread[this thread]: its names */
 	uint64_t misuse_errors;     /* ERROR records written by the recorder */
@@ -532,6 +533,12 @@ struct ana_result {
 	uint64_t records, sections;
 	uint64_t lost_records, lost_sections, process_lost_records;
 	uint64_t unmatched_ends, open_at_end, misuse_errors;
+	/* a window of a longer run (flight file or snapshot, pt_trace_info.window):
+	 * @before_window sections ended in it that began before it (their time
+	 * before the window is not known: counted, not analyzed); @open_at_end
+	 * then counts the sections open at the cut */
+	bool window, flight;
+	uint64_t before_window;
 	uint64_t too_deep;           /* sum of the threads' (ANA_MAX_DEPTH) */
 	bool saturated;              /* a sum reached UINT64_MAX (ana_sat_add()): the outputs flag it */
 	uint32_t domain_filter;      /* UINT32_MAX = none */

@@ -578,7 +578,10 @@ static inline __attribute__((always_inline)) void sec_end(struct ctx *c, struct 
 		return;
 	}
 	if (ts->depth == 0) {
-		th->unmatched_ends++;
+		if (c->window)
+			th->before_window++;
+		else
+			th->unmatched_ends++;
 		return;
 	}
 	if (ts->st[ts->depth - 1].id != id) {
@@ -1092,6 +1095,9 @@ static int run_pass(const char *path, const struct ana_options *opt, struct ana_
 	struct ctx c = { .res = res, .rng = 0x5eed, .merged_only = opt->merged_percentiles_only };
 	const struct pt_trace_info *info = pt_reader_info(res->rd);
 	c.ns_per_tick = pt_reader_ns_per_tick(res->rd);
+	c.window = info->window != 0;
+	res->window = c.window;
+	res->flight = info->flight != 0;
 	if (ids_setup(&c)) {
 		ana_map_free(&c.ids);
 		snprintf(err, errlen, "out of memory");
@@ -1276,6 +1282,7 @@ static int run_pass(const char *path, const struct ana_options *opt, struct ana_
 		ANA_SAT_ADD(res->lost_records, th->lost_records);
 		ANA_SAT_ADD(res->lost_sections, th->lost_sections);
 		res->unmatched_ends += th->unmatched_ends;
+		res->before_window += th->before_window;
 		res->open_at_end += th->open_at_end;
 		res->too_deep += th->too_deep;
 		ANA_SAT_ADD(res->misuse_errors, th->misuse_errors);

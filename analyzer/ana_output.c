@@ -651,6 +651,23 @@ static void instants_text(FILE *out, const struct ana_result *res, int thread, c
 	}
 }
 
+/* What a window trace (flight file, snapshot) holds, one line. */
+static void window_text(FILE *out, const struct ana_result *res, const char *lead)
+{
+	const struct pt_trace_info *in = pt_reader_info(res->rd);
+	char b[32];
+	if (res->flight && in->laps == 0)
+		fprintf(out, "%swindow: the whole run so far (flight recorder, never wrapped", lead);
+	else
+		fprintf(out, "%swindow: the last %s of the run (%s", lead,
+			dur(b, sizeof(b), (double)(res->end_ns - res->start_ns)), res->flight ? "flight recorder" : "snapshot");
+	if (res->flight)
+		fprintf(out, ", %.1f MiB area, %" PRIu64 " laps", (double)in->flight_bytes / 1048576.0, in->laps);
+	fprintf(out, "); %" PRIu64 " sections ended in it began before it (counted, not analyzed), %" PRIu64
+		     " open at its end\n",
+		res->before_window, res->open_at_end);
+}
+
 void ana_info_text(FILE *out, const struct ana_result *res)
 {
 	const struct pt_trace_info *in = pt_reader_info(res->rd);
@@ -693,6 +710,8 @@ void ana_info_text(FILE *out, const struct ana_result *res)
 	fprintf(out, "errors:       %" PRIu64 " unmatched ends, %" PRIu64 " sections open at end, %" PRIu64
 		     " counted by the recorder\n",
 		res->unmatched_ends, res->open_at_end, res->misuse_errors);
+	if (res->window)
+		window_text(out, res, "              ");
 	if (res->too_deep)
 		fprintf(out, "too deep:     %" PRIu64 " sections nested deeper than %u levels not analyzed (limit)\n",
 			res->too_deep, ANA_MAX_DEPTH);
@@ -723,6 +742,8 @@ void ana_report_text(FILE *out, const struct ana_result *res, const struct ana_r
 		     " recorder-counted\n",
 		res->sections, res->records, res->lost_records, res->lost_sections, res->unmatched_ends,
 		res->open_at_end, res->misuse_errors);
+	if (res->window)
+		window_text(out, res, "");
 	if (res->lost_records)
 		fprintf(out, "rows marked ! were open while records were lost: their self time includes lost children\n");
 	if (res->saturated)
@@ -1902,6 +1923,17 @@ json_t *ana_json_trace(const struct ana_result *res)
 	json_object_set_new(tr, "lost_sections", ana_json_u64(res->lost_sections));
 	json_object_set_new(tr, "unmatched_ends", ana_json_u64(res->unmatched_ends));
 	json_object_set_new(tr, "open_at_end", ana_json_u64(res->open_at_end));
+	if (res->window) { /* a window of a longer run (doc/analyzer-output.md) */
+		json_t *w = json_object();
+		json_object_set_new(w, "kind", json_string(res->flight ? "flight" : "snapshot"));
+		json_object_set_new(w, "began_before", ana_json_u64(res->before_window));
+		if (res->flight) {
+			json_object_set_new(w, "area_bytes", ana_json_u64(in->flight_bytes));
+			json_object_set_new(w, "laps", ana_json_u64(in->laps));
+			json_object_set_new(w, "overwritten_bytes", ana_json_u64(in->overwritten_bytes));
+		}
+		json_object_set_new(tr, "window", w);
+	}
 	if (res->too_deep)
 		json_object_set_new(tr, "too_deep", ana_json_u64(res->too_deep));
 	if (res->saturated)

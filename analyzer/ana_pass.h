@@ -110,6 +110,8 @@ struct ctx {
 	uint32_t *domain_of; /* name id -> domain, for the filter */
 	struct gpu_pass *gp; /* NULL until the first GPU, async or instant record */
 	bool merged_only;    /* ana_options.merged_percentiles_only */
+	bool window;         /* the trace is a window (pt_trace_info.window): an END with no
+			      * section open began before it, not a misuse */
 	bool keep_all;       /* no --since/--until/--domain: every section is kept */
 	bool need_tracking;  /* keep_all, but a dropped frame may enclose its name: run again tracking */
 	struct ana_hpend_set mp; /* merged_only: by merged node, pending histogram adds */

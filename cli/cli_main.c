@@ -302,6 +302,19 @@ static int guard_records(const char *path, uint64_t max)
 	return 1;
 }
 
+/* The one warning for a trace its recorder did not close. */
+static void warn_unclosed(const char *path, const struct pt_trace_info *in)
+{
+	if (in->flight)
+		fprintf(stderr, PROG ": %s: warning: flight trace was not closed (the recorder crashed or is still "
+				"writing); read its window as of the head at byte %llu\n",
+			path, (unsigned long long)in->committed_bytes);
+	else
+		fprintf(stderr, PROG ": %s: warning: trace was not closed (the recorder crashed or is still "
+				"writing); read up to its committed length, %llu bytes\n",
+			path, (unsigned long long)in->committed_bytes);
+}
+
 /* Prints the reader's problems the way every command does; 1 if the trace is damaged inside. */
 static int report_problems(const char *path, struct pt_reader *rd)
 {
@@ -313,9 +326,7 @@ static int report_problems(const char *path, struct pt_reader *rd)
 		fprintf(stderr, PROG ": %s: %s: %s\n", path, corrupt ? "error" : "warning", m);
 	}
 	if (!in->closed && !corrupt)
-		fprintf(stderr, PROG ": %s: warning: trace was not closed (the recorder crashed or is still "
-				"writing); read up to its committed length, %llu bytes\n",
-			path, (unsigned long long)in->committed_bytes);
+		warn_unclosed(path, in);
 	return corrupt;
 }
 
@@ -442,9 +453,7 @@ static int trace_warnings(const char *path, const struct ana_result *res)
 		fprintf(stderr, PROG ": %s: %s: %s\n", path, res->corrupt ? "error" : "warning", m);
 	}
 	if (!in->closed && !res->corrupt)
-		fprintf(stderr, PROG ": %s: warning: trace was not closed (the recorder crashed or is still "
-				"writing); read up to its committed length, %llu bytes\n",
-			path, (unsigned long long)in->committed_bytes);
+		warn_unclosed(path, in);
 	return res->corrupt ? 1 : 0;
 }
 
@@ -1167,9 +1176,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, PROG ": %s: %s: %s\n", path, res.corrupt ? "error" : "warning", m);
 	}
 	if (!in->closed && !res.corrupt)
-		fprintf(stderr, PROG ": %s: warning: trace was not closed (the recorder crashed or is still "
-				"writing); read up to its committed length, %llu bytes\n",
-			path, (unsigned long long)in->committed_bytes);
+		warn_unclosed(path, in);
 	ana_result_free(&res);
 	return stdout_ok() || code;
 }

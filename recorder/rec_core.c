@@ -1193,6 +1193,28 @@ static int open_locked(struct pt_recorder *r, const char *path, const struct pt_
 	if (r->flush_ms > 10000)
 		r->flush_ms = 10000;
 	r->rss_ms = env_proc_ms();
+	int mode = o.mode;
+	if (!mode) {
+		const char *m = getenv("PTZ_MODE");
+		mode = m && strcmp(m, "flight") == 0 ? PT_MODE_FLIGHT : PT_MODE_STREAM;
+		if (m && *m && strcmp(m, "flight") != 0 && strcmp(m, "stream") != 0)
+			env_bad("PTZ_MODE", m, "\"stream\" or \"flight\"");
+	}
+	if (mode != PT_MODE_STREAM && mode != PT_MODE_FLIGHT)
+		return -EINVAL;
+	r->flight_bytes = 0;
+	if (mode == PT_MODE_FLIGHT) {
+		r->flight_bytes = o.flight_bytes;
+		if (o.flight_bytes && o.flight_bytes < FMT_FLIGHT_MIN_BYTES)
+			return -EINVAL;
+		if (!r->flight_bytes) {
+			r->flight_bytes = env_size("PTZ_FLIGHT_BYTES", REC_DEFAULT_FLIGHT);
+			if (r->flight_bytes < FMT_FLIGHT_MIN_BYTES) {
+				env_bad("PTZ_FLIGHT_BYTES", getenv("PTZ_FLIGHT_BYTES"), "at least 1M");
+				r->flight_bytes = REC_DEFAULT_FLIGHT;
+			}
+		}
+	}
 
 	char pname[256], host[256], cmd[3072];
 	if (o.process_name)
@@ -1210,6 +1232,7 @@ static int open_locked(struct pt_recorder *r, const char *path, const struct pt_
 		.host = host,
 		.cmdline = cmd,
 		.recorder_version = REC_VERSION,
+		.flight_bytes = r->flight_bytes,
 	};
 	uint32_t bracket;
 	rec_clock_triple(&hd.start_ticks, &hd.start_mono_ns, &hd.start_real_ns, &bracket);

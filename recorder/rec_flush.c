@@ -130,6 +130,13 @@ struct flusher {
 	uint32_t str_next;      /* lowest string id possibly not yet emitted */
 	uint32_t dom_next;      /* next domain id to emit */
 	uint64_t last_repeat_bytes;
+	/* the caps of an event and a meta chunk's raw payload, and the output
+	 * after which every table is repeated: EVENTS_CAP, RAW_CAP and
+	 * REPEAT_BYTES, or in flight mode an eighth, an eighth and a quarter
+	 * of the area at most (doc/trace-format.md §10: the window, at least
+	 * the area less two chunks, always holds a whole repetition) */
+	size_t events_cap, meta_cap;
+	uint64_t repeat_bytes;
 	uint64_t next_clock_ns;
 	uint64_t clock_step_ns;
 	/* ring losses whose LOSS record could not be written (I/O error) and
@@ -202,7 +209,7 @@ static void account(struct pt_recorder *r, uint64_t records)
 {
 	atomic_fetch_add_explicit(&r->records_written, records, memory_order_relaxed);
 	atomic_fetch_add_explicit(&r->chunks_written, 1, memory_order_relaxed);
-	atomic_store_explicit(&r->bytes_written, fmt_writer_committed(r->w), memory_order_relaxed);
+	atomic_store_explicit(&r->bytes_written, PT_FMT_HEADER_BYTES + fmt_writer_written(r->w), memory_order_relaxed);
 }
 
 static void meta_flush(struct flusher *f, int final)
@@ -235,7 +242,7 @@ static void meta_flush(struct flusher *f, int final)
 				f->exited[k++] = f->exited[i];
 		f->nexited = k;
 	}
-	fmt_enc_reset(m, f->meta, RAW_CAP);
+	fmt_enc_reset(m, f->meta, f->meta_cap);
 }
 
 /* Makes room for a meta record of @need bytes. */
@@ -349,12 +356,13 @@ static void emit_repeat_if_due(struct flusher *f, uint64_t now_ns)
 				emit_thread(f, g, 0, g->name);
 		}
 	}
-	uint64_t out = fmt_writer_committed(f->r->w);
+	uint64_t out = fmt_writer_written(f->r->w); /* grows even where the committed length wraps */
 	bool retry = f->meta_lost && now_ns >= f->meta_retry_ns;
-	if (!retry && out - f->last_repeat_bytes < REPEAT_BYTES)
+	if (!retry && out - f->last_repeat_bytes < f->repeat_bytes)
 		return;
 	f->last_repeat_bytes = out;
 	f->meta_lost = false; /* set again if this repeat fails too */
+	emit_clock(f); /* a flight window then always holds two calibration points (§7, §10) */
 	emit_tables(f, 1);
 	struct rec_ring *g;
 	cds_list_for_each_entry_rcu(g, &f->r->rings, node) {
@@ -407,7 +415,7 @@ static void event_flush(struct flusher *f, struct rec_ring *g)
 		g->reported_lost_sections = ls;
 	}
 	g->seq++; /* a failed chunk leaves a visible sequence gap */
-	fmt_enc_reset(e, f->raw, EVENTS_CAP);
+	fmt_enc_reset(e, f->raw, f->events_cap);
 }
 
 /*
@@ -948,8 +956,16 @@ int rec_flusher_start(struct pt_recorder *r)
 		free(f);
 		return -ENOMEM;
 	}
-	fmt_enc_reset(&f->enc, f->raw, EVENTS_CAP);
-	fmt_enc_reset(&f->menc, f->meta, RAW_CAP);
+	f->events_cap = EVENTS_CAP;
+	f->meta_cap = RAW_CAP;
+	f->repeat_bytes = REPEAT_BYTES;
+	if (r->flight_bytes) {
+		f->events_cap = PT_MIN(f->events_cap, r->flight_bytes / 8);
+		f->meta_cap = PT_MIN(f->meta_cap, r->flight_bytes / 8);
+		f->repeat_bytes = PT_MIN(f->repeat_bytes, r->flight_bytes / 4);
+	}
+	fmt_enc_reset(&f->enc, f->raw, f->events_cap);
+	fmt_enc_reset(&f->menc, f->meta, f->meta_cap);
 	f->str_next = 1;
 	f->dom_next = 1;
 	/* this process's own statm: opened here, so a fork child's flusher

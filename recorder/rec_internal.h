@@ -57,6 +57,7 @@
 #define REC_SLACK 8         /* slots kept free beyond pending ENDs */
 #define REC_STOP_STACK 64   /* open ids remembered for pt_stop() */
 #define REC_DEFAULT_RING (8u << 20)
+#define REC_DEFAULT_FLIGHT (64ull << 20) /* PT_MODE_FLIGHT's area (PTZ_FLIGHT_BYTES) */
 #define REC_MIN_RING (4u << 10)
 #define REC_MAX_RING (1u << 30)
 #define REC_STORE_BELOW 4096 /* chunk payloads below this are not compressed */
@@ -192,6 +193,7 @@ struct pt_recorder {
 	size_t ring_bytes;
 	int zstd_level;
 	unsigned flush_ms;
+	uint64_t flight_bytes;        /* flight mode's area (PT_MODE_FLIGHT), 0 = stream */
 	unsigned rss_ms;              /* PTZ_PROC_MS (alias PTZ_RSS_MS): process counters' period, 0 = none */
 
 	/* flusher */

@@ -61,6 +61,11 @@
  *   PTZ_RSS_MS      the older name of PTZ_PROC_MS, read when PTZ_PROC_MS is
  *                   unset or empty (PTZ_RSS_MS=0 turns every process
  *                   counter off).
+ *   PTZ_MODE        "stream" (default: the file grows with the run) or
+ *                   "flight" (pt_options.mode): a flight recorder whose file
+ *                   keeps only the most recent PTZ_FLIGHT_BYTES of chunks.
+ *   PTZ_FLIGHT_BYTES size of a flight file's chunk area (k/m/g suffixes;
+ *                   default 64 MiB, at least 1 MiB; pt_options.flight_bytes).
  * Explicit struct pt_options fields win over the environment.
  */
 #ifndef PTZ_RECORDER_H
@@ -148,13 +153,38 @@ typedef struct pt_recorder pt_recorder;
  *                     adapts between 1 ms and 7/8 of this; default 10.
  * @process_name:      name written in the header; default: the program's
  *                     name from /proc/self/comm. May be NULL.
+ * @mode:              (since 0.4.0) enum pt_mode; 0 takes PTZ_MODE, else
+ *                     stream.
+ * @flight_bytes:      (since 0.4.0) flight mode: bytes of the file's chunk
+ *                     area (the file is this plus its 4 KiB header, created
+ *                     at full size by pt_open(), which fails with ENOSPC if
+ *                     the disk cannot hold it). Rounded down to the page
+ *                     size; below 1 MiB is EINVAL. 0 takes PTZ_FLIGHT_BYTES,
+ *                     else 64 MiB. Ignored in stream mode.
  */
 struct pt_options {
 	size_t ring_bytes;
 	int zstd_level;
 	unsigned flush_interval_ms;
 	const char *process_name;
+	int mode;
+	uint64_t flight_bytes;
 };
+
+/**
+ * enum pt_mode - what the trace file keeps (pt_options.mode, PTZ_MODE).
+ * @PT_MODE_STREAM: every record, the file growing with the run.
+ * @PT_MODE_FLIGHT: a flight recorder: the file is a fixed circular area
+ *                  (doc/trace-format.md section 10) holding the most recent
+ *                  chunks, older ones overwritten; the tables are repeated
+ *                  so that what is kept always decodes alone. Every reader
+ *                  and export reads it as a window of the run: sections
+ *                  that began before the window are counted apart, not as
+ *                  errors. A SIGKILL leaves a readable window. Chunks are
+ *                  kept under an eighth of the area, so at least about
+ *                  seven eighths of it is always the window.
+ */
+enum pt_mode { PT_MODE_STREAM = 1, PT_MODE_FLIGHT = 2 };
 
 /** enum pt_metric_kind - what pt_metric() adds to a section. */
 enum pt_metric_kind {
