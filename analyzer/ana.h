@@ -539,6 +539,10 @@ struct ana_result {
 	 * then counts the sections open at the cut */
 	bool window, flight;
 	uint64_t before_window;
+	/* snapshots that failed (the last one's errno) and pt_trigger() calls
+	 * rate-limited, as the recorder's ERROR records say */
+	uint64_t snapshot_failures, triggers_limited;
+	int snapshot_errno;
 	uint64_t too_deep;           /* sum of the threads' (ANA_MAX_DEPTH) */
 	bool saturated;              /* a sum reached UINT64_MAX (ana_sat_add()): the outputs flag it */
 	uint32_t domain_filter;      /* UINT32_MAX = none */

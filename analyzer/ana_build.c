@@ -568,6 +568,18 @@ static inline __attribute__((always_inline)) void sec_begin(struct ctx *c, struc
 	ts->depth++;
 }
 
+/* ERROR records of snapshots (PT_ERRC_SNAPSHOT: one failure, its errno;
+ * PT_ERRC_TRIGGER_LIMITED: calls): counted for the report, not misuse. */
+static void snapshot_errc(struct ana_result *res, const struct pt_record *r)
+{
+	if (r->aux == PT_ERRC_SNAPSHOT) {
+		res->snapshot_failures++;
+		res->snapshot_errno = (int)r->value;
+	} else if (r->aux == PT_ERRC_TRIGGER_LIMITED) {
+		ANA_SAT_ADD(res->triggers_limited, r->value);
+	}
+}
+
 /* END of section @id at @ticks: closes the innermost section, or the
  * sections above a deeper one of that name (misuse), or counts it. */
 static inline __attribute__((always_inline)) void sec_end(struct ctx *c, struct ana_thread *th, struct tstate *ts,
@@ -711,8 +723,10 @@ static void on_record(struct ctx *c, struct ana_thread *th, struct tstate *ts, c
 	case PT_REC_ERROR:
 		if (ana_is_gpu_errc(r->aux))
 			ana_pass_gpu_error(c, r); /* GPU halves not timed: not misuse */
-		else if (r->aux != PT_ERRC_IO)
+		else if (ana_is_misuse_errc(r->aux))
 			ANA_SAT_ADD(th->misuse_errors, r->value);
+		else
+			snapshot_errc(c->res, r);
 		return;
 	default:
 		/* INSTANT, ASYNC, GPU: never reached by a trace without them */
@@ -963,8 +977,10 @@ static void read_meta(struct ctx *c, struct pt_record *batch, size_t max)
 				ANA_SAT_ADD(res->lost_sections, r->value2);
 			} else if (r->kind == PT_REC_ERROR && ana_is_gpu_errc(r->aux)) {
 				ana_pass_gpu_error(c, r);
-			} else if (r->kind == PT_REC_ERROR && r->aux != PT_ERRC_IO) {
+			} else if (r->kind == PT_REC_ERROR && ana_is_misuse_errc(r->aux)) {
 				ANA_SAT_ADD(res->misuse_errors, r->value);
+			} else if (r->kind == PT_REC_ERROR) {
+				snapshot_errc(res, r);
 			}
 		}
 }

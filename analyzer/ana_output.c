@@ -744,6 +744,10 @@ void ana_report_text(FILE *out, const struct ana_result *res, const struct ana_r
 		res->open_at_end, res->misuse_errors);
 	if (res->window)
 		window_text(out, res, "");
+	if (res->snapshot_failures || res->triggers_limited)
+		fprintf(out, "snapshots: %" PRIu64 " failed (last: %s); %" PRIu64 " triggers rate-limited\n",
+			res->snapshot_failures, res->snapshot_failures ? strerror(res->snapshot_errno) : "-",
+			res->triggers_limited);
 	if (res->lost_records)
 		fprintf(out, "rows marked ! were open while records were lost: their self time includes lost children\n");
 	if (res->saturated)
@@ -1933,6 +1937,14 @@ json_t *ana_json_trace(const struct ana_result *res)
 			json_object_set_new(w, "overwritten_bytes", ana_json_u64(in->overwritten_bytes));
 		}
 		json_object_set_new(tr, "window", w);
+	}
+	if (res->snapshot_failures || res->triggers_limited) {
+		json_t *sn = json_object();
+		json_object_set_new(sn, "failed", ana_json_u64(res->snapshot_failures));
+		if (res->snapshot_failures)
+			json_object_set_new(sn, "last_errno", json_integer(res->snapshot_errno));
+		json_object_set_new(sn, "triggers_limited", ana_json_u64(res->triggers_limited));
+		json_object_set_new(tr, "snapshots", sn);
 	}
 	if (res->too_deep)
 		json_object_set_new(tr, "too_deep", ana_json_u64(res->too_deep));

@@ -201,6 +201,14 @@ static inline bool ana_is_gpu_errc(uint32_t code)
 	return code >= ANA_GPU_ERRC_FIRST && code < ANA_GPU_ERRC_FIRST + ANA_GPU_ERRC_N;
 }
 
+/* True for the ERROR codes that count the program's misuse of the API
+ * (pt_stats()' errors): not I/O, GPU timing or snapshot bookkeeping. */
+static inline bool ana_is_misuse_errc(uint32_t code)
+{
+	return !ana_is_gpu_errc(code) && code != PT_ERRC_IO && code != PT_ERRC_SNAPSHOT &&
+	       code != PT_ERRC_TRIGGER_LIMITED;
+}
+
 /*
  * ana_pass_finish() - After the pass, before the trees are merged: counts
  * the launches, ranges and async halves left unmatched, totals each

@@ -39,6 +39,7 @@ static struct pt_recorder the_recorder = {
 	.reg_lock = PTHREAD_MUTEX_INITIALIZER,
 	.stop_lock = PTHREAD_MUTEX_INITIALIZER,
 	.names_lock = PTHREAD_MUTEX_INITIALIZER,
+	.snap_lock = PTHREAD_MUTEX_INITIALIZER,
 };
 static pthread_mutex_t open_lock = PTHREAD_MUTEX_INITIALIZER;
 static bool is_open;
@@ -208,6 +209,7 @@ static void atfork_child(void)
 		fork_unlock();
 		r->flusher_running = false;
 		pthread_mutex_init(&r->stop_lock, NULL); /* the parent's flusher may have held them */
+		pthread_mutex_init(&r->snap_lock, NULL);
 		init_stop_cond(r);
 		/* the parent's descriptor, closed now while its number is surely
 		 * still the copy's (a child may close and reuse fds before its
@@ -1193,6 +1195,10 @@ static int open_locked(struct pt_recorder *r, const char *path, const struct pt_
 	if (r->flush_ms > 10000)
 		r->flush_ms = 10000;
 	r->rss_ms = env_proc_ms();
+	/* snapshots (rec_flush.c): pt_trigger()'s window and rate limit, the
+	 * signal's and triggers' file names */
+	r->trigger_seconds = (unsigned)env_int("PTZ_TRIGGER_SECONDS", 10, 0, 86400);
+	r->trigger_min_ms = (unsigned)env_int("PTZ_TRIGGER_MIN_MS", 10000, 0, 86400000);
 	int mode = o.mode;
 	if (!mode) {
 		const char *m = getenv("PTZ_MODE");
@@ -1237,6 +1243,8 @@ static int open_locked(struct pt_recorder *r, const char *path, const struct pt_
 	uint32_t bracket;
 	rec_clock_triple(&hd.start_ticks, &hd.start_mono_ns, &hd.start_real_ns, &bracket);
 	rc = fmt_writer_open(fpath, &hd, &r->w);
+	/* before the flusher starts: it names snapshots after it */
+	snprintf(r->path_now, sizeof(r->path_now), "%s", fpath); /* fits: both 4096 */
 	if (rc == -EEXIST) /* refused, not a failure of the system: say why */
 		fprintf(stderr,
 			"ptz: not writing a trace into %s: that file belongs to another user or has other links "
@@ -1281,7 +1289,6 @@ static int open_locked(struct pt_recorder *r, const char *path, const struct pt_
 	atomic_store_explicit(&r->gen, r->cur_gen, memory_order_release);
 	atomic_store_explicit(&r->hot_gen, enabled ? r->cur_gen : 0, memory_order_release);
 	atomic_store_explicit(&r->fork_records, strstr(path, "%p") != NULL, memory_order_relaxed);
-	snprintf(r->path_now, sizeof(r->path_now), "%s", fpath); /* fits: both 4096 */
 	is_open = true;
 	return 0;
 }

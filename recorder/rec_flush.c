@@ -137,6 +137,8 @@ struct flusher {
 	 * the area less two chunks, always holds a whole repetition) */
 	size_t events_cap, meta_cap;
 	uint64_t repeat_bytes;
+	uint64_t t0_ticks, t0_ns;      /* a clock point at start: a trigger's window in ticks */
+	uint64_t limited_reported;     /* rate-limited triggers already in an ERROR record */
 	uint64_t next_clock_ns;
 	uint64_t clock_step_ns;
 	/* ring losses whose LOSS record could not be written (I/O error) and
@@ -807,6 +809,191 @@ static void final_meta(struct flusher *f)
 /* True on the flusher thread: pt_flush() there would wait for itself. */
 static __thread bool in_flusher;
 
+/* ---- snapshots (recorder.h: pt_snapshot(), pt_trigger(), PTZ_SNAPSHOT_SIGNAL) ---- */
+
+/* How long pt_snapshot() waits for the flusher: a 64 MiB window copies in
+ * well under a second; a stalled disk is not waited on forever. */
+#define SNAP_WAIT_NS (30ull * 1000000000u)
+
+/* The file of the next signal or trigger snapshot: PTZ_SNAPSHOT_PATH with
+ * "%n" for its number, or the trace's path less ".ptz" plus
+ * ".snapshot-N.ptz". */
+static void snap_name(struct pt_recorder *r, char *buf, size_t cap)
+{
+	uint64_t n = ++r->snap_seq;
+	const char *t = getenv("PTZ_SNAPSHOT_PATH");
+	char tmpl[4000]; /* room for the number in @buf (4096) */
+	if (t && *t) {
+		snprintf(tmpl, sizeof(tmpl), "%s", t);
+	} else {
+		size_t len = strlen(r->path_now);
+		if (len >= 4 && strcmp(r->path_now + len - 4, ".ptz") == 0)
+			len -= 4;
+		snprintf(tmpl, sizeof(tmpl), "%.*s.snapshot-%%n.ptz", (int)len, r->path_now);
+	}
+	const char *pc = strstr(tmpl, "%n");
+	if (pc)
+		snprintf(buf, cap, "%.*s%llu%s", (int)(pc - tmpl), tmpl, (unsigned long long)n, pc + 2);
+	else
+		snprintf(buf, cap, "%s.%llu", tmpl, (unsigned long long)n);
+}
+
+/*
+ * Writes a snapshot of the trace to @path: what the file holds (a flight
+ * file's window), the rings having just been drained into it; event chunks
+ * ending before @since_ns (CLOCK_MONOTONIC; 0 = none) left out. A failure
+ * is an ERROR record (PT_ERRC_SNAPSHOT, the errno) in the trace, and the
+ * program goes on. 0 or -errno.
+ */
+static int snapshot_now(struct flusher *f, const char *path, uint64_t since_ns)
+{
+	struct pt_recorder *r = f->r;
+	meta_flush(f, 0); /* tables pending since the drain */
+	uint64_t since_ticks = 0;
+	if (since_ns) {
+		uint64_t t, mono, real;
+		uint32_t br;
+		rec_clock_triple(&t, &mono, &real, &br);
+		double slope = mono > f->t0_ns ? (double)(t - f->t0_ticks) / (double)(mono - f->t0_ns) : 1.0;
+		uint64_t back = mono > since_ns ? (uint64_t)((double)(mono - since_ns) * slope) : 0;
+		since_ticks = t > back ? t - back : 1;
+	}
+	uint64_t chunks;
+	int rc = fmt_writer_snapshot(r->w, path, since_ticks, &chunks);
+	if (rc) {
+		atomic_fetch_add_explicit(&r->snapshot_errors, 1, memory_order_relaxed);
+		meta_room(f, 64);
+		fmt_enc_error(&f->menc, rec_ticks(), PT_ERRC_SNAPSHOT, (uint64_t)-rc);
+		meta_flush(f, 0);
+	} else {
+		atomic_fetch_add_explicit(&r->snapshots, 1, memory_order_relaxed);
+	}
+	return rc;
+}
+
+static struct pt_recorder *_Atomic snap_rec; /* the open recorder, for the signal handler */
+static int snap_signo;                       /* the snapshot signal installed, or 0 */
+static struct sigaction snap_prev;
+
+/* Async-signal-safe: sets a flag the flusher reads at its next poll. */
+static void snap_handler(int sig)
+{
+	(void)sig;
+	struct pt_recorder *r = atomic_load_explicit(&snap_rec, memory_order_relaxed);
+	if (r)
+		atomic_store_explicit(&r->snap_signalled, true, memory_order_relaxed);
+}
+
+/* PTZ_SNAPSHOT_SIGNAL: USR1, USR2, SIGUSR2, a number, RTMIN+n; 0 if unset or bad (warned). */
+static int snap_signal_env(void)
+{
+	const char *e = getenv("PTZ_SNAPSHOT_SIGNAL");
+	if (!e || !*e)
+		return 0;
+	const char *n = strncmp(e, "SIG", 3) == 0 ? e + 3 : e;
+	int sig = 0;
+	if (strcmp(n, "USR1") == 0)
+		sig = SIGUSR1;
+	else if (strcmp(n, "USR2") == 0)
+		sig = SIGUSR2;
+	else if (strncmp(n, "RTMIN+", 6) == 0 && atoi(n + 6) >= 0 && SIGRTMIN + atoi(n + 6) <= SIGRTMAX)
+		sig = SIGRTMIN + atoi(n + 6);
+	else if (atoi(n) > 0 && atoi(n) < NSIG && atoi(n) != SIGKILL && atoi(n) != SIGSTOP && atoi(n) != SIGBUS &&
+		 atoi(n) != SIGSEGV)
+		sig = atoi(n);
+	if (!sig)
+		fprintf(stderr, "ptz: ignoring PTZ_SNAPSHOT_SIGNAL=\"%s\": not USR1, USR2, RTMIN+n or a signal number\n", e);
+	return sig;
+}
+
+int pt_snapshot(pt_recorder *r, const char *path)
+{
+	if (!r || !path)
+		return -EINVAL;
+	if (rec_fork_unsafe)
+		return -EBADF;
+	if (in_flusher)
+		return -EDEADLK;
+	if (strlen(path) >= sizeof(r->snap_buf))
+		return -ENAMETOOLONG;
+	pthread_mutex_lock(&r->snap_lock);
+	pthread_mutex_lock(&r->stop_lock);
+	if (atomic_load_explicit(&r->gen, memory_order_relaxed) == 0 ||
+	    atomic_load_explicit(&r->stop, memory_order_relaxed)) {
+		pthread_mutex_unlock(&r->stop_lock);
+		pthread_mutex_unlock(&r->snap_lock);
+		return -EBADF;
+	}
+	snprintf(r->snap_buf, sizeof(r->snap_buf), "%s", path);
+	const uint64_t ticket = ++r->snap_req;
+	pthread_cond_signal(&r->stop_cond);
+	const uint64_t deadline = rec_mono_ns() + SNAP_WAIT_NS;
+	struct timespec ts = { (time_t)(deadline / 1000000000u), (long)(deadline % 1000000000u) };
+	int rc = 0;
+	while (r->snap_done < ticket && rc != ETIMEDOUT)
+		rc = pthread_cond_timedwait(&r->flush_cond, &r->stop_lock, &ts);
+	const int out = r->snap_done >= ticket ? r->snap_rc : -ETIMEDOUT;
+	pthread_mutex_unlock(&r->stop_lock);
+	pthread_mutex_unlock(&r->snap_lock);
+	return out;
+}
+
+int pt_trigger(pt_recorder *r, const char *reason)
+{
+	if (!r || !reason)
+		return -EINVAL;
+	if (rec_fork_unsafe || atomic_load_explicit(&r->gen, memory_order_acquire) == 0)
+		return -EBADF;
+	char name[256];
+	snprintf(name, sizeof(name), "trigger: %s", reason);
+	pt_instant(r, pt_intern(r, name));
+	const uint64_t now = rec_mono_ns();
+	uint64_t last = atomic_load_explicit(&r->trig_last_ns, memory_order_relaxed);
+	if ((last && now - last < (uint64_t)r->trigger_min_ms * 1000000u) ||
+	    !atomic_compare_exchange_strong_explicit(&r->trig_last_ns, &last, now, memory_order_relaxed,
+						     memory_order_relaxed)) {
+		atomic_fetch_add_explicit(&r->triggers_limited, 1, memory_order_relaxed);
+		return 0;
+	}
+	const uint64_t back = (uint64_t)r->trigger_seconds * 1000000000u;
+	atomic_store_explicit(&r->trig_since_ns, (now > back ? now - back : 1) + 1, memory_order_relaxed);
+	pthread_mutex_lock(&r->stop_lock); /* wake the flusher now rather than at its next poll */
+	pthread_cond_signal(&r->stop_cond);
+	pthread_mutex_unlock(&r->stop_lock);
+	return 1;
+}
+
+/* The flusher's part, after a pass drained every ring (@force): the
+ * pt_snapshot() request @want (if @asked), the signal's, the trigger's. */
+static void snapshots_pass(struct flusher *f, bool asked, uint64_t want, bool sig, uint64_t trig)
+{
+	struct pt_recorder *r = f->r;
+	char path[4096];
+	if (asked) {
+		int rc = snapshot_now(f, r->snap_buf, 0);
+		pthread_mutex_lock(&r->stop_lock);
+		r->snap_rc = rc;
+		r->snap_done = want;
+		pthread_cond_broadcast(&r->flush_cond);
+		pthread_mutex_unlock(&r->stop_lock);
+	}
+	if (sig) {
+		snap_name(r, path, sizeof(path));
+		(void)snapshot_now(f, path, 0);
+	}
+	if (trig) {
+		snap_name(r, path, sizeof(path));
+		(void)snapshot_now(f, path, trig - 1);
+	}
+	uint64_t lim = atomic_load_explicit(&r->triggers_limited, memory_order_relaxed);
+	if (lim != f->limited_reported) {
+		meta_room(f, 64);
+		fmt_enc_error(&f->menc, rec_ticks(), PT_ERRC_TRIGGER_LIMITED, lim - f->limited_reported);
+		f->limited_reported = lim;
+	}
+}
+
+
 /* Answers the pt_flush() requests up to @want: their rings were drained
  * and the chunks committed by the pass that just ended. */
 static void flush_answer(struct pt_recorder *r, uint64_t want)
@@ -844,15 +1031,24 @@ static void *flusher_main(void *arg)
 	emit_clock(f);
 	emit_tables(f, 1);
 	meta_flush(f, 0);
+	{
+		uint64_t real;
+		uint32_t br;
+		rec_clock_triple(&f->t0_ticks, &f->t0_ns, &real, &br);
+	}
 	for (;;) {
 		int stopping = atomic_load_explicit(&r->stop, memory_order_acquire);
 		/* pt_flush() requests made before this pass: under stop_lock,
 		 * which the requester took after publishing its records, so the
 		 * head loads below see them */
 		pthread_mutex_lock(&r->stop_lock);
-		const uint64_t flush_want = r->flush_req;
-		const bool flushing = flush_want != r->flush_done;
+		const uint64_t flush_want = r->flush_req, snap_want = r->snap_req;
+		const bool asked = snap_want != r->snap_done;
 		pthread_mutex_unlock(&r->stop_lock);
+		const bool sig = atomic_exchange_explicit(&r->snap_signalled, false, memory_order_relaxed);
+		const uint64_t trig = atomic_exchange_explicit(&r->trig_since_ns, 0, memory_order_relaxed);
+		/* a snapshot holds what the rings held when it was asked for */
+		const bool flushing = flush_want != r->flush_done || asked || sig || trig;
 		uint64_t now = rec_mono_ns();
 		uint64_t busiest = 0, drained = 0;
 		f->next_due_ns = UINT64_MAX;
@@ -874,6 +1070,9 @@ static void *flusher_main(void *arg)
 		f->prev_poll_ns = now;
 		if (flushing) /* every chunk of this pass is committed: wake pt_flush() */
 			flush_answer(r, flush_want);
+		if (asked || sig || trig || atomic_load_explicit(&r->triggers_limited, memory_order_relaxed) !=
+						   f->limited_reported)
+			snapshots_pass(f, asked, snap_want, sig, trig);
 		if (stopping)
 			break;
 		if (busiest >= 4) /* a ring was >= 1/4 full: go again at once */
@@ -888,7 +1087,8 @@ static void *flusher_main(void *arg)
 		/* a timed wait that pt_close() can cut short */
 		struct timespec ts = { (time_t)(wake / 1000000000u), (long)(wake % 1000000000u) };
 		pthread_mutex_lock(&r->stop_lock);
-		if (!atomic_load_explicit(&r->stop, memory_order_relaxed) && r->flush_req == r->flush_done)
+		if (!atomic_load_explicit(&r->stop, memory_order_relaxed) && r->flush_req == r->flush_done &&
+		    r->snap_req == r->snap_done && !atomic_load_explicit(&r->trig_since_ns, memory_order_relaxed))
 			pthread_cond_timedwait(&r->stop_cond, &r->stop_lock, &ts);
 		pthread_mutex_unlock(&r->stop_lock);
 	}
@@ -1002,6 +1202,21 @@ int rec_flusher_start(struct pt_recorder *r)
 	}
 	the_flusher = f;
 	r->flusher_running = true;
+	atomic_store_explicit(&r->snap_signalled, false, memory_order_relaxed);
+	atomic_store_explicit(&r->trig_since_ns, 0, memory_order_relaxed);
+	atomic_store_explicit(&r->trig_last_ns, 0, memory_order_relaxed);
+	r->snap_seq = 0;
+	atomic_store_explicit(&snap_rec, r, memory_order_relaxed);
+	int sig = snap_signal_env();
+	if (sig) { /* a flag for the flusher, nothing more, in the handler */
+		struct sigaction sa;
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_handler = snap_handler;
+		sa.sa_flags = SA_RESTART;
+		sigemptyset(&sa.sa_mask);
+		if (sigaction(sig, &sa, &snap_prev) == 0)
+			snap_signo = sig;
+	}
 	return 0;
 }
 
@@ -1028,6 +1243,11 @@ void rec_flusher_stop(struct pt_recorder *r)
 	pthread_mutex_unlock(&r->stop_lock);
 	pthread_join(r->flusher, NULL);
 	r->flusher_running = false;
+	if (snap_signo) { /* the program's own disposition again */
+		sigaction(snap_signo, &snap_prev, NULL);
+		snap_signo = 0;
+	}
+	atomic_store_explicit(&snap_rec, NULL, memory_order_relaxed);
 	struct flusher *f = the_flusher;
 	the_flusher = NULL;
 	proc_close(f);

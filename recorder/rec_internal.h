@@ -209,6 +209,23 @@ struct pt_recorder {
 	 * flush_cond (also at its exit, whose final pass drains everything). */
 	uint64_t flush_req, flush_done;
 	pthread_cond_t flush_cond;    /* CLOCK_MONOTONIC, as stop_cond */
+	/* Snapshots (rec_flush.c): pt_snapshot() holds snap_lock (one caller
+	 * at a time), copies its path into snap_buf under stop_lock, takes a ticket
+	 * (++snap_req) and waits on flush_cond for snap_done; the flusher's
+	 * next pass drains every ring, writes the snapshot and sets snap_rc.
+	 * The snapshot signal and pt_trigger() only set the atomics below;
+	 * the flusher names their files (snap_tmpl, numbered by snap_seq). */
+	pthread_mutex_t snap_lock;
+	char snap_buf[4096];             /* pt_snapshot()'s path, copied */
+	uint64_t snap_req, snap_done;
+	int snap_rc;
+	_Atomic bool snap_signalled;
+	_Atomic uint64_t trig_since_ns;  /* a trigger's window start (CLOCK_MONOTONIC ns) + 1; 0 = none */
+	_Atomic uint64_t trig_last_ns;   /* the last accepted trigger, for the rate limit */
+	_Atomic uint64_t snapshots, snapshot_errors, triggers_limited;
+	unsigned trigger_seconds, trigger_min_ms;
+	uint64_t snap_seq;
+	char snap_tmpl[4096];
 	struct fmt_writer *w;
 	_Atomic uint32_t next_thread_index;
 	_Atomic uint64_t threads;

@@ -422,6 +422,13 @@ PT_INTERNAL uint64_t fmt_writer_laps(const struct fmt_writer *w);
  * its stored payload, @len bytes in all) as it is: a snapshot's copy.
  * 0 or -errno. */
 PT_INTERNAL int fmt_writer_append_stored(struct fmt_writer *w, const uint8_t *chunk, size_t len);
+/* Writes a window file at @path (created as fmt_writer_open() does; window
+ * flag set, §10): @w's chunks in write order (in flight mode the older lap
+ * first), copied as they are, leaving out event chunks whose last tick is
+ * below @since_ticks (0: none left out; meta chunks are always copied).
+ * Reads @w's file with pread(): call it on the thread that appends to @w.
+ * *@chunks: chunks copied. 0, or -errno (the partial file is removed). */
+PT_INTERNAL int fmt_writer_snapshot(struct fmt_writer *w, const char *path, uint64_t since_ticks, uint64_t *chunks);
 /* Payloads shorter than @bytes are stored (comp = 0) without trying zstd,
  * whose fixed cost per call (7-20 us for a 0.5-2 KiB payload on the
  * reference VM, bench in doc/trace-format.md §3) outweighs the bytes it

@@ -86,6 +86,8 @@ struct fmt_writer {
 	 * [PT_FMT_HEADER_BYTES, area_end); the previous lap's chunks still
 	 * intact are [old, old_end) (old == old_end: none) */
 	uint64_t area_end, old, old_end, laps;
+	/* the header's fields, for a snapshot's file (strings owned) */
+	struct fmt_writer_hdr hd;
 };
 
 /* ---- SIGBUS guard (see the top of this file) ---- */
@@ -277,6 +279,14 @@ static int create_file(const char *path)
 	return -EEXIST;
 }
 
+static void free_hd(struct fmt_writer *w)
+{
+	free((char *)w->hd.process_name);
+	free((char *)w->hd.host);
+	free((char *)w->hd.cmdline);
+	free((char *)w->hd.recorder_version);
+}
+
 int fmt_writer_open(const char *path, const struct fmt_writer_hdr *hd, struct fmt_writer **out)
 {
 	*out = NULL;
@@ -361,9 +371,19 @@ int fmt_writer_open(const char *path, const struct fmt_writer_hdr *hd, struct fm
 		rc = -errno;
 		goto fail;
 	}
+	w->hd = *hd;
+	w->hd.process_name = strdup(hd->process_name ? hd->process_name : "");
+	w->hd.host = strdup(hd->host ? hd->host : "");
+	w->hd.cmdline = strdup(hd->cmdline ? hd->cmdline : "");
+	w->hd.recorder_version = strdup(hd->recorder_version ? hd->recorder_version : "");
+	if (!w->hd.process_name || !w->hd.host || !w->hd.cmdline || !w->hd.recorder_version) {
+		rc = -ENOMEM;
+		goto fail;
+	}
 	*out = w;
 	return 0;
 fail:
+	free_hd(w);
 	if (w->hdr_map)
 		munmap(w->hdr_map, PT_FMT_HEADER_BYTES);
 	ZSTD_freeCCtx(w->cctx);
@@ -609,6 +629,7 @@ int fmt_writer_close(struct fmt_writer *w)
 	if (close(w->fd) != 0 && rc == 0)
 		rc = -errno;
 	ZSTD_freeCCtx(w->cctx);
+	free_hd(w);
 	free(w);
 	return rc;
 }
@@ -619,6 +640,7 @@ void fmt_writer_forget(struct fmt_writer *w)
 		return;
 	close(w->fd);
 	ZSTD_freeCCtx(w->cctx);
+	free_hd(w);
 	free(w);
 }
 
@@ -631,5 +653,77 @@ void fmt_writer_abandon(struct fmt_writer *w)
 	munmap(w->hdr_map, PT_FMT_HEADER_BYTES);
 	close(w->fd);
 	ZSTD_freeCCtx(w->cctx);
+	free_hd(w);
 	free(w);
+}
+
+/* Reads the chunk at @off of @w's file into *@buf (grown as needed):
+ * its length, 0 if no valid chunk is there, or -errno. */
+static ssize_t read_chunk(struct fmt_writer *w, uint64_t off, uint8_t **buf, size_t *cap, struct fmt_chunk_hdr *h)
+{
+	uint8_t hb[PT_FMT_CHUNK_HEADER_BYTES];
+	if (pread(w->fd, hb, sizeof(hb), (off_t)off) != (ssize_t)sizeof(hb))
+		return -EIO;
+	const char *why;
+	if (fmt_chunk_hdr_parse(hb, h, &why) != 0)
+		return 0;
+	size_t len = PT_FMT_CHUNK_HEADER_BYTES + h->stored_bytes;
+	if (len > *cap) {
+		uint8_t *nb = realloc(*buf, len);
+		if (!nb)
+			return -ENOMEM;
+		*buf = nb;
+		*cap = len;
+	}
+	for (size_t done = 0; done < len;) {
+		ssize_t n = pread(w->fd, *buf + done, len - done, (off_t)(off + done));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? -errno : -EIO;
+		done += (size_t)n;
+	}
+	return (ssize_t)len;
+}
+
+int fmt_writer_snapshot(struct fmt_writer *w, const char *path, uint64_t since_ticks, uint64_t *chunks)
+{
+	*chunks = 0;
+	if (w->dead)
+		return w->dead;
+	struct fmt_writer_hdr hd = w->hd;
+	hd.flight_bytes = 0;
+	hd.window = 1;
+	struct fmt_writer *s;
+	int rc = fmt_writer_open(path, &hd, &s);
+	if (rc)
+		return rc;
+	uint8_t *buf = NULL;
+	size_t cap = 0;
+	/* the older lap first (flight mode), then the chunks below the head */
+	const uint64_t from[2] = { w->old, PT_FMT_HEADER_BYTES }, to[2] = { w->old_end, w->head };
+	for (int part = 0; part < 2 && rc == 0; part++) {
+		for (uint64_t off = from[part]; off < to[part];) {
+			struct fmt_chunk_hdr h;
+			ssize_t len = read_chunk(w, off, &buf, &cap, &h);
+			if (len <= 0) {
+				rc = len < 0 ? (int)len : -PT_ECORRUPT; /* not what this writer wrote */
+				break;
+			}
+			off += (uint64_t)len;
+			/* meta chunks always: the tables, clocks and losses */
+			if (h.kind == FMT_CHUNK_EVENTS && h.last_ticks < since_ticks && h.records)
+				continue;
+			if ((rc = fmt_writer_append_stored(s, buf, (size_t)len)))
+				break;
+			++*chunks;
+		}
+	}
+	free(buf);
+	int crc = fmt_writer_close(s);
+	if (rc == 0)
+		rc = crc;
+	if (rc)
+		unlink(path); /* a partial snapshot would pass for a whole one */
+	return rc;
 }

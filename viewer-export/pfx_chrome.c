@@ -272,7 +272,7 @@ static int emit_loss_or_error(struct cw *w, uint32_t tid, const struct pt_record
 	const char *name = loss ? "ptz: records lost" : "ptz: recorder error";
 	json_t *args = loss ? json_pack("{s:I, s:I}", "records", (json_int_t)r->value, "sections", (json_int_t)r->value2)
 			    : json_pack("{s:s, s:I}", "error", pfx_errc_name(r->aux),
-					r->aux == PT_ERRC_IO ? "errno" : "count", (json_int_t)r->value);
+					(r->aux == PT_ERRC_IO || r->aux == PT_ERRC_SNAPSHOT) ? "errno" : "count", (json_int_t)r->value);
 	if (!args)
 		return emit_new(w, NULL, ts);
 	json_t *ev = w->routed ? json_pack("{s:s, s:s, s:s, s:s, s:f, s:i, s:o}", "name", name, "cat", "ptz", "ph", "i",

@@ -519,6 +519,8 @@ const char *pfx_errc_name(uint32_t code)
 	case PT_ERRC_GPU_EARLY_START: return "gpu_early_start";
 	case PT_ERRC_GPU_QUEUE_FULL: return "gpu_queue_full";
 	case PT_ERRC_GPU_UNFINISHED: return "gpu_unfinished";
+	case PT_ERRC_SNAPSHOT: return "snapshot";
+	case PT_ERRC_TRIGGER_LIMITED: return "trigger_limited";
 	default: return "unknown";
 	}
 }

@@ -133,8 +133,11 @@ enum pt_error_code {
 	PT_ERRC_GPU_EARLY_START = 10, /* a GPU start mapped before its host launch
 				       * (kept unclamped in the GPU_RANGE record) */
 	PT_ERRC_GPU_QUEUE_FULL = 11, /* too many GPU sections awaiting resolution: dropped */
-	PT_ERRC_GPU_UNFINISHED = 12  /* GPU work not complete (or the runtime unloading)
+	PT_ERRC_GPU_UNFINISHED = 12, /* GPU work not complete (or the runtime unloading)
 				      * when the recorder closed: never resolved */
+	/* format 1.2: snapshots (pt_snapshot(), the snapshot signal, pt_trigger()) */
+	PT_ERRC_SNAPSHOT = 13,       /* a snapshot failed; value = errno of the failure */
+	PT_ERRC_TRIGGER_LIMITED = 14 /* pt_trigger() calls rate-limited: no snapshot; value = calls */
 };
 
 /* ==== Types ====

@@ -66,6 +66,17 @@
  *                   keeps only the most recent PTZ_FLIGHT_BYTES of chunks.
  *   PTZ_FLIGHT_BYTES size of a flight file's chunk area (k/m/g suffixes;
  *                   default 64 MiB, at least 1 MiB; pt_options.flight_bytes).
+ *   PTZ_SNAPSHOT_SIGNAL a signal (USR1, USR2, RTMIN+n or a number) that
+ *                   makes the flusher write a snapshot (pt_snapshot()) at
+ *                   its next poll; the handler only sets a flag. Installed
+ *                   by pt_open(), the previous disposition restored by
+ *                   pt_close(). Unset: none.
+ *   PTZ_SNAPSHOT_PATH the files of signal and trigger snapshots, "%n" their
+ *                   number from 1; default: the trace's path less ".ptz"
+ *                   plus ".snapshot-%n.ptz".
+ *   PTZ_TRIGGER_SECONDS, PTZ_TRIGGER_MIN_MS what pt_trigger() snapshots
+ *                   (default the last 10 s) and its rate limit (default
+ *                   one snapshot per 10000 ms).
  * Explicit struct pt_options fields win over the environment.
  */
 #ifndef PTZ_RECORDER_H
@@ -699,6 +710,62 @@ PT_API int pt_stats(pt_recorder *r, struct pt_stats_info *out, size_t out_bytes)
  * Since: 0.3.0.
  */
 PT_API int pt_flush(pt_recorder *r);
+
+/**
+ * pt_snapshot() - Write what the trace holds now, the rings drained into
+ * it first, to a standalone trace file: in flight mode the retained window
+ * (the way to take "the last minute" out of an always-on recorder), in
+ * stream mode the whole trace so far.
+ * @r:    recorder; NULL is -EINVAL.
+ * @path: the snapshot's file, created as pt_open() creates its trace (mode
+ *        0600; an existing file of the user replaced; another user's, or a
+ *        symlink, refused); must not be NULL; shorter than 4096 bytes.
+ *
+ * The flusher thread writes it: its next pass drains every ring, then
+ * copies the chunks as they are (no recompression) into a stream-layout
+ * file marked as a window (doc/trace-format.md section 10). Every reader,
+ * ptanalyze command and export reads it; sections open at the cut count as
+ * open at its end, sections that began before the window as begun before
+ * it, neither as errors. While it copies (a 64 MiB window: tens of ms,
+ * bench/bench-flight), the flusher drains nothing: a burst that fills a
+ * ring then is counted as lost, never blocks. A failure (full disk,
+ * unwritable path) removes the partial file, is recorded in the trace as an
+ * ERROR record (PT_ERRC_SNAPSHOT, the errno) and returned; recording goes
+ * on.
+ * Context: any thread but the flusher; blocks until the snapshot is
+ *          written (at most 30 s); one snapshot at a time (callers queue).
+ *          Not async-signal-safe: from a signal, use PTZ_SNAPSHOT_SIGNAL.
+ * Return: 0 written; -EINVAL (@r or @path NULL), -ENAMETOOLONG, -EBADF
+ *         (recorder closed or closing, or a fork child's handle),
+ *         -EDEADLK (on the flusher thread), -ETIMEDOUT, or the -errno of
+ *         the file's creation or writing.
+ * Since: 0.4.0.
+ */
+PT_API int pt_snapshot(pt_recorder *r, const char *path);
+
+/**
+ * pt_trigger() - Mark that something went wrong (a request slower than its
+ * SLO, an error) and snapshot the seconds before it.
+ * @r:      recorder; NULL is -EINVAL.
+ * @reason: text, recorded as an instant named "trigger: <reason>" (cut to
+ *          255 bytes) on the calling thread; must not be NULL.
+ *
+ * Records the instant, then, unless a trigger was accepted less than
+ * PTZ_TRIGGER_MIN_MS ago (default 10000 ms: the rate limit), asks the
+ * flusher for a snapshot of the last PTZ_TRIGGER_SECONDS (default 10 s;
+ * event chunks that ended earlier are left out, the tables kept) and
+ * returns without waiting for it. The file is named as a signal snapshot's
+ * (PTZ_SNAPSHOT_PATH with "%n" for its number, default the trace's path
+ * less ".ptz" plus ".snapshot-N.ptz"). Rate-limited calls are counted in
+ * an ERROR record (PT_ERRC_TRIGGER_LIMITED); a failed snapshot as in
+ * pt_snapshot().
+ * Context: any thread; never blocks on I/O (interns the name: a lock and
+ *          an allocation the first time); not async-signal-safe.
+ * Return: 1 a snapshot was scheduled, 0 rate-limited (the instant is
+ *         still recorded), -EINVAL, -EBADF (recorder closed).
+ * Since: 0.4.0.
+ */
+PT_API int pt_trigger(pt_recorder *r, const char *reason);
 
 /**
  * pt_path() - The path of the trace file @r is writing: pt_open()'s @path

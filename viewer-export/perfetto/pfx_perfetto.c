@@ -760,7 +760,7 @@ static void emit_loss_or_error(struct pctx *c, uint32_t seq, uint64_t track, con
 		emit_instant(c, seq, track, ts, "ptz: records lost", &an);
 	} else {
 		annot_s(&an, AN_ERROR, pfx_errc_name(r->aux));
-		annot_u(&an, r->aux == PT_ERRC_IO ? AN_ERRNO : AN_COUNT, r->value);
+		annot_u(&an, (r->aux == PT_ERRC_IO || r->aux == PT_ERRC_SNAPSHOT) ? AN_ERRNO : AN_COUNT, r->value);
 		emit_instant(c, seq, track, ts, "ptz: recorder error", &an);
 	}
 }
