@@ -133,6 +133,9 @@ int main(int argc, char **argv)
 	put_str("cmdline", in->cmdline);
 	printf("committed_bytes %" PRIu64 " file_bytes %" PRIu64 " closed %d header_damaged %d\n", in->committed_bytes,
 	       in->file_bytes, in->closed, in->header_damaged);
+	if (in->window) /* 1.2, §10 */
+		printf("window flight %d flight_bytes %" PRIu64 " laps %" PRIu64 " overwritten_bytes %" PRIu64 "\n",
+		       in->flight, in->flight_bytes, in->laps, in->overwritten_bytes);
 	printf("chunks %" PRIu64 " event_chunks %" PRIu64 " raw_bytes %" PRIu64 " stored_bytes %" PRIu64 "\n",
 	       in->chunks, in->event_chunks, in->raw_bytes, in->stored_bytes);
 	printf("compressed_chunks %" PRIu64 " raw_bytes %" PRIu64 " stored_bytes %" PRIu64 "\n", in->compressed_chunks,

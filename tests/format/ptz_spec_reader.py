@@ -283,7 +283,14 @@ class Reader:
 			self.process_name = self.host = self.recorder_version = self.cmdline = b""
 		C = u64(d, 4032)
 		self.committed_bytes = C
-		self.closed = u64(d, 4040) & 1
+		flags = u64(d, 4040)
+		self.closed = flags & 1
+		# §10: flight (bit 1) and window (bit 2) files
+		self.flight = bool(flags & 2)
+		self.window = bool(flags & 6)
+		self.laps = u64(d, 4048) if self.flight else 0
+		self.flight_bytes = u64(d, 48) if self.flight and self.header_ok else 0
+		self.overwritten = 0
 		# §6.2
 		if 4096 <= C <= S:
 			self.limit = C
@@ -390,7 +397,52 @@ class Reader:
 				self.clock_points.append((r["ticks"], r["value"]))
 
 	# §6.3
+	def index(self, c):
+		off = c["offset"]
+		self.chunks.append(c)
+		if c["kind"] == 2:
+			raw, perr = self.load(c)
+			if raw is None:
+				c["bad"] = True  # §6.4: reported once
+				self.problems.append((off, [perr]))
+			else:
+				recs, bad = decode(raw, c["first_ticks"])
+				self.table_records(recs)
+				if bad is not None:
+					self.problems.append((off, [P_DECODE]))
+		elif c["thread"] == META_THREAD or c["thread"] >= MAX_ID:
+			self.problems.append((off, [P_THREAD]))
+		else:
+			self.thread_entry(c["thread"])
+
+	# §10: a flight file's older part [C, E), junk skipped without a problem
+	def walk_older(self):
+		E = HEADER_BYTES + self.flight_bytes if self.flight_bytes else self.file_bytes
+		E = min(E, self.file_bytes)
+		C = self.limit
+		if C >= E:
+			return
+		keep, self.limit = self.limit, E
+		off = self.resync(C) if C + 64 <= E else None  # never the chunk at C itself
+		off = E if off is None else off
+		self.overwritten += off - C
+		while off + 64 <= E:
+			why, c = self.check_header(off)
+			if why is None and off + 64 + c["stored_bytes"] <= E:
+				self.index(c)
+				off += 64 + c["stored_bytes"]
+				continue
+			nxt = self.resync(off)
+			nxt = E if nxt is None else nxt
+			self.overwritten += nxt - off
+			off = nxt
+		if off < E:
+			self.overwritten += E - off
+		self.limit = keep
+
 	def walk(self):
+		if self.flight and self.laps:
+			self.walk_older()
 		off = HEADER_BYTES
 		lim = self.limit
 		while off < lim:
@@ -400,21 +452,7 @@ class Reader:
 				return
 			why, c = self.check_header(off)
 			if why is None and off + 64 + c["stored_bytes"] <= lim:
-				self.chunks.append(c)
-				if c["kind"] == 2:
-					raw, perr = self.load(c)
-					if raw is None:
-						c["bad"] = True  # §6.4: reported once
-						self.problems.append((off, [perr]))
-					else:
-						recs, bad = decode(raw, c["first_ticks"])
-						self.table_records(recs)
-						if bad is not None:
-							self.problems.append((off, [P_DECODE]))
-				elif c["thread"] == META_THREAD or c["thread"] >= MAX_ID:
-					self.problems.append((off, [P_THREAD]))
-				else:
-					self.thread_entry(c["thread"])
+				self.index(c)
 				off += 64 + c["stored_bytes"]
 				continue
 			nxt = self.resync(off)
@@ -485,6 +523,8 @@ class Reader:
 			for c in self.chunks:
 				if c["kind"] != 1 or c["thread"] != index:
 					continue
+				if prev is None and self.window:  # §10: a window starts anywhere
+					exp = c["sequence"]
 				if prev is not None and all(c[k] == prev[k] for k in ("sequence", "records", "payload_xxh")):
 					c["bad"] = True  # an exact repeat: skipped by iteration, reported here
 					gaps.append((c["offset"], [P_REPEAT]))
@@ -527,6 +567,9 @@ def dump(path):
 	o.append('cmdline "%s"' % esc(r.cmdline))
 	o.append("committed_bytes %d file_bytes %d closed %d header_damaged %d" % (
 		r.committed_bytes, r.file_bytes, r.closed, 0 if r.header_ok else 1))
+	if r.window:  # §10
+		o.append("window flight %d flight_bytes %d laps %d overwritten_bytes %d" % (
+			1 if r.flight else 0, r.flight_bytes, r.laps, r.overwritten))
 	ev = [c for c in r.chunks if c["kind"] == 1]
 	o.append("chunks %d event_chunks %d raw_bytes %d stored_bytes %d" % (
 		len(r.chunks), len(ev), sum(c["raw_bytes"] for c in r.chunks), sum(c["stored_bytes"] for c in r.chunks)))
