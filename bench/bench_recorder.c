@@ -559,6 +559,8 @@ static void read_back(const char *path, struct readback *rb)
 	const struct pt_trace_info *ti = pt_reader_info(rd);
 	rb->raw_bytes = ti->raw_bytes;
 	rb->stored_bytes = ti->stored_bytes;
+	if (ti->flight) /* PTZ_MODE=flight: the file is the whole area; what the window's chunks take */
+		rb->file_bytes = PT_FMT_HEADER_BYTES + ti->stored_bytes + ti->chunks * PT_FMT_CHUNK_HEADER_BYTES;
 	rb->closed = ti->closed;
 	rb->problems = pt_reader_problem_count(rd);
 	pt_reader_close(rd);
@@ -973,7 +975,8 @@ int main(int argc, char **argv)
 	       (double)su.proc_cpu_ns / (double)su.pairs, su.chunks, su.bytes, (double)su.close_ns / 1e6,
 	       su.timeouts ? "  [drain TIMEOUT]" : "");
 
-	printf("6. bytes per record = file size after pt_close / event records read back\n");
+	printf("6. bytes per record = file size after pt_close (flight mode: header + the window's chunks)"
+	       " / event records read back\n");
 	const struct readback *a = &su.rb, *b = &ir.rb;
 	const double bpr_a = (double)a->file_bytes / (double)a->event_records;
 	const double bpr_b = (double)b->file_bytes / (double)b->event_records;

@@ -464,7 +464,7 @@ static int flight_room(struct fmt_writer *w, uint64_t need)
 		/* what is left of the lap before the last one lies past the
 		 * head: older than the whole last lap, retired before the
 		 * reader could take it for the oldest part of the window */
-		int rc = retire(w, w->area_end);
+		int rc = w->old < w->old_end ? retire(w, w->area_end) : 0;
 		if (rc)
 			return rc;
 		w->old = PT_FMT_HEADER_BYTES;
@@ -482,7 +482,8 @@ static int flight_room(struct fmt_writer *w, uint64_t need)
 		    pwrite(w->fd, b, 8, FMT_OFF_COMMITTED) != 8)
 			return w->dead = -EIO;
 	}
-	return retire(w, w->head + need);
+	/* nothing of an older lap below the new chunk's end: no guard to set up */
+	return w->old < w->old_end && w->old < w->head + need ? retire(w, w->head + need) : 0;
 }
 
 static int append(struct fmt_writer *w, const struct fmt_chunk_hdr *hin, const uint8_t *raw, size_t raw_len,
