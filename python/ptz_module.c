@@ -1113,6 +1113,65 @@ static PyObject *Timing_flush(TimingObject *t, PyObject *unused)
 	Py_RETURN_NONE;
 }
 
+PyDoc_STRVAR(snapshot_doc, "snapshot(path)\n--\n\n"
+			   "Write what the trace holds now, every thread's records so far included, to a\n"
+			   "standalone trace at path (str or os.PathLike; created mode 0600, an earlier\n"
+			   "file of ours there replaced): with PTZ_MODE=flight the retained window (the\n"
+			   "last PTZ_FLIGHT_BYTES of trace), else the whole trace so far (pt_snapshot()).\n"
+			   "ptanalyze reads it as a window. Blocks while the recorder's thread writes it\n"
+			   "(tens of ms for 64 MiB), the GIL released. Raises OSError when it cannot be\n"
+			   "written (the partial file removed; the failure is also recorded in the trace)\n"
+			   "or when nothing is being recorded (closed, or enabled=False never enabled).");
+static PyObject *Timing_snapshot(TimingObject *t, PyObject *arg)
+{
+	PyObject *bytes = NULL;
+	if (!PyUnicode_FSConverter(arg, &bytes))
+		return NULL;
+	const char *p = PyBytes_AS_STRING(bytes);
+	if (!t->r) {
+		Py_DECREF(bytes);
+		errno = EBADF;
+		return PyErr_SetFromErrnoWithFilenameObject(PyExc_OSError, t->path);
+	}
+	int rc;
+	Py_BEGIN_ALLOW_THREADS
+	rc = pt_snapshot(t->r, p);
+	Py_END_ALLOW_THREADS
+	if (rc < 0) {
+		errno = -rc;
+		PyErr_SetFromErrnoWithFilenameObject(PyExc_OSError, arg);
+		Py_DECREF(bytes);
+		return NULL;
+	}
+	Py_DECREF(bytes);
+	Py_RETURN_NONE;
+}
+
+PyDoc_STRVAR(trigger_doc, "trigger(reason) -> bool\n--\n\n"
+			  "Mark that something went wrong (a request over its SLO) and snapshot the last\n"
+			  "PTZ_TRIGGER_SECONDS (default 10) in the background (pt_trigger()): the reason\n"
+			  "(str) is recorded as an instant \"trigger: <reason>\"; the file is named by\n"
+			  "PTZ_SNAPSHOT_PATH (\"%n\" its number; default: the trace's path less .ptz plus\n"
+			  ".snapshot-N.ptz). True when a snapshot was scheduled, False when the rate limit\n"
+			  "(one per PTZ_TRIGGER_MIN_MS, default 10000) refused it. Returns at once; raises\n"
+			  "OSError when nothing is being recorded.");
+static PyObject *Timing_trigger(TimingObject *t, PyObject *arg)
+{
+	const char *reason = PyUnicode_AsUTF8(arg);
+	if (!reason)
+		return NULL;
+	if (!t->r) {
+		errno = EBADF;
+		return PyErr_SetFromErrnoWithFilenameObject(PyExc_OSError, t->path);
+	}
+	int rc = pt_trigger(t->r, reason);
+	if (rc < 0) {
+		errno = -rc;
+		return PyErr_SetFromErrnoWithFilenameObject(PyExc_OSError, t->path);
+	}
+	return PyBool_FromLong(rc);
+}
+
 /* Flushes and (re)analyzes the trace: the session is current after it.
  * The GIL is released for the flush (a wait on the flusher) but held for
  * the analysis: a session is single-threaded, and another thread's query
@@ -1339,6 +1398,8 @@ static PyMethodDef Timing_methods[] = {
 	{ "disable", (PyCFunction)Timing_disable, METH_NOARGS, disable_doc },
 	{ "close", (PyCFunction)Timing_close, METH_NOARGS, close_doc },
 	{ "flush", (PyCFunction)Timing_flush, METH_NOARGS, flush_doc },
+	{ "snapshot", (PyCFunction)Timing_snapshot, METH_O, snapshot_doc },
+	{ "trigger", (PyCFunction)Timing_trigger, METH_O, trigger_doc },
 	{ "export_csv", (PyCFunction)Timing_export_csv, METH_O, export_csv_doc },
 	{ "export_json", (PyCFunction)Timing_export_json, METH_O, export_json_doc },
 	{ "_report", (PyCFunction)Timing_report, METH_NOARGS, report_doc },

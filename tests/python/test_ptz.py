@@ -482,6 +482,58 @@ class TestErrors(Base):
             ptz.PerformanceTiming("bad", path="/nonexistent-dir/x.ptz")
 
 
+class TestFlight(unittest.TestCase):
+    """PTZ_MODE=flight under the module: the file stays the area's size
+    however much is recorded; snapshot() writes a window ptanalyze reads as
+    one, with every section of the last iterations; trigger() is rate
+    limited; snapshot() to an impossible path raises OSError."""
+
+    def setUp(self):
+        self.env = {k: os.environ.get(k) for k in ("PTZ_MODE", "PTZ_FLIGHT_BYTES", "PTZ_SNAPSHOT_PATH",
+                                                   "PTZ_TRIGGER_MIN_MS")}
+        os.environ.update(PTZ_MODE="flight", PTZ_FLIGHT_BYTES="1M", PTZ_TRIGGER_MIN_MS="100000",
+                          PTZ_SNAPSHOT_PATH=tmp_path("trig-%n.ptz"))
+        self.path = tmp_path("flight.ptz")
+        self.t = ptz.PerformanceTiming("flight", path=self.path)
+
+    def tearDown(self):
+        self.t.close()
+        for k, v in self.env.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+    def test_snapshot_and_trigger(self):
+        for i in range(300000):
+            with self.t.section("step"):
+                self.t.counter("i", i)
+        self.assertEqual(os.path.getsize(self.path), 4096 + (1 << 20))
+        snap = tmp_path("snap.ptz")
+        self.t.snapshot(snap)
+        rep = ptanalyze_json(snap)
+        self.assertEqual(rep["trace"]["window"]["kind"], "snapshot")
+        self.assertEqual(rep["trace"]["unmatched_ends"], 0)
+        step = {r["name"]: r for r in rep["flat"]}["step"]
+        self.assertGreater(step["count"], 1000)
+        self.assertLess(step["count"], 300000)  # a window, not the run
+        self.assertTrue(self.t.trigger("slow request"))
+        self.assertFalse(self.t.trigger("again"))  # rate-limited
+        with self.assertRaises(OSError):
+            self.t.snapshot(tmp_path("no/such/dir/x.ptz"))
+        self.t.close()
+        with self.assertRaises(OSError):
+            self.t.snapshot(snap)
+        deadline = time.time() + 10
+        trig = tmp_path("trig-1.ptz")
+        while time.time() < deadline and not (os.path.exists(trig) and ptanalyze_json(trig)["trace"]["closed"]):
+            time.sleep(0.05)
+        self.assertEqual(ptanalyze_json(trig)["trace"]["window"]["kind"], "snapshot")
+        rep = ptanalyze_json(self.path)
+        self.assertEqual(rep["trace"]["window"]["kind"], "flight")
+        self.assertEqual(rep["trace"]["snapshots"], {"failed": 1, "last_errno": 2, "triggers_limited": 1})
+
+
 class TestStatistics(Base):
     def record(self):
         for i in range(50):
