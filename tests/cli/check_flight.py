@@ -38,8 +38,10 @@ for kind, gen in (("flight", gen_flight), ("snapshot", gen_snap)):
     w = tr.get("window", {})
     ok(w.get("kind") == kind, "%s: trace.window.kind" % kind)
     ok(tr["unmatched_ends"] == 0 and tr["problems"] == [], "%s: no unmatched END, no problem" % kind)
-    ok(w.get("began_before", -1) >= 0 and tr["open_at_end"] == 1,
-       "%s: began before %s, open at end %s" % (kind, w.get("began_before"), tr["open_at_end"]))
+    # the section left open at the cut, unless the burst overflowed the ring (slow builds): then said lost
+    ok(w.get("began_before", -1) >= 0 and (tr["open_at_end"] == 1 or tr["lost_sections"] > 0),
+       "%s: began before %s, open at end %s, lost sections %s" % (kind, w.get("began_before"), tr["open_at_end"],
+                                                                  tr["lost_sections"]))
     if kind == "flight":
         ok(w.get("laps", 0) >= 2 and w.get("area_bytes") == 1 << 20, "flight: laps %s, area" % w.get("laps"))
     outs = {x: os.path.join(tmp, kind + "." + x) for x in ("pftrace", "json", "folded")}
