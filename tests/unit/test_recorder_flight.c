@@ -20,6 +20,9 @@
  *    nesting intact; one taken after the threads ends with their last
  *    values; an impossible path is -ENOENT, leaves no file, and is an
  *    ERROR record (PT_ERRC_SNAPSHOT, ENOENT) in the trace;
+ *  - a full disk (a 1 MiB tmpfs, as root): a snapshot that does not fit is
+ *    -ENOSPC, leaves no file, is an ERROR record, and recording goes on; a
+ *    flight area the disk cannot hold fails pt_open() with ENOSPC;
  *  - PTZ_SNAPSHOT_SIGNAL=USR2: raise() gives a snapshot holding what was
  *    recorded before it; pt_close() restores the default disposition;
  *  - pt_trigger(): a snapshot of the last PTZ_TRIGGER_SECONDS only (a
@@ -452,6 +455,50 @@ static void test_trigger(void **state)
 	unsetenv("PTZ_TRIGGER_MIN_MS");
 }
 
+/* A full disk: a snapshot that does not fit fails with ENOSPC, leaves no
+ * file, is an ERROR record in the trace, and recording goes on; a flight
+ * area the disk cannot hold fails pt_open() (it is allocated whole). */
+static void test_snapshot_disk_full(void **state)
+{
+	(void)state;
+	if (geteuid() != 0) { /* as test_recorder.c: CI runs as root */
+		print_message("# SKIP not root: the full-disk case needs mount(2)\n");
+		return;
+	}
+	const char *dir = tu_path("small-fs");
+	mkdir(dir, 0700);
+	if (mount("tmpfs", dir, "tmpfs", 0, "size=1m") != 0) {
+		print_message("# SKIP mount tmpfs failed (%s)\n", strerror(errno));
+		return;
+	}
+	char in[4300];
+	snprintf(in, sizeof(in), "%s/flight.ptz", dir);
+	struct pt_options o = { .mode = PT_MODE_FLIGHT, .flight_bytes = 4u << 20 };
+	errno = 0;
+	assert_null(pt_open(in, &o, sizeof(o)));
+	assert_int_equal(errno, ENOSPC);
+	const char *path = tu_path("big-window.ptz");
+	rec = open_flight(path, 4u << 20, 64u << 20);
+	record(400000); /* a window of megabytes */
+	snprintf(in, sizeof(in), "%s/snap.ptz", dir);
+	assert_int_equal(pt_snapshot(rec, in), -ENOSPC);
+	assert_int_equal(access(in, F_OK), -1); /* the partial file removed */
+	pt_counter(rec, id_count, 1); /* recording goes on */
+	assert_int_equal(pt_close(rec), 0);
+	rec = NULL;
+	umount2(dir, MNT_DETACH);
+	struct pt_reader *r;
+	assert_int_equal(pt_reader_open(path, &r), 0);
+	struct pt_chunk_info ci;
+	struct pt_record rr;
+	int found = 0;
+	while (pt_reader_next_chunk(r, PT_FMT_META_THREAD, &ci, sizeof(ci)) == 1)
+		while (pt_reader_next_record(r, &rr, sizeof(rr)) == 1)
+			found += rr.kind == PT_REC_ERROR && rr.aux == PT_ERRC_SNAPSHOT && rr.value == ENOSPC;
+	assert_int_equal(found, 1);
+	pt_reader_close(r);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 3 && !strcmp(argv[1], "--record")) { /* test_killed's child */
@@ -466,6 +513,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_snapshot_concurrent),
 		cmocka_unit_test(test_signal),
 		cmocka_unit_test(test_trigger),
+		cmocka_unit_test(test_snapshot_disk_full),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
