@@ -678,6 +678,12 @@ void ana_info_text(FILE *out, const struct ana_result *res)
 	fprintf(out, "process:      %s (pid %u)\n", in->process_name[0] ? in->process_name : "?", in->pid);
 	fprintf(out, "host:         %s\n", in->host);
 	fprintf(out, "command line: %s\n", in->cmdline);
+	if (in->job[0] || in->has_rank) {
+		fprintf(out, "job:          %s", in->job[0] ? ana_text_safe(in->job) : "-");
+		if (in->has_rank)
+			fprintf(out, ", rank %u", in->rank);
+		fprintf(out, "\n");
+	}
 	fprintf(out, "recorder:     %s, format %u.%u, %s\n", in->recorder_version, in->version_major,
 		in->version_minor, in->closed ? "closed cleanly" : "not closed (crashed or still recording)");
 	fprintf(out, "clock:        %s, %.4f ns/tick\n", src < sizeof(clocks) / sizeof(clocks[0]) && clocks[src] ? clocks[src] : "unknown",
@@ -734,8 +740,12 @@ void ana_report_text(FILE *out, const struct ana_result *res, const struct ana_r
 {
 	const struct pt_trace_info *in = pt_reader_info(res->rd);
 	char b[4][32];
-	fprintf(out, "process %s (pid %u) on %s; %zu threads; wall span %s; sum of thread spans %s\n",
-		in->process_name[0] ? in->process_name : "?", in->pid, in->host, res->nthreads,
+	fprintf(out, "process %s (pid %u) on %s", in->process_name[0] ? in->process_name : "?", in->pid, in->host);
+	if (in->job[0])
+		fprintf(out, ", job %s", ana_text_safe(in->job));
+	if (in->has_rank)
+		fprintf(out, ", rank %u", in->rank);
+	fprintf(out, "; %zu threads; wall span %s; sum of thread spans %s\n", res->nthreads,
 		dur(b[0], 32, (double)(res->end_ns - res->start_ns)), dur(b[1], 32, (double)res->thread_span_sum_ns));
 	fprintf(out, "sections %" PRIu64 ", records %" PRIu64 ", lost %" PRIu64 " records / %" PRIu64
 		     " sections; errors: %" PRIu64 " unmatched ends, %" PRIu64 " open at end, %" PRIu64
@@ -1916,6 +1926,10 @@ json_t *ana_json_trace(const struct ana_result *res)
 	json_object_set_new(tr, "pid", json_integer(in->pid));
 	json_object_set_new(tr, "host", jstr(in->host));
 	json_object_set_new(tr, "cmdline", jstr(in->cmdline));
+	if (in->job[0]) /* the batch job and rank (doc/analyzer-output.md) */
+		json_object_set_new(tr, "job", jstr(in->job));
+	if (in->has_rank)
+		json_object_set_new(tr, "rank", json_integer(in->rank));
 	json_object_set_new(tr, "closed", json_boolean(in->closed));
 	json_object_set_new(tr, "start_realtime_ns", ana_json_u64(in->start_real_ns));
 	json_object_set_new(tr, "start_ns", ana_json_u64(res->start_ns));

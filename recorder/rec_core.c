@@ -1127,6 +1127,41 @@ static void host_component(char *out, size_t cap)
 }
 
 /* Expands %p (pid) and %h (host, host_component()) into @out. */
+/*
+ * The batch job and rank of this process, from the first of these set
+ * (recorder.h, pt_open()): job SLURM_JOB_ID (with "_" SLURM_ARRAY_TASK_ID
+ * when set), PBS_JOBID, LSB_JOBID, FLUX_JOB_ID; rank SLURM_PROCID,
+ * OMPI_COMM_WORLD_RANK, PMI_RANK, PMIX_RANK, RANK (torchrun). Writes the
+ * job ("" if none) into @job; returns rank + 1, 0 if none (a value that is
+ * not a number below 2^32 - 1 counts as none).
+ */
+static uint32_t job_identity(char *job, size_t cap)
+{
+	static const char *const jobs[] = { "SLURM_JOB_ID", "PBS_JOBID", "LSB_JOBID", "FLUX_JOB_ID" };
+	static const char *const ranks[] = { "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "RANK" };
+	job[0] = 0;
+	for (size_t i = 0; i < PT_ARRAY_SIZE(jobs); i++) {
+		const char *v = getenv(jobs[i]);
+		if (v && *v) {
+			const char *task = i == 0 ? getenv("SLURM_ARRAY_TASK_ID") : NULL;
+			snprintf(job, cap, "%.100s%s%.20s", v, task && *task ? "_" : "", task && *task ? task : "");
+			break;
+		}
+	}
+	for (size_t i = 0; i < PT_ARRAY_SIZE(ranks); i++) {
+		const char *v = getenv(ranks[i]);
+		if (!v || !*v)
+			continue;
+		char *end;
+		errno = 0;
+		unsigned long long n = strtoull(v, &end, 10);
+		if (errno || *end || v[0] == '-' || n >= UINT32_MAX)
+			return 0;
+		return (uint32_t)n + 1;
+	}
+	return 0;
+}
+
 static int expand_path(const char *in, char *out, size_t cap)
 {
 	size_t o = 0;
@@ -1231,6 +1266,8 @@ static int open_locked(struct pt_recorder *r, const char *path, const struct pt_
 		host[0] = 0;
 	host[sizeof(host) - 1] = 0;
 	read_cmdline(cmd, sizeof(cmd));
+	char job[128];
+	uint32_t rank_plus1 = job_identity(job, sizeof(job));
 	struct fmt_writer_hdr hd = {
 		.clock_source = (uint32_t)rec_clock_source,
 		.pid = (uint32_t)getpid(),
@@ -1239,6 +1276,8 @@ static int open_locked(struct pt_recorder *r, const char *path, const struct pt_
 		.cmdline = cmd,
 		.recorder_version = REC_VERSION,
 		.flight_bytes = r->flight_bytes,
+		.job = job,
+		.rank_plus1 = rank_plus1,
 	};
 	uint32_t bracket;
 	rec_clock_triple(&hd.start_ticks, &hd.start_mono_ns, &hd.start_real_ns, &bracket);

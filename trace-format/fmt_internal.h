@@ -31,6 +31,9 @@
 #define FMT_SHORT_FIELD 256
 #define FMT_VERSION_FIELD 64
 #define FMT_CMDLINE_FIELD 3072
+#define FMT_OFF_JOB 3712     /* 1.2: u16 length + 126 bytes: the batch job (SLURM_JOB_ID...) */
+#define FMT_JOB_FIELD 128
+#define FMT_OFF_RANK 3840    /* 1.2: u32, the process's rank in its job + 1; 0 = none */
 #define FMT_OFF_HEADER_XXH 4000 /* XXH3-64 of bytes [0, 4000) */
 #define FMT_OFF_COMMITTED 4032  /* u64, mutable */
 #define FMT_OFF_FLAGS 4040      /* u64, mutable; bit 0 = closed */
@@ -394,6 +397,8 @@ struct fmt_writer_hdr {
 	 * FMT_FLIGHT_MIN_BYTES, rounded down to the page size); 0 = stream */
 	uint64_t flight_bytes;
 	int window; /* the file holds a window of a longer run (a snapshot) */
+	const char *job;     /* 1.2: batch job id, or NULL */
+	uint32_t rank_plus1; /* 1.2: rank in the job + 1; 0 = none */
 };
 /* Smallest flight area. A chunk whose bound (64 + ZSTD_compressBound(raw))
  * exceeds half the area is refused (-PT_ETOOBIG): the flusher keeps its

@@ -69,6 +69,7 @@ struct pt_reader {
 	struct pt_trace_info info;
 	char process_name[FMT_SHORT_FIELD], host[FMT_SHORT_FIELD], version[FMT_VERSION_FIELD];
 	char cmdline[FMT_CMDLINE_FIELD];
+	char job[FMT_JOB_FIELD];
 	uint64_t limit; /* bytes of the file that are read */
 	/* Read window (rd_read()): bytes [win_off, win_off + win_len) of the
 	 * file, read by one pread. Small chunks (a short trace, many threads'
@@ -841,6 +842,7 @@ int pt_reader_open(const char *path, struct pt_reader **out)
 	r->info.process_name = r->process_name;
 	r->info.host = r->host;
 	r->info.cmdline = r->cmdline;
+	r->info.job = r->job;
 	r->info.recorder_version = r->version;
 	struct stat st;
 	int rc;
@@ -898,6 +900,10 @@ int pt_reader_open(const char *path, struct pt_reader **out)
 		get_str(r->host, sizeof(r->host), h, FMT_OFF_HOST);
 		get_str(r->version, sizeof(r->version), h, FMT_OFF_VERSION);
 		get_str(r->cmdline, sizeof(r->cmdline), h, FMT_OFF_CMDLINE);
+		get_str(r->job, sizeof(r->job), h, FMT_OFF_JOB);
+		const uint32_t rk = fmt_get32(h + FMT_OFF_RANK);
+		r->info.has_rank = rk != 0;
+		r->info.rank = rk ? rk - 1 : 0;
 	} else {
 		/* Static fields are untrustworthy; chunks are checked on their own. */
 		r->info.header_damaged = 1;

@@ -285,6 +285,7 @@ static void free_hd(struct fmt_writer *w)
 	free((char *)w->hd.host);
 	free((char *)w->hd.cmdline);
 	free((char *)w->hd.recorder_version);
+	free((char *)w->hd.job);
 }
 
 int fmt_writer_open(const char *path, const struct fmt_writer_hdr *hd, struct fmt_writer **out)
@@ -342,7 +343,8 @@ int fmt_writer_open(const char *path, const struct fmt_writer_hdr *hd, struct fm
 	memcpy(h, FMT_MAGIC, 8);
 	fmt_put16(h + FMT_OFF_VERSION_MAJOR, PT_FMT_VERSION_MAJOR);
 	/* 1.1 unless a 1.2 feature is used: a stream trace reads as 1.1 */
-	fmt_put16(h + FMT_OFF_VERSION_MINOR, w->flags ? PT_FMT_VERSION_MINOR : 1);
+	fmt_put16(h + FMT_OFF_VERSION_MINOR,
+		  w->flags || hd->rank_plus1 || (hd->job && *hd->job) ? PT_FMT_VERSION_MINOR : 1);
 	fmt_put32(h + FMT_OFF_HEADER_BYTES, PT_FMT_HEADER_BYTES);
 	fmt_put32(h + FMT_OFF_CLOCK_SOURCE, hd->clock_source);
 	fmt_put32(h + FMT_OFF_PID, hd->pid);
@@ -355,6 +357,9 @@ int fmt_writer_open(const char *path, const struct fmt_writer_hdr *hd, struct fm
 	put_str(h, FMT_OFF_CMDLINE, FMT_CMDLINE_FIELD, hd->cmdline);
 	if (w->area_end)
 		fmt_put64(h + FMT_OFF_FLIGHT_BYTES, w->area_end - PT_FMT_HEADER_BYTES);
+	if (hd->job && *hd->job)
+		put_str(h, FMT_OFF_JOB, FMT_JOB_FIELD, hd->job);
+	fmt_put32(h + FMT_OFF_RANK, hd->rank_plus1);
 	fmt_put64(h + FMT_OFF_HEADER_XXH, XXH3_64bits(h, FMT_OFF_HEADER_XXH));
 	w->head = PT_FMT_HEADER_BYTES;
 	fmt_put64(h + FMT_OFF_COMMITTED, w->head);
@@ -376,7 +381,8 @@ int fmt_writer_open(const char *path, const struct fmt_writer_hdr *hd, struct fm
 	w->hd.host = strdup(hd->host ? hd->host : "");
 	w->hd.cmdline = strdup(hd->cmdline ? hd->cmdline : "");
 	w->hd.recorder_version = strdup(hd->recorder_version ? hd->recorder_version : "");
-	if (!w->hd.process_name || !w->hd.host || !w->hd.cmdline || !w->hd.recorder_version) {
+	w->hd.job = strdup(hd->job ? hd->job : "");
+	if (!w->hd.process_name || !w->hd.host || !w->hd.cmdline || !w->hd.recorder_version || !w->hd.job) {
 		rc = -ENOMEM;
 		goto fail;
 	}

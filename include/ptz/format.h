@@ -226,6 +226,14 @@ struct pt_trace_info {
 	uint64_t flight_bytes;
 	uint64_t laps;
 	uint64_t overwritten_bytes;
+	/* Since: 0.4.0 (format 1.2, doc/trace-format.md section 2). The batch job
+	 * and the rank within it the recorder found in its environment (recorder.h,
+	 * pt_open()): @job "" when none (NUL-terminated, owned by the reader);
+	 * @rank valid when @has_rank. Both read as none when the header checksum
+	 * failed. */
+	const char *job;
+	int has_rank;
+	uint32_t rank;
 };
 
 /** struct pt_chunk_info - one chunk, as its header describes it (size-versioned). */

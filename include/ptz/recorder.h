@@ -74,6 +74,12 @@
  *   PTZ_SNAPSHOT_PATH the files of signal and trigger snapshots, "%n" their
  *                   number from 1; default: the trace's path less ".ptz"
  *                   plus ".snapshot-%n.ptz".
+ *   SLURM_JOB_ID (with SLURM_ARRAY_TASK_ID), PBS_JOBID, LSB_JOBID,
+ *   FLUX_JOB_ID   the first one set is written in the trace header as the
+ *                   batch job (pt_trace_info.job; 126 bytes at most);
+ *   SLURM_PROCID, OMPI_COMM_WORLD_RANK, PMI_RANK, PMIX_RANK, RANK (torchrun)
+ *                   the first one set, as the process's rank in it
+ *                   (pt_trace_info.rank): what tells a job's traces apart.
  *   PTZ_TRIGGER_SECONDS, PTZ_TRIGGER_MIN_MS what pt_trigger() snapshots
  *                   (default the last 10 s) and its rate limit (default
  *                   one snapshot per 10000 ms).

@@ -74,7 +74,10 @@ while [ $# -gt 0 ]; do
 		cmd=("$prog" "$out")
 		shift
 	fi
-	if (cd "$TMP" && "${cmd[@]}" >"$TMP/gen.out" 2>&1) && [ -s "$out" ]; then
+	# every other generator runs as a batch job's rank: the header's job and rank (§2, 1.2)
+	jobenv=()
+	[ $((i % 2)) -eq 1 ] && jobenv=(SLURM_JOB_ID="4711 (\"x\")" SLURM_PROCID=$i)
+	if (cd "$TMP" && env "${jobenv[@]}" "${cmd[@]}" >"$TMP/gen.out" 2>&1) && [ -s "$out" ]; then
 		echo "ok $n - record $(basename "$prog")"
 		compare "recorded by $(basename "$prog")" "$out"
 	else

@@ -133,6 +133,12 @@ int main(int argc, char **argv)
 	put_str("cmdline", in->cmdline);
 	printf("committed_bytes %" PRIu64 " file_bytes %" PRIu64 " closed %d header_damaged %d\n", in->committed_bytes,
 	       in->file_bytes, in->closed, in->header_damaged);
+	if (in->job[0] || in->has_rank) /* 1.2, §2 */
+	{
+		printf("job \"");
+		put_esc(in->job, strlen(in->job));
+		printf("\" rank %s%u\n", in->has_rank ? "" : "none ", in->rank);
+	}
 	if (in->window) /* 1.2, §10 */
 		printf("window flight %d flight_bytes %" PRIu64 " laps %" PRIu64 " overwritten_bytes %" PRIu64 "\n",
 		       in->flight, in->flight_bytes, in->laps, in->overwritten_bytes);

@@ -277,10 +277,14 @@ class Reader:
 			self.host = header_string(d, 320, 256)
 			self.recorder_version = header_string(d, 576, 64)
 			self.cmdline = header_string(d, 640, 3072)
+			self.job = header_string(d, 3712, 128)  # 1.2
+			rk = u32(d, 3840)
+			self.has_rank, self.rank = rk != 0, (rk - 1 if rk else 0)
 		else:
 			self.problems.append((0, [P_HDR]))
 			self.clock_source = self.pid = self.start_ticks = self.start_mono_ns = self.start_real_ns = 0
-			self.process_name = self.host = self.recorder_version = self.cmdline = b""
+			self.process_name = self.host = self.recorder_version = self.cmdline = self.job = b""
+			self.has_rank, self.rank = False, 0
 		C = u64(d, 4032)
 		self.committed_bytes = C
 		flags = u64(d, 4040)
@@ -567,6 +571,8 @@ def dump(path):
 	o.append('cmdline "%s"' % esc(r.cmdline))
 	o.append("committed_bytes %d file_bytes %d closed %d header_damaged %d" % (
 		r.committed_bytes, r.file_bytes, r.closed, 0 if r.header_ok else 1))
+	if r.job or r.has_rank:  # §2, 1.2
+		o.append('job "%s" rank %s%d' % (esc(r.job), "" if r.has_rank else "none ", r.rank))
 	if r.window:  # §10
 		o.append("window flight %d flight_bytes %d laps %d overwritten_bytes %d" % (
 			1 if r.flight else 0, r.flight_bytes, r.laps, r.overwritten))

@@ -15,6 +15,10 @@
  *    gives that file (-ERANGE short, -EBADF once closed);
  *  - zstd levels above 19 (pt_options and PTZ_ZSTD_LEVEL) are clamped to
  *    19, lower ones below zstd's minimum to it; the rest kept;
+ *  - the batch job and rank from the environment (SLURM_JOB_ID with
+ *    SLURM_ARRAY_TASK_ID, PBS_JOBID...; SLURM_PROCID before RANK...) land in
+ *    the header; rank 0 is a rank, "-1" and 2^32 - 1 are none; a long id is
+ *    cut to the field; with neither, the file stays 1.1;
  *  - pt_close() of a recorder whose four 8 MiB rings are full at level 19
  *    returns within 1.5 s (the final drain switches to level 1 after
  *    100 ms; it took 2.5-4 s before).
@@ -332,6 +336,75 @@ static void test_close_bounded_at_high_level(void **state)
 	tu_free(&tr);
 }
 
+/* Opens, closes and reads the header's job and rank under the current environment. */
+static void job_of(const char *path, char *job, size_t cap, int *has_rank, uint32_t *rank, int *minor)
+{
+	pt_recorder *r = pt_open(path, NULL, 0);
+	assert_non_null(r);
+	assert_int_equal(pt_close(r), 0);
+	struct pt_reader *rd;
+	assert_int_equal(pt_reader_open(path, &rd), 0);
+	const struct pt_trace_info *in = pt_reader_info(rd);
+	snprintf(job, cap, "%s", in->job);
+	*has_rank = in->has_rank;
+	*rank = in->rank;
+	*minor = in->version_minor;
+	pt_reader_close(rd);
+}
+
+static void test_job_and_rank(void **state)
+{
+	(void)state;
+	static const char *const vars[] = { "SLURM_JOB_ID", "SLURM_ARRAY_TASK_ID", "PBS_JOBID", "LSB_JOBID",
+					    "FLUX_JOB_ID", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK",
+					    "PMIX_RANK", "RANK" };
+	for (size_t i = 0; i < PT_ARRAY_SIZE(vars); i++)
+		unsetenv(vars[i]);
+	const char *path = tu_path("job.ptz");
+	char job[200];
+	int has, minor;
+	uint32_t rank;
+	job_of(path, job, sizeof(job), &has, &rank, &minor);
+	assert_string_equal(job, "");
+	assert_false(has);
+	assert_int_equal(minor, 1); /* nothing of 1.2 used: a 1.1 file */
+	setenv("SLURM_JOB_ID", "777", 1);
+	setenv("SLURM_ARRAY_TASK_ID", "3", 1);
+	setenv("SLURM_PROCID", "5", 1);
+	setenv("RANK", "9", 1); /* SLURM_PROCID comes first */
+	job_of(path, job, sizeof(job), &has, &rank, &minor);
+	assert_string_equal(job, "777_3");
+	assert_true(has);
+	assert_int_equal(rank, 5);
+	assert_int_equal(minor, 2);
+	unsetenv("SLURM_JOB_ID");
+	unsetenv("SLURM_ARRAY_TASK_ID");
+	unsetenv("SLURM_PROCID");
+	setenv("PBS_JOBID", "42.server", 1);
+	job_of(path, job, sizeof(job), &has, &rank, &minor); /* torchrun's RANK */
+	assert_string_equal(job, "42.server");
+	assert_true(has);
+	assert_int_equal(rank, 9);
+	setenv("RANK", "0", 1);
+	job_of(path, job, sizeof(job), &has, &rank, &minor);
+	assert_true(has); /* rank 0 is a rank */
+	assert_int_equal(rank, 0);
+	setenv("RANK", "-1", 1);
+	job_of(path, job, sizeof(job), &has, &rank, &minor);
+	assert_false(has); /* not a rank: none */
+	setenv("RANK", "4294967295", 1);
+	job_of(path, job, sizeof(job), &has, &rank, &minor);
+	assert_false(has);
+	unsetenv("RANK");
+	char long_id[300];
+	memset(long_id, 'j', sizeof(long_id) - 1);
+	long_id[sizeof(long_id) - 1] = 0;
+	setenv("PBS_JOBID", long_id, 1);
+	job_of(path, job, sizeof(job), &has, &rank, &minor);
+	assert_true(strlen(job) >= 100 && strlen(job) <= 126); /* cut, never past the field */
+	unsetenv("PBS_JOBID");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -343,6 +416,7 @@ int main(void)
 		cmocka_unit_test(test_host_expansion_is_one_safe_component),
 		cmocka_unit_test(test_zstd_level_clamped_to_documented_range),
 		cmocka_unit_test(test_close_bounded_at_high_level),
+		cmocka_unit_test(test_job_and_rank),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
