@@ -244,6 +244,27 @@ static void test_killed(void **state)
 	}
 }
 
+/* ERROR records of @code in the trace at @path: how many; their values
+ * summed in *@sum; the last value in *@last. */
+static int errors_of(const char *path, uint32_t code, uint64_t *sum, uint64_t *last)
+{
+	struct pt_reader *r;
+	assert_int_equal(pt_reader_open(path, &r), 0);
+	struct pt_chunk_info ci;
+	struct pt_record rr;
+	int n = 0;
+	*sum = *last = 0;
+	while (pt_reader_next_chunk(r, PT_READER_ALL_CHUNKS, &ci, sizeof(ci)) == 1)
+		while (pt_reader_next_record(r, &rr, sizeof(rr)) == 1)
+			if (rr.kind == PT_REC_ERROR && rr.aux == code) {
+				n++;
+				*sum += rr.value;
+				*last = rr.value;
+			}
+	pt_reader_close(r);
+	return n;
+}
+
 /* Values of thread tag @who's counters in a snapshot, checked consecutive,
  * and its nesting intact; returns how many, *first and *last. */
 static uint64_t snap_values(const char *path, int64_t who, int64_t *first, int64_t *last)
@@ -340,20 +361,9 @@ static void test_snapshot_concurrent(void **state)
 	assert_int_equal(pt_close(rec), 0);
 	assert_int_equal(pt_snapshot(rec, p), -EBADF);
 	rec = NULL;
-	struct tu_trace tr;
-	tu_read(path, &tr);
-	uint64_t snap_errors = 0;
-	struct pt_chunk_info ci;
-	struct pt_record r;
-	pt_reader_rewind(tr.rd);
-	while (pt_reader_next_chunk(tr.rd, PT_FMT_META_THREAD, &ci, sizeof(ci)) == 1)
-		while (pt_reader_next_record(tr.rd, &r, sizeof(r)) == 1)
-			if (r.kind == PT_REC_ERROR && r.aux == PT_ERRC_SNAPSHOT) {
-				assert_int_equal(r.value, ENOENT);
-				snap_errors++;
-			}
-	assert_int_equal(snap_errors, 1);
-	tu_free(&tr);
+	uint64_t sum, last;
+	assert_int_equal(errors_of(path, PT_ERRC_SNAPSHOT, &sum, &last), 1);
+	assert_int_equal(last, ENOENT);
 }
 
 /* Waits up to 5 s for a closed trace at @path. */
@@ -440,16 +450,9 @@ static void test_trigger(void **state)
 	assert_int_equal(pt_close(rec), 0);
 	rec = NULL;
 	/* the limited call counted in the trace */
-	assert_int_equal(pt_reader_open(path, &r), 0);
-	struct pt_chunk_info ci;
-	struct pt_record rr;
-	uint64_t limited = 0;
-	while (pt_reader_next_chunk(r, PT_FMT_META_THREAD, &ci, sizeof(ci)) == 1)
-		while (pt_reader_next_record(r, &rr, sizeof(rr)) == 1)
-			if (rr.kind == PT_REC_ERROR && rr.aux == PT_ERRC_TRIGGER_LIMITED)
-				limited += rr.value;
+	uint64_t limited, last;
+	errors_of(path, PT_ERRC_TRIGGER_LIMITED, &limited, &last);
 	assert_int_equal(limited, 1);
-	pt_reader_close(r);
 	unsetenv("PTZ_SNAPSHOT_PATH");
 	unsetenv("PTZ_TRIGGER_SECONDS");
 	unsetenv("PTZ_TRIGGER_MIN_MS");
@@ -487,16 +490,9 @@ static void test_snapshot_disk_full(void **state)
 	assert_int_equal(pt_close(rec), 0);
 	rec = NULL;
 	umount2(dir, MNT_DETACH);
-	struct pt_reader *r;
-	assert_int_equal(pt_reader_open(path, &r), 0);
-	struct pt_chunk_info ci;
-	struct pt_record rr;
-	int found = 0;
-	while (pt_reader_next_chunk(r, PT_FMT_META_THREAD, &ci, sizeof(ci)) == 1)
-		while (pt_reader_next_record(r, &rr, sizeof(rr)) == 1)
-			found += rr.kind == PT_REC_ERROR && rr.aux == PT_ERRC_SNAPSHOT && rr.value == ENOSPC;
-	assert_int_equal(found, 1);
-	pt_reader_close(r);
+	uint64_t sum, last;
+	assert_int_equal(errors_of(path, PT_ERRC_SNAPSHOT, &sum, &last), 1);
+	assert_int_equal(last, ENOSPC);
 }
 
 int main(int argc, char **argv)
