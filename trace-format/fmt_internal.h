@@ -432,7 +432,8 @@ PT_INTERNAL int fmt_writer_append_stored(struct fmt_writer *w, const uint8_t *ch
  * first), copied as they are, leaving out event chunks whose last tick is
  * below @since_ticks (0: none left out; meta chunks are always copied).
  * Reads @w's file with pread(): call it on the thread that appends to @w.
- * *@chunks: chunks copied. 0, or -errno (the partial file is removed). */
+ * *@chunks: chunks copied. 0, or -errno (the partial file is removed);
+ * -EINVAL when @path is @w's own file. */
 PT_INTERNAL int fmt_writer_snapshot(struct fmt_writer *w, const char *path, uint64_t since_ticks, uint64_t *chunks);
 /* Payloads shorter than @bytes are stored (comp = 0) without trying zstd,
  * whose fixed cost per call (7-20 us for a 0.5-2 KiB payload on the

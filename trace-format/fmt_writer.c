@@ -698,6 +698,9 @@ int fmt_writer_snapshot(struct fmt_writer *w, const char *path, uint64_t since_t
 	*chunks = 0;
 	if (w->dead)
 		return w->dead;
+	struct stat a, b; /* the trace itself: creating would unlink the file being written */
+	if (stat(path, &a) == 0 && fstat(w->fd, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino)
+		return -EINVAL;
 	struct fmt_writer_hdr hd = w->hd;
 	hd.flight_bytes = 0;
 	hd.window = 1;

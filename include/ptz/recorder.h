@@ -741,7 +741,8 @@ PT_API int pt_flush(pt_recorder *r);
  * Context: any thread but the flusher; blocks until the snapshot is
  *          written (at most 30 s); one snapshot at a time (callers queue).
  *          Not async-signal-safe: from a signal, use PTZ_SNAPSHOT_SIGNAL.
- * Return: 0 written; -EINVAL (@r or @path NULL), -ENAMETOOLONG, -EBADF
+ * Return: 0 written; -EINVAL (@r or @path NULL, or @path the trace itself),
+ *         -ENAMETOOLONG, -EBADF
  *         (recorder closed or closing, or a fork child's handle),
  *         -EDEADLK (on the flusher thread), -ETIMEDOUT, or the -errno of
  *         the file's creation or writing.
@@ -754,7 +755,9 @@ PT_API int pt_snapshot(pt_recorder *r, const char *path);
  * SLO, an error) and snapshot the seconds before it.
  * @r:      recorder; NULL is -EINVAL.
  * @reason: text, recorded as an instant named "trigger: <reason>" (cut to
- *          255 bytes) on the calling thread; must not be NULL.
+ *          255 bytes) on the calling thread; must not be NULL. Each distinct
+ *          text is an interned name: give a category ("slow request"), not
+ *          a per-request id.
  *
  * Records the instant, then, unless a trigger was accepted less than
  * PTZ_TRIGGER_MIN_MS ago (default 10000 ms: the rate limit), asks the
