@@ -809,6 +809,21 @@ static void final_meta(struct flusher *f)
 /* True on the flusher thread: pt_flush() there would wait for itself. */
 static __thread bool in_flusher;
 
+/* pt_flush() and pt_snapshot(), with stop_lock held: takes a ticket
+ * (++*@req), wakes the flusher and waits on flush_cond until its passes
+ * have answered it (*@done) or @wait_ns have passed. True if answered. */
+static bool await_pass(struct pt_recorder *r, uint64_t *req, const uint64_t *done, uint64_t wait_ns)
+{
+	const uint64_t ticket = ++*req;
+	pthread_cond_signal(&r->stop_cond);
+	const uint64_t deadline = rec_mono_ns() + wait_ns;
+	struct timespec ts = { (time_t)(deadline / 1000000000u), (long)(deadline % 1000000000u) };
+	int rc = 0;
+	while (*done < ticket && rc != ETIMEDOUT)
+		rc = pthread_cond_timedwait(&r->flush_cond, &r->stop_lock, &ts);
+	return *done >= ticket;
+}
+
 /* ---- snapshots (recorder.h: pt_snapshot(), pt_trigger(), PTZ_SNAPSHOT_SIGNAL) ---- */
 
 /* How long pt_snapshot() waits for the flusher: a 64 MiB window copies in
@@ -925,14 +940,7 @@ int pt_snapshot(pt_recorder *r, const char *path)
 		return -EBADF;
 	}
 	snprintf(r->snap_buf, sizeof(r->snap_buf), "%s", path);
-	const uint64_t ticket = ++r->snap_req;
-	pthread_cond_signal(&r->stop_cond);
-	const uint64_t deadline = rec_mono_ns() + SNAP_WAIT_NS;
-	struct timespec ts = { (time_t)(deadline / 1000000000u), (long)(deadline % 1000000000u) };
-	int rc = 0;
-	while (r->snap_done < ticket && rc != ETIMEDOUT)
-		rc = pthread_cond_timedwait(&r->flush_cond, &r->stop_lock, &ts);
-	const int out = r->snap_done >= ticket ? r->snap_rc : -ETIMEDOUT;
+	const int out = await_pass(r, &r->snap_req, &r->snap_done, SNAP_WAIT_NS) ? r->snap_rc : -ETIMEDOUT;
 	pthread_mutex_unlock(&r->stop_lock);
 	pthread_mutex_unlock(&r->snap_lock);
 	return out;
@@ -1117,14 +1125,7 @@ int pt_flush(pt_recorder *r)
 		pthread_mutex_unlock(&r->stop_lock);
 		return 0;
 	}
-	const uint64_t ticket = ++r->flush_req;
-	pthread_cond_signal(&r->stop_cond);
-	const uint64_t deadline = rec_mono_ns() + FLUSH_WAIT_NS;
-	struct timespec ts = { (time_t)(deadline / 1000000000u), (long)(deadline % 1000000000u) };
-	int rc = 0;
-	while (r->flush_done < ticket && rc != ETIMEDOUT)
-		rc = pthread_cond_timedwait(&r->flush_cond, &r->stop_lock, &ts);
-	const bool done = r->flush_done >= ticket;
+	const bool done = await_pass(r, &r->flush_req, &r->flush_done, FLUSH_WAIT_NS);
 	pthread_mutex_unlock(&r->stop_lock);
 	if (!done)
 		return -ETIMEDOUT;

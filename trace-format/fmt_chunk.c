@@ -6,6 +6,8 @@
  * match: a candidate header is used only if its checksum holds and its
  * sizes are within the documented bounds.
  */
+#include <errno.h>
+#include <unistd.h>
 #include <xxhash.h>
 #include <zstd.h>
 
@@ -73,6 +75,25 @@ int fmt_chunk_hdr_parse(const uint8_t in[PT_FMT_CHUNK_HEADER_BYTES], struct fmt_
 	if (h->last_ticks < h->first_ticks) {
 		*why = "chunk tick range reversed";
 		return -PT_ECORRUPT;
+	}
+	return 0;
+}
+
+int fmt_pread_full(int fd, void *buf, size_t len, uint64_t off)
+{
+	uint8_t *b = buf;
+	while (len) {
+		ssize_t n = pread(fd, b, len, (off_t)off);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (n == 0)
+			return -PT_ETRUNCATED;
+		b += n;
+		len -= (size_t)n;
+		off += (uint64_t)n;
 	}
 	return 0;
 }

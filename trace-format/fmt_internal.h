@@ -380,6 +380,10 @@ struct fmt_chunk_hdr {
 };
 PT_INTERNAL void fmt_chunk_hdr_write(uint8_t out[PT_FMT_CHUNK_HEADER_BYTES], const struct fmt_chunk_hdr *h);
 /* 0, or -PT_ECORRUPT / -PT_ECHECKSUM / -PT_ETOOBIG with *why set */
+/* pread() of exactly @len bytes at @off, retried on EINTR and short reads:
+ * 0, -errno, or -PT_ETRUNCATED at end of file (the reader, and the writer
+ * reading its own chunks back for a snapshot). */
+PT_INTERNAL int fmt_pread_full(int fd, void *buf, size_t len, uint64_t off);
 PT_INTERNAL int fmt_chunk_hdr_parse(const uint8_t in[PT_FMT_CHUNK_HEADER_BYTES], struct fmt_chunk_hdr *h,
 				    const char **why);
 

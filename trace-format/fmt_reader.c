@@ -149,29 +149,10 @@ static int grow(void **p, size_t *cap, size_t need, size_t elem)
 	return 0;
 }
 
-static int pread_full(int fd, void *buf, size_t len, uint64_t off)
-{
-	uint8_t *b = buf;
-	while (len) {
-		ssize_t n = pread(fd, b, len, (off_t)off);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		if (n == 0)
-			return -PT_ETRUNCATED;
-		b += n;
-		len -= (size_t)n;
-		off += (uint64_t)n;
-	}
-	return 0;
-}
-
 #define RD_WIN_BYTES (64u << 10)
 
 /*
- * @len bytes at @off into @buf, as pread_full(): from the read window when
+ * @len bytes at @off into @buf, as fmt_pread_full(): from the read window when
  * it holds them, unless @fresh; otherwise a read of @len bytes that is
  * shorter than the window refills it with the window's bytes from @off
  * (up to r->limit: no byte past the part of the file being read). A
@@ -188,14 +169,14 @@ static int rd_read(struct pt_reader *r, void *buf, size_t len, uint64_t off, boo
 	uint64_t room = off < r->limit ? r->limit - off : 0;
 	size_t want = room < RD_WIN_BYTES ? (size_t)room : RD_WIN_BYTES;
 	if (len >= want || (!r->win && !(r->win = malloc(RD_WIN_BYTES))))
-		return pread_full(r->fd, buf, len, off);
+		return fmt_pread_full(r->fd, buf, len, off);
 	r->win_len = 0;
 	ssize_t n;
 	do
 		n = pread(r->fd, r->win, want, (off_t)off);
 	while (n < 0 && errno == EINTR);
-	if (n < (ssize_t)len) /* an error or a file now shorter: pread_full() says which */
-		return pread_full(r->fd, buf, len, off);
+	if (n < (ssize_t)len) /* an error or a file now shorter: fmt_pread_full() says which */
+		return fmt_pread_full(r->fd, buf, len, off);
 	r->win_off = off;
 	r->win_len = (size_t)n;
 	memcpy(buf, r->win, len);
@@ -495,7 +476,7 @@ static uint64_t resync(struct pt_reader *r, uint64_t from)
 	uint64_t pos = from;
 	while (pos + PT_FMT_CHUNK_HEADER_BYTES <= r->limit) {
 		size_t n = (size_t)PT_MIN((uint64_t)BLK + 3, r->limit - pos);
-		if (pread_full(r->fd, buf, n, pos))
+		if (fmt_pread_full(r->fd, buf, n, pos))
 			break;
 		for (size_t i = 0; i + 4 <= n; i++) {
 			if (memcmp(buf + i, FMT_CHUNK_MAGIC, 4) != 0)
@@ -863,7 +844,7 @@ int pt_reader_open(const char *path, struct pt_reader **out)
 		pt_reader_close(r);
 		return -ENOMEM;
 	}
-	rc = r->info.file_bytes >= PT_FMT_HEADER_BYTES ? pread_full(r->fd, h, PT_FMT_HEADER_BYTES, 0) : 0;
+	rc = r->info.file_bytes >= PT_FMT_HEADER_BYTES ? fmt_pread_full(r->fd, h, PT_FMT_HEADER_BYTES, 0) : 0;
 	if (rc < 0 && rc > -PT_EBASE) { /* not a short file: the OS said no (EISDIR, EIO...) */
 		free(h);
 		pt_reader_close(r);

@@ -669,7 +669,7 @@ void fmt_writer_abandon(struct fmt_writer *w)
 static ssize_t read_chunk(struct fmt_writer *w, uint64_t off, uint8_t **buf, size_t *cap, struct fmt_chunk_hdr *h)
 {
 	uint8_t hb[PT_FMT_CHUNK_HEADER_BYTES];
-	if (pread(w->fd, hb, sizeof(hb), (off_t)off) != (ssize_t)sizeof(hb))
+	if (fmt_pread_full(w->fd, hb, sizeof(hb), off))
 		return -EIO;
 	const char *why;
 	if (fmt_chunk_hdr_parse(hb, h, &why) != 0)
@@ -682,14 +682,9 @@ static ssize_t read_chunk(struct fmt_writer *w, uint64_t off, uint8_t **buf, siz
 		*buf = nb;
 		*cap = len;
 	}
-	for (size_t done = 0; done < len;) {
-		ssize_t n = pread(w->fd, *buf + done, len - done, (off_t)(off + done));
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return n < 0 ? -errno : -EIO;
-		done += (size_t)n;
-	}
+	int rc = fmt_pread_full(w->fd, *buf, len, off);
+	if (rc)
+		return rc == -PT_ETRUNCATED ? -EIO : rc;
 	return (ssize_t)len;
 }
 
