@@ -234,23 +234,15 @@ double ana_median(uint64_t *v, uint32_t n)
 	return ((double)lo + (double)hi) / 2.0;
 }
 
-static int cmp_dbl(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return (x > y) - (x < y);
-}
-
-int ana_boot_change(const uint64_t *x, uint32_t nx, const uint64_t *y, uint32_t ny, uint32_t b, uint64_t *rng,
-		    double *lo, double *hi)
+int ana_boot_se_log(const uint64_t *x, uint32_t nx, const uint64_t *y, uint32_t ny, uint32_t b, uint64_t *rng,
+		    double *se)
 {
 	uint64_t *s = malloc(((size_t)(nx > ny ? nx : ny)) * sizeof(*s));
-	double *r = malloc((b ? b : 1) * sizeof(*r));
-	if (!s || !r) {
-		free(s);
-		free(r);
+	if (!s)
 		return -1;
-	}
+	/* Welford's running mean and sum of squared deviations of the kept log ratios */
 	uint32_t k = 0;
+	double mean = 0, m2 = 0;
 	for (uint32_t i = 0; i < b; i++) {
 		for (uint32_t j = 0; j < nx; j++)
 			s[j] = x[(uint64_t)(((ana_u128)ana_rnd(rng) * nx) >> 64)];
@@ -258,21 +250,54 @@ int ana_boot_change(const uint64_t *x, uint32_t nx, const uint64_t *y, uint32_t 
 		for (uint32_t j = 0; j < ny; j++)
 			s[j] = y[(uint64_t)(((ana_u128)ana_rnd(rng) * ny) >> 64)];
 		double my = ana_median(s, ny);
-		if (mx > 0)
-			r[k++] = my / mx - 1.0;
+		if (!(mx > 0 && my > 0))
+			continue;
+		const double v = log(my / mx), dv = v - mean;
+		mean += dv / ++k;
+		m2 += dv * (v - mean);
 	}
-	if (k == 0) {
-		*lo = *hi = NAN;
-	} else {
-		qsort(r, k, sizeof(*r), cmp_dbl);
-		/* percentile points by nearest rank on the k sorted values (§3) */
-		uint32_t il = ana_rank_index(25, k), ih = ana_rank_index(975, k);
-		*lo = r[il];
-		*hi = r[ih];
-	}
+	*se = k >= 2 ? sqrt(m2 / (k - 1)) : NAN;
 	free(s);
-	free(r);
 	return 0;
+}
+
+double ana_norm_upper(double z)
+{
+	return 0.5 * erfc(z / M_SQRT2);
+}
+
+double ana_norm_quantile_upper(double tail)
+{
+	/* P(Z > z) falls from 1 to 0: halve [-40, 40] until the ends meet (at most ~70 steps) */
+	double lo = -40, hi = 40;
+	for (int i = 0; i < 200 && hi - lo > 0; i++) {
+		const double mid = 0.5 * (lo + hi);
+		if (mid <= lo || mid >= hi)
+			break;
+		if (ana_norm_upper(mid) > tail)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return 0.5 * (lo + hi);
+}
+
+/* P(Z > (a - b) / se), with se = 0 read as a certain outcome: 0 when a > b, else 1. */
+static double upper_of(double a, double b, double se)
+{
+	if (se > 0)
+		return ana_norm_upper((a - b) / se);
+	return a > b ? 0.0 : 1.0;
+}
+
+double ana_thr_p(double d, double se, double noise)
+{
+	if (isnan(d) || isnan(se))
+		return 1.0;
+	const double up = log1p(noise);
+	const double pu = upper_of(d, up, se);
+	const double pd = noise < 1 ? upper_of(log1p(-noise), d, se) : 1.0;
+	return fmin(1.0, 2.0 * fmin(pu, pd));
 }
 
 /* ---- matching the two trees ---- */
@@ -483,55 +508,96 @@ static int fill_pair(struct ana_cmp_row *r, const struct ana_agg *ab, const stru
 	return 0;
 }
 
-/* Per-call self time of @a: self_ns / count; NaN without occurrences. */
-static double self_per_call(const struct ana_agg *a)
+/* The direction of a verdict: +1 regression, -1 improvement, the inherited direction, 0 otherwise. */
+static int verdict_dir(enum ana_verdict v, int inherited_dir)
 {
-	return a->count ? (double)a->self_ns / (double)a->count : NAN;
+	return v == ANA_V_REGRESSION ? 1 : v == ANA_V_IMPROVEMENT ? -1 : v == ANA_V_INHERITED ? inherited_dir : 0;
+}
+
+/* new / base - 1 of two sums; 0 when both are 0, NaN when only the base is. */
+static double rel_change(double b, double n)
+{
+	return b > 0 ? n / b - 1.0 : b == 0 && n == 0 ? 0.0 : NAN;
 }
 
 /*
- * One cause, one regression: a regression (improvement) some of whose child rows regressed (improved)
- * too, directly or through an inherited row, and whose own time per call (self_ns / count) moved
- * within the noise threshold, owes its change to them: ANA_V_INHERITED. Rows are in tree order (a
- * parent before its children), so a walk from the end decides children first.
- * Return: 0, or -1 on ENOMEM.
+ * One cause, one regression, for the per-call verdict and for the total alike: a regression
+ * (improvement) some of whose child rows regressed (improved) too, directly or through an inherited
+ * row, and whose own part moved within the noise threshold, owes its change to them:
+ * ANA_V_INHERITED. The own part is the time per call (self_ns / count) for the per-call verdict and
+ * the self total (self_ns) for the total. Before the walk, a path in one run only keeps its "new work"
+ * ("gone") total verdict only when it is a top-level path or its parent, present in both runs, has a
+ * total that moved beyond the threshold that way: a renamed section whose parent kept its time is not
+ * a regression. Rows are in tree order (a parent before its children), so a walk from the end decides
+ * children first. Return: 0, or -1 on ENOMEM.
  */
 static int inherit(const struct ana_result *base, const struct ana_result *nw, struct ana_cmp *c)
 {
-	/* per row: the directions its children moved in (bit 0: up, bit 1: down) */
+	/* per row: the directions its children moved in (bits 0, 1: per call up, down; bits 2, 3: total) */
 	uint8_t *kids = calloc(c->nrows ? c->nrows : 1, 1);
 	int64_t *brow = malloc((base->merged.count ? base->merged.count : 1) * sizeof(*brow));
-	if (!kids || !brow) {
+	int64_t *nrow = malloc((nw->merged.count ? nw->merged.count : 1) * sizeof(*nrow));
+	int64_t *prow = malloc((c->nrows ? c->nrows : 1) * sizeof(*prow));
+	if (!kids || !brow || !nrow || !prow) {
 		free(kids);
 		free(brow);
+		free(nrow);
+		free(prow);
 		return -1;
 	}
 	for (uint32_t k = 0; k < base->merged.count; k++)
 		brow[k] = -1;
-	for (size_t i = 0; i < c->nrows; i++)
-		if (c->rows[i].base_node != UINT32_MAX)
-			brow[c->rows[i].base_node] = (int64_t)i;
+	for (uint32_t k = 0; k < nw->merged.count; k++)
+		nrow[k] = -1;
+	for (size_t i = 0; i < c->nrows; i++) { /* parents come first: their rows are known */
+		const struct ana_cmp_row *r = &c->rows[i];
+		const uint32_t bp = r->base_node != UINT32_MAX ? base->merged.n[r->base_node].parent : 0;
+		const uint32_t np = r->new_node != UINT32_MAX ? nw->merged.n[r->new_node].parent : 0;
+		prow[i] = r->base_node != UINT32_MAX ? (bp ? brow[bp] : -1) : (np ? nrow[np] : -1);
+		if (r->base_node != UINT32_MAX)
+			brow[r->base_node] = (int64_t)i;
+		if (r->new_node != UINT32_MAX)
+			nrow[r->new_node] = (int64_t)i;
+	}
+	for (size_t i = 0; i < c->nrows; i++) {
+		struct ana_cmp_row *r = &c->rows[i];
+		if (!r->total_share_only || r->depth <= 1)
+			continue;
+		const struct ana_cmp_row *pr = prow[i] >= 0 ? &c->rows[prow[i]] : NULL;
+		if (!pr || pr->base_node == UINT32_MAX || pr->new_node == UINT32_MAX ||
+		    pr->total_verdict != r->total_verdict) {
+			r->total_verdict = ANA_V_UNVERIFIED;
+			r->total_share_only = false;
+		}
+	}
 	const double noise = c->opts.noise;
 	for (size_t i = c->nrows; i-- > 0;) {
 		struct ana_cmp_row *r = &c->rows[i];
-		if (r->base_node == UINT32_MAX || r->new_node == UINT32_MAX)
-			continue;
-		const struct ana_agg *ab = &base->merged.n[r->base_node].agg, *an = &nw->merged.n[r->new_node].agg;
-		const double sb = self_per_call(ab), sn = self_per_call(an);
-		r->self_change = sb > 0 ? sn / sb - 1.0 : sb == 0 && sn == 0 ? 0.0 : NAN;
-		int dir = r->verdict == ANA_V_REGRESSION ? 1 : r->verdict == ANA_V_IMPROVEMENT ? -1 : 0;
-		if (dir && !r->threshold_only && (kids[i] & (dir > 0 ? 1 : 2)) && fabs(r->self_change) <= noise) {
-			r->verdict = ANA_V_INHERITED;
-			r->inherited_dir = dir;
+		const bool both = r->base_node != UINT32_MAX && r->new_node != UINT32_MAX;
+		int dir = 0, tdir = verdict_dir(r->total_verdict, 0);
+		if (both) {
+			const struct ana_agg *ab = &base->merged.n[r->base_node].agg, *an = &nw->merged.n[r->new_node].agg;
+			r->self_change = rel_change(ab->count ? (double)ab->self_ns / (double)ab->count : NAN,
+						    an->count ? (double)an->self_ns / (double)an->count : NAN);
+			dir = verdict_dir(r->verdict, 0);
+			if (dir && !r->threshold_only && (kids[i] & (dir > 0 ? 1 : 2)) && fabs(r->self_change) <= noise) {
+				r->verdict = ANA_V_INHERITED;
+				r->inherited_dir = dir;
+			}
+			dir = verdict_dir(r->verdict, r->inherited_dir);
+			const double self_total = rel_change((double)ab->self_ns, (double)an->self_ns);
+			if (tdir && (kids[i] & (tdir > 0 ? 4 : 8)) && fabs(self_total) <= noise) {
+				r->total_verdict = ANA_V_INHERITED;
+				r->total_inherited_dir = tdir;
+			}
 		}
-		if (r->verdict == ANA_V_INHERITED)
-			dir = r->inherited_dir;
-		const uint32_t par = base->merged.n[r->base_node].parent;
-		if (dir && par != 0 && brow[par] >= 0)
-			kids[brow[par]] |= dir > 0 ? 1 : 2;
+		if (prow[i] >= 0)
+			kids[prow[i]] |= (dir > 0 ? 1 : dir < 0 ? 2 : 0) | (tdir > 0 ? 4 : tdir < 0 ? 8 : 0);
 	}
 	free(kids);
 	free(brow);
+	free(nrow);
+	free(prow);
 	return 0;
 }
 
@@ -587,6 +653,108 @@ static int whole_run_shift(struct ana_cmp *c)
 		}
 	}
 	free(v);
+	return 0;
+}
+
+/* The share of its run that the path @node of @res takes (inclusive time over the sum of thread spans,
+ * the report's share); NaN for an absent path or a run without span. */
+static double run_share(const struct ana_result *res, uint32_t node)
+{
+	if (node == UINT32_MAX || !res->thread_span_sum_ns)
+		return NAN;
+	return (double)res->merged.n[node].agg.total_ns / (double)res->thread_span_sum_ns;
+}
+
+/*
+ * The total per run of each row (count x duration): the threshold test's inputs for a row in both runs
+ * (at least 2 occurrences and a total above 0 a side; the count taken as exact, the sum's variance
+ * n s^2 from the power sums), and for a row in one run only, the "new work" (or "gone") candidates:
+ * a share of that run at least the noise threshold, kept by prune_share_only(). Return: 0.
+ */
+static int totals_tested(const struct ana_result *base, const struct ana_result *nw, struct ana_cmp *c)
+{
+	const double noise = c->opts.noise;
+	for (size_t i = 0; i < c->nrows; i++) {
+		struct ana_cmp_row *r = &c->rows[i];
+		r->total_se_log = r->total_p_thr = r->total_q_thr = r->total_ci_lo = r->total_ci_hi = NAN;
+		r->total_verdict = ANA_V_UNVERIFIED;
+		if (r->base_node == UINT32_MAX || r->new_node == UINT32_MAX) {
+			const bool in_b = r->base_node != UINT32_MAX;
+			const double share = in_b ? run_share(base, r->base_node) : run_share(nw, r->new_node);
+			if (share > 0 && share >= noise) {
+				r->total_verdict = in_b ? ANA_V_IMPROVEMENT : ANA_V_REGRESSION;
+				r->total_share_only = true;
+			}
+			continue;
+		}
+		const struct ana_agg *ab = &base->merged.n[r->base_node].agg, *an = &nw->merged.n[r->new_node].agg;
+		if (ab->count < 2 || an->count < 2 || !ab->total_ns || !an->total_ns)
+			continue;
+		const double tb = (double)ab->total_ns, tn = (double)an->total_ns;
+		const double sb = ana_moments_std(&ab->all, ab->count), sn = ana_moments_std(&an->all, an->count);
+		if (isnan(sb) || isnan(sn))
+			continue; /* the sum of squares saturated: no variance */
+		r->total_se_log = sqrt((double)ab->count * sb * sb / (tb * tb) + (double)an->count * sn * sn / (tn * tn));
+		r->total_p_thr = ana_thr_p(log(tn / tb), r->total_se_log, noise);
+		r->total_verdict = ANA_V_NOT_SIGNIFICANT;
+	}
+	return 0;
+}
+
+/*
+ * The threshold family: every row's per-call p_thr and total p_thr, one Benjamini-Hochberg family
+ * (ana_bh()); the selected ones (q < alpha) are regressions or improvements in the direction of their
+ * change, and every interval is drawn at the false-coverage-rate adjusted level 1 - max(R, 1) alpha / M
+ * (Benjamini and Yekutieli 2005, with R selected of M): a row not selected has p > R alpha / M, so
+ * its interval reaches into the noise band, and a selected one's lies beyond it. Return: 0, or -1 on
+ * ENOMEM.
+ */
+static int threshold_family(struct ana_cmp *c)
+{
+	const double alpha = c->opts.alpha;
+	double *p = malloc((2 * c->nrows + 1) * sizeof(*p)), *q = malloc((2 * c->nrows + 1) * sizeof(*q));
+	if (!p || !q) {
+		free(p);
+		free(q);
+		return -1;
+	}
+	for (size_t i = 0; i < c->nrows; i++) {
+		p[2 * i] = c->rows[i].p_thr;
+		p[2 * i + 1] = c->rows[i].total_p_thr;
+	}
+	if (ana_bh(p, 2 * c->nrows, q)) {
+		free(p);
+		free(q);
+		return -1;
+	}
+	c->family = c->selected = 0;
+	for (size_t i = 0; i < 2 * c->nrows; i++) {
+		c->family += !isnan(p[i]);
+		c->selected += q[i] < alpha;
+	}
+	c->ci_level = c->family ? 1.0 - (double)(c->selected ? c->selected : 1) * alpha / (double)c->family : 1.0 - alpha;
+	const double z = ana_norm_quantile_upper((1.0 - c->ci_level) / 2.0);
+	for (size_t i = 0; i < c->nrows; i++) {
+		struct ana_cmp_row *r = &c->rows[i];
+		r->q_thr = q[2 * i];
+		r->total_q_thr = q[2 * i + 1];
+		if (!isnan(r->se_log)) {
+			const double d = log(r->median_new / r->median_base);
+			r->ci_lo = expm1(d - z * r->se_log);
+			r->ci_hi = expm1(d + z * r->se_log);
+			if (r->q_thr < alpha)
+				r->verdict = d > 0 ? ANA_V_REGRESSION : ANA_V_IMPROVEMENT;
+		}
+		if (!isnan(r->total_se_log)) { /* total_change = T_new / T_base - 1, both totals above 0 */
+			const double d = log1p(r->total_change);
+			r->total_ci_lo = expm1(d - z * r->total_se_log);
+			r->total_ci_hi = expm1(d + z * r->total_se_log);
+			if (r->total_q_thr < alpha)
+				r->total_verdict = d > 0 ? ANA_V_REGRESSION : ANA_V_IMPROVEMENT;
+		}
+	}
+	free(p);
+	free(q);
 	return 0;
 }
 
@@ -659,28 +827,35 @@ int ana_compare(const struct ana_result *base, const struct ana_result *nw, cons
 	for (size_t i = 0; rc == 0 && i < out->nrows; i++) {
 		struct ana_cmp_row *r = &out->rows[i];
 		r->q = q[i];
+		r->se_log = r->p_thr = r->q_thr = NAN;
 		if (r->median_base > 0 && r->median_new > 0) {
 			logsum += log(r->median_new / r->median_base);
 			out->ngeo++;
 		}
+		if (isnan(r->p))
+			continue;
+		r->p_thr = 1.0; /* tested: in the threshold family; not significant: no evidence of any change */
 		if (!(r->q < o.alpha))
 			continue;
-		/* significant: the effect's interval decides */
+		/* significant: is the change beyond the threshold? (the standard error of its log) */
+		r->verdict = ANA_V_WITHIN_NOISE;
 		const struct ana_agg *ab = &base->merged.n[r->base_node].agg, *an = &nw->merged.n[r->new_node].agg;
 		uint32_t nb = ana_samples_without_first(ab, vb), nn = ana_samples_without_first(an, vb + ANA_RESERVOIR_CAP);
-		if (ana_boot_change(vb, nb, vb + ANA_RESERVOIR_CAP, nn, o.bootstrap, &rng, &r->ci_lo, &r->ci_hi)) {
+		if (ana_boot_se_log(vb, nb, vb + ANA_RESERVOIR_CAP, nn, o.bootstrap, &rng, &r->se_log)) {
 			rc = -1;
 			break;
 		}
-		if (isnan(r->ci_lo))
-			r->verdict = ANA_V_UNVERIFIED; /* significant, but a base median of 0: no relative change */
-		else if (r->ci_lo > o.noise)
-			r->verdict = ANA_V_REGRESSION;
-		else if (r->ci_hi < -o.noise)
-			r->verdict = ANA_V_IMPROVEMENT;
-		else
-			r->verdict = ANA_V_WITHIN_NOISE;
+		if (isnan(r->se_log) || !(r->median_base > 0 && r->median_new > 0)) {
+			r->verdict = ANA_V_UNVERIFIED; /* a median of 0: no relative change */
+			r->p_thr = NAN;
+			continue;
+		}
+		r->p_thr = ana_thr_p(log(r->median_new / r->median_base), r->se_log, o.noise);
 	}
+	if (rc == 0)
+		rc = totals_tested(base, nw, out);
+	if (rc == 0)
+		rc = threshold_family(out);
 	free(p);
 	free(q);
 	free(vb);
@@ -703,8 +878,16 @@ int ana_compare(const struct ana_result *base, const struct ana_result *nw, cons
 		ana_compare_free(out);
 		return -ENOMEM;
 	}
-	for (size_t i = 0; i < out->nrows; i++)
-		out->count[out->rows[i].verdict]++;
+	for (size_t i = 0; i < out->nrows; i++) {
+		const struct ana_cmp_row *r = &out->rows[i];
+		out->count[r->verdict]++;
+		if (r->total_verdict == ANA_V_INHERITED)
+			out->total_inherited++;
+		else if (r->total_verdict == ANA_V_REGRESSION && r->verdict != ANA_V_REGRESSION)
+			out->total_regressions++;
+		else if (r->total_verdict == ANA_V_IMPROVEMENT && r->verdict != ANA_V_IMPROVEMENT)
+			out->total_improvements++;
+	}
 	out->geomean = out->ngeo ? exp(logsum / (double)out->ngeo) : NAN;
 	return 0;
 }
@@ -770,23 +953,21 @@ static const char *signed_dur(char *b, size_t n, double ns)
 }
 
 /* The row's share of its run: inclusive time / sum of thread spans (§3); NaN if absent or empty. */
-static double run_share(const struct ana_result *res, uint32_t node)
-{
-	if (node == UINT32_MAX || !res->thread_span_sum_ns)
-		return NAN;
-	return (double)res->merged.n[node].agg.total_ns / (double)res->thread_span_sum_ns;
-}
-
 void ana_compare_text(FILE *out, const struct ana_result *base, const struct ana_result *nw,
 		      const struct ana_cmp *c, int top)
 {
 	const struct ana_cmp_opts *o = &c->opts;
 	fprintf(out,
 		"method: two-sided Mann-Whitney U on each call path's per-occurrence inclusive durations\n"
-		"        (first occurrence left out; up to %u samples a path), Benjamini-Hochberg FDR at %g,\n"
-		"        bootstrap 95%% CI of the median change (%u resamples), noise threshold +-%.1f%%;\n"
-		"        verdicts judge the median per call (JSON adds the mean, the call count and the total)\n",
-		ANA_RESERVOIR_CAP, o->alpha, o->bootstrap, 100.0 * o->noise);
+		"        (first occurrence left out; up to %u samples a path), Benjamini-Hochberg FDR at %g;\n"
+		"        a regression or improvement moved beyond the noise threshold +-%.1f%%: a Wald test of\n"
+		"        the log ratio (bootstrap standard error, %u resamples), one BH family of %zu per-call\n"
+		"        and total tests, so with no path beyond the threshold P(any verdict) <= %g; intervals\n"
+		"        at %.4g%%, false-coverage-rate adjusted (Benjamini-Yekutieli) for %zu selected\n"
+		"        verdicts judge the median per call and the total (count x duration) per run;\n"
+		"        one run a side: the intervals hold the variation within each run, not between runs\n",
+		ANA_RESERVOIR_CAP, o->alpha, 100.0 * o->noise, o->bootstrap, c->family, o->alpha, 100.0 * c->ci_level,
+		c->selected);
 	if (o->gate_threshold > 0)
 		fprintf(out, "        paths with too few occurrences to test: judged on the median change alone against\n"
 			     "        --gate-threshold +-%.1f%% (\"threshold only\": no test, no error rate)\n",
@@ -802,6 +983,11 @@ void ana_compare_text(FILE *out, const struct ana_result *base, const struct ana
 		fprintf(out, "         %zu inherited: regressions or improvements whose children changed and whose own\n"
 			     "         time per call (self) moved within the noise: not counted again\n",
 			c->count[ANA_V_INHERITED]);
+	if (c->total_regressions || c->total_improvements || c->total_inherited)
+		fprintf(out, "totals:  %zu regression%s and %zu improvement%s of the total per run (the call count or\n"
+			     "         new work) beyond the per-call verdicts, %zu inherited from children\n",
+			c->total_regressions, plural_s(c->total_regressions), c->total_improvements,
+			plural_s(c->total_improvements), c->total_inherited);
 	if (c->ngeo)
 		fprintf(out, "geometric mean of median ratios (new / base): %.4f over %zu path%s\n", c->geomean, c->ngeo,
 			plural_s(c->ngeo));
@@ -822,7 +1008,9 @@ void ana_compare_text(FILE *out, const struct ana_result *base, const struct ana
 		fprintf(out, "(rows not printed: out of memory)\n");
 		return;
 	}
-	fprintf(out, "\n%-15s %8s %10s  %-19s %8s  %11s  %-23s ", "verdict", "change", "per call", "95% CI", "q",
+	char lvl[24];
+	snprintf(lvl, sizeof(lvl), "%.4g%% CI", 100.0 * c->ci_level);
+	fprintf(out, "\n%-15s %8s %10s  %-19s %8s  %11s  %-23s ", "verdict", "change", "per call", lvl, "q",
 		"n base/new", "median base -> new");
 	if (c->shift_found)
 		fprintf(out, "%8s  ", "vs shift");
@@ -861,8 +1049,20 @@ void ana_compare_text(FILE *out, const struct ana_result *base, const struct ana
 				fprintf(out, "  (shape changed: p25 %s, p50 %s, p75 %s)", pct(q1, sizeof(q1), r->q_change[1]),
 					pct(q2, sizeof(q2), r->q_change[2]), pct(q3, sizeof(q3), r->q_change[3]));
 			}
-			/* a call count that moved: the path's total changed with it, whatever each call did */
-			if (!isnan(r->count_change) && fabs(r->count_change) >= 0.10) {
+			/* the total per run: its own verdict when it moved beyond the threshold (the call count),
+			 * else the call count when it moved */
+			const int td = verdict_dir(r->total_verdict, 0);
+			const bool moved_count = !isnan(r->count_change) && fabs(r->count_change) >= 0.10;
+			if (td && !r->total_share_only && (td != verdict_dir(r->verdict, 0) || moved_count)) {
+				char tc[16], tl[16], th[16];
+				fprintf(out, "  (total %s [%s, %s]: %s of the total; calls %" PRIu64 " -> %" PRIu64 ")",
+					pct(tc, sizeof(tc), r->total_change), pct(tl, sizeof(tl), r->total_ci_lo),
+					pct(th, sizeof(th), r->total_ci_hi), ana_verdict_name(r->total_verdict),
+					r->count_base, r->count_new);
+			} else if (r->total_verdict == ANA_V_INHERITED) {
+				char tc[16];
+				fprintf(out, "  (total %s, inherited from its children)", pct(tc, sizeof(tc), r->total_change));
+			} else if (moved_count) {
 				char tc[16];
 				fprintf(out, "  (calls %" PRIu64 " -> %" PRIu64 ", total %s)", r->count_base, r->count_new,
 					pct(tc, sizeof(tc), r->total_change));
@@ -871,14 +1071,36 @@ void ana_compare_text(FILE *out, const struct ana_result *base, const struct ana
 				const bool b = v == ANA_V_ONLY_BASE;
 				const struct ana_result *res = b ? base : nw;
 				const uint32_t node = b ? r->base_node : r->new_node;
-				fprintf(out, "  (total %s, %.1f%% of the %s run)",
+				fprintf(out, "  (total %s, %.1f%% of the %s run%s)",
 					ana_fmt_dur(mb, sizeof(mb), (double)res->merged.n[node].agg.total_ns),
-					100.0 * run_share(res, node), b ? "base" : "new");
+					100.0 * run_share(res, node), b ? "base" : "new",
+					!r->total_share_only ? "" : b ? ": gone, an improvement of the total"
+								      : ": new work, a regression of the total");
 			}
 			fputc('\n', out);
 		}
 		if (shown < k)
 			fprintf(out, "%-15s ... and %zu more (--top)\n", ana_verdict_name(v), k - shown);
+	}
+	if (c->total_regressions || c->total_improvements) { /* what the per-call rows do not say */
+		fprintf(out, "\ntotals per run beyond the threshold (not already a per-call verdict):\n");
+		for (size_t i = 0; i < c->nrows; i++) {
+			const struct ana_cmp_row *r = &c->rows[i];
+			const int d = verdict_dir(r->total_verdict, 0);
+			if (!d || verdict_dir(r->verdict, 0) == d)
+				continue;
+			char tc[16], tl[16], th[16], ci[48] = "share of its run", tb[16], tn[16];
+			if (!r->total_share_only)
+				snprintf(ci, sizeof(ci), "[%s, %s]", pct(tl, sizeof(tl), r->total_ci_lo),
+					 pct(th, sizeof(th), r->total_ci_hi));
+			const struct ana_agg *ab = r->base_node != UINT32_MAX ? &base->merged.n[r->base_node].agg : NULL;
+			const struct ana_agg *an = r->new_node != UINT32_MAX ? &nw->merged.n[r->new_node].agg : NULL;
+			const char *path = row_path(base, nw, r, &pb, &pcap);
+			fprintf(out, "%-15s %8s  %-19s  calls %" PRIu64 " -> %" PRIu64 ", total %s -> %s  %s\n",
+				ana_verdict_name(r->total_verdict), pct(tc, sizeof(tc), r->total_change), ci, r->count_base,
+				r->count_new, ana_fmt_dur(tb, sizeof(tb), ab ? (double)ab->total_ns : 0),
+				ana_fmt_dur(tn, sizeof(tn), an ? (double)an->total_ns : 0), path ? path : "?");
+		}
 	}
 	bool low = false;
 	for (size_t i = 0; i < c->nrows; i++)
@@ -911,16 +1133,24 @@ int ana_compare_json(FILE *out, const struct ana_result *base, const struct ana_
 	const struct ana_cmp_opts *o = &c->opts;
 	json_t *root = json_object(), *counts = json_object(), *rows = json_array();
 	int bad = !root || !counts || !rows;
-	bad |= json_object_set_new(root, "schema", json_string("ptanalyze-compare/1"));
+	bad |= json_object_set_new(root, "schema", json_string("ptanalyze-compare/2"));
 	json_t *m = json_pack("{s:s, s:s, s:s, s:f, s:f, s:I, s:I, s:I, s:I, s:o}", "test", "mann-whitney-u",
 			      "effect", "median",
 			      "correction", "benjamini-hochberg", "alpha", o->alpha, "noise", o->noise, "bootstrap",
 			      (json_int_t)o->bootstrap, "seed", (json_int_t)(o->seed & INT64_MAX), "samples_max",
 			      (json_int_t)ANA_RESERVOIR_CAP, "exact_small_n", (json_int_t)ANA_CMP_EXACT_SMALL,
 			      "gate_threshold", o->gate_threshold > 0 ? json_real(o->gate_threshold) : json_null());
-	bad |= !m || json_object_set_new(root, "method", m);
+	bad |= !m || json_object_set_new(m, "threshold_test", json_string("wald-log-ratio-bootstrap-se")) ||
+	       json_object_set_new(m, "interval", json_string("benjamini-yekutieli-fcr")) ||
+	       json_object_set_new(m, "ci_level", json_real(c->ci_level)) ||
+	       json_object_set_new(m, "family", json_integer((json_int_t)c->family)) ||
+	       json_object_set_new(m, "selected", json_integer((json_int_t)c->selected)) ||
+	       json_object_set_new(root, "method", m);
 	for (int v = 0; v < ANA_V_N; v++)
 		bad |= json_object_set_new(counts, ana_verdict_key(v), json_integer((json_int_t)c->count[v]));
+	bad |= json_object_set_new(counts, "total_regression", json_integer((json_int_t)c->total_regressions)) ||
+	       json_object_set_new(counts, "total_improvement", json_integer((json_int_t)c->total_improvements)) ||
+	       json_object_set_new(counts, "total_inherited", json_integer((json_int_t)c->total_inherited));
 	bad |= json_object_set_new(root, "counts", counts);
 	bad |= json_object_set_new(root, "tested", json_integer((json_int_t)c->tested));
 	bad |= json_object_set_new(root, "geomean", jnum(c->geomean));
@@ -980,7 +1210,21 @@ int ana_compare_json(FILE *out, const struct ana_result *base, const struct ana_
 		       json_object_set_new(j, "total_base_ns", ana_json_u64(ab ? ab->total_ns : 0)) ||
 		       json_object_set_new(j, "total_new_ns", ana_json_u64(an ? an->total_ns : 0)) ||
 		       json_object_set_new(j, "self_base_ns", ana_json_u64(ab ? ab->self_ns : 0)) ||
-		       json_object_set_new(j, "self_new_ns", ana_json_u64(an ? an->self_ns : 0));
+		       json_object_set_new(j, "self_new_ns", ana_json_u64(an ? an->self_ns : 0)) ||
+		       json_object_set_new(j, "se_log", jnum(r->se_log)) ||
+		       json_object_set_new(j, "p_threshold", jnum(r->p_thr)) ||
+		       json_object_set_new(j, "q_threshold", jnum(r->q_thr)) ||
+		       json_object_set_new(j, "total_verdict", json_string(ana_verdict_key(r->total_verdict))) ||
+		       json_object_set_new(j, "total_inherited_from",
+					   r->total_verdict != ANA_V_INHERITED ? json_null()
+					   : json_string(ana_verdict_key(r->total_inherited_dir > 0 ? ANA_V_REGRESSION
+												     : ANA_V_IMPROVEMENT))) ||
+		       json_object_set_new(j, "total_share_only", json_boolean(r->total_share_only)) ||
+		       json_object_set_new(j, "total_ci_low", jnum(r->total_ci_lo)) ||
+		       json_object_set_new(j, "total_ci_high", jnum(r->total_ci_hi)) ||
+		       json_object_set_new(j, "total_se_log", jnum(r->total_se_log)) ||
+		       json_object_set_new(j, "total_p_threshold", jnum(r->total_p_thr)) ||
+		       json_object_set_new(j, "total_q_threshold", jnum(r->total_q_thr));
 		bad |= !j || json_array_append_new(rows, j);
 	}
 	free(brow);

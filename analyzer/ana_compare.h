@@ -18,14 +18,23 @@
  *    corrections;
  *  - multiple testing: Benjamini-Hochberg false discovery rate over every
  *    tested path (q-values);
- *  - effect: relative change of the median, new / base - 1, with a
- *    percentile bootstrap 95% confidence interval (seeded: reproducible);
- *  - verdict (criterion.rs's scheme): q >= alpha -> not significant; else the
- *    interval entirely above +noise -> regression, entirely below -noise ->
- *    improvement, otherwise change within noise. Too few samples for the
+ *  - effect: relative change of the median, new / base - 1; its log has a
+ *    bootstrap standard error (seeded: reproducible);
+ *  - the threshold is protected: a regression (improvement) is a rejection
+ *    of "the change is at most +noise" ("at least -noise"), a Wald test of
+ *    the log ratio with the bootstrap standard error, one-sided, doubled
+ *    for the direction; these p-values of every path, per call and total
+ *    (count x duration), form one Benjamini-Hochberg family, so when no
+ *    path moved beyond the threshold the chance of any regression or
+ *    improvement is at most alpha (FDR = FWER under the global null), and
+ *    the intervals shown are Benjamini-Yekutieli (2005) false coverage
+ *    rate adjusted: level 1 - max(R, 1) alpha / M for R selected of M;
+ *  - verdict: q >= alpha -> not significant; else threshold q < alpha ->
+ *    regression or improvement (the adjusted interval lies entirely beyond
+ *    the threshold), otherwise change within noise. Too few samples for the
  *    test to ever reach alpha (2 / C(n1 + n2, n1) >= alpha, or, for the
  *    normal approximation, its p at U = 0 >= alpha), or a
- *    significant path whose base median is 0 in every resample (no
+ *    significant path whose median is 0 on a side or in every resample (no
  *    relative change): unverified, with the change of the medians shown.
  * Paths are matched by timing domain and name: one name in two domains is
  * two paths.
@@ -97,7 +106,7 @@ struct ana_cmp_row {
 	uint32_t n_base, n_new;        /* samples compared (reservoir minus the first occurrence) */
 	double median_base, median_new; /* of the samples, ns; NaN with no sample */
 	double change;                 /* median_new / median_base - 1; NaN if not defined */
-	double ci_lo, ci_hi;           /* bootstrap 95% CI of @change; NaN when not computed */
+	double ci_lo, ci_hi;           /* CI of @change at ana_cmp.ci_level (FCR-adjusted); NaN when not computed */
 	double u;                      /* Mann-Whitney U of the base samples; NaN if not tested */
 	double p, q;                   /* two-sided p, BH-adjusted q; NaN if not tested */
 	bool exact;                    /* p from the exact distribution */
@@ -119,6 +128,22 @@ struct ana_cmp_row {
 	double q_change[5];
 	bool shape_changed;
 	enum ana_verdict verdict;
+	/* The threshold test of the per-call change (tested rows whose q < alpha; NaN otherwise): the
+	 * bootstrap standard error of log(median_new / median_base), the two-sided p of "the change lies
+	 * within [-noise, +noise]" (1 for a tested row not bootstrapped) and its BH q in the family of
+	 * every threshold test. [ci_lo, ci_hi] is at the comparison's ci_level. */
+	double se_log, p_thr, q_thr;
+	/* The total per run (count x duration, inclusive), judged the same way with the call count taken
+	 * as exact and the durations' variance from the power sums: se_log = sqrt(n_b s_b^2 / T_b^2 +
+	 * n_n s_n^2 / T_n^2). Tested when each side has at least 2 occurrences and a total above 0.
+	 * total_verdict: ANA_V_REGRESSION / IMPROVEMENT (q < alpha; for a path in one run only: its share
+	 * of that run at least the noise threshold, no test: total_share_only), ANA_V_INHERITED (some child's
+	 * total moved that way and the path's own self total moved within the noise), ANA_V_NOT_SIGNIFICANT
+	 * (tested, not beyond the threshold) or ANA_V_UNVERIFIED (not tested). */
+	double total_se_log, total_p_thr, total_q_thr, total_ci_lo, total_ci_hi;
+	enum ana_verdict total_verdict;
+	bool total_share_only;
+	int total_inherited_dir;
 };
 
 struct ana_cmp {
@@ -135,6 +160,13 @@ struct ana_cmp {
 	double shift, shift_q1, shift_q3; /* median, lower and upper quartile of the changes */
 	size_t shift_paths, shift_moved;  /* paths considered, paths that moved with the shift */
 	struct ana_cmp_opts opts; /* with the defaults filled in */
+	/* The threshold family (per-call and total tests), how many it selected (q < alpha), and the level
+	 * of every interval: 1 - max(selected, 1) alpha / family (Benjamini and Yekutieli 2005). */
+	size_t family, selected;
+	double ci_level;
+	/* Rows whose total regressed (improved) beyond the threshold, the call count or new work, and whose
+	 * per-call verdict is not already that regression (improvement); inherited totals apart. */
+	size_t total_regressions, total_improvements, total_inherited;
 };
 
 /*
@@ -160,7 +192,7 @@ void ana_compare_free(struct ana_cmp *c);
 void ana_compare_text(FILE *out, const struct ana_result *base, const struct ana_result *nw,
 		      const struct ana_cmp *c, int top);
 /*
- * ana_compare_json() - The comparison as JSON, schema "ptanalyze-compare/1"
+ * ana_compare_json() - The comparison as JSON, schema "ptanalyze-compare/2"
  * (doc/analyzer-output.md §8): every row, in ana_cmp order, with raw
  * numbers (ns, ratios; null for NaN), its name and the index of its
  * parent's row (-1 at the top), so the output grows linearly with the
@@ -219,14 +251,30 @@ uint32_t ana_samples_without_first(const struct ana_agg *a, uint64_t *v);
 double ana_median(uint64_t *v, uint32_t n);
 
 /*
- * ana_boot_change() - Percentile bootstrap (Efron and Tibshirani 1993,
- * §13.3) of median(y) / median(x) - 1 over @b resamples of each side with
- * replacement, splitmix64 seeded by *@rng; *@lo and *@hi the 2.5% and
- * 97.5% points (resamples whose base median is 0 are left out; NaN if all
- * are). Return: 0, or -1 on ENOMEM.
+ * ana_boot_se_log() - Bootstrap standard error (Efron and Tibshirani 1993,
+ * §6.2) of log(median(y) / median(x)) over @b resamples of each side with
+ * replacement, splitmix64 seeded by *@rng; resamples with a median of 0 on
+ * a side are left out. *@se: the standard deviation of the kept log ratios,
+ * NaN when fewer than 2 were kept. Return: 0, or -1 on ENOMEM.
  */
-int ana_boot_change(const uint64_t *x, uint32_t nx, const uint64_t *y, uint32_t ny, uint32_t b, uint64_t *rng,
-		    double *lo, double *hi);
+int ana_boot_se_log(const uint64_t *x, uint32_t nx, const uint64_t *y, uint32_t ny, uint32_t b, uint64_t *rng,
+		    double *se);
+
+/* ana_norm_upper() - P(Z > @z) for a standard normal Z (erfc; +-infinity allowed). */
+double ana_norm_upper(double z);
+/* ana_norm_quantile_upper() - The z with P(Z > z) = @tail, 0 < @tail < 1 (bisection on
+ * ana_norm_upper(), to double precision). */
+double ana_norm_quantile_upper(double tail);
+
+/*
+ * ana_thr_p() - Two-sided p of the threshold test: log ratio @d with
+ * standard error @se >= 0 against "the ratio lies within [1 - @noise,
+ * 1 + @noise]": 2 min(P(Z > (d - log(1 + noise)) / se), P(Z > (log(1 -
+ * noise) - d) / se)), at most 1 (the doubled one-sided p, for the
+ * direction is chosen after looking). se = 0: 0 beyond the threshold, 1
+ * within it. @noise >= 1: no improvement can pass -noise.
+ */
+double ana_thr_p(double d, double se, double noise);
 
 /* Memory in a comparison (ana_mem.c; doc/analyzer-output.md §8): peak RSS
  * of each run and, per path measured in either, the RSS change per

@@ -80,7 +80,7 @@ static void usage(FILE *out)
 		"  --alpha A            false discovery rate across all paths, 0 < A < 1 (default 0.05)\n"
 		"  --bootstrap N        resamples for the CI of the median change (default 1000)\n"
 		"  --top N              at most N lines per verdict (default 20; all in --json)\n"
-		"  --fail-on-regression exit 3 when any path regressed\n"
+		"  --fail-on-regression exit 3 when any path regressed, per call or in total\n"
 		"  --html FILE          the comparison as an HTML page, with a flame graph coloured by verdict\n"
 		"  --folded-diff FILE   'a;b;c BASE_SELF_NS NEW_SELF_NS' per path, for flamegraph.pl (difffolded)\n"
 		"\n"
@@ -536,8 +536,8 @@ static int run_compare(const char *bpath, const char *npath, struct ana_options 
 			printf("base: %s\nnew:  %s\n", bpath, npath);
 			ana_compare_text(stdout, &b, &n, &c, top > 0 ? top : 20);
 		}
-		if (code == 0 && fail_on_regression && c.count[ANA_V_REGRESSION] > 0)
-			code = 3;
+		if (code == 0 && fail_on_regression && c.count[ANA_V_REGRESSION] + c.total_regressions > 0)
+			code = 3; /* a slower call or a total per run that grew (call count, new work) */
 		ana_compare_free(&c);
 	}
 	ana_result_free(&b);

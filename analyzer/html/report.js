@@ -4,7 +4,7 @@
  * The page carries its data as JSON in <script type="application/json"> elements written by
  * the analyzer: #ptz-meta (what the page is), #ptz-report (the `--json` report,
  * ptanalyze-report/1, per-thread rows left out), #ptz-suggest (ptanalyze-suggest/1),
- * #ptz-series (memory series over time) or #ptz-compare (ptanalyze-compare/1). Nothing is
+ * #ptz-series (memory series over time) or #ptz-compare (ptanalyze-compare/2). Nothing is
  * computed here that the analyzer defines: every figure shown is a field of those documents
  * (doc/analyzer-output.md), only formatted with its unit, summed for a chart, or laid out.
  *
@@ -640,6 +640,7 @@
 		main.append(el('header', null, el('h1', null, 'Comparison'),
 			       el('div', { class: 'muted' }, `base ${meta.base} (${meta.base_process}) \u2192 new ${meta.new} (${meta.new_process}) \u00b7 ${meta.generator}`),
 			       el('div', { class: 'muted' }, `${cmp.method.test}, ${cmp.method.correction} at \u03b1 = ${cmp.method.alpha}, noise \u00b1${fmt.pct(cmp.method.noise)}, ` +
+					 `threshold test over ${cmp.method.family} per-call and total tests, intervals at ${fmt.pct(cmp.method.ci_level)} (false-coverage-rate adjusted), ` +
 					 `${cmp.method.bootstrap} bootstrap resamples (doc/analyzer-output.md \u00a78)`),
 			       el('nav', null, ...[['summary', 'summary'], ['changes', 'regressions and improvements'], ['flame', 'differential flame graph'],
 						  ['table', 'all paths']].map(([id, t]) => el('a', { href: '#' + id }, t)))));
@@ -664,7 +665,7 @@
 		if (!sigAll.length) {
 			csec.append(el('p', { class: 'note' }, 'No path regressed or improved beyond the noise threshold.'));
 		} else {
-			const c = chartBox('Change of the median: its 95% bootstrap interval (largest |change| first)',
+			const c = chartBox(`Change of the median: its ${fmt.pct(cmp.method.ci_level)} interval (largest |change| first)`,
 					   `Each bar spans the interval; a regression's lies entirely above +${fmt.pct(cmp.method.noise)} (the noise threshold), ` +
 					   `an improvement's entirely below -${fmt.pct(cmp.method.noise)}.`, true);
 			csec.append(el('div', { class: 'charts' }, c.box));
@@ -672,7 +673,7 @@
 			new Chart(c.canvas, {
 				type: 'bar',
 				data: { labels: sig.map((x) => shortPath(paths[x.i])),
-					datasets: [{ label: 'change, % (95% interval)', data: sig.map((x) => [num(x.r.ci_low) * 100, num(x.r.ci_high) * 100]),
+					datasets: [{ label: `change, % (${fmt.pct(cmp.method.ci_level)} interval)`, data: sig.map((x) => [num(x.r.ci_low) * 100, num(x.r.ci_high) * 100]),
 						     backgroundColor: sig.map(col), minBarLength: 3 }] },
 				options: { indexAxis: 'y',
 					   scales: { x: { suggestedMin: Math.min(0, ...sig.map((x) => num(x.r.ci_low) * 110)),
@@ -683,7 +684,7 @@
 									      label: (cs) => { const r = sig[cs.dataIndex].r;
 										      return `${vname(r.verdict)} ${fmt.spct(r.change)} [${fmt.spct(r.ci_low)}, ${fmt.spct(r.ci_high)}], q ${fmt.sig(r.q)}`; } } } } },
 			});
-			const lt = el('table', { class: 'rows' }, el('thead', null, el('tr', null, ...['verdict', 'change', '95% interval', 'q', 'median base', 'median new', 'call path'].map((h) => el('th', null, h)))));
+			const lt = el('table', { class: 'rows' }, el('thead', null, el('tr', null, ...['verdict', 'change', `${fmt.pct(cmp.method.ci_level)} interval`, 'q', 'median base', 'median new', 'call path'].map((h) => el('th', null, h)))));
 			const lb = el('tbody');
 			for (const x of sigAll)
 				lb.append(el('tr', null, el('td', { class: 'v-' + x.r.verdict }, vname(x.r.verdict)), el('td', null, fmt.spct(x.r.change)),

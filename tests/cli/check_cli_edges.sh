@@ -240,9 +240,12 @@ run compare "$TMP/cb.ptz" "$TMP/cn.ptz" --json - --noise 10 --alpha 0.01 --boots
 check "compare --json -: the schema and the options" python3 -c '
 import json, sys
 j = json.load(open(sys.argv[1]))
-assert j["schema"] == "ptanalyze-compare/1", j["schema"]
+assert j["schema"] == "ptanalyze-compare/2", j["schema"]
 m = j["method"]
 assert m["noise"] == 0.1 and m["alpha"] == 0.01 and m["bootstrap"] == 200, m
+# the FCR-adjusted level: 1 - max(R, 1) alpha / M over the per-call and total tests
+assert m["interval"] == "benjamini-yekutieli-fcr" and m["family"] >= 3, m
+assert abs(m["ci_level"] - (1 - max(m["selected"], 1) * 0.01 / m["family"])) < 1e-9, m
 rows = j["rows"]
 s = [r for r in rows if r["name"] == "slower" and rows[r["parent"]]["name"] == "iter"][0]
 assert s["verdict"] == "regression" and s["n_base"] == 39 and s["ci_low"] > 1.0, s
