@@ -282,22 +282,99 @@ double ana_norm_quantile_upper(double tail)
 	return 0.5 * (lo + hi);
 }
 
-/* P(Z > (a - b) / se), with se = 0 read as a certain outcome: 0 when a > b, else 1. */
-static double upper_of(double a, double b, double se)
+/* The continued fraction of the incomplete beta function (Numerical Recipes §6.4, modified Lentz). */
+static double beta_cf(double a, double b, double x)
+{
+	const double tiny = 1e-300;
+	double c = 1.0, d = 1.0 - (a + b) * x / (a + 1.0);
+	d = fabs(d) < tiny ? tiny : d;
+	d = 1.0 / d;
+	double h = d;
+	for (int m = 1; m <= 10000; m++) {
+		const int m2 = 2 * m;
+		double aa = m * (b - m) * x / ((a - 1.0 + m2) * (a + m2));
+		d = 1.0 + aa * d;
+		d = fabs(d) < tiny ? tiny : d;
+		c = 1.0 + aa / c;
+		c = fabs(c) < tiny ? tiny : c;
+		d = 1.0 / d;
+		h *= d * c;
+		aa = -(a + m) * (a + b + m) * x / ((a + m2) * (a + 1.0 + m2));
+		d = 1.0 + aa * d;
+		d = fabs(d) < tiny ? tiny : d;
+		c = 1.0 + aa / c;
+		c = fabs(c) < tiny ? tiny : c;
+		d = 1.0 / d;
+		const double del = d * c;
+		h *= del;
+		if (fabs(del - 1.0) < 1e-16)
+			break;
+	}
+	return h;
+}
+
+/* The regularized incomplete beta function I_x(a, b), 0 <= x <= 1. */
+static double beta_inc(double a, double b, double x)
+{
+	if (x <= 0)
+		return 0;
+	if (x >= 1)
+		return 1;
+	const double lbt = lgamma(a + b) - lgamma(a) - lgamma(b) + a * log(x) + b * log1p(-x);
+	if (x < (a + 1.0) / (a + b + 2.0))
+		return exp(lbt) * beta_cf(a, b, x) / a;
+	return 1.0 - exp(lbt) * beta_cf(b, a, 1.0 - x) / b;
+}
+
+double ana_t_upper(double t, double df)
+{
+	if (isnan(t) || !(df > 0))
+		return NAN;
+	if (isinf(df))
+		return ana_norm_upper(t);
+	if (isinf(t))
+		return t > 0 ? 0.0 : 1.0;
+	const double half = 0.5 * beta_inc(0.5 * df, 0.5, df / (df + t * t));
+	return t >= 0 ? half : 1.0 - half;
+}
+
+double ana_t_quantile_upper(double tail, double df)
+{
+	/* P(T > t) falls from 1 to 0: halve until the ends meet; wide ends for 1 degree of freedom */
+	double lo = -1e7, hi = 1e7;
+	for (int i = 0; i < 400 && hi - lo > 0; i++) {
+		const double mid = 0.5 * (lo + hi);
+		if (mid <= lo || mid >= hi)
+			break;
+		if (ana_t_upper(mid, df) > tail)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return 0.5 * (lo + hi);
+}
+
+/* P(T_df > (a - b) / se), with se = 0 read as a certain outcome: 0 when a > b, else 1. */
+static double upper_of(double a, double b, double se, double df)
 {
 	if (se > 0)
-		return ana_norm_upper((a - b) / se);
+		return ana_t_upper((a - b) / se, df);
 	return a > b ? 0.0 : 1.0;
+}
+
+double ana_thr_p_df(double d, double se, double df, double noise)
+{
+	if (isnan(d) || isnan(se) || !(df > 0))
+		return 1.0;
+	const double up = log1p(noise);
+	const double pu = upper_of(d, up, se, df);
+	const double pd = noise < 1 ? upper_of(log1p(-noise), d, se, df) : 1.0;
+	return fmin(1.0, 2.0 * fmin(pu, pd));
 }
 
 double ana_thr_p(double d, double se, double noise)
 {
-	if (isnan(d) || isnan(se))
-		return 1.0;
-	const double up = log1p(noise);
-	const double pu = upper_of(d, up, se);
-	const double pd = noise < 1 ? upper_of(log1p(-noise), d, se) : 1.0;
-	return fmin(1.0, 2.0 * fmin(pu, pd));
+	return ana_thr_p_df(d, se, INFINITY, noise);
 }
 
 /* ---- matching the two trees ---- */
@@ -666,6 +743,177 @@ static double run_share(const struct ana_result *res, uint32_t node)
 }
 
 /*
+ * For each node of @ref's merged tree, the node of @run's with the same call path (names and domains,
+ * matched as the rows are: kids_of()), UINT32_MAX where @run lacks it. Nodes are numbered parent
+ * first, so one walk in node order maps each child under its mapped parent, by binary search in that
+ * parent's sorted children (computed once each). NULL on ENOMEM.
+ */
+static uint32_t *map_paths(const struct ana_result *ref, const struct ana_result *run)
+{
+	const struct ana_tree *rt = &ref->merged, *ut = &run->merged;
+	uint32_t *map = malloc((rt->count ? rt->count : 1) * sizeof(*map));
+	struct kid **kids = calloc(ut->count ? ut->count : 1, sizeof(*kids));
+	uint32_t *nkids = calloc(ut->count ? ut->count : 1, sizeof(*nkids));
+	bool bad = !map || !kids || !nkids;
+	for (uint32_t i = 0; !bad && i < rt->count; i++) {
+		map[i] = UINT32_MAX;
+		if (i == 0) {
+			map[0] = ut->count ? 0 : UINT32_MAX;
+			continue;
+		}
+		const uint32_t up = map[rt->n[i].parent];
+		if (up == UINT32_MAX)
+			continue;
+		if (!kids[up] && !(kids[up] = kids_of(run, ut, up, &nkids[up]))) {
+			bad = true;
+			break;
+		}
+		uint32_t dom = 0;
+		const char *name = ana_string(ref, rt->n[i].id, &dom);
+		const char *dname = dom ? pt_reader_domain(ref->rd, dom) : "";
+		if (!name)
+			continue; /* an unknown id is never matched */
+		const struct kid key = { dname ? dname : "?", name, 0 };
+		uint32_t lo = 0, hi = nkids[up];
+		while (lo < hi) { /* the first child not below the key (unknown names sort last) */
+			const uint32_t mid = lo + (hi - lo) / 2;
+			if (kids[up][mid].name && kid_key_cmp(&kids[up][mid], &key) < 0)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		if (lo < nkids[up] && kids[up][lo].name && kid_key_cmp(&kids[up][lo], &key) == 0)
+			map[i] = kids[up][lo].node;
+	}
+	for (uint32_t k = 0; kids && k < ut->count; k++)
+		free(kids[k]);
+	free(kids);
+	free(nkids);
+	if (bad) {
+		free(map);
+		return NULL;
+	}
+	return map;
+}
+
+/* Mean and sample variance of @n >= 2 values. */
+static void mean_var(const double *v, size_t n, double *mean, double *var)
+{
+	double m = 0, s = 0;
+	for (size_t i = 0; i < n; i++)
+		m += v[i];
+	m /= (double)n;
+	for (size_t i = 0; i < n; i++)
+		s += (v[i] - m) * (v[i] - m);
+	*mean = m;
+	*var = s / (double)(n - 1);
+}
+
+/*
+ * Welch's t on the per-run values @x (@nx >= 2) and @y (@ny >= 2): *@d = mean(y) - mean(x), *@se =
+ * sqrt(s_x^2 / nx + s_y^2 / ny), *@df the Welch-Satterthwaite degrees of freedom (INFINITY when se is
+ * 0: every run gave the same value on each side). Return: the two-sided p of d = 0.
+ */
+static double welch(const double *x, size_t nx, const double *y, size_t ny, double *d, double *se, double *df)
+{
+	double mx, vx, my, vy;
+	mean_var(x, nx, &mx, &vx);
+	mean_var(y, ny, &my, &vy);
+	const double a = vx / (double)nx, b = vy / (double)ny;
+	*d = my - mx;
+	*se = sqrt(a + b);
+	*df = *se > 0 ? (a + b) * (a + b) / (a * a / (double)(nx - 1) + b * b / (double)(ny - 1)) : INFINITY;
+	if (!(*se > 0))
+		return *d == 0 ? 1.0 : 0.0;
+	return fmin(1.0, 2.0 * ana_t_upper(fabs(*d) / *se, *df));
+}
+
+/* Per-run summaries of one side for the path of @ref_node in @runs[0]: the log of its median per call
+ * (samples after the first; the first occurrence when it is the only one) and of its total, for the runs
+ * where it occurred. @vb: scratch of ANA_RESERVOIR_CAP. */
+static void side_logs(const struct ana_result *const *runs, size_t k, uint32_t *const *maps, uint32_t ref_node,
+		      uint64_t *vb, double *lmed, size_t *nmed, double *ltot, size_t *ntot)
+{
+	*nmed = *ntot = 0;
+	for (size_t i = 0; i < k; i++) {
+		const uint32_t node = i ? maps[i][ref_node] : ref_node;
+		if (node == UINT32_MAX)
+			continue;
+		const struct ana_agg *a = &runs[i]->merged.n[node].agg;
+		if (!a->count)
+			continue;
+		const uint32_t n = ana_samples_without_first(a, vb);
+		const double med = n ? ana_median(vb, n) : (double)a->first_ns;
+		if (med > 0)
+			lmed[(*nmed)++] = log(med);
+		if (a->total_ns)
+			ltot[(*ntot)++] = log((double)a->total_ns);
+	}
+}
+
+/*
+ * Runs as the unit (ana_cmp_opts.base_runs, new_runs): each row in both first runs gets its per-call
+ * and total statistics from the per-run summaries: Welch's t on the log medians (p for the BH family
+ * of "changed at all", se_log, df, the medians as geometric means over runs) and on the log totals.
+ * A row needs 2 runs a side where it occurred; else it is untested (unverified). Return: 0, or -1 on
+ * ENOMEM.
+ */
+static int runs_fill(struct ana_cmp *c, uint64_t *vb)
+{
+	const struct ana_cmp_opts *o = &c->opts;
+	const size_t kb = o->nbase_runs, kn = o->nnew_runs;
+	uint32_t **mb = calloc(kb, sizeof(*mb)), **mn = calloc(kn, sizeof(*mn));
+	double *buf = malloc(4 * (kb + kn) * sizeof(*buf));
+	int rc = mb && mn && buf ? 0 : -1;
+	for (size_t i = 1; rc == 0 && i < kb; i++)
+		rc = (mb[i] = map_paths(o->base_runs[0], o->base_runs[i])) ? 0 : -1;
+	for (size_t i = 1; rc == 0 && i < kn; i++)
+		rc = (mn[i] = map_paths(o->new_runs[0], o->new_runs[i])) ? 0 : -1;
+	for (size_t i = 0; rc == 0 && i < c->nrows; i++) {
+		struct ana_cmp_row *r = &c->rows[i];
+		r->total_df = r->df = INFINITY;
+		r->total_se_log = r->total_p_thr = r->se_log = NAN;
+		r->total_verdict = ANA_V_UNVERIFIED;
+		if (r->base_node == UINT32_MAX || r->new_node == UINT32_MAX)
+			continue;
+		double *bm = buf, *bt = buf + kb, *nm = buf + 2 * kb, *nt = buf + 2 * kb + kn;
+		size_t nbm, nbt, nnm, nnt;
+		side_logs(o->base_runs, kb, mb, r->base_node, vb, bm, &nbm, bt, &nbt);
+		side_logs(o->new_runs, kn, mn, r->new_node, vb, nm, &nnm, nt, &nnt);
+		r->p = r->u = NAN;
+		r->exact = false;
+		r->n_base = (uint32_t)nbm;
+		r->n_new = (uint32_t)nnm;
+		if (nbm >= 2 && nnm >= 2) {
+			double d;
+			r->p = welch(bm, nbm, nm, nnm, &d, &r->se_log, &r->df);
+			double mbv, vbv, mnv, vnv;
+			mean_var(bm, nbm, &mbv, &vbv);
+			mean_var(nm, nnm, &mnv, &vnv);
+			r->median_base = exp(mbv);
+			r->median_new = exp(mnv);
+			r->change = expm1(d);
+			r->low_confidence = nbm < 3 || nnm < 3;
+		}
+		if (nbt >= 2 && nnt >= 2) {
+			double d;
+			(void)welch(bt, nbt, nt, nnt, &d, &r->total_se_log, &r->total_df);
+			r->total_change = expm1(d);
+			r->total_p_thr = ana_thr_p_df(d, r->total_se_log, r->total_df, o->noise);
+			r->total_verdict = ANA_V_NOT_SIGNIFICANT;
+		}
+	}
+	for (size_t i = 1; mb && i < kb; i++)
+		free(mb[i]);
+	for (size_t i = 1; mn && i < kn; i++)
+		free(mn[i]);
+	free(mb);
+	free(mn);
+	free(buf);
+	return rc;
+}
+
+/*
  * The total per run of each row (count x duration): the threshold test's inputs for a row in both runs
  * (at least 2 occurrences and a total above 0 a side; the count taken as exact, the sum's variance
  * n s^2 from the power sums), and for a row in one run only, the "new work" (or "gone") candidates:
@@ -676,8 +924,12 @@ static int totals_tested(const struct ana_result *base, const struct ana_result 
 	const double noise = c->opts.noise;
 	for (size_t i = 0; i < c->nrows; i++) {
 		struct ana_cmp_row *r = &c->rows[i];
-		r->total_se_log = r->total_p_thr = r->total_q_thr = r->total_ci_lo = r->total_ci_hi = NAN;
-		r->total_verdict = ANA_V_UNVERIFIED;
+		r->total_q_thr = r->total_ci_lo = r->total_ci_hi = NAN;
+		if (c->runs_base < 2) { /* else runs_fill() set them */
+			r->total_se_log = r->total_p_thr = NAN;
+			r->total_df = INFINITY;
+			r->total_verdict = ANA_V_UNVERIFIED;
+		}
 		if (r->base_node == UINT32_MAX || r->new_node == UINT32_MAX) {
 			const bool in_b = r->base_node != UINT32_MAX;
 			const double share = in_b ? run_share(base, r->base_node) : run_share(nw, r->new_node);
@@ -687,6 +939,8 @@ static int totals_tested(const struct ana_result *base, const struct ana_result 
 			}
 			continue;
 		}
+		if (c->runs_base > 1)
+			continue; /* runs_fill() */
 		const struct ana_agg *ab = &base->merged.n[r->base_node].agg, *an = &nw->merged.n[r->new_node].agg;
 		if (ab->count < 2 || an->count < 2 || !ab->total_ns || !an->total_ns)
 			continue;
@@ -733,22 +987,24 @@ static int threshold_family(struct ana_cmp *c)
 		c->selected += q[i] < alpha;
 	}
 	c->ci_level = c->family ? 1.0 - (double)(c->selected ? c->selected : 1) * alpha / (double)c->family : 1.0 - alpha;
-	const double z = ana_norm_quantile_upper((1.0 - c->ci_level) / 2.0);
+	const double tail = (1.0 - c->ci_level) / 2.0, z = ana_norm_quantile_upper(tail);
 	for (size_t i = 0; i < c->nrows; i++) {
 		struct ana_cmp_row *r = &c->rows[i];
 		r->q_thr = q[2 * i];
 		r->total_q_thr = q[2 * i + 1];
-		if (!isnan(r->se_log)) {
+		if (!isnan(r->p_thr) && !isnan(r->se_log)) { /* significant (q < alpha): bootstrapped or from runs */
 			const double d = log(r->median_new / r->median_base);
-			r->ci_lo = expm1(d - z * r->se_log);
-			r->ci_hi = expm1(d + z * r->se_log);
+			const double zz = isinf(r->df) ? z : ana_t_quantile_upper(tail, r->df);
+			r->ci_lo = expm1(d - zz * r->se_log);
+			r->ci_hi = expm1(d + zz * r->se_log);
 			if (r->q_thr < alpha)
 				r->verdict = d > 0 ? ANA_V_REGRESSION : ANA_V_IMPROVEMENT;
 		}
 		if (!isnan(r->total_se_log)) { /* total_change = T_new / T_base - 1, both totals above 0 */
 			const double d = log1p(r->total_change);
-			r->total_ci_lo = expm1(d - z * r->total_se_log);
-			r->total_ci_hi = expm1(d + z * r->total_se_log);
+			const double zz = isinf(r->total_df) ? z : ana_t_quantile_upper(tail, r->total_df);
+			r->total_ci_lo = expm1(d - zz * r->total_se_log);
+			r->total_ci_hi = expm1(d + zz * r->total_se_log);
 			if (r->total_q_thr < alpha)
 				r->total_verdict = d > 0 ? ANA_V_REGRESSION : ANA_V_IMPROVEMENT;
 		}
@@ -807,6 +1063,12 @@ int ana_compare(const struct ana_result *base, const struct ana_result *nw, cons
 			rc = push_children(&bd, pr.b, pr.n);
 	}
 	free(bd.st);
+	out->runs_base = out->runs_new = 1;
+	if (rc == 0 && o.nbase_runs >= 2 && o.nnew_runs >= 2) {
+		out->runs_base = o.nbase_runs;
+		out->runs_new = o.nnew_runs;
+		rc = runs_fill(out, vb);
+	}
 	/* the BH family: every tested row */
 	double *p = NULL, *q = NULL;
 	if (rc == 0 && out->nrows) {
@@ -827,7 +1089,11 @@ int ana_compare(const struct ana_result *base, const struct ana_result *nw, cons
 	for (size_t i = 0; rc == 0 && i < out->nrows; i++) {
 		struct ana_cmp_row *r = &out->rows[i];
 		r->q = q[i];
-		r->se_log = r->p_thr = r->q_thr = NAN;
+		r->p_thr = r->q_thr = NAN;
+		if (out->runs_base < 2) {
+			r->se_log = NAN;
+			r->df = INFINITY;
+		}
 		if (r->median_base > 0 && r->median_new > 0) {
 			logsum += log(r->median_new / r->median_base);
 			out->ngeo++;
@@ -841,7 +1107,8 @@ int ana_compare(const struct ana_result *base, const struct ana_result *nw, cons
 		r->verdict = ANA_V_WITHIN_NOISE;
 		const struct ana_agg *ab = &base->merged.n[r->base_node].agg, *an = &nw->merged.n[r->new_node].agg;
 		uint32_t nb = ana_samples_without_first(ab, vb), nn = ana_samples_without_first(an, vb + ANA_RESERVOIR_CAP);
-		if (ana_boot_se_log(vb, nb, vb + ANA_RESERVOIR_CAP, nn, o.bootstrap, &rng, &r->se_log)) {
+		if (out->runs_base < 2 && /* runs: the error is the runs' (runs_fill()) */
+		    ana_boot_se_log(vb, nb, vb + ANA_RESERVOIR_CAP, nn, o.bootstrap, &rng, &r->se_log)) {
 			rc = -1;
 			break;
 		}
@@ -850,7 +1117,7 @@ int ana_compare(const struct ana_result *base, const struct ana_result *nw, cons
 			r->p_thr = NAN;
 			continue;
 		}
-		r->p_thr = ana_thr_p(log(r->median_new / r->median_base), r->se_log, o.noise);
+		r->p_thr = ana_thr_p_df(log(r->median_new / r->median_base), r->se_log, r->df, o.noise);
 	}
 	if (rc == 0)
 		rc = totals_tested(base, nw, out);
@@ -957,17 +1224,30 @@ void ana_compare_text(FILE *out, const struct ana_result *base, const struct ana
 		      const struct ana_cmp *c, int top)
 {
 	const struct ana_cmp_opts *o = &c->opts;
-	fprintf(out,
-		"method: two-sided Mann-Whitney U on each call path's per-occurrence inclusive durations\n"
-		"        (first occurrence left out; up to %u samples a path), Benjamini-Hochberg FDR at %g;\n"
-		"        a regression or improvement moved beyond the noise threshold +-%.1f%%: a Wald test of\n"
-		"        the log ratio (bootstrap standard error, %u resamples), one BH family of %zu per-call\n"
-		"        and total tests, so with no path beyond the threshold P(any verdict) <= %g; intervals\n"
-		"        at %.4g%%, false-coverage-rate adjusted (Benjamini-Yekutieli) for %zu selected\n"
-		"        verdicts judge the median per call and the total (count x duration) per run;\n"
-		"        one run a side: the intervals hold the variation within each run, not between runs\n",
-		ANA_RESERVOIR_CAP, o->alpha, 100.0 * o->noise, o->bootstrap, c->family, o->alpha, 100.0 * c->ci_level,
-		c->selected);
+	if (c->runs_base > 1)
+		fprintf(out,
+			"method: runs as the unit: %zu base and %zu new runs; per call path, Welch's t test of the\n"
+			"        per-run log medians per call (first occurrence left out) and of the log totals per\n"
+			"        run, so the variation between runs (run-to-run drift) is the noise; Benjamini-\n"
+			"        Hochberg FDR at %g; a regression or improvement moved beyond the noise threshold\n"
+			"        +-%.1f%%: one BH family of %zu per-call and total threshold tests, so with no path\n"
+			"        beyond the threshold P(any verdict) <= %g; intervals at %.4g%%, false-coverage-rate\n"
+			"        adjusted (Benjamini-Yekutieli) for %zu selected; \"n\" counts runs\n",
+			c->runs_base, c->runs_new, o->alpha, 100.0 * o->noise, c->family, o->alpha, 100.0 * c->ci_level,
+			c->selected);
+	else
+		fprintf(out,
+			"method: two-sided Mann-Whitney U on each call path's per-occurrence inclusive durations\n"
+			"        (first occurrence left out; up to %u samples a path), Benjamini-Hochberg FDR at %g;\n"
+			"        a regression or improvement moved beyond the noise threshold +-%.1f%%: a Wald test of\n"
+			"        the log ratio (bootstrap standard error, %u resamples), one BH family of %zu per-call\n"
+			"        and total tests, so with no path beyond the threshold P(any verdict) <= %g; intervals\n"
+			"        at %.4g%%, false-coverage-rate adjusted (Benjamini-Yekutieli) for %zu selected;\n"
+			"        one run a side: the intervals hold the variation within each run, not between runs\n"
+			"        (give several with --base and --new)\n",
+			ANA_RESERVOIR_CAP, o->alpha, 100.0 * o->noise, o->bootstrap, c->family, o->alpha,
+			100.0 * c->ci_level, c->selected);
+	fprintf(out, "        verdicts judge the median per call and the total (count x duration) per run\n");
 	if (o->gate_threshold > 0)
 		fprintf(out, "        paths with too few occurrences to test: judged on the median change alone against\n"
 			     "        --gate-threshold +-%.1f%% (\"threshold only\": no test, no error rate)\n",
@@ -1145,6 +1425,9 @@ int ana_compare_json(FILE *out, const struct ana_result *base, const struct ana_
 	       json_object_set_new(m, "ci_level", json_real(c->ci_level)) ||
 	       json_object_set_new(m, "family", json_integer((json_int_t)c->family)) ||
 	       json_object_set_new(m, "selected", json_integer((json_int_t)c->selected)) ||
+	       json_object_set_new(m, "unit", json_string(c->runs_base > 1 ? "run" : "occurrence")) ||
+	       json_object_set_new(m, "runs_base", json_integer((json_int_t)c->runs_base)) ||
+	       json_object_set_new(m, "runs_new", json_integer((json_int_t)c->runs_new)) ||
 	       json_object_set_new(root, "method", m);
 	for (int v = 0; v < ANA_V_N; v++)
 		bad |= json_object_set_new(counts, ana_verdict_key(v), json_integer((json_int_t)c->count[v]));
@@ -1212,6 +1495,8 @@ int ana_compare_json(FILE *out, const struct ana_result *base, const struct ana_
 		       json_object_set_new(j, "self_base_ns", ana_json_u64(ab ? ab->self_ns : 0)) ||
 		       json_object_set_new(j, "self_new_ns", ana_json_u64(an ? an->self_ns : 0)) ||
 		       json_object_set_new(j, "se_log", jnum(r->se_log)) ||
+		       json_object_set_new(j, "df", jnum(r->df)) ||
+		       json_object_set_new(j, "total_df", jnum(r->total_df)) ||
 		       json_object_set_new(j, "p_threshold", jnum(r->p_thr)) ||
 		       json_object_set_new(j, "q_threshold", jnum(r->q_thr)) ||
 		       json_object_set_new(j, "total_verdict", json_string(ana_verdict_key(r->total_verdict))) ||

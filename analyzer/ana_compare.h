@@ -96,6 +96,13 @@ struct ana_cmp_opts {
 	 * verdict then rests on the test). The original proposal's CI gate ("any operation >= 10% slower
 	 * fails") on sections run once. */
 	double gate_threshold;
+	/* Runs as the unit of evidence: every run of each side (@base and @nw of ana_compare() are
+	 * runs[0] of theirs), at least 2 a side to take effect (else NULL / 0: one run a side). The rows
+	 * are the call paths of runs[0]; each path's statistics come from its per-run summaries: the log
+	 * of its median per call and of its total per run, compared between the sides by Welch's t test
+	 * (the variation between runs, run-to-run drift included, is the noise). */
+	const struct ana_result *const *base_runs, *const *new_runs;
+	size_t nbase_runs, nnew_runs;
 };
 
 struct ana_cmp_row {
@@ -133,6 +140,8 @@ struct ana_cmp_row {
 	 * within [-noise, +noise]" (1 for a tested row not bootstrapped) and its BH q in the family of
 	 * every threshold test. [ci_lo, ci_hi] is at the comparison's ci_level. */
 	double se_log, p_thr, q_thr;
+	double df;      /* degrees of freedom of se_log: Welch-Satterthwaite over runs, or INFINITY (one run a side) */
+	double total_df;
 	/* The total per run (count x duration, inclusive), judged the same way with the call count taken
 	 * as exact and the durations' variance from the power sums: se_log = sqrt(n_b s_b^2 / T_b^2 +
 	 * n_n s_n^2 / T_n^2). Tested when each side has at least 2 occurrences and a total above 0.
@@ -167,6 +176,7 @@ struct ana_cmp {
 	/* Rows whose total regressed (improved) beyond the threshold, the call count or new work, and whose
 	 * per-call verdict is not already that regression (improvement); inherited totals apart. */
 	size_t total_regressions, total_improvements, total_inherited;
+	size_t runs_base, runs_new; /* runs a side (1 and 1 unless ana_cmp_opts gave runs) */
 };
 
 /*
@@ -275,6 +285,18 @@ double ana_norm_quantile_upper(double tail);
  * within it. @noise >= 1: no improvement can pass -noise.
  */
 double ana_thr_p(double d, double se, double noise);
+/* ana_thr_p() with Student's t on @df degrees of freedom in place of the normal (INFINITY: normal). */
+double ana_thr_p_df(double d, double se, double df, double noise);
+
+/*
+ * ana_t_upper() - P(T > @t) for Student's t with @df > 0 degrees of freedom (INFINITY: the normal),
+ * from the regularized incomplete beta function, P(T > t) = I_x(df / 2, 1 / 2) / 2 with x = df /
+ * (df + t^2) for t >= 0 (Abramowitz and Stegun 26.7.1), by its continued fraction (Press et al.,
+ * Numerical Recipes, 3rd ed., §6.4, modified Lentz), to about 1e-15.
+ */
+double ana_t_upper(double t, double df);
+/* ana_t_quantile_upper() - The t with P(T > t) = @tail on @df degrees of freedom (bisection). */
+double ana_t_quantile_upper(double tail, double df);
 
 /* Memory in a comparison (ana_mem.c; doc/analyzer-output.md §8): peak RSS
  * of each run and, per path measured in either, the RSS change per

@@ -74,6 +74,8 @@ static void usage(FILE *out)
 		"\n"
 		"Compare options (doc/analyzer-output.md section 8; --thread, --domain, --since, --until and\n"
 		"--json FILE apply to both traces):\n"
+		"  --base F, --new F    the runs of each side, repeated (compare --base b1 --base b2 --new n1\n"
+		"                       --new n2): with 2 or more a side the runs are the unit of evidence\n"
 		"  --noise PCT          changes within +-PCT%% are not regressions (default 5)\n"
 		"  --gate-threshold PCT paths too few to test: a median change beyond +-PCT%% is a regression or\n"
 		"                       improvement on the point estimate alone, marked \"threshold only\" (off)\n"
@@ -259,7 +261,10 @@ enum { OPT_REPORT = 256, OPT_FLAT, OPT_SORT, OPT_TOP, OPT_DEPTH, OPT_MINPCT, OPT
        OPT_BOTTLENECKS, OPT_SINCE, OPT_UNTIL, OPT_CSV, OPT_JSON, OPT_NOPROGRESS, OPT_VERSION, OPT_PERFETTO,
        OPT_CHROME, OPT_FOLDED, OPT_NOISE, OPT_GATE, OPT_ALPHA, OPT_BOOTSTRAP, OPT_FAILREG, OPT_PEAKS, OPT_MINPRIO, OPT_FP32,
        OPT_THRESHOLD, OPT_SECONDS, OPT_MAXRECORDS, OPT_MAXMEMORY, OPT_GPU, OPT_HTML, OPT_FOLDED_DIFF,
-       OPT_INTERVAL, OPT_ITERATIONS, OPT_ONCE };
+       OPT_INTERVAL, OPT_ITERATIONS, OPT_ONCE, OPT_BASE, OPT_NEW };
+
+/* compare --base / --new: runs a side at most (the usage message says 64) */
+#define CMP_MAX_RUNS 64
 
 /* A count or a size: digits, for a size an optional K, M or G (binary). */
 static int parse_u64(const char *s, int suffix, uint64_t *out)
@@ -490,58 +495,85 @@ static int analyze_side(const char *path, struct ana_options *ao, struct ana_res
 }
 
 /*
- * ptanalyze compare BASE NEW: both traces analyzed with the same options,
- * compared path by path (analyzer/ana_compare.h). Text on stdout unless
- * --json - ; exit 1 if either trace cannot be read, names no such
- * --thread, is damaged, or the JSON cannot be written; else 3 with
- * --fail-on-regression and a regression; else 0.
+ * ptanalyze compare BASE NEW, or --base B1 --base B2 ... --new N1 --new N2 ...: every trace analyzed
+ * with the same options, compared path by path (analyzer/ana_compare.h; with 2 or more runs a side,
+ * the runs are the unit). Text on stdout unless --json - ; exit 1 if a trace cannot be read, names no
+ * such --thread, is damaged, or an output cannot be written; else 3 with --fail-on-regression and a
+ * regression; else 0.
  */
-static int run_compare(const char *bpath, const char *npath, struct ana_options *ao, const struct ana_cmp_opts *co,
-		       int top, const char *const outs[3], int fail_on_regression, int show_progress)
+static int run_compare(const char *const *bpaths, size_t nb, const char *const *npaths, size_t nn,
+		       struct ana_options *ao, const struct ana_cmp_opts *co_in, int top, const char *const outs[3],
+		       int fail_on_regression, int show_progress)
 {
 	const char *json = outs[0], *html = outs[1], *folded_diff = outs[2];
-	struct ana_result b, n;
-	ao->merged_percentiles_only = true; /* the comparison reads the reservoirs, not the histograms */
-	ao->no_flat_percentiles = true;
-	if (analyze_side(bpath, ao, &b, show_progress))
-		return 1;
-	if (analyze_side(npath, ao, &n, show_progress)) {
-		ana_result_free(&b);
+	struct ana_result *runs = calloc(nb + nn, sizeof(*runs));
+	const struct ana_result **ptrs = calloc(nb + nn, sizeof(*ptrs));
+	if (!runs || !ptrs) {
+		free(runs);
+		free(ptrs);
+		fprintf(stderr, PROG ": compare: out of memory\n");
 		return 1;
 	}
-	int code = trace_warnings(bpath, &b) | trace_warnings(npath, &n);
+	ao->merged_percentiles_only = true; /* the comparison reads the reservoirs, not the histograms */
+	ao->no_flat_percentiles = true;
+	size_t done = 0;
+	int code = 0;
+	for (; done < nb + nn; done++) {
+		const char *path = done < nb ? bpaths[done] : npaths[done - nb];
+		if (analyze_side(path, ao, &runs[done], show_progress)) {
+			code = 1;
+			break;
+		}
+		code |= trace_warnings(path, &runs[done]);
+		ptrs[done] = &runs[done];
+	}
+	struct ana_result *b = &runs[0], *n = &runs[nb];
+	struct ana_cmp_opts co = *co_in;
+	if (nb >= 2 && nn >= 2) {
+		co.base_runs = ptrs;
+		co.nbase_runs = nb;
+		co.new_runs = ptrs + nb;
+		co.nnew_runs = nn;
+	}
 	struct ana_cmp c;
-	int rc = ana_compare(&b, &n, co, &c);
-	if (rc) {
+	int rc = done < nb + nn ? 0 : ana_compare(b, n, &co, &c);
+	if (done < nb + nn) {
+		/* a trace could not be read: said above */
+	} else if (rc) {
 		fprintf(stderr, PROG ": compare: %s\n", strerror(-rc));
 		code = 1;
 	} else {
 		if (json) {
 			FILE *f = open_out(json);
-			if (close_out(f, json, "JSON", !f || ana_compare_json(f, &b, &n, &c)))
+			if (close_out(f, json, "JSON", !f || ana_compare_json(f, b, n, &c)))
 				code = 1;
 		}
 		if (html) {
 			FILE *f = open_out(html);
 			if (close_out(f, html, "HTML page",
-				      !f || ana_html_compare(f, &b, &n, &c, bpath, npath, PROG " " PT_VERSION_STRING)))
+				      !f || ana_html_compare(f, b, n, &c, bpaths[0], npaths[0], PROG " " PT_VERSION_STRING)))
 				code = 1;
 		}
 		if (folded_diff) {
 			FILE *f = open_out(folded_diff);
-			if (close_out(f, folded_diff, "differential folded stacks", !f || pfx_write_folded_diff(&b, &n, &c, f)))
+			if (close_out(f, folded_diff, "differential folded stacks", !f || pfx_write_folded_diff(b, n, &c, f)))
 				code = 1;
 		}
 		if ((!json || strcmp(json, "-")) && (!html || strcmp(html, "-")) && (!folded_diff || strcmp(folded_diff, "-"))) {
-			printf("base: %s\nnew:  %s\n", bpath, npath);
-			ana_compare_text(stdout, &b, &n, &c, top > 0 ? top : 20);
+			for (size_t i = 0; i < nb; i++)
+				printf("base: %s\n", bpaths[i]);
+			for (size_t i = 0; i < nn; i++)
+				printf("new:  %s\n", npaths[i]);
+			ana_compare_text(stdout, b, n, &c, top > 0 ? top : 20);
 		}
 		if (code == 0 && fail_on_regression && c.count[ANA_V_REGRESSION] + c.total_regressions > 0)
 			code = 3; /* a slower call or a total per run that grew (call count, new work) */
 		ana_compare_free(&c);
 	}
-	ana_result_free(&b);
-	ana_result_free(&n);
+	for (size_t i = 0; i < done; i++)
+		ana_result_free(&runs[i]);
+	free(runs);
+	free(ptrs);
 	int out = stdout_ok();
 	return out ? out : code;
 }
@@ -722,6 +754,8 @@ int main(int argc, char **argv)
 		{ "alpha", required_argument, NULL, OPT_ALPHA },
 		{ "bootstrap", required_argument, NULL, OPT_BOOTSTRAP },
 		{ "fail-on-regression", no_argument, NULL, OPT_FAILREG },
+		{ "base", required_argument, NULL, OPT_BASE },
+		{ "new", required_argument, NULL, OPT_NEW },
 		{ "peaks", required_argument, NULL, OPT_PEAKS },
 		{ "min-priority", required_argument, NULL, OPT_MINPRIO },
 		{ "fp32", no_argument, NULL, OPT_FP32 },
@@ -745,6 +779,8 @@ int main(int argc, char **argv)
 	int show_progress = isatty(2), c, report_flag = 0, nexports = 0, until_set = 0;
 	struct ana_cmp_opts co = { .noise = -1 };
 	int fail_on_regression = 0, cmp_only = 0, report_only = 0; /* options of one command only seen */
+	const char *base_runs[CMP_MAX_RUNS], *new_runs[CMP_MAX_RUNS];
+	size_t nbase_runs = 0, nnew_runs = 0;
 	struct ana_sug_opts so = { 0 };
 	struct ana_peaks peaks;
 	const char *peaks_path = NULL;
@@ -872,6 +908,16 @@ int main(int argc, char **argv)
 			fail_on_regression = 1;
 			cmp_only = 1;
 			break;
+		case OPT_BASE:
+		case OPT_NEW: {
+			const char **side = c == OPT_BASE ? base_runs : new_runs;
+			size_t *n = c == OPT_BASE ? &nbase_runs : &nnew_runs;
+			if (*n == CMP_MAX_RUNS)
+				return usage_error("%s", "at most 64 runs a side (--base, --new)");
+			side[(*n)++] = optarg;
+			cmp_only = 1;
+			break;
+		}
 		case OPT_PEAKS:
 			peaks_path = optarg;
 			sug_only = 1;
@@ -1034,8 +1080,19 @@ int main(int argc, char **argv)
 		return usage_error("%s", "--peaks, --fp32, --min-priority and --threshold belong to suggest (and to the "
 					 "report's --html)");
 	if (strcmp(cmd, "compare") == 0) {
-		if (rest != 2)
+		if (nbase_runs || nnew_runs) {
+			if (rest != 0 || !nbase_runs || !nnew_runs)
+				return usage_error("%s", "compare: --base and --new name every trace (at least one each), "
+							 "or give two trace files, BASE.ptz NEW.ptz");
+			if ((nbase_runs >= 2) != (nnew_runs >= 2))
+				return usage_error("%s", "compare: runs as the unit need at least 2 runs a side (--base "
+							 "twice or more, and --new twice or more), or one each");
+		} else if (rest != 2) {
 			return usage_error("%s", "compare: expected two trace files, BASE.ptz NEW.ptz");
+		} else {
+			base_runs[nbase_runs++] = argv[optind];
+			new_runs[nnew_runs++] = argv[optind + 1];
+		}
 		if (until_set && ao.until_ns <= ao.since_ns)
 			return usage_error("%s", "--until must be later than --since");
 		if (report_only || report_flag || nexports)
@@ -1043,8 +1100,8 @@ int main(int argc, char **argv)
 						 "--min-pct, --bottlenecks, --csv, --report, exports)");
 		const char *couts[3] = { as_stdout(json), as_stdout(html), as_stdout(folded_diff) };
 		for (int k = 0; k < 3; k++) {
-			for (int t = 0; couts[k] && t < 2; t++)
-				if (same_file(argv[optind + t], couts[k]))
+			for (size_t t = 0; couts[k] && t < nbase_runs + nnew_runs; t++)
+				if (same_file(t < nbase_runs ? base_runs[t] : new_runs[t - nbase_runs], couts[k]))
 					return usage_error("output file '%s' is a trace itself", couts[k]);
 			for (int j = k + 1; couts[k] && j < 3; j++)
 				if (couts[j] && (strcmp(couts[k], couts[j]) == 0 || same_file(couts[k], couts[j])))
@@ -1053,12 +1110,12 @@ int main(int argc, char **argv)
 							   couts[k]);
 		}
 		const char *const cmp_outs[3] = { json, html, folded_diff };
-		return run_compare(argv[optind], argv[optind + 1], &ao, &co, ro.top, cmp_outs, fail_on_regression,
-				   show_progress);
+		return run_compare(base_runs, nbase_runs, new_runs, nnew_runs, &ao, &co, ro.top, cmp_outs,
+				   fail_on_regression, show_progress);
 	}
 	if (cmp_only)
-		return usage_error("%s", "--noise, --gate-threshold, --alpha, --bootstrap, --fail-on-regression and --folded-diff "
-					 "belong to compare");
+		return usage_error("%s", "--noise, --gate-threshold, --alpha, --bootstrap, --fail-on-regression, --folded-diff, "
+					 "--base and --new belong to compare");
 	if (rest != 1)
 		return usage_error("%s", rest ? "expected exactly one trace file" : "no trace file given");
 	path = argv[optind];

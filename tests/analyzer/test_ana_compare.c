@@ -1053,7 +1053,7 @@ static int wide_exits(uint32_t permille, int pairs, size_t *found)
 		ana_test_run(pb, &o, &b);
 		ana_test_run(pn, &o, &n);
 		struct ana_cmp c;
-		const struct ana_cmp_opts co = { .noise = -1, .seed = 1 + (uint64_t)k };
+		const struct ana_cmp_opts co = { .noise = -1, .seed = 1 + (uint64_t)k, .bootstrap = 200 };
 		assert_int_equal(ana_compare(&b, &n, &co, &c), 0);
 		const size_t reg = c.count[ANA_V_REGRESSION] + c.total_regressions;
 		exits += reg > 0;
@@ -1083,6 +1083,78 @@ static void test_threshold_protected(void **state)
 		fail_msg("+10%%: %zu of 200 found", found);
 	/* A/A: nothing */
 	assert_int_equal(wide_exits(1000, 4, &found), 0);
+}
+
+/* Student's t tail against tabulated values, and its inverse. */
+static void test_student_t(void **state)
+{
+	(void)state;
+	assert_true(fabs(ana_t_upper(12.706204736174698, 1) - 0.025) < 1e-12);
+	assert_true(fabs(ana_t_upper(2.7764451051977934, 4) - 0.025) < 1e-12);
+	assert_true(fabs(ana_t_upper(2.0, 10) - 0.036694017385370196) < 1e-12);
+	assert_true(fabs(ana_t_upper(-2.0, 10) - (1 - 0.036694017385370196)) < 1e-12);
+	assert_true(fabs(ana_t_upper(0.0, 3) - 0.5) < 1e-15);
+	assert_true(fabs(ana_t_upper(1.5, INFINITY) - ana_norm_upper(1.5)) < 1e-15);
+	assert_true(fabs(ana_t_quantile_upper(0.025, 4) - 2.7764451051977934) < 1e-9);
+	assert_true(fabs(ana_t_quantile_upper(0.005, 2.5) - 7.163728) < 1e-4); /* non-integer df (Welch): numeric integration */
+	/* the threshold test on 4 degrees of freedom is wider than the normal one */
+	assert_true(ana_thr_p_df(log(1.2), 0.05, 4, 0.05) > ana_thr_p(log(1.2), 0.05, 0.05));
+}
+
+/* Compares runs of write_wide(): base and new runs scaled by @bf and @nf (permille, @k a side). */
+static void compare_runs(const uint32_t *bf, const uint32_t *nf, size_t k, struct ana_cmp *c, struct ana_cmp *one)
+{
+	struct ana_result runs[8];
+	const struct ana_result *ptrs[8];
+	const struct ana_options o = { .thread = -1, .merged_percentiles_only = true };
+	for (size_t i = 0; i < 2 * k; i++) {
+		char p[4200];
+		snprintf(p, sizeof(p), "%s", tu_path("runs.ptz"));
+		write_wide(p, i < k ? bf[i] : nf[i - k], 5000 + i);
+		ana_test_run(p, &o, &runs[i]);
+		ptrs[i] = &runs[i];
+		unlink(p);
+	}
+	const struct ana_cmp_opts co = { .noise = -1, .base_runs = ptrs, .nbase_runs = k, .new_runs = ptrs + k,
+					 .nnew_runs = k };
+	assert_int_equal(ana_compare(&runs[0], &runs[k], &co, c), 0);
+	const struct ana_cmp_opts co1 = { .noise = -1, .bootstrap = 200 };
+	assert_int_equal(ana_compare(&runs[0], &runs[k], &co1, one), 0);
+	assert_int_equal(c->runs_base, k);
+	assert_int_equal(one->runs_base, 1);
+	for (size_t i = 0; i < 2 * k; i++)
+		ana_result_free(&runs[i]);
+}
+
+/* Issue 15, cases 1 and 9: identical code whose runs differ by the machine's state (a run 10% slower
+ * or 5% faster as a whole). One run against one run calls the difference of two runs a regression;
+ * with 3 runs a side (the same three states, in another order) the variation between runs is the
+ * noise and nothing is called. A real +30% is still found on every path. */
+static void test_runs_as_unit(void **state)
+{
+	(void)state;
+	struct ana_cmp c, one;
+	const uint32_t b[3] = { 1000, 1100, 950 }, n[3] = { 1100, 950, 1000 };
+	compare_runs(b, n, 3, &c, &one);
+	assert_true(one.count[ANA_V_REGRESSION] >= 40); /* run 0 vs run 0: +10% */
+	assert_int_equal(c.count[ANA_V_REGRESSION] + c.count[ANA_V_IMPROVEMENT] + c.total_regressions +
+				 c.total_improvements,
+			 0);
+	const struct ana_cmp_row *r = &c.rows[0];
+	assert_int_equal(r->n_base, 3);
+	assert_true(r->df > 1 && r->df < 5); /* Welch-Satterthwaite on 3 + 3 runs */
+	assert_true(fabs(r->change) < 0.02);
+	ana_compare_free(&c);
+	ana_compare_free(&one);
+	const uint32_t b2[3] = { 1000, 1020, 990 }, n2[3] = { 1300, 1320, 1290 };
+	compare_runs(b2, n2, 3, &c, &one);
+	assert_int_equal(c.count[ANA_V_REGRESSION], 50);
+	for (size_t i = 0; i < c.nrows; i++) {
+		assert_true(c.rows[i].ci_lo > 0.05 && c.rows[i].ci_lo < 0.3 && c.rows[i].ci_hi > 0.3);
+		assert_true(!isinf(c.rows[i].df));
+	}
+	ana_compare_free(&c);
+	ana_compare_free(&one);
 }
 
 static void test_shape_changed(void **state)
@@ -1236,6 +1308,8 @@ int main(void)
 		cmocka_unit_test(test_new_work),
 		cmocka_unit_test(test_renamed_is_not_new_work),
 		cmocka_unit_test(test_threshold_protected),
+		cmocka_unit_test(test_student_t),
+		cmocka_unit_test(test_runs_as_unit),
 	};
 	/* one group (one TAP plan): the statistics tests ignore the pair fixture */
 	return cmocka_run_group_tests(tests, setup_pair, teardown_pair);

@@ -250,6 +250,30 @@ rows = j["rows"]
 s = [r for r in rows if r["name"] == "slower" and rows[r["parent"]]["name"] == "iter"][0]
 assert s["verdict"] == "regression" and s["n_base"] == 39 and s["ci_low"] > 1.0, s
 assert j["counts"]["regression"] >= 1' "$TMP/out"
+# runs as the unit: --base and --new, repeated
+"$GEN" "$TMP/cb2.ptz" --cmp-base 40 && "$GEN" "$TMP/cn2.ptz" --cmp-new 40 || { echo "Bail out! generator failed"; exit 1; }
+run compare --base "$TMP/cb.ptz" --base "$TMP/cb2.ptz" --new "$TMP/cn.ptz" --new "$TMP/cn2.ptz" --json -
+check "compare --base x2 --new x2: runs as the unit, every run read" python3 -c '
+import json, sys
+j = json.load(open(sys.argv[1]))
+m = j["method"]
+assert m["unit"] == "run" and m["runs_base"] == 2 and m["runs_new"] == 2, m
+s = [r for r in j["rows"] if r["name"] == "steady"][0]
+assert s["n_base"] == 2 and s["n_new"] == 2 and s["df"] is not None and s["df"] > 0, s' "$TMP/out"
+run compare --base "$TMP/cb.ptz" --base "$TMP/cb2.ptz" --new "$TMP/cn.ptz" --new "$TMP/cn2.ptz"
+check "compare runs: the text names each run and the method" \
+	eval 'grep -q "^base: .*cb2.ptz" "$TMP/out" && grep -q "^method: runs as the unit: 2 base and 2 new runs" "$TMP/out"'
+run compare --base "$TMP/cb.ptz" --new "$TMP/cn.ptz"
+check "compare --base --new, one each: as BASE NEW" \
+	eval '[ "$rc" -eq 0 ] && grep -q "one run a side" "$TMP/out"'
+run compare --base "$TMP/cb.ptz" --base "$TMP/cb2.ptz" --new "$TMP/cn.ptz"
+check "compare 2 runs against 1: usage, exit 2" eval '[ "$rc" -eq 2 ] && grep -q "at least 2 runs a side" "$TMP/err"'
+run compare --base "$TMP/cb.ptz" --new "$TMP/cn.ptz" "$TMP/cb2.ptz"
+check "compare --base/--new and a positional trace: usage, exit 2" [ "$rc" -eq 2 ]
+run "$TMP/cb.ptz" --base "$TMP/cb2.ptz"
+check "--base without compare: usage, exit 2" eval '[ "$rc" -eq 2 ] && grep -q "belong to compare" "$TMP/err"'
+run compare --base "$TMP/cb.ptz" --base "$TMP/nonexistent.ptz" --new "$TMP/cn.ptz" --new "$TMP/cn2.ptz"
+check "compare runs, one unreadable: exit 1" [ "$rc" -eq 1 ]
 run compare "$TMP/cb.ptz"
 check "compare with one trace: usage, exit 2" eval '[ "$rc" -eq 2 ] && grep -q "expected two trace files" "$TMP/err"'
 run compare "$TMP/cb.ptz" "$TMP/cn.ptz" --flat
