@@ -955,6 +955,12 @@ static int totals_tested(const struct ana_result *base, const struct ana_result 
 	return 0;
 }
 
+/* The log of the change the per-call verdict judges: of the means (on_mean) or of the medians. */
+static double effect_log(const struct ana_cmp_row *r)
+{
+	return r->on_mean ? log(r->mean_new / r->mean_base) : log(r->median_new / r->median_base);
+}
+
 /*
  * The threshold family: every row's per-call p_thr and total p_thr, one Benjamini-Hochberg family
  * (ana_bh()); the selected ones (q < alpha) are regressions or improvements in the direction of their
@@ -993,7 +999,7 @@ static int threshold_family(struct ana_cmp *c)
 		r->q_thr = q[2 * i];
 		r->total_q_thr = q[2 * i + 1];
 		if (!isnan(r->p_thr) && !isnan(r->se_log)) { /* significant (q < alpha): bootstrapped or from runs */
-			const double d = log(r->median_new / r->median_base);
+			const double d = effect_log(r);
 			const double zz = isinf(r->df) ? z : ana_t_quantile_upper(tail, r->df);
 			r->ci_lo = expm1(d - zz * r->se_log);
 			r->ci_hi = expm1(d + zz * r->se_log);
@@ -1018,7 +1024,7 @@ int ana_compare(const struct ana_result *base, const struct ana_result *nw, cons
 		struct ana_cmp *out)
 {
 	memset(out, 0, sizeof(*out));
-	struct ana_cmp_opts o = opts ? *opts : (struct ana_cmp_opts){ 0 };
+	struct ana_cmp_opts o = opts ? *opts : (struct ana_cmp_opts){ .noise = -1 }; /* NULL: every default */
 	if (o.alpha == 0)
 		o.alpha = DEF_ALPHA;
 	if (!(o.alpha > 0 && o.alpha < 1))
@@ -1107,8 +1113,17 @@ int ana_compare(const struct ana_result *base, const struct ana_result *nw, cons
 		r->verdict = ANA_V_WITHIN_NOISE;
 		const struct ana_agg *ab = &base->merged.n[r->base_node].agg, *an = &nw->merged.n[r->new_node].agg;
 		uint32_t nb = ana_samples_without_first(ab, vb), nn = ana_samples_without_first(an, vb + ANA_RESERVOIR_CAP);
-		if (out->runs_base < 2 && /* runs: the error is the runs' (runs_fill()) */
-		    ana_boot_se_log(vb, nb, vb + ANA_RESERVOIR_CAP, nn, o.bootstrap, &rng, &r->se_log)) {
+		if (out->runs_base < 2 && r->shape_changed && ab->count > 2 && an->count > 2 && r->mean_base > 0 &&
+		    r->mean_new > 0) {
+			/* the median jumps between modes: the mean per call (the time spent) decides */
+			const struct ana_moments mb = ana_moments_without(&ab->all, ab->first_ns);
+			const struct ana_moments mn = ana_moments_without(&an->all, an->first_ns);
+			const double sb = ana_moments_std(&mb, ab->count - 1), sn = ana_moments_std(&mn, an->count - 1);
+			r->on_mean = true;
+			r->se_log = sqrt(sb * sb / ((double)(ab->count - 1) * r->mean_base * r->mean_base) +
+					 sn * sn / ((double)(an->count - 1) * r->mean_new * r->mean_new));
+		} else if (out->runs_base < 2 && /* runs: the error is the runs' (runs_fill()) */
+			   ana_boot_se_log(vb, nb, vb + ANA_RESERVOIR_CAP, nn, o.bootstrap, &rng, &r->se_log)) {
 			rc = -1;
 			break;
 		}
@@ -1117,7 +1132,7 @@ int ana_compare(const struct ana_result *base, const struct ana_result *nw, cons
 			r->p_thr = NAN;
 			continue;
 		}
-		r->p_thr = ana_thr_p_df(log(r->median_new / r->median_base), r->se_log, r->df, o.noise);
+		r->p_thr = ana_thr_p_df(effect_log(r), r->se_log, r->df, o.noise);
 	}
 	if (rc == 0)
 		rc = totals_tested(base, nw, out);
@@ -1319,15 +1334,18 @@ void ana_compare_text(FILE *out, const struct ana_result *base, const struct ana
 				 ana_fmt_dur(mn, sizeof(mn), r->median_new));
 			const char *path = row_path(base, nw, r, &pb, &pcap);
 			fprintf(out, "%-15s %8s %10s  %-19s %8s  %11s  %-23s ", ana_verdict_name(v),
-				pct(ch, sizeof(ch), r->change),
-				signed_dur(pc, sizeof(pc), r->median_new - r->median_base), ci, q, nn, med);
+				pct(ch, sizeof(ch), r->on_mean ? r->change_mean : r->change),
+				signed_dur(pc, sizeof(pc),
+					   r->on_mean ? r->mean_new - r->mean_base : r->median_new - r->median_base),
+				ci, q, nn, med);
 			if (c->shift_found)
 				fprintf(out, "%8s  ", pct(lo, sizeof(lo), r->change_vs_shift));
 			fprintf(out, "%s", path ? path : "?");
 			if (r->shape_changed) { /* no one ratio sums it up */
 				char q1[16], q2[16], q3[16];
-				fprintf(out, "  (shape changed: p25 %s, p50 %s, p75 %s)", pct(q1, sizeof(q1), r->q_change[1]),
-					pct(q2, sizeof(q2), r->q_change[2]), pct(q3, sizeof(q3), r->q_change[3]));
+				fprintf(out, "  (shape changed: p25 %s, p50 %s, p75 %s%s)", pct(q1, sizeof(q1), r->q_change[1]),
+					pct(q2, sizeof(q2), r->q_change[2]), pct(q3, sizeof(q3), r->q_change[3]),
+					r->on_mean ? "; change and verdict of the mean" : "");
 			}
 			/* the total per run: its own verdict when it moved beyond the threshold (the call count),
 			 * else the call count when it moved */
@@ -1494,6 +1512,7 @@ int ana_compare_json(FILE *out, const struct ana_result *base, const struct ana_
 		       json_object_set_new(j, "total_new_ns", ana_json_u64(an ? an->total_ns : 0)) ||
 		       json_object_set_new(j, "self_base_ns", ana_json_u64(ab ? ab->self_ns : 0)) ||
 		       json_object_set_new(j, "self_new_ns", ana_json_u64(an ? an->self_ns : 0)) ||
+		       json_object_set_new(j, "effect", json_string(r->on_mean ? "mean" : "median")) ||
 		       json_object_set_new(j, "se_log", jnum(r->se_log)) ||
 		       json_object_set_new(j, "df", jnum(r->df)) ||
 		       json_object_set_new(j, "total_df", jnum(r->total_df)) ||

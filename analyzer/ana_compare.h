@@ -141,6 +141,11 @@ struct ana_cmp_row {
 	 * every threshold test. [ci_lo, ci_hi] is at the comparison's ci_level. */
 	double se_log, p_thr, q_thr;
 	double df;      /* degrees of freedom of se_log: Welch-Satterthwaite over runs, or INFINITY (one run a side) */
+	/* The per-call verdict judged the mean (change_mean) rather than the median: one run a side and
+	 * shape_changed, where the median jumps between modes (issue 15, case 5); se_log is then the
+	 * delta-method error of log(mean_new / mean_base) from the power sums, and [ci_lo, ci_hi] is of
+	 * change_mean. */
+	bool on_mean;
 	double total_df;
 	/* The total per run (count x duration, inclusive), judged the same way with the call count taken
 	 * as exact and the durations' variance from the power sums: se_log = sqrt(n_b s_b^2 / T_b^2 +
@@ -182,7 +187,8 @@ struct ana_cmp {
 /*
  * ana_compare() - Compares every call path of @base's and @nw's merged
  * trees (ana_run() results, any options) into @out (zeroed here; free with
- * ana_compare_free()). Not thread-safe with other users of @base or @nw
+ * ana_compare_free()); @opts NULL: every default (a noise threshold of 5%).
+ * Not thread-safe with other users of @base or @nw
  * (ana_name() is used). Cost: one sort per tested path (at most 2 x
  * ANA_RESERVOIR_CAP samples) plus opts.bootstrap resamples per path whose
  * q < alpha.
