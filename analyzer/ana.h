@@ -146,19 +146,27 @@ double ana_moments_std(const struct ana_moments *m, uint64_t n);
  * alone would fit. */
 struct ana_moments ana_moments_without(const struct ana_moments *m, uint64_t x);
 
-/* Bounded uniform reservoir of per-occurrence durations (Vitter's algorithm
- * R: the i-th value replaces a random slot with probability n/i; the slot
- * and the test come from one 64-bit draw by Lemire's multiply-shift), one
- * per call path over the whole process: kept in the merged tree's nodes
- * only (per-thread and flat aggregates leave it empty). Li's algorithm L
- * (skip counts) was measured slower here: its 4 transcendental calls per
- * replacement cost more than one draw per value while a path has been
- * seen fewer than ~10^5 times, and the replacements are as many. */
+/* Bounded, time-ordered sample of per-occurrence durations, one per call
+ * path over the whole process: kept in the merged tree's nodes only
+ * (per-thread and flat aggregates leave it empty). Stratified: the
+ * occurrences are cut into consecutive blocks of 2^shift (1 while they fit
+ * in ANA_RESERVOIR_CAP), and each block keeps one of its occurrences drawn
+ * uniformly (the j-th of a block replaces the block's value with
+ * probability 1/j: Vitter's algorithm R with a sample of 1, the draw by
+ * Lemire's multiply-shift); when the array is full, adjacent blocks pair up
+ * and keep one of their two values at random, and the blocks double. So the
+ * sample is uniform over the occurrences (each has probability 1 / 2^shift,
+ * but for the last block, not yet full), v[i] comes from block i (time order
+ * is kept, which compare's block bootstrap needs), and a period in the
+ * durations (every other call slow) cannot alias into it as it would into
+ * every k-th value. The first ANA_RESERVOIR_CAP occurrences are all kept,
+ * in order. */
 #define ANA_RESERVOIR_CAP 512
 struct ana_reservoir {
 	uint64_t seen;
 	uint32_t n, cap;
 	uint64_t *v;
+	uint32_t shift; /* blocks of 2^shift occurrences */
 };
 /* splitmix64 (Steele, Lea and Flood 2014) on state *@s: seeded, so reports
  * are reproducible. */
@@ -169,25 +177,28 @@ static inline uint64_t ana_rnd(uint64_t *s)
 	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
 	return z ^ (z >> 31);
 }
-/* ana_reservoir_add() when the array is full below ANA_RESERVOIR_CAP: grows
- * it, then appends (out of line). */
-void ana_reservoir_add_grow(struct ana_reservoir *r, uint64_t v);
+/* ana_reservoir_add() starting a block when the array is full: grows it
+ * below ANA_RESERVOIR_CAP, else pairs the blocks up; then appends (out of
+ * line). */
+void ana_reservoir_add_grow(struct ana_reservoir *r, uint64_t v, uint64_t *rng);
 /* Offers duration @v (ns) to @r; @rng is the pass's splitmix64 state. Inline:
- * an append while the array has room, then the draw once it is full. */
+ * an append at a block's start, else one draw. */
 static inline void ana_reservoir_add(struct ana_reservoir *r, uint64_t v, uint64_t *rng)
 {
-	if (r->n < r->cap) {
-		r->seen++;
-		r->v[r->n++] = v;
-	} else if (r->n == ANA_RESERVOIR_CAP) {
-		/* uniform in [0, seen) by Lemire's multiply-shift (no 64-bit division) */
-		uint64_t j = (uint64_t)(((ana_u128)ana_rnd(rng) * ++r->seen) >> 64);
-		if (j < ANA_RESERVOIR_CAP)
-			r->v[j] = v;
-	} else {
-		ana_reservoir_add_grow(r, v);
+	const uint64_t j = r->seen++ & (((uint64_t)1 << r->shift) - 1); /* position in its block */
+	if (j == 0) {
+		if (r->n < r->cap)
+			r->v[r->n++] = v;
+		else
+			ana_reservoir_add_grow(r, v, rng);
+	} else if ((uint64_t)(((ana_u128)ana_rnd(rng) * (j + 1)) >> 64) == 0 && r->n) { /* n: unless ENOMEM */
+		r->v[r->n - 1] = v; /* the (j+1)-th of the block, with probability 1 / (j + 1) */
 	}
 }
+/* Appends @src's occurrences after @dst's: both brought to blocks of the
+ * larger size (groups of blocks keep one value at random), then doubled
+ * until they fit; a merged sample is stratified by position within each
+ * part, which is what a merge of threads' or runs' samples needs. */
 void ana_reservoir_merge(struct ana_reservoir *dst, const struct ana_reservoir *src, uint64_t *rng);
 void ana_reservoir_free(struct ana_reservoir *r);
 

@@ -234,6 +234,24 @@ double ana_median(uint64_t *v, uint32_t n)
 	return ((double)lo + (double)hi) / 2.0;
 }
 
+uint32_t ana_block_len(uint32_t n)
+{
+	return n ? (uint32_t)ceil(cbrt((double)n)) : 1;
+}
+
+/* One circular block bootstrap resample (Politis and Romano 1992) of the @n ordered values @x into
+ * @out: blocks of @len consecutive values (wrapping past the end) from uniform starts, until n. */
+static void block_resample(const uint64_t *x, uint32_t n, uint32_t len, uint64_t *out, uint64_t *rng)
+{
+	for (uint32_t j = 0; j < n;) {
+		uint32_t at = (uint32_t)(((ana_u128)ana_rnd(rng) * n) >> 64);
+		for (uint32_t k = 0; k < len && j < n; k++, j++) {
+			out[j] = x[at];
+			at = at + 1 == n ? 0 : at + 1;
+		}
+	}
+}
+
 int ana_boot_se_log(const uint64_t *x, uint32_t nx, const uint64_t *y, uint32_t ny, uint32_t b, uint64_t *rng,
 		    double *se)
 {
@@ -243,12 +261,11 @@ int ana_boot_se_log(const uint64_t *x, uint32_t nx, const uint64_t *y, uint32_t 
 	/* Welford's running mean and sum of squared deviations of the kept log ratios */
 	uint32_t k = 0;
 	double mean = 0, m2 = 0;
+	const uint32_t lx = ana_block_len(nx), ly = ana_block_len(ny);
 	for (uint32_t i = 0; i < b; i++) {
-		for (uint32_t j = 0; j < nx; j++)
-			s[j] = x[(uint64_t)(((ana_u128)ana_rnd(rng) * nx) >> 64)];
+		block_resample(x, nx, lx, s, rng);
 		double mx = ana_median(s, nx);
-		for (uint32_t j = 0; j < ny; j++)
-			s[j] = y[(uint64_t)(((ana_u128)ana_rnd(rng) * ny) >> 64)];
+		block_resample(y, ny, ly, s, rng);
 		double my = ana_median(s, ny);
 		if (!(mx > 0 && my > 0))
 			continue;

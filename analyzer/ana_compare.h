@@ -10,8 +10,9 @@
  * Per call path present in both traces (paths matched by their names, so
  * the two traces' string ids may differ):
  *  - samples: the path's reservoir of per-occurrence inclusive durations
- *    (ana_reservoir: every occurrence up to ANA_RESERVOIR_CAP, a uniform
- *    sample beyond), without the first occurrence (warm-up: reported apart);
+ *    (ana_reservoir: every occurrence up to ANA_RESERVOIR_CAP, a stratified
+ *    sample in time order beyond), without the first occurrence (warm-up:
+ *    reported apart);
  *  - test: two-sided Mann-Whitney U (rank sum), exact distribution when
  *    there are no ties and the smaller side has at most ANA_CMP_EXACT_SMALL
  *    samples, else the normal approximation with tie and continuity
@@ -268,11 +269,20 @@ double ana_median(uint64_t *v, uint32_t n);
 
 /*
  * ana_boot_se_log() - Bootstrap standard error (Efron and Tibshirani 1993,
- * §6.2) of log(median(y) / median(x)) over @b resamples of each side with
- * replacement, splitmix64 seeded by *@rng; resamples with a median of 0 on
- * a side are left out. *@se: the standard deviation of the kept log ratios,
- * NaN when fewer than 2 were kept. Return: 0, or -1 on ENOMEM.
+ * §6.2) of log(median(y) / median(x)) over @b resamples of each side,
+ * splitmix64 seeded by *@rng; resamples with a median of 0 on a side are
+ * left out. @x and @y are in time order (the reservoir keeps it), and each
+ * resample is a circular block bootstrap (Politis and Romano 1992) with
+ * blocks of ana_block_len(n) consecutive values, so runs of similar
+ * durations (warm-up, phases, drift, autocorrelation) stay together and
+ * widen the error instead of passing for independent samples. *@se: the
+ * standard deviation of the kept log ratios, NaN when fewer than 2 were
+ * kept. Return: 0, or -1 on ENOMEM.
  */
+/* The block length for @n values: ceil(n^(1/3)), the order that minimizes
+ * the error of a block bootstrap's variance estimate (Hall, Horowitz and
+ * Jing 1995); 8 for a full reservoir, 1 for 1 value. */
+uint32_t ana_block_len(uint32_t n);
 int ana_boot_se_log(const uint64_t *x, uint32_t nx, const uint64_t *y, uint32_t ny, uint32_t b, uint64_t *rng,
 		    double *se);
 

@@ -515,9 +515,26 @@ static int res_push(struct ana_reservoir *r, uint64_t v)
 	return 0;
 }
 
-void ana_reservoir_add_grow(struct ana_reservoir *r, uint64_t v)
+/* Keeps one value of each group of 2^@k consecutive ones (uniformly: the
+ * groups hold blocks of equal size, the last one possibly short), in place. */
+static void res_thin(struct ana_reservoir *r, uint32_t k, uint64_t *rng)
 {
-	r->seen++;
+	if (!k)
+		return;
+	const uint32_t g = 1u << k;
+	uint32_t m = 0;
+	for (uint32_t i = 0; i < r->n; i += g) {
+		uint32_t w = r->n - i < g ? r->n - i : g;
+		r->v[m++] = r->v[i + (uint32_t)(((ana_u128)ana_rnd(rng) * w) >> 64)];
+	}
+	r->n = m;
+	r->shift += k;
+}
+
+void ana_reservoir_add_grow(struct ana_reservoir *r, uint64_t v, uint64_t *rng)
+{
+	if (r->n == ANA_RESERVOIR_CAP) /* full: blocks pair up, the new value starts a doubled block */
+		res_thin(r, 1, rng);
 	res_push(r, v); /* the value is left out if the array cannot grow */
 }
 
@@ -525,43 +542,26 @@ void ana_reservoir_merge(struct ana_reservoir *dst, const struct ana_reservoir *
 {
 	if (src->seen == 0)
 		return;
-	if (dst->n + src->n <= ANA_RESERVOIR_CAP && dst->n == dst->seen && src->n == src->seen) {
-		for (uint32_t i = 0; i < src->n; i++)
-			res_push(dst, src->v[i]);
-		dst->seen += src->seen;
+	/* src's blocks as dst's: the larger size for both */
+	struct ana_reservoir s = { .v = malloc((src->n ? src->n : 1) * sizeof(uint64_t)), .n = src->n,
+				   .cap = src->n, .shift = src->shift, .seen = src->seen };
+	if (!s.v) {
+		ana_nomem_note();
 		return;
 	}
-	/* keep each side in proportion to how many values it stands for */
-	uint64_t total = dst->seen + src->seen;
-	uint32_t want_src = (uint32_t)((double)ANA_RESERVOIR_CAP * (double)src->seen / (double)total + 0.5);
-	if (want_src > src->n)
-		want_src = src->n;
-	uint32_t want_dst = ANA_RESERVOIR_CAP - want_src;
-	if (want_dst > dst->n)
-		want_dst = dst->n;
-	/* partial Fisher-Yates on dst to keep a random subset */
-	for (uint32_t i = 0; i < want_dst; i++) {
-		uint32_t j = i + (uint32_t)(ana_rnd(rng) % (dst->n - i));
-		uint64_t t = dst->v[i];
-		dst->v[i] = dst->v[j];
-		dst->v[j] = t;
+	memcpy(s.v, src->v, src->n * sizeof(uint64_t));
+	if (dst->shift < s.shift)
+		res_thin(dst, s.shift - dst->shift, rng);
+	else
+		res_thin(&s, dst->shift - s.shift, rng);
+	while (dst->n + s.n > ANA_RESERVOIR_CAP) {
+		res_thin(dst, 1, rng);
+		res_thin(&s, 1, rng);
 	}
-	dst->n = want_dst;
-	uint64_t *tmp = malloc((src->n ? src->n : 1) * sizeof(*tmp));
-	if (tmp) {
-		memcpy(tmp, src->v, src->n * sizeof(*tmp));
-		for (uint32_t i = 0; i < want_src; i++) {
-			uint32_t j = i + (uint32_t)(ana_rnd(rng) % (src->n - i));
-			uint64_t t = tmp[i];
-			tmp[i] = tmp[j];
-			tmp[j] = t;
-			res_push(dst, tmp[i]);
-		}
-		free(tmp);
-	} else {
-		ana_nomem_note();
-	}
-	dst->seen = total;
+	for (uint32_t i = 0; i < s.n; i++)
+		res_push(dst, s.v[i]);
+	free(s.v);
+	dst->seen += src->seen;
 }
 
 void ana_reservoir_free(struct ana_reservoir *r)

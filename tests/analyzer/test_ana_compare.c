@@ -301,12 +301,25 @@ static void test_bootstrap(void **state)
 	assert_true(se == 0);
 	/* spread data, y = 1.2 x: the median of 50 values spread over 490 ns has a standard error of
 	 * about 1.25 sigma / sqrt(50) = 25 ns (2% of 1245), sqrt(2) of that for the log ratio */
-	for (int i = 0; i < 50; i++) {
-		x[i] = 1000 + (uint64_t)(i * 10);
+	for (int i = 0; i < 50; i++) { /* the same values in no order (37 is prime to 50) */
+		x[i] = 1000 + (uint64_t)((i * 37) % 50 * 10);
 		y[i] = x[i] * 12 / 10;
 	}
 	assert_int_equal(ana_boot_se_log(x, 50, y, 50, 2000, &rng, &se), 0);
 	assert_true(se > 0.012 && se < 0.06);
+	/* the same values as a drift (sorted): blocks keep neighbours together, so the error is larger
+	 * than for the shuffled series, where the block bootstrap sees no dependence */
+	uint64_t xs[50], ys[50];
+	for (int i = 0; i < 50; i++) {
+		xs[i] = 1000 + (uint64_t)(i * 10);
+		ys[i] = xs[i] * 12 / 10;
+	}
+	double se_drift;
+	assert_int_equal(ana_boot_se_log(xs, 50, ys, 50, 2000, &rng, &se_drift), 0);
+	assert_true(se_drift > 1.2 * se);
+	assert_int_equal(ana_block_len(512), 8);
+	assert_int_equal(ana_block_len(199), 6);
+	assert_int_equal(ana_block_len(1), 1);
 	/* seeded: the same seed gives the same error */
 	uint64_t r1 = 99, r2 = 99;
 	assert_int_equal(ana_boot_se_log(x, 50, y, 50, 300, &r1, &se), 0);

@@ -2195,13 +2195,14 @@ static void test_ana_moments_exact(void **state)
 }
 
 /*
- * Reservoir (algorithm R, ana.h): after 10^6 values 0..N-1 it holds
- * exactly 512 distinct values of the stream; the first 512 values are all
- * kept while they fit; and the sample is uniform: the counts per tenth of
+ * Reservoir (stratified, time-ordered, ana.h): after 10^6 values 0..N-1 it
+ * holds one value of each block of 2048, in order; the first 512 values are
+ * all kept while they fit; and the sample is uniform: the counts per tenth of
  * the stream pass a chi-square test (9 degrees of freedom, 27.88 = the
  * 0.1% critical value) for each of 20 seeds, and the mean over all seeds
  * is within 4 standard errors of N/2. A sampler biased to early or late
- * values (a wrong replacement probability) fails both.
+ * values within blocks (a wrong replacement probability) fails the mean;
+ * every k-th value fails the alternating stream.
  */
 static void test_ana_reservoir_uniform(void **state)
 {
@@ -2219,20 +2220,18 @@ static void test_ana_reservoir_uniform(void **state)
 					assert_int_equal(r.v[i], i); /* all of the first 512, in order */
 		}
 		assert_int_equal(r.seen, N);
-		assert_int_equal(r.n, ANA_RESERVOIR_CAP);
+		/* blocks of 2048 (the smallest power of 2 with N / 2^k <= 512): ceil(N / 2048) of them */
+		assert_int_equal(r.shift, 11);
+		assert_int_equal(r.n, (N + 2047) / 2048);
 		uint32_t tenth[10] = { 0 };
-		uint8_t *hit = calloc(N, 1);
-		assert_non_null(hit);
 		for (uint32_t i = 0; i < r.n; i++) {
-			assert_true(r.v[i] < N);
-			assert_int_equal(hit[r.v[i]], 0); /* distinct */
-			hit[r.v[i]] = 1;
+			/* time order: one value from each block, distinct by construction */
+			assert_true(r.v[i] >= (uint64_t)i << 11 && r.v[i] < (uint64_t)(i + 1) << 11);
 			tenth[r.v[i] * 10 / N]++;
 			sum += (double)r.v[i];
 			total++;
 		}
-		free(hit);
-		double chi2 = 0, e = ANA_RESERVOIR_CAP / 10.0;
+		double chi2 = 0, e = r.n / 10.0;
 		for (int k = 0; k < 10; k++)
 			chi2 += (tenth[k] - e) * (tenth[k] - e) / e;
 		assert_true(chi2 < 27.88);
@@ -2240,6 +2239,31 @@ static void test_ana_reservoir_uniform(void **state)
 	}
 	double mean = sum / total, se = (double)N / sqrt(12.0 * total);
 	assert_true(fabs(mean - (double)N / 2) < 4 * se);
+	/* a period in the durations does not alias: every other occurrence slow (1), the rest fast (0);
+	 * every k-th value would keep one kind only. Each block keeps either kind with probability 1/2. */
+	struct ana_reservoir r = { 0 };
+	uint64_t rng = 7;
+	for (uint64_t v = 0; v < N; v++)
+		ana_reservoir_add(&r, v & 1, &rng);
+	uint32_t slow = 0;
+	for (uint32_t i = 0; i < r.n; i++)
+		slow += (uint32_t)r.v[i];
+	/* binomial(489, 1/2): within 4 standard deviations (11) of 244.5 */
+	assert_true(fabs((double)slow - r.n / 2.0) < 4 * sqrt(r.n / 4.0));
+	ana_reservoir_free(&r);
+	/* merging two samples: blocks of the larger size, then doubled to fit; seen adds up */
+	struct ana_reservoir a = { 0 }, b = { 0 };
+	for (uint64_t v = 0; v < 3000; v++)
+		ana_reservoir_add(&a, v, &rng);
+	for (uint64_t v = 0; v < 700; v++)
+		ana_reservoir_add(&b, 1000000 + v, &rng);
+	ana_reservoir_merge(&a, &b, &rng);
+	assert_int_equal(a.seen, 3700);
+	assert_true(a.n <= ANA_RESERVOIR_CAP && a.n >= ANA_RESERVOIR_CAP / 2);
+	for (uint32_t i = 1; i < a.n; i++)
+		assert_true(a.v[i] > a.v[i - 1]); /* still in order: a's, then b's */
+	ana_reservoir_free(&a);
+	ana_reservoir_free(&b);
 }
 
 static void test_ana_utf8_clean_repairs(void **state)
