@@ -68,6 +68,10 @@
  *    its counters are process-wide already, its instants, losses and
  *    errors are process-scoped ("s":"p", no tid).
  *
+ * Threads: tid and name as in the Perfetto export (pfx_thread_tid(),
+ * pfx_thread_name()): a thread whose tid was lost gets a made-up tid at or
+ * above PFX_LOST_TID_BASE, never a real thread's nor a GPU pseudo thread's.
+ *
  * LOSS and ERROR records are instants on their thread, "ptz: records lost"
  * and "ptz: recorder error", with the Perfetto export's error names
  * (pfx_errc_name()); those of the meta chunks (process-wide) are
@@ -88,9 +92,8 @@
 #include "viewer-export/pfx.h"
 #include "viewer-export/pfx_ranges.h"
 
-/* Linux pid_max is at most 2^22: tids at or above this never collide. */
-#define PFX_SYNTH_TID_BASE 4194304u
-/* GPU pseudo threads: above the synthetic tids of threads that lost theirs. */
+/* GPU pseudo threads: above every real tid (Linux pid_max is at most 2^22)
+ * and below the made-up tids of threads that lost theirs (pfx_thread_tid()). */
 #define PFX_GPU_TID_BASE 8388608u
 #define PFX_GPU_SORT_BASE 1048576
 
@@ -552,14 +555,10 @@ int pfx_write_chrome(const char *trace_path, FILE *out, const struct pfx_opts *o
 	size_t nthreads = pt_reader_thread_count(w.rd);
 	for (size_t i = 0; rc == 0 && i < nthreads; i++) {
 		struct pt_thread_info ti;
-		char name[64];
+		char name[PFX_THREAD_NAME_BYTES];
 		pt_reader_thread(w.rd, i, &ti, sizeof(ti));
-		uint32_t tid = ti.tid ? ti.tid : PFX_SYNTH_TID_BASE + ti.index;
-		const char *tname = name;
-		if (ti.name && *ti.name)
-			tname = ana_utf8_clean(ti.name, &w.scratch_name);
-		else
-			snprintf(name, sizeof(name), "thread %" PRIu32, ti.index);
+		const uint32_t tid = pfx_thread_tid(&ti); /* the Perfetto export's too */
+		const char *tname = ana_utf8_clean(pfx_thread_name(&ti, name), &w.scratch_name);
 		bool sections = true;
 		w.routed = pfx_gpu_thread(&w.gpu, ti.index, &sections);
 		if (sections) /* a "ptz-gpu" thread without sections: no empty thread */

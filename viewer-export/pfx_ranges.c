@@ -3,6 +3,8 @@
  * tracks for the exporters. The rules are in pfx_ranges.h.
  */
 #include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -523,4 +525,19 @@ const char *pfx_errc_name(uint32_t code)
 	case PT_ERRC_TRIGGER_LIMITED: return "trigger_limited";
 	default: return "unknown";
 	}
+}
+
+/* ==== Threads ==== */
+
+uint32_t pfx_thread_tid(const struct pt_thread_info *ti)
+{
+	return ti->tid ? ti->tid : PFX_LOST_TID_BASE + (ti->index & (PFX_LOST_TID_BASE - 1));
+}
+
+const char *pfx_thread_name(const struct pt_thread_info *ti, char buf[PFX_THREAD_NAME_BYTES])
+{
+	if (ti->name && *ti->name)
+		return ti->name;
+	snprintf(buf, PFX_THREAD_NAME_BYTES, "thread %" PRIu32 "%s", ti->index, ti->tid ? "" : " (tid lost)");
+	return buf;
 }

@@ -254,4 +254,30 @@ uint64_t pfx_trace_end_ticks(struct pt_reader *rd);
  */
 const char *pfx_errc_name(uint32_t code);
 
+/* ==== Threads: one identity in both exports ==== */
+
+/* The made-up tids start here (doc/export.md §5): 2^30. */
+#define PFX_LOST_TID_BASE 0x40000000u
+/* Room pfx_thread_name() needs for the names it makes up. */
+#define PFX_THREAD_NAME_BYTES 40
+
+/*
+ * pfx_thread_tid() - The tid both exports write for thread @ti: its OS tid,
+ * or, when the reader has 0 (its thread-table entry was damaged or lost),
+ * PFX_LOST_TID_BASE + its recorder index modulo 2^30. Such a made-up tid
+ * lies in [2^30, 2^31): above Linux's largest pid_max (2^22), so it never
+ * merges with a real thread (the trace processor reads tid 0 as the idle
+ * task), above the Chrome export's GPU pseudo threads, and a positive int32
+ * for every JSON reader. Distinct indexes below 2^30 get distinct tids.
+ */
+uint32_t pfx_thread_tid(const struct pt_thread_info *ti);
+
+/*
+ * pfx_thread_name() - The name both exports give thread @ti: its recorded
+ * name, else "thread N" (N its recorder index), or "thread N (tid lost)"
+ * when its tid was lost too, made up in @buf (PFX_THREAD_NAME_BYTES).
+ * Return: @ti->name or @buf; never NULL.
+ */
+const char *pfx_thread_name(const struct pt_thread_info *ti, char buf[PFX_THREAD_NAME_BYTES]);
+
 #endif /* PTZ_PFX_RANGES_H */

@@ -10,7 +10,9 @@
  *                          process-wide LOSS/ERROR as TYPE_INSTANT events
  *                          (event names in full, explicit track_uuid).
  *   sequence 2 + i (thread table position i), in table order:
- *     first packet: the thread's TrackDescriptor (real pid/tid, name) with
+ *     first packet: the thread's TrackDescriptor (real pid/tid, name; a
+ *       lost tid and a missing name are made up by pfx_thread_tid() and
+ *       pfx_thread_name(), as in the Chrome JSON) with
  *       flags CLEARED|NEEDS and TracePacketDefaults.track_event_defaults.
  *       track_uuid = the thread track, so events omit the uuid;
  *     then one packet per event, flags NEEDS:
@@ -199,7 +201,7 @@ struct pctx {
 	bool launch_pending;  /* the previous record was a GPU_LAUNCH */
 	uint32_t launch_id;   /* its section id */
 	uint64_t launch_seq;  /* its seq */
-	int64_t export_tid;   /* the tid written for this thread */
+	uint32_t export_tid;  /* the tid written for this thread: pfx_thread_tid() */
 
 	/* whole trace */
 	struct pfx_gpu gpu;
@@ -922,13 +924,8 @@ static void emit_process(struct pctx *c)
 /* The sequence's first packet: thread track, CLEARED|NEEDS, defaults. */
 static void emit_thread(struct pctx *c, const struct pt_thread_info *ti)
 {
-	char name[64];
-	/* tid 0 means the table entry was lost; TP reads tid 0 as the idle task */
-	int64_t tid = ti->tid ? (int64_t)ti->tid : (int64_t)(0x40000000u + ti->index);
-	if (ti->name && *ti->name)
-		snprintf(name, sizeof(name), "%s", ti->name);
-	else
-		snprintf(name, sizeof(name), "thread %" PRIu32 "%s", ti->index, ti->tid ? "" : " (tid lost)");
+	char tmp[PFX_THREAD_NAME_BYTES], name[64];
+	snprintf(name, sizeof(name), "%s", pfx_thread_name(ti, tmp));
 	Perfetto__Protos__ThreadDescriptor thd = PERFETTO__PROTOS__THREAD_DESCRIPTOR__INIT;
 	Perfetto__Protos__TrackDescriptor td = PERFETTO__PROTOS__TRACK_DESCRIPTOR__INIT;
 	Perfetto__Protos__TrackEventDefaults ted = PERFETTO__PROTOS__TRACK_EVENT_DEFAULTS__INIT;
@@ -937,7 +934,7 @@ static void emit_thread(struct pctx *c, const struct pt_thread_info *ti)
 	thd.has_pid = 1;
 	thd.pid = c->pid;
 	thd.has_tid = 1;
-	thd.tid = tid;
+	thd.tid = c->export_tid;
 	thd.thread_name = name;
 	td.has_uuid = 1;
 	td.uuid = c->track;
@@ -1375,7 +1372,7 @@ static int thread_pass(struct pctx *c, bool emit)
 				break;
 			case PT_REC_ASYNC_BEGIN:
 			case PT_REC_ASYNC_END:
-				if (emit && pfx_async_add(&c->async, &r, (uint32_t)c->export_tid))
+				if (emit && pfx_async_add(&c->async, &r, c->export_tid))
 					return fail(c, -ENOMEM, "out of memory%s", "");
 				break;
 			default: /* GPU_RANGE: read by pfx_gpu_collect(); reserved kinds */
@@ -1405,7 +1402,7 @@ static int export_thread(struct pctx *c, size_t pos, const struct pt_thread_info
 	c->track = PFX_UUID_THREAD(ti->index);
 	c->counters.n = 0;
 	c->ndrop = 0;
-	c->export_tid = ti->tid ? (int64_t)ti->tid : (int64_t)(0x40000000u + ti->index);
+	c->export_tid = pfx_thread_tid(ti); /* the Chrome JSON's too; a lost tid is made up there */
 	bool sections = true;
 	c->routed = pfx_gpu_thread(&c->gpu, ti->index, &sections);
 	/* the recorder's flusher samples the process (RSS, CPU time, switches) and the system (steal,

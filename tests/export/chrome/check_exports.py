@@ -11,7 +11,9 @@ The Chrome JSON and folded-stack exports (doc/export.md), on:
 
 Chrome JSON: parses with python's json; every X event has name, ph, ts, dur,
 pid, tid; X events carry no args (so nothing varies per call); the
-thread_name events name exactly the trace's threads; per thread, events
+thread_name events name exactly the trace's threads (a thread whose tid was
+lost: tid 1073741824 + index, "thread N (tid lost)", as in the Perfetto
+export); per thread, events
 nest exactly (ts + dur in double arithmetic, as consumers compute it); the
 call paths rebuilt from that nesting have exactly the counts of the
 analyzer's per-thread tree; with --since/--until, the per-name counts equal
@@ -98,6 +100,11 @@ def nest_paths(events):
     return paths, errors
 
 
+def export_tid(t):
+    """The tid both exports write for an analyzer thread row (doc/export.md §5): a lost one (0) is made up."""
+    return t["tid"] or 0x40000000 + (t["index"] & 0x3FFFFFFF)
+
+
 def check_chrome(ana, trace, label, tmp):
     out = os.path.join(tmp, label + ".json")
     p = run([ana, "export", "--chrome", out, trace])
@@ -125,8 +132,7 @@ def check_chrome(ana, trace, label, tmp):
     rep = analyzer_json(ana, trace)
     want_threads = {}
     for t in rep["threads"]:
-        tid = t["tid"] if t["tid"] else 4194304 + t["index"]
-        want_threads[tid] = t["name"] if t["name"] else f"thread {t['index']}"
+        want_threads[export_tid(t)] = t["name"] or f"thread {t['index']}" + ("" if t["tid"] else " (tid lost)")
     got_threads = {e["tid"]: e["args"]["name"] for e in ev if e.get("ph") == "M" and e["name"] == "thread_name"}
     check(f"{label}: thread_name events name the trace's {len(want_threads)} threads",
           got_threads == want_threads, f"got {got_threads}\nwant {want_threads}")
@@ -139,8 +145,7 @@ def check_chrome(ana, trace, label, tmp):
     for e in xs:
         by_tid[e["tid"]].append(e)
     for t in rep["threads"]:
-        tid = t["tid"] if t["tid"] else 4194304 + t["index"]
-        paths, errors = nest_paths(by_tid.get(tid, []))
+        paths, errors = nest_paths(by_tid.get(export_tid(t), []))
         check(f"{label}: thread {t['index']}: X events nest exactly", not errors, "\n".join(errors[:5]))
         want = Counter({tuple(r["path"]): r["count"] for r in t["tree"] if r["count"]})
         diff = [(k, paths.get(k, 0), want.get(k, 0)) for k in set(paths) | set(want) if paths.get(k, 0) != want.get(k, 0)]

@@ -30,7 +30,8 @@ usage: check_export.py SRC_DIR BUILD_ROOT EXPORTER PTANALYZE TMPDIR
      average at most ANN_BYTES_MAX bytes each and are at least
      ANN_SAVING_MIN smaller than the same packets with the names in full;
      every annotation name the exports write is in doc/export.md §5's table
-     with the arg key the trace processor gives it.
+     with the arg key the trace processor gives it, and every 'debug.…' key
+     its SQL examples query is one of the table's keys.
      Traces: tests/data/golden/small.ptz (whole, and windows), the corrupt
      corpus's readable files, the GPU traces of tests/export/gpu/
      (gen-gpu-trace, fixed and random: CPU sections with flows, GPU and
@@ -269,6 +270,11 @@ def check_doc_table():
     tap(SEEN_ANNOTATIONS and not missing and not bad,
         f"doc/export.md §5 documents the {len(SEEN_ANNOTATIONS)} annotation names written and their arg keys",
         f"undocumented: {missing}\n" + "\n".join(bad))
+    keys = {"debug." + re.sub(r"[.\[\]]", "_", n) for n in documented}
+    sql = "\n".join(re.findall(r"```sql\n(.*?)```", sec, re.S))
+    queried = set(re.findall(r"'(debug\.[^'*]+)'", sql))
+    tap(queried and queried <= keys, f"doc/export.md §5's SQL queries {len(queried)} keys, all in its table",
+        f"not in the table: {sorted(queried - keys)}")
 
 
 def check_annotation_size(t, name):

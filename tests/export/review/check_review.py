@@ -16,6 +16,11 @@ Export review checks (doc/export.md), TAP:
      ns, --since 1 ns = tick 2.5): the Perfetto and Chrome exports keep the
      sections the analyzer keeps (from tick 3 on), not the one starting at
      tick 2 (folded stacks come from the analyzer itself).
+  4. Threads whose tid was lost (gen_review_trace lost-tid: index 1
+     unnamed, index 5 named "io"): both exports give each the same made-up
+     tid, 1073741824 + index (doc/export.md §5), and the same name, on its
+     thread track, its slices and the async range begun on one thread and
+     ended on the other.
 Run with /usr/bin/python3 (Debian's python3-protobuf).
 """
 import json
@@ -192,6 +197,54 @@ pnames = sorted(s[3] for s in perfetto_slices(pf)[0])
 tap(pnames == ["plain"], "since: Perfetto keeps what the analyzer keeps", pnames)
 cnames = sorted(s[3] for s in chrome_slices(cj)[0])
 tap(cnames == ["plain"], "since: Chrome JSON keeps what the analyzer keeps", cnames)
+
+# ==== 4. a thread whose tid was lost: one made-up tid in both exports ====
+lost = gen("lost-tid")
+pf, cj = os.path.join(TMP, "lost.pftrace"), os.path.join(TMP, "lost.json")
+r = run("export", "--perfetto", pf, "--chrome", cj, lost)
+tap(r.returncode == 0, "lost-tid: export exit 0", r.stderr)
+LOST = 1073741824  # doc/export.md §5: 2^30 + the recorder index
+WANT_THREADS = {4321: "worker", LOST + 1: "thread 1 (tid lost)", LOST + 5: "io"}
+WANT_SLICES = {("plain", 4321), ("outer", LOST + 1), ("inner", LOST + 5)}
+WANT_ASYNC = [("after", LOST + 1, LOST + 5)]  # name, begin tid, end tid
+t = pb.Trace()
+with open(pf, "rb") as f:
+    t.ParseFromString(f.read())
+ptids, pslices, pasync, track_tid, default_track, names, an_names = {}, set(), [], {}, {}, {}, {}
+for p in t.packet:
+    sid = p.trusted_packet_sequence_id
+    if p.HasField("track_descriptor") and p.track_descriptor.HasField("thread"):
+        th = p.track_descriptor.thread
+        ptids[th.tid] = th.thread_name
+        track_tid[p.track_descriptor.uuid] = th.tid
+    if p.HasField("trace_packet_defaults"):
+        default_track[sid] = p.trace_packet_defaults.track_event_defaults.track_uuid
+    if p.HasField("interned_data"):
+        names.update({(sid, e.iid): e.name for e in p.interned_data.event_names})
+        an_names.update({(sid, e.iid): e.name for e in p.interned_data.debug_annotation_names})
+    if p.HasField("track_event") and p.track_event.type == 1:  # TYPE_SLICE_BEGIN
+        te = p.track_event
+        track = te.track_uuid if te.HasField("track_uuid") else default_track.get(sid, 0)
+        name = names.get((sid, te.name_iid))
+        if track in track_tid:
+            pslices.add((name, track_tid[track]))
+        else:  # the async range: its tids are annotations
+            a = {an_names.get((sid, d.name_iid)): d.uint_value for d in te.debug_annotations}
+            pasync.append((name, a.get("begin_tid"), a.get("end_tid")))
+tap(ptids == WANT_THREADS, "lost-tid: Perfetto thread tracks: tids 1073741824 + index, names made up alike",
+    f"got {ptids}\nwant {WANT_THREADS}")
+tap(pslices == WANT_SLICES and pasync == WANT_ASYNC,
+    "lost-tid: Perfetto slices on those tracks, the async range's begin_tid / end_tid the same tids",
+    f"got {pslices} {pasync}\nwant {WANT_SLICES} {WANT_ASYNC}")
+with open(cj) as f:
+    ev = json.load(f)
+ctids = {e["tid"]: e["args"]["name"] for e in ev if e["ph"] == "M" and e["name"] == "thread_name"}
+tap(ctids == WANT_THREADS, "lost-tid: Chrome thread_name events: the Perfetto export's tids and names",
+    f"got {ctids}\nwant {WANT_THREADS}")
+cslices = {(e["name"], e["tid"]) for e in ev if e["ph"] == "X"}
+casync = [(b["name"], b["tid"], e["tid"]) for b in ev if b["ph"] == "b" for e in ev if e["ph"] == "e"]
+tap(cslices == WANT_SLICES and casync == WANT_ASYNC, "lost-tid: Chrome X events and the async b/e on the same tids",
+    f"got {cslices} {casync}\nwant {WANT_SLICES} {WANT_ASYNC}")
 
 print(f"1..{n}")
 sys.exit(1 if failed else 0)

@@ -10,7 +10,12 @@
  *    than its own BEGIN and a section that begins earlier than its parent;
  *  - since: 2.5 ticks per ns (TSC clock), a section starting one tick before
  *    --since 1 ns (tick 2.5) and one starting right after it, so a window's
- *    first tick must be rounded up as the analyzer does.
+ *    first tick must be rounded up as the analyzer does;
+ *  - lost-tid: besides "worker", two threads whose tid was lost (tid 0 in
+ *    the thread table): index 1 unnamed, index 5 named "io"; a section on
+ *    each, and an async range begun on thread 1 and ended on thread 5, so
+ *    both exports must make up the same tid for each, in the thread tracks,
+ *    the slices and the async range's begin and end.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,7 +27,7 @@
 #define MONO0 T0           /* CLOCK_MONOTONIC ns at T0 (clock_source 3: ticks are ns) */
 
 static uint8_t buf[1 << 16];
-static uint64_t seq[4];
+static uint64_t seq[8]; /* per thread index */
 
 static int flush(struct fmt_writer *w, struct fmt_enc *e, uint8_t kind, uint32_t thread)
 {
@@ -42,12 +47,16 @@ static int flush(struct fmt_writer *w, struct fmt_enc *e, uint8_t kind, uint32_t
 static const char *const names[] = { NULL, "outer", "inner", "early", "after", "plain" };
 enum { NNAMES = sizeof(names) / sizeof(names[0]) };
 
-static int meta(struct fmt_writer *w, struct fmt_enc *e, int tsc)
+static int meta(struct fmt_writer *w, struct fmt_enc *e, int tsc, int lost)
 {
 	fmt_enc_reset(e, buf, sizeof(buf));
 	for (uint32_t id = 1; id < NNAMES; id++)
 		fmt_enc_string(e, id, 0, names[id], strlen(names[id]));
 	fmt_enc_thread(e, 0, 4321, T0, 0, "worker", 6);
+	if (lost) {
+		fmt_enc_thread(e, 1, 0, T0, 0, "", 0);
+		fmt_enc_thread(e, 5, 0, T0, 0, "io", 2);
+	}
 	if (tsc) { /* 2.5 ticks per ns */
 		fmt_enc_clock(e, T0, MONO0, 1700000000000000000ull, 1);
 		fmt_enc_clock(e, T0 + 2500000000ull, MONO0 + 1000000000ull, 1700000001000000000ull, 1);
@@ -88,10 +97,30 @@ static int case_since(struct fmt_writer *w, struct fmt_enc *e)
 	return flush(w, e, FMT_CHUNK_EVENTS, 0);
 }
 
+static int case_lost_tid(struct fmt_writer *w, struct fmt_enc *e)
+{
+	const uint64_t t = T0 + 100;
+	fmt_enc_begin(e, t, 5); /* plain */
+	fmt_enc_end(e, t + 50, 5);
+	if (flush(w, e, FMT_CHUNK_EVENTS, 0))
+		return 1;
+	fmt_enc_begin(e, t + 100, 1); /* outer, on the unnamed thread */
+	if (fmt_enc_lp5(e, PT_REC_ASYNC_BEGIN, 4, 0, 0x77, 0, t + 150))
+		return 1;
+	fmt_enc_end(e, t + 200, 1);
+	if (flush(w, e, FMT_CHUNK_EVENTS, 1))
+		return 1;
+	fmt_enc_begin(e, t + 300, 2); /* inner, on "io" */
+	if (fmt_enc_lp5(e, PT_REC_ASYNC_END, 4, 0, 0x77, 0, t + 350))
+		return 1;
+	fmt_enc_end(e, t + 400, 2);
+	return flush(w, e, FMT_CHUNK_EVENTS, 5);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 3) {
-		fprintf(stderr, "usage: %s OUT.ptz backwards|since\n", argv[0]);
+		fprintf(stderr, "usage: %s OUT.ptz backwards|since|lost-tid\n", argv[0]);
 		return 2;
 	}
 	const int tsc = strcmp(argv[2], "since") == 0;
@@ -104,9 +133,12 @@ int main(int argc, char **argv)
 	struct fmt_enc e;
 	if (fmt_writer_open(argv[1], &hd, &w))
 		return 1;
-	int rc = meta(w, &e, tsc);
+	const int lost = strcmp(argv[2], "lost-tid") == 0;
+	int rc = meta(w, &e, tsc, lost);
 	if (rc == 0 && strcmp(argv[2], "backwards") == 0)
 		rc = case_backwards(w, &e);
+	else if (rc == 0 && lost)
+		rc = case_lost_tid(w, &e);
 	else if (rc == 0 && tsc)
 		rc = case_since(w, &e);
 	else if (rc == 0) {
