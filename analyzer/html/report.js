@@ -653,6 +653,10 @@
 			       card('paths tested', String(cmp.tested))];
 		for (const [k, label] of VERDICTS)
 			cards.push(card(label, String(cmp.counts[k]), k === 'regression' && cmp.counts[k] > 0));
+		/* the total per run (count x duration) beyond the per-call verdicts: a path called 10x as often, new work */
+		cards.push(card('regressions of the total', String(cmp.counts.total_regression || 0), cmp.counts.total_regression > 0));
+		cards.push(card('improvements of the total', String(cmp.counts.total_improvement || 0)));
+		cards.push(card('runs a side', `${cmp.method.runs_base} base, ${cmp.method.runs_new} new (unit: ${cmp.method.unit})`));
 		main.append(section('summary', 'Summary', el('div', { class: 'cards' }, ...cards)));
 
 		/* regressions and improvements with their intervals */
@@ -715,6 +719,9 @@
 			{ key: 'name', label: 'call path', name: true, get: (r) => r.name },
 			{ key: 'verdict', label: 'verdict', fmt: (v) => vname(v), get: (r) => r.verdict, cls: (v) => 'v-' + v },
 			C('change', 'change', fmt.spct), C('ci_low', 'CI low', fmt.spct), C('ci_high', 'CI high', fmt.spct),
+			{ key: 'total_verdict', label: 'total verdict', fmt: (v) => vname(v), get: (r) => r.total_verdict, cls: (v) => 'v-' + v },
+			C('total_change', 'total change', fmt.spct), C('total_ci_low', 'total CI low', fmt.spct, 'totals'),
+			C('total_ci_high', 'total CI high', fmt.spct, 'totals'),
 			C('q', 'q', fmt.sig), C('p', 'p', fmt.sig, 'test'), C('u', 'U', fmt.sig, 'test'),
 			C('n_base', 'n base', fmt.count), C('n_new', 'n new', fmt.count),
 			C('median_base_ns', 'median base', fmt.dur), C('median_new_ns', 'median new', fmt.dur),
