@@ -843,6 +843,31 @@ static void write_family(const char *path, int kind, int which)
 	tb_close(&b);
 }
 
+/* The one row named @name of a compare JSON document (fails unless exactly one). */
+static json_t *jrow_named(json_t *js, const char *name)
+{
+	json_t *rows = jget(js, "rows"), *r, *found = NULL;
+	size_t i, seen = 0;
+	json_array_foreach(rows, i, r)
+	if (strcmp(json_string_value(jget(r, "name")), name) == 0) {
+		seen++;
+		found = r;
+	}
+	if (seen != 1)
+		fail_msg("%zu JSON rows named %s", seen, name);
+	return found;
+}
+
+/* Frees what family() made. */
+static void family_free(struct ana_result *b, struct ana_result *n, struct ana_cmp *c, char *txt, json_t *js)
+{
+	json_decref(js);
+	free(txt);
+	ana_compare_free(c);
+	ana_result_free(b);
+	ana_result_free(n);
+}
+
 /* Compares the @kind family (write_family()) into *@c, with its results. */
 static void family(int kind, struct ana_result *b, struct ana_result *n, struct ana_cmp *c, char **txt, json_t **js)
 {
@@ -894,22 +919,12 @@ static void test_inherited(void **state)
 	assert_non_null(strstr(txt, "1 inherited: regressions or improvements whose children changed"));
 	assert_non_null(strstr(txt, "\ninherited "));
 	assert_null(strstr(txt, "vs shift"));
-	json_t *rows = jget(js, "rows"), *r;
-	size_t i, seen = 0;
-	json_array_foreach(rows, i, r)
-	if (strcmp(json_string_value(jget(r, "name")), "outer") == 0) {
-		seen++;
-		assert_string_equal(json_string_value(jget(r, "verdict")), "inherited");
-		assert_string_equal(json_string_value(jget(r, "inherited_from")), "regression");
-	}
-	assert_int_equal(seen, 1);
+	json_t *r = jrow_named(js, "outer");
+	assert_string_equal(json_string_value(jget(r, "verdict")), "inherited");
+	assert_string_equal(json_string_value(jget(r, "inherited_from")), "regression");
 	assert_int_equal(jint(jget(js, "counts"), "inherited"), 1);
 	assert_false(json_is_true(jget(jget(js, "shift"), "found")));
-	json_decref(js);
-	free(txt);
-	ana_compare_free(&c);
-	ana_result_free(&b);
-	ana_result_free(&n);
+	family_free(&b, &n, &c, txt, js);
 }
 
 static void test_count_and_total(void **state)
@@ -938,24 +953,14 @@ static void test_count_and_total(void **state)
 	assert_non_null(strstr(txt, "totals per run beyond the threshold"));
 	assert_non_null(strstr(txt, "verdicts judge the median per call and the total"));
 	assert_int_equal(jint(jget(js, "counts"), "total_regression"), 1);
-	json_t *rows = jget(js, "rows"), *jr;
-	size_t i, seen = 0;
-	json_array_foreach(rows, i, jr)
-	if (strcmp(json_string_value(jget(jr, "name")), "other") == 0) {
-		seen++;
-		assert_true(fabs(json_real_value(jget(jr, "count_change")) - 9.0) < 1e-9);
-		assert_true(json_is_real(jget(jr, "total_change")) && json_is_real(jget(jr, "change_mean")));
-		assert_true(json_is_real(jget(jr, "mean_base_ns")) && json_is_real(jget(jr, "mean_new_ns")));
-		assert_string_equal(json_string_value(jget(jr, "total_verdict")), "regression");
-		assert_true(json_real_value(jget(jr, "total_ci_low")) > 8.0);
-	}
-	assert_int_equal(seen, 1);
+	json_t *jr = jrow_named(js, "other");
+	assert_true(fabs(json_real_value(jget(jr, "count_change")) - 9.0) < 1e-9);
+	assert_true(json_is_real(jget(jr, "total_change")) && json_is_real(jget(jr, "change_mean")));
+	assert_true(json_is_real(jget(jr, "mean_base_ns")) && json_is_real(jget(jr, "mean_new_ns")));
+	assert_string_equal(json_string_value(jget(jr, "total_verdict")), "regression");
+	assert_true(json_real_value(jget(jr, "total_ci_low")) > 8.0);
 	assert_string_equal(json_string_value(jget(jget(js, "method"), "effect")), "median");
-	json_decref(js);
-	free(txt);
-	ana_compare_free(&c);
-	ana_result_free(&b);
-	ana_result_free(&n);
+	family_free(&b, &n, &c, txt, js);
 }
 
 /* Issue 15, case 4: a new section taking 35% of the new run is one regression of the total (new
@@ -985,11 +990,7 @@ static void test_new_work(void **state)
 	assert_non_null(strstr(txt, "(total +5"));
 	assert_non_null(strstr(txt, "inherited from its children)"));
 	assert_int_equal(jint(jget(js, "counts"), "total_regression"), 1);
-	json_decref(js);
-	free(txt);
-	ana_compare_free(&c);
-	ana_result_free(&b);
-	ana_result_free(&n);
+	family_free(&b, &n, &c, txt, js);
 }
 
 /* A section renamed, its parent's time unchanged: "only in" both ways, no regression of any total. */
@@ -1009,11 +1010,7 @@ static void test_renamed_is_not_new_work(void **state)
 		assert_true(c.rows[i].total_verdict != ANA_V_REGRESSION && c.rows[i].total_verdict != ANA_V_IMPROVEMENT);
 	}
 	assert_null(strstr(txt, "new work"));
-	json_decref(js);
-	free(txt);
-	ana_compare_free(&c);
-	ana_result_free(&b);
-	ana_result_free(&n);
+	family_free(&b, &n, &c, txt, js);
 }
 
 /* 50 top-level sections s00..s49, 200 occurrences each of 10 us + 0..2 us jitter; the new trace's
@@ -1201,11 +1198,7 @@ static void test_shape_changed(void **state)
 		assert_int_equal(json_array_size(jget(jr, "q_change")), 5);
 	}
 	assert_int_equal(seen, 1);
-	json_decref(js);
-	free(txt);
-	ana_compare_free(&c);
-	ana_result_free(&b);
-	ana_result_free(&n);
+	family_free(&b, &n, &c, txt, js);
 }
 
 /* A bimodal section whose slow share went 35% -> 65%: the median jumps +100% between the modes, the
@@ -1226,19 +1219,9 @@ static void test_shape_changed_judged_on_mean(void **state)
 	assert_true(r->ci_lo > 0.05 && r->ci_lo < r->change_mean && r->ci_hi > r->change_mean && r->ci_hi < 0.5);
 	assert_non_null(strstr(txt, "; change and verdict of the mean)"));
 	assert_non_null(strstr(txt, "  +22."));
-	json_t *rows = jget(js, "rows"), *jr;
-	size_t i, seen = 0;
-	json_array_foreach(rows, i, jr)
-	if (strcmp(json_string_value(jget(jr, "name")), "other") == 0) {
-		seen++;
-		assert_string_equal(json_string_value(jget(jr, "effect")), "mean");
-	}
-	assert_int_equal(seen, 1);
-	json_decref(js);
-	free(txt);
-	ana_compare_free(&c);
-	ana_result_free(&b);
-	ana_result_free(&n);
+	json_t *jr = jrow_named(js, "other");
+	assert_string_equal(json_string_value(jget(jr, "effect")), "mean");
+	family_free(&b, &n, &c, txt, js);
 }
 
 static void test_whole_run_shift(void **state)
@@ -1266,11 +1249,7 @@ static void test_whole_run_shift(void **state)
 	assert_true(json_is_true(jget(sh, "found")));
 	assert_int_equal(jint(sh, "moved"), 8);
 	assert_true(fabs(json_real_value(jget(sh, "change")) - 0.08) < 0.01);
-	json_decref(js);
-	free(txt);
-	ana_compare_free(&c);
-	ana_result_free(&b);
-	ana_result_free(&n);
+	family_free(&b, &n, &c, txt, js);
 	/* no shift when paths moved apart: the inherited family (1 of 3) above, and the fixture's
 	 * slower/faster pair (test_text_and_json) */
 }
