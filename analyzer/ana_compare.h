@@ -273,9 +273,10 @@ double ana_median(uint64_t *v, uint32_t n);
  * splitmix64 seeded by *@rng; resamples with a median of 0 on a side are
  * left out. @x and @y are in time order (the reservoir keeps it), and each
  * resample is a circular block bootstrap (Politis and Romano 1992) with
- * blocks of ana_block_len(n) consecutive values, so runs of similar
- * durations (warm-up, phases, drift, autocorrelation) stay together and
- * widen the error instead of passing for independent samples. *@se: the
+ * blocks of ana_block_len(n) consecutive values, so short runs of similar
+ * durations (autocorrelation over a few samples) stay together and widen
+ * the error instead of passing for independent samples; streaks much
+ * longer than a block (phases, drift) need runs as the unit. *@se: the
  * standard deviation of the kept log ratios, NaN when fewer than 2 were
  * kept. Return: 0, or -1 on ENOMEM.
  */
