@@ -120,12 +120,18 @@ static void analyze(const char *path)
 	ana_result_free(&res);
 }
 #elif FUZZ_ANALYZER == FUZZ_ANALYZER_COMPARE
-/* ptanalyze compare of @a and @b, text or JSON. */
-static void compare(const struct ana_result *a, const struct ana_result *b, bool json)
+/* ptanalyze compare of @a and @b, text or JSON; @runs: runs as the unit, [a, b] against [b, a]. */
+static void compare(const struct ana_result *a, const struct ana_result *b, bool json, bool runs)
 {
 	/* 20 resamples take every path of the bootstrap (its cost is linear in
 	 * them: 100 made it a third of the time) */
-	const struct ana_cmp_opts co = { .noise = -1, .bootstrap = 20 };
+	struct ana_cmp_opts co = { .noise = -1, .bootstrap = 20 };
+	const struct ana_result *base_runs[2] = { a, b }, *new_runs[2] = { b, a };
+	if (runs) {
+		co.base_runs = base_runs;
+		co.new_runs = new_runs;
+		co.nbase_runs = co.nnew_runs = 2;
+	}
 	struct ana_cmp c;
 	if (ana_compare(a, b, &co, &c))
 		return;
@@ -144,15 +150,15 @@ static void analyze(const char *path)
 		return;
 	switch (k % 3) {
 	case 0:
-		compare(&whole, &whole, k & 4);
+		compare(&whole, &whole, k & 4, k & 8);
 		break;
 	default:
 		/* the span from the whole analysis: no third open of the trace */
 		if (run_span(path, true, whole.end_ns - whole.start_ns, &win)) {
 			if (k % 3 == 1)
-				compare(&whole, &win, k & 4);
+				compare(&whole, &win, k & 4, k & 8);
 			else
-				compare(&win, &whole, k & 4);
+				compare(&win, &whole, k & 4, k & 8);
 			ana_result_free(&win);
 		}
 	}
