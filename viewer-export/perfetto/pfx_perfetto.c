@@ -166,6 +166,7 @@ struct id_set {
 
 struct pctx {
 	struct pt_reader *rd;
+	char *scratch_name; /* UTF-8 repairs of names (ana_utf8_clean): protobuf strings must be UTF-8 */
 	const struct pt_trace_info *info;
 	FILE *f;
 	uint8_t *out;     /* PFX_OUT_BYTES */
@@ -284,11 +285,21 @@ static void packet_init(Perfetto__Protos__TracePacket *p, uint32_t seq, uint64_t
 
 /* ==== Names ==== */
 
+/* @s repaired to UTF-8 as the Chrome JSON repairs it (a bad byte as '?'), valid until the next call;
+ * "?" on ENOMEM. A protobuf string must be UTF-8: the UI shows a bad one as garbage. */
+static const char *utf8_of(struct pctx *c, const char *s)
+{
+	const char *k = ana_utf8_clean(s, &c->scratch_name);
+	return k ? k : "?";
+}
+
+/* The name of string @id, UTF-8 repaired (utf8_of(): valid until the next call), or "(unknown id N)"
+ * in @tmp. */
 static const char *name_of(struct pctx *c, uint32_t id, char *tmp, size_t n)
 {
 	const char *s = pt_reader_string(c->rd, id, NULL);
 	if (s)
-		return s;
+		return utf8_of(c, s);
 	snprintf(tmp, n, "(unknown id %" PRIu32 ")", id);
 	return tmp;
 }
@@ -836,7 +847,7 @@ static void emit_counter(struct pctx *c, uint64_t ts, uint32_t id, int64_t v)
 		char tmp[48], name[300];
 		Perfetto__Protos__CounterDescriptor cd = PERFETTO__PROTOS__COUNTER_DESCRIPTOR__INIT;
 		snprintf(name, sizeof(name), "%s (tid %" PRIu32 ")", name_of(c, id, tmp, sizeof(tmp)), c->tid);
-		emit_track(c, c->seq, ts, 0, uuid, c->track, name, &cd);
+		emit_track(c, c->seq, ts, 0, uuid, c->track, utf8_of(c, name), &cd); /* a cut may split a character */
 	}
 	counter_value(c, c->seq, ts, uuid, v);
 }
@@ -893,7 +904,7 @@ static void emit_pcounter(struct pctx *c, uint64_t ts, uint32_t id, int64_t v)
 static void emit_process(struct pctx *c)
 {
 	const struct pt_trace_info *in = c->info;
-	char *cmd = strdup(in->cmdline ? in->cmdline : "");
+	char *cmd = strdup(in->cmdline ? utf8_of(c, in->cmdline) : ""); /* a copy: process_name reuses the scratch */
 	char *args[64];
 	size_t nargs = 0;
 	if (!cmd) {
@@ -909,7 +920,7 @@ static void emit_process(struct pctx *c)
 	pd.pid = c->pid;
 	pd.n_cmdline = nargs;
 	pd.cmdline = args;
-	pd.process_name = (char *)(in->process_name && *in->process_name ? in->process_name : "ptz process");
+	pd.process_name = (char *)(in->process_name && *in->process_name ? utf8_of(c, in->process_name) : "ptz process");
 	td.has_uuid = 1;
 	td.uuid = PFX_UUID_PROCESS;
 	td.process = &pd;
@@ -925,7 +936,7 @@ static void emit_process(struct pctx *c)
 static void emit_thread(struct pctx *c, const struct pt_thread_info *ti)
 {
 	char tmp[PFX_THREAD_NAME_BYTES], name[64];
-	snprintf(name, sizeof(name), "%s", pfx_thread_name(ti, tmp));
+	snprintf(name, sizeof(name), "%s", pfx_thread_name(ti, tmp)); /* repaired below: a cut may split a character */
 	Perfetto__Protos__ThreadDescriptor thd = PERFETTO__PROTOS__THREAD_DESCRIPTOR__INIT;
 	Perfetto__Protos__TrackDescriptor td = PERFETTO__PROTOS__TRACK_DESCRIPTOR__INIT;
 	Perfetto__Protos__TrackEventDefaults ted = PERFETTO__PROTOS__TRACK_EVENT_DEFAULTS__INIT;
@@ -935,7 +946,7 @@ static void emit_thread(struct pctx *c, const struct pt_thread_info *ti)
 	thd.pid = c->pid;
 	thd.has_tid = 1;
 	thd.tid = c->export_tid;
-	thd.thread_name = name;
+	thd.thread_name = (char *)utf8_of(c, name);
 	td.has_uuid = 1;
 	td.uuid = c->track;
 	td.thread = &thd;
@@ -1479,6 +1490,7 @@ int pfx_write_perfetto(const char *trace_path, FILE *out, const struct pfx_opts 
 	if (!c.err && fflush(out))
 		fail(&c, errno ? -errno : -EIO, "cannot write the trace: %s", strerror(errno ? errno : EIO));
 done:
+	free(c.scratch_name);
 	free(c.out);
 	free(c.pk);
 	free(c.st);

@@ -361,6 +361,11 @@ def main():
             names = {str(ex)}
         check("a name that is not UTF-8: valid JSON, the bad byte written as '?'",
               p.returncode == 0 and p2.returncode == 0 and "bad? byte" in names, sorted(names))
+        pf = os.path.join(tmp, "bad-utf8.pftrace")
+        p3 = run([ana, bad, "--perfetto", pf])
+        raw = open(pf, "rb").read() if os.path.exists(pf) else b""
+        check("a name that is not UTF-8: the Perfetto export repairs it as the Chrome JSON does",
+              p3.returncode == 0 and b"bad? byte" in raw and b"bad\xff byte" not in raw, len(raw))
         check_cli(ana, data, tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
