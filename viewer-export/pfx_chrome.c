@@ -525,7 +525,7 @@ int pfx_write_chrome(const char *trace_path, FILE *out, const struct pfx_opts *o
 	}
 	const struct pt_trace_info *info = pt_reader_info(w.rd);
 	pfx_window_ticks(w.rd, o ? o->since_ns : 0, o ? o->until_ns : 0, &w.since_ticks, &w.until_ticks);
-	w.pid = (int)info->pid;
+	w.pid = (int)pfx_process_pid(info);
 	w.x = json_object();
 	w.x_name = json_string("");
 	w.x_cat = json_string("ptz");

@@ -256,6 +256,15 @@ const char *pfx_errc_name(uint32_t code);
 
 /* ==== Threads: one identity in both exports ==== */
 
+/* The pid both exports write for a trace whose pid was lost (0): above Linux's largest pid_max
+ * (2^22), so it never merges with a real process. */
+#define PFX_LOST_PID 4194305
+/* pfx_process_pid() - The pid both exports write: the trace's, or PFX_LOST_PID. */
+static inline int32_t pfx_process_pid(const struct pt_trace_info *info)
+{
+	return info->pid ? (int32_t)info->pid : PFX_LOST_PID;
+}
+
 /* The made-up tids start here (doc/export.md §5): 2^30. */
 #define PFX_LOST_TID_BASE 0x40000000u
 /* Room pfx_thread_name() needs for the names it makes up. */

@@ -1449,7 +1449,7 @@ int pfx_write_perfetto(const char *trace_path, FILE *out, const struct pfx_opts 
 		return rc;
 	}
 	c.info = pt_reader_info(c.rd);
-	c.pid = c.info->pid ? (int32_t)c.info->pid : 4194305; /* above Linux's largest pid_max */
+	c.pid = pfx_process_pid(c.info);
 	c.until_set = o && o->until_ns;
 	pfx_window_ticks(c.rd, o ? o->since_ns : 0, o ? o->until_ns : 0, &c.since_ticks, &c.until_ticks);
 	c.out = malloc(PFX_OUT_BYTES);

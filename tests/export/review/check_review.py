@@ -211,8 +211,13 @@ t = pb.Trace()
 with open(pf, "rb") as f:
     t.ParseFromString(f.read())
 ptids, pslices, pasync, track_tid, default_track, names, an_names = {}, set(), [], {}, {}, {}, {}
+ppids = set()
 for p in t.packet:
     sid = p.trusted_packet_sequence_id
+    if p.HasField("track_descriptor") and p.track_descriptor.HasField("process"):
+        ppids.add(p.track_descriptor.process.pid)
+    if p.HasField("track_descriptor") and p.track_descriptor.HasField("thread"):
+        ppids.add(p.track_descriptor.thread.pid)
     if p.HasField("track_descriptor") and p.track_descriptor.HasField("thread"):
         th = p.track_descriptor.thread
         ptids[th.tid] = th.thread_name
@@ -241,6 +246,10 @@ with open(cj) as f:
 ctids = {e["tid"]: e["args"]["name"] for e in ev if e["ph"] == "M" and e["name"] == "thread_name"}
 tap(ctids == WANT_THREADS, "lost-tid: Chrome thread_name events: the Perfetto export's tids and names",
     f"got {ctids}\nwant {WANT_THREADS}")
+LOST_PID = 4194305  # doc/export.md §1: above Linux's largest pid_max
+tap(ppids == {LOST_PID} and {e["pid"] for e in ev if "pid" in e} == {LOST_PID},
+    "lost-tid: a pid lost too: the same made-up pid in both exports",
+    f"perfetto {ppids}, chrome {sorted({e.get('pid') for e in ev})}")
 cslices = {(e["name"], e["tid"]) for e in ev if e["ph"] == "X"}
 casync = [(b["name"], b["tid"], e["tid"]) for b in ev if b["ph"] == "b" for e in ev if e["ph"] == "e"]
 tap(cslices == WANT_SLICES and casync == WANT_ASYNC, "lost-tid: Chrome X events and the async b/e on the same tids",

@@ -124,8 +124,10 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	const int tsc = strcmp(argv[2], "since") == 0;
+	/* lost-tid: the process's pid lost too (0), so both exports make one up alike */
 	const struct fmt_writer_hdr hd = {
-		.clock_source = tsc ? PT_CLOCK_TSC : PT_CLOCK_MONOTONIC, .pid = 4242, .start_ticks = T0, .start_mono_ns = MONO0,
+		.clock_source = tsc ? PT_CLOCK_TSC : PT_CLOCK_MONOTONIC,
+		.pid = strcmp(argv[2], "lost-tid") == 0 ? 0 : 4242, .start_ticks = T0, .start_mono_ns = MONO0,
 		.start_real_ns = 1700000000000000000ull, .process_name = "review-gen", .host = "testhost",
 		.cmdline = "gen_review_trace", .recorder_version = "ptz-test 1",
 	};
