@@ -41,6 +41,7 @@ NOT_RUN = {
 # Commands whose documented exit status is not always 0.
 EXIT_OK = {
     "ptanalyze compare run.ptz new.ptz --fail-on-regression": {0, 3},  # 3 = a path regressed (run to run noise)
+    "ptanalyze compare --base run.ptz --base run2.ptz --new new.ptz --new new2.ptz --fail-on-regression": {0, 3},
 }
 # The README is run from the source tree with its build directory `build`;
 # here the install runs from this build directory, whatever its name.
