@@ -801,6 +801,12 @@ static void write_family(const char *path, int kind, int which)
 			fmt_enc_begin(&b.e, ++t, 3);
 			t += 10000 + ana_rnd(&rng) % 500;
 			fmt_enc_end(&b.e, t, 3);
+		} else if (kind == 7) {
+			/* +50%, and in the new trace 15% of the calls preempted (x20): a stretched tail */
+			fmt_enc_begin(&b.e, ++t, 3);
+			uint64_t d = (which ? 15000 : 10000) + ana_rnd(&rng) % 500;
+			t += which && i % 20 >= 17 ? 20 * d : d;
+			fmt_enc_end(&b.e, t, 3);
 		} else if (kind == 3 || kind == 6) {
 			/* kind 6: slow in 35% of the calls, then 65% */
 			const bool slow = (i % 20) < (kind == 6 ? (which ? 13 : 7) : (which ? 11 : 9));
@@ -1224,6 +1230,25 @@ static void test_shape_changed_judged_on_mean(void **state)
 	family_free(&b, &n, &c, txt, js);
 }
 
+/* A +50% section whose new run also had 15% of its calls preempted: the tail stretched (shape
+ * changed at p90), the middle did not, so the median (+50%) decides: a regression, not a mean drowned
+ * in the outliers' spread (html-report caught this under ASan on a loaded machine). */
+static void test_stretched_tail_judged_on_median(void **state)
+{
+	(void)state;
+	struct ana_result b, n;
+	struct ana_cmp c;
+	char *txt;
+	json_t *js;
+	family(7, &b, &n, &c, &txt, &js);
+	const struct ana_cmp_row *r = row_named(&b, &c, "other");
+	assert_true(r->shape_changed); /* p90: x20 */
+	assert_false(r->on_mean);
+	assert_int_equal(r->verdict, ANA_V_REGRESSION);
+	assert_true(fabs(r->change - 0.5) < 0.05 && r->ci_lo > 0.4);
+	family_free(&b, &n, &c, txt, js);
+}
+
 static void test_whole_run_shift(void **state)
 {
 	(void)state;
@@ -1338,6 +1363,7 @@ int main(void)
 		cmocka_unit_test(test_count_and_total),
 		cmocka_unit_test(test_shape_changed),
 		cmocka_unit_test(test_shape_changed_judged_on_mean),
+		cmocka_unit_test(test_stretched_tail_judged_on_median),
 		cmocka_unit_test(test_new_work),
 		cmocka_unit_test(test_renamed_is_not_new_work),
 		cmocka_unit_test(test_threshold_protected),
