@@ -21,6 +21,7 @@
 
 #include "analyzer/ana.h"
 #include "analyzer/ana_compare.h"
+#include "analyzer/ana_multi.h"
 #include "analyzer/ana_html.h"
 #include "analyzer/ana_peaks.h"
 #include "analyzer/ana_suggest.h"
@@ -34,9 +35,12 @@ static void usage(FILE *out)
 {
 	fprintf(out,
 		"usage: " PROG " TRACE.ptz --report [options]     report (also: " PROG " report TRACE.ptz)\n"
+		"       " PROG " report A.ptz B.ptz ...           many processes as one view: summed, with the\n"
+		"                                          spread across them (--json FILE, --top N, filters)\n"
 		"       " PROG " info TRACE.ptz                   header, threads, losses, compression\n"
 		"       " PROG " export --perfetto OUT TRACE.ptz  export for viewers (also: " PROG " TRACE.ptz --perfetto OUT)\n"
 		"       " PROG " compare BASE.ptz NEW.ptz         what got slower or faster, path by path, with a verdict\n"
+		"                                          (runs a side: --base B1 --base B2 --new N1 --new N2)\n"
 		"       " PROG " suggest TRACE.ptz                what to optimize first, with the evidence\n"
 		"       " PROG " top TRACE.ptz                    live view of a trace being written (--interval S,\n"
 		"                                          --iterations K, --once, --top N)\n"
@@ -492,6 +496,52 @@ static int analyze_side(const char *path, struct ana_options *ao, struct ana_res
 		return 1;
 	}
 	return 0;
+}
+
+/*
+ * ptanalyze [report] A.ptz B.ptz ...: every trace analyzed with the same options and shown as one
+ * view (analyzer/ana_multi.h): text on stdout, unless --json - ; exit 1 if a trace cannot be read or is
+ * damaged, or the JSON cannot be written.
+ */
+static int run_multi(const char *const *files, size_t n, struct ana_options *ao, const char *json, int top,
+		     int show_progress)
+{
+	struct ana_result *res = calloc(n, sizeof(*res));
+	const struct ana_result **ptrs = calloc(n, sizeof(*ptrs));
+	int code = 0;
+	size_t done = 0;
+	if (!res || !ptrs) {
+		fprintf(stderr, PROG ": out of memory\n");
+		code = 1;
+	}
+	for (; code == 0 && done < n; done++) {
+		if (analyze_side(files[done], ao, &res[done], show_progress)) {
+			code = 1;
+			break;
+		}
+		code |= trace_warnings(files[done], &res[done]);
+		ptrs[done] = &res[done];
+	}
+	struct ana_multi m;
+	if (done == n && ana_multi_build(ptrs, n, &m) == 0) {
+		if (json) {
+			FILE *f = open_out(json);
+			if (close_out(f, json, "JSON", !f || ana_multi_json(f, &m, ptrs, files)))
+				code = 1;
+		}
+		if (!json || strcmp(json, "-"))
+			ana_multi_text(stdout, &m, ptrs, files, top);
+		ana_multi_free(&m);
+	} else if (done == n) {
+		fprintf(stderr, PROG ": out of memory\n");
+		code = 1;
+	}
+	for (size_t i = 0; i < done; i++)
+		ana_result_free(&res[i]);
+	free(res);
+	free(ptrs);
+	int out = stdout_ok();
+	return code ? code : out;
 }
 
 /*
@@ -1116,8 +1166,21 @@ int main(int argc, char **argv)
 	if (cmp_only)
 		return usage_error("%s", "--noise, --gate-threshold, --alpha, --bootstrap, --fail-on-regression, --folded-diff, "
 					 "--base and --new belong to compare");
+	if (rest >= 2 && strcmp(cmd, "report") == 0) { /* many traces: one view (analyzer/ana_multi.h) */
+		if (report_only || nexports || csv || html || sug_only)
+			return usage_error("%s", "a report of several traces takes --json FILE, --top N and the filters "
+						 "(--thread, --domain, --since, --until); give one trace for the rest");
+		if (until_set && ao.until_ns <= ao.since_ns)
+			return usage_error("%s", "--until must be later than --since");
+		json = as_stdout(json);
+		for (int t = 0; json && strcmp(json, "-") && t < rest; t++)
+			if (same_file(argv[optind + t], json))
+				return usage_error("output file '%s' is a trace itself", json);
+		return run_multi((const char *const *)argv + optind, (size_t)rest, &ao, json, ro.top, show_progress);
+	}
 	if (rest != 1)
-		return usage_error("%s", rest ? "expected exactly one trace file" : "no trace file given");
+		return usage_error("%s", rest ? "expected exactly one trace file (or 'report' of several)"
+					      : "no trace file given");
 	path = argv[optind];
 	/* until_ns 0 means "no limit" to the analyzer: an explicit --until 0 is an empty window */
 	if (until_set && ao.until_ns <= ao.since_ns)

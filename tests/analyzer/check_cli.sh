@@ -83,7 +83,8 @@ expect_usage "unknown option" "unknown or incomplete option '--bogus'" "$S" --bo
 expect_usage "option without its argument" "unknown or incomplete option '--top'" "$S" --top
 expect_usage "no trace" "no trace file given"
 expect_usage "no trace after a command" "no trace file given" info
-expect_usage "two traces" "expected exactly one trace file" "$S" "$S"
+expect_usage "two traces to info" "expected exactly one trace file" info "$S" "$S"
+expect_usage "two traces with --csv" "a report of several traces takes --json FILE" "$S" "$S" --csv x.csv
 expect_usage "bad --sort" "--sort: unknown key 'speed'" "$S" --sort speed
 expect_usage "--top abc" "--top: expected a positive integer, got 'abc'" "$S" --top abc
 expect_usage "--top 0" "--top: expected a positive integer, got '0'" "$S" --top 0

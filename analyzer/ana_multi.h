@@ -1,0 +1,65 @@
+/*
+ * analyzer/ana_multi.h - many traces at once (issue 18): the processes of
+ * one job (MPI ranks, a SLURM array, workers of a service) analyzed apart
+ * and shown as one view: per call path, its count and time summed over
+ * every process, and how the time spreads across them (max / mean, the
+ * slowest process and its rank). doc/analyzer-output.md §12.
+ *
+ * Paths are matched across traces by their call path as the CSV writes it
+ * (names joined by ';', ana_path_of()), so the traces' string ids need not
+ * agree. Context: single-threaded; the results must stay alive while the
+ * view is used (it keeps no pointer into them but their paths).
+ */
+#ifndef PTZ_ANA_MULTI_H
+#define PTZ_ANA_MULTI_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "analyzer/ana.h"
+
+struct ana_multi_row {
+	char *path;              /* ';'-joined names (owned) */
+	uint32_t depth;          /* 1 = top level */
+	uint64_t count;          /* occurrences, summed over the traces (saturating) */
+	uint64_t total_ns;       /* inclusive time, summed */
+	uint64_t self_ns;        /* self time, summed */
+	uint32_t traces;         /* traces that have the path */
+	uint64_t max_total_ns;   /* the largest one trace's inclusive time */
+	uint32_t max_trace;      /* index of that trace (the first on a tie) */
+	uint64_t min_total_ns;   /* the smallest, over the traces that have the path */
+	double max_over_mean;    /* max_total_ns / (total_ns / traces): 1 = even; NaN when total_ns is 0 */
+};
+
+struct ana_multi {
+	struct ana_multi_row *rows; /* by path string (a parent before its children) */
+	size_t nrows;
+	size_t ntraces;
+	uint64_t span_sum_ns;       /* the traces' summed thread spans: the denominator of a row's share */
+};
+
+/* ana_multi_build() - The view of the @n >= 1 results @res (ana_run(), any
+ * options) into @out (free with ana_multi_free()). 0, or -ENOMEM (nothing
+ * to free). */
+int ana_multi_build(const struct ana_result *const *res, size_t n, struct ana_multi *out);
+void ana_multi_free(struct ana_multi *m);
+
+/*
+ * ana_multi_text() - The view as text: one line per trace (file, process,
+ * pid, job and rank when the recorder found them, thread span), then the
+ * @top (20 if 0) paths with the largest summed time: total, count, share
+ * of the summed thread spans, max / mean across the traces that have the
+ * path, and the slowest trace.
+ */
+void ana_multi_text(FILE *out, const struct ana_multi *m, const struct ana_result *const *res,
+		    const char *const *files, int top);
+/*
+ * ana_multi_json() - The view as JSON, schema "ptanalyze-multi/1"
+ * (doc/analyzer-output.md §12): traces[] and rows[] in path order. 0, or
+ * -1 if @out failed.
+ */
+int ana_multi_json(FILE *out, const struct ana_multi *m, const struct ana_result *const *res,
+		   const char *const *files);
+
+#endif /* PTZ_ANA_MULTI_H */
