@@ -17,7 +17,7 @@
  * then marks rings of live threads OWNER_DETACHED (their threads free them
  * on their next call or at exit) and frees the others.
  *
- * Memory order tags: [P1]/[C1] head, [C2]/[P2] tail (see rec_internal.h),
+ * Memory order tags: [P1]/[C1] head, [C2]/[P2] tail (see rec_ring.h),
  * [X1]/[X2] owner_state.
  */
 #include <dlfcn.h> /* dladdr, dlopen: rec_pin_self() */
@@ -34,6 +34,7 @@
 
 #include "common/struct_copy.h"
 #include "recorder/rec_internal.h"
+#include "recorder/rec_ring.h"
 
 static struct pt_recorder the_recorder = {
 	.reg_lock = PTHREAD_MUTEX_INITIALIZER,
@@ -375,46 +376,15 @@ static PT_COLD struct rec_ring *ring_for(struct pt_recorder *r)
 	return ring_attach(r, gen);
 }
 
-static inline bool room(struct rec_ring *g, uint64_t h, uint64_t need)
-{
-	if (likely(h - g->tail_cache + need <= g->cap))
-		return true;
-	/* [P2] acquire: the flusher finished reading slots before it moved
-	 * tail. Pairs with [C2] in rec_flush.c. */
-	g->tail_cache = atomic_load_explicit(&g->tail, memory_order_acquire);
-	return h - g->tail_cache + need <= g->cap;
-}
-
-static inline void bump(_Atomic uint64_t *c, uint64_t n)
-{
-	/* single writer (the owner): a relaxed load+store is an increment
-	 * that readers see whole (no torn 64-bit values) */
-	atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + n, memory_order_relaxed);
-}
-
-static inline void publish(struct rec_ring *g, uint64_t h)
-{
-	g->head_own = h;
-	/* [P1] release: slot contents before head. Pairs with [C1] in
-	 * rec_flush.c drain(). */
-	atomic_store_explicit(&g->head, h, memory_order_release);
-}
-
-/* Remembers @id as open at nesting level @level (0 = outermost) for pt_stop(). */
-static inline void push_id(struct rec_ring *g, uint32_t level, uint32_t id)
-{
-	g->open_ids[level % REC_STOP_STACK] = (uint64_t)level << 32 | id;
-}
-
 /* Skips section @id whole (with everything begun inside it); a loss if @lost. */
 static void skip_section(struct rec_ring *g, uint32_t id, bool lost)
 {
-	push_id(g, g->depth, id);
+	rec_ring_push_id(g, g->depth, id);
 	g->skip_depth = 1;
 	g->skip_lost = lost;
 	if (lost) {
-		bump(&g->lost_records, 1);
-		bump(&g->lost_sections, 1);
+		rec_ring_bump(&g->lost_records, 1);
+		rec_ring_bump(&g->lost_sections, 1);
 	}
 }
 
@@ -458,11 +428,11 @@ static PT_COLD void begin_slow(struct pt_recorder *r, uint32_t id)
 	}
 	if (g->skip_depth) {
 		/* skipped sections stay on the pt_stop() stack, above the recorded ones */
-		push_id(g, g->depth + g->skip_depth, id);
+		rec_ring_push_id(g, g->depth + g->skip_depth, id);
 		g->skip_depth++;
 		if (g->skip_lost) {
-			bump(&g->lost_records, 1);
-			bump(&g->lost_sections, 1);
+			rec_ring_bump(&g->lost_records, 1);
+			rec_ring_bump(&g->lost_sections, 1);
 		}
 		return;
 	}
@@ -471,17 +441,14 @@ static PT_COLD void begin_slow(struct pt_recorder *r, uint32_t id)
 		return;
 	}
 	uint64_t h = g->head_own;
-	if (!room(g, h, g->depth + 2 + REC_SLACK)) {
+	if (!rec_ring_room(g, h, rec_ring_need(g, 2 + REC_SLACK))) {
 		skip_section(g, id, true);
 		return;
 	}
-	struct rec_slot *s = &g->slots[h & g->mask];
-	s->a = rec_ticks();
-	s->b = SLOT_BEGIN;
-	s->c = id;
-	push_id(g, g->depth, id);
+	rec_ring_put_begin(g, h, rec_ticks(), id);
+	rec_ring_push_id(g, g->depth, id);
 	g->depth++;
-	publish(g, h + 1);
+	rec_ring_publish(g, h + 1);
 }
 
 /* ---------------------------------------------------------------- hot path */
@@ -499,17 +466,14 @@ void pt_begin(pt_recorder *r, uint32_t id)
 		return;
 	}
 	uint64_t h = g->head_own;
-	if (unlikely(h - g->tail_cache + g->depth + 2 + REC_SLACK > g->cap)) {
+	if (unlikely(!rec_ring_fits_cached(g, h, rec_ring_need(g, 2 + REC_SLACK)))) {
 		begin_slow(r, id);
 		return;
 	}
-	struct rec_slot *s = &g->slots[h & g->mask];
-	s->a = rec_ticks_inline();
-	s->b = SLOT_BEGIN;
-	s->c = id;
-	push_id(g, g->depth, id);
+	rec_ring_put_begin(g, h, rec_ticks_inline(), id);
+	rec_ring_push_id(g, g->depth, id);
 	g->depth++;
-	publish(g, h + 1);
+	rec_ring_publish(g, h + 1);
 }
 
 static PT_COLD void end_slow(struct pt_recorder *r, uint32_t id);
@@ -518,27 +482,21 @@ static inline void end_record(struct rec_ring *g, uint32_t id, uint64_t t)
 {
 	uint64_t h = g->head_own;
 	/* room reserved at BEGIN: no check needed */
-	struct rec_slot *s = &g->slots[h & g->mask];
-	s->a = t;
-	s->b = SLOT_END;
-	s->c = id;
+	rec_ring_put_end(g, h, t, id);
 	g->depth--;
-	publish(g, h + 1);
+	rec_ring_publish(g, h + 1);
 }
 
 static void error_record(struct rec_ring *g, uint32_t code, uint32_t count)
 {
-	bump(&g->errors, count);
+	rec_ring_bump(&g->errors, count);
 	uint64_t h = g->head_own;
-	if (!room(g, h, g->depth + 1)) {
-		bump(&g->lost_records, 1);
+	if (!rec_ring_room(g, h, rec_ring_need(g, 1))) {
+		rec_ring_bump(&g->lost_records, 1);
 		return;
 	}
-	struct rec_slot *s = &g->slots[h & g->mask];
-	s->a = rec_ticks();
-	s->b = SLOT_ERROR | code << 8;
-	s->c = count;
-	publish(g, h + 1);
+	rec_ring_put_record(g, h, SLOT_ERROR, code, rec_ticks(), count);
+	rec_ring_publish(g, h + 1);
 }
 
 void pt_end(pt_recorder *r, uint32_t id)
@@ -564,12 +522,12 @@ static PT_COLD void end_slow(struct pt_recorder *r, uint32_t id)
 	if (g->skip_depth) {
 		g->skip_depth--;
 		if (g->skip_lost)
-			bump(&g->lost_records, 1);
+			rec_ring_bump(&g->lost_records, 1);
 		return;
 	}
 	if (g->depth == 0) {
 		if (noring_end(r))
-			bump(&g->lost_records, 1);
+			rec_ring_bump(&g->lost_records, 1);
 		else
 			error_record(g, PT_ERRC_END_UNDERFLOW, 1);
 		return;
@@ -591,7 +549,7 @@ static PT_COLD void payload_slow(struct pt_recorder *r, uint32_t kind, uint64_t 
 		return;
 	if (g->skip_depth) {
 		if (g->skip_lost)
-			bump(&g->lost_records, 1);
+			rec_ring_bump(&g->lost_records, 1);
 		return;
 	}
 	/* recording disabled: a thread-level metric or transfer (no section
@@ -600,15 +558,12 @@ static PT_COLD void payload_slow(struct pt_recorder *r, uint32_t kind, uint64_t 
 	if (g->depth == 0 && !rec_enabled(r))
 		return;
 	uint64_t h = g->head_own;
-	if (!room(g, h, g->depth + 1)) {
-		bump(&g->lost_records, 1);
+	if (!rec_ring_room(g, h, rec_ring_need(g, 1))) {
+		rec_ring_bump(&g->lost_records, 1);
 		return;
 	}
-	struct rec_slot *s = &g->slots[h & g->mask];
-	s->a = v;
-	s->b = kind;
-	s->c = 0;
-	publish(g, h + 1);
+	rec_ring_put_payload(g, h, kind, v);
+	rec_ring_publish(g, h + 1);
 }
 
 static inline void payload(struct pt_recorder *r, uint32_t kind, uint64_t v)
@@ -624,15 +579,12 @@ static inline void payload(struct pt_recorder *r, uint32_t kind, uint64_t v)
 		return;
 	}
 	uint64_t h = g->head_own;
-	if (unlikely(h - g->tail_cache + g->depth + 1 > g->cap)) {
+	if (unlikely(!rec_ring_fits_cached(g, h, rec_ring_need(g, 1)))) {
 		payload_slow(r, kind, v);
 		return;
 	}
-	struct rec_slot *s = &g->slots[h & g->mask];
-	s->a = v;
-	s->b = kind;
-	s->c = 0;
-	publish(g, h + 1);
+	rec_ring_put_payload(g, h, kind, v);
+	rec_ring_publish(g, h + 1);
 }
 
 void pt_metric(pt_recorder *r, enum pt_metric_kind kind, uint64_t value)
@@ -655,19 +607,13 @@ void pt_counter(pt_recorder *r, uint32_t id, int64_t value)
 	/* a counter is not part of any section: recorded even inside a
 	 * skipped one, if the ring has room */
 	uint64_t h = g->head_own;
-	if (!room(g, h, g->depth + 2)) {
-		bump(&g->lost_records, 1);
+	if (!rec_ring_room(g, h, rec_ring_need(g, REC_SLOTS_COUNTER))) {
+		rec_ring_bump(&g->lost_records, 1);
 		return;
 	}
-	struct rec_slot *s = &g->slots[h & g->mask];
-	s->a = rec_ticks();
-	s->b = SLOT_COUNTER;
-	s->c = id;
-	s = &g->slots[(h + 1) & g->mask];
-	s->a = (uint64_t)value;
-	s->b = 0;
-	s->c = 0;
-	publish(g, h + 2);
+	rec_ring_put_record(g, h, SLOT_COUNTER, 0, rec_ticks(), id);
+	rec_ring_put_value(g, h + 1, (uint64_t)value);
+	rec_ring_publish(g, h + REC_SLOTS_COUNTER);
 }
 
 /* ------------------------------------------- instants, async ranges, GPU */
@@ -679,22 +625,15 @@ static bool emit_on(struct rec_ring *g, uint32_t kind, uint32_t id, uint32_t hi,
 {
 	uint64_t h = g->head_own;
 	/* room for the record and every pending END */
-	if (!room(g, h, g->depth + 1 + n)) {
+	if (!rec_ring_room(g, h, rec_ring_need(g, 1 + n))) {
 		if (count)
-			bump(&g->lost_records, 1);
+			rec_ring_bump(&g->lost_records, 1);
 		return false;
 	}
-	struct rec_slot *s = &g->slots[h & g->mask];
-	s->a = t ? t : rec_ticks();
-	s->b = kind | hi << 8;
-	s->c = id;
-	for (unsigned i = 0; i < n; i++) {
-		s = &g->slots[(h + 1 + i) & g->mask];
-		s->a = v[i];
-		s->b = 0;
-		s->c = 0;
-	}
-	publish(g, h + 1 + n);
+	rec_ring_put_record(g, h, kind, hi, t ? t : rec_ticks(), id);
+	for (unsigned i = 0; i < n; i++)
+		rec_ring_put_value(g, h + 1 + i, v[i]);
+	rec_ring_publish(g, h + 1 + n);
 	return true;
 }
 
@@ -723,28 +662,18 @@ uint64_t rec_begin_gpu(struct pt_recorder *r, uint32_t id, uint32_t dev, uint64_
 		return 0;
 	}
 	uint64_t h = g->head_own;
-	if (!room(g, h, g->depth + 2 + REC_SLACK + REC_SLOTS_GPU_LAUNCH)) {
+	if (!rec_ring_room(g, h, rec_ring_need(g, 2 + REC_SLACK + REC_SLOTS_GPU_LAUNCH))) {
 		skip_section(g, id, true); /* drops the section whole, counted */
 		return 0;
 	}
 	uint64_t t = rec_ticks();
-	struct rec_slot *s = &g->slots[h & g->mask];
-	s->a = t;
-	s->b = SLOT_GPU_LAUNCH | dev << 8;
-	s->c = id;
-	s = &g->slots[(h + 1) & g->mask];
-	s->a = stream;
-	s->b = s->c = 0;
-	s = &g->slots[(h + 2) & g->mask];
-	s->a = seq;
-	s->b = s->c = 0;
-	s = &g->slots[(h + 3) & g->mask];
-	s->a = t;
-	s->b = SLOT_BEGIN;
-	s->c = id;
-	push_id(g, g->depth, id);
+	rec_ring_put_record(g, h, SLOT_GPU_LAUNCH, dev, t, id);
+	rec_ring_put_value(g, h + 1, stream);
+	rec_ring_put_value(g, h + 2, seq);
+	rec_ring_put_begin(g, h + REC_SLOTS_GPU_LAUNCH, t, id);
+	rec_ring_push_id(g, g->depth, id);
 	g->depth++;
-	publish(g, h + 4);
+	rec_ring_publish(g, h + REC_SLOTS_GPU_LAUNCH + 1);
 	return t;
 }
 
@@ -774,8 +703,8 @@ void rec_lost_section(struct pt_recorder *r)
 	 * recording is disabled, nor inside a section skipped for that */
 	if (g->skip_depth ? !g->skip_lost : !rec_enabled(r))
 		return;
-	bump(&g->lost_records, 2); /* its BEGIN and its END */
-	bump(&g->lost_sections, 1);
+	rec_ring_bump(&g->lost_records, 2); /* its BEGIN and its END */
+	rec_ring_bump(&g->lost_sections, 1);
 }
 
 bool rec_gpu_error(struct pt_recorder *r, uint32_t code, uint32_t count)
@@ -801,7 +730,7 @@ bool rec_close_emit(struct pt_recorder *r, uint32_t kind, uint32_t id, uint32_t 
 	const uint64_t deadline = rec_mono_ns() + ((uint64_t)r->flush_ms * 4 + 1000) * 1000000u;
 	while (!emit_on(g, kind, id, hi, 0, NULL, 0, false)) {
 		if (rec_mono_ns() >= deadline) {
-			bump(&g->lost_records, 1);
+			rec_ring_bump(&g->lost_records, 1);
 			return false;
 		}
 		struct timespec ts = { 0, 1000000 };
@@ -944,7 +873,7 @@ void pt_stop(pt_recorder *r, const char *name, const struct pt_metrics *m, size_
 	}
 	if (found == UINT32_MAX) {
 		if (g->depth + g->skip_depth == 0 && noring_end(r))
-			bump(&g->lost_records, 1); /* begun without a ring */
+			rec_ring_bump(&g->lost_records, 1); /* begun without a ring */
 		else
 			error_record(g, PT_ERRC_STOP_NOT_OPEN, 1);
 		return;
@@ -1432,25 +1361,22 @@ static void fork_resume_sections(struct pt_recorder *r, struct rec_ring *g)
 	fork_resume = false;
 	const uint32_t d = fork_stack.depth, total = d + fork_stack.skip;
 	uint64_t h = g->head_own;
-	if (!fork_stack.valid || !room(g, h, 2 * (uint64_t)d + 1 + REC_SLACK)) {
+	if (!fork_stack.valid || !rec_ring_room(g, h, 2 * (uint64_t)d + 1 + REC_SLACK)) {
 		for (uint32_t k = 0; k < total; k++)
 			noring_begin(r);
 		return;
 	}
 	const uint64_t t = rec_ticks();
 	for (uint32_t k = 0; k < d; k++) {
-		struct rec_slot *s = &g->slots[(h + k) & g->mask];
-		s->a = t;
-		s->b = SLOT_BEGIN;
-		s->c = fork_stack.ids[k];
-		push_id(g, k, fork_stack.ids[k]);
+		rec_ring_put_begin(g, h + k, t, fork_stack.ids[k]);
+		rec_ring_push_id(g, k, fork_stack.ids[k]);
 	}
 	for (uint32_t k = d; k < total; k++)
-		push_id(g, k, fork_stack.ids[k]);
+		rec_ring_push_id(g, k, fork_stack.ids[k]);
 	g->depth = d;
 	g->skip_depth = fork_stack.skip;
 	g->skip_lost = fork_stack.skip_lost;
-	publish(g, h + d);
+	rec_ring_publish(g, h + d);
 }
 
 int pt_close(pt_recorder *r)

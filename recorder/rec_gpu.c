@@ -86,6 +86,7 @@
 
 #include "recorder/rec_cuda.h"
 #include "recorder/rec_internal.h"
+#include "recorder/rec_ring.h" /* SLOT_* kinds for rec_emit() */
 
 #define GPU_MAX_DEV 16
 #define GPU_CACHE 8         /* pairs per thread per device */

@@ -2,23 +2,10 @@
  * recorder/rec_internal.h - recorder internals: per-thread rings, the
  * registry, the flusher, clocks and the intern table.
  *
- * Ring (single producer = owning thread, single consumer = flusher)
- * ------------------------------------------------------------------
- * Free-running uint64_t indices: head (next slot the owner writes) and tail
- * (next slot the flusher reads); invariant 0 <= head - tail <= capacity.
- * A slot is 16 bytes (struct rec_slot). The owner writes slot contents with
- * plain stores, then publishes them with a release store of head [P1]; the
- * flusher loads head with acquire [C1], copies the slots out, and frees them
- * with a release store of tail [C2]; the owner reloads tail with acquire [P2]
- * only when its cached copy says the ring is too full.
- *
- * Overflow policy (losses keep nesting intact): the owner tracks `depth`,
- * the number of recorded sections still open. A BEGIN is admitted only if,
- * after it, the ring still has room for every pending END (depth + 1) plus
- * REC_SLACK; otherwise the section is dropped whole: skip_depth counts the
- * dropped section and everything begun inside it, whose records are counted
- * in lost_records/lost_sections and never written. END of a recorded
- * section always fits because its slot was reserved at BEGIN.
+ * Ring (single producer = owning thread, single consumer = flusher): its
+ * algorithm, overflow policy, slot layout and the [P1]/[C1] (head) and
+ * [C2]/[P2] (tail) pairs are described in rec_ring.h, which holds the
+ * code they describe; struct rec_ring below holds its state.
  *
  * Synchronization table (X = needs outside exclusion):
  *
@@ -69,32 +56,7 @@
 #define REC_FINAL_SLOW_NS 100000000u
 #define REC_FINAL_FAST_LEVEL 1
 
-/* Slot kinds (ring only; the flusher transcodes them to §4 records). */
-enum rec_slot_kind {
-	SLOT_BEGIN = 1,   /* a = ticks, c = id */
-	SLOT_END = 2,     /* a = ticks, c = id */
-	SLOT_METRIC = 3,  /* a = value, b>>8 = metric kind */
-	SLOT_TRANSFER = 4,/* a = bytes, b>>8 = direction */
-	SLOT_COUNTER = 5, /* a = ticks, c = id; next slot: a = value */
-	SLOT_ERROR = 7,   /* a = ticks, b>>8 = error code, c = count */
-	SLOT_INSTANT = 8, /* a = ticks, c = id */
-	SLOT_ASYNC_BEGIN = 9, /* a = ticks, c = id; next slot: a = async id */
-	SLOT_ASYNC_END = 10,  /* a = ticks, c = 0; next slot: a = async id */
-	SLOT_GPU_LAUNCH = 11, /* a = ticks, c = id, b>>8 = device; next: a = stream; next: a = seq;
-			       * then the section's SLOT_BEGIN with the same ticks */
-	SLOT_GPU_RANGE = 12   /* a = launch ticks, c = id, b>>8 = device; then 4 slots:
-			       * a = GPU start, GPU end (host ticks), seq, stream */
-};
-/* Slots taken by each kind (the flusher consumes them together). */
-#define REC_SLOTS_ASYNC 2
-#define REC_SLOTS_GPU_LAUNCH 3
-#define REC_SLOTS_GPU_RANGE 5
-
-struct rec_slot {
-	uint64_t a;
-	uint32_t b;
-	uint32_t c;
-};
+struct rec_slot; /* rec_ring.h */
 
 enum rec_owner_state {
 	OWNER_ACTIVE = 0,   /* thread alive, ring in the registry */
