@@ -64,6 +64,7 @@
 #include <unistd.h>
 
 #include "recorder/rec_internal.h"
+#include "recorder/rec_ring.h" /* the slot layout */
 
 #define RAW_CAP (1u << 20)          /* raw payload per meta chunk */
 /* Raw payload per event chunk. Most chunks are far smaller (one flush
@@ -425,7 +426,8 @@ static void event_flush(struct flusher *f, struct rec_ring *g)
  */
 static uint64_t drain(struct flusher *f, struct rec_ring *g, uint64_t now_ns, int force)
 {
-	/* [C1] acquire: pairs with [P1]; the slots below head are complete. */
+	/* [C1] acquire: pairs with [P1] in rec_ring.h rec_ring_publish(); the
+	 * slots below head are complete. */
 	uint64_t head = atomic_load_explicit(&g->head, memory_order_acquire);
 	uint64_t t = g->tail_own, n = head - t;
 	int lost_pending = atomic_load_explicit(&g->lost_records, memory_order_relaxed) != g->reported_lost_records;
@@ -454,47 +456,45 @@ static uint64_t drain(struct flusher *f, struct rec_ring *g, uint64_t now_ns, in
 			event_flush(f, g);
 		}
 		const struct rec_slot *s = &slots[t & mask];
-		switch (s->b & 0xff) {
+		switch (rec_slot_kind(s)) {
 		case SLOT_BEGIN:
-			fmt_enc_begin(e, s->a, s->c);
+			fmt_enc_begin(e, s->a, s->id);
 			break;
 		case SLOT_END:
-			fmt_enc_end(e, s->a, s->c);
+			fmt_enc_end(e, s->a, s->id);
 			break;
 		case SLOT_METRIC:
-			fmt_enc_metric(e, s->b >> 8, s->a);
+			fmt_enc_metric(e, rec_slot_arg(s), s->a);
 			break;
 		case SLOT_TRANSFER:
-			fmt_enc_transfer(e, s->b >> 8, s->a);
-			break;
-		case SLOT_COUNTER: {
-			/* published together with its value slot */
-			const struct rec_slot *v = &slots[(t + 1) & mask];
-			fmt_enc_counter(e, s->a, s->c, (int64_t)v->a);
-			t++;
-			break;
-		}
-		case SLOT_ERROR:
-			fmt_enc_error(e, s->a, s->b >> 8, s->c);
+			fmt_enc_transfer(e, rec_slot_arg(s), s->a);
 			break;
 		/* multi-slot kinds: published together (one head store) */
+		case SLOT_COUNTER:
+			fmt_enc_counter(e, s->a, s->id, (int64_t)rec_slot_value(slots, mask, t, 1));
+			t += REC_SLOTS_COUNTER - 1;
+			break;
+		case SLOT_ERROR:
+			fmt_enc_error(e, s->a, rec_slot_arg(s), s->id);
+			break;
 		case SLOT_INSTANT:
-			fmt_enc_lp5(e, PT_REC_INSTANT, s->c, 0, 0, 0, s->a);
+			fmt_enc_lp5(e, PT_REC_INSTANT, s->id, 0, 0, 0, s->a);
 			break;
 		case SLOT_ASYNC_BEGIN:
 		case SLOT_ASYNC_END:
-			fmt_enc_lp5(e, (s->b & 0xff) == SLOT_ASYNC_BEGIN ? PT_REC_ASYNC_BEGIN : PT_REC_ASYNC_END, s->c,
-				    0, slots[(t + 1) & mask].a, 0, s->a);
+			fmt_enc_lp5(e, rec_slot_kind(s) == SLOT_ASYNC_BEGIN ? PT_REC_ASYNC_BEGIN : PT_REC_ASYNC_END,
+				    s->id, 0, rec_slot_value(slots, mask, t, 1), 0, s->a);
 			t += REC_SLOTS_ASYNC - 1;
 			break;
 		case SLOT_GPU_LAUNCH:
-			fmt_enc_lp5(e, PT_REC_GPU_LAUNCH, s->c, s->b >> 8, slots[(t + 1) & mask].a,
-				    slots[(t + 2) & mask].a, s->a);
+			fmt_enc_lp5(e, PT_REC_GPU_LAUNCH, s->id, rec_slot_arg(s), rec_slot_value(slots, mask, t, 1),
+				    rec_slot_value(slots, mask, t, 2), s->a);
 			t += REC_SLOTS_GPU_LAUNCH - 1;
 			break;
 		case SLOT_GPU_RANGE:
-			fmt_enc_gpu_range(e, s->c, s->b >> 8, slots[(t + 1) & mask].a, slots[(t + 2) & mask].a, s->a,
-					  slots[(t + 3) & mask].a, slots[(t + 4) & mask].a);
+			fmt_enc_gpu_range(e, s->id, rec_slot_arg(s), rec_slot_value(slots, mask, t, 1),
+					  rec_slot_value(slots, mask, t, 2), s->a, rec_slot_value(slots, mask, t, 3),
+					  rec_slot_value(slots, mask, t, 4));
 			t += REC_SLOTS_GPU_RANGE - 1;
 			break;
 		default:
@@ -503,7 +503,7 @@ static uint64_t drain(struct flusher *f, struct rec_ring *g, uint64_t now_ns, in
 		t++;
 	}
 	g->tail_own = t;
-	/* [C2] release: pairs with [P2] in rec_core.c room(). */
+	/* [C2] release: pairs with [P2] in rec_ring.h rec_ring_room(). */
 	atomic_store_explicit(&g->tail, t, memory_order_release);
 	event_flush(f, g);
 	return n;

@@ -86,6 +86,7 @@
 
 #include "recorder/rec_cuda.h"
 #include "recorder/rec_internal.h"
+#include "recorder/rec_ring.h" /* SLOT_* kinds for rec_emit() */
 
 #define GPU_MAX_DEV 16
 #define GPU_CACHE 8         /* pairs per thread per device */
@@ -1194,7 +1195,7 @@ bool rec_gpu_stop(struct pt_recorder *r)
 		pthread_mutex_unlock(&ctl_lock);
 	}
 	/* losses counted since the thread's last write (or with GPU off),
-	 * while the recorder is open: pt_intern() and ring_for() work */
+	 * while the recorder is open: pt_intern() and rec_ring_for() work */
 	pthread_mutex_lock(&ctl_lock);
 	if (atomic_load_explicit(&gpu_state, memory_order_acquire) == PT_GPU_OFF)
 		off_id = pt_intern(r, off_reason);

@@ -68,7 +68,7 @@ static void init(void)
 /* The table's creation takes liburcu's locks and starts its resize
  * worker: done at pt_open(), before a fork can copy them held (a child
  * copies an open recorder's table, created), and otherwise at the first
- * name lookup, when no fork takes the recorder's locks (rec_core.c). */
+ * name lookup, when no fork takes the recorder's locks (rec_fork.c). */
 bool rec_intern_init(void)
 {
 	pthread_once(&once, init);

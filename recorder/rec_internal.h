@@ -2,23 +2,10 @@
  * recorder/rec_internal.h - recorder internals: per-thread rings, the
  * registry, the flusher, clocks and the intern table.
  *
- * Ring (single producer = owning thread, single consumer = flusher)
- * ------------------------------------------------------------------
- * Free-running uint64_t indices: head (next slot the owner writes) and tail
- * (next slot the flusher reads); invariant 0 <= head - tail <= capacity.
- * A slot is 16 bytes (struct rec_slot). The owner writes slot contents with
- * plain stores, then publishes them with a release store of head [P1]; the
- * flusher loads head with acquire [C1], copies the slots out, and frees them
- * with a release store of tail [C2]; the owner reloads tail with acquire [P2]
- * only when its cached copy says the ring is too full.
- *
- * Overflow policy (losses keep nesting intact): the owner tracks `depth`,
- * the number of recorded sections still open. A BEGIN is admitted only if,
- * after it, the ring still has room for every pending END (depth + 1) plus
- * REC_SLACK; otherwise the section is dropped whole: skip_depth counts the
- * dropped section and everything begun inside it, whose records are counted
- * in lost_records/lost_sections and never written. END of a recorded
- * section always fits because its slot was reserved at BEGIN.
+ * Ring (single producer = owning thread, single consumer = flusher): its
+ * algorithm, overflow policy, slot layout and the [P1]/[C1] (head) and
+ * [C2]/[P2] (tail) pairs are described in rec_ring.h, which holds the
+ * code they describe; struct rec_ring below holds its state.
  *
  * Synchronization table (X = needs outside exclusion):
  *
@@ -61,7 +48,7 @@
 #define REC_MIN_RING (4u << 10)
 #define REC_MAX_RING (1u << 30)
 #define REC_STORE_BELOW 4096 /* chunk payloads below this are not compressed */
-#define REC_MAX_LEVEL 19     /* highest zstd level used (higher ones are clamped: rec_core.c) */
+#define REC_MAX_LEVEL 19     /* highest zstd level used (higher ones are clamped: rec_open.c) */
 /* At pt_close() (and exit), the final drain compresses at the configured
  * level for REC_FINAL_SLOW_NS, then at most at REC_FINAL_FAST_LEVEL, so
  * that full rings at a high level do not hold the exit for seconds
@@ -69,32 +56,7 @@
 #define REC_FINAL_SLOW_NS 100000000u
 #define REC_FINAL_FAST_LEVEL 1
 
-/* Slot kinds (ring only; the flusher transcodes them to §4 records). */
-enum rec_slot_kind {
-	SLOT_BEGIN = 1,   /* a = ticks, c = id */
-	SLOT_END = 2,     /* a = ticks, c = id */
-	SLOT_METRIC = 3,  /* a = value, b>>8 = metric kind */
-	SLOT_TRANSFER = 4,/* a = bytes, b>>8 = direction */
-	SLOT_COUNTER = 5, /* a = ticks, c = id; next slot: a = value */
-	SLOT_ERROR = 7,   /* a = ticks, b>>8 = error code, c = count */
-	SLOT_INSTANT = 8, /* a = ticks, c = id */
-	SLOT_ASYNC_BEGIN = 9, /* a = ticks, c = id; next slot: a = async id */
-	SLOT_ASYNC_END = 10,  /* a = ticks, c = 0; next slot: a = async id */
-	SLOT_GPU_LAUNCH = 11, /* a = ticks, c = id, b>>8 = device; next: a = stream; next: a = seq;
-			       * then the section's SLOT_BEGIN with the same ticks */
-	SLOT_GPU_RANGE = 12   /* a = launch ticks, c = id, b>>8 = device; then 4 slots:
-			       * a = GPU start, GPU end (host ticks), seq, stream */
-};
-/* Slots taken by each kind (the flusher consumes them together). */
-#define REC_SLOTS_ASYNC 2
-#define REC_SLOTS_GPU_LAUNCH 3
-#define REC_SLOTS_GPU_RANGE 5
-
-struct rec_slot {
-	uint64_t a;
-	uint32_t b;
-	uint32_t c;
-};
+struct rec_slot; /* rec_ring.h */
 
 enum rec_owner_state {
 	OWNER_ACTIVE = 0,   /* thread alive, ring in the registry */
@@ -183,7 +145,7 @@ struct pt_recorder {
 	_Atomic bool reopen;                   /* such a copy whose path has %p: opens at the first record */
 	_Atomic bool fork_records;             /* open at a path with %p: the atfork handlers take the locks */
 
-	/* pt_open()'s arguments, kept for a fork child's reopen (open_lock) */
+	/* pt_open()'s arguments, kept for a fork child's reopen (rec_open_lock) */
 	char *path_tmpl;
 	char path_now[4096];                   /* the file being written (the template expanded); pt_path() */
 	struct pt_options opts;
@@ -254,28 +216,87 @@ struct rec_tname {
 	char name[32];
 };
 
-/* ---- clocks (rec_clock.c) ---- */
-extern PT_INTERNAL int rec_clock_source; /* enum pt_clock_source */
-/* Fork (rec_core.c, atfork handlers): rec_fork_unsafe is true in a child
+/* ---- open/close (rec_open.c) ---- */
+/* The process's one recorder (pt_open() returns it), and the lock that
+ * serializes its opening, closing, pt_set_enabled() and a fork child's
+ * reopen; rec_is_open (under rec_open_lock) while a trace is being written. */
+extern PT_INTERNAL struct pt_recorder rec_the_recorder;
+extern PT_INTERNAL pthread_mutex_t rec_open_lock;
+extern PT_INTERNAL bool rec_is_open;
+/* The one-time setup (pinning, condition variables, the ring key and list,
+ * the atfork handlers, the clock), done by the first pt_open() or pt_stats(). */
+PT_INTERNAL void rec_global_init(void);
+/* pt_open()'s work, also a fork child's reopen: rec_open_lock held
+ * (contract and return: rec_open.c). */
+PT_INTERNAL int rec_open_locked(struct pt_recorder *r, const char *path, const struct pt_options *opt,
+				bool enabled);
+/* (Re)creates @r's stop_cond and flush_cond on CLOCK_MONOTONIC. */
+PT_INTERNAL void rec_stop_cond_init(struct pt_recorder *r);
+/* Makes the object holding libptz (libptz.so, or what libptz.a was linked
+ * into) stay loaded until exit, whatever dlclose() is called: before the
+ * first thread or handler of ours that outlives a call. */
+PT_INTERNAL void rec_pin_self(void);
+
+/* ---- fork (rec_fork.c) ---- */
+/* rec_fork_unsafe is true in a child
  * whose parent did not take every recorder lock before the fork (no "%p"
  * recorder was open, or a lock was held past the bounded wait): nothing
  * records there, and the entry points return before any lock, which
  * another thread of the parent may have held. Written once by the atfork
  * child handler, before the child has threads. */
-/* ThreadSanitizer's view of an RCU grace period (it does not model
- * liburcu's): a reader of the ring registry other than the flusher
- * (pt_stats()) releases &rec_grace before rcu_read_unlock(); whoever frees
- * unlinked rings acquires it after synchronize_rcu(). Annotation only. */
-extern PT_INTERNAL int rec_grace;
 extern PT_INTERNAL bool rec_fork_unsafe;
 /* Registers the atfork handlers once (at the first pt_open() or
  * pt_stats(); a process that only interns names forks as if libptz were not
  * there, and its children may open a recorder). */
 PT_INTERNAL void rec_fork_init(void);
-/* Makes the object holding libptz (libptz.so, or what libptz.a was linked
- * into) stay loaded until exit, whatever dlclose() is called: before the
- * first thread or handler of ours that outlives a call (rec_core.c). */
-PT_INTERNAL void rec_pin_self(void);
+/* In a fork child, the first record through the copy of a recorder whose
+ * path had %p opens the child's own trace. Return: the new generation, or
+ * 0 (a failure is said once on stderr; the child records nothing). */
+PT_INTERNAL uint64_t rec_child_reopen(struct pt_recorder *r);
+/* Called with the calling thread's new ring @g: if this thread forked with
+ * sections open, begins them again on @g (or counts their ENDs as lost);
+ * nothing otherwise. */
+PT_INTERNAL void rec_fork_resume_sections(struct pt_recorder *r, struct rec_ring *g);
+
+/* ---- registry (rec_registry.c) ---- */
+/* The calling thread's ring (NULL before its first record); &rec_dead_ring
+ * once its ring was retired at thread exit. Initial-exec: the hot path
+ * reads it with one TLS load. */
+extern PT_INTERNAL __thread struct rec_ring *rec_tls __attribute__((tls_model("initial-exec")));
+/* A ring no real ring can match: its gen is never a recorder generation.
+ * Threads whose ring was retired point here so late calls (from other TLS
+ * destructors) take the slow path and are counted. */
+extern PT_INTERNAL struct rec_ring rec_dead_ring;
+/* The ring key: its destructor retires the thread's ring at exit. */
+extern PT_INTERNAL pthread_key_t rec_ring_key;
+/* ThreadSanitizer's view of an RCU grace period (it does not model
+ * liburcu's): a reader of the ring registry other than the flusher
+ * (pt_stats()) releases &rec_grace before rcu_read_unlock(); whoever frees
+ * unlinked rings acquires it after synchronize_rcu(). Annotation only. */
+extern PT_INTERNAL int rec_grace;
+/* Creates the ring key and @r's empty ring list (rec_global_init()). */
+PT_INTERNAL void rec_registry_init(struct pt_recorder *r);
+/* Returns the calling thread's ring for the open recorder, registering one
+ * at its first record (or its first after a reopen), or NULL: recorder
+ * closed, thread exiting (counted in after_exit), allocation failed
+ * (counted in no_ring_lost). Cold: the hot path's slow paths call it. */
+PT_INTERNAL PT_COLD struct rec_ring *rec_ring_for(struct pt_recorder *r);
+PT_INTERNAL void rec_ring_free(struct rec_ring *g);
+
+/*
+ * rec_fold_ring() - Adds ring @g's lost/error counters to @r's closed_*
+ * totals and unlinks @g from @r->rings (cds_list_del_rcu: readers may
+ * still stand on it), inside @r->fold_seq's odd section.
+ * Context: @r->reg_lock held (one writer at a time).
+ */
+void rec_fold_ring(pt_recorder *r, struct rec_ring *g);
+
+/* Test seam: called inside rec_fold_ring()'s odd section; a no-op (weak)
+ * unless a test defines it. */
+void rec_test_fold_hook(void);
+
+/* ---- clocks (rec_clock.c) ---- */
+extern PT_INTERNAL int rec_clock_source; /* enum pt_clock_source */
 PT_INTERNAL void rec_clock_init(void);
 PT_INTERNAL uint64_t rec_ticks_slow(void);
 PT_INTERNAL uint64_t rec_mono_ns(void);
@@ -349,7 +370,7 @@ PT_INTERNAL bool rec_intern_init(void);
 PT_INTERNAL bool rec_intern_fork_trylock(void);
 PT_INTERNAL void rec_intern_fork_unlock(void);
 
-/* ---- records written off the hot path (rec_core.c) ---- */
+/* ---- the hot path's helpers and records written off it (rec_core.c) ---- */
 /* Writes slot kind @kind (id @id, b>>8 = @hi) with ticks @t, followed by
  * @n value slots, as one unit, on the calling thread's ring. Not part of a
  * section: written even inside a skipped one. false (counted as a lost
@@ -380,6 +401,9 @@ PT_INTERNAL bool rec_gpu_error(struct pt_recorder *r, uint32_t code, uint32_t co
  * thread has no such ring (nothing counted) or the wait ran out (counted
  * in lost_records). */
 PT_INTERNAL bool rec_close_emit(struct pt_recorder *r, uint32_t kind, uint32_t id, uint32_t hi);
+/* Counts a section begun while the thread has no ring (its BEGIN is lost):
+ * its END, or pt_stop(), is counted as lost too instead of an error. */
+PT_INTERNAL void rec_noring_begin(struct pt_recorder *r);
 
 /* Counts one section of the calling thread lost whole (lost_sections, and
  * its BEGIN and END in lost_records; in the trace's LOSS records), as a
@@ -401,7 +425,7 @@ PT_INTERNAL bool rec_gpu_stop(struct pt_recorder *r);
  * (rec_close_emit()). */
 PT_INTERNAL void rec_gpu_close(struct pt_recorder *r);
 PT_INTERNAL void rec_gpu_atfork_child(void);
-/* pt_open() (and a fork child's reopen), open_lock held, before the new
+/* pt_open() (and a fork child's reopen), rec_open_lock held, before the new
  * generation is published: the GPU counts of pt_stats() and the trace's
  * GPU ERROR records start from zero for the new recorder. */
 PT_INTERNAL void rec_gpu_open(void);
@@ -424,18 +448,5 @@ PT_INTERNAL int rec_flusher_start(struct pt_recorder *r);
 PT_INTERNAL void rec_flusher_stop(struct pt_recorder *r);
 /* In a fork child: frees the copy of the parent's flusher state (its thread is not here). */
 PT_INTERNAL void rec_flusher_forget(void);
-PT_INTERNAL void rec_ring_free(struct rec_ring *g);
-
-/*
- * rec_fold_ring() - Adds ring @g's lost/error counters to @r's closed_*
- * totals and unlinks @g from @r->rings (cds_list_del_rcu: readers may
- * still stand on it), inside @r->fold_seq's odd section.
- * Context: @r->reg_lock held (one writer at a time).
- */
-void rec_fold_ring(pt_recorder *r, struct rec_ring *g);
-
-/* Test seam: called inside rec_fold_ring()'s odd section; a no-op (weak)
- * unless a test defines it. */
-void rec_test_fold_hook(void);
 
 #endif /* PTZ_REC_INTERNAL_H */

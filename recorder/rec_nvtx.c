@@ -191,7 +191,7 @@ static uint32_t wide_name(pt_recorder *r, const wchar_t *w)
  * nvtx_depth are always 0: pop clears what it ends). The ids live on the
  * heap, allocated on the thread's first recorded push and freed at its
  * exit by the key's destructor: libptz has an initial-exec TLS variable
- * (rec_core.c), which puts all of its TLS in the static TLS surplus when
+ * (rec_tls, rec_registry.c), which puts all of its TLS in the static TLS surplus when
  * NVTX dlopen()s it (DF_STATIC_TLS), and that surplus is small and shared
  * (glibc.rtld.optional_static_tls: 512 bytes by default), so this file
  * keeps 12 bytes there.
