@@ -15,7 +15,7 @@ static const char *const rule_key[ANA_R_N] = {
 	"data-quality", "hot-section", "roofline", "imbalance", "cold-first",
 	"unstable", "short-sections", "small-transfers", "slow-transfer", "gpu-idle",
 	"launch-bound", "transfer-dominated",
-	"memory-growth",
+	"memory-growth", "batching", "caching",
 };
 
 const char *ana_rule_key(enum ana_rule r)
@@ -71,6 +71,9 @@ static const char *const ev_key[ANA_R_N][ANA_SUG_EV + 1] = {
 	[ANA_R_MEM_GROWTH] = { "occurrences", "delta_mean_bytes", "delta_total_bytes", "delta_min_bytes",
 			       "delta_max_bytes", "peak_bytes", "series_peak_bytes", "peak_share", "period_ns",
 			       "total_ns" },
+	[ANA_R_BATCHING] = { "count", "parent_count", "calls_per_parent", "p50_ns", "min_ns", "total_ns",
+			     "parent_total_ns", "parent_share" },
+	[ANA_R_CACHING] = { "count", "total_ns", "mean_ns", "p50_ns", "read_bytes", "written_bytes", "flops" },
 };
 
 const char *ana_evidence_key(enum ana_rule r, unsigned i)
@@ -90,12 +93,14 @@ static const struct th {
 	TH(cold_ratio, 2, 1, INFINITY), TH(cold_min_pct, 0.1, -1, 100), TH(unstable_cv, 0.10, 0, INFINITY),
 	TH(short_ns, 1000, 0, INFINITY), TH(imbalance_ratio, 1.2, 1, INFINITY), TH(gpu_util_pct, 50, 0, 100),
 	TH(gap_ms, 1, 0, INFINITY),     TH(mem_growth_mib, 64, 0, INFINITY), TH(mem_growth_pct, 10, -1, 100),
+	TH(batch_ns, 50000, 0, INFINITY), TH(batch_calls, 10, 1, INFINITY), TH(cache_calls, 100, 1, INFINITY),
 };
 #define NTH (sizeof(ths) / sizeof(ths[0]))
 
 const char *const ana_sug_threshold_keys[] = {
 	"min_pct", "hot_self_pct", "cold_z", "cold_ratio", "cold_min_pct", "unstable_cv", "short_ns",
-	"imbalance_ratio", "gpu_util_pct", "gap_ms", "mem_growth_mib", "mem_growth_pct", NULL,
+	"imbalance_ratio", "gpu_util_pct", "gap_ms", "mem_growth_mib", "mem_growth_pct", "batch_ns", "batch_calls",
+	"cache_calls", NULL,
 };
 
 static double *th_field(struct ana_sug_opts *o, const struct th *t)
@@ -161,6 +166,7 @@ static struct ana_finding *add(struct sctx *c, enum ana_rule r, uint32_t node, d
 	f->node = node;
 	f->device = UINT32_MAX;
 	f->thread = UINT32_MAX;
+	f->cause = UINT32_MAX;
 	f->stake_ns = isfinite(stake) && stake > 0 ? stake : 0;
 	for (unsigned i = 0; i < ANA_SUG_EV; i++)
 		f->ev[i] = NAN;
@@ -973,6 +979,84 @@ static void memory_growth(struct sctx *c)
 	free(below);
 }
 
+#define BATCH_PARENT_SHARE 0.5 /* batching: the child's share of its parent's time, at least */
+
+/* The CPU threads of @res that lived (a span): the "parent occurrences" of a top-level path. */
+static uint32_t cpu_threads(const struct ana_result *res)
+{
+	uint32_t n = 0;
+	for (size_t t = 0; t < res->nthreads; t++)
+		n += !res->threads[t].gpu_thread && res->threads[t].last_ns > res->threads[t].first_ns;
+	return n;
+}
+
+/*
+ * batching: many short calls back to back (issue 15's proposal). The pass keeps no gap between
+ * consecutive occurrences, so "back to back" is read off the parent: at least batch_calls calls per
+ * parent occurrence (a top-level path: per CPU thread, whose span is the parent's time), a median
+ * below batch_ns, and at least half the parent's time spent in them, which bounds the mean gap
+ * between two calls by the mean call. Stake: each call but one per parent occurrence pays a fixed
+ * cost of at most its fastest occurrence (min_ns), which a batched call pays once; at most the
+ * path's inclusive time.
+ */
+static void batching(struct sctx *c, uint32_t i, const struct ana_agg *a, uint32_t nthreads)
+{
+	const struct ana_tree *t = &c->res->merged;
+	const uint32_t p = t->n[i].parent;
+	const double pcount = p ? (double)t->n[p].agg.count : (double)nthreads,
+		     ptime = p ? (double)t->n[p].agg.total_ns : c->span_sum;
+	if (!(pcount > 0) || !(ptime > 0) || (double)a->count < c->o->batch_calls * pcount ||
+	    (double)a->total_ns < BATCH_PARENT_SHARE * ptime || 100.0 * share(c, (double)a->total_ns) < c->o->min_pct)
+		return;
+	const double p50 = (double)ana_hist_quantile(&a->hist, 0.50, a->count, a->min_ns, a->max_ns);
+	if (!(p50 < c->o->batch_ns))
+		return;
+	const double saved = ((double)a->count - pcount) * (double)a->min_ns;
+	struct ana_finding *f = add(c, ANA_R_BATCHING, i, fmin(saved, (double)a->total_ns));
+	if (!f)
+		return;
+	f->ev[0] = (double)a->count;
+	f->ev[1] = pcount;
+	f->ev[2] = (double)a->count / pcount;
+	f->ev[3] = p50;
+	f->ev[4] = (double)a->min_ns;
+	f->ev[5] = (double)a->total_ns;
+	f->ev[6] = ptime;
+	f->ev[7] = (double)a->total_ns / ptime;
+}
+
+/*
+ * caching: at least cache_calls calls whose declared work (bytes read, written, FLOPs: the section's
+ * own metrics) is the same on every call, min == max per kind and some kind above 0 (issue 15's
+ * proposal: identical declared metrics). Equal work does not prove equal inputs, so the text says
+ * "a candidate". Stake: memoized, only the first call would run: the inclusive time less one mean
+ * call, (count - 1) / count of it.
+ */
+static void caching(struct sctx *c, uint32_t i, const struct ana_agg *a)
+{
+	if ((double)a->count < c->o->cache_calls || 100.0 * share(c, (double)a->total_ns) < c->o->min_pct)
+		return;
+	bool some = false;
+	for (int k = 0; k < ANA_NMETRIC; k++) {
+		if (a->metric_min[k] != a->metric_max[k] || a->metric_self[k] == UINT64_MAX)
+			return; /* varies (or saturated: the sums say nothing) */
+		some |= a->metric_max[k] > 0;
+	}
+	if (!some)
+		return;
+	const double n = (double)a->count;
+	struct ana_finding *f = add(c, ANA_R_CACHING, i, (double)a->total_ns * (n - 1) / n);
+	if (!f)
+		return;
+	f->ev[0] = n;
+	f->ev[1] = (double)a->total_ns;
+	f->ev[2] = (double)a->total_ns / n;
+	f->ev[3] = (double)ana_hist_quantile(&a->hist, 0.50, a->count, a->min_ns, a->max_ns);
+	f->ev[4] = (double)a->metric_max[ANA_READ];
+	f->ev[5] = (double)a->metric_max[ANA_WRITTEN];
+	f->ev[6] = (double)a->metric_max[ANA_FLOPS];
+}
+
 /* ---- gpu-idle: the host sections running during the gaps (one more read of the trace) ---- */
 
 #define HOST_GAPS 8 /* the gpu-idle findings, by stake, whose longest gap is attributed */
@@ -1266,6 +1350,23 @@ static void cap_rules(struct ana_sug *s)
 	s->n = o;
 }
 
+/*
+ * Symptoms under their cause (issue 15: "oversubscription explains many unstable findings; say it
+ * once"): on a machine with more runnable threads than CPUs (oversubscribed), else one whose
+ * hypervisor took CPU time (cpu-steal), durations vary for the machine's reasons, so every unstable
+ * finding points at that data-quality finding. On the ranked, kept findings (indexes are final).
+ */
+static void group_causes(struct ana_sug *s)
+{
+	uint32_t cause = UINT32_MAX;
+	for (size_t i = 0; i < s->n && s->f[i].rule == ANA_R_DATA; i++)
+		if ((s->f[i].cls == ANA_DQ_OVERSUB || s->f[i].cls == ANA_DQ_STEAL) && cause == UINT32_MAX)
+			cause = (uint32_t)i; /* oversubscribed ranks first when both fired */
+	for (size_t i = 0; i < s->n && cause != UINT32_MAX; i++)
+		if (s->f[i].rule == ANA_R_UNSTABLE)
+			s->f[i].cause = cause;
+}
+
 int ana_suggest(const struct ana_result *res, const struct ana_sug_opts *o, struct ana_sug *out)
 {
 	memset(out, 0, sizeof(*out));
@@ -1289,6 +1390,7 @@ int ana_suggest(const struct ana_result *res, const struct ana_sug_opts *o, stru
 	if (run_spread(&c))
 		c.nomem = 1;
 	const struct ana_tree *t = &res->merged;
+	const uint32_t nthreads = cpu_threads(res);
 	for (uint32_t i = 1; i < t->count && !c.nomem; i++) {
 		const struct ana_agg *a = &t->n[i].agg;
 		if (!a->count)
@@ -1301,6 +1403,8 @@ int ana_suggest(const struct ana_result *res, const struct ana_sug_opts *o, stru
 		transfers(&c, i, a);
 		launch_bound(&c, i, a);
 		transfer_dominated(&c, i, a);
+		batching(&c, i, a, nthreads);
+		caching(&c, i, a);
 	}
 	if (!c.nomem)
 		hot_names(&c);
@@ -1319,6 +1423,7 @@ int ana_suggest(const struct ana_result *res, const struct ana_sug_opts *o, stru
 		qsort(out->f, out->n, sizeof(*out->f), cmp_finding);
 	cap_rules(out);
 	prioritize(res, out);
+	group_causes(out);
 	if (out->o.trace_path)
 		host_during_gaps(res, out->o.trace_path, out); /* unreadable now: left unattributed */
 	return 0;
@@ -1629,6 +1734,35 @@ static void text_finding(FILE *out, const struct ana_result *res, const struct a
 			ana_fmt_dur(a, sizeof(a), f->stake_ns));
 		return;
 	}
+	case ANA_R_BATCHING:
+		fprintf(out, "%.0f calls, %.1f per occurrence of its %s (trigger %g), median %s (trigger below %s), "
+			     "fastest %s;\n      %.0f%% of the %s's time %s: short calls back to back\n",
+			e[0], e[2], f->node != UINT32_MAX && res->merged.n[f->node].parent ? "parent" : "thread",
+			s->o.batch_calls, ana_fmt_dur(a, sizeof(a), e[3]), ana_fmt_dur(b, sizeof(b), s->o.batch_ns),
+			ana_fmt_dur(d, sizeof(d), e[4]), 100 * e[7],
+			f->node != UINT32_MAX && res->merged.n[f->node].parent ? "parent" : "threads",
+			ana_fmt_dur((char[32]){ 0 }, 32, e[6]));
+		fprintf(out, "      -> each call pays a fixed cost (call, setup, locking, a system call, a launch): "
+			     "pass many items per call\n"
+			     "         (a batch API, vectored I/O, a bulk insert) so the cost "
+			     "is paid once per batch.\n"
+			     "         At stake: every call but one per %s at the fastest "
+			     "call's time, an upper bound of that cost.\n",
+			f->node != UINT32_MAX && res->merged.n[f->node].parent ? "parent" : "thread");
+		return;
+	case ANA_R_CACHING: {
+		char g[32], h[32];
+		fprintf(out, "%.0f calls (trigger %g) each declaring the same work: read %s, written %s, %.4g FLOPs; "
+			     "mean %s, median %s\n",
+			e[0], s->o.cache_calls, bytes_str(g, sizeof(g), e[4]), bytes_str(h, sizeof(h), e[5]), e[6],
+			ana_fmt_dur(a, sizeof(a), e[2]), ana_fmt_dur(b, sizeof(b), e[3]));
+		fprintf(out, "      -> a candidate for memoization: if the inputs repeat too, keep the result of the "
+			     "first call\n"
+			     "         (a cache keyed by the inputs) instead of computing it again; equal "
+			     "declared work does\n"
+			     "         not prove equal inputs.\n");
+		return;
+	}
 	default:
 		(void)res;
 		fprintf(out, "\n");
@@ -1653,15 +1787,41 @@ static void text_gpu_roofs(FILE *out, const struct ana_peaks *p, bool fp32)
 		name[0] ? name : "(unnamed)", fp32 ? "FP32" : "FP64", r[0], r[1], r[2], r[3], r[4], r[5]);
 }
 
+/* The findings whose cause is finding @ci, once, under it: rank, priority, rule, path and stake. */
+static void text_symptoms(FILE *out, const struct ana_result *res, const struct ana_sug *s, size_t ci, char **buf,
+			  size_t *cap)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < s->n; i++)
+		n += s->f[i].cause == ci;
+	if (!n)
+		return;
+	fprintf(out, "      it explains %zu finding%s, listed here once (durations vary with the machine, not the "
+		     "code):\n", n, n == 1 ? "" : "s");
+	for (size_t i = 0; i < s->n; i++) {
+		const struct ana_finding *f = &s->f[i];
+		if (f->cause != ci)
+			continue;
+		char t[32];
+		const char *path = f->node != UINT32_MAX ? ana_path_short(res, &res->merged, f->node, buf, cap) : NULL;
+		fprintf(out, "      %2zu. %s [%s] %s%s: at stake %s, %.1f%%\n", i + 1,
+			f->priority != ANA_P_NONE ? ana_priority_key(f->priority) : "-", rule_key[f->rule],
+			path ? ana_text_safe(path) : "-", f->lossy ? " !" : "", ana_fmt_dur(t, sizeof(t), f->stake_ns),
+			100 * f->share);
+	}
+}
+
 void ana_suggest_text(FILE *out, const struct ana_result *res, const struct ana_sug *s, int top)
 {
 	const struct ana_sug_opts *o = &s->o;
 	fprintf(out, "suggestions (rules and triggers: doc/analyzer-output.md section 9; --threshold KEY=VALUE)\n");
 	fprintf(out, "triggers: impact gate %g%% of the summed thread time, hot self %g%%, cold-first z %g and %gx, "
 		     "unstable CV %g%%,\n          short below %g ns, imbalance max/mean %g, GPU busy below %g%% or "
-		     "gaps of %g ms,\n          memory growth %g MiB and %g%% of the peak\n",
+		     "gaps of %g ms,\n          memory growth %g MiB and %g%% of the peak, batching %g calls "
+		     "per parent below %g ns,\n          caching %g calls\n",
 		o->min_pct, o->hot_self_pct, o->cold_z, o->cold_ratio, 100 * o->unstable_cv, o->short_ns,
-		o->imbalance_ratio, o->gpu_util_pct, o->gap_ms, o->mem_growth_mib, o->mem_growth_pct);
+		o->imbalance_ratio, o->gpu_util_pct, o->gap_ms, o->mem_growth_mib, o->mem_growth_pct, o->batch_calls,
+		o->batch_ns, o->cache_calls);
 	const struct ana_peaks *p = o->peaks;
 	if (p) {
 		char r[4][24];
@@ -1696,6 +1856,8 @@ void ana_suggest_text(FILE *out, const struct ana_result *res, const struct ana_
 	size_t cap = 0;
 	for (size_t i = 0; i < s->n; i++) {
 		const struct ana_finding *f = &s->f[i];
+		if (f->cause != UINT32_MAX)
+			continue; /* listed under its cause */
 		if (f->rule != ANA_R_DATA && top > 0 && shown >= (size_t)top) {
 			hidden++;
 			continue;
@@ -1721,6 +1883,7 @@ void ana_suggest_text(FILE *out, const struct ana_result *res, const struct ana_
 		else
 			fprintf(out, "\n      ");
 		text_finding(out, res, s, f);
+		text_symptoms(out, res, s, i, &buf, &cap);
 		if (f->stake_ns > 0 && f->rule != ANA_R_ROOFLINE && f->rule != ANA_R_MEM_GROWTH) {
 			char t[32];
 			fprintf(out, "      at stake: %s, %.1f%% of the summed thread time", ana_fmt_dur(t, sizeof(t), f->stake_ns),
@@ -1859,6 +2022,8 @@ int ana_suggest_json(FILE *out, const struct ana_result *res, const struct ana_s
 						  json_string(f->gpu_roofs ? "gpu" : f->several_cores ? "all-cores" : "one-core"));
 		if (!bad && f->rule == ANA_R_SLOW_XFER)
 			bad = json_object_set_new(j, "likely_pageable", json_boolean(f->pageable));
+		if (!bad && f->cause != UINT32_MAX)
+			bad = json_object_set_new(j, "cause", json_integer(f->cause));
 		if (bad)
 			break;
 		json_t *ev = json_object(); /* last: the figures after what they are about */

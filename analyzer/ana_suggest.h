@@ -98,6 +98,24 @@
  *                 RSS cannot: the path is where the growth was seen). A path
  *                 is left out when a path below it fires with at least half
  *                 its growth (the innermost one tells more).
+ *  batching       a call path called at least batch_calls times per
+ *                 occurrence of its parent (a top-level path: per CPU
+ *                 thread), with a median below batch_ns, that takes at
+ *                 least half its parent's time: short calls back to back,
+ *                 where the fixed cost of each call weighs (the original
+ *                 proposal of issue 15; the CUDA guide's and the database
+ *                 folklore's "batch the calls"). The pass keeps no gaps
+ *                 between occurrences: half the parent's time in the child
+ *                 bounds the gaps' mean by the calls' mean.
+ *  caching        a call path called at least cache_calls times whose
+ *                 declared metrics (bytes read, written, FLOPs) are the
+ *                 same on every call (per-occurrence min == max > 0,
+ *                 ana_agg.metric_min/max): a candidate for memoization,
+ *                 if the inputs repeat too.
+ *
+ * Grouping: an oversubscribed (else cpu-steal) data-quality finding is the
+ * cause of every unstable finding (ana_finding.cause); the text lists those
+ * under the cause, once.
  *
  * Every path rule but hot-section, cold-first and memory-growth (which have
  * triggers of their own) fires only on paths whose inclusive time is at least min_pct
@@ -130,6 +148,8 @@ enum ana_rule {
 	ANA_R_LAUNCH,    /* launch-bound */
 	ANA_R_XFER_DOM,  /* transfer-dominated */
 	ANA_R_MEM_GROWTH,
+	ANA_R_BATCHING,
+	ANA_R_CACHING,
 	ANA_R_N
 };
 /* The rule's id as printed and in JSON ("hot-section", ...). */
@@ -168,6 +188,9 @@ struct ana_sug_opts {
 	double gap_ms;          /* [1] gpu-idle: smallest gap, ms (or 1% of the span if longer) */
 	double mem_growth_mib;  /* [64] memory-growth: total growth over the occurrences, MiB, at least */
 	double mem_growth_pct;  /* [10] memory-growth: total growth, % of the series' peak, at least */
+	double batch_ns;        /* [50000] batching: median duration below, ns */
+	double batch_calls;     /* [10] batching: calls per occurrence of the parent, at least */
+	double cache_calls;     /* [100] caching: occurrences, at least */
 	enum ana_priority min_priority; /* findings below it are left out (counted); data quality stays.
 					 * ANA_P_LOW (0, the default): all */
 	uint32_t set_mask;      /* private: the fields ana_sug_threshold_set() set (an explicit 0 stays 0) */
@@ -176,8 +199,8 @@ struct ana_sug_opts {
  * ana_sug_threshold_set() - Sets the threshold @key (a field name above
  * except peaks and fp32, e.g. "hot_self_pct") to @value. Return: 0;
  * -ENOENT for an unknown key; -ERANGE for a value that is not finite and
- * positive (or a percentage above 100, a cold_ratio or imbalance_ratio
- * below 1). min_pct, cold_min_pct and mem_growth_pct may be 0:
+ * positive (or a percentage above 100, a cold_ratio, imbalance_ratio,
+ * batch_calls or cache_calls below 1). min_pct, cold_min_pct and mem_growth_pct may be 0:
  * that gate is off.
  */
 int ana_sug_threshold_set(struct ana_sug_opts *o, const char *key, double value);
@@ -240,6 +263,9 @@ struct ana_finding {
 	uint32_t nhost;
 	double host_none_ns;
 	bool host_read;    /* the attribution was made (else host, host_none_ns are empty) */
+	/* a symptom explained by another finding (an unstable path on an oversubscribed machine): the
+	 * index of that finding in ana_sug.f; UINT32_MAX: none. Set after ranking, on the kept findings */
+	uint32_t cause;
 };
 /* Name of evidence value @i of rule @r ("self_ns", "share", ...); NULL past the last one. */
 const char *ana_evidence_key(enum ana_rule r, unsigned i);
