@@ -15,7 +15,7 @@ static const char *const rule_key[ANA_R_N] = {
 	"data-quality", "hot-section", "roofline", "imbalance", "cold-first",
 	"unstable", "short-sections", "small-transfers", "slow-transfer", "gpu-idle",
 	"launch-bound", "transfer-dominated",
-	"memory-growth", "batching", "caching",
+	"memory-growth", "batching", "caching", "parallelization",
 };
 
 const char *ana_rule_key(enum ana_rule r)
@@ -29,7 +29,7 @@ static const char *const roof_key[ANA_ROOF_NCLASS] = {
 };
 static const char *const dq_key[ANA_DQ_NKIND] = {
 	"lost-records", "unmatched-ends", "open-at-end", "misuse-errors", "damaged-chunks", "torn-tail",
-	"gpu-errors", "sequence-gaps", "oversubscribed", "cpu-steal",
+	"gpu-errors", "sequence-gaps", "oversubscribed", "cpu-steal", "cpu-share",
 };
 static const char *const dir_key[ANA_DIRS] = { "h2d", "d2h", "d2d", "p2p" };
 enum { DIR_H2D, DIR_D2H, DIR_D2D }; /* transfer direction indexes (PT_H2D - 1, ...), as dir_key */
@@ -74,6 +74,7 @@ static const char *const ev_key[ANA_R_N][ANA_SUG_EV + 1] = {
 	[ANA_R_BATCHING] = { "count", "parent_count", "calls_per_parent", "p50_ns", "min_ns", "total_ns",
 			     "parent_total_ns", "parent_share" },
 	[ANA_R_CACHING] = { "count", "total_ns", "mean_ns", "p50_ns", "read_bytes", "written_bytes", "flops" },
+	[ANA_R_PARALLEL] = { "cpus_used", "cpus_online", "total_ns", "share", "threads", "wall_ns", "gpu_busy_share" },
 };
 
 const char *ana_evidence_key(enum ana_rule r, unsigned i)
@@ -94,13 +95,14 @@ static const struct th {
 	TH(short_ns, 1000, 0, INFINITY), TH(imbalance_ratio, 1.2, 1, INFINITY), TH(gpu_util_pct, 50, 0, 100),
 	TH(gap_ms, 1, 0, INFINITY),     TH(mem_growth_mib, 64, 0, INFINITY), TH(mem_growth_pct, 10, -1, 100),
 	TH(batch_ns, 50000, 0, INFINITY), TH(batch_calls, 10, 1, INFINITY), TH(cache_calls, 100, 1, INFINITY),
+	TH(par_cpus, 1.25, 0, INFINITY), TH(par_pct, 20, 0, 100),
 };
 #define NTH (sizeof(ths) / sizeof(ths[0]))
 
 const char *const ana_sug_threshold_keys[] = {
 	"min_pct", "hot_self_pct", "cold_z", "cold_ratio", "cold_min_pct", "unstable_cv", "short_ns",
 	"imbalance_ratio", "gpu_util_pct", "gap_ms", "mem_growth_mib", "mem_growth_pct", "batch_ns", "batch_calls",
-	"cache_calls", NULL,
+	"cache_calls", "par_cpus", "par_pct", NULL,
 };
 
 static double *th_field(struct ana_sug_opts *o, const struct th *t)
@@ -140,6 +142,8 @@ struct sctx {
 	double span_sum;  /* sum of thread spans, ns: the share denominator */
 	uint64_t *samp;   /* ANA_RESERVOIR_CAP values */
 	double run_iqr;   /* unstable: the run's typical robust spread (run_spread()); NaN when unknown */
+	double cpu_got;   /* cpu-share: CPUs used / CPUs its threads were in sections, when < 0.5; else NaN */
+	bool busy;        /* oversubscribed, cpu-steal or cpu-share fired: the machine, not the program */
 	int nomem;
 };
 
@@ -167,6 +171,7 @@ static struct ana_finding *add(struct sctx *c, enum ana_rule r, uint32_t node, d
 	f->device = UINT32_MAX;
 	f->thread = UINT32_MAX;
 	f->cause = UINT32_MAX;
+	f->contended_e = f->cpu_got = NAN;
 	f->stake_ns = isfinite(stake) && stake > 0 ? stake : 0;
 	for (unsigned i = 0; i < ANA_SUG_EV; i++)
 		f->ev[i] = NAN;
@@ -174,6 +179,8 @@ static struct ana_finding *add(struct sctx *c, enum ana_rule r, uint32_t node, d
 		f->lossy = c->res->merged.n[node].agg.lossy > 0;
 	return f;
 }
+
+#define CPU_SHARE_LOW 0.5 /* cpu-share: CPUs used / CPUs its threads were in sections, below */
 
 static void data_quality(struct sctx *c)
 {
@@ -242,6 +249,35 @@ static void data_quality(struct sctx *c)
 		f->cls = ANA_DQ_STEAL;
 		f->ev[0] = pr.steal_share;
 		f->ev[1] = (double)pr.cpus_online;
+	}
+	c->busy = (ready >= 0 && ready > 1.1 * cpus) || (pr.has_steal && pr.steal_share > 0.05);
+	/*
+	 * cpu-share (issue 15: "the process got 35 % of a CPU"): the process CPU counters, run-wide,
+	 * against the CPUs its threads would use if every moment in a section ran: the CPU threads'
+	 * time in top-level sections per wall ns. Under half: the threads waited, for a CPU (with
+	 * oversubscribed or cpu-steal beside it) or blocked (I/O, locks, sleep) inside their sections.
+	 */
+	c->cpu_got = NAN;
+	double in_sec = 0;
+	for (size_t t = 0; t < res->nthreads; t++) {
+		const struct ana_thread *th = &res->threads[t];
+		if (th->gpu_thread || th->flusher_thread)
+			continue;
+		for (uint32_t i = 1; i < th->tree.count; i++)
+			if (th->tree.n[i].parent == 0)
+				in_sec += (double)th->tree.n[i].agg.total_ns;
+	}
+	const double need = wall > 0 ? in_sec / wall : 0;
+	if (pr.has_cpu && need > 0 && pr.cpus_used < CPU_SHARE_LOW * need) {
+		struct ana_finding *f = add(c, ANA_R_DATA, UINT32_MAX, 0);
+		if (!f)
+			return;
+		f->cls = ANA_DQ_CPU_SHARE;
+		c->cpu_got = pr.cpus_used / need;
+		c->busy = true;
+		f->ev[0] = c->cpu_got;
+		f->ev[1] = pr.cpus_used;
+		f->ev[2] = need;
 	}
 }
 
@@ -410,11 +446,21 @@ static bool roof_place(struct sctx *c, uint32_t i, const struct ana_agg *a, cons
 		cls = memory ? ANA_ROOF_MEM_BELOW : ANA_ROOF_COMP_BELOW;
 	else
 		cls = ANA_ROOF_LATENCY;
+	/* contention (a cpu-share finding): a CPU section on neither roof is judged on the CPU time the
+	 * process got, e / got; slowness the machine explains is never called latency-bound */
+	double e_got = NAN;
+	if (cls == ANA_ROOF_LATENCY && !pt->gpu && c->cpu_got > 0) {
+		e_got = e / c->cpu_got;
+		cls = e_got >= 0.8 ? (memory ? ANA_ROOF_MEM_NEAR : ANA_ROOF_COMP_NEAR)
+				   : (memory ? ANA_ROOF_MEM_BELOW : ANA_ROOF_COMP_BELOW);
+	}
 	/* at the roof the same work takes t * e: the stake is the rest, within the time it is a part of */
 	struct ana_finding *f = add(c, ANA_R_ROOFLINE, i, e < 1 ? fmin(pt->t * (1 - e), pt->cap) : 0);
 	if (!f)
 		return true;
 	f->cls = cls;
+	f->contended_e = e_got;
+	f->cpu_got = isnan(e_got) ? NAN : c->cpu_got;
 	f->several_cores = pt->several;
 	f->gpu_roofs = pt->gpu;
 	f->ev[0] = fl;
@@ -1057,6 +1103,60 @@ static void caching(struct sctx *c, uint32_t i, const struct ana_agg *a)
 	f->ev[6] = (double)a->metric_max[ANA_FLOPS];
 }
 
+#define PAR_GPU_BUSY 0.5 /* parallelization: a GPU busy this share of the wall span or more: not fired */
+
+/*
+ * parallelization (issue 15's proposal: low concurrency): the process used at most par_cpus CPUs on
+ * average (its CPU counters, run-wide) on a machine with two or more online, and a top-level path of
+ * at least par_pct of the summed thread time ran on one CPU thread. Not on a busy machine
+ * (oversubscribed, cpu-steal, cpu-share: more threads would wait for CPUs too), nor when a GPU was
+ * busy half the wall span or more (the work is on the device: CPU threads will not speed it).
+ * Stake: Amdahl, the path's time spread over the N CPUs online, t (1 - 1/N): at most t.
+ */
+static void parallelization(struct sctx *c)
+{
+	const struct ana_result *res = c->res;
+	struct ana_proc pr;
+	ana_proc_summary(res, &pr);
+	const double wall = (double)(res->end_ns - res->start_ns);
+	if (c->busy || !pr.has_cpu || pr.cpus_online < 2 || !(pr.cpus_used <= c->o->par_cpus) || !(wall > 0))
+		return;
+	double gpu_busy = 0;
+	for (size_t k = 0; k < res->gpu.ndev; k++)
+		gpu_busy = fmax(gpu_busy, (double)res->gpu.dev[k].busy_ns / wall);
+	if (gpu_busy >= PAR_GPU_BUSY)
+		return;
+	const struct ana_tree *m = &res->merged;
+	for (uint32_t i = 1; i < m->count && !c->nomem; i++) {
+		const struct ana_agg *a = &m->n[i].agg;
+		if (m->n[i].parent != 0 || !a->count || 100.0 * share(c, (double)a->total_ns) < c->o->par_pct)
+			continue;
+		uint32_t threads = 0, last = UINT32_MAX;
+		for (size_t t = 0; t < res->nthreads; t++) {
+			const struct ana_thread *th = &res->threads[t];
+			const uint32_t j = th->gpu_thread ? UINT32_MAX : ana_tree_find(&th->tree, 0, m->n[i].id);
+			if (j != UINT32_MAX && th->tree.n[j].agg.count) {
+				threads++;
+				last = th->index;
+			}
+		}
+		if (threads != 1)
+			continue;
+		const double n = (double)pr.cpus_online;
+		struct ana_finding *f = add(c, ANA_R_PARALLEL, i, (double)a->total_ns * (1 - 1 / n));
+		if (!f)
+			return;
+		f->thread = last;
+		f->ev[0] = pr.cpus_used;
+		f->ev[1] = n;
+		f->ev[2] = (double)a->total_ns;
+		f->ev[3] = share(c, (double)a->total_ns);
+		f->ev[4] = threads;
+		f->ev[5] = wall;
+		f->ev[6] = res->gpu.ndev ? gpu_busy : NAN;
+	}
+}
+
 /* ---- gpu-idle: the host sections running during the gaps (one more read of the trace) ---- */
 
 #define HOST_GAPS 8 /* the gpu-idle findings, by stake, whose longest gap is attributed */
@@ -1354,7 +1454,8 @@ static void cap_rules(struct ana_sug *s)
  * Symptoms under their cause (issue 15: "oversubscription explains many unstable findings; say it
  * once"): on a machine with more runnable threads than CPUs (oversubscribed), else one whose
  * hypervisor took CPU time (cpu-steal), durations vary for the machine's reasons, so every unstable
- * finding points at that data-quality finding. On the ranked, kept findings (indexes are final).
+ * finding points at that data-quality finding (not cpu-share alone: its threads may have blocked in
+ * their own code, which is the code's reason). On the ranked, kept findings (indexes are final).
  */
 static void group_causes(struct ana_sug *s)
 {
@@ -1414,6 +1515,8 @@ int ana_suggest(const struct ana_result *res, const struct ana_sug_opts *o, stru
 		gpu_idle(&c);
 	if (!c.nomem)
 		memory_growth(&c);
+	if (!c.nomem)
+		parallelization(&c);
 	free(c.samp);
 	if (c.nomem) {
 		ana_suggest_free(out);
@@ -1498,6 +1601,13 @@ static void text_data(FILE *out, const struct ana_finding *f)
 			     "durations include time\n      this machine did not run at all; compare runs only on a "
 			     "quiet host.\n", 100 * f->ev[0], f->ev[1]);
 		break;
+	case ANA_DQ_CPU_SHARE:
+		fprintf(out, "the process got %.0f%% of the CPU time its threads spent in sections, over the run (the "
+			     "process CPU\n      counters are run-wide): %.2f CPUs used on average, %.2f threads in a section "
+			     "on average.\n      The rest they waited: for a CPU (a busy machine) or blocked inside their "
+			     "sections (I/O, locks,\n      sleep); durations include it, and no section is called "
+			     "latency-bound for it.\n", 100 * f->ev[0], f->ev[1], f->ev[2]);
+		break;
 	case ANA_DQ_GAPS:
 		fprintf(out, "%llu gap%s in the threads' chunk sequences (chunks missing or damaged): the records "
 			     "between are missing,\n      and the sections open across a gap are not counted.\n",
@@ -1544,6 +1654,10 @@ static void text_roofline(FILE *out, const struct ana_finding *f, bool fp32)
 		use_pi ? (snprintf(a, sizeof(a), "%s %s GFLOP/s", rate_str(r1, sizeof(r1), e[6]), fp32 ? "FP32" : "FP64"), a)
 		       : "",
 		use_pi && use_beta ? ", " : "", use_beta ? (snprintf(b, sizeof(b), "%s GB/s", rate_str(r2, sizeof(r2), e[7])), b) : "");
+	if (!isnan(f->contended_e))
+		fprintf(out, "      the process got %.0f%% of the CPU time its threads spent in sections (cpu-share): on "
+			     "that time\n      %.0f%% of the roof, so it is classed by that, not called latency-bound\n",
+			100 * f->cpu_got, 100 * f->contended_e);
 	if ((e[0] > 0 && !use_pi) || (e[1] > 0 && !use_beta))
 		fprintf(out, "      (the profile has no %s%s roof: judged on the other alone)\n", f->gpu_roofs ? "GPU " : "",
 			e[0] > 0 && !use_pi ? "FLOP/s" : "memory");
@@ -1750,6 +1864,16 @@ static void text_finding(FILE *out, const struct ana_result *res, const struct a
 			     "call's time, an upper bound of that cost.\n",
 			f->node != UINT32_MAX && res->merged.n[f->node].parent ? "parent" : "thread");
 		return;
+	case ANA_R_PARALLEL:
+		fprintf(out, "the process used %.2f CPUs on average of %.0f online (trigger at most %g), and this path, "
+			     "%.1f%% of the summed\n      thread time (trigger %g%%), ran on one thread (#%u)",
+			e[0], e[1], s->o.par_cpus, 100 * e[3], s->o.par_pct, f->thread);
+		if (!isnan(e[6]))
+			fprintf(out, "; the busiest GPU was busy %.0f%% of the run", 100 * e[6]);
+		fprintf(out, "\n      -> split its work across threads (a parallel loop, a task pool, a pipeline "
+			     "of stages):\n         spread over the %.0f CPUs it would take %s at best (Amdahl).\n",
+			e[1], ana_fmt_dur(a, sizeof(a), e[2] / e[1]));
+		return;
 	case ANA_R_CACHING: {
 		char g[32], h[32];
 		fprintf(out, "%.0f calls (trigger %g) each declaring the same work: read %s, written %s, %.4g FLOPs; "
@@ -1818,10 +1942,10 @@ void ana_suggest_text(FILE *out, const struct ana_result *res, const struct ana_
 	fprintf(out, "triggers: impact gate %g%% of the summed thread time, hot self %g%%, cold-first z %g and %gx, "
 		     "unstable CV %g%%,\n          short below %g ns, imbalance max/mean %g, GPU busy below %g%% or "
 		     "gaps of %g ms,\n          memory growth %g MiB and %g%% of the peak, batching %g calls "
-		     "per parent below %g ns,\n          caching %g calls\n",
+		     "per parent below %g ns,\n          caching %g calls, parallelization at most %g CPUs and %g%%\n",
 		o->min_pct, o->hot_self_pct, o->cold_z, o->cold_ratio, 100 * o->unstable_cv, o->short_ns,
 		o->imbalance_ratio, o->gpu_util_pct, o->gap_ms, o->mem_growth_mib, o->mem_growth_pct, o->batch_calls,
-		o->batch_ns, o->cache_calls);
+		o->batch_ns, o->cache_calls, o->par_cpus, o->par_pct);
 	const struct ana_peaks *p = o->peaks;
 	if (p) {
 		char r[4][24];
@@ -2017,6 +2141,11 @@ int ana_suggest_json(FILE *out, const struct ana_result *res, const struct ana_s
 									  ana_json_str(ana_name(res, f->host[k].id)), "ns",
 									  f->host[k].ns));
 		}
+		if (!bad && f->rule == ANA_R_ROOFLINE && !isnan(f->contended_e))
+			bad = json_object_set_new(j, "cpu_got", json_real(f->cpu_got)) ||
+			      json_object_set_new(j, "efficiency_on_cpu_got", json_real(f->contended_e));
+		if (!bad && f->rule == ANA_R_PARALLEL)
+			bad = json_object_set_new(j, "thread", json_integer(f->thread));
 		if (!bad && f->rule == ANA_R_ROOFLINE)
 			bad = json_object_set_new(j, "roofs",
 						  json_string(f->gpu_roofs ? "gpu" : f->several_cores ? "all-cores" : "one-core"));

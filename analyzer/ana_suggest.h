@@ -113,6 +113,26 @@
  *                 ana_agg.metric_min/max): a candidate for memoization,
  *                 if the inputs repeat too.
  *
+ *  parallelization  the process used at most par_cpus CPUs on average (the
+ *                 recorder's process CPU counters) on a machine with two or
+ *                 more online, while a top-level path of at least par_pct
+ *                 of the summed thread time ran on one CPU thread; not when
+ *                 a GPU was busy for half the run or more (the work is on
+ *                 the device), nor on a contended machine (more threads
+ *                 would not get CPUs either). Stake: Amdahl, its time
+ *                 spread over the CPUs online, t (1 - 1/N).
+ *  algorithm      (issue 15's name) is the roofline class
+ *                 compute-bound-near-roof, CPU or GPU: the hardware is
+ *                 saturated, only fewer operations help; a class of the
+ *                 roofline finding, not a rule of its own (one placement
+ *                 on the roofline, one finding).
+ *
+ * Contention: with the process CPU counters, the data-quality kind
+ * cpu-share says the process got less than half the CPU time its threads
+ * spent in sections over the run (cpus_used / the threads' time in
+ * sections per wall ns); a CPU section that would be latency-bound is then
+ * classified on the CPU time the process got, never latency-bound.
+ *
  * Grouping: an oversubscribed (else cpu-steal) data-quality finding is the
  * cause of every unstable finding (ana_finding.cause); the text lists those
  * under the cause, once.
@@ -150,6 +170,7 @@ enum ana_rule {
 	ANA_R_MEM_GROWTH,
 	ANA_R_BATCHING,
 	ANA_R_CACHING,
+	ANA_R_PARALLEL,  /* parallelization */
 	ANA_R_N
 };
 /* The rule's id as printed and in JSON ("hot-section", ...). */
@@ -191,6 +212,8 @@ struct ana_sug_opts {
 	double batch_ns;        /* [50000] batching: median duration below, ns */
 	double batch_calls;     /* [10] batching: calls per occurrence of the parent, at least */
 	double cache_calls;     /* [100] caching: occurrences, at least */
+	double par_cpus;        /* [1.25] parallelization: CPUs the process used on average, at most */
+	double par_pct;         /* [20] parallelization: the path's inclusive time, % of the sum of thread spans */
 	enum ana_priority min_priority; /* findings below it are left out (counted); data quality stays.
 					 * ANA_P_LOW (0, the default): all */
 	uint32_t set_mask;      /* private: the fields ana_sug_threshold_set() set (an explicit 0 stays 0) */
@@ -220,7 +243,9 @@ enum ana_roof_class {
 /* Kinds of a data-quality finding (ana_finding.cls). */
 enum ana_data_kind {
 	ANA_DQ_LOST, ANA_DQ_UNMATCHED, ANA_DQ_OPEN, ANA_DQ_MISUSE, ANA_DQ_CORRUPT, ANA_DQ_TORN,
-	ANA_DQ_GPU_ERRORS, ANA_DQ_GAPS, ANA_DQ_OVERSUB, ANA_DQ_STEAL, ANA_DQ_NKIND
+	ANA_DQ_GPU_ERRORS, ANA_DQ_GAPS, ANA_DQ_OVERSUB, ANA_DQ_STEAL,
+	ANA_DQ_CPU_SHARE, /* the process got under half the CPU time its threads spent in sections */
+	ANA_DQ_NKIND
 };
 /* The class or kind key of finding class @cls of rule @r ("memory-bound-near-roof", "lost-records",
  * ...); NULL for rules without classes. */
@@ -250,6 +275,9 @@ struct ana_finding {
 	bool several_cores; /* roofline: compared with the all-core roofs */
 	bool gpu_roofs;    /* roofline: a GPU section placed on the GPU's roofs (rates over its GPU time) */
 	bool pageable;     /* slow-transfer: at or below the measured pageable rate (likely pageable memory) */
+	/* roofline: a CPU section judged on the CPU time the process got (a cpu-share finding): its
+	 * efficiency over that share, cpu_got; else NaN */
+	double contended_e, cpu_got;
 	double stake_ns;   /* the time at stake (rank key; its definition per rule in §9) */
 	/* stake_ns / the sum of thread spans (at most 1), and the speedup of the whole run if all of the
 	 * stake went, by Amdahl's law: 1 / (1 - share) (NaN for data quality, and for a share of 1) */

@@ -1107,9 +1107,123 @@ static void test_symptoms_under_cause(void **state)
 	unlink(path);
 }
 
+/*
+ * Concurrency (issue 15): "solve" runs 100 ms on thread 0 and declares 3e8 FLOPs (3 GFLOP/s: e = 0.3
+ * on the fixture's 10 GFLOP/s one-core roof, latency-bound); the flusher's counters say the process
+ * used @cpus_x100 / 100 CPUs of 4 online. At 1.00: parallelization fires (one thread, 1 of 4 CPUs),
+ * stake 100 ms x 3/4; at 2.00 it does not (near miss). At 0.35: the process got 35% of the CPU time
+ * its thread spent in sections (cpu-share); solve is judged on that time, e = 0.3 / 0.35 = 0.857:
+ * compute-bound near the roof, not latency-bound; no parallelization on a contended machine.
+ */
+static void write_conc(const char *path, int64_t cpus_x100)
+{
+	const struct fmt_writer_hdr hd = {
+		.clock_source = PT_CLOCK_TSC, .pid = 14, .start_real_ns = 1700000000000000000ull,
+		.process_name = "ana-conc", .host = "testhost", .cmdline = "ana-conc", .recorder_version = "ptz-test 1",
+	};
+	static const char *const nm[] = { NULL, "solve", PT_FMT_PROC_CPU_USER, PT_FMT_PROC_CPU_SYSTEM,
+					  PT_FMT_PROC_CPUS };
+	struct w w = { .t = 0 };
+	tb_start(&w.b, path, &hd);
+	for (uint32_t id = 1; id < 5; id++)
+		assert_int_equal(fmt_enc_string(&w.b.e, id, 0, nm[id], strlen(nm[id])), 0);
+	assert_int_equal(fmt_enc_thread(&w.b.e, 0, 700, 0, 0, "main", 4), 0);
+	assert_int_equal(fmt_enc_thread(&w.b.e, 1, 701, 0, 0, PT_FMT_FLUSHER_THREAD_NAME,
+					 strlen(PT_FMT_FLUSHER_THREAD_NAME)), 0);
+	assert_int_equal(fmt_enc_clock(&w.b.e, 0, 0, 1700000000000000000ull, 1), 0);
+	assert_int_equal(fmt_enc_clock(&w.b.e, 1000000000, 1000000000, 1700000001000000000ull, 1), 0);
+	tb_flush(&w.b, FMT_CHUNK_META, PT_FMT_META_THREAD);
+	w.thread = 0;
+	sec(&w, 1, 100 * MS, 0, 300000000);
+	tb_flush(&w.b, FMT_CHUNK_EVENTS, 0);
+	for (int i = 0; i <= 10; i++) {
+		const uint64_t t = (uint64_t)i * 10 * MS;
+		if (i == 0)
+			fmt_enc_counter(&w.b.e, t, 4, 4);
+		fmt_enc_counter(&w.b.e, t, 2, (int64_t)t * cpus_x100 / 100);
+		fmt_enc_counter(&w.b.e, t, 3, 0);
+	}
+	tb_flush(&w.b, FMT_CHUNK_EVENTS, 1);
+	tb_close(&w.b);
+}
+
+static void test_concurrency(void **state)
+{
+	(void)state;
+	char path[4200];
+	snprintf(path, sizeof(path), "%s", tu_path("conc.ptz"));
+	const struct ana_options ao = { .thread = -1 };
+	const struct ana_sug_opts so = { .peaks = &roofs_fixture };
+	struct ana_result res;
+	struct ana_sug s;
+	char *buf = NULL;
+	size_t len = 0;
+	/* one CPU of four used, the work on one thread */
+	write_conc(path, 100);
+	ana_test_run(path, &ao, &res);
+	assert_int_equal(ana_suggest(&res, &so, &s), 0);
+	assert_null(dq(&s, ANA_DQ_CPU_SHARE));
+	const struct ana_finding *f = find(&res, &s, ANA_R_PARALLEL, "solve");
+	assert_non_null(f);
+	assert_true(near(f->ev[0], 1.0, 1e-9) && f->ev[1] == 4 && f->ev[4] == 1 && f->thread == 0);
+	assert_true(near(f->stake_ns, 75.0 * MS, 1e-9));
+	f = find(&res, &s, ANA_R_ROOFLINE, "solve");
+	assert_non_null(f);
+	assert_int_equal(f->cls, ANA_ROOF_LATENCY); /* no contention: on neither roof */
+	assert_true(isnan(f->contended_e));
+	FILE *out = open_memstream(&buf, &len);
+	ana_suggest_text(out, &res, &s, 0);
+	assert_int_equal(fclose(out), 0);
+	assert_non_null(strstr(buf, "[parallelization] solve"));
+	assert_non_null(strstr(buf, "the process used 1.00 CPUs on average of 4 online (trigger at most 1.25)"));
+	free(buf);
+	ana_suggest_free(&s);
+	ana_result_free(&res);
+	/* two CPUs used: not about one CPU, no parallelization */
+	write_conc(path, 200);
+	ana_test_run(path, &ao, &res);
+	assert_int_equal(ana_suggest(&res, &so, &s), 0);
+	assert_null(find(&res, &s, ANA_R_PARALLEL, "solve"));
+	assert_null(dq(&s, ANA_DQ_CPU_SHARE));
+	ana_suggest_free(&s);
+	ana_result_free(&res);
+	/* 35% of a CPU: contention, said once; the section is not latency-bound */
+	write_conc(path, 35);
+	ana_test_run(path, &ao, &res);
+	assert_int_equal(ana_suggest(&res, &so, &s), 0);
+	const struct ana_finding *c = dq(&s, ANA_DQ_CPU_SHARE);
+	assert_non_null(c);
+	assert_true(near(c->ev[0], 0.35, 1e-6) && near(c->ev[1], 0.35, 1e-6) && near(c->ev[2], 1.0, 1e-6));
+	assert_null(find(&res, &s, ANA_R_PARALLEL, "solve"));
+	f = find(&res, &s, ANA_R_ROOFLINE, "solve");
+	assert_non_null(f);
+	assert_int_equal(f->cls, ANA_ROOF_COMP_NEAR);
+	assert_true(near(f->contended_e, 0.3 / 0.35, 1e-6) && near(f->ev[8], 0.3, 1e-6));
+	buf = NULL;
+	out = open_memstream(&buf, &len);
+	ana_suggest_text(out, &res, &s, 0);
+	assert_int_equal(fclose(out), 0);
+	assert_non_null(strstr(buf, "[data-quality] cpu-share"));
+	assert_non_null(strstr(buf, "the process got 35% of the CPU time its threads spent in sections, over the run"));
+	assert_non_null(strstr(buf, "compute-bound-near-roof"));
+	assert_null(strstr(buf, ": latency-bound"));
+	free(buf);
+	buf = NULL;
+	out = open_memstream(&buf, &len);
+	assert_int_equal(ana_suggest_json(out, &res, &s), 0);
+	assert_int_equal(fclose(out), 0);
+	assert_non_null(strstr(buf, "\"class\": \"cpu-share\""));
+	assert_non_null(strstr(buf, "\"efficiency_on_cpu_got\""));
+	free(buf);
+	ana_suggest_free(&s);
+	ana_result_free(&res);
+	unlink(path);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_concurrency),
 		cmocka_unit_test(test_batching_and_caching),
 		cmocka_unit_test(test_symptoms_under_cause),
 		cmocka_unit_test(test_unstable_machine_or_code),
