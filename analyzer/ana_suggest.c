@@ -15,7 +15,7 @@ static const char *const rule_key[ANA_R_N] = {
 	"data-quality", "hot-section", "roofline", "imbalance", "cold-first",
 	"unstable", "short-sections", "small-transfers", "slow-transfer", "gpu-idle",
 	"launch-bound", "transfer-dominated",
-	"memory-growth",
+	"memory-growth", "batching", "caching", "parallelization",
 };
 
 const char *ana_rule_key(enum ana_rule r)
@@ -29,7 +29,7 @@ static const char *const roof_key[ANA_ROOF_NCLASS] = {
 };
 static const char *const dq_key[ANA_DQ_NKIND] = {
 	"lost-records", "unmatched-ends", "open-at-end", "misuse-errors", "damaged-chunks", "torn-tail",
-	"gpu-errors", "sequence-gaps", "oversubscribed", "cpu-steal",
+	"gpu-errors", "sequence-gaps", "oversubscribed", "cpu-steal", "cpu-share",
 };
 static const char *const dir_key[ANA_DIRS] = { "h2d", "d2h", "d2d", "p2p" };
 enum { DIR_H2D, DIR_D2H, DIR_D2D }; /* transfer direction indexes (PT_H2D - 1, ...), as dir_key */
@@ -71,6 +71,10 @@ static const char *const ev_key[ANA_R_N][ANA_SUG_EV + 1] = {
 	[ANA_R_MEM_GROWTH] = { "occurrences", "delta_mean_bytes", "delta_total_bytes", "delta_min_bytes",
 			       "delta_max_bytes", "peak_bytes", "series_peak_bytes", "peak_share", "period_ns",
 			       "total_ns" },
+	[ANA_R_BATCHING] = { "count", "parent_count", "calls_per_parent", "p50_ns", "min_ns", "total_ns",
+			     "parent_total_ns", "parent_share" },
+	[ANA_R_CACHING] = { "count", "total_ns", "mean_ns", "p50_ns", "read_bytes", "written_bytes", "flops" },
+	[ANA_R_PARALLEL] = { "cpus_used", "cpus_online", "total_ns", "share", "threads", "wall_ns", "gpu_busy_share" },
 };
 
 const char *ana_evidence_key(enum ana_rule r, unsigned i)
@@ -90,12 +94,15 @@ static const struct th {
 	TH(cold_ratio, 2, 1, INFINITY), TH(cold_min_pct, 0.1, -1, 100), TH(unstable_cv, 0.10, 0, INFINITY),
 	TH(short_ns, 1000, 0, INFINITY), TH(imbalance_ratio, 1.2, 1, INFINITY), TH(gpu_util_pct, 50, 0, 100),
 	TH(gap_ms, 1, 0, INFINITY),     TH(mem_growth_mib, 64, 0, INFINITY), TH(mem_growth_pct, 10, -1, 100),
+	TH(batch_ns, 50000, 0, INFINITY), TH(batch_calls, 10, 1, INFINITY), TH(cache_calls, 100, 1, INFINITY),
+	TH(par_cpus, 1.25, 0, INFINITY), TH(par_pct, 20, 0, 100),
 };
 #define NTH (sizeof(ths) / sizeof(ths[0]))
 
 const char *const ana_sug_threshold_keys[] = {
 	"min_pct", "hot_self_pct", "cold_z", "cold_ratio", "cold_min_pct", "unstable_cv", "short_ns",
-	"imbalance_ratio", "gpu_util_pct", "gap_ms", "mem_growth_mib", "mem_growth_pct", NULL,
+	"imbalance_ratio", "gpu_util_pct", "gap_ms", "mem_growth_mib", "mem_growth_pct", "batch_ns", "batch_calls",
+	"cache_calls", "par_cpus", "par_pct", NULL,
 };
 
 static double *th_field(struct ana_sug_opts *o, const struct th *t)
@@ -135,6 +142,8 @@ struct sctx {
 	double span_sum;  /* sum of thread spans, ns: the share denominator */
 	uint64_t *samp;   /* ANA_RESERVOIR_CAP values */
 	double run_iqr;   /* unstable: the run's typical robust spread (run_spread()); NaN when unknown */
+	double cpu_got;   /* cpu-share: CPUs used / CPUs its threads were in sections, when < 0.5; else NaN */
+	bool busy;        /* oversubscribed, cpu-steal or cpu-share fired: the machine, not the program */
 	int nomem;
 };
 
@@ -161,6 +170,8 @@ static struct ana_finding *add(struct sctx *c, enum ana_rule r, uint32_t node, d
 	f->node = node;
 	f->device = UINT32_MAX;
 	f->thread = UINT32_MAX;
+	f->cause = UINT32_MAX;
+	f->contended_e = f->cpu_got = NAN;
 	f->stake_ns = isfinite(stake) && stake > 0 ? stake : 0;
 	for (unsigned i = 0; i < ANA_SUG_EV; i++)
 		f->ev[i] = NAN;
@@ -168,6 +179,8 @@ static struct ana_finding *add(struct sctx *c, enum ana_rule r, uint32_t node, d
 		f->lossy = c->res->merged.n[node].agg.lossy > 0;
 	return f;
 }
+
+#define CPU_SHARE_LOW 0.5 /* cpu-share: CPUs used / CPUs its threads were in sections, below */
 
 static void data_quality(struct sctx *c)
 {
@@ -236,6 +249,35 @@ static void data_quality(struct sctx *c)
 		f->cls = ANA_DQ_STEAL;
 		f->ev[0] = pr.steal_share;
 		f->ev[1] = (double)pr.cpus_online;
+	}
+	c->busy = (ready >= 0 && ready > 1.1 * cpus) || (pr.has_steal && pr.steal_share > 0.05);
+	/*
+	 * cpu-share (issue 15: "the process got 35 % of a CPU"): the process CPU counters, run-wide,
+	 * against the CPUs its threads would use if every moment in a section ran: the CPU threads'
+	 * time in top-level sections per wall ns. Under half: the threads waited, for a CPU (with
+	 * oversubscribed or cpu-steal beside it) or blocked (I/O, locks, sleep) inside their sections.
+	 */
+	c->cpu_got = NAN;
+	double in_sec = 0;
+	for (size_t t = 0; t < res->nthreads; t++) {
+		const struct ana_thread *th = &res->threads[t];
+		if (th->gpu_thread || th->flusher_thread)
+			continue;
+		for (uint32_t i = 1; i < th->tree.count; i++)
+			if (th->tree.n[i].parent == 0)
+				in_sec += (double)th->tree.n[i].agg.total_ns;
+	}
+	const double need = wall > 0 ? in_sec / wall : 0;
+	if (pr.has_cpu && need > 0 && pr.cpus_used < CPU_SHARE_LOW * need) {
+		struct ana_finding *f = add(c, ANA_R_DATA, UINT32_MAX, 0);
+		if (!f)
+			return;
+		f->cls = ANA_DQ_CPU_SHARE;
+		c->cpu_got = pr.cpus_used / need;
+		c->busy = true;
+		f->ev[0] = c->cpu_got;
+		f->ev[1] = pr.cpus_used;
+		f->ev[2] = need;
 	}
 }
 
@@ -404,11 +446,21 @@ static bool roof_place(struct sctx *c, uint32_t i, const struct ana_agg *a, cons
 		cls = memory ? ANA_ROOF_MEM_BELOW : ANA_ROOF_COMP_BELOW;
 	else
 		cls = ANA_ROOF_LATENCY;
+	/* contention (a cpu-share finding): a CPU section on neither roof is judged on the CPU time the
+	 * process got, e / got; slowness the machine explains is never called latency-bound */
+	double e_got = NAN;
+	if (cls == ANA_ROOF_LATENCY && !pt->gpu && c->cpu_got > 0) {
+		e_got = e / c->cpu_got;
+		cls = e_got >= 0.8 ? (memory ? ANA_ROOF_MEM_NEAR : ANA_ROOF_COMP_NEAR)
+				   : (memory ? ANA_ROOF_MEM_BELOW : ANA_ROOF_COMP_BELOW);
+	}
 	/* at the roof the same work takes t * e: the stake is the rest, within the time it is a part of */
 	struct ana_finding *f = add(c, ANA_R_ROOFLINE, i, e < 1 ? fmin(pt->t * (1 - e), pt->cap) : 0);
 	if (!f)
 		return true;
 	f->cls = cls;
+	f->contended_e = e_got;
+	f->cpu_got = isnan(e_got) ? NAN : c->cpu_got;
 	f->several_cores = pt->several;
 	f->gpu_roofs = pt->gpu;
 	f->ev[0] = fl;
@@ -973,6 +1025,138 @@ static void memory_growth(struct sctx *c)
 	free(below);
 }
 
+#define BATCH_PARENT_SHARE 0.5 /* batching: the child's share of its parent's time, at least */
+
+/* The CPU threads of @res that lived (a span): the "parent occurrences" of a top-level path. */
+static uint32_t cpu_threads(const struct ana_result *res)
+{
+	uint32_t n = 0;
+	for (size_t t = 0; t < res->nthreads; t++)
+		n += !res->threads[t].gpu_thread && res->threads[t].last_ns > res->threads[t].first_ns;
+	return n;
+}
+
+/*
+ * batching: many short calls back to back (issue 15's proposal). The pass keeps no gap between
+ * consecutive occurrences, so "back to back" is read off the parent: at least batch_calls calls per
+ * parent occurrence (a top-level path: per CPU thread, whose span is the parent's time), a median
+ * below batch_ns, and at least half the parent's time spent in them, which bounds the mean gap
+ * between two calls by the mean call. Stake: each call but one per parent occurrence pays a fixed
+ * cost of at most its fastest occurrence (min_ns), which a batched call pays once; at most the
+ * path's inclusive time.
+ */
+static void batching(struct sctx *c, uint32_t i, const struct ana_agg *a, uint32_t nthreads)
+{
+	const struct ana_tree *t = &c->res->merged;
+	const uint32_t p = t->n[i].parent;
+	const double pcount = p ? (double)t->n[p].agg.count : (double)nthreads,
+		     ptime = p ? (double)t->n[p].agg.total_ns : c->span_sum;
+	if (!(pcount > 0) || !(ptime > 0) || (double)a->count < c->o->batch_calls * pcount ||
+	    (double)a->total_ns < BATCH_PARENT_SHARE * ptime || 100.0 * share(c, (double)a->total_ns) < c->o->min_pct)
+		return;
+	const double p50 = (double)ana_hist_quantile(&a->hist, 0.50, a->count, a->min_ns, a->max_ns);
+	if (!(p50 < c->o->batch_ns))
+		return;
+	const double saved = ((double)a->count - pcount) * (double)a->min_ns;
+	struct ana_finding *f = add(c, ANA_R_BATCHING, i, fmin(saved, (double)a->total_ns));
+	if (!f)
+		return;
+	f->ev[0] = (double)a->count;
+	f->ev[1] = pcount;
+	f->ev[2] = (double)a->count / pcount;
+	f->ev[3] = p50;
+	f->ev[4] = (double)a->min_ns;
+	f->ev[5] = (double)a->total_ns;
+	f->ev[6] = ptime;
+	f->ev[7] = (double)a->total_ns / ptime;
+}
+
+/*
+ * caching: at least cache_calls calls whose declared work (bytes read, written, FLOPs: the section's
+ * own metrics) is the same on every call, min == max per kind and some kind above 0 (issue 15's
+ * proposal: identical declared metrics). Equal work does not prove equal inputs, so the text says
+ * "a candidate". Stake: memoized, only the first call would run: the inclusive time less one mean
+ * call, (count - 1) / count of it.
+ */
+static void caching(struct sctx *c, uint32_t i, const struct ana_agg *a)
+{
+	if ((double)a->count < c->o->cache_calls || 100.0 * share(c, (double)a->total_ns) < c->o->min_pct)
+		return;
+	bool some = false;
+	for (int k = 0; k < ANA_NMETRIC; k++) {
+		if (a->metric_min[k] != a->metric_max[k] || a->metric_self[k] == UINT64_MAX)
+			return; /* varies (or saturated: the sums say nothing) */
+		some |= a->metric_max[k] > 0;
+	}
+	if (!some)
+		return;
+	const double n = (double)a->count;
+	struct ana_finding *f = add(c, ANA_R_CACHING, i, (double)a->total_ns * (n - 1) / n);
+	if (!f)
+		return;
+	f->ev[0] = n;
+	f->ev[1] = (double)a->total_ns;
+	f->ev[2] = (double)a->total_ns / n;
+	f->ev[3] = (double)ana_hist_quantile(&a->hist, 0.50, a->count, a->min_ns, a->max_ns);
+	f->ev[4] = (double)a->metric_max[ANA_READ];
+	f->ev[5] = (double)a->metric_max[ANA_WRITTEN];
+	f->ev[6] = (double)a->metric_max[ANA_FLOPS];
+}
+
+#define PAR_GPU_BUSY 0.5 /* parallelization: a GPU busy this share of the wall span or more: not fired */
+
+/*
+ * parallelization (issue 15's proposal: low concurrency): the process used at most par_cpus CPUs on
+ * average (its CPU counters, run-wide) on a machine with two or more online, and a top-level path of
+ * at least par_pct of the summed thread time ran on one CPU thread. Not on a busy machine
+ * (oversubscribed, cpu-steal, cpu-share: more threads would wait for CPUs too), nor when a GPU was
+ * busy half the wall span or more (the work is on the device: CPU threads will not speed it).
+ * Stake: Amdahl, the path's time spread over the N CPUs online, t (1 - 1/N): at most t.
+ */
+static void parallelization(struct sctx *c)
+{
+	const struct ana_result *res = c->res;
+	struct ana_proc pr;
+	ana_proc_summary(res, &pr);
+	const double wall = (double)(res->end_ns - res->start_ns);
+	if (c->busy || !pr.has_cpu || pr.cpus_online < 2 || !(pr.cpus_used <= c->o->par_cpus) || !(wall > 0))
+		return;
+	double gpu_busy = 0;
+	for (size_t k = 0; k < res->gpu.ndev; k++)
+		gpu_busy = fmax(gpu_busy, (double)res->gpu.dev[k].busy_ns / wall);
+	if (gpu_busy >= PAR_GPU_BUSY)
+		return;
+	const struct ana_tree *m = &res->merged;
+	for (uint32_t i = 1; i < m->count && !c->nomem; i++) {
+		const struct ana_agg *a = &m->n[i].agg;
+		if (m->n[i].parent != 0 || !a->count || 100.0 * share(c, (double)a->total_ns) < c->o->par_pct)
+			continue;
+		uint32_t threads = 0, last = UINT32_MAX;
+		for (size_t t = 0; t < res->nthreads; t++) {
+			const struct ana_thread *th = &res->threads[t];
+			const uint32_t j = th->gpu_thread ? UINT32_MAX : ana_tree_find(&th->tree, 0, m->n[i].id);
+			if (j != UINT32_MAX && th->tree.n[j].agg.count) {
+				threads++;
+				last = th->index;
+			}
+		}
+		if (threads != 1)
+			continue;
+		const double n = (double)pr.cpus_online;
+		struct ana_finding *f = add(c, ANA_R_PARALLEL, i, (double)a->total_ns * (1 - 1 / n));
+		if (!f)
+			return;
+		f->thread = last;
+		f->ev[0] = pr.cpus_used;
+		f->ev[1] = n;
+		f->ev[2] = (double)a->total_ns;
+		f->ev[3] = share(c, (double)a->total_ns);
+		f->ev[4] = threads;
+		f->ev[5] = wall;
+		f->ev[6] = res->gpu.ndev ? gpu_busy : NAN;
+	}
+}
+
 /* ---- gpu-idle: the host sections running during the gaps (one more read of the trace) ---- */
 
 #define HOST_GAPS 8 /* the gpu-idle findings, by stake, whose longest gap is attributed */
@@ -1266,6 +1450,24 @@ static void cap_rules(struct ana_sug *s)
 	s->n = o;
 }
 
+/*
+ * Symptoms under their cause (issue 15: "oversubscription explains many unstable findings; say it
+ * once"): on a machine with more runnable threads than CPUs (oversubscribed), else one whose
+ * hypervisor took CPU time (cpu-steal), durations vary for the machine's reasons, so every unstable
+ * finding points at that data-quality finding (not cpu-share alone: its threads may have blocked in
+ * their own code, which is the code's reason). On the ranked, kept findings (indexes are final).
+ */
+static void group_causes(struct ana_sug *s)
+{
+	uint32_t cause = UINT32_MAX;
+	for (size_t i = 0; i < s->n && s->f[i].rule == ANA_R_DATA; i++)
+		if ((s->f[i].cls == ANA_DQ_OVERSUB || s->f[i].cls == ANA_DQ_STEAL) && cause == UINT32_MAX)
+			cause = (uint32_t)i; /* oversubscribed ranks first when both fired */
+	for (size_t i = 0; i < s->n && cause != UINT32_MAX; i++)
+		if (s->f[i].rule == ANA_R_UNSTABLE)
+			s->f[i].cause = cause;
+}
+
 int ana_suggest(const struct ana_result *res, const struct ana_sug_opts *o, struct ana_sug *out)
 {
 	memset(out, 0, sizeof(*out));
@@ -1289,6 +1491,7 @@ int ana_suggest(const struct ana_result *res, const struct ana_sug_opts *o, stru
 	if (run_spread(&c))
 		c.nomem = 1;
 	const struct ana_tree *t = &res->merged;
+	const uint32_t nthreads = cpu_threads(res);
 	for (uint32_t i = 1; i < t->count && !c.nomem; i++) {
 		const struct ana_agg *a = &t->n[i].agg;
 		if (!a->count)
@@ -1301,6 +1504,8 @@ int ana_suggest(const struct ana_result *res, const struct ana_sug_opts *o, stru
 		transfers(&c, i, a);
 		launch_bound(&c, i, a);
 		transfer_dominated(&c, i, a);
+		batching(&c, i, a, nthreads);
+		caching(&c, i, a);
 	}
 	if (!c.nomem)
 		hot_names(&c);
@@ -1310,6 +1515,8 @@ int ana_suggest(const struct ana_result *res, const struct ana_sug_opts *o, stru
 		gpu_idle(&c);
 	if (!c.nomem)
 		memory_growth(&c);
+	if (!c.nomem)
+		parallelization(&c);
 	free(c.samp);
 	if (c.nomem) {
 		ana_suggest_free(out);
@@ -1319,6 +1526,7 @@ int ana_suggest(const struct ana_result *res, const struct ana_sug_opts *o, stru
 		qsort(out->f, out->n, sizeof(*out->f), cmp_finding);
 	cap_rules(out);
 	prioritize(res, out);
+	group_causes(out);
 	if (out->o.trace_path)
 		host_during_gaps(res, out->o.trace_path, out); /* unreadable now: left unattributed */
 	return 0;
@@ -1393,6 +1601,13 @@ static void text_data(FILE *out, const struct ana_finding *f)
 			     "durations include time\n      this machine did not run at all; compare runs only on a "
 			     "quiet host.\n", 100 * f->ev[0], f->ev[1]);
 		break;
+	case ANA_DQ_CPU_SHARE:
+		fprintf(out, "the process got %.0f%% of the CPU time its threads spent in sections, over the run (the "
+			     "process CPU\n      counters are run-wide): %.2f CPUs used on average, %.2f threads in a section "
+			     "on average.\n      The rest they waited: for a CPU (a busy machine) or blocked inside their "
+			     "sections (I/O, locks,\n      sleep); durations include it, and no section is called "
+			     "latency-bound for it.\n", 100 * f->ev[0], f->ev[1], f->ev[2]);
+		break;
 	case ANA_DQ_GAPS:
 		fprintf(out, "%llu gap%s in the threads' chunk sequences (chunks missing or damaged): the records "
 			     "between are missing,\n      and the sections open across a gap are not counted.\n",
@@ -1439,6 +1654,10 @@ static void text_roofline(FILE *out, const struct ana_finding *f, bool fp32)
 		use_pi ? (snprintf(a, sizeof(a), "%s %s GFLOP/s", rate_str(r1, sizeof(r1), e[6]), fp32 ? "FP32" : "FP64"), a)
 		       : "",
 		use_pi && use_beta ? ", " : "", use_beta ? (snprintf(b, sizeof(b), "%s GB/s", rate_str(r2, sizeof(r2), e[7])), b) : "");
+	if (!isnan(f->contended_e))
+		fprintf(out, "      the process got %.0f%% of the CPU time its threads spent in sections (cpu-share): on "
+			     "that time\n      %.0f%% of the roof, so it is classed by that, not called latency-bound\n",
+			100 * f->cpu_got, 100 * f->contended_e);
 	if ((e[0] > 0 && !use_pi) || (e[1] > 0 && !use_beta))
 		fprintf(out, "      (the profile has no %s%s roof: judged on the other alone)\n", f->gpu_roofs ? "GPU " : "",
 			e[0] > 0 && !use_pi ? "FLOP/s" : "memory");
@@ -1629,6 +1848,45 @@ static void text_finding(FILE *out, const struct ana_result *res, const struct a
 			ana_fmt_dur(a, sizeof(a), f->stake_ns));
 		return;
 	}
+	case ANA_R_BATCHING:
+		fprintf(out, "%.0f calls, %.1f per occurrence of its %s (trigger %g), median %s (trigger below %s), "
+			     "fastest %s;\n      %.0f%% of the %s's time %s: short calls back to back\n",
+			e[0], e[2], f->node != UINT32_MAX && res->merged.n[f->node].parent ? "parent" : "thread",
+			s->o.batch_calls, ana_fmt_dur(a, sizeof(a), e[3]), ana_fmt_dur(b, sizeof(b), s->o.batch_ns),
+			ana_fmt_dur(d, sizeof(d), e[4]), 100 * e[7],
+			f->node != UINT32_MAX && res->merged.n[f->node].parent ? "parent" : "threads",
+			ana_fmt_dur((char[32]){ 0 }, 32, e[6]));
+		fprintf(out, "      -> each call pays a fixed cost (call, setup, locking, a system call, a launch): "
+			     "pass many items per call\n"
+			     "         (a batch API, vectored I/O, a bulk insert) so the cost "
+			     "is paid once per batch.\n"
+			     "         At stake: every call but one per %s at the fastest "
+			     "call's time, an upper bound of that cost.\n",
+			f->node != UINT32_MAX && res->merged.n[f->node].parent ? "parent" : "thread");
+		return;
+	case ANA_R_PARALLEL:
+		fprintf(out, "the process used %.2f CPUs on average of %.0f online (trigger at most %g), and this path, "
+			     "%.1f%% of the summed\n      thread time (trigger %g%%), ran on one thread (#%u)",
+			e[0], e[1], s->o.par_cpus, 100 * e[3], s->o.par_pct, f->thread);
+		if (!isnan(e[6]))
+			fprintf(out, "; the busiest GPU was busy %.0f%% of the run", 100 * e[6]);
+		fprintf(out, "\n      -> split its work across threads (a parallel loop, a task pool, a pipeline "
+			     "of stages):\n         spread over the %.0f CPUs it would take %s at best (Amdahl).\n",
+			e[1], ana_fmt_dur(a, sizeof(a), e[2] / e[1]));
+		return;
+	case ANA_R_CACHING: {
+		char g[32], h[32];
+		fprintf(out, "%.0f calls (trigger %g) each declaring the same work: read %s, written %s, %.4g FLOPs; "
+			     "mean %s, median %s\n",
+			e[0], s->o.cache_calls, bytes_str(g, sizeof(g), e[4]), bytes_str(h, sizeof(h), e[5]), e[6],
+			ana_fmt_dur(a, sizeof(a), e[2]), ana_fmt_dur(b, sizeof(b), e[3]));
+		fprintf(out, "      -> a candidate for memoization: if the inputs repeat too, keep the result of the "
+			     "first call\n"
+			     "         (a cache keyed by the inputs) instead of computing it again; equal "
+			     "declared work does\n"
+			     "         not prove equal inputs.\n");
+		return;
+	}
 	default:
 		(void)res;
 		fprintf(out, "\n");
@@ -1653,15 +1911,41 @@ static void text_gpu_roofs(FILE *out, const struct ana_peaks *p, bool fp32)
 		name[0] ? name : "(unnamed)", fp32 ? "FP32" : "FP64", r[0], r[1], r[2], r[3], r[4], r[5]);
 }
 
+/* The findings whose cause is finding @ci, once, under it: rank, priority, rule, path and stake. */
+static void text_symptoms(FILE *out, const struct ana_result *res, const struct ana_sug *s, size_t ci, char **buf,
+			  size_t *cap)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < s->n; i++)
+		n += s->f[i].cause == ci;
+	if (!n)
+		return;
+	fprintf(out, "      it explains %zu finding%s, listed here once (durations vary with the machine, not the "
+		     "code):\n", n, n == 1 ? "" : "s");
+	for (size_t i = 0; i < s->n; i++) {
+		const struct ana_finding *f = &s->f[i];
+		if (f->cause != ci)
+			continue;
+		char t[32];
+		const char *path = f->node != UINT32_MAX ? ana_path_short(res, &res->merged, f->node, buf, cap) : NULL;
+		fprintf(out, "      %2zu. %s [%s] %s%s: at stake %s, %.1f%%\n", i + 1,
+			f->priority != ANA_P_NONE ? ana_priority_key(f->priority) : "-", rule_key[f->rule],
+			path ? ana_text_safe(path) : "-", f->lossy ? " !" : "", ana_fmt_dur(t, sizeof(t), f->stake_ns),
+			100 * f->share);
+	}
+}
+
 void ana_suggest_text(FILE *out, const struct ana_result *res, const struct ana_sug *s, int top)
 {
 	const struct ana_sug_opts *o = &s->o;
 	fprintf(out, "suggestions (rules and triggers: doc/analyzer-output.md section 9; --threshold KEY=VALUE)\n");
 	fprintf(out, "triggers: impact gate %g%% of the summed thread time, hot self %g%%, cold-first z %g and %gx, "
 		     "unstable CV %g%%,\n          short below %g ns, imbalance max/mean %g, GPU busy below %g%% or "
-		     "gaps of %g ms,\n          memory growth %g MiB and %g%% of the peak\n",
+		     "gaps of %g ms,\n          memory growth %g MiB and %g%% of the peak, batching %g calls "
+		     "per parent below %g ns,\n          caching %g calls, parallelization at most %g CPUs and %g%%\n",
 		o->min_pct, o->hot_self_pct, o->cold_z, o->cold_ratio, 100 * o->unstable_cv, o->short_ns,
-		o->imbalance_ratio, o->gpu_util_pct, o->gap_ms, o->mem_growth_mib, o->mem_growth_pct);
+		o->imbalance_ratio, o->gpu_util_pct, o->gap_ms, o->mem_growth_mib, o->mem_growth_pct, o->batch_calls,
+		o->batch_ns, o->cache_calls, o->par_cpus, o->par_pct);
 	const struct ana_peaks *p = o->peaks;
 	if (p) {
 		char r[4][24];
@@ -1696,6 +1980,8 @@ void ana_suggest_text(FILE *out, const struct ana_result *res, const struct ana_
 	size_t cap = 0;
 	for (size_t i = 0; i < s->n; i++) {
 		const struct ana_finding *f = &s->f[i];
+		if (f->cause != UINT32_MAX)
+			continue; /* listed under its cause */
 		if (f->rule != ANA_R_DATA && top > 0 && shown >= (size_t)top) {
 			hidden++;
 			continue;
@@ -1721,6 +2007,7 @@ void ana_suggest_text(FILE *out, const struct ana_result *res, const struct ana_
 		else
 			fprintf(out, "\n      ");
 		text_finding(out, res, s, f);
+		text_symptoms(out, res, s, i, &buf, &cap);
 		if (f->stake_ns > 0 && f->rule != ANA_R_ROOFLINE && f->rule != ANA_R_MEM_GROWTH) {
 			char t[32];
 			fprintf(out, "      at stake: %s, %.1f%% of the summed thread time", ana_fmt_dur(t, sizeof(t), f->stake_ns),
@@ -1854,11 +2141,18 @@ int ana_suggest_json(FILE *out, const struct ana_result *res, const struct ana_s
 									  ana_json_str(ana_name(res, f->host[k].id)), "ns",
 									  f->host[k].ns));
 		}
+		if (!bad && f->rule == ANA_R_ROOFLINE && !isnan(f->contended_e))
+			bad = json_object_set_new(j, "cpu_got", json_real(f->cpu_got)) ||
+			      json_object_set_new(j, "efficiency_on_cpu_got", json_real(f->contended_e));
+		if (!bad && f->rule == ANA_R_PARALLEL)
+			bad = json_object_set_new(j, "thread", json_integer(f->thread));
 		if (!bad && f->rule == ANA_R_ROOFLINE)
 			bad = json_object_set_new(j, "roofs",
 						  json_string(f->gpu_roofs ? "gpu" : f->several_cores ? "all-cores" : "one-core"));
 		if (!bad && f->rule == ANA_R_SLOW_XFER)
 			bad = json_object_set_new(j, "likely_pageable", json_boolean(f->pageable));
+		if (!bad && f->cause != UINT32_MAX)
+			bad = json_object_set_new(j, "cause", json_integer(f->cause));
 		if (bad)
 			break;
 		json_t *ev = json_object(); /* last: the figures after what they are about */

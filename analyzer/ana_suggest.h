@@ -98,6 +98,44 @@
  *                 RSS cannot: the path is where the growth was seen). A path
  *                 is left out when a path below it fires with at least half
  *                 its growth (the innermost one tells more).
+ *  batching       a call path called at least batch_calls times per
+ *                 occurrence of its parent (a top-level path: per CPU
+ *                 thread), with a median below batch_ns, that takes at
+ *                 least half its parent's time: short calls back to back,
+ *                 where the fixed cost of each call weighs (the original
+ *                 proposal of issue 15; the CUDA guide's and the database
+ *                 folklore's "batch the calls"). The pass keeps no gaps
+ *                 between occurrences: half the parent's time in the child
+ *                 bounds the gaps' mean by the calls' mean.
+ *  caching        a call path called at least cache_calls times whose
+ *                 declared metrics (bytes read, written, FLOPs) are the
+ *                 same on every call (per-occurrence min == max > 0,
+ *                 ana_agg.metric_min/max): a candidate for memoization,
+ *                 if the inputs repeat too.
+ *
+ *  parallelization  the process used at most par_cpus CPUs on average (the
+ *                 recorder's process CPU counters) on a machine with two or
+ *                 more online, while a top-level path of at least par_pct
+ *                 of the summed thread time ran on one CPU thread; not when
+ *                 a GPU was busy for half the run or more (the work is on
+ *                 the device), nor on a contended machine (more threads
+ *                 would not get CPUs either). Stake: Amdahl, its time
+ *                 spread over the CPUs online, t (1 - 1/N).
+ *  algorithm      (issue 15's name) is the roofline class
+ *                 compute-bound-near-roof, CPU or GPU: the hardware is
+ *                 saturated, only fewer operations help; a class of the
+ *                 roofline finding, not a rule of its own (one placement
+ *                 on the roofline, one finding).
+ *
+ * Contention: with the process CPU counters, the data-quality kind
+ * cpu-share says the process got less than half the CPU time its threads
+ * spent in sections over the run (cpus_used / the threads' time in
+ * sections per wall ns); a CPU section that would be latency-bound is then
+ * classified on the CPU time the process got, never latency-bound.
+ *
+ * Grouping: an oversubscribed (else cpu-steal) data-quality finding is the
+ * cause of every unstable finding (ana_finding.cause); the text lists those
+ * under the cause, once.
  *
  * Every path rule but hot-section, cold-first and memory-growth (which have
  * triggers of their own) fires only on paths whose inclusive time is at least min_pct
@@ -130,6 +168,9 @@ enum ana_rule {
 	ANA_R_LAUNCH,    /* launch-bound */
 	ANA_R_XFER_DOM,  /* transfer-dominated */
 	ANA_R_MEM_GROWTH,
+	ANA_R_BATCHING,
+	ANA_R_CACHING,
+	ANA_R_PARALLEL,  /* parallelization */
 	ANA_R_N
 };
 /* The rule's id as printed and in JSON ("hot-section", ...). */
@@ -168,6 +209,11 @@ struct ana_sug_opts {
 	double gap_ms;          /* [1] gpu-idle: smallest gap, ms (or 1% of the span if longer) */
 	double mem_growth_mib;  /* [64] memory-growth: total growth over the occurrences, MiB, at least */
 	double mem_growth_pct;  /* [10] memory-growth: total growth, % of the series' peak, at least */
+	double batch_ns;        /* [50000] batching: median duration below, ns */
+	double batch_calls;     /* [10] batching: calls per occurrence of the parent, at least */
+	double cache_calls;     /* [100] caching: occurrences, at least */
+	double par_cpus;        /* [1.25] parallelization: CPUs the process used on average, at most */
+	double par_pct;         /* [20] parallelization: the path's inclusive time, % of the sum of thread spans */
 	enum ana_priority min_priority; /* findings below it are left out (counted); data quality stays.
 					 * ANA_P_LOW (0, the default): all */
 	uint32_t set_mask;      /* private: the fields ana_sug_threshold_set() set (an explicit 0 stays 0) */
@@ -176,8 +222,8 @@ struct ana_sug_opts {
  * ana_sug_threshold_set() - Sets the threshold @key (a field name above
  * except peaks and fp32, e.g. "hot_self_pct") to @value. Return: 0;
  * -ENOENT for an unknown key; -ERANGE for a value that is not finite and
- * positive (or a percentage above 100, a cold_ratio or imbalance_ratio
- * below 1). min_pct, cold_min_pct and mem_growth_pct may be 0:
+ * positive (or a percentage above 100, a cold_ratio, imbalance_ratio,
+ * batch_calls or cache_calls below 1). min_pct, cold_min_pct and mem_growth_pct may be 0:
  * that gate is off.
  */
 int ana_sug_threshold_set(struct ana_sug_opts *o, const char *key, double value);
@@ -197,7 +243,9 @@ enum ana_roof_class {
 /* Kinds of a data-quality finding (ana_finding.cls). */
 enum ana_data_kind {
 	ANA_DQ_LOST, ANA_DQ_UNMATCHED, ANA_DQ_OPEN, ANA_DQ_MISUSE, ANA_DQ_CORRUPT, ANA_DQ_TORN,
-	ANA_DQ_GPU_ERRORS, ANA_DQ_GAPS, ANA_DQ_OVERSUB, ANA_DQ_STEAL, ANA_DQ_NKIND
+	ANA_DQ_GPU_ERRORS, ANA_DQ_GAPS, ANA_DQ_OVERSUB, ANA_DQ_STEAL,
+	ANA_DQ_CPU_SHARE, /* the process got under half the CPU time its threads spent in sections */
+	ANA_DQ_NKIND
 };
 /* The class or kind key of finding class @cls of rule @r ("memory-bound-near-roof", "lost-records",
  * ...); NULL for rules without classes. */
@@ -227,6 +275,9 @@ struct ana_finding {
 	bool several_cores; /* roofline: compared with the all-core roofs */
 	bool gpu_roofs;    /* roofline: a GPU section placed on the GPU's roofs (rates over its GPU time) */
 	bool pageable;     /* slow-transfer: at or below the measured pageable rate (likely pageable memory) */
+	/* roofline: a CPU section judged on the CPU time the process got (a cpu-share finding): its
+	 * efficiency over that share, cpu_got; else NaN */
+	double contended_e, cpu_got;
 	double stake_ns;   /* the time at stake (rank key; its definition per rule in §9) */
 	/* stake_ns / the sum of thread spans (at most 1), and the speedup of the whole run if all of the
 	 * stake went, by Amdahl's law: 1 / (1 - share) (NaN for data quality, and for a share of 1) */
@@ -240,6 +291,9 @@ struct ana_finding {
 	uint32_t nhost;
 	double host_none_ns;
 	bool host_read;    /* the attribution was made (else host, host_none_ns are empty) */
+	/* a symptom explained by another finding (an unstable path on an oversubscribed machine): the
+	 * index of that finding in ana_sug.f; UINT32_MAX: none. Set after ranking, on the kept findings */
+	uint32_t cause;
 };
 /* Name of evidence value @i of rule @r ("self_ns", "share", ...); NULL past the last one. */
 const char *ana_evidence_key(enum ana_rule r, unsigned i);

@@ -97,7 +97,7 @@ static void usage(FILE *out)
 		"  --min-priority P     leave out findings below P: low (default), medium, high, critical\n"
 		"  --threshold KEY=V    change one trigger; keys: min_pct hot_self_pct cold_z cold_ratio cold_min_pct\n"
 		"                       unstable_cv short_ns imbalance_ratio gpu_util_pct gap_ms mem_growth_mib\n"
-		"                       mem_growth_pct\n"
+		"                       mem_growth_pct batch_ns batch_calls cache_calls par_cpus par_pct\n"
 		"\n"
 		"Peaks options: --json FILE (default: stdout), --seconds S per figure (default 0.5).\n"
 		"\n"

@@ -279,7 +279,7 @@ static void test_mem_growth_rule(void **state)
 	FILE *out = open_memstream(&txt, &len);
 	ana_suggest_text(out, &res, &s, 0);
 	fclose(out);
-	assert_non_null(strstr(txt, "memory growth 64 MiB and 10% of the peak"));
+	assert_non_null(strstr(txt, "memory growth 64 MiB and 10% of the peak, batching"));
 	assert_non_null(strstr(txt, "[memory-growth] outer;leak"));
 	assert_non_null(strstr(txt, "process RSS grows by +16.00 MiB per occurrence on average, +160.00 MiB over 10 "
 				    "occurrences\n      = 21% of its peak 768.00 MiB (trigger 64 MiB and 10%)"));

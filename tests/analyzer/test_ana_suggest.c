@@ -885,9 +885,347 @@ static void test_unstable_machine_or_code(void **state)
 	unlink(path);
 }
 
+/*
+ * batching and caching (issue 15's proposal), on a trace of their own, thread 0 only, 1 tick = 1 ns:
+ *  - "loop" holds 1000 "put" of 2 us back to back: 1000 calls per parent, median 2 us, 100% of the
+ *    parent's time: batching fires, stake (1000 - 1) x 2 us, at most put's 2 ms;
+ *  - "sparse" holds 1000 "get" of 2 us with 4 us of its own between them: a third of its time, no;
+ *  - "slow" holds 100 "big" of 100 us back to back: median above 50 us, no;
+ *  - "hash": 200 calls each declaring 4096 bytes read, 5 us: caching fires, stake 199/200 of 1 ms;
+ *  - "hash2": the same but 4096 or 4097 bytes: the declared work varies, no.
+ */
+enum { B_MAIN = 1, B_LOOP, B_PUT, B_SPARSE, B_GET, B_SLOW, B_BIG, B_HASH, B_HASH2, B_NAMES };
+
+static void write_batch(const char *path)
+{
+	static const char *const nm[B_NAMES] = { NULL, "main", "loop", "put", "sparse", "get", "slow", "big", "hash",
+						 "hash2" };
+	const struct fmt_writer_hdr hd = {
+		.clock_source = PT_CLOCK_TSC, .pid = 12, .start_real_ns = 1700000000000000000ull,
+		.process_name = "ana-batch", .host = "testhost", .cmdline = "ana-batch", .recorder_version = "ptz-test 1",
+	};
+	struct w w = { .t = 0 };
+	tb_start(&w.b, path, &hd);
+	for (uint32_t id = 1; id < B_NAMES; id++)
+		assert_int_equal(fmt_enc_string(&w.b.e, id, 0, nm[id], strlen(nm[id])), 0);
+	assert_int_equal(fmt_enc_thread(&w.b.e, 0, 500, 0, 0, "t0", 2), 0);
+	assert_int_equal(fmt_enc_clock(&w.b.e, 0, 0, 1700000000000000000ull, 1), 0);
+	assert_int_equal(fmt_enc_clock(&w.b.e, 1000000000, 1000000000, 1700000001000000000ull, 1), 0);
+	tb_flush(&w.b, FMT_CHUNK_META, PT_FMT_META_THREAD);
+	fmt_enc_begin(&w.b.e, w.t, B_MAIN);
+	fmt_enc_begin(&w.b.e, w.t, B_LOOP);
+	for (int i = 0; i < 1000; i++)
+		sec(&w, B_PUT, 2 * US, 0, 0);
+	fmt_enc_end(&w.b.e, w.t, B_LOOP);
+	fmt_enc_begin(&w.b.e, w.t, B_SPARSE);
+	for (int i = 0; i < 1000; i++) {
+		sec(&w, B_GET, 2 * US, 0, 0);
+		w.t += 4 * US;
+	}
+	fmt_enc_end(&w.b.e, w.t, B_SPARSE);
+	fmt_enc_begin(&w.b.e, w.t, B_SLOW);
+	for (int i = 0; i < 100; i++)
+		sec(&w, B_BIG, 100 * US, 0, 0);
+	fmt_enc_end(&w.b.e, w.t, B_SLOW);
+	for (int i = 0; i < 200; i++)
+		sec(&w, B_HASH, 5 * US, 4096, 0);
+	for (int i = 0; i < 200; i++)
+		sec(&w, B_HASH2, 5 * US, 4096 + (uint64_t)(i % 2), 0);
+	fmt_enc_end(&w.b.e, w.t, B_MAIN);
+	tb_flush(&w.b, FMT_CHUNK_EVENTS, 0);
+	tb_close(&w.b);
+}
+
+static void test_batching_and_caching(void **state)
+{
+	(void)state;
+	char path[4200];
+	snprintf(path, sizeof(path), "%s", tu_path("batch.ptz"));
+	write_batch(path);
+	struct ana_result res;
+	const struct ana_options ao = { .thread = -1 };
+	ana_test_run(path, &ao, &res);
+	struct ana_sug s;
+	assert_int_equal(ana_suggest(&res, NULL, &s), 0);
+	const struct ana_finding *f = find(&res, &s, ANA_R_BATCHING, "put");
+	assert_non_null(f);
+	assert_true(f->ev[0] == 1000 && f->ev[1] == 1 && f->ev[2] == 1000 && f->ev[4] == 2 * US);
+	assert_true(near(f->ev[3], 2 * US, 0.01) && near(f->ev[7], 1.0, 1e-9));
+	assert_true(near(f->stake_ns, 999.0 * 2 * US, 1e-9));
+	assert_null(find(&res, &s, ANA_R_BATCHING, "get"));  /* a third of its parent's time */
+	assert_null(find(&res, &s, ANA_R_BATCHING, "big"));  /* 100 us each */
+	assert_null(find(&res, &s, ANA_R_BATCHING, "hash")); /* 200 calls, but a tenth of main's time */
+	f = find(&res, &s, ANA_R_CACHING, "hash");
+	assert_non_null(f);
+	assert_true(f->ev[0] == 200 && f->ev[4] == 4096 && f->ev[5] == 0 && f->ev[6] == 0);
+	assert_true(near(f->stake_ns, 199.0 * 5 * US, 1e-9));
+	assert_null(find(&res, &s, ANA_R_CACHING, "hash2")); /* 4096 or 4097 bytes */
+	assert_null(find(&res, &s, ANA_R_CACHING, "put"));   /* declares nothing */
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *out = open_memstream(&buf, &len);
+	ana_suggest_text(out, &res, &s, 0);
+	assert_int_equal(fclose(out), 0);
+	assert_non_null(strstr(buf, "[batching] main;loop;put"));
+	assert_non_null(strstr(buf, "1000 calls, 1000.0 per occurrence of its parent (trigger 10)"));
+	assert_non_null(strstr(buf, "[caching] main;hash"));
+	assert_non_null(strstr(buf, "200 calls (trigger 100) each declaring the same work: read 4.1 kB"));
+	free(buf);
+	buf = NULL;
+	out = open_memstream(&buf, &len);
+	assert_int_equal(ana_suggest_json(out, &res, &s), 0);
+	assert_int_equal(fclose(out), 0);
+	json_error_t je;
+	json_t *root = json_loads(buf, 0, &je);
+	assert_non_null(root);
+	assert_true(json_real_value(json_object_get(json_object_get(root, "thresholds"), "batch_ns")) == 50000);
+	size_t k;
+	json_t *x;
+	int seen = 0;
+	json_array_foreach(json_object_get(root, "findings"), k, x) {
+		const char *rule = json_string_value(json_object_get(x, "rule"));
+		json_t *ev = json_object_get(x, "evidence");
+		if (!strcmp(rule, "batching")) {
+			seen |= 1;
+			assert_true(json_number_value(json_object_get(ev, "calls_per_parent")) == 1000);
+		} else if (!strcmp(rule, "caching")) {
+			seen |= 2;
+			assert_true(json_number_value(json_object_get(ev, "read_bytes")) == 4096);
+		}
+	}
+	assert_int_equal(seen, 3);
+	json_decref(root);
+	free(buf);
+	ana_suggest_free(&s);
+	/* the triggers move: 2000 calls per parent, or a median below 1 us, and batching is quiet */
+	struct ana_sug_opts so = { 0 };
+	assert_int_equal(ana_sug_threshold_set(&so, "batch_calls", 2000), 0);
+	assert_int_equal(ana_sug_threshold_set(&so, "cache_calls", 201), 0);
+	assert_int_equal(ana_sug_threshold_set(&so, "batch_calls", 0.5), -ERANGE);
+	assert_int_equal(ana_suggest(&res, &so, &s), 0);
+	assert_null(find(&res, &s, ANA_R_BATCHING, "put"));
+	assert_null(find(&res, &s, ANA_R_CACHING, "hash"));
+	ana_suggest_free(&s);
+	so = (struct ana_sug_opts){ 0 };
+	assert_int_equal(ana_sug_threshold_set(&so, "batch_ns", 1000), 0);
+	assert_int_equal(ana_suggest(&res, &so, &s), 0);
+	assert_null(find(&res, &s, ANA_R_BATCHING, "put"));
+	ana_suggest_free(&s);
+	ana_result_free(&res);
+	unlink(path);
+}
+
+/*
+ * Symptoms under their cause (issue 15): "bursty" alternates 100 and 300 us (unstable); with the
+ * recorder's counters saying 5 runnable threads on 2 CPUs (oversubscribed) the unstable finding points
+ * at the data-quality finding, and the text lists it under it, once; with 1 runnable it stands alone.
+ */
+static void write_grouped(const char *path, int64_t runnable)
+{
+	const struct fmt_writer_hdr hd = {
+		.clock_source = PT_CLOCK_TSC, .pid = 13, .start_real_ns = 1700000000000000000ull,
+		.process_name = "ana-group", .host = "testhost", .cmdline = "ana-group", .recorder_version = "ptz-test 1",
+	};
+	static const char *const nm[] = { NULL, "bursty", "system runnable threads", "system CPUs online" };
+	struct w w = { .t = 0 };
+	tb_start(&w.b, path, &hd);
+	for (uint32_t id = 1; id < 4; id++)
+		assert_int_equal(fmt_enc_string(&w.b.e, id, 0, nm[id], strlen(nm[id])), 0);
+	assert_int_equal(fmt_enc_thread(&w.b.e, 0, 700, 0, 0, "main", 4), 0);
+	assert_int_equal(fmt_enc_thread(&w.b.e, 1, 701, 0, 0, PT_FMT_FLUSHER_THREAD_NAME,
+					 strlen(PT_FMT_FLUSHER_THREAD_NAME)), 0);
+	assert_int_equal(fmt_enc_clock(&w.b.e, 0, 0, 1700000000000000000ull, 1), 0);
+	assert_int_equal(fmt_enc_clock(&w.b.e, 1000000000, 1000000000, 1700000001000000000ull, 1), 0);
+	tb_flush(&w.b, FMT_CHUNK_META, PT_FMT_META_THREAD);
+	w.thread = 0;
+	for (int i = 0; i < 50; i++)
+		sec(&w, 1, i % 2 ? 300 * US : 100 * US, 0, 0);
+	tb_flush(&w.b, FMT_CHUNK_EVENTS, 0);
+	for (int i = 0; i <= 10; i++) {
+		if (i == 0)
+			fmt_enc_counter(&w.b.e, 0, 3, 2);
+		fmt_enc_counter(&w.b.e, (uint64_t)i * MS, 2, runnable);
+	}
+	tb_flush(&w.b, FMT_CHUNK_EVENTS, 1);
+	tb_close(&w.b);
+}
+
+static void test_symptoms_under_cause(void **state)
+{
+	(void)state;
+	char path[4200];
+	snprintf(path, sizeof(path), "%s", tu_path("group.ptz"));
+	const struct ana_options ao = { .thread = -1 };
+	struct ana_result res;
+	struct ana_sug s;
+	write_grouped(path, 5);
+	ana_test_run(path, &ao, &res);
+	assert_int_equal(ana_suggest(&res, NULL, &s), 0);
+	const struct ana_finding *c = dq(&s, ANA_DQ_OVERSUB), *f = find(&res, &s, ANA_R_UNSTABLE, "bursty");
+	assert_non_null(c);
+	assert_non_null(f);
+	assert_int_equal(f->cause, (uint32_t)(c - s.f));
+	assert_int_equal(c->cause, UINT32_MAX);
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *out = open_memstream(&buf, &len);
+	ana_suggest_text(out, &res, &s, 0);
+	assert_int_equal(fclose(out), 0);
+	const char *under = strstr(buf, "it explains 1 finding, listed here once");
+	assert_non_null(under);
+	assert_non_null(strstr(under, "[unstable] bursty: at stake"));
+	assert_null(strstr(buf, "after the first: mean")); /* the symptom's own block is not printed */
+	free(buf);
+	buf = NULL;
+	out = open_memstream(&buf, &len);
+	assert_int_equal(ana_suggest_json(out, &res, &s), 0);
+	assert_int_equal(fclose(out), 0);
+	json_error_t je;
+	json_t *root = json_loads(buf, 0, &je);
+	assert_non_null(root);
+	json_t *fs = json_object_get(root, "findings");
+	json_t *js = json_array_get(fs, (size_t)(f - s.f));
+	assert_string_equal(json_string_value(json_object_get(js, "rule")), "unstable");
+	const json_int_t ci = json_integer_value(json_object_get(js, "cause"));
+	assert_int_equal(ci, c - s.f);
+	assert_string_equal(json_string_value(json_object_get(json_array_get(fs, (size_t)ci), "class")),
+			    "oversubscribed");
+	json_decref(root);
+	free(buf);
+	ana_suggest_free(&s);
+	ana_result_free(&res);
+	/* a quiet machine: the same section is unstable on its own */
+	write_grouped(path, 1);
+	ana_test_run(path, &ao, &res);
+	assert_int_equal(ana_suggest(&res, NULL, &s), 0);
+	assert_null(dq(&s, ANA_DQ_OVERSUB));
+	f = find(&res, &s, ANA_R_UNSTABLE, "bursty");
+	assert_non_null(f);
+	assert_int_equal(f->cause, UINT32_MAX);
+	ana_suggest_free(&s);
+	ana_result_free(&res);
+	unlink(path);
+}
+
+/*
+ * Concurrency (issue 15): "solve" runs 100 ms on thread 0 and declares 3e8 FLOPs (3 GFLOP/s: e = 0.3
+ * on the fixture's 10 GFLOP/s one-core roof, latency-bound); the flusher's counters say the process
+ * used @cpus_x100 / 100 CPUs of 4 online. At 1.00: parallelization fires (one thread, 1 of 4 CPUs),
+ * stake 100 ms x 3/4; at 2.00 it does not (near miss). At 0.35: the process got 35% of the CPU time
+ * its thread spent in sections (cpu-share); solve is judged on that time, e = 0.3 / 0.35 = 0.857:
+ * compute-bound near the roof, not latency-bound; no parallelization on a contended machine.
+ */
+static void write_conc(const char *path, int64_t cpus_x100)
+{
+	const struct fmt_writer_hdr hd = {
+		.clock_source = PT_CLOCK_TSC, .pid = 14, .start_real_ns = 1700000000000000000ull,
+		.process_name = "ana-conc", .host = "testhost", .cmdline = "ana-conc", .recorder_version = "ptz-test 1",
+	};
+	static const char *const nm[] = { NULL, "solve", PT_FMT_PROC_CPU_USER, PT_FMT_PROC_CPU_SYSTEM,
+					  PT_FMT_PROC_CPUS };
+	struct w w = { .t = 0 };
+	tb_start(&w.b, path, &hd);
+	for (uint32_t id = 1; id < 5; id++)
+		assert_int_equal(fmt_enc_string(&w.b.e, id, 0, nm[id], strlen(nm[id])), 0);
+	assert_int_equal(fmt_enc_thread(&w.b.e, 0, 700, 0, 0, "main", 4), 0);
+	assert_int_equal(fmt_enc_thread(&w.b.e, 1, 701, 0, 0, PT_FMT_FLUSHER_THREAD_NAME,
+					 strlen(PT_FMT_FLUSHER_THREAD_NAME)), 0);
+	assert_int_equal(fmt_enc_clock(&w.b.e, 0, 0, 1700000000000000000ull, 1), 0);
+	assert_int_equal(fmt_enc_clock(&w.b.e, 1000000000, 1000000000, 1700000001000000000ull, 1), 0);
+	tb_flush(&w.b, FMT_CHUNK_META, PT_FMT_META_THREAD);
+	w.thread = 0;
+	sec(&w, 1, 100 * MS, 0, 300000000);
+	tb_flush(&w.b, FMT_CHUNK_EVENTS, 0);
+	for (int i = 0; i <= 10; i++) {
+		const uint64_t t = (uint64_t)i * 10 * MS;
+		if (i == 0)
+			fmt_enc_counter(&w.b.e, t, 4, 4);
+		fmt_enc_counter(&w.b.e, t, 2, (int64_t)t * cpus_x100 / 100);
+		fmt_enc_counter(&w.b.e, t, 3, 0);
+	}
+	tb_flush(&w.b, FMT_CHUNK_EVENTS, 1);
+	tb_close(&w.b);
+}
+
+static void test_concurrency(void **state)
+{
+	(void)state;
+	char path[4200];
+	snprintf(path, sizeof(path), "%s", tu_path("conc.ptz"));
+	const struct ana_options ao = { .thread = -1 };
+	const struct ana_sug_opts so = { .peaks = &roofs_fixture };
+	struct ana_result res;
+	struct ana_sug s;
+	char *buf = NULL;
+	size_t len = 0;
+	/* one CPU of four used, the work on one thread */
+	write_conc(path, 100);
+	ana_test_run(path, &ao, &res);
+	assert_int_equal(ana_suggest(&res, &so, &s), 0);
+	assert_null(dq(&s, ANA_DQ_CPU_SHARE));
+	const struct ana_finding *f = find(&res, &s, ANA_R_PARALLEL, "solve");
+	assert_non_null(f);
+	assert_true(near(f->ev[0], 1.0, 1e-9) && f->ev[1] == 4 && f->ev[4] == 1 && f->thread == 0);
+	assert_true(near(f->stake_ns, 75.0 * MS, 1e-9));
+	f = find(&res, &s, ANA_R_ROOFLINE, "solve");
+	assert_non_null(f);
+	assert_int_equal(f->cls, ANA_ROOF_LATENCY); /* no contention: on neither roof */
+	assert_true(isnan(f->contended_e));
+	FILE *out = open_memstream(&buf, &len);
+	ana_suggest_text(out, &res, &s, 0);
+	assert_int_equal(fclose(out), 0);
+	assert_non_null(strstr(buf, "[parallelization] solve"));
+	assert_non_null(strstr(buf, "the process used 1.00 CPUs on average of 4 online (trigger at most 1.25)"));
+	free(buf);
+	ana_suggest_free(&s);
+	ana_result_free(&res);
+	/* two CPUs used: not about one CPU, no parallelization */
+	write_conc(path, 200);
+	ana_test_run(path, &ao, &res);
+	assert_int_equal(ana_suggest(&res, &so, &s), 0);
+	assert_null(find(&res, &s, ANA_R_PARALLEL, "solve"));
+	assert_null(dq(&s, ANA_DQ_CPU_SHARE));
+	ana_suggest_free(&s);
+	ana_result_free(&res);
+	/* 35% of a CPU: contention, said once; the section is not latency-bound */
+	write_conc(path, 35);
+	ana_test_run(path, &ao, &res);
+	assert_int_equal(ana_suggest(&res, &so, &s), 0);
+	const struct ana_finding *c = dq(&s, ANA_DQ_CPU_SHARE);
+	assert_non_null(c);
+	assert_true(near(c->ev[0], 0.35, 1e-6) && near(c->ev[1], 0.35, 1e-6) && near(c->ev[2], 1.0, 1e-6));
+	assert_null(find(&res, &s, ANA_R_PARALLEL, "solve"));
+	f = find(&res, &s, ANA_R_ROOFLINE, "solve");
+	assert_non_null(f);
+	assert_int_equal(f->cls, ANA_ROOF_COMP_NEAR);
+	assert_true(near(f->contended_e, 0.3 / 0.35, 1e-6) && near(f->ev[8], 0.3, 1e-6));
+	buf = NULL;
+	out = open_memstream(&buf, &len);
+	ana_suggest_text(out, &res, &s, 0);
+	assert_int_equal(fclose(out), 0);
+	assert_non_null(strstr(buf, "[data-quality] cpu-share"));
+	assert_non_null(strstr(buf, "the process got 35% of the CPU time its threads spent in sections, over the run"));
+	assert_non_null(strstr(buf, "compute-bound-near-roof"));
+	assert_null(strstr(buf, ": latency-bound"));
+	free(buf);
+	buf = NULL;
+	out = open_memstream(&buf, &len);
+	assert_int_equal(ana_suggest_json(out, &res, &s), 0);
+	assert_int_equal(fclose(out), 0);
+	assert_non_null(strstr(buf, "\"class\": \"cpu-share\""));
+	assert_non_null(strstr(buf, "\"efficiency_on_cpu_got\""));
+	free(buf);
+	ana_suggest_free(&s);
+	ana_result_free(&res);
+	unlink(path);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_concurrency),
+		cmocka_unit_test(test_batching_and_caching),
+		cmocka_unit_test(test_symptoms_under_cause),
 		cmocka_unit_test(test_unstable_machine_or_code),
 		cmocka_unit_test(test_roofline_own_kinds),
 		cmocka_unit_test(test_busy_machine),

@@ -6,7 +6,9 @@
  * Seeded random traces written with chosen ticks (1 tick = 1 ns): one or
  * two threads, up to eight names, top-level sections in phases (one name
  * repeated up to 3,000 times in a block, then another), each with up to
- * two nested children; durations drawn steady, bimodal, heavy-tailed or
+ * two nested children, two in three with the process CPU counters of a
+ * flusher thread (parallelization, cpu-share) (a third of the blocks declare the same bytes on
+ * every call: caching); durations drawn steady, bimodal, heavy-tailed or
  * with a step in the middle of the block (the phased programs that made
  * "unstable" extrapolate 8.7 s from a 512-value reservoir for a section
  * of 1.1 s); random bytes and FLOPs. Each trace is analyzed and suggested
@@ -75,14 +77,20 @@ static uint64_t draw(int kind, uint64_t base, uint64_t k, uint64_t n)
 	return (uint64_t)d + 1;
 }
 
-static void occurrence(struct w *w, uint32_t id, uint64_t d, int kids)
+/* One occurrence of @id lasting @d ns with @kids children; @fixed > 0: it declares @fixed bytes read
+ * and nothing else (the same work on every call: caching), else random metrics. */
+static void occurrence(struct w *w, uint32_t id, uint64_t d, int kids, uint64_t fixed)
 {
 	room(w);
 	fmt_enc_begin(&w->b.e, w->t, id);
-	if (below(3) == 0)
-		fmt_enc_metric(&w->b.e, PT_METRIC_READ_BYTES, 1 + below(1u << 20));
-	if (below(3) == 0)
-		fmt_enc_metric(&w->b.e, PT_METRIC_FLOPS, 1 + below(1u << 22));
+	if (fixed) {
+		fmt_enc_metric(&w->b.e, PT_METRIC_READ_BYTES, fixed);
+	} else {
+		if (below(3) == 0)
+			fmt_enc_metric(&w->b.e, PT_METRIC_READ_BYTES, 1 + below(1u << 20));
+		if (below(3) == 0)
+			fmt_enc_metric(&w->b.e, PT_METRIC_FLOPS, 1 + below(1u << 22));
+	}
 	uint64_t end = w->t + d;
 	for (int c = 0; c < kids; c++) {
 		const uint64_t cd = d / (uint64_t)(kids + 1);
@@ -108,12 +116,18 @@ static void write_random(const char *path, unsigned nthreads)
 		.cmdline = "stakes", .recorder_version = "ptz-test 1",
 	};
 	struct w w = { .t = 0 };
+	uint64_t end = 0;
 	tb_start(&w.b, path, &hd);
 	static const char *const names[NAMES] = { "a", "b", "c", "d", "e", "f", "g", "h" };
 	for (uint32_t id = 1; id <= NAMES; id++)
 		assert_int_equal(fmt_enc_string(&w.b.e, id, 0, names[id - 1], 1), 0);
 	for (uint32_t th = 0; th < nthreads; th++)
 		assert_int_equal(fmt_enc_thread(&w.b.e, th, 600 + th, 0, 0, th ? "t1" : "t0", 2), 0);
+	assert_int_equal(fmt_enc_thread(&w.b.e, 2, 602, 0, 0, PT_FMT_FLUSHER_THREAD_NAME,
+					 strlen(PT_FMT_FLUSHER_THREAD_NAME)), 0);
+	static const char *const proc[3] = { PT_FMT_PROC_CPU_USER, PT_FMT_PROC_CPU_SYSTEM, PT_FMT_PROC_CPUS };
+	for (uint32_t k = 0; k < 3; k++)
+		assert_int_equal(fmt_enc_string(&w.b.e, NAMES + 1 + k, 0, proc[k], strlen(proc[k])), 0);
 	assert_int_equal(fmt_enc_clock(&w.b.e, 0, 0, 1700000000000000000ull, 1), 0);
 	assert_int_equal(fmt_enc_clock(&w.b.e, 1000000000, 1000000000, 1700000001000000000ull, 1), 0);
 	tb_flush(&w.b, FMT_CHUNK_META, PT_FMT_META_THREAD);
@@ -127,10 +141,25 @@ static void write_random(const char *path, unsigned nthreads)
 			const int kind = (int)below(4);
 			const uint64_t base = 50 + below(20000);
 			const int kids = (int)below(3);
+			const uint64_t fixed = below(3) == 0 ? 1 + below(1u << 20) : 0;
 			for (uint64_t k = 0; k < n; k++)
-				occurrence(&w, id, draw(kind, base, k, n), kids);
+				occurrence(&w, id, draw(kind, base, k, n), kids, fixed);
 		}
 		tb_flush(&w.b, FMT_CHUNK_EVENTS, th);
+		end = w.t > end ? w.t : end;
+	}
+	/* two traces in three carry the process CPU counters (parallelization, cpu-share): 4 CPUs
+	 * online, the process using 0.2 to 2.2 of them, sampled ten times over the run */
+	if (below(3)) {
+		const double used = 0.2 + 2.0 * unit();
+		for (int i = 0; i <= 10; i++) {
+			const uint64_t t = end / 10 * (uint64_t)i;
+			if (i == 0)
+				fmt_enc_counter(&w.b.e, t, NAMES + 3, 4);
+			fmt_enc_counter(&w.b.e, t, NAMES + 1, (int64_t)((double)t * used));
+			fmt_enc_counter(&w.b.e, t, NAMES + 2, 0);
+		}
+		tb_flush(&w.b, FMT_CHUNK_EVENTS, 2);
 	}
 	tb_close(&w.b);
 }
@@ -177,7 +206,7 @@ static void check(const struct ana_result *res, const struct ana_sug *s, unsigne
 static void test_stakes_within_their_time(void **state)
 {
 	(void)state;
-	unsigned unstable = 0, findings = 0;
+	unsigned unstable = 0, findings = 0, batching = 0, caching = 0, parallel = 0;
 	for (unsigned t = 0; t < TRACES; t++) {
 		rng_state = 0x5eed0000u + t;
 		char path[4200];
@@ -193,6 +222,11 @@ static void test_stakes_within_their_time(void **state)
 			check(&res, &s, t);
 			for (size_t i = 0; i < s.n; i++)
 				unstable += s.f[i].rule == ANA_R_UNSTABLE;
+			for (size_t i = 0; i < s.n; i++) {
+				batching += s.f[i].rule == ANA_R_BATCHING;
+				caching += s.f[i].rule == ANA_R_CACHING;
+				parallel += s.f[i].rule == ANA_R_PARALLEL;
+			}
 			findings += (unsigned)s.n;
 			ana_suggest_free(&s);
 		}
@@ -200,8 +234,12 @@ static void test_stakes_within_their_time(void **state)
 		unlink(path);
 	}
 	/* the property was exercised: the random traces do fire the rules */
-	print_message("# %u findings, %u unstable, over %u traces\n", findings, unstable, TRACES);
+	print_message("# %u findings, %u unstable, %u batching, %u caching, %u parallelization, over %u traces\n",
+		      findings, unstable, batching, caching, parallel, TRACES);
 	assert_true(unstable >= 10);
+	assert_true(batching >= 5);
+	assert_true(caching >= 5);
+	assert_true(parallel >= 3);
 	assert_true(findings >= 100);
 }
 
