@@ -408,12 +408,16 @@ static inline __attribute__((always_inline)) void agg_add(struct tstate *ts, str
 	if (!(mode & MODE_MERGED_ONLY))
 		hpend_add(&ts->hp, f->node, dur_ns, &a->hist);
 	a->lossy += f->lossy;
-	for (int k = 0; k < ANA_NMETRIC; k++) { /* the per-occurrence range (a is counted already) */
-		const uint64_t v = f->has_m ? f->m.metric_self[k] : 0;
-		if (a->count == 1 || v < a->metric_min[k])
-			a->metric_min[k] = v;
-		if (v > a->metric_max[k])
-			a->metric_max[k] = v;
+	if (f->has_m) { /* the per-occurrence range (a is counted already) */
+		for (int k = 0; k < ANA_NMETRIC; k++) {
+			const uint64_t v = f->m.metric_self[k];
+			if (a->count == 1 || v < a->metric_min[k])
+				a->metric_min[k] = v;
+			if (v > a->metric_max[k])
+				a->metric_max[k] = v;
+		}
+	} else { /* declared nothing: 0 is its value of each, the smallest there is (stores, no branch) */
+		memset(a->metric_min, 0, sizeof(a->metric_min));
 	}
 	if (f->has_m)
 		for (int k = 0; k < ANA_NMETRIC; k++) {
