@@ -314,9 +314,11 @@ struct ana_agg {
 	struct ana_hist hist;
 	struct ana_reservoir res;
 	uint64_t metric_self[ANA_NMETRIC], metric_incl[ANA_NMETRIC];
-	/* the smallest and largest per-occurrence self metric (an occurrence that declares none: 0), over
-	 * count occurrences: min == max > 0 says every call declared the same work (suggest's caching) */
+	/* the smallest and largest per-occurrence self metric over the metric_occ occurrences that declared
+	 * any metric (kept in the pass only for them: the others pay nothing): metric_occ == count and
+	 * min == max > 0 say every call declared the same work (suggest's caching) */
 	uint64_t metric_min[ANA_NMETRIC], metric_max[ANA_NMETRIC];
+	uint64_t metric_occ;
 	uint64_t xfer_self[ANA_DIRS], xfer_incl[ANA_DIRS];
 	uint64_t xfer_count[ANA_DIRS];
 	struct ana_gpu *gpu; /* NULL until a GPU range is attributed; owned */

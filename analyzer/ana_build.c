@@ -408,22 +408,18 @@ static inline __attribute__((always_inline)) void agg_add(struct tstate *ts, str
 	if (!(mode & MODE_MERGED_ONLY))
 		hpend_add(&ts->hp, f->node, dur_ns, &a->hist);
 	a->lossy += f->lossy;
-	if (f->has_m) { /* the per-occurrence range (a is counted already) */
+	if (f->has_m) { /* sections that declare no metric (most) pay nothing here */
+		a->metric_occ++;
 		for (int k = 0; k < ANA_NMETRIC; k++) {
 			const uint64_t v = f->m.metric_self[k];
-			if (a->count == 1 || v < a->metric_min[k])
+			ANA_SAT_ADD(a->metric_self[k], v);
+			ANA_SAT_ADD(a->metric_incl[k], f->m.metric_incl[k]);
+			if (a->metric_occ == 1 || v < a->metric_min[k]) /* the per-occurrence range */
 				a->metric_min[k] = v;
 			if (v > a->metric_max[k])
 				a->metric_max[k] = v;
 		}
-	} else { /* declared nothing: 0 is its value of each, the smallest there is (stores, no branch) */
-		memset(a->metric_min, 0, sizeof(a->metric_min));
 	}
-	if (f->has_m)
-		for (int k = 0; k < ANA_NMETRIC; k++) {
-			ANA_SAT_ADD(a->metric_self[k], f->m.metric_self[k]);
-			ANA_SAT_ADD(a->metric_incl[k], f->m.metric_incl[k]);
-		}
 	if (f->has_x)
 		for (int k = 0; k < ANA_DIRS; k++) {
 			ANA_SAT_ADD(a->xfer_self[k], f->x.xfer_self[k]);

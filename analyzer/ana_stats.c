@@ -595,8 +595,9 @@ void ana_agg_merge(struct ana_agg *d, const struct ana_agg *s, uint64_t *rng)
 	if (s->count == 0)
 		return;
 	dur_range_add(&d->min_ns, &d->max_ns, d->count, s->min_ns, s->max_ns);
-	for (int k = 0; k < ANA_NMETRIC; k++)
-		dur_range_add(&d->metric_min[k], &d->metric_max[k], d->count, s->metric_min[k], s->metric_max[k]);
+	for (int k = 0; s->metric_occ && k < ANA_NMETRIC; k++)
+		dur_range_add(&d->metric_min[k], &d->metric_max[k], d->metric_occ, s->metric_min[k], s->metric_max[k]);
+	ANA_SAT_ADD(d->metric_occ, s->metric_occ);
 	if (d->count == 0 || s->first_start_ns < d->first_start_ns) {
 		d->first_start_ns = s->first_start_ns;
 		d->first_ns = s->first_ns;

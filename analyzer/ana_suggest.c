@@ -1082,6 +1082,8 @@ static void caching(struct sctx *c, uint32_t i, const struct ana_agg *a)
 {
 	if ((double)a->count < c->o->cache_calls || 100.0 * share(c, (double)a->total_ns) < c->o->min_pct)
 		return;
+	if (a->metric_occ != a->count)
+		return; /* some calls declared nothing */
 	bool some = false;
 	for (int k = 0; k < ANA_NMETRIC; k++) {
 		if (a->metric_min[k] != a->metric_max[k] || a->metric_self[k] == UINT64_MAX)
