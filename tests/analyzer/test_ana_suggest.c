@@ -894,12 +894,12 @@ static void test_unstable_machine_or_code(void **state)
  *  - "hash": 200 calls each declaring 4096 bytes read, 5 us: caching fires, stake 199/200 of 1 ms;
  *  - "hash2": the same but 4096 or 4097 bytes: the declared work varies, no.
  */
-enum { B_MAIN = 1, B_LOOP, B_PUT, B_SPARSE, B_GET, B_SLOW, B_BIG, B_HASH, B_HASH2, B_NAMES };
+enum { B_MAIN = 1, B_LOOP, B_PUT, B_SPARSE, B_GET, B_SLOW, B_BIG, B_HASH, B_HASH2, B_HASH3, B_NAMES };
 
 static void write_batch(const char *path)
 {
 	static const char *const nm[B_NAMES] = { NULL, "main", "loop", "put", "sparse", "get", "slow", "big", "hash",
-						 "hash2" };
+						 "hash2", "hash3" };
 	const struct fmt_writer_hdr hd = {
 		.clock_source = PT_CLOCK_TSC, .pid = 12, .start_real_ns = 1700000000000000000ull,
 		.process_name = "ana-batch", .host = "testhost", .cmdline = "ana-batch", .recorder_version = "ptz-test 1",
@@ -931,6 +931,8 @@ static void write_batch(const char *path)
 		sec(&w, B_HASH, 5 * US, 4096, 0);
 	for (int i = 0; i < 200; i++)
 		sec(&w, B_HASH2, 5 * US, 4096 + (uint64_t)(i % 2), 0);
+	for (int i = 0; i < 200; i++) /* every other call declares nothing: not the same work each call */
+		sec(&w, B_HASH3, 5 * US, i % 2 ? 4096 : 0, 0);
 	fmt_enc_end(&w.b.e, w.t, B_MAIN);
 	tb_flush(&w.b, FMT_CHUNK_EVENTS, 0);
 	tb_close(&w.b);
@@ -960,6 +962,7 @@ static void test_batching_and_caching(void **state)
 	assert_true(f->ev[0] == 200 && f->ev[4] == 4096 && f->ev[5] == 0 && f->ev[6] == 0);
 	assert_true(near(f->stake_ns, 199.0 * 5 * US, 1e-9));
 	assert_null(find(&res, &s, ANA_R_CACHING, "hash2")); /* 4096 or 4097 bytes */
+	assert_null(find(&res, &s, ANA_R_CACHING, "hash3")); /* half the calls declare nothing */
 	assert_null(find(&res, &s, ANA_R_CACHING, "put"));   /* declares nothing */
 	char *buf = NULL;
 	size_t len = 0;
