@@ -973,24 +973,23 @@ static int totals_tested(const struct ana_result *base, const struct ana_result 
 }
 
 /*
- * Whether the middle of the distribution changed shape: the changes at p25, p50 and p75 differ by more
- * than twice the noise threshold (as ratios), with a shape to compare (shape_changed). The tails are
- * left out on purpose: preemption on a busy machine stretches p90 alone (a +50% section whose p90 went
- * +1,700%), and the mean it drags along would hide the shift every quartile shows; a bimodal section
- * whose slow share moved makes its median jump while p25 and p75 stay.
+ * Whether the median jumped apart from its neighbours: the change at p50 lies beyond the changes at
+ * both p25 and p75 by more than twice the noise threshold (as ratios), on a row whose shape changed.
+ * That is a bimodal section whose slow share moved (its median goes from one mode to the other while
+ * p25 and p75 stay), where no per-call ratio of medians means anything. A shift with a stretched tail
+ * is not: preemption on a busy machine moves p75 or p90 more than p25 and p50 (a +50% section whose
+ * p90 went +1,700%; a 10x section whose p75 went +2,900%), the median still sits between its
+ * neighbours, and the mean, dragged by either run's outliers, would misstate the change.
  */
-static bool middle_shape_changed(const struct ana_cmp_row *r, double noise)
+static bool median_jumped(const struct ana_cmp_row *r, double noise)
 {
 	if (!r->shape_changed)
 		return false;
-	double lo = INFINITY, hi = -INFINITY;
-	for (int k = 1; k <= 3; k++) {
-		if (isnan(r->q_change[k]))
-			return false;
-		lo = fmin(lo, r->q_change[k]);
-		hi = fmax(hi, r->q_change[k]);
-	}
-	return lo > -1 && (1 + hi) / (1 + lo) - 1 > 2 * noise;
+	const double q25 = r->q_change[1], q50 = r->q_change[2], q75 = r->q_change[3];
+	if (isnan(q25) || isnan(q50) || isnan(q75))
+		return false;
+	const double lo = fmin(q25, q75), hi = fmax(q25, q75);
+	return lo > -1 && q50 > -1 && ((1 + q50) / (1 + hi) - 1 > 2 * noise || (1 + lo) / (1 + q50) - 1 > 2 * noise);
 }
 
 /* The log of the change the per-call verdict judges: of the means (on_mean) or of the medians. */
@@ -1151,7 +1150,7 @@ int ana_compare(const struct ana_result *base, const struct ana_result *nw, cons
 		r->verdict = ANA_V_WITHIN_NOISE;
 		const struct ana_agg *ab = &base->merged.n[r->base_node].agg, *an = &nw->merged.n[r->new_node].agg;
 		uint32_t nb = ana_samples_without_first(ab, vb), nn = ana_samples_without_first(an, vb + ANA_RESERVOIR_CAP);
-		if (out->runs_base < 2 && middle_shape_changed(r, o.noise) && ab->count > 2 && an->count > 2 &&
+		if (out->runs_base < 2 && median_jumped(r, o.noise) && ab->count > 2 && an->count > 2 &&
 		    r->mean_base > 0 &&
 		    r->mean_new > 0) {
 			/* the median jumps between modes: the mean per call (the time spent) decides */

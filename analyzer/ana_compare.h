@@ -143,9 +143,9 @@ struct ana_cmp_row {
 	double se_log, p_thr, q_thr;
 	double df;      /* degrees of freedom of se_log: Welch-Satterthwaite over runs, or INFINITY (one run a side) */
 	/* The per-call verdict judged the mean (change_mean) rather than the median: one run a side and the
-	 * middle of the distribution changed shape (p25, p50, p75 moved apart by more than twice the noise:
-	 * the median jumps between modes, issue 15, case 5; a stretched tail alone does not count); se_log
-	 * is then the
+	 * median jumped apart from its neighbours (its change beyond both p25's and p75's by more than twice
+	 * the noise: a bimodal section whose median went from one mode to the other, issue 15, case 5; a
+	 * shift with a stretched tail does not count); se_log is then the
 	 * delta-method error of log(mean_new / mean_base) from the power sums, and [ci_lo, ci_hi] is of
 	 * change_mean. */
 	bool on_mean;
