@@ -499,6 +499,26 @@ static int analyze_side(const char *path, struct ana_options *ao, struct ana_res
 }
 
 /*
+ * Analyzes the @n traces @paths into res[0..n) with the same options, ptrs[i] = &res[i]: a damaged
+ * trace is reported (its intact chunks analyzed, *@code = 1) and the others still read; the first
+ * that cannot be read at all stops it (analyze_side() said why). Return: how many were analyzed (to
+ * free), @n when all were.
+ */
+static size_t analyze_all(const char *const *paths, size_t n, struct ana_options *ao, struct ana_result *res,
+			  const struct ana_result **ptrs, int show_progress, int *code)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (analyze_side(paths[i], ao, &res[i], show_progress)) {
+			*code = 1;
+			return i;
+		}
+		*code |= trace_warnings(paths[i], &res[i]);
+		ptrs[i] = &res[i];
+	}
+	return n;
+}
+
+/*
  * ptanalyze [report] A.ptz B.ptz ...: every trace analyzed with the same options and shown as one
  * view (analyzer/ana_multi.h): text on stdout, unless --json - ; exit 1 if a trace cannot be read or is
  * damaged, or the JSON cannot be written.
@@ -513,14 +533,8 @@ static int run_multi(const char *const *files, size_t n, struct ana_options *ao,
 	if (!res || !ptrs) {
 		fprintf(stderr, PROG ": out of memory\n");
 		code = 1;
-	}
-	for (; code == 0 && done < n; done++) {
-		if (analyze_side(files[done], ao, &res[done], show_progress)) {
-			code = 1;
-			break;
-		}
-		code |= trace_warnings(files[done], &res[done]);
-		ptrs[done] = &res[done];
+	} else {
+		done = analyze_all(files, n, ao, res, ptrs, show_progress, &code);
 	}
 	struct ana_multi m;
 	if (done == n && ana_multi_build(ptrs, n, &m) == 0) {
@@ -541,7 +555,7 @@ static int run_multi(const char *const *files, size_t n, struct ana_options *ao,
 	free(res);
 	free(ptrs);
 	int out = stdout_ok();
-	return code ? code : out;
+	return out ? out : code;
 }
 
 /*
@@ -566,17 +580,10 @@ static int run_compare(const char *const *bpaths, size_t nb, const char *const *
 	}
 	ao->merged_percentiles_only = true; /* the comparison reads the reservoirs, not the histograms */
 	ao->no_flat_percentiles = true;
-	size_t done = 0;
 	int code = 0;
-	for (; done < nb + nn; done++) {
-		const char *path = done < nb ? bpaths[done] : npaths[done - nb];
-		if (analyze_side(path, ao, &runs[done], show_progress)) {
-			code = 1;
-			break;
-		}
-		code |= trace_warnings(path, &runs[done]);
-		ptrs[done] = &runs[done];
-	}
+	size_t done = analyze_all(bpaths, nb, ao, runs, ptrs, show_progress, &code);
+	if (done == nb)
+		done += analyze_all(npaths, nn, ao, runs + nb, ptrs + nb, show_progress, &code);
 	struct ana_result *b = &runs[0], *n = &runs[nb];
 	struct ana_cmp_opts co = *co_in;
 	if (nb >= 2 && nn >= 2) {

@@ -297,6 +297,14 @@ for tp in ("iter", "iter;slower", "iter;steady"):
     assert r["max_total_ns"] == max(tot) and r["slowest_trace"] == tot.index(max(tot)), (tp, r, tot)
     assert abs(r["max_over_mean"] - max(tot) * 2 / sum(tot)) < 1e-9, (tp, r)
 ' "$TMP/out" "$ANA" "$TMP/cb.ptz" "$TMP/cn.ptz"
+cp "$TMP/cb.ptz" "$TMP/dmg.ptz"
+python3 -c 'import os, sys
+p = sys.argv[1]; off = os.path.getsize(p) - 200
+with open(p, "r+b") as f:
+    f.seek(off); b = f.read(16); f.seek(off); f.write(bytes(x ^ 0xff for x in b))' "$TMP/dmg.ptz"
+run report "$TMP/dmg.ptz" "$TMP/cn.ptz"
+check "report of 2 traces, one damaged: the view of both, the damage named, exit 1" \
+	eval '[ "$rc" -eq 1 ] && grep -q "^traces: 2" "$TMP/out" && grep -q "cn.ptz" "$TMP/out" && grep -q "dmg.ptz: error" "$TMP/err"'
 run "$TMP/cb.ptz" "$TMP/cn.ptz" --csv "$TMP/x.csv"
 check "report of 2 traces --csv: usage, exit 2" eval '[ "$rc" -eq 2 ] && grep -q "several traces" "$TMP/err"'
 run compare "$TMP/cb.ptz"
