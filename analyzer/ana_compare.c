@@ -1456,6 +1456,13 @@ static json_t *jnum(double v)
 	return isnan(v) || isinf(v) ? json_null() : json_real(v);
 }
 
+/* What an inherited verdict @v came from (@dir: +1 a regression, -1 an improvement), or null. */
+static json_t *jinherited(enum ana_verdict v, int dir)
+{
+	return v != ANA_V_INHERITED ? json_null()
+				     : json_string(ana_verdict_key(dir > 0 ? ANA_V_REGRESSION : ANA_V_IMPROVEMENT));
+}
+
 /* The row's own name, UTF-8-repaired. */
 static json_t *jname_of(const struct ana_result *res, uint32_t node, char **scratch)
 {
@@ -1529,10 +1536,7 @@ int ana_compare_json(FILE *out, const struct ana_result *base, const struct ana_
 		const struct ana_agg *ab = in_b ? &base->merged.n[r->base_node].agg : NULL;
 		const struct ana_agg *an = r->new_node != UINT32_MAX ? &nw->merged.n[r->new_node].agg : NULL;
 		bad |= !j || json_object_set_new(j, "threshold_only", json_boolean(r->threshold_only)) ||
-		       json_object_set_new(j, "inherited_from",
-					   r->verdict != ANA_V_INHERITED ? json_null()
-					   : json_string(ana_verdict_key(r->inherited_dir > 0 ? ANA_V_REGRESSION
-											       : ANA_V_IMPROVEMENT))) ||
+		       json_object_set_new(j, "inherited_from", jinherited(r->verdict, r->inherited_dir)) ||
 		       json_object_set_new(j, "self_change", jnum(r->self_change)) ||
 		       json_object_set_new(j, "mean_base_ns", jnum(r->mean_base)) ||
 		       json_object_set_new(j, "mean_new_ns", jnum(r->mean_new)) ||
@@ -1557,10 +1561,7 @@ int ana_compare_json(FILE *out, const struct ana_result *base, const struct ana_
 		       json_object_set_new(j, "p_threshold", jnum(r->p_thr)) ||
 		       json_object_set_new(j, "q_threshold", jnum(r->q_thr)) ||
 		       json_object_set_new(j, "total_verdict", json_string(ana_verdict_key(r->total_verdict))) ||
-		       json_object_set_new(j, "total_inherited_from",
-					   r->total_verdict != ANA_V_INHERITED ? json_null()
-					   : json_string(ana_verdict_key(r->total_inherited_dir > 0 ? ANA_V_REGRESSION
-												     : ANA_V_IMPROVEMENT))) ||
+		       json_object_set_new(j, "total_inherited_from", jinherited(r->total_verdict, r->total_inherited_dir)) ||
 		       json_object_set_new(j, "total_share_only", json_boolean(r->total_share_only)) ||
 		       json_object_set_new(j, "total_ci_low", jnum(r->total_ci_lo)) ||
 		       json_object_set_new(j, "total_ci_high", jnum(r->total_ci_hi)) ||
