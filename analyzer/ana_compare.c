@@ -479,6 +479,9 @@ static struct ana_cmp_row *add_row(struct builder *bd)
 	r->median_base = r->median_new = r->change = r->ci_lo = r->ci_hi = NAN;
 	r->u = r->p = r->q = r->self_change = r->change_vs_shift = NAN;
 	r->mean_base = r->mean_new = r->change_mean = r->count_change = r->total_change = NAN;
+	r->count_se_log = r->count_p_thr = r->count_q_thr = r->count_ci_lo = r->count_ci_hi = NAN;
+	r->count_df = INFINITY;
+	r->count_verdict = ANA_V_UNVERIFIED;
 	for (int k = 0; k < 5; k++)
 		r->q_change[k] = NAN;
 	return r;
@@ -615,10 +618,12 @@ static double rel_change(double b, double n)
 }
 
 /*
- * One cause, one regression, for the per-call verdict and for the total alike: a regression
+ * One cause, one regression, for the per-call verdict, the total and the call count: a regression
  * (improvement) some of whose child rows regressed (improved) too, directly or through an inherited
  * row, and whose own part moved within the noise threshold, owes its change to them:
- * ANA_V_INHERITED. The own part is the time per call (self_ns / count) for the per-call verdict and
+ * ANA_V_INHERITED. The call count goes the other way, from the root down: a path whose count moved with
+ * its parent's (the same calls per parent call) inherits the parent's count verdict, and then its total,
+ * when its time per call moved within the noise, is the parent's change too (not passed up again). The own part is the time per call (self_ns / count) for the per-call verdict and
  * the self total (self_ns) for the total. Before the walk, a path in one run only keeps its "new work"
  * ("gone") total verdict only when it is a top-level path or its parent, present in both runs, has a
  * total that moved beyond the threshold that way: a renamed section whose parent kept its time is not
@@ -653,6 +658,24 @@ static int inherit(const struct ana_result *base, const struct ana_result *nw, s
 		if (r->new_node != UINT32_MAX)
 			nrow[r->new_node] = (int64_t)i;
 	}
+	const double noise = c->opts.noise;
+	/* the call count, from the root down: a path called 10x as often because its parent is called 10x
+	 * as often (the same calls per parent call) is its parent's change */
+	for (size_t i = 0; i < c->nrows; i++) {
+		struct ana_cmp_row *r = &c->rows[i];
+		const int d = verdict_dir(r->count_verdict, 0);
+		const struct ana_cmp_row *pr = prow[i] >= 0 ? &c->rows[prow[i]] : NULL;
+		if (!d || !pr || verdict_dir(pr->count_verdict, pr->count_inherited_dir) != d)
+			continue;
+		/* the change of the calls per parent call (with runs as the unit, of the geometric means) */
+		const double own = c->runs_base > 1 ? (1.0 + r->count_change) / (1.0 + pr->count_change) - 1.0
+						    : rel_change((double)r->count_base / (double)pr->count_base,
+								 (double)r->count_new / (double)pr->count_new);
+		if (!(fabs(own) <= noise))
+			continue;
+		r->count_verdict = ANA_V_INHERITED;
+		r->count_inherited_dir = d;
+	}
 	for (size_t i = 0; i < c->nrows; i++) {
 		struct ana_cmp_row *r = &c->rows[i];
 		if (!r->total_share_only || r->depth <= 1)
@@ -664,7 +687,6 @@ static int inherit(const struct ana_result *base, const struct ana_result *nw, s
 			r->total_share_only = false;
 		}
 	}
-	const double noise = c->opts.noise;
 	for (size_t i = c->nrows; i-- > 0;) {
 		struct ana_cmp_row *r = &c->rows[i];
 		const bool both = r->base_node != UINT32_MAX && r->new_node != UINT32_MAX;
@@ -680,7 +702,17 @@ static int inherit(const struct ana_result *base, const struct ana_result *nw, s
 			}
 			dir = verdict_dir(r->verdict, r->inherited_dir);
 			const double self_total = rel_change((double)ab->self_ns, (double)an->self_ns);
-			if (tdir && (kids[i] & (tdir > 0 ? 4 : 8)) && fabs(self_total) <= noise) {
+			/* the mean time per call, all occurrences (with runs as the unit, of the geometric means) */
+			const double per_call = (1.0 + r->total_change) / (1.0 + r->count_change) - 1.0;
+			if (tdir && r->count_verdict == ANA_V_INHERITED && r->count_inherited_dir == tdir &&
+			    fabs(per_call) <= noise) {
+				/* called more (less) only because its parent is, each call as before: the parent's
+				 * change, which is not passed back up to it */
+				r->total_verdict = ANA_V_INHERITED;
+				r->total_inherited_dir = tdir;
+				r->total_from_parent = true;
+				tdir = 0;
+			} else if (tdir && (kids[i] & (tdir > 0 ? 4 : 8)) && fabs(self_total) <= noise) {
 				r->total_verdict = ANA_V_INHERITED;
 				r->total_inherited_dir = tdir;
 			}
@@ -846,12 +878,12 @@ static double welch(const double *x, size_t nx, const double *y, size_t ny, doub
 }
 
 /* Per-run summaries of one side for the path of @ref_node in @runs[0]: the log of its median per call
- * (samples after the first; the first occurrence when it is the only one) and of its total, for the runs
- * where it occurred. @vb: scratch of ANA_RESERVOIR_CAP. */
+ * (samples after the first; the first occurrence when it is the only one), of its total and of its call
+ * count, for the runs where it occurred. @vb: scratch of ANA_RESERVOIR_CAP. */
 static void side_logs(const struct ana_result *const *runs, size_t k, uint32_t *const *maps, uint32_t ref_node,
-		      uint64_t *vb, double *lmed, size_t *nmed, double *ltot, size_t *ntot)
+		      uint64_t *vb, double *lmed, size_t *nmed, double *ltot, size_t *ntot, double *lcnt, size_t *ncnt)
 {
-	*nmed = *ntot = 0;
+	*nmed = *ntot = *ncnt = 0;
 	for (size_t i = 0; i < k; i++) {
 		const uint32_t node = i ? maps[i][ref_node] : ref_node;
 		if (node == UINT32_MAX)
@@ -859,6 +891,7 @@ static void side_logs(const struct ana_result *const *runs, size_t k, uint32_t *
 		const struct ana_agg *a = &runs[i]->merged.n[node].agg;
 		if (!a->count)
 			continue;
+		lcnt[(*ncnt)++] = log((double)a->count);
 		const uint32_t n = ana_samples_without_first(a, vb);
 		const double med = n ? ana_median(vb, n) : (double)a->first_ns;
 		if (med > 0)
@@ -880,7 +913,7 @@ static int runs_fill(struct ana_cmp *c, uint64_t *vb)
 	const struct ana_cmp_opts *o = &c->opts;
 	const size_t kb = o->nbase_runs, kn = o->nnew_runs;
 	uint32_t **mb = calloc(kb, sizeof(*mb)), **mn = calloc(kn, sizeof(*mn));
-	double *buf = malloc(4 * (kb + kn) * sizeof(*buf));
+	double *buf = malloc(6 * (kb + kn) * sizeof(*buf));
 	int rc = mb && mn && buf ? 0 : -1;
 	for (size_t i = 1; rc == 0 && i < kb; i++)
 		rc = (mb[i] = map_paths(o->base_runs[0], o->base_runs[i])) ? 0 : -1;
@@ -893,10 +926,11 @@ static int runs_fill(struct ana_cmp *c, uint64_t *vb)
 		r->total_verdict = ANA_V_UNVERIFIED;
 		if (r->base_node == UINT32_MAX || r->new_node == UINT32_MAX)
 			continue;
-		double *bm = buf, *bt = buf + kb, *nm = buf + 2 * kb, *nt = buf + 2 * kb + kn;
-		size_t nbm, nbt, nnm, nnt;
-		side_logs(o->base_runs, kb, mb, r->base_node, vb, bm, &nbm, bt, &nbt);
-		side_logs(o->new_runs, kn, mn, r->new_node, vb, nm, &nnm, nt, &nnt);
+		double *bm = buf, *bt = buf + kb, *bc = buf + 2 * kb;
+		double *nm = buf + 3 * kb, *nt = nm + kn, *nc = nm + 2 * kn;
+		size_t nbm, nbt, nbc, nnm, nnt, nnc;
+		side_logs(o->base_runs, kb, mb, r->base_node, vb, bm, &nbm, bt, &nbt, bc, &nbc);
+		side_logs(o->new_runs, kn, mn, r->new_node, vb, nm, &nnm, nt, &nnt, nc, &nnc);
 		r->p = r->u = NAN;
 		r->exact = false;
 		r->n_base = (uint32_t)nbm;
@@ -918,6 +952,12 @@ static int runs_fill(struct ana_cmp *c, uint64_t *vb)
 			r->total_change = expm1(d);
 			r->total_p_thr = ana_thr_p_df(d, r->total_se_log, r->total_df, o->noise);
 			r->total_verdict = ANA_V_NOT_SIGNIFICANT;
+		}
+		if (nbc >= 2 && nnc >= 2) { /* the call count: counts_judged() */
+			double d;
+			(void)welch(bc, nbc, nc, nnc, &d, &r->count_se_log, &r->count_df);
+			r->count_change = expm1(d);
+			r->count_p_thr = ana_thr_p_df(d, r->count_se_log, r->count_df, o->noise);
 		}
 	}
 	for (size_t i = 1; mb && i < kb; i++)
@@ -1057,6 +1097,74 @@ static int threshold_family(struct ana_cmp *c)
 	return 0;
 }
 
+/*
+ * The call count's verdict of every row (ana_cmp_row.count_verdict). One run a side: the counts are
+ * exact, so count_change beyond the noise threshold is more (fewer) calls, with no test. Runs as the
+ * unit: runs_fill() gave each row in 2 runs a side its threshold test on the per-run log counts; they
+ * form their own Benjamini-Hochberg family (kept apart from the time family: a count verdict never
+ * sets the exit code, and p-values of 1 from paths called as often in every run would only dilute the
+ * time tests), selected at q < alpha, with intervals at 1 - max(R, 1) alpha / M (Benjamini and
+ * Yekutieli 2005). Inheritance from the parent: inherit(). Return: 0, or -1 on ENOMEM.
+ */
+static int counts_judged(struct ana_cmp *c)
+{
+	const double alpha = c->opts.alpha, noise = c->opts.noise;
+	c->count_family = c->count_selected = 0;
+	c->count_ci_level = 1.0 - alpha;
+	double *q = NULL, *p = NULL;
+	if (c->runs_base > 1 && c->nrows) {
+		p = malloc(c->nrows * sizeof(*p));
+		q = malloc(c->nrows * sizeof(*q));
+		if (!p || !q) {
+			free(p);
+			free(q);
+			return -1;
+		}
+		for (size_t i = 0; i < c->nrows; i++)
+			p[i] = c->rows[i].count_p_thr;
+		if (ana_bh(p, c->nrows, q)) {
+			free(p);
+			free(q);
+			return -1;
+		}
+		for (size_t i = 0; i < c->nrows; i++) {
+			c->count_family += !isnan(p[i]);
+			c->count_selected += q[i] < alpha;
+		}
+		if (c->count_family)
+			c->count_ci_level = 1.0 - (double)(c->count_selected ? c->count_selected : 1) * alpha /
+							(double)c->count_family;
+	}
+	const double tail = (1.0 - c->count_ci_level) / 2.0;
+	for (size_t i = 0; i < c->nrows; i++) {
+		struct ana_cmp_row *r = &c->rows[i];
+		if (r->base_node == UINT32_MAX || r->new_node == UINT32_MAX) {
+			r->count_verdict = r->base_node == UINT32_MAX ? ANA_V_ONLY_NEW : ANA_V_ONLY_BASE;
+			continue;
+		}
+		if (c->runs_base < 2) {
+			r->count_exact = true;
+			r->count_verdict = r->count_change > noise	  ? ANA_V_REGRESSION
+					   : r->count_change < -noise ? ANA_V_IMPROVEMENT
+								      : ANA_V_NOT_SIGNIFICANT;
+			continue;
+		}
+		if (isnan(r->count_p_thr)) {
+			r->count_verdict = ANA_V_UNVERIFIED;
+			continue;
+		}
+		r->count_q_thr = q[i];
+		const double d = log1p(r->count_change);
+		const double t = isinf(r->count_df) ? ana_norm_quantile_upper(tail) : ana_t_quantile_upper(tail, r->count_df);
+		r->count_ci_lo = expm1(d - t * r->count_se_log);
+		r->count_ci_hi = expm1(d + t * r->count_se_log);
+		r->count_verdict = !(q[i] < alpha) ? ANA_V_NOT_SIGNIFICANT : d > 0 ? ANA_V_REGRESSION : ANA_V_IMPROVEMENT;
+	}
+	free(p);
+	free(q);
+	return 0;
+}
+
 int ana_compare(const struct ana_result *base, const struct ana_result *nw, const struct ana_cmp_opts *opts,
 		struct ana_cmp *out)
 {
@@ -1176,6 +1284,8 @@ int ana_compare(const struct ana_result *base, const struct ana_result *nw, cons
 		rc = totals_tested(base, nw, out);
 	if (rc == 0)
 		rc = threshold_family(out);
+	if (rc == 0)
+		rc = counts_judged(out);
 	free(p);
 	free(q);
 	free(vb);
@@ -1207,6 +1317,9 @@ int ana_compare(const struct ana_result *base, const struct ana_result *nw, cons
 			out->total_regressions++;
 		else if (r->total_verdict == ANA_V_IMPROVEMENT && r->verdict != ANA_V_IMPROVEMENT)
 			out->total_improvements++;
+		out->count_more += r->count_verdict == ANA_V_REGRESSION;
+		out->count_fewer += r->count_verdict == ANA_V_IMPROVEMENT;
+		out->count_inherited += r->count_verdict == ANA_V_INHERITED;
 	}
 	out->geomean = out->ngeo ? exp(logsum / (double)out->ngeo) : NAN;
 	return 0;
@@ -1273,6 +1386,18 @@ static const char *signed_dur(char *b, size_t n, double ns)
 }
 
 /* The row's share of its run: inclusive time / sum of thread spans (§3); NaN if absent or empty. */
+/* What the call count's verdict says, after the counts on a row's line: ", more calls", ", fewer calls
+ * [lo, hi]" (with runs as the unit), ", more calls, as its parent" (inherited); "" when it did not move. */
+static void count_note(char *b, size_t n, const struct ana_cmp_row *r)
+{
+	const int d = verdict_dir(r->count_verdict, r->count_inherited_dir);
+	char lo[16], hi[16], ci[40] = "";
+	if (d && !r->count_exact && r->count_verdict != ANA_V_INHERITED)
+		snprintf(ci, sizeof(ci), " [%s, %s]", pct(lo, sizeof(lo), r->count_ci_lo), pct(hi, sizeof(hi), r->count_ci_hi));
+	snprintf(b, n, "%s%s%s", !d ? "" : d > 0 ? ", more calls" : ", fewer calls", ci,
+		 r->count_verdict == ANA_V_INHERITED ? ", as its parent" : "");
+}
+
 void ana_compare_text(FILE *out, const struct ana_result *base, const struct ana_result *nw,
 		      const struct ana_cmp *c, int top)
 {
@@ -1301,6 +1426,13 @@ void ana_compare_text(FILE *out, const struct ana_result *base, const struct ana
 			ANA_RESERVOIR_CAP, o->alpha, 100.0 * o->noise, o->bootstrap, c->family, o->alpha,
 			100.0 * c->ci_level, c->selected);
 	fprintf(out, "        verdicts judge the median per call and the total (count x duration) per run\n");
+	if (c->runs_base > 1)
+		fprintf(out, "        the call count: Welch's t on the per-run log counts, its own BH family of %zu, intervals\n"
+			     "        at %.4g%%; a change of the work, not counted by --fail-on-regression\n",
+			c->count_family, 100.0 * c->count_ci_level);
+	else
+		fprintf(out, "        the call count: taken as exact (one run a side), more or fewer calls beyond the noise\n"
+			     "        threshold; a change of the work, not counted by --fail-on-regression\n");
 	if (o->gate_threshold > 0)
 		fprintf(out, "        paths with too few occurrences to test: judged on the median change alone against\n"
 			     "        --gate-threshold +-%.1f%% (\"threshold only\": no test, no error rate)\n",
@@ -1318,9 +1450,14 @@ void ana_compare_text(FILE *out, const struct ana_result *base, const struct ana
 			c->count[ANA_V_INHERITED]);
 	if (c->total_regressions || c->total_improvements || c->total_inherited)
 		fprintf(out, "totals:  %zu regression%s and %zu improvement%s of the total per run (the call count or\n"
-			     "         new work) beyond the per-call verdicts, %zu inherited from children\n",
+			     "         new work) beyond the per-call verdicts, %zu inherited (from children, or from\n"
+			     "         the parent's call count)\n",
 			c->total_regressions, plural_s(c->total_regressions), c->total_improvements,
 			plural_s(c->total_improvements), c->total_inherited);
+	if (c->count_more || c->count_fewer || c->count_inherited)
+		fprintf(out, "calls:   %zu path%s called more often and %zu less often beyond the threshold, %zu more\n"
+			     "         inherited from their parents (the same calls per parent call)\n",
+			c->count_more, plural_s(c->count_more), c->count_fewer, c->count_inherited);
 	if (c->ngeo)
 		fprintf(out, "geometric mean of median ratios (new / base): %.4f over %zu path%s\n", c->geomean, c->ngeo,
 			plural_s(c->ngeo));
@@ -1388,19 +1525,26 @@ void ana_compare_text(FILE *out, const struct ana_result *base, const struct ana
 			/* the total per run: its own verdict when it moved beyond the threshold (the call count),
 			 * else the call count when it moved */
 			const int td = verdict_dir(r->total_verdict, 0);
-			const bool moved_count = !isnan(r->count_change) && fabs(r->count_change) >= 0.10;
+			const bool moved_count = verdict_dir(r->count_verdict, r->count_inherited_dir) != 0;
+			char cn[48];
+			count_note(cn, sizeof(cn), r);
 			if (td && !r->total_share_only && (td != verdict_dir(r->verdict, 0) || moved_count)) {
 				char tc[16], tl[16], th[16];
-				fprintf(out, "  (total %s [%s, %s]: %s of the total; calls %" PRIu64 " -> %" PRIu64 ")",
+				fprintf(out, "  (total %s [%s, %s]: %s of the total; calls %" PRIu64 " -> %" PRIu64 "%s)",
 					pct(tc, sizeof(tc), r->total_change), pct(tl, sizeof(tl), r->total_ci_lo),
 					pct(th, sizeof(th), r->total_ci_hi), ana_verdict_name(r->total_verdict),
-					r->count_base, r->count_new);
+					r->count_base, r->count_new, cn);
 			} else if (r->total_verdict == ANA_V_INHERITED) {
 				char tc[16];
-				fprintf(out, "  (total %s, inherited from its children)", pct(tc, sizeof(tc), r->total_change));
+				char calls[96] = "";
+				if (moved_count)
+					snprintf(calls, sizeof(calls), "; calls %" PRIu64 " -> %" PRIu64 "%s", r->count_base,
+						 r->count_new, cn);
+				fprintf(out, "  (total %s, inherited from its %s%s)", pct(tc, sizeof(tc), r->total_change),
+					r->total_from_parent ? "parent's call count" : "children", calls);
 			} else if (moved_count) {
 				char tc[16];
-				fprintf(out, "  (calls %" PRIu64 " -> %" PRIu64 ", total %s)", r->count_base, r->count_new,
+				fprintf(out, "  (calls %" PRIu64 " -> %" PRIu64 "%s, total %s)", r->count_base, r->count_new, cn,
 					pct(tc, sizeof(tc), r->total_change));
 			}
 			if (v == ANA_V_ONLY_BASE || v == ANA_V_ONLY_NEW) { /* what it weighs in the run that has it */
@@ -1438,6 +1582,24 @@ void ana_compare_text(FILE *out, const struct ana_result *base, const struct ana
 				ana_fmt_dur(tn, sizeof(tn), an ? (double)an->total_ns : 0), path ? path : "?");
 		}
 	}
+	if (c->count_more || c->count_fewer) { /* the work that changed, wherever its rows stand */
+		fprintf(out, "\ncall counts beyond the threshold (not inherited from a parent; not counted by\n"
+			     "--fail-on-regression):\n");
+		for (size_t i = 0; i < c->nrows; i++) {
+			const struct ana_cmp_row *r = &c->rows[i];
+			const int d = verdict_dir(r->count_verdict, 0);
+			if (!d)
+				continue;
+			char cc[16], cl[16], chh[16], ci[48] = "exact counts";
+			if (!r->count_exact)
+				snprintf(ci, sizeof(ci), "[%s, %s]", pct(cl, sizeof(cl), r->count_ci_lo),
+					 pct(chh, sizeof(chh), r->count_ci_hi));
+			const char *path = row_path(base, nw, r, &pb, &pcap);
+			fprintf(out, "%-15s %8s  %-19s  calls %" PRIu64 " -> %" PRIu64 "  %s\n",
+				d > 0 ? "more calls" : "fewer calls", pct(cc, sizeof(cc), r->count_change), ci,
+				r->count_base, r->count_new, path ? path : "?");
+		}
+	}
 	bool low = false;
 	for (size_t i = 0; i < c->nrows; i++)
 		low |= c->rows[i].low_confidence;
@@ -1463,6 +1625,13 @@ static json_t *jinherited(enum ana_verdict v, int dir)
 				     : json_string(ana_verdict_key(dir > 0 ? ANA_V_REGRESSION : ANA_V_IMPROVEMENT));
 }
 
+/* The call count's verdict as a JSON value: "more_calls", "fewer_calls", "inherited",
+ * "not_significant", "unverified", "only_base" or "only_new". */
+static const char *count_key(enum ana_verdict v)
+{
+	return v == ANA_V_REGRESSION ? "more_calls" : v == ANA_V_IMPROVEMENT ? "fewer_calls" : ana_verdict_key(v);
+}
+
 /* The row's own name, UTF-8-repaired. */
 static json_t *jname_of(const struct ana_result *res, uint32_t node, char **scratch)
 {
@@ -1476,7 +1645,7 @@ int ana_compare_json(FILE *out, const struct ana_result *base, const struct ana_
 	const struct ana_cmp_opts *o = &c->opts;
 	json_t *root = json_object(), *counts = json_object(), *rows = json_array();
 	int bad = !root || !counts || !rows;
-	bad |= json_object_set_new(root, "schema", json_string("ptanalyze-compare/2"));
+	bad |= json_object_set_new(root, "schema", json_string("ptanalyze-compare/3"));
 	json_t *m = json_pack("{s:s, s:s, s:s, s:f, s:f, s:I, s:I, s:I, s:I, s:o}", "test", "mann-whitney-u",
 			      "effect", "median",
 			      "correction", "benjamini-hochberg", "alpha", o->alpha, "noise", o->noise, "bootstrap",
@@ -1491,12 +1660,19 @@ int ana_compare_json(FILE *out, const struct ana_result *base, const struct ana_
 	       json_object_set_new(m, "unit", json_string(c->runs_base > 1 ? "run" : "occurrence")) ||
 	       json_object_set_new(m, "runs_base", json_integer((json_int_t)c->runs_base)) ||
 	       json_object_set_new(m, "runs_new", json_integer((json_int_t)c->runs_new)) ||
+	       json_object_set_new(m, "count_test", json_string(c->runs_base > 1 ? "welch-log-count" : "exact")) ||
+	       json_object_set_new(m, "count_family", json_integer((json_int_t)c->count_family)) ||
+	       json_object_set_new(m, "count_selected", json_integer((json_int_t)c->count_selected)) ||
+	       json_object_set_new(m, "count_ci_level", json_real(c->count_ci_level)) ||
 	       json_object_set_new(root, "method", m);
 	for (int v = 0; v < ANA_V_N; v++)
 		bad |= json_object_set_new(counts, ana_verdict_key(v), json_integer((json_int_t)c->count[v]));
 	bad |= json_object_set_new(counts, "total_regression", json_integer((json_int_t)c->total_regressions)) ||
 	       json_object_set_new(counts, "total_improvement", json_integer((json_int_t)c->total_improvements)) ||
-	       json_object_set_new(counts, "total_inherited", json_integer((json_int_t)c->total_inherited));
+	       json_object_set_new(counts, "total_inherited", json_integer((json_int_t)c->total_inherited)) ||
+	       json_object_set_new(counts, "more_calls", json_integer((json_int_t)c->count_more)) ||
+	       json_object_set_new(counts, "fewer_calls", json_integer((json_int_t)c->count_fewer)) ||
+	       json_object_set_new(counts, "count_inherited", json_integer((json_int_t)c->count_inherited));
 	bad |= json_object_set_new(root, "counts", counts);
 	bad |= json_object_set_new(root, "tested", json_integer((json_int_t)c->tested));
 	bad |= json_object_set_new(root, "geomean", jnum(c->geomean));
@@ -1563,11 +1739,26 @@ int ana_compare_json(FILE *out, const struct ana_result *base, const struct ana_
 		       json_object_set_new(j, "total_verdict", json_string(ana_verdict_key(r->total_verdict))) ||
 		       json_object_set_new(j, "total_inherited_from", jinherited(r->total_verdict, r->total_inherited_dir)) ||
 		       json_object_set_new(j, "total_share_only", json_boolean(r->total_share_only)) ||
+		       json_object_set_new(j, "total_inherited_via",
+					   r->total_verdict != ANA_V_INHERITED ? json_null()
+					   : json_string(r->total_from_parent ? "parent_count" : "children")) ||
 		       json_object_set_new(j, "total_ci_low", jnum(r->total_ci_lo)) ||
 		       json_object_set_new(j, "total_ci_high", jnum(r->total_ci_hi)) ||
 		       json_object_set_new(j, "total_se_log", jnum(r->total_se_log)) ||
 		       json_object_set_new(j, "total_p_threshold", jnum(r->total_p_thr)) ||
-		       json_object_set_new(j, "total_q_threshold", jnum(r->total_q_thr));
+		       json_object_set_new(j, "total_q_threshold", jnum(r->total_q_thr)) ||
+		       json_object_set_new(j, "count_verdict", json_string(count_key(r->count_verdict))) ||
+		       json_object_set_new(j, "count_inherited_from",
+					   r->count_verdict != ANA_V_INHERITED
+						   ? json_null()
+						   : json_string(r->count_inherited_dir > 0 ? "more_calls" : "fewer_calls")) ||
+		       json_object_set_new(j, "count_exact", json_boolean(r->count_exact)) ||
+		       json_object_set_new(j, "count_ci_low", jnum(r->count_ci_lo)) ||
+		       json_object_set_new(j, "count_ci_high", jnum(r->count_ci_hi)) ||
+		       json_object_set_new(j, "count_se_log", jnum(r->count_se_log)) ||
+		       json_object_set_new(j, "count_df", jnum(r->count_df)) ||
+		       json_object_set_new(j, "count_p_threshold", jnum(r->count_p_thr)) ||
+		       json_object_set_new(j, "count_q_threshold", jnum(r->count_q_thr));
 		bad |= !j || json_array_append_new(rows, j);
 	}
 	free(brow);

@@ -155,12 +155,31 @@ struct ana_cmp_row {
 	 * n_n s_n^2 / T_n^2). Tested when each side has at least 2 occurrences and a total above 0.
 	 * total_verdict: ANA_V_REGRESSION / IMPROVEMENT (q < alpha; for a path in one run only: its share
 	 * of that run at least the noise threshold, no test: total_share_only), ANA_V_INHERITED (some child's
-	 * total moved that way and the path's own self total moved within the noise), ANA_V_NOT_SIGNIFICANT
+	 * total moved that way and the path's own self total moved within the noise; or its call count is
+	 * inherited from its parent that way and its mean time per call moved within the noise), ANA_V_NOT_SIGNIFICANT
 	 * (tested, not beyond the threshold) or ANA_V_UNVERIFIED (not tested). */
 	double total_se_log, total_p_thr, total_q_thr, total_ci_lo, total_ci_hi;
 	enum ana_verdict total_verdict;
 	bool total_share_only;
 	int total_inherited_dir;
+	bool total_from_parent; /* ANA_V_INHERITED total: from the parent's call count, not from children */
+	/* The call count per run, a verdict of its own (doc/analyzer-output.md §8, "The call count"):
+	 * ANA_V_REGRESSION = more calls, ANA_V_IMPROVEMENT = fewer calls, beyond the noise threshold.
+	 * One run a side: the counts are taken as exact (count_exact; no test, no interval: a program whose
+	 * work does not depend on timing calls a path as often in every run), judged on count_change.
+	 * Runs as the unit: Welch's t on the per-run log counts (count_se_log, count_df), the threshold
+	 * test count_p_thr, its own Benjamini-Hochberg family (count_q_thr; ana_cmp.count_family) and an
+	 * interval at that family's level (count_ci_lo, count_ci_hi: of count_change). ANA_V_INHERITED: the
+	 * parent's count moved that way (count_inherited_dir) and this path's calls per parent call moved
+	 * within the noise (one cause, one change, decided from the root down). ANA_V_NOT_SIGNIFICANT:
+	 * within the threshold (or not shown beyond it); ANA_V_UNVERIFIED: not judged (runs as the unit with
+	 * fewer than 2 runs a side where it occurred); ANA_V_ONLY_BASE / ONLY_NEW for a path in one run.
+	 * A change of the work, not of its speed: never counted by --fail-on-regression (the total, count
+	 * x duration, judges the time). */
+	double count_se_log, count_df, count_p_thr, count_q_thr, count_ci_lo, count_ci_hi;
+	enum ana_verdict count_verdict;
+	bool count_exact;
+	int count_inherited_dir;
 };
 
 struct ana_cmp {
@@ -185,6 +204,12 @@ struct ana_cmp {
 	 * per-call verdict is not already that regression (improvement); inherited totals apart. */
 	size_t total_regressions, total_improvements, total_inherited;
 	size_t runs_base, runs_new; /* runs a side (1 and 1 unless ana_cmp_opts gave runs) */
+	/* Rows whose call count moved beyond the threshold (more, fewer; ana_cmp_row.count_verdict), and
+	 * those inherited from their parent's; with runs as the unit, the count tests' own BH family, how
+	 * many it selected and its intervals' level (1 - max(R, 1) alpha / M; 1 - alpha when empty). */
+	size_t count_more, count_fewer, count_inherited;
+	size_t count_family, count_selected;
+	double count_ci_level;
 };
 
 /*
@@ -211,7 +236,7 @@ void ana_compare_free(struct ana_cmp *c);
 void ana_compare_text(FILE *out, const struct ana_result *base, const struct ana_result *nw,
 		      const struct ana_cmp *c, int top);
 /*
- * ana_compare_json() - The comparison as JSON, schema "ptanalyze-compare/2"
+ * ana_compare_json() - The comparison as JSON, schema "ptanalyze-compare/3"
  * (doc/analyzer-output.md §8): every row, in ana_cmp order, with raw
  * numbers (ns, ratios; null for NaN), its name and the index of its
  * parent's row (-1 at the top), so the output grows linearly with the

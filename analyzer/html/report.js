@@ -4,7 +4,7 @@
  * The page carries its data as JSON in <script type="application/json"> elements written by
  * the analyzer: #ptz-meta (what the page is), #ptz-report (the `--json` report,
  * ptanalyze-report/1, per-thread rows left out), #ptz-suggest (ptanalyze-suggest/1),
- * #ptz-series (memory series over time) or #ptz-compare (ptanalyze-compare/2). Nothing is
+ * #ptz-series (memory series over time) or #ptz-compare (ptanalyze-compare/3). Nothing is
  * computed here that the analyzer defines: every figure shown is a field of those documents
  * (doc/analyzer-output.md), only formatted with its unit, summed for a chart, or laid out.
  *
@@ -626,6 +626,9 @@
 			  ['within_noise', 'within noise', '--noise'], ['not_significant', 'not significant', '--ns'],
 			  ['unverified', 'unverified', '--ns'], ['only_base', 'only in base', '--oneside'],
 			  ['only_new', 'only in new', '--oneside'], ['inherited', 'inherited', '--ns']];
+	/* the call count's verdict (count_verdict): the same keys but these two */
+	const COUNT_NAMES = { more_calls: 'more calls', fewer_calls: 'fewer calls' };
+	const cname = (k) => COUNT_NAMES[k] || vname(k);
 	const vname = (k) => (VERDICTS.find((v) => v[0] === k) || [k, k])[1];
 
 	function comparePage(meta) {
@@ -656,6 +659,9 @@
 		/* the total per run (count x duration) beyond the per-call verdicts: a path called 10x as often, new work */
 		cards.push(card('regressions of the total', String(cmp.counts.total_regression || 0), cmp.counts.total_regression > 0));
 		cards.push(card('improvements of the total', String(cmp.counts.total_improvement || 0)));
+		/* the call count's own verdict: a change of the work, outside --fail-on-regression */
+		cards.push(card('paths called more / less often', `${cmp.counts.more_calls || 0} / ${cmp.counts.fewer_calls || 0}` +
+				(cmp.counts.count_inherited ? ` (${cmp.counts.count_inherited} more as their parent)` : '')));
 		cards.push(card('runs a side', `${cmp.method.runs_base} base, ${cmp.method.runs_new} new (unit: ${cmp.method.unit})`));
 		main.append(section('summary', 'Summary', el('div', { class: 'cards' }, ...cards)));
 
@@ -722,6 +728,8 @@
 			{ key: 'total_verdict', label: 'total verdict', fmt: (v) => vname(v), get: (r) => r.total_verdict, cls: (v) => 'v-' + v },
 			C('total_change', 'total change', fmt.spct), C('total_ci_low', 'total CI low', fmt.spct, 'totals'),
 			C('total_ci_high', 'total CI high', fmt.spct, 'totals'),
+			{ key: 'count_verdict', label: 'calls verdict', fmt: (v) => cname(v), get: (r) => r.count_verdict, group: 'totals' },
+			C('count_change', 'calls change', fmt.spct, 'totals'),
 			C('q', 'q', fmt.sig), C('p', 'p', fmt.sig, 'test'), C('u', 'U', fmt.sig, 'test'),
 			C('n_base', 'n base', fmt.count), C('n_new', 'n new', fmt.count),
 			C('median_base_ns', 'median base', fmt.dur), C('median_new_ns', 'median new', fmt.dur),

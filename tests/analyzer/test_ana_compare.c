@@ -598,7 +598,7 @@ static void test_text_and_json(void **state)
 	json_t *root = json_loads(js, 0, &err);
 	if (!root)
 		fail_msg("JSON: %s", err.text);
-	assert_string_equal(json_string_value(jget(root, "schema")), "ptanalyze-compare/2");
+	assert_string_equal(json_string_value(jget(root, "schema")), "ptanalyze-compare/3");
 	json_t *counts = jget(root, "counts");
 	assert_int_equal(jint(counts, "regression"), 1);
 	assert_int_equal(jint(counts, "only_new"), 1);
@@ -835,6 +835,24 @@ static void write_family(const char *path, int kind, int which)
 			}
 			t += 1000 + ana_rnd(&rng) % 500;
 			fmt_enc_end(&b.e, t, 1);
+		} else if (kind == 9) {
+			/* "outer" { "inner" x2 } called 10x as often in the new trace; "other" called twice as
+			 * often there, each call half as long: the same total */
+			for (int k = 0; k < (which ? 5 : i % 2 == 0 ? 1 : 0); k++) {
+				fmt_enc_begin(&b.e, ++t, 1);
+				for (int m = 0; m < 2; m++) {
+					fmt_enc_begin(&b.e, ++t, 2);
+					t += 3000 + ana_rnd(&rng) % 300;
+					fmt_enc_end(&b.e, t, 2);
+				}
+				t += 1000;
+				fmt_enc_end(&b.e, t, 1);
+			}
+			for (int k = 0; k < (which ? 4 : 2); k++) {
+				fmt_enc_begin(&b.e, ++t, 3);
+				t += (which ? 5000 : 10000) + ana_rnd(&rng) % 300;
+				fmt_enc_end(&b.e, t, 3);
+			}
 		} else if (kind == 2) {
 			for (int k = 0; k < (which ? 5 : i < 100 ? 1 : 0); k++) {
 				fmt_enc_begin(&b.e, ++t, 3);
@@ -961,7 +979,7 @@ static void test_count_and_total(void **state)
 	assert_true(r->total_ci_lo > 8.0 && r->total_ci_hi < 10.0 && r->total_q_thr < 0.05);
 	assert_int_equal(c.total_regressions, 1);
 	assert_int_equal(c.count[ANA_V_REGRESSION], 0);
-	assert_non_null(strstr(txt, "regression of the total; calls 100 -> 1000)"));
+	assert_non_null(strstr(txt, "regression of the total; calls 100 -> 1000, more calls)"));
 	assert_non_null(strstr(txt, "totals per run beyond the threshold"));
 	assert_non_null(strstr(txt, "verdicts judge the median per call and the total"));
 	assert_int_equal(jint(jget(js, "counts"), "total_regression"), 1);
@@ -972,7 +990,155 @@ static void test_count_and_total(void **state)
 	assert_string_equal(json_string_value(jget(jr, "total_verdict")), "regression");
 	assert_true(json_real_value(jget(jr, "total_ci_low")) > 8.0);
 	assert_string_equal(json_string_value(jget(jget(js, "method"), "effect")), "median");
+	/* the call count is a verdict row of its own, exact with one run a side */
+	assert_int_equal(r->count_verdict, ANA_V_REGRESSION);
+	assert_true(r->count_exact && isnan(r->count_ci_lo));
+	assert_int_equal(c.count_more, 1);
+	assert_string_equal(json_string_value(jget(jr, "count_verdict")), "more_calls");
+	assert_true(json_is_true(jget(jr, "count_exact")));
+	assert_int_equal(jint(jget(js, "counts"), "more_calls"), 1);
+	assert_string_equal(json_string_value(jget(jget(js, "method"), "count_test")), "exact");
+	assert_non_null(strstr(txt, "\nmore calls       +900.0%  exact counts         calls 100 -> 1000  other\n"));
 	family_free(&b, &n, &c, txt, js);
+}
+
+/* The call count's own verdict (issue 15): a parent called 10x as often is one "more calls"; its child,
+ * called as often per parent call, inherits it; a path called twice as often with calls half as long
+ * is more calls with an unchanged total, which --fail-on-regression does not count. */
+static void test_count_verdict(void **state)
+{
+	(void)state;
+	struct ana_result b, n;
+	struct ana_cmp c;
+	char *txt;
+	json_t *js;
+	family(9, &b, &n, &c, &txt, &js);
+	const struct ana_cmp_row *outer = row_named(&b, &c, "outer"), *inner = row_named(&b, &c, "inner"),
+				 *other = row_named(&b, &c, "other");
+	assert_int_equal(outer->count_base, 100);
+	assert_int_equal(outer->count_new, 1000);
+	assert_int_equal(outer->count_verdict, ANA_V_REGRESSION);
+	assert_int_equal(inner->count_base, 200);
+	assert_int_equal(inner->count_new, 2000);
+	assert_int_equal(inner->count_verdict, ANA_V_INHERITED);
+	assert_int_equal(inner->count_inherited_dir, 1);
+	assert_int_equal(other->count_verdict, ANA_V_REGRESSION);
+	assert_true(fabs(other->count_change - 1.0) < 1e-12);
+	assert_int_equal(other->verdict, ANA_V_IMPROVEMENT); /* each call -50% */
+	assert_true(fabs(other->total_change) < 0.05);
+	assert_int_equal(other->total_verdict, ANA_V_NOT_SIGNIFICANT);
+	assert_int_equal(c.count_more, 2);
+	assert_int_equal(c.count_fewer, 0);
+	assert_int_equal(c.count_inherited, 1);
+	/* the exit code's tally: outer's total regressed (10x the work); other's count is not counted */
+	assert_int_equal(c.count[ANA_V_REGRESSION], 0);
+	assert_int_equal(c.total_regressions, 1);
+	assert_int_equal(outer->total_verdict, ANA_V_REGRESSION);
+	assert_int_equal(inner->total_verdict, ANA_V_INHERITED); /* its parent's count, each call as before */
+	assert_int_equal(c.total_inherited, 1);
+	assert_true(inner->total_from_parent && !outer->total_from_parent);
+	assert_non_null(strstr(txt, "inherited from its parent's call count; calls 200 -> 2000, more calls, as its parent)"));
+	assert_string_equal(json_string_value(jget(jrow_named(js, "inner"), "total_inherited_via")), "parent_count");
+	assert_non_null(strstr(txt, "calls:   2 paths called more often and 0 less often beyond the threshold, 1 more"));
+	assert_non_null(strstr(txt, "calls 200 -> 2000, more calls, as its parent"));
+	assert_non_null(strstr(txt, "\nmore calls       +100.0%  exact counts         calls 400 -> 800  other\n"));
+	assert_null(strstr(txt, "  outer;inner\n")); /* the inherited row is not listed among the count changes */
+	json_t *ji = jrow_named(js, "inner");
+	assert_string_equal(json_string_value(jget(ji, "count_verdict")), "inherited");
+	assert_string_equal(json_string_value(jget(ji, "count_inherited_from")), "more_calls");
+	assert_int_equal(jint(jget(js, "counts"), "count_inherited"), 1);
+	assert_true(json_is_null(jget(jrow_named(js, "outer"), "count_inherited_from")));
+	family_free(&b, &n, &c, txt, js);
+}
+
+/* Writes one run of "a" { "c" } called @na times and "b" called @nb times, about 10 us each. */
+static void write_counts(const char *path, int na, int nb, uint64_t seed)
+{
+	const struct fmt_writer_hdr hd = {
+		.clock_source = PT_CLOCK_TSC, .pid = 700, .start_ticks = 1000, .start_mono_ns = 1000,
+		.start_real_ns = 1700000000000000000ull, .process_name = "ana-compare-counts", .host = "testhost",
+		.cmdline = "ana-compare-counts", .recorder_version = "ptz-test 1",
+	};
+	struct tb b;
+	tb_start(&b, path, &hd);
+	assert_int_equal(fmt_enc_string(&b.e, 1, 0, "a", 1), 0);
+	assert_int_equal(fmt_enc_string(&b.e, 2, 0, "b", 1), 0);
+	assert_int_equal(fmt_enc_string(&b.e, 3, 0, "c", 1), 0);
+	assert_int_equal(fmt_enc_thread(&b.e, 0, 700, 1000, 0, "t0", 2), 0);
+	assert_int_equal(fmt_enc_clock(&b.e, 0, 0, 1700000000000000000ull, 1), 0);
+	assert_int_equal(fmt_enc_clock(&b.e, 1000000000, 1000000000, 1700000001000000000ull, 1), 0);
+	tb_flush(&b, FMT_CHUNK_META, PT_FMT_META_THREAD);
+	uint64_t t = 2000, rng = seed;
+	for (int i = 0; i < (na > nb ? na : nb); i++) {
+		if (!fmt_enc_room(&b.e, 8 * FMT_MAX_RECORD_BYTES))
+			tb_flush(&b, FMT_CHUNK_EVENTS, 0);
+		if (i < na) {
+			fmt_enc_begin(&b.e, ++t, 1);
+			fmt_enc_begin(&b.e, ++t, 3);
+			t += 5000 + ana_rnd(&rng) % 500;
+			fmt_enc_end(&b.e, t, 3);
+			t += 5000 + ana_rnd(&rng) % 500;
+			fmt_enc_end(&b.e, t, 1);
+		}
+		if (i < nb) {
+			fmt_enc_begin(&b.e, ++t, 2);
+			t += 10000 + ana_rnd(&rng) % 500;
+			fmt_enc_end(&b.e, t, 2);
+		}
+	}
+	tb_flush(&b, FMT_CHUNK_EVENTS, 0);
+	tb_close(&b);
+}
+
+/* With runs as the unit the call count is tested (Welch on the per-run log counts, its own BH family):
+ * "a" called about twice as often in every new run, with counts that vary from run to run (a polling
+ * loop), is more calls with an interval; "c", once per "a", inherits it; "b", whose counts vary by a
+ * few percent on both sides, is not significant, where one run a side calls its +5.9% "more calls". */
+static void test_count_runs(void **state)
+{
+	(void)state;
+	const int na[6] = { 100, 104, 97, 200, 193, 207 }, nb[6] = { 101, 97, 103, 102, 96, 100 };
+	struct ana_result runs[6];
+	const struct ana_result *ptrs[6];
+	const struct ana_options o = { .thread = -1 };
+	for (int i = 0; i < 6; i++) {
+		char p[4200];
+		snprintf(p, sizeof(p), "%s", tu_path("counts.ptz"));
+		write_counts(p, na[i], nb[i] + (i == 1 ? 2 : 0), 900 + (uint64_t)i);
+		ana_test_run(p, &o, &runs[i]);
+		ptrs[i] = &runs[i];
+		unlink(p);
+	}
+	const struct ana_cmp_opts co = { .noise = -1, .base_runs = ptrs, .nbase_runs = 3, .new_runs = ptrs + 3,
+					 .nnew_runs = 3 };
+	struct ana_cmp c, one;
+	assert_int_equal(ana_compare(&runs[0], &runs[3], &co, &c), 0);
+	const struct ana_cmp_row *a = row_named(&runs[0], &c, "a"), *bb = row_named(&runs[0], &c, "b"),
+				 *cc = row_named(&runs[0], &c, "c");
+	assert_int_equal(a->count_verdict, ANA_V_REGRESSION);
+	assert_false(a->count_exact);
+	assert_true(a->count_change > 0.9 && a->count_change < 1.1);
+	assert_true(a->count_ci_lo > 0.05 && a->count_ci_lo < a->count_change && a->count_ci_hi > a->count_change);
+	assert_true(a->count_df > 1 && a->count_df < 5 && a->count_q_thr < 0.05);
+	assert_int_equal(cc->count_verdict, ANA_V_INHERITED);
+	assert_int_equal(bb->count_verdict, ANA_V_NOT_SIGNIFICANT);
+	assert_true(isnan(bb->count_ci_lo) == false && bb->count_ci_lo < 0.05);
+	assert_int_equal(c.count_family, 3);
+	assert_int_equal(c.count_selected, 2); /* a and c: c's test is selected before inheritance */
+	assert_true(fabs(c.count_ci_level - (1 - 2 * 0.05 / 3)) < 1e-12);
+	assert_int_equal(c.count_more, 1);
+	/* one run a side: b's counts 101 -> 102 are within the noise, a's are more calls (exact) */
+	const struct ana_cmp_opts co1 = { .noise = -1, .bootstrap = 200 };
+	assert_int_equal(ana_compare(&runs[1], &runs[4], &co1, &one), 0);
+	const struct ana_cmp_row *b1 = row_named(&runs[1], &one, "b");
+	assert_int_equal(b1->count_base, 99);
+	assert_int_equal(b1->count_new, 96);
+	assert_int_equal(b1->count_verdict, ANA_V_NOT_SIGNIFICANT);
+	assert_true(row_named(&runs[1], &one, "a")->count_exact);
+	ana_compare_free(&c);
+	ana_compare_free(&one);
+	for (int i = 0; i < 6; i++)
+		ana_result_free(&runs[i]);
 }
 
 /* Issue 15, case 4: a new section taking 35% of the new run is one regression of the total (new
@@ -996,6 +1162,7 @@ static void test_new_work(void **state)
 	assert_true(outer->total_change > 0.5);
 	assert_int_equal(outer->total_verdict, ANA_V_INHERITED);
 	assert_int_equal(outer->total_inherited_dir, 1);
+	assert_false(outer->total_from_parent); /* from its new child */
 	assert_int_equal(c.total_regressions, 1);
 	assert_int_equal(c.total_inherited, 1);
 	assert_non_null(strstr(txt, "of the new run: new work, a regression of the total)"));
@@ -1384,6 +1551,8 @@ int main(void)
 		cmocka_unit_test(test_threshold_protected),
 		cmocka_unit_test(test_student_t),
 		cmocka_unit_test(test_runs_as_unit),
+		cmocka_unit_test(test_count_verdict),
+		cmocka_unit_test(test_count_runs),
 	};
 	/* one group (one TAP plan): the statistics tests ignore the pair fixture */
 	return cmocka_run_group_tests(tests, setup_pair, teardown_pair);

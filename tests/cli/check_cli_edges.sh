@@ -240,7 +240,7 @@ run compare "$TMP/cb.ptz" "$TMP/cn.ptz" --json - --noise 10 --alpha 0.01 --boots
 check "compare --json -: the schema and the options" python3 -c '
 import json, sys
 j = json.load(open(sys.argv[1]))
-assert j["schema"] == "ptanalyze-compare/2", j["schema"]
+assert j["schema"] == "ptanalyze-compare/3", j["schema"]
 m = j["method"]
 assert m["noise"] == 0.1 and m["alpha"] == 0.01 and m["bootstrap"] == 200, m
 # the FCR-adjusted level: 1 - max(R, 1) alpha / M over the per-call and total tests

@@ -372,14 +372,15 @@ def compare_checks(ana, gen, chrome, work, out):
         check(f"compare: every path in the table ({len(rows)} of {len(cmp['rows'])})", len(rows) == len(cmp["rows"]))
         names = {"regression": "regression", "improvement": "improvement", "within_noise": "within noise",
                  "not_significant": "not significant", "unverified": "unverified", "only_base": "only in base",
-                 "only_new": "only in new", "inherited": "inherited"}
+                 "only_new": "only in new", "inherited": "inherited", "more_calls": "more calls",
+                 "fewer_calls": "fewer calls"}
         bad, cells = [], 0
         for x in rows:
             r = cmp["rows"][int(x["attrs"]["data-row"])]
             for k, (_, text) in x["cells"].items():
                 if k == "name":
                     ok = text.lstrip("\u25b8\u25be") == r["name"]
-                elif k in ("verdict", "total_verdict"):
+                elif k in ("verdict", "total_verdict", "count_verdict"):
                     ok = text == names[r[k]]
                 else:
                     cells += 1
