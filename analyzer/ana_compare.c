@@ -877,11 +877,83 @@ static double welch(const double *x, size_t nx, const double *y, size_t ny, doub
 	return fmin(1.0, 2.0 * ana_t_upper(fabs(*d) / *se, *df));
 }
 
+/*
+ * Yuen's (1974) trimmed mean of the @n >= 1 values @v (in time order; @s: scratch of @n, sorted here)
+ * and the square of its standard error: trim g = floor(ANA_CMP_TRIM n) values off each end, h = n - 2g
+ * kept; the error from the winsorized sample (the g values at each end set to the nearest kept one),
+ * se^2 = (n - 1) s_w^2 / (h (h - 1)) (Tukey and McLaughlin 1963; Wilcox, Introduction to Robust
+ * Estimation and Hypothesis Testing, 4th ed., §4.3), where s_w^2 is the larger of the winsorized
+ * sample's variance and its long-run variance by batch means (the series in time order cut into b =
+ * floor(n / m) batches of m = ceil(sqrt n), m times the variance of the batch means; Flegal and Jones
+ * 2010): durations disturbed in a stretch of time (a phase that met a busy core) widen the error
+ * instead of passing for independent draws. *@df: the degrees of freedom of that variance, h - 1, or
+ * b - 1 when the batch means gave it; NaN (and *@se2 NaN) when h = 1.
+ */
+static double trimmed_mean(const uint64_t *v, uint32_t n, uint64_t *s, double *se2, double *df)
+{
+	memcpy(s, v, n * sizeof(*s));
+	qsort(s, n, sizeof(*s), cmp_u64);
+	const uint32_t g = (uint32_t)floor(ANA_CMP_TRIM * (double)n), h = n - 2 * g;
+	const uint64_t lo = s[g], hi = s[n - g - 1];
+	double tm = 0, wm = 0, ws = 0;
+	for (uint32_t i = g; i < n - g; i++)
+		tm += (double)s[i];
+	tm /= (double)h;
+	*se2 = *df = NAN;
+	if (h < 2)
+		return tm;
+#define WINS(x) ((double)((x) < lo ? lo : (x) > hi ? hi : (x)))
+	for (uint32_t i = 0; i < n; i++)
+		wm += WINS(v[i]);
+	wm /= (double)n;
+	for (uint32_t i = 0; i < n; i++)
+		ws += (WINS(v[i]) - wm) * (WINS(v[i]) - wm);
+	double var = ws / (double)(n - 1);
+	*df = (double)(h - 1);
+	const uint32_t m = (uint32_t)ceil(sqrt((double)n)), b = n / m;
+	if (b >= 2) {
+		double bm = 0, bs = 0;
+		for (uint32_t j = 0; j < b; j++) {
+			double x = 0;
+			for (uint32_t i = j * m; i < (j + 1) * m; i++)
+				x += WINS(v[i]);
+			bm += x / (double)m;
+		}
+		bm /= (double)b;
+		for (uint32_t j = 0; j < b; j++) {
+			double x = 0;
+			for (uint32_t i = j * m; i < (j + 1) * m; i++)
+				x += WINS(v[i]);
+			bs += (x / (double)m - bm) * (x / (double)m - bm);
+		}
+		const double lrv = (double)m * bs / (double)(b - 1);
+		if (lrv > var) {
+			var = lrv;
+			*df = (double)(b - 1);
+		}
+	}
+#undef WINS
+	*se2 = var * (double)(n - 1) / ((double)h * (double)(h - 1));
+	return tm;
+}
+
+/* A path's occurrences (the reservoir: every one up to ANA_RESERVOIR_CAP, else a stratified sample in
+ * time order, first occurrence included) into @v; returns how many. */
+static uint32_t samples_all(const struct ana_agg *a, uint64_t *v)
+{
+	const uint32_t n = a->res.n < ANA_RESERVOIR_CAP ? a->res.n : ANA_RESERVOIR_CAP;
+	memcpy(v, a->res.v, n * sizeof(*v));
+	return n;
+}
+
 /* Per-run summaries of one side for the path of @ref_node in @runs[0]: the log of its median per call
- * (samples after the first; the first occurrence when it is the only one), of its total and of its call
- * count, for the runs where it occurred. @vb: scratch of ANA_RESERVOIR_CAP. */
+ * (samples after the first; the first occurrence when it is the only one), of its total as the test
+ * judges it (@ltot: count x the ANA_CMP_TRIM-trimmed mean per call, as with one run a side) and as it is
+ * (@lsum: total_ns; as many as @ltot), and of its call count, for the runs where it occurred. @vb:
+ * scratch of 2 ANA_RESERVOIR_CAP. */
 static void side_logs(const struct ana_result *const *runs, size_t k, uint32_t *const *maps, uint32_t ref_node,
-		      uint64_t *vb, double *lmed, size_t *nmed, double *ltot, size_t *ntot, double *lcnt, size_t *ncnt)
+		      uint64_t *vb, double *lmed, size_t *nmed, double *ltot, double *lsum, size_t *ntot, double *lcnt,
+		      size_t *ncnt)
 {
 	*nmed = *ntot = *ncnt = 0;
 	for (size_t i = 0; i < k; i++) {
@@ -896,8 +968,13 @@ static void side_logs(const struct ana_result *const *runs, size_t k, uint32_t *
 		const double med = n ? ana_median(vb, n) : (double)a->first_ns;
 		if (med > 0)
 			lmed[(*nmed)++] = log(med);
-		if (a->total_ns)
-			ltot[(*ntot)++] = log((double)a->total_ns);
+		double se2, df;
+		const uint32_t na = samples_all(a, vb);
+		const double tm = na ? trimmed_mean(vb, na, vb + ANA_RESERVOIR_CAP, &se2, &df) : 0;
+		if (a->total_ns && tm > 0) {
+			lsum[*ntot] = log((double)a->total_ns);
+			ltot[(*ntot)++] = log((double)a->count * tm);
+		}
 	}
 }
 
@@ -913,7 +990,7 @@ static int runs_fill(struct ana_cmp *c, uint64_t *vb)
 	const struct ana_cmp_opts *o = &c->opts;
 	const size_t kb = o->nbase_runs, kn = o->nnew_runs;
 	uint32_t **mb = calloc(kb, sizeof(*mb)), **mn = calloc(kn, sizeof(*mn));
-	double *buf = malloc(6 * (kb + kn) * sizeof(*buf));
+	double *buf = malloc(8 * (kb + kn) * sizeof(*buf));
 	int rc = mb && mn && buf ? 0 : -1;
 	for (size_t i = 1; rc == 0 && i < kb; i++)
 		rc = (mb[i] = map_paths(o->base_runs[0], o->base_runs[i])) ? 0 : -1;
@@ -922,15 +999,15 @@ static int runs_fill(struct ana_cmp *c, uint64_t *vb)
 	for (size_t i = 0; rc == 0 && i < c->nrows; i++) {
 		struct ana_cmp_row *r = &c->rows[i];
 		r->total_df = r->df = INFINITY;
-		r->total_se_log = r->total_p_thr = r->se_log = NAN;
+		r->total_se_log = r->total_p_thr = r->total_test_change = r->se_log = NAN;
 		r->total_verdict = ANA_V_UNVERIFIED;
 		if (r->base_node == UINT32_MAX || r->new_node == UINT32_MAX)
 			continue;
-		double *bm = buf, *bt = buf + kb, *bc = buf + 2 * kb;
-		double *nm = buf + 3 * kb, *nt = nm + kn, *nc = nm + 2 * kn;
+		double *bm = buf, *bt = buf + kb, *bs = buf + 2 * kb, *bc = buf + 3 * kb;
+		double *nm = buf + 4 * kb, *nt = nm + kn, *ns = nm + 2 * kn, *nc = nm + 3 * kn;
 		size_t nbm, nbt, nbc, nnm, nnt, nnc;
-		side_logs(o->base_runs, kb, mb, r->base_node, vb, bm, &nbm, bt, &nbt, bc, &nbc);
-		side_logs(o->new_runs, kn, mn, r->new_node, vb, nm, &nnm, nt, &nnt, nc, &nnc);
+		side_logs(o->base_runs, kb, mb, r->base_node, vb, bm, &nbm, bt, bs, &nbt, bc, &nbc);
+		side_logs(o->new_runs, kn, mn, r->new_node, vb, nm, &nnm, nt, ns, &nnt, nc, &nnc);
 		r->p = r->u = NAN;
 		r->exact = false;
 		r->n_base = (uint32_t)nbm;
@@ -949,8 +1026,12 @@ static int runs_fill(struct ana_cmp *c, uint64_t *vb)
 		if (nbt >= 2 && nnt >= 2) {
 			double d;
 			(void)welch(bt, nbt, nt, nnt, &d, &r->total_se_log, &r->total_df);
-			r->total_change = expm1(d);
+			r->total_test_change = expm1(d);
 			r->total_p_thr = ana_thr_p_df(d, r->total_se_log, r->total_df, o->noise);
+			double msb, vsb, msn, vsn; /* the totals as they are: the change of their geometric means */
+			mean_var(bs, nbt, &msb, &vsb);
+			mean_var(ns, nnt, &msn, &vsn);
+			r->total_change = expm1(msn - msb);
 			r->total_verdict = ANA_V_NOT_SIGNIFICANT;
 		}
 		if (nbc >= 2 && nnc >= 2) { /* the call count: counts_judged() */
@@ -972,18 +1053,26 @@ static int runs_fill(struct ana_cmp *c, uint64_t *vb)
 
 /*
  * The total per run of each row (count x duration): the threshold test's inputs for a row in both runs
- * (at least 2 occurrences and a total above 0 a side; the count taken as exact, the sum's variance
- * n s^2 from the power sums), and for a row in one run only, the "new work" (or "gone") candidates:
- * a share of that run at least the noise threshold, kept by prune_share_only(). Return: 0.
+ * (at least 2 occurrences and a total above 0 a side), and for a row in one run only, the "new work"
+ * (or "gone") candidates: a share of that run at least the noise threshold, kept by prune_share_only().
+ * One run a side (the count taken as exact), two tests must both reject "within the noise" in the same
+ * direction: the total as it is (a Wald test with the sum's variance n s^2 from the power sums, as the
+ * central limit theorem gives it) and the count times the ANA_CMP_TRIM-trimmed mean per call, with
+ * Yuen's error of each trimmed mean (trimmed_mean(): long-run variance by batch means) and the
+ * Welch-Satterthwaite degrees of freedom (Yuen 1974). The first alone lets a total that rests on a
+ * handful of occurrences (a section preempted once on a busy machine: its total +600 % with every
+ * other call unchanged) pass for a regression, since the normal approximation of a sum fails when one
+ * value dominates it; the second alone would judge a change of the tail beyond the trim as no change.
+ * @vb: scratch of 2 ANA_RESERVOIR_CAP values. Return: 0.
  */
-static int totals_tested(const struct ana_result *base, const struct ana_result *nw, struct ana_cmp *c)
+static int totals_tested(const struct ana_result *base, const struct ana_result *nw, struct ana_cmp *c, uint64_t *vb)
 {
 	const double noise = c->opts.noise;
 	for (size_t i = 0; i < c->nrows; i++) {
 		struct ana_cmp_row *r = &c->rows[i];
 		r->total_q_thr = r->total_ci_lo = r->total_ci_hi = NAN;
 		if (c->runs_base < 2) { /* else runs_fill() set them */
-			r->total_se_log = r->total_p_thr = NAN;
+			r->total_se_log = r->total_p_thr = r->total_test_change = NAN;
 			r->total_df = INFINITY;
 			r->total_verdict = ANA_V_UNVERIFIED;
 		}
@@ -1001,12 +1090,37 @@ static int totals_tested(const struct ana_result *base, const struct ana_result 
 		const struct ana_agg *ab = &base->merged.n[r->base_node].agg, *an = &nw->merged.n[r->new_node].agg;
 		if (ab->count < 2 || an->count < 2 || !ab->total_ns || !an->total_ns)
 			continue;
+		double sb2, sn2, fb, fn;
+		const uint32_t nb = samples_all(ab, vb);
+		const double mb = nb >= 2 ? trimmed_mean(vb, nb, vb + ANA_RESERVOIR_CAP, &sb2, &fb) : NAN;
+		const uint32_t nn = samples_all(an, vb);
+		const double mn = nn >= 2 ? trimmed_mean(vb, nn, vb + ANA_RESERVOIR_CAP, &sn2, &fn) : NAN;
+		if (!(mb > 0 && mn > 0) || isnan(sb2) || isnan(sn2))
+			continue;
+		/* the trimmed total */
+		const double eb = sb2 / (mb * mb), en = sn2 / (mn * mn); /* squared relative errors */
+		const double d = log((double)an->count * mn / ((double)ab->count * mb));
+		const double se = sqrt(eb + en);
+		const double df = se > 0 ? (eb + en) * (eb + en) / (eb * eb / fb + en * en / fn) : INFINITY;
+		const double p_trim = ana_thr_p_df(d, se, df, noise);
+		/* the total as it is: the sum's variance n s^2 from the exact power sums */
 		const double tb = (double)ab->total_ns, tn = (double)an->total_ns;
-		const double sb = ana_moments_std(&ab->all, ab->count), sn = ana_moments_std(&an->all, an->count);
-		if (isnan(sb) || isnan(sn))
-			continue; /* the sum of squares saturated: no variance */
-		r->total_se_log = sqrt((double)ab->count * sb * sb / (tb * tb) + (double)an->count * sn * sn / (tn * tn));
-		r->total_p_thr = ana_thr_p(log(tn / tb), r->total_se_log, noise);
+		const double xb = ana_moments_std(&ab->all, ab->count), xn = ana_moments_std(&an->all, an->count);
+		const double se_sum = sqrt((double)ab->count * xb * xb / (tb * tb) + (double)an->count * xn * xn / (tn * tn));
+		const double p_sum = isnan(se_sum) ? 1.0 : ana_thr_p(log(tn / tb), se_sum, noise);
+		/* both must pass (an intersection-union test, p = the larger: Berger 1982); the binding one's
+		 * change and error make the interval, so the interval and the verdict agree */
+		if (p_trim >= p_sum || (d > 0) != (tn > tb)) {
+			r->total_test_change = expm1(d);
+			r->total_se_log = se;
+			r->total_df = df;
+			r->total_p_thr = (d > 0) != (tn > tb) ? 1.0 : p_trim;
+		} else {
+			r->total_test_change = r->total_change;
+			r->total_se_log = se_sum;
+			r->total_df = INFINITY;
+			r->total_p_thr = p_sum;
+		}
 		r->total_verdict = ANA_V_NOT_SIGNIFICANT;
 	}
 	return 0;
@@ -1083,8 +1197,8 @@ static int threshold_family(struct ana_cmp *c)
 			if (r->q_thr < alpha)
 				r->verdict = d > 0 ? ANA_V_REGRESSION : ANA_V_IMPROVEMENT;
 		}
-		if (!isnan(r->total_se_log)) { /* total_change = T_new / T_base - 1, both totals above 0 */
-			const double d = log1p(r->total_change);
+		if (!isnan(r->total_se_log)) { /* the change the total's test judged, both totals above 0 */
+			const double d = log1p(r->total_test_change);
 			const double zz = isinf(r->total_df) ? z : ana_t_quantile_upper(tail, r->total_df);
 			r->total_ci_lo = expm1(d - zz * r->total_se_log);
 			r->total_ci_hi = expm1(d + zz * r->total_se_log);
@@ -1281,7 +1395,7 @@ int ana_compare(const struct ana_result *base, const struct ana_result *nw, cons
 		r->p_thr = ana_thr_p_df(effect_log(r), r->se_log, r->df, o.noise);
 	}
 	if (rc == 0)
-		rc = totals_tested(base, nw, out);
+		rc = totals_tested(base, nw, out, vb);
 	if (rc == 0)
 		rc = threshold_family(out);
 	if (rc == 0)
@@ -1386,6 +1500,17 @@ static const char *signed_dur(char *b, size_t n, double ns)
 }
 
 /* The row's share of its run: inclusive time / sum of thread spans (§3); NaN if absent or empty. */
+/* The interval of a tested total, "[lo, hi]", after "trimmed +Y% " when the change the test judged (one
+ * run a side: the trimmed total) differs from the total's own change by more than 1%. */
+static const char *total_ci(char *b, size_t n, const struct ana_cmp_row *r)
+{
+	char lo[16], hi[16], tc[16], tr[40] = "";
+	if (fabs((1.0 + r->total_test_change) / (1.0 + r->total_change) - 1.0) > 0.01)
+		snprintf(tr, sizeof(tr), "trimmed %s ", pct(tc, sizeof(tc), r->total_test_change));
+	snprintf(b, n, "%s[%s, %s]", tr, pct(lo, sizeof(lo), r->total_ci_lo), pct(hi, sizeof(hi), r->total_ci_hi));
+	return b;
+}
+
 /* What the call count's verdict says, after the counts on a row's line: ", more calls", ", fewer calls
  * [lo, hi]" (with runs as the unit), ", more calls, as its parent" (inherited); "" when it did not move. */
 static void count_note(char *b, size_t n, const struct ana_cmp_row *r)
@@ -1529,11 +1654,10 @@ void ana_compare_text(FILE *out, const struct ana_result *base, const struct ana
 			char cn[48];
 			count_note(cn, sizeof(cn), r);
 			if (td && !r->total_share_only && (td != verdict_dir(r->verdict, 0) || moved_count)) {
-				char tc[16], tl[16], th[16];
-				fprintf(out, "  (total %s [%s, %s]: %s of the total; calls %" PRIu64 " -> %" PRIu64 "%s)",
-					pct(tc, sizeof(tc), r->total_change), pct(tl, sizeof(tl), r->total_ci_lo),
-					pct(th, sizeof(th), r->total_ci_hi), ana_verdict_name(r->total_verdict),
-					r->count_base, r->count_new, cn);
+				char tc[16], tci[72];
+				fprintf(out, "  (total %s %s: %s of the total; calls %" PRIu64 " -> %" PRIu64 "%s)",
+					pct(tc, sizeof(tc), r->total_change), total_ci(tci, sizeof(tci), r),
+					ana_verdict_name(r->total_verdict), r->count_base, r->count_new, cn);
 			} else if (r->total_verdict == ANA_V_INHERITED) {
 				char tc[16];
 				char calls[96] = "";
@@ -1569,10 +1693,9 @@ void ana_compare_text(FILE *out, const struct ana_result *base, const struct ana
 			const int d = verdict_dir(r->total_verdict, 0);
 			if (!d || verdict_dir(r->verdict, 0) == d)
 				continue;
-			char tc[16], tl[16], th[16], ci[48] = "share of its run", tb[16], tn[16];
+			char tc[16], ci[72] = "share of its run", tb[16], tn[16];
 			if (!r->total_share_only)
-				snprintf(ci, sizeof(ci), "[%s, %s]", pct(tl, sizeof(tl), r->total_ci_lo),
-					 pct(th, sizeof(th), r->total_ci_hi));
+				total_ci(ci, sizeof(ci), r);
 			const struct ana_agg *ab = r->base_node != UINT32_MAX ? &base->merged.n[r->base_node].agg : NULL;
 			const struct ana_agg *an = r->new_node != UINT32_MAX ? &nw->merged.n[r->new_node].agg : NULL;
 			const char *path = row_path(base, nw, r, &pb, &pcap);
@@ -1660,6 +1783,9 @@ int ana_compare_json(FILE *out, const struct ana_result *base, const struct ana_
 	       json_object_set_new(m, "unit", json_string(c->runs_base > 1 ? "run" : "occurrence")) ||
 	       json_object_set_new(m, "runs_base", json_integer((json_int_t)c->runs_base)) ||
 	       json_object_set_new(m, "runs_new", json_integer((json_int_t)c->runs_new)) ||
+	       json_object_set_new(m, "total_test",
+				   json_string(c->runs_base > 1 ? "welch-log-trimmed-total" : "yuen-trimmed-total-and-sum")) ||
+	       json_object_set_new(m, "total_trim", json_real(ANA_CMP_TRIM)) ||
 	       json_object_set_new(m, "count_test", json_string(c->runs_base > 1 ? "welch-log-count" : "exact")) ||
 	       json_object_set_new(m, "count_family", json_integer((json_int_t)c->count_family)) ||
 	       json_object_set_new(m, "count_selected", json_integer((json_int_t)c->count_selected)) ||
@@ -1745,6 +1871,7 @@ int ana_compare_json(FILE *out, const struct ana_result *base, const struct ana_
 		       json_object_set_new(j, "total_ci_low", jnum(r->total_ci_lo)) ||
 		       json_object_set_new(j, "total_ci_high", jnum(r->total_ci_hi)) ||
 		       json_object_set_new(j, "total_se_log", jnum(r->total_se_log)) ||
+		       json_object_set_new(j, "total_test_change", jnum(r->total_test_change)) ||
 		       json_object_set_new(j, "total_p_threshold", jnum(r->total_p_thr)) ||
 		       json_object_set_new(j, "total_q_threshold", jnum(r->total_q_thr)) ||
 		       json_object_set_new(j, "count_verdict", json_string(count_key(r->count_verdict))) ||

@@ -63,6 +63,10 @@
 /* Below this many samples on either side a verdict is "low confidence"
  * (google/benchmark's UTEST_OPTIMAL_REPETITIONS). */
 #define ANA_CMP_LOW_N 9u
+/* With one run a side the total's test judges count x the mean per call trimmed of this fraction of
+ * its occurrences at each end (Yuen 1974): a few preempted occurrences cannot make a total regression,
+ * while a tail that moved in more than this share of the calls still can. */
+#define ANA_CMP_TRIM 0.05
 /* A whole-run shift is looked for among at least this many tested paths. */
 #define ANA_CMP_SHIFT_MIN 5u
 
@@ -150,15 +154,22 @@ struct ana_cmp_row {
 	 * change_mean. */
 	bool on_mean;
 	double total_df;
-	/* The total per run (count x duration, inclusive), judged the same way with the call count taken
-	 * as exact and the durations' variance from the power sums: se_log = sqrt(n_b s_b^2 / T_b^2 +
-	 * n_n s_n^2 / T_n^2). Tested when each side has at least 2 occurrences and a total above 0.
+	/* The total per run (count x duration, inclusive), judged by a threshold test of its own with the
+	 * call count taken as exact (total_test_change below: one run a side, count x a trimmed mean per
+	 * call with Yuen's error; runs as the unit, Welch on the per-run log totals). Tested when each side
+	 * has at least 2 occurrences and a total above 0.
 	 * total_verdict: ANA_V_REGRESSION / IMPROVEMENT (q < alpha; for a path in one run only: its share
 	 * of that run at least the noise threshold, no test: total_share_only), ANA_V_INHERITED (some child's
 	 * total moved that way and the path's own self total moved within the noise; or its call count is
 	 * inherited from its parent that way and its mean time per call moved within the noise), ANA_V_NOT_SIGNIFICANT
 	 * (tested, not beyond the threshold) or ANA_V_UNVERIFIED (not tested). */
 	double total_se_log, total_p_thr, total_q_thr, total_ci_lo, total_ci_hi;
+	/* The change the total's test judged, and of which [total_ci_lo, total_ci_hi] is the interval: one
+	 * run a side, of count x the ANA_CMP_TRIM-trimmed mean per call (Yuen's trimmed mean, its standard
+	 * error from the winsorized sample, total_df by Welch-Satterthwaite on h - 1 a side: a total that
+	 * rests on a few preempted occurrences is not a verdict); with runs as the unit, total_change
+	 * itself. NaN when not tested. */
+	double total_test_change;
 	enum ana_verdict total_verdict;
 	bool total_share_only;
 	int total_inherited_dir;

@@ -15,9 +15,12 @@
  * noise 5%); "exit 3" means what --fail-on-regression would do: a per-call
  * or total regression anywhere.
  *
- * usage: bench-compare [--quick] [--load N]
+ * usage: bench-compare [--quick] [--load N] [--verbose]
  *   --quick   fewer pairs (a smoke run: 6 A/A, 4 power, 4 family pairs)
  *   --load N  N threads spinning beside the runs (a busy machine)
+ *   --verbose for every comparison that would exit 3, its regressions (per
+ *             call or of the total, with the interval) and any whole-run
+ *             shift, on stderr
  *
  * Prints a table; not a test: the figures depend on the machine.
  */
@@ -93,6 +96,29 @@ struct outcome {
 };
 
 /* One comparison of @k runs a side: base runs at 1000 permille, new runs at @nperm. */
+static int verbose;
+
+/* --verbose: why a comparison would exit 3 */
+static void explain(const struct ana_result *base, const struct ana_cmp *c, int phased, int k)
+{
+	fprintf(stderr, "exit 3 (%s, %d a side)%s", phased ? "phased" : "interleaved", k,
+		c->shift_found ? "" : ": no whole-run shift\n");
+	if (c->shift_found)
+		fprintf(stderr, ": whole-run shift %+.1f%% (%zu of %zu paths)\n", 100 * c->shift, c->shift_moved,
+			c->shift_paths);
+	for (size_t i = 0; i < c->nrows; i++) {
+		const struct ana_cmp_row *r = &c->rows[i];
+		const char *name = r->base_node != UINT32_MAX ? ana_name(base, base->merged.n[r->base_node].id) : "?";
+		if (r->verdict == ANA_V_REGRESSION)
+			fprintf(stderr, "  %s per call %+.1f%% [%+.1f%%, %+.1f%%] %s, p25 %+.1f%% p75 %+.1f%%\n", name,
+				100 * (r->on_mean ? r->change_mean : r->change), 100 * r->ci_lo, 100 * r->ci_hi,
+				r->on_mean ? "mean" : "median", 100 * r->q_change[1], 100 * r->q_change[3]);
+		if (r->total_verdict == ANA_V_REGRESSION && r->verdict != ANA_V_REGRESSION)
+			fprintf(stderr, "  %s total %+.1f%%, judged %+.1f%% [%+.1f%%, %+.1f%%]\n", name, 100 * r->total_change,
+				100 * r->total_test_change, 100 * r->total_ci_lo, 100 * r->total_ci_hi);
+	}
+}
+
 static int compare_once(int phased, int k, const uint32_t *nperm, struct outcome *out)
 {
 	static const uint32_t one[SECTIONS] = { 1000, 1000, 1000, 1000, 1000, 1000, 1000, 1000, 1000, 1000 };
@@ -125,6 +151,8 @@ static int compare_once(int phased, int k, const uint32_t *nperm, struct outcome
 		rc = ana_compare(&res[0], &res[k], &co, &c);
 		if (rc == 0) {
 			out->exit3 = c.count[ANA_V_REGRESSION] + c.total_regressions > 0;
+			if (verbose && out->exit3)
+				explain(&res[0], &c, phased, k);
 			out->w3_found = 0;
 			for (size_t i = 0; i < c.nrows; i++) {
 				const struct ana_cmp_row *r = &c.rows[i];
@@ -158,8 +186,10 @@ int main(int argc, char **argv)
 			quick = 1;
 		else if (strcmp(argv[i], "--load") == 0 && i + 1 < argc)
 			load = atoi(argv[++i]);
+		else if (strcmp(argv[i], "--verbose") == 0)
+			verbose = 1;
 		else {
-			fprintf(stderr, "usage: bench-compare [--quick] [--load N]\n");
+			fprintf(stderr, "usage: bench-compare [--quick] [--load N] [--verbose]\n");
 			return 2;
 		}
 	}

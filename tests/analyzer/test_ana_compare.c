@@ -835,6 +835,18 @@ static void write_family(const char *path, int kind, int which)
 			}
 			t += 1000 + ana_rnd(&rng) % 500;
 			fmt_enc_end(&b.e, t, 1);
+		} else if (kind == 10 || kind == 11) {
+			/* kind 10: the new run has two occurrences preempted for 2.5 ms (its total +250 %, every
+			 * other call as before); kind 11: in the new run every 10th call is 10x slower (a tail
+			 * that moved: mean +90 %, median unchanged) */
+			fmt_enc_begin(&b.e, ++t, 3);
+			uint64_t d = 10000 + ana_rnd(&rng) % 500;
+			if (which && kind == 10 && (i == 50 || i == 150))
+				d += 2500000;
+			if (which && kind == 11 && i % 10 == 3)
+				d *= 10;
+			t += d;
+			fmt_enc_end(&b.e, t, 3);
 		} else if (kind == 9) {
 			/* "outer" { "inner" x2 } called 10x as often in the new trace; "other" called twice as
 			 * often there, each call half as long: the same total */
@@ -1048,6 +1060,34 @@ static void test_count_verdict(void **state)
 	assert_string_equal(json_string_value(jget(ji, "count_inherited_from")), "more_calls");
 	assert_int_equal(jint(jget(js, "counts"), "count_inherited"), 1);
 	assert_true(json_is_null(jget(jrow_named(js, "outer"), "count_inherited_from")));
+	family_free(&b, &n, &c, txt, js);
+}
+
+/* With one run a side the total's test must not rest on a handful of occurrences (a section preempted
+ * on a busy machine): the exact total and a trimmed total (Yuen's, long-run variance) must both pass.
+ * A tail that moved in 10 % of the calls is still a regression of the total. */
+static void test_total_robust(void **state)
+{
+	(void)state;
+	struct ana_result b, n;
+	struct ana_cmp c;
+	char *txt;
+	json_t *js;
+	family(10, &b, &n, &c, &txt, &js);
+	const struct ana_cmp_row *r = row_named(&b, &c, "other");
+	assert_true(r->total_change > 2.0); /* +250 % as it is */
+	assert_true(fabs(r->total_test_change) < 0.05);
+	assert_int_equal(r->total_verdict, ANA_V_NOT_SIGNIFICANT);
+	assert_int_equal(c.total_regressions, 0);
+	assert_true(r->total_ci_lo < 0.05); /* the interval shown is the binding test's: it agrees */
+	assert_string_equal(json_string_value(jget(jget(js, "method"), "total_test")), "yuen-trimmed-total-and-sum");
+	family_free(&b, &n, &c, txt, js);
+	family(11, &b, &n, &c, &txt, &js);
+	r = row_named(&b, &c, "other");
+	assert_true(r->total_change > 0.8 && r->total_change < 1.0);
+	assert_int_equal(r->total_verdict, ANA_V_REGRESSION);
+	assert_true(r->total_ci_lo > 0.05);
+	assert_int_equal(c.total_regressions, 1);
 	family_free(&b, &n, &c, txt, js);
 }
 
@@ -1552,6 +1592,7 @@ int main(void)
 		cmocka_unit_test(test_student_t),
 		cmocka_unit_test(test_runs_as_unit),
 		cmocka_unit_test(test_count_verdict),
+		cmocka_unit_test(test_total_robust),
 		cmocka_unit_test(test_count_runs),
 	};
 	/* one group (one TAP plan): the statistics tests ignore the pair fixture */
