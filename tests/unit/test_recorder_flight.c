@@ -24,6 +24,11 @@
  *  - a full disk (a 1 MiB tmpfs, as root): a snapshot that does not fit is
  *    -ENOSPC, leaves no file, is an ERROR record, and recording goes on; a
  *    flight area the disk cannot hold fails pt_open() with ENOSPC;
+ *  - losses stay exact across snapshots: two threads recording into small
+ *    rings of a stream trace while another thread snapshots it over and
+ *    over (each snapshot stalls the flusher, so the rings overflow): the
+ *    records in the file plus those the LOSS records count equal what was
+ *    emitted, exactly, and a section is kept or lost whole;
  *  - PTZ_SNAPSHOT_SIGNAL=USR2: raise() gives a snapshot holding what was
  *    recorded before it; pt_close() restores the default disposition;
  *  - pt_trigger(): a snapshot of the last PTZ_TRIGGER_SECONDS only (a
@@ -35,6 +40,7 @@
  */
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <sys/wait.h>
 #include <time.h>
 
@@ -380,6 +386,107 @@ static void test_snapshot_concurrent(void **state)
 	assert_int_equal(last, EINVAL);
 }
 
+/* The loss test's producers: as worker(), without pt_flush(), so that the stalled flusher lets
+ * the small rings overflow. */
+static void *spinner(void *arg)
+{
+	int64_t base = (int64_t)(uintptr_t)arg << 40;
+	for (long i = 0; i < per_thread; i++) {
+		pt_begin(rec, id_outer);
+		pt_counter(rec, id_count, base | i);
+		pt_begin(rec, id_inner);
+		pt_metric(rec, PT_METRIC_FLOPS, (uint64_t)i);
+		pt_end(rec, id_inner);
+		pt_end(rec, id_outer);
+	}
+	return NULL;
+}
+
+static atomic_int snapping;
+
+static void *snap_loop(void *arg)
+{
+	const char *dir = arg;
+	for (int k = 0; atomic_load(&snapping); k++) {
+		char p[4200];
+		snprintf(p, sizeof(p), "%s/loss-snap.ptz", dir);
+		assert_int_equal(pt_snapshot(rec, p), 0);
+	}
+	return NULL;
+}
+
+/* Losses stay exact across snapshots (issue 20: recorded + lost = emitted): a snapshot stalls the
+ * flusher while it copies, the producers' 4 KiB rings overflow, and every record is either in the file
+ * or counted by a LOSS record of its thread. */
+static void test_losses_exact_across_snapshots(void **state)
+{
+	(void)state;
+	const char *path = tu_path("lossy.ptz");
+	struct pt_options o = { .mode = PT_MODE_STREAM, .ring_bytes = 4096 };
+	rec = pt_open(path, &o, sizeof(o));
+	assert_non_null(rec);
+	per_thread = tu_scale(100) * 3000L;
+	id_outer = pt_intern(rec, "outer");
+	id_inner = pt_intern(rec, "inner");
+	id_count = pt_intern(rec, "iteration");
+	atomic_store(&snapping, 1);
+	pthread_t s, th[NTHREADS];
+	assert_int_equal(pthread_create(&s, NULL, snap_loop, (void *)tu_tmpdir()), 0);
+	for (uintptr_t t = 0; t < NTHREADS; t++)
+		assert_int_equal(pthread_create(&th[t], NULL, spinner, (void *)(t + 1)), 0);
+	for (int t = 0; t < NTHREADS; t++)
+		pthread_join(th[t], NULL);
+	atomic_store(&snapping, 0);
+	pthread_join(s, NULL);
+	struct pt_stats_info st;
+	assert_int_equal(pt_stats(rec, &st, sizeof(st)), 0);
+	assert_int_equal(pt_close(rec), 0);
+	rec = NULL;
+	struct tu_trace tr;
+	tu_read(path, &tr);
+	assert_int_equal(pt_reader_problem_count(tr.rd), 0);
+	int workers = 0;
+	uint64_t kept_all = 0, begins_all = 0;
+	for (size_t k = 0; k < tr.nt; k++) {
+		const struct tu_thread *t = &tr.t[k];
+		uint64_t kept = 0, begins = 0;
+		int64_t who = -1, prev = -1;
+		for (size_t i = 0; i < t->n; i++) {
+			const struct pt_record *r = &t->recs[i];
+			if (r->kind == PT_REC_COUNTER && r->id == id_count) {
+				who = (int64_t)r->value >> 40;
+				const int64_t v = (int64_t)r->value & ((1ll << 40) - 1);
+				assert_true(v > prev); /* in order, never twice */
+				prev = v;
+			}
+			begins += r->kind == PT_REC_BEGIN;
+			kept += r->kind == PT_REC_BEGIN || r->kind == PT_REC_END || r->kind == PT_REC_METRIC ||
+				(r->kind == PT_REC_COUNTER && r->id == id_count);
+		}
+		if (who < 0)
+			continue;
+		workers++;
+		size_t open; /* a section is kept or lost whole: every kept BEGIN has its END */
+		tu_check_nesting(t, &open);
+		assert_int_equal(open, 0);
+		kept_all += kept;
+		begins_all += begins;
+	}
+	assert_int_equal(workers, NTHREADS);
+	/* recorded + lost = emitted, six records an iteration, two sections */
+	const uint64_t emitted = 6 * NTHREADS * (uint64_t)per_thread;
+	assert_true(tr.lost_records > 0); /* the rings did overflow: the loss path is what is checked */
+	assert_int_equal(kept_all + tr.lost_records, emitted);
+	assert_int_equal(tr.lost_sections, 2 * NTHREADS * (uint64_t)per_thread - begins_all);
+	assert_int_equal(tr.lost_records, st.lost_records);
+	print_message("losses across snapshots: %llu of %llu records\n", (unsigned long long)tr.lost_records,
+		      (unsigned long long)emitted);
+	tu_free(&tr);
+	char p[4200];
+	snprintf(p, sizeof(p), "%s/loss-snap.ptz", tu_tmpdir());
+	unlink(p);
+}
+
 /* Waits up to 5 s for a closed trace at @path. */
 static int wait_closed(const char *path)
 {
@@ -521,6 +628,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_env),
 		cmocka_unit_test(test_killed),
 		cmocka_unit_test(test_snapshot_concurrent),
+		cmocka_unit_test(test_losses_exact_across_snapshots),
 		cmocka_unit_test(test_signal),
 		cmocka_unit_test(test_trigger),
 		cmocka_unit_test(test_snapshot_disk_full),
