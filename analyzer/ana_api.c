@@ -33,6 +33,7 @@ int ana_session_open(const char *path, const struct ana_options *opt, struct ana
 		s->opt = *opt;
 	} else {
 		s->opt.thread = -1;
+		s->opt.no_samples = true; /* the rows never read them (compare and suggest do) */
 	}
 	int rc = ana_session_update(s, err, errlen);
 	if (rc < 0) {

@@ -28,7 +28,7 @@ struct ana_session;
 /* ana_session_open() - A session over the trace at @path (which may still
  * be being written: the reader takes its committed chunks), analyzed once.
  * @opt may be NULL (defaults: every thread, every domain, percentiles per
- * thread too). Return: 0 and *@out, or -errno / -PT_E* with a message in
+ * thread too, no samples: the rows never read them). Return: 0 and *@out, or -errno / -PT_E* with a message in
  * @err (*@out NULL). */
 int ana_session_open(const char *path, const struct ana_options *opt, struct ana_session **out, char *err,
 		     size_t errlen);

@@ -313,11 +313,11 @@ static void hpend_flush(struct ana_hpend_set *s, struct ana_tree *t)
  * filter, merged percentiles only: `ptanalyze --report`), so its loop has
  * no test of either; other callers pass pass_mode(c).
  */
-enum { MODE_KEEP_ALL = 1, MODE_MERGED_ONLY = 2, MODE_REMAP = 4 };
+enum { MODE_KEEP_ALL = 1, MODE_MERGED_ONLY = 2, MODE_REMAP = 4, MODE_SAMPLES = 8 };
 static inline unsigned pass_mode(const struct ctx *c)
 {
 	return (c->keep_all ? MODE_KEEP_ALL : 0) | (c->merged_only ? MODE_MERGED_ONLY : 0) |
-	       (c->remap ? MODE_REMAP : 0);
+	       (c->remap ? MODE_REMAP : 0) | (c->samples ? MODE_SAMPLES : 0);
 }
 
 uint32_t ana_remap_id(struct ctx *c, uint32_t id)
@@ -472,11 +472,12 @@ static inline __attribute__((always_inline)) void close_top(struct ctx *c, struc
 	if (__builtin_expect(c->nmem != 0, 0) && /* memory series: measured against the samples around it */
 	    !ana_mem_occ_fast(c, ts, &n->agg, f->start, end))
 		ana_mem_occ(c, ts, &n->agg, f->start, end);
-	if (f->merged != UINT32_MAX) { /* one reservoir per path, process-wide */
+	if (f->merged != UINT32_MAX) { /* per path, process-wide: its histogram and its sample */
 		struct ana_agg *ma = &c->res->merged.n[f->merged].agg;
 		if (mode & MODE_MERGED_ONLY)
 			hpend_add(&c->mp, f->merged, dur_ns, &ma->hist);
-		ana_reservoir_add(&ma->res, dur_ns, &c->rng);
+		if (mode & MODE_SAMPLES) /* only ana_compare() reads them */
+			ana_reservoir_add(&ma->res, dur_ns, &c->rng);
 	}
 }
 
@@ -1115,7 +1116,8 @@ static int run_pass(const char *path, const struct ana_options *opt, struct ana_
 					 : pt_strerror(rc));
 		return rc;
 	}
-	struct ctx c = { .res = res, .rng = 0x5eed, .merged_only = opt->merged_percentiles_only };
+	struct ctx c = { .res = res, .rng = 0x5eed, .merged_only = opt->merged_percentiles_only, .samples = !opt->no_samples };
+	res->has_samples = !opt->no_samples;
 	const struct pt_trace_info *info = pt_reader_info(res->rd);
 	c.ns_per_tick = pt_reader_ns_per_tick(res->rd);
 	c.window = info->window != 0;

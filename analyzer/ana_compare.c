@@ -1288,6 +1288,13 @@ int ana_compare(const struct ana_result *base, const struct ana_result *nw, cons
 		o.alpha = DEF_ALPHA;
 	if (!(o.alpha > 0 && o.alpha < 1))
 		return -EINVAL;
+	bool samples = base->has_samples && nw->has_samples; /* the per-occurrence durations are there */
+	for (size_t i = 0; i < o.nbase_runs; i++)
+		samples &= o.base_runs[i]->has_samples;
+	for (size_t i = 0; i < o.nnew_runs; i++)
+		samples &= o.new_runs[i]->has_samples;
+	if (!samples)
+		return -EINVAL;
 	if (!(o.noise >= 0))
 		o.noise = DEF_NOISE;
 	if (o.bootstrap == 0)

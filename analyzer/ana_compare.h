@@ -225,14 +225,15 @@ struct ana_cmp {
 
 /*
  * ana_compare() - Compares every call path of @base's and @nw's merged
- * trees (ana_run() results, any options) into @out (zeroed here; free with
+ * trees (ana_run() results with samples, i.e. without
+ * ana_options.no_samples, any other options; so must every run in @opts be) into @out (zeroed here; free with
  * ana_compare_free()); @opts NULL: every default (a noise threshold of 5%).
  * Not thread-safe with other users of @base or @nw
  * (ana_name() is used). Cost: one sort per tested path (at most 2 x
  * ANA_RESERVOIR_CAP samples) plus opts.bootstrap resamples per path whose
  * q < alpha.
  * Return: 0, or -ENOMEM (@out then holds nothing to free), or -EINVAL for
- * an alpha outside (0, 1).
+ * an alpha outside (0, 1) or a result analyzed without samples.
  */
 int ana_compare(const struct ana_result *base, const struct ana_result *nw, const struct ana_cmp_opts *opts,
 		struct ana_cmp *out);

@@ -110,6 +110,7 @@ struct ctx {
 	uint32_t *domain_of; /* name id -> domain, for the filter */
 	struct gpu_pass *gp; /* NULL until the first GPU, async or instant record */
 	bool merged_only;    /* ana_options.merged_percentiles_only */
+	bool samples;        /* !ana_options.no_samples: fill the merged paths' reservoirs */
 	bool window;         /* the trace is a window (pt_trace_info.window): an END with no
 			      * section open began before it, not a misuse */
 	bool keep_all;       /* no --since/--until/--domain: every section is kept */

@@ -1473,6 +1473,8 @@ static void group_causes(struct ana_sug *s)
 int ana_suggest(const struct ana_result *res, const struct ana_sug_opts *o, struct ana_sug *out)
 {
 	memset(out, 0, sizeof(*out));
+	if (!res->has_samples)
+		return -EINVAL; /* cold-first and unstable would see no occurrence */
 	if (o)
 		out->o = *o;
 	fill_defaults(&out->o);

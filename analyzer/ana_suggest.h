@@ -315,10 +315,12 @@ struct ana_sug {
 };
 
 /*
- * ana_suggest() - Runs every rule over @res (analyzed with any options;
+ * ana_suggest() - Runs every rule over @res (analyzed with any options
+ * but ana_options.no_samples: cold-first and unstable read the samples;
  * merged percentiles are enough) with triggers @o (NULL: defaults) into
  * *@out. @res must outlive *@out (findings name its nodes). Return: 0, or
- * -ENOMEM (then *@out holds nothing to free). Not thread-safe on one @res.
+ * -ENOMEM (then *@out holds nothing to free), or -EINVAL for a result
+ * analyzed without samples. Not thread-safe on one @res.
  */
 int ana_suggest(const struct ana_result *res, const struct ana_sug_opts *o, struct ana_sug *out);
 void ana_suggest_free(struct ana_sug *s);

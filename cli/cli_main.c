@@ -1254,6 +1254,7 @@ int main(int argc, char **argv)
 	/* per-thread percentiles only where an output prints per-thread rows */
 	ao.merged_percentiles_only = !csv && !json && ro.thread < 0; /* the page has merged rows only */
 	ao.no_flat_percentiles = !ro.flat && !html; /* the call tree prints no flat row's percentiles; the page does */
+	ao.no_samples = !html; /* the samples serve compare and suggest (the page runs it), never a report */
 	int rc = ana_run(path, &ao, &res, err, sizeof(err));
 	if (rc) {
 		fprintf(stderr, PROG ": %s: %s\n", path, err);
