@@ -320,7 +320,7 @@ struct ana_est {
 	double v_n, v_t, v_s;                    /* variance estimates of those */
 	double p_min, p_max;                     /* over the units */
 	bool nested;                             /* inside a sampled request nested in another: no interval */
-	bool by_name;                            /* a flat row's: recorded sums only, never extrapolated (§13) */
+	bool by_name;                            /* a flat row of a filtered pass: recorded sums only (§13) */
 	/* the pass (one thread): the current request's sums, folded when
 	 * another request reaches the path, and at the end of the pass */
 	uint64_t cur_req;

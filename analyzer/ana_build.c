@@ -450,6 +450,24 @@ static PT_NOINLINE_ void sample_begin(struct ctx *c, struct tstate *ts)
 	ts->snest[ts->nsnest++].w = w / p;
 }
 
+/* One occurrence (duration @dur_ns, 0 when it does not count in the total,
+ * self @self_ns, weight @w relative to its request) into @e. */
+static void est_add(struct ana_est *e, const struct tstate *ts, double w, uint64_t dur_ns, uint64_t self_ns)
+{
+	if (e->cur_req != ts->sreq) { /* another request: the last one's sums are complete */
+		ana_est_fold(e);
+		e->cur_req = ts->sreq;
+		e->cur_p = ts->sp;
+	}
+	e->cur_n += w;
+	e->cur_t += w * (double)dur_ns;
+	e->cur_s += w * (double)self_ns;
+	ANA_SAT_ADD(e->rec_count, 1);
+	ANA_SAT_ADD(e->rec_total_ns, dur_ns);
+	ANA_SAT_ADD(e->rec_self_ns, self_ns);
+	e->nested |= w != 1.0;
+}
+
 /* The frame just popped (ts->st[ts->depth], still intact) closed at @end
  * inside the open sampled request: into its path's estimate if the
  * section is kept (as close_top() decides). */
@@ -466,20 +484,18 @@ static void sample_closed(struct ctx *c, struct ana_thread *th, struct tstate *t
 	struct ana_agg *a = &th->tree.n[f->node].agg;
 	if (kept && !a->est && !(a->est = calloc(1, sizeof(*a->est))))
 		ana_nomem_note();
-	if (kept && a->est) {
-		struct ana_est *e = a->est;
-		if (e->cur_req != ts->sreq) { /* another request: the last one's sums are complete */
-			ana_est_fold(e);
-			e->cur_req = ts->sreq;
-			e->cur_p = ts->sp;
+	if (kept && a->est)
+		est_add(a->est, ts, w, dur_ns, self_ns);
+	if (kept && (mode & MODE_KEEP_ALL)) { /* by name (flat rows): with nothing filtered, ancestors are the enclosing */
+		struct ana_est *fe = ana_grow_by_id(ts->sflat, &ts->nsflat, f->id, sizeof(*fe), ts->id_limit);
+		if (fe) {
+			ts->sflat = fe;
+			bool outermost = true;
+			for (uint32_t k = 0; k < i && outermost; k++)
+				outermost = ts->st[k].id != f->id;
+			/* an occurrence inside a same-name one counts, its time does not (§2) */
+			est_add(&fe[f->id], ts, w, outermost ? dur_ns : 0, self_ns);
 		}
-		e->cur_n += w;
-		e->cur_t += w * (double)dur_ns;
-		e->cur_s += w * (double)self_ns;
-		ANA_SAT_ADD(e->rec_count, 1);
-		ANA_SAT_ADD(e->rec_total_ns, dur_ns);
-		ANA_SAT_ADD(e->rec_self_ns, self_ns);
-		e->nested |= w != 1.0;
 	}
 	if (ts->nsnest && ts->snest[ts->nsnest - 1].at == i)
 		ts->nsnest--;
@@ -1097,6 +1113,13 @@ static void flat_from_tree(struct ctx *c, const struct ana_tree *t, struct tstat
 			fa->xfer_incl[k] = fi ? fi->xfer_incl[k] : 0;
 		if (fa->gpu || id < ts->ngf)
 			ana_pass_flat_gpu(ts, id, fa);
+		if (fa->est && id < ts->nsflat && c->keep_all) { /* the name's own estimates, not its paths' sum */
+			struct ana_est *fe = &ts->sflat[id];
+			ana_est_fold(fe);
+			*fa->est = *fe;
+		} else if (fa->est) { /* filtered: recorded figures only (§13) */
+			fa->est->by_name = true;
+		}
 	}
 }
 
@@ -1570,10 +1593,8 @@ static int run_pass(const char *path, const struct ana_options *opt, struct ana_
 			/* ownership moves to the result */
 			bt[id] = c.ts[i].flat[id];
 			ana_agg_merge(&res->by_name[id], &c.ts[i].flat[id], &c.rng);
-			if (bt[id].est) /* several paths' requests: their sums do not give a name's interval */
-				bt[id].est->by_name = true;
-			if (res->by_name[id].est)
-				res->by_name[id].est->by_name = true;
+			if (res->by_name[id].est && bt[id].est) /* ana_agg_merge() does not carry the flag */
+				res->by_name[id].est->by_name |= bt[id].est->by_name;
 		}
 		free(c.ts[i].flat);
 		c.ts[i].flat = NULL;
@@ -1583,6 +1604,7 @@ static int run_pass(const char *path, const struct ana_options *opt, struct ana_
 		free(c.ts[i].fi);
 		free(c.ts[i].mem_cur);
 		free(c.ts[i].snest);
+		free(c.ts[i].sflat);
 		ana_pass_free_tstate(&c.ts[i]);
 	}
 	free(c.ts);

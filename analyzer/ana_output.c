@@ -173,10 +173,13 @@ struct sort_ctx {
 };
 static double sort_key(const struct ana_agg *a, enum ana_sort s)
 {
-	if (a->est && !a->est->by_name && (s == ANA_SORT_TIME || s == ANA_SORT_SELF || s == ANA_SORT_COUNT)) {
-		struct ana_est_fig f; /* a path inside sampled requests ranks by its estimates (§13) */
+	if (a->est && !a->est->by_name && s != ANA_SORT_FLOPS && s != ANA_SORT_NAME) {
+		struct ana_est_fig f; /* a row inside sampled requests ranks by its estimates (§13) */
 		ana_est_figures(a, &f);
-		return s == ANA_SORT_TIME ? f.total_ns : s == ANA_SORT_SELF ? f.self_ns : f.count;
+		return s == ANA_SORT_TIME	? f.total_ns
+		       : s == ANA_SORT_SELF	? f.self_ns
+		       : s == ANA_SORT_COUNT ? f.count
+					     : fmax(f.self_ns, (double)ana_occupied_ns(g_sort.res, a));
 	}
 	switch (s) {
 	case ANA_SORT_SELF: return (double)a->self_ns;
@@ -361,7 +364,7 @@ static void text_row(FILE *out, const struct ana_result *res, const char *label,
 			pad, "", a->est->units, a->count);
 	else if (a->est)
 		fprintf(out, "%*s  recorded figures: %" PRIu64 " of these calls lie in sampled requests, not extrapolated"
-			     " here (the call tree has the estimates)\n",
+			     " with --since/--until/--domain (the call tree has the estimates)\n",
 			pad, "", a->est->rec_count);
 	for (int d = 0; d < ANA_DIRS; d++) {
 		if (!a->xfer_incl[d])
@@ -876,6 +879,20 @@ void ana_report_text(FILE *out, const struct ana_result *res, const struct ana_r
 		for (uint32_t i = 0; i < n && i < (uint32_t)o->bottlenecks; i++) {
 			const struct ana_agg *a = &flat[ids[i]];
 			const uint64_t gpu = a->gpu ? a->gpu->self.total_ns : 0;
+			if (a->est && !a->est->by_name) { /* inside sampled requests: estimates (§13) */
+				struct ana_est_fig f;
+				ana_est_figures(a, &f);
+				char occ[40], slf[40];
+				snprintf(occ, sizeof(occ), "~%s", dur(b[0], 32, fmax(f.self_ns, (double)ana_occupied_ns(res, a))));
+				snprintf(slf, sizeof(slf), "~%s", dur(b[2], 32, f.self_ns));
+				fprintf(out, "  %2u. %-40s %10s  CPU self %10s %5.1f%%", i + 1,
+					ana_text_safe(ana_name(res, ids[i])), occ, slf,
+					res->thread_span_sum_ns ? 100.0 * f.self_ns / (double)res->thread_span_sum_ns : 0.0);
+				if (gpu)
+					fprintf(out, "  GPU self %10s (recorded)", dur(b[1], 32, (double)gpu));
+				fprintf(out, "  (~%.0f calls, estimated)\n", f.count);
+				continue;
+			}
 			fprintf(out, "  %2u. %-40s %10s  CPU self %10s %5.1f%%", i + 1, ana_text_safe(ana_name(res, ids[i])),
 				dur(b[0], 32, (double)ana_occupied_ns(res, a)), dur(b[2], 32, (double)a->self_ns),
 				res->thread_span_sum_ns ? 100.0 * (double)a->self_ns / (double)res->thread_span_sum_ns : 0.0);
@@ -1790,7 +1807,7 @@ static void jo_row(struct ana_jo *r, struct jnames *jn, const struct ana_result 
 #undef JI
 #undef JR
 	ana_mem_json_row(r, res, a); /* memory per section (ana_mem.c) */
-	if (a->est && a->est->by_name) { /* §13: a flat row is never extrapolated */
+	if (a->est && a->est->by_name) { /* §13: a filtered flat row is not extrapolated */
 		ana_jo_u64(r, "sampled_recorded_count", a->est->rec_count);
 	} else if (a->est) {
 		struct ana_est_fig f;

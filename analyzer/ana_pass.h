@@ -112,6 +112,10 @@ struct tstate {
 	uint64_t sreq;
 	struct { uint32_t at; double w; } *snest;
 	uint32_t nsnest, csnest;
+	/* keep_all: the same estimates by name id, the recursion-safe total
+	 * taking an occurrence only without a same-name section open below it */
+	struct ana_est *sflat;
+	uint32_t nsflat;
 };
 
 struct gpu_pass; /* ana_gpu.c */

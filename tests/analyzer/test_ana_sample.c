@@ -185,6 +185,11 @@ static void test_coverage_known_truth(void **state)
 		ana_est_figures(rq, &f);
 		cov_req_n += f.count_lo <= NREQ && NREQ <= f.count_hi;
 		cov_req_t += f.total_lo_ns <= pop.true_req_t && pop.true_req_t <= f.total_hi_ns;
+		/* by name: one path each here, so the same estimates */
+		struct ana_est_fig g;
+		ana_est_figures(&res.by_name[ID_DB], &g);
+		ana_est_figures(db, &f);
+		assert_true(fabs(g.count - f.count) < 1e-6 && fabs(g.total_hi_ns - f.total_hi_ns) < 1e-3);
 		/* the always-recorded requests are in the same path, exactly */
 		assert_int_equal(rq->count - rq->est->rec_count, NREQ / 250);
 		/* outside every request: exact, no estimate */
@@ -235,6 +240,14 @@ static void write_edges(const char *path)
 	fmt_enc_end(e, t + 220, ID_DB);
 	fmt_enc_end(e, t + 230, ID_REQ);
 	fmt_enc_end(e, t + 300, ID_REQ);
+	/* recursion by name inside a sampled request (p = 0.5): parse in parse */
+	fmt_enc_counter(e, t + 400, ID_SAMPLE, 500000000);
+	fmt_enc_begin(e, t + 400, ID_BG);
+	fmt_enc_begin(e, t + 410, ID_PARSE);
+	fmt_enc_begin(e, t + 420, ID_PARSE);
+	fmt_enc_end(e, t + 450, ID_PARSE);
+	fmt_enc_end(e, t + 470, ID_PARSE);
+	fmt_enc_end(e, t + 500, ID_BG);
 	tb_flush(&b, FMT_CHUNK_EVENTS, 0);
 	tb_close(&b);
 }
@@ -250,16 +263,25 @@ static void test_edges_stray_invalid_nested(void **state)
 	ana_test_run(path, &o, &res);
 	assert_int_equal(res.sampling.orphan, 1);
 	assert_int_equal(res.sampling.invalid, 2);
-	assert_int_equal(res.sampling.requests, 2);
+	assert_int_equal(res.sampling.requests, 3);
 	assert_int_equal(res.sampling.nested, 1);
 	const struct ana_agg *bg = path_agg(&res, ID_BG, 0), *parse = path_agg(&res, ID_PARSE, 0);
-	assert_null(bg->est); /* the stray counter weighed nothing */
-	assert_int_equal(bg->count, 2);
+	assert_int_equal(bg->count, 3);
+	assert_int_equal(bg->est->rec_count, 1); /* the stray counter weighed nothing: only the last one */
 	assert_null(parse->est);
+	/* by name: parse 10 ns exact, + 2 x (60 ns outer; the inner's 30 ns are inside it) */
+	struct ana_est_fig f;
+	const struct ana_agg *fp = &res.by_name[ID_PARSE];
+	assert_non_null(fp->est);
+	assert_false(fp->est->by_name);
+	ana_est_figures(fp, &f);
+	assert_true(fabs(f.count - 5.0) < 1e-9);
+	assert_true(fabs(f.total_ns - 130.0) < 1e-6);
+	assert_true(fabs(f.self_ns - (10.0 + 2 * 30.0 + 2 * 30.0)) < 1e-6);
+	assert_int_equal(fp->total_ns, 70); /* the recorded recursion-safe total */
 	const struct ana_agg *outer = path_agg(&res, ID_REQ, 0);
 	uint32_t n = ana_tree_find(&res.merged, ana_tree_find(&res.merged, 0, ID_REQ), ID_REQ);
 	const struct ana_agg *db = &res.merged.n[ana_tree_find(&res.merged, n, ID_DB)].agg;
-	struct ana_est_fig f;
 	ana_est_figures(outer, &f);
 	assert_true(f.interval);
 	assert_true(fabs(f.count - 2.0) < 1e-9);
@@ -352,6 +374,18 @@ static void test_outputs_agree(void **state)
 	assert_true(seen_db && seen_bg);
 	json_decref(root);
 	free(js);
+	ana_result_free(&res);
+
+	/* filtered: the tree still estimates, the flat rows say they are recorded figures */
+	const struct ana_options fo = { .thread = -1, .since_ns = 1 };
+	ana_test_run(path, &fo, &res);
+	assert_non_null(path_agg(&res, ID_REQ, ID_DB)->est);
+	assert_false(path_agg(&res, ID_REQ, ID_DB)->est->by_name);
+	assert_true(res.by_name[ID_DB].est->by_name);
+	const struct ana_report_opts flat = { .thread = -1, .flat = true };
+	txt = ana_test_report(&res, &flat);
+	assert_non_null(strstr(txt, "recorded figures: "));
+	free(txt);
 	ana_result_free(&res);
 }
 
