@@ -746,6 +746,20 @@ class TestSampling(Base):
         self.assertEqual(rep["trace"]["recorder_errors"], 0)
         self.assertEqual(rep["trace"]["lost_records"], 0)
 
+    def test_log_marks_estimates(self):
+        for _ in range(400):
+            with self.t.section("req", sample=0.5):
+                pass
+        with self.t.section("exact"):
+            pass
+        lines = self.t.log(logger=logging.getLogger("ptz-test-sampling"))
+        self.assertTrue(any(l.startswith("sampled: ") for l in lines), lines)
+        req = [l for l in lines if l.startswith("req ")][0]
+        self.assertIn("calls=~", req)
+        self.assertIn("estimated", req)
+        exact = [l for l in lines if l.startswith("exact ")][0]
+        self.assertNotIn("~", exact)
+
     def test_start_sample_never_and_always(self):
         for _ in range(500):
             self.t.start("never", sample=0.0)
