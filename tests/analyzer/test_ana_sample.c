@@ -17,7 +17,10 @@
  *  - the COUNTER weighs only the BEGIN right after it on its thread, also
  *    across a chunk boundary; a stray one (an END between) is counted and
  *    ignored; an invalid value is counted and ignored;
- *  - nested sampled requests: weights multiply, no interval;
+ *  - nested sampled requests: weights multiply, no interval; recursion by
+ *    name inside a request: the flat total counts the outermost only;
+ *  - misuse (an END closing the root over an open child, an END of nothing
+ *    open), a chunk gap inside a request and a request open at the end;
  *  - text (~ marks and the interval line), CSV (appended columns) and
  *    JSON ("estimate" per row, trace "sampling") agree.
  */
@@ -389,12 +392,68 @@ static void test_outputs_agree(void **state)
 	ana_result_free(&res);
 }
 
+/* Misuse and damage inside sampled requests: an END that closes the root
+ * over an open child, an END of nothing open, a chunk sequence gap in a
+ * request, a request open at the end; each request p = 0.5. */
+static void test_misuse_and_gaps(void **state)
+{
+	(void)state;
+	make_population();
+	const char *path = tu_path("sample-misuse.ptz");
+	struct tb b;
+	header(&b, path);
+	struct fmt_enc *e = &b.e;
+	const uint64_t t = T0;
+	fmt_enc_counter(e, t, ID_SAMPLE, 500000000);
+	fmt_enc_begin(e, t, ID_REQ);
+	fmt_enc_begin(e, t + 10, ID_DB);
+	fmt_enc_end(e, t + 20, ID_PARSE); /* nothing of that name open: counted, ignored */
+	fmt_enc_end(e, t + 100, ID_REQ);  /* closes db (unmatched) then the root */
+	fmt_enc_begin(e, t + 200, ID_BG);  /* exact */
+	fmt_enc_end(e, t + 210, ID_BG);
+	fmt_enc_counter(e, t + 300, ID_SAMPLE, 500000000);
+	fmt_enc_begin(e, t + 300, ID_REQ);
+	fmt_enc_begin(e, t + 310, ID_DB);
+	tb_flush(&b, FMT_CHUNK_EVENTS, 0);
+	b.seq[0]++; /* a chunk lost: the open request is dropped */
+	fmt_enc_begin(e, t + 500, ID_BG); /* exact again */
+	fmt_enc_end(e, t + 520, ID_BG);
+	fmt_enc_counter(e, t + 600, ID_SAMPLE, 500000000);
+	fmt_enc_begin(e, t + 600, ID_REQ);
+	fmt_enc_begin(e, t + 610, ID_DB);
+	fmt_enc_end(e, t + 650, ID_DB);
+	tb_flush(&b, FMT_CHUNK_EVENTS, 0); /* the last request never ends */
+	tb_close(&b);
+	struct ana_result res;
+	const struct ana_options o = { .thread = -1 };
+	ana_test_run(path, &o, &res);
+	assert_int_equal(res.sampling.requests, 3);
+	assert_int_equal(res.unmatched_ends, 2);
+	const struct ana_agg *rq = path_agg(&res, ID_REQ, 0), *db = path_agg(&res, ID_REQ, ID_DB);
+	const struct ana_agg *bg = path_agg(&res, ID_BG, 0);
+	assert_null(bg->est); /* after the gap, nothing is weighted */
+	assert_int_equal(bg->count, 2);
+	assert_int_equal(rq->count, 1);
+	assert_int_equal(rq->est->rec_count, 1);
+	struct ana_est_fig f;
+	ana_est_figures(rq, &f);
+	assert_true(fabs(f.count - 2.0) < 1e-9);
+	assert_true(fabs(f.total_ns - 200.0) < 1e-6);
+	ana_est_figures(db, &f); /* the misuse-closed db (90 ns) and the last request's (40 ns) */
+	assert_int_equal(db->count, 2);
+	assert_true(fabs(f.count - 4.0) < 1e-9);
+	assert_true(fabs(f.total_ns - 260.0) < 1e-6);
+	assert_int_equal(db->est->units, 2);
+	ana_result_free(&res);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_coverage_known_truth),
 		cmocka_unit_test(test_edges_stray_invalid_nested),
 		cmocka_unit_test(test_outputs_agree),
+		cmocka_unit_test(test_misuse_and_gaps),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
