@@ -393,8 +393,10 @@ static int ids_setup(struct ctx *c)
  * BEGIN that follows it at the same depth is a sampled root, and every
  * section closed on the thread until the root closes adds to its call
  * path's struct ana_est, summed per request and folded per request
- * (ana_est_fold()). Off the hot path: the BEGIN and END code pays one
- * test of a zero field unless the trace has sampled requests.
+ * (ana_est_fold()). Off the hot path: the record after a sampling COUNTER
+ * is decoded by the general path (sample_follow(), on_record()), so the
+ * fused BEGIN tests nothing, and an END inside a request leaves through
+ * the test of ts->end_hook that the depth limit already needed.
  */
 static PT_NOINLINE_ void sample_counter(struct ctx *c, struct tstate *ts, const struct pt_record *r)
 {
@@ -417,7 +419,7 @@ static PT_NOINLINE_ void sample_begin(struct ctx *c, struct tstate *ts)
 	struct ana_sampling *sm = &c->res->sampling;
 	const uint32_t armed = ts->sarm, i = ts->depth - 1;
 	ts->sarm = 0;
-	if (armed != ts->depth) { /* an END came between: not this BEGIN's weight */
+	if (armed != ts->depth) { /* not at the COUNTER's depth (a crafted trace): not its weight */
 		sm->orphan++;
 		return;
 	}
