@@ -302,6 +302,44 @@ void ana_gpu_breakdown_tree(struct ana_tree *t);
 uint64_t ana_gpu_timed_part(const struct ana_agg *a, uint64_t v);
 void ana_gpu_breakdown_flat(const struct ana_tree *t, struct ana_agg *flat, uint32_t nflat);
 
+/*
+ * Sampled requests (pt_begin_sampled(), doc/analyzer-output.md §13): a
+ * call path's occurrences inside them, and the Horvitz-Thompson estimates
+ * over the whole population of requests. The sampling unit is the
+ * request: a path's count n_i, inclusive total t_i and self time s_i are
+ * summed within request i first (cur_*), then folded with its
+ * probability p_i: N = sum n_i / p_i, V(N) = sum (1 - p_i) / p_i^2 n_i^2,
+ * and the same for t and s (Horvitz and Thompson 1952; Sarndal, Swensson
+ * and Wretman 1992, Poisson sampling). Allocated on the first occurrence
+ * inside a sampled request: other rows pay one NULL pointer.
+ */
+struct ana_est {
+	uint64_t units;                          /* sampled requests that hold the path */
+	uint64_t rec_count, rec_total_ns, rec_self_ns; /* the recorded occurrences inside them */
+	double n_hat, t_hat, s_hat;              /* their estimates: count, total, self (ns) */
+	double v_n, v_t, v_s;                    /* variance estimates of those */
+	double p_min, p_max;                     /* over the units */
+	bool nested;                             /* inside a sampled request nested in another: no interval */
+	bool by_name;                            /* a flat row of a filtered pass: recorded sums only (§13) */
+	/* the pass (one thread): the current request's sums, folded when
+	 * another request reaches the path, and at the end of the pass */
+	uint64_t cur_req;
+	double cur_p, cur_n, cur_t, cur_s;
+};
+/* Folds @e's current request into its estimates (idempotent). */
+void ana_est_fold(struct ana_est *e);
+/* The figures a report shows for a row with an estimate: the row's
+ * occurrences outside sampled requests exactly, plus the estimates of
+ * those inside; a 95 % normal interval, its lower end never below what
+ * was recorded; @interval false where none is given (nested sampling). */
+struct ana_est_fig {
+	double count, count_lo, count_hi;
+	double total_ns, total_lo_ns, total_hi_ns;
+	double self_ns;
+	bool interval;
+};
+void ana_est_figures(const struct ana_agg *a, struct ana_est_fig *out);
+
 /* Hot fields (touched by every END) first; metric and transfer sums after. */
 struct ana_agg {
 	uint64_t count;
@@ -323,6 +361,7 @@ struct ana_agg {
 	uint64_t xfer_count[ANA_DIRS];
 	struct ana_gpu *gpu; /* NULL until a GPU range is attributed; owned */
 	struct ana_mem *mem; /* NULL until an occurrence is measured (memory series, ana_mem.c); owned */
+	struct ana_est *est; /* NULL unless occurrences lie inside sampled requests; owned */
 };
 /* Adds @s into @d. A GPU part that cannot be allocated is left out. */
 void ana_agg_merge(struct ana_agg *dst, const struct ana_agg *src, uint64_t *rng);
@@ -542,6 +581,16 @@ struct ana_options {
 	void *progress_ctx;
 };
 
+/* Sampled requests of the trace (doc/analyzer-output.md §13). */
+struct ana_sampling {
+	uint64_t requests;           /* sampled roots recorded (BEGINs with their counter) */
+	double est_requests;         /* sum of 1 / p over them: the requests they stand for */
+	double p_min, p_max;
+	uint64_t nested;             /* sampled roots inside another sampled request */
+	uint64_t invalid;            /* sampling counters with a value outside [1, 1e9]: ignored */
+	uint64_t orphan;             /* sampling counters not followed by a BEGIN: ignored */
+};
+
 struct ana_result {
 	struct pt_reader *rd;        /* owned */
 	struct ana_thread *threads;
@@ -586,6 +635,7 @@ struct ana_result {
 	uint32_t ninstants;
 	struct ana_mem_series *mem;  /* memory series (ana_mem.c), nmem of them; NULL if none */
 	uint32_t nmem;
+	struct ana_sampling sampling; /* all zero in a trace without sampled requests */
 };
 
 /* @x as uint64_t, saturated: UINT64_MAX from 2^64 up and for NaN, 0 for

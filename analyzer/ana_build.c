@@ -387,6 +387,148 @@ static int ids_setup(struct ctx *c)
 	return 0;
 }
 
+/*
+ * Sampled requests (doc/analyzer-output.md §13, doc/trace-format.md §9.1).
+ * A COUNTER named PT_FMT_SAMPLE_COUNTER arms the thread (ts->sarm); the
+ * BEGIN that follows it at the same depth is a sampled root, and every
+ * section closed on the thread until the root closes adds to its call
+ * path's struct ana_est, summed per request and folded per request
+ * (ana_est_fold()). Off the hot path: the record after a sampling COUNTER
+ * is decoded by the general path (sample_follow(), on_record()), so the
+ * fused BEGIN tests nothing, and an END inside a request leaves through
+ * the test of ts->end_hook that the depth limit already needed.
+ */
+static PT_NOINLINE_ void sample_counter(struct ctx *c, struct tstate *ts, const struct pt_record *r)
+{
+	struct ana_sampling *sm = &c->res->sampling;
+	const int64_t v = (int64_t)r->value;
+	if (ts->sarm)
+		sm->orphan++; /* the previous one was not followed by a BEGIN */
+	ts->sarm = 0;
+	if (v < 1 || v > PT_FMT_SAMPLE_ONE) {
+		sm->invalid++;
+		return;
+	}
+	ts->sarm = ts->depth + 1;
+	ts->sarm_p = (double)v / PT_FMT_SAMPLE_ONE;
+}
+
+/* The BEGIN just pushed (frame ts->depth - 1) while the thread is armed. */
+static PT_NOINLINE_ void sample_begin(struct ctx *c, struct tstate *ts)
+{
+	struct ana_sampling *sm = &c->res->sampling;
+	const uint32_t armed = ts->sarm, i = ts->depth - 1;
+	ts->sarm = 0;
+	if (armed != ts->depth) { /* not at the COUNTER's depth (a crafted trace): not its weight */
+		sm->orphan++;
+		return;
+	}
+	const double p = ts->sarm_p;
+	sm->p_min = !sm->requests || p < sm->p_min ? p : sm->p_min;
+	sm->p_max = p > sm->p_max ? p : sm->p_max;
+	sm->requests++;
+	sm->est_requests += 1.0 / p;
+	if (!ts->sroot) {
+		ts->sroot = i + 1;
+		ts->sp = p;
+		ts->sreq++;
+		ts->end_hook = ts->excess + 1;
+		return;
+	}
+	/* nested in an open sampled request: its subtree weighs 1 / (p_outer p) */
+	sm->nested++;
+	if (ts->nsnest == ts->csnest) {
+		const uint32_t nc = ts->csnest ? ts->csnest * 2 : 4;
+		void *n = realloc(ts->snest, nc * sizeof(*ts->snest));
+		if (!n) {
+			ana_nomem_note();
+			return;
+		}
+		ts->snest = n;
+		ts->csnest = nc;
+	}
+	const double w = ts->nsnest ? ts->snest[ts->nsnest - 1].w : 1.0;
+	ts->snest[ts->nsnest].at = i;
+	ts->snest[ts->nsnest++].w = w / p;
+}
+
+/* One occurrence (duration @dur_ns, 0 when it does not count in the total,
+ * self @self_ns, weight @w relative to its request) into @e. */
+static void est_add(struct ana_est *e, const struct tstate *ts, double w, uint64_t dur_ns, uint64_t self_ns)
+{
+	if (e->cur_req != ts->sreq) { /* another request: the last one's sums are complete */
+		ana_est_fold(e);
+		e->cur_req = ts->sreq;
+		e->cur_p = ts->sp;
+	}
+	e->cur_n += w;
+	e->cur_t += w * (double)dur_ns;
+	e->cur_s += w * (double)self_ns;
+	ANA_SAT_ADD(e->rec_count, 1);
+	ANA_SAT_ADD(e->rec_total_ns, dur_ns);
+	ANA_SAT_ADD(e->rec_self_ns, self_ns);
+	e->nested |= w != 1.0;
+}
+
+/* The frame just popped (ts->st[ts->depth], still intact) closed at @end
+ * inside the open sampled request: into its path's estimate if the
+ * section is kept (as close_top() decides). */
+static void sample_closed(struct ctx *c, struct ana_thread *th, struct tstate *ts, uint64_t end, unsigned mode)
+{
+	const uint32_t i = ts->depth;
+	const struct frame *f = &ts->st[i];
+	const uint64_t dur = end >= f->start ? end - f->start : 0;
+	const uint64_t dur_ns = ana_ticks_ns(c, dur),
+		       self_ns = ana_ticks_ns(c, dur >= f->child_ticks ? dur - f->child_ticks : 0);
+	const double w = ts->nsnest ? ts->snest[ts->nsnest - 1].w : 1.0;
+	const bool kept = (mode & MODE_KEEP_ALL) ||
+			  (f->start >= c->since_ticks && end <= c->until_ticks && ana_in_domain(c, f->id));
+	struct ana_agg *a = &th->tree.n[f->node].agg;
+	if (kept && !a->est && !(a->est = calloc(1, sizeof(*a->est))))
+		ana_nomem_note();
+	if (kept && a->est)
+		est_add(a->est, ts, w, dur_ns, self_ns);
+	if (kept && (mode & MODE_KEEP_ALL)) { /* by name (flat rows): with nothing filtered, ancestors are the enclosing */
+		struct ana_est *fe = ana_grow_by_id(ts->sflat, &ts->nsflat, f->id, sizeof(*fe), ts->id_limit);
+		if (fe) {
+			ts->sflat = fe;
+			bool outermost = true;
+			for (uint32_t k = 0; k < i && outermost; k++)
+				outermost = ts->st[k].id != f->id;
+			/* an occurrence inside a same-name one counts, its time does not (§2) */
+			est_add(&fe[f->id], ts, w, outermost ? dur_ns : 0, self_ns);
+		}
+	}
+	if (ts->nsnest && ts->snest[ts->nsnest - 1].at == i)
+		ts->nsnest--;
+	if (i + 1 == ts->sroot) {
+		ts->sroot = 0;
+		ts->end_hook = ts->excess;
+	}
+}
+
+/* c->sample_id: the (analyzer's) id of PT_FMT_SAMPLE_COUNTER in the
+ * default domain, 0 if the trace does not define it. */
+static void sample_setup(struct ctx *c)
+{
+	struct pt_reader *rd = c->res->rd;
+	const size_t n = fmt_reader_string_count(rd);
+	for (size_t i = 0; i < n; i++) {
+		const uint32_t id = fmt_reader_string_id(rd, i);
+		uint32_t dom = 0;
+		const char *s = pt_reader_string(rd, id, &dom);
+		if (!s || dom != 0 || strcmp(s, PT_FMT_SAMPLE_COUNTER) != 0)
+			continue;
+		if (!c->remap) {
+			c->sample_id = id;
+		} else {
+			const struct ana_id_slot *e = ana_map_find(&c->ids, id);
+			c->sample_id = e ? e->slot : 0;
+		}
+		return;
+	}
+}
+
 static inline __attribute__((always_inline)) void agg_add(struct tstate *ts, struct ana_agg *a, const struct frame *f,
 							 uint64_t dur_ns, uint64_t self_ns, unsigned mode)
 {
@@ -487,6 +629,46 @@ static PT_NOINLINE_ void close_top_misuse(struct ctx *c, struct ana_thread *th, 
 	close_top(c, th, ts, end, pass_mode(c));
 }
 
+/* sec_end() while a sampled request is open on the thread (its root is on
+ * the stack, so depth > 0): the same matching, and each section it closes
+ * goes into its path's estimate too. Out of line: other traces never
+ * come here. */
+static void sec_end_sampled(struct ctx *c, struct ana_thread *th, struct tstate *ts, uint32_t id,
+					 uint64_t ticks)
+{
+	const unsigned mode = pass_mode(c);
+	if (ts->st[ts->depth - 1].id != id) {
+		int k = (int)ts->depth - 2;
+		while (k >= 0 && ts->st[k].id != id)
+			k--;
+		if (k < 0) {
+			th->unmatched_ends++;
+			return;
+		}
+		while ((int)ts->depth - 1 > k) { /* sections never ended: closed here */
+			th->unmatched_ends++;
+			close_top_misuse(c, th, ts, ticks);
+			if (ts->sroot)
+				sample_closed(c, th, ts, ticks, mode);
+		}
+	}
+	close_top_misuse(c, th, ts, ticks);
+	if (ts->sroot) /* a misuse close may have closed the root already */
+		sample_closed(c, th, ts, ticks, mode);
+}
+
+/* sec_end() when ts->end_hook is set. */
+static PT_NOINLINE_ void sec_end_hooked(struct ctx *c, struct ana_thread *th, struct tstate *ts, uint32_t id,
+					uint64_t ticks)
+{
+	if (ts->excess) { /* closes the innermost section too deep to analyze */
+		ts->excess--;
+		ts->end_hook--;
+	} else {
+		sec_end_sampled(c, th, ts, id, ticks);
+	}
+}
+
 /* Covers every node of @t (some are made outside sec_begin: GPU launches). */
 static PT_NOINLINE_ int pn_grow(struct tstate *ts, const struct ana_tree *t)
 {
@@ -512,7 +694,9 @@ static PT_NOINLINE_ int pn_grow(struct tstate *ts, const struct ana_tree *t)
 static PT_NOINLINE_ int stack_grow(struct ana_thread *th, struct tstate *ts)
 {
 	if (ts->cap >= ANA_MAX_DEPTH) {
+		ts->sarm = 0; /* not pushed: no sampled root */
 		ts->excess++;
+		ts->end_hook++;
 		th->too_deep++;
 		return -1;
 	}
@@ -593,8 +777,8 @@ static void snapshot_errc(struct ana_result *res, const struct pt_record *r)
 static inline __attribute__((always_inline)) void sec_end(struct ctx *c, struct ana_thread *th, struct tstate *ts,
 							uint32_t id, uint64_t ticks, unsigned mode)
 {
-	if (__builtin_expect(ts->excess != 0, 0)) { /* closes the innermost section too deep to analyze */
-		ts->excess--;
+	if (__builtin_expect(ts->end_hook != 0, 0)) { /* too deep, or inside a sampled request */
+		sec_end_hooked(c, th, ts, id, ticks);
 		return;
 	}
 	if (ts->depth == 0) {
@@ -664,9 +848,15 @@ static void on_record(struct ctx *c, struct ana_thread *th, struct tstate *ts, c
 	else
 		first_seen(ts, r->ticks);
 	th->records++;
+	if (__builtin_expect(ts->sarm != 0, 0) && r->kind != PT_REC_BEGIN) {
+		c->res->sampling.orphan++; /* a sampling COUNTER weighs only the BEGIN right after it */
+		ts->sarm = 0;
+	}
 	switch (r->kind) {
 	case PT_REC_BEGIN:
 		sec_begin(c, th, ts, r->id, r->ticks, pass_mode(c));
+		if (__builtin_expect(ts->sarm != 0, 0)) /* right after a sampling COUNTER (read_events_mode()) */
+			sample_begin(c, ts);
 		return;
 	case PT_REC_END:
 		sec_end(c, th, ts, r->id, r->ticks, pass_mode(c));
@@ -690,6 +880,10 @@ static void on_record(struct ctx *c, struct ana_thread *th, struct tstate *ts, c
 		}
 		return;
 	case PT_REC_COUNTER: {
+		if (__builtin_expect(r->id == c->sample_id, 0) && r->id) { /* marks the next BEGIN, no series */
+			sample_counter(c, ts, r);
+			return;
+		}
 		struct ana_counter *k = NULL;
 		for (size_t i = 0; i < th->ncounters; i++)
 			if (th->counters[i].id == r->id)
@@ -806,6 +1000,8 @@ static void drop_stack(struct ctx *c, struct ana_thread *th, struct tstate *ts, 
 {
 	*counter += ts->depth + ts->excess;
 	ts->excess = 0;
+	ts->sarm = ts->sroot = ts->nsnest = 0; /* a sampled request dropped open: its closed sections stay */
+	ts->end_hook = 0;
 	if (c->keep_all) {
 		if (ts->depth && !c->need_tracking && dropped_may_enclose_same_name(ts, &th->tree))
 			c->need_tracking = true; /* ana_run() runs the pass again, tracking */
@@ -920,6 +1116,13 @@ static void flat_from_tree(struct ctx *c, const struct ana_tree *t, struct tstat
 			fa->xfer_incl[k] = fi ? fi->xfer_incl[k] : 0;
 		if (fa->gpu || id < ts->ngf)
 			ana_pass_flat_gpu(ts, id, fa);
+		if (fa->est && id < ts->nsflat && c->keep_all) { /* the name's own estimates, not its paths' sum */
+			struct ana_est *fe = &ts->sflat[id];
+			ana_est_fold(fe);
+			*fa->est = *fe;
+		} else if (fa->est) { /* filtered: recorded figures only (§13) */
+			fa->est->by_name = true;
+		}
 	}
 }
 
@@ -968,6 +1171,8 @@ static void merge_tree(struct ana_tree *dst, struct ana_tree *src, uint64_t *rng
 
 static void finish_agg(struct ctx *c, struct ana_agg *a)
 {
+	if (a->est) /* the thread's last request of this path */
+		ana_est_fold(a->est);
 	/* first_start_ns held ticks while building */
 	a->first_start_ns = a->count ? pt_reader_ticks_to_ns(c->res->rd, a->first_start_ns) : 0;
 }
@@ -993,6 +1198,18 @@ static void read_meta(struct ctx *c, struct pt_record *batch, size_t max)
 		}
 }
 
+/* Reads the records after a sampling COUNTER through on_record() while the
+ * thread stays armed (the BEGIN it weighs, normally the next one): the
+ * last fmt_dec_next() result, 1 if none was needed. */
+static PT_NOINLINE_ int sample_follow(struct ctx *c, struct ana_thread *th, struct tstate *ts, struct fmt_dec *d)
+{
+	int rc = 1;
+	struct pt_record r;
+	while (ts->sarm && (rc = fmt_dec_next(d, &r)) > 0)
+		on_record(c, th, ts, &r);
+	return rc;
+}
+
 /*
  * Replays the current event chunk @ci of thread @th: the fused decoder and
  * aggregator. BEGIN, END, END_TOP and METRIC are decoded here, straight
@@ -1006,8 +1223,12 @@ static inline __attribute__((always_inline)) void read_events_mode(struct ctx *c
 								   struct tstate *ts, struct fmt_dec *d, unsigned mode)
 {
 	uint64_t fast = 0; /* records decoded here, counted once at the end */
-	int rc;
+	int rc = 1;
 	struct fmt_fast fd;
+	/* the BEGIN a sampling COUNTER weighs goes through on_record() (below):
+	 * also when the COUNTER ended the thread's last chunk */
+	if (__builtin_expect(ts->sarm != 0, 0) && (rc = sample_follow(c, th, ts, d)) <= 0)
+		goto done;
 	fmt_fast_load(&fd, d);
 	const uint8_t *end = d->end;
 	for (;;) {
@@ -1050,7 +1271,17 @@ static inline __attribute__((always_inline)) void read_events_mode(struct ctx *c
 		if (rc <= 0)
 			break;
 		on_record(c, th, ts, &r);
+		/* after a sampling COUNTER, the next record here too (the BEGIN it
+		 * weighs: sample_begin()), so the fast paths test nothing */
+		if (__builtin_expect(ts->sarm != 0, 0)) {
+			fmt_fast_store(&fd, d);
+			rc = sample_follow(c, th, ts, d);
+			fmt_fast_load(&fd, d);
+			if (rc <= 0)
+				break;
+		}
 	}
+done:
 	th->records += fast;
 	fmt_reader_chunk_done(c->res->rd, rc);
 	if (rc < 0) /* the rest of the chunk is gone: its open frames are unreliable */
@@ -1128,6 +1359,7 @@ static int run_pass(const char *path, const struct ana_options *opt, struct ana_
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
+	sample_setup(&c);
 	if (opt->domain) {
 		res->domain_filter = 0;
 		if (*opt->domain) {
@@ -1365,6 +1597,8 @@ static int run_pass(const char *path, const struct ana_options *opt, struct ana_
 			/* ownership moves to the result */
 			bt[id] = c.ts[i].flat[id];
 			ana_agg_merge(&res->by_name[id], &c.ts[i].flat[id], &c.rng);
+			if (res->by_name[id].est && bt[id].est) /* ana_agg_merge() does not carry the flag */
+				res->by_name[id].est->by_name |= bt[id].est->by_name;
 		}
 		free(c.ts[i].flat);
 		c.ts[i].flat = NULL;
@@ -1373,6 +1607,8 @@ static int run_pass(const char *path, const struct ana_options *opt, struct ana_
 		free(c.ts[i].open_top);
 		free(c.ts[i].fi);
 		free(c.ts[i].mem_cur);
+		free(c.ts[i].snest);
+		free(c.ts[i].sflat);
 		ana_pass_free_tstate(&c.ts[i]);
 	}
 	free(c.ts);

@@ -96,6 +96,11 @@ void ana_row_compute(const struct ana_result *res, const struct ana_agg *a, stru
 	w->mean = ana_moments_mean(&a->all, a->count);
 	w->std = ana_moments_std(&a->all, a->count);
 	w->share = res->thread_span_sum_ns ? (double)a->total_ns / (double)res->thread_span_sum_ns : 0.0;
+	if (a->est && !a->est->by_name) { /* a path inside sampled requests: its estimated share (§13) */
+		struct ana_est_fig f;
+		ana_est_figures(a, &f);
+		w->share = res->thread_span_sum_ns ? f.total_ns / (double)res->thread_span_sum_ns : 0.0;
+	}
 	struct ana_moments rest = ana_moments_without(&a->all, a->first_ns);
 	w->rest_mean = ana_moments_mean(&rest, a->count - 1);
 	w->rest_std = ana_moments_std(&rest, a->count - 1);
@@ -168,6 +173,14 @@ struct sort_ctx {
 };
 static double sort_key(const struct ana_agg *a, enum ana_sort s)
 {
+	if (a->est && !a->est->by_name && s != ANA_SORT_FLOPS && s != ANA_SORT_NAME) {
+		struct ana_est_fig f; /* a row inside sampled requests ranks by its estimates (§13) */
+		ana_est_figures(a, &f);
+		return s == ANA_SORT_TIME	? f.total_ns
+		       : s == ANA_SORT_SELF	? f.self_ns
+		       : s == ANA_SORT_COUNT ? f.count
+					     : fmax(f.self_ns, (double)ana_occupied_ns(g_sort.res, a));
+	}
 	switch (s) {
 	case ANA_SORT_SELF: return (double)a->self_ns;
 	case ANA_SORT_FLOPS: return (double)a->metric_incl[ANA_FLOPS];
@@ -318,10 +331,41 @@ static void text_row(FILE *out, const struct ana_result *res, const char *label,
 		snprintf(gf, sizeof(gf), "%.2f%s", w.show_gflops, w.show_gflops_over_gpu ? "*" : "");
 	if (w.intensity > 0)
 		snprintf(ai, sizeof(ai), "%.2f", w.intensity);
-	fprintf(out, "%-40s %8" PRIu64 " %10s %10s %5.1f%% %10s %10s %10s %10s %10s %10s %7s %8s %8s %6s\n", name,
-		a->count, dur(b[0], 32, (double)a->total_ns), dur(b[1], 32, (double)a->self_ns), 100.0 * w.share,
-		dur(b[2], 32, w.mean), dur(b[3], 32, w.std), dur(b[4], 32, (double)w.p50), dur(b[5], 32, (double)w.p90),
-		dur(b[6], 32, (double)w.p99), dur(b[7], 32, (double)a->first_ns), first_rest, gb, gf, ai);
+	/* a path inside sampled requests: count, total, self and share are estimates, marked '~' (§13) */
+	const bool est = a->est && !a->est->by_name;
+	struct ana_est_fig f = { 0 };
+	char cnt[32], tot[32], slf[32];
+	if (est) {
+		ana_est_figures(a, &f);
+		snprintf(cnt, sizeof(cnt), "~%.0f", f.count);
+		snprintf(tot, sizeof(tot), "~%s", dur(b[0], 32, f.total_ns));
+		snprintf(slf, sizeof(slf), "~%s", dur(b[1], 32, f.self_ns));
+		fprintf(out, "%-40s %8s %10s %10s %5.1f%% %10s %10s %10s %10s %10s %10s %7s %8s %8s %6s\n", name, cnt, tot,
+			slf, 100.0 * w.share, dur(b[2], 32, w.mean), dur(b[3], 32, w.std), dur(b[4], 32, (double)w.p50),
+			dur(b[5], 32, (double)w.p90), dur(b[6], 32, (double)w.p99), dur(b[7], 32, (double)a->first_ns),
+			first_rest, gb, gf, ai);
+	} else {
+		fprintf(out, "%-40s %8" PRIu64 " %10s %10s %5.1f%% %10s %10s %10s %10s %10s %10s %7s %8s %8s %6s\n", name,
+			a->count, dur(b[0], 32, (double)a->total_ns), dur(b[1], 32, (double)a->self_ns), 100.0 * w.share,
+			dur(b[2], 32, w.mean), dur(b[3], 32, w.std), dur(b[4], 32, (double)w.p50),
+			dur(b[5], 32, (double)w.p90), dur(b[6], 32, (double)w.p99), dur(b[7], 32, (double)a->first_ns),
+			first_rest, gb, gf, ai);
+	}
+	if (est && f.interval)
+		fprintf(out,
+			"%*s  estimate, 95%% interval: count [%.0f, %.0f], total [%s, %s]; from %" PRIu64
+			" sampled requests; per-call figures from the %" PRIu64 " recorded calls\n",
+			pad, "", f.count_lo, f.count_hi, dur(b[0], 32, f.total_lo_ns), dur(b[1], 32, f.total_hi_ns),
+			a->est->units, a->count);
+	else if (est)
+		fprintf(out,
+			"%*s  estimate, no interval (sampled requests nested in sampled requests); from %" PRIu64
+			" sampled requests; per-call figures from the %" PRIu64 " recorded calls\n",
+			pad, "", a->est->units, a->count);
+	else if (a->est)
+		fprintf(out, "%*s  recorded figures: %" PRIu64 " of these calls lie in sampled requests, not extrapolated"
+			     " with --since/--until/--domain (the call tree has the estimates)\n",
+			pad, "", a->est->rec_count);
 	for (int d = 0; d < ANA_DIRS; d++) {
 		if (!a->xfer_incl[d])
 			continue;
@@ -763,6 +807,20 @@ void ana_report_text(FILE *out, const struct ana_result *res, const struct ana_r
 	if (res->saturated)
 		fprintf(out, "warning: some sums reached 2^64-1 and stopped there (saturated): a figure at that value, or"
 			     " derived from one, is a lower bound\n");
+	const struct ana_sampling *sm = &res->sampling;
+	if (sm->requests) {
+		if (sm->p_min == sm->p_max)
+			fprintf(out, "sampled: %" PRIu64 " requests recorded at p = %.9g, standing for ~%.0f; ", sm->requests,
+				sm->p_min, sm->est_requests);
+		else
+			fprintf(out, "sampled: %" PRIu64 " requests recorded at p = %.9g to %.9g, standing for ~%.0f; ",
+				sm->requests, sm->p_min, sm->p_max, sm->est_requests);
+		fprintf(out, "counts, totals and shares marked ~ are estimates with 95%% intervals (Horvitz-Thompson)\n");
+	}
+	if (sm->nested || sm->invalid || sm->orphan)
+		fprintf(out, "sampling: %" PRIu64 " sampled requests nested in others (no interval under them), %" PRIu64
+			     " invalid and %" PRIu64 " stray sampling counters ignored\n",
+			sm->nested, sm->invalid, sm->orphan);
 	if (res->too_deep)
 		fprintf(out, "%" PRIu64 " sections nested deeper than %u levels were not analyzed (limit); the sections"
 			     " enclosing them count their time as self time\n",
@@ -821,6 +879,20 @@ void ana_report_text(FILE *out, const struct ana_result *res, const struct ana_r
 		for (uint32_t i = 0; i < n && i < (uint32_t)o->bottlenecks; i++) {
 			const struct ana_agg *a = &flat[ids[i]];
 			const uint64_t gpu = a->gpu ? a->gpu->self.total_ns : 0;
+			if (a->est && !a->est->by_name) { /* inside sampled requests: estimates (§13) */
+				struct ana_est_fig f;
+				ana_est_figures(a, &f);
+				char occ[40], slf[40];
+				snprintf(occ, sizeof(occ), "~%s", dur(b[0], 32, fmax(f.self_ns, (double)ana_occupied_ns(res, a))));
+				snprintf(slf, sizeof(slf), "~%s", dur(b[2], 32, f.self_ns));
+				fprintf(out, "  %2u. %-40s %10s  CPU self %10s %5.1f%%", i + 1,
+					ana_text_safe(ana_name(res, ids[i])), occ, slf,
+					res->thread_span_sum_ns ? 100.0 * f.self_ns / (double)res->thread_span_sum_ns : 0.0);
+				if (gpu)
+					fprintf(out, "  GPU self %10s (recorded)", dur(b[1], 32, (double)gpu));
+				fprintf(out, "  (~%.0f calls, estimated)\n", f.count);
+				continue;
+			}
 			fprintf(out, "  %2u. %-40s %10s  CPU self %10s %5.1f%%", i + 1, ana_text_safe(ana_name(res, ids[i])),
 				dur(b[0], 32, (double)ana_occupied_ns(res, a)), dur(b[2], 32, (double)a->self_ns),
 				res->thread_span_sum_ns ? 100.0 * (double)a->self_ns / (double)res->thread_span_sum_ns : 0.0);
@@ -1091,6 +1163,30 @@ static const char *csv_std(char buf[32], double v)
 	return buf;
 }
 
+/* The sampling columns (§13) of row @a (NULL: none): empty without an
+ * estimate; a flat row's only its sampled_recorded_count. */
+static const char *const csv_est_cols = ",est_count,est_count_lo,est_count_hi,est_total_ns,est_total_lo_ns,"
+					 "est_total_hi_ns,est_self_ns,sampled_requests,sampled_recorded_count";
+static void csv_est(FILE *out, const struct ana_agg *a)
+{
+	if (!a || !a->est) {
+		fputs(",,,,,,,,,", out);
+		return;
+	}
+	if (a->est->by_name) {
+		fprintf(out, ",,,,,,,,,%" PRIu64, a->est->rec_count);
+		return;
+	}
+	struct ana_est_fig f;
+	ana_est_figures(a, &f);
+	fprintf(out, ",%.0f", f.count);
+	if (f.interval)
+		fprintf(out, ",%.0f,%.0f,%.0f,%.0f,%.0f", f.count_lo, f.count_hi, f.total_ns, f.total_lo_ns, f.total_hi_ns);
+	else
+		fprintf(out, ",,,%.0f,,", f.total_ns);
+	fprintf(out, ",%.0f,%" PRIu64 ",%" PRIu64, f.self_ns, a->est->units, a->est->rec_count);
+}
+
 static void csv_row(FILE *out, const struct ana_result *res, const char *view, const char *thread,
 		    const char *path, uint32_t depth, uint32_t id, const struct ana_agg *a)
 {
@@ -1126,6 +1222,8 @@ static void csv_row(FILE *out, const struct ana_result *res, const char *view, c
 	ana_mem_csv(out, res, a);
 	if (res->saturated)
 		fprintf(out, ",%d", ana_agg_saturated(a) ? 1 : 0);
+	if (res->sampling.requests)
+		csv_est(out, a);
 	fputc('\n', out);
 }
 
@@ -1164,6 +1262,8 @@ static void csv_misc_row(FILE *out, const struct ana_result *res, const char *vi
 	ana_mem_csv(out, res, NULL);
 	if (res->saturated)
 		fputs(",0", out);
+	if (res->sampling.requests)
+		csv_est(out, NULL);
 	fputc('\n', out);
 }
 
@@ -1189,8 +1289,8 @@ static int csv_tree(FILE *out, const struct ana_result *res, const struct ana_tr
 int ana_write_csv(FILE *out, const struct ana_result *res, const struct ana_report_opts *o)
 {
 	(void)o;
-	fprintf(out, "%s%s%s%s\n", csv_cols, res->has_gpu ? csv_gpu_cols : "", ana_mem_csv_cols(res),
-		res->saturated ? ",saturated" : "");
+	fprintf(out, "%s%s%s%s%s\n", csv_cols, res->has_gpu ? csv_gpu_cols : "", ana_mem_csv_cols(res),
+		res->saturated ? ",saturated" : "", res->sampling.requests ? csv_est_cols : "");
 	if (csv_tree(out, res, &res->merged, "all"))
 		return -1;
 	for (uint32_t id = 0; id < res->nnames; id++)
@@ -1707,6 +1807,26 @@ static void jo_row(struct ana_jo *r, struct jnames *jn, const struct ana_result 
 #undef JI
 #undef JR
 	ana_mem_json_row(r, res, a); /* memory per section (ana_mem.c) */
+	if (a->est && a->est->by_name) { /* §13: a filtered flat row is not extrapolated */
+		ana_jo_u64(r, "sampled_recorded_count", a->est->rec_count);
+	} else if (a->est) {
+		struct ana_est_fig f;
+		ana_est_figures(a, &f);
+		struct ana_jo e = ana_jo_child(r, "estimate", '{');
+		ana_jo_real(&e, "count", f.count);
+		ana_jo_real(&e, "count_lo", f.count_lo); /* null: no interval */
+		ana_jo_real(&e, "count_hi", f.count_hi);
+		ana_jo_real(&e, "total_ns", f.total_ns);
+		ana_jo_real(&e, "total_lo_ns", f.total_lo_ns);
+		ana_jo_real(&e, "total_hi_ns", f.total_hi_ns);
+		ana_jo_real(&e, "self_ns", f.self_ns);
+		ana_jo_real(&e, "confidence", f.interval ? 0.95 : NAN);
+		ana_jo_u64(&e, "sampled_requests", a->est->units);
+		ana_jo_u64(&e, "recorded_count", a->est->rec_count);
+		ana_jo_real(&e, "p_min", a->est->p_min);
+		ana_jo_real(&e, "p_max", a->est->p_max);
+		ana_jo_close(&e, "}");
+	}
 }
 
 /* One row of the JSON report, streamed to @out (one line). */
@@ -1959,6 +2079,20 @@ json_t *ana_json_trace(const struct ana_result *res)
 			json_object_set_new(sn, "last_errno", json_integer(res->snapshot_errno));
 		json_object_set_new(sn, "triggers_limited", ana_json_u64(res->triggers_limited));
 		json_object_set_new(tr, "snapshots", sn);
+	}
+	if (res->sampling.requests || res->sampling.invalid || res->sampling.orphan) { /* §13 */
+		const struct ana_sampling *sm = &res->sampling;
+		json_t *o = json_object();
+		json_object_set_new(o, "requests", ana_json_u64(sm->requests));
+		json_object_set_new(o, "estimated_requests", json_real(sm->est_requests));
+		json_object_set_new(o, "p_min", sm->requests ? json_real(sm->p_min) : json_null());
+		json_object_set_new(o, "p_max", sm->requests ? json_real(sm->p_max) : json_null());
+		json_object_set_new(o, "nested", ana_json_u64(sm->nested));
+		json_object_set_new(o, "invalid_counters", ana_json_u64(sm->invalid));
+		json_object_set_new(o, "stray_counters", ana_json_u64(sm->orphan));
+		json_object_set_new(o, "confidence", json_real(0.95));
+		json_object_set_new(o, "method", json_string("Horvitz-Thompson, Poisson sampling of requests"));
+		json_object_set_new(tr, "sampling", o);
 	}
 	if (res->too_deep)
 		json_object_set_new(tr, "too_deep", ana_json_u64(res->too_deep));

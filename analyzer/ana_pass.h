@@ -75,6 +75,10 @@ struct tstate {
 	struct frame *st;
 	uint32_t depth, cap;
 	uint64_t excess;      /* open sections beyond ANA_MAX_DEPTH (not on st) */
+	/* excess + (sroot != 0): the one field an END tests before its common
+	 * case (ana_build.c sec_end()), so sampled requests cost other traces
+	 * nothing; kept by end_hook_sync() */
+	uint64_t end_hook;
 	int32_t *open_top;    /* by name id: innermost open frame index, -1 = none */
 	uint32_t nopen_top;
 	struct flat_incl *fi; /* by name id */
@@ -97,6 +101,21 @@ struct tstate {
 	 * none known (ana_mem_occ_fast()) */
 	uint64_t mem_lo, mem_hi;
 	int64_t mem_v;
+	/* sampled requests (ana_build.c, doc/analyzer-output.md §13); all 0 without them.
+	 * sarm: a sampling COUNTER was the last record, read at depth sarm - 1
+	 * (0 = none), of probability sarm_p: the BEGIN that follows at that
+	 * depth is a sampled root. sroot: the open sampled request's root
+	 * frame index + 1 (0 = none), of probability sp, numbered sreq. snest:
+	 * sampled roots nested inside it (frame index, relative weight). */
+	uint32_t sarm, sroot;
+	double sarm_p, sp;
+	uint64_t sreq;
+	struct { uint32_t at; double w; } *snest;
+	uint32_t nsnest, csnest;
+	/* keep_all: the same estimates by name id, the recursion-safe total
+	 * taking an occurrence only without a same-name section open below it */
+	struct ana_est *sflat;
+	uint32_t nsflat;
 };
 
 struct gpu_pass; /* ana_gpu.c */
@@ -121,6 +140,7 @@ struct ctx {
 	bool nomem;          /* an allocation failed: ana_run() fails, never a smaller answer */
 	int read_rc;         /* the reader's error that ended the pass, or 0 */
 	uint32_t nmem;       /* res->nmem: memory series to measure each kept occurrence against */
+	uint32_t sample_id;  /* name id of PT_FMT_SAMPLE_COUNTER, 0 = not in the trace */
 };
 
 struct ana_id_slot {

@@ -637,6 +637,66 @@ void ana_agg_merge(struct ana_agg *d, const struct ana_agg *s, uint64_t *rng)
 	}
 	if (unlikely_(s->mem != NULL)) /* memory per section (ana_mem.c) */
 		ana_mem_merge(d, s);
+	if (unlikely_(s->est != NULL)) { /* sampled requests: distinct units, so every sum adds */
+		if (!d->est && !(d->est = calloc(1, sizeof(*d->est)))) {
+			ana_nomem_note();
+			return;
+		}
+		struct ana_est *e = d->est;
+		const struct ana_est *x = s->est;
+		e->p_min = !e->units || x->p_min < e->p_min ? x->p_min : e->p_min;
+		e->p_max = x->p_max > e->p_max ? x->p_max : e->p_max;
+		e->units += x->units;
+		ANA_SAT_ADD(e->rec_count, x->rec_count);
+		ANA_SAT_ADD(e->rec_total_ns, x->rec_total_ns);
+		ANA_SAT_ADD(e->rec_self_ns, x->rec_self_ns);
+		e->n_hat += x->n_hat;
+		e->t_hat += x->t_hat;
+		e->s_hat += x->s_hat;
+		e->v_n += x->v_n;
+		e->v_t += x->v_t;
+		e->v_s += x->v_s;
+		e->nested |= x->nested;
+	}
+}
+
+void ana_est_fold(struct ana_est *e)
+{
+	const double p = e->cur_p;
+	if (!(p > 0.0))
+		return;
+	const double w = 1.0 / p, f = (1.0 - p) * w * w;
+	e->p_min = !e->units || p < e->p_min ? p : e->p_min;
+	e->p_max = p > e->p_max ? p : e->p_max;
+	e->units++;
+	e->n_hat += w * e->cur_n;
+	e->t_hat += w * e->cur_t;
+	e->s_hat += w * e->cur_s;
+	e->v_n += f * e->cur_n * e->cur_n;
+	e->v_t += f * e->cur_t * e->cur_t;
+	e->v_s += f * e->cur_s * e->cur_s;
+	e->cur_p = e->cur_n = e->cur_t = e->cur_s = 0.0;
+}
+
+/* z of a two-sided 95 % normal interval */
+#define ANA_EST_Z 1.959963984540054
+
+void ana_est_figures(const struct ana_agg *a, struct ana_est_fig *o)
+{
+	const struct ana_est *e = a->est;
+	const double exact_n = (double)(a->count - e->rec_count), exact_t = (double)(a->total_ns - e->rec_total_ns);
+	const double hn = ANA_EST_Z * sqrt(e->v_n), ht = ANA_EST_Z * sqrt(e->v_t);
+	o->count = exact_n + e->n_hat;
+	o->total_ns = exact_t + e->t_hat;
+	o->self_ns = (double)(a->self_ns - e->rec_self_ns) + e->s_hat;
+	o->interval = !e->nested;
+	/* the recorded occurrences are real: the truth is at least them */
+	o->count_lo = fmax(o->count - hn, (double)a->count);
+	o->count_hi = o->count + hn;
+	o->total_lo_ns = fmax(o->total_ns - ht, (double)a->total_ns);
+	o->total_hi_ns = o->total_ns + ht;
+	if (!o->interval)
+		o->count_lo = o->count_hi = o->total_lo_ns = o->total_hi_ns = NAN;
 }
 
 void ana_agg_free(struct ana_agg *a)
@@ -650,6 +710,8 @@ void ana_agg_free(struct ana_agg *a)
 	}
 	free(a->mem);
 	a->mem = NULL;
+	free(a->est);
+	a->est = NULL;
 }
 
 void ana_gpu_dist_add(struct ana_gpu_dist *d, uint64_t dur_ns, int64_t lat_ns)

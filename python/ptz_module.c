@@ -159,11 +159,11 @@ static int parse_args(const char *fn, PyObject *const *args, Py_ssize_t nargs, P
 /* interned keyword names */
 enum {
 	K_TITLE, K_READ, K_WRITTEN, K_FLOPS, K_OPTYPE, K_SHAPE, K_GPU, K_STREAM, K_SYNC, K_NAME, K_SIZE_MB,
-	K_NBYTES, K_DIRECTION, K_VALUE, K_N, K_COUNT
+	K_NBYTES, K_DIRECTION, K_VALUE, K_N, K_SAMPLE, K_COUNT
 };
 static const char *const k_str[K_COUNT] = {
 	"title", "read", "written", "flops", "operation_type", "shape_info", "use_gpu_events", "stream", "sync",
-	"name", "size_mb", "nbytes", "direction", "value", "n",
+	"name", "size_mb", "nbytes", "direction", "value", "n", "sample",
 };
 static PyObject *k_obj[K_COUNT];
 
@@ -542,12 +542,36 @@ static void add_metrics(pt_recorder *r, const struct pt_metrics *m)
 		pt_metric(r, PT_METRIC_FLOPS, m->flops);
 }
 
+/* sample=p: *@on 0 for None or absent (an ordinary section), else 1 and
+ * *@p the probability (pt_begin_sampled(): p >= 1 always, p <= 0 never;
+ * NaN is refused here, a caller's bug). */
+static int sample_arg(PyObject *o, int *on, double *p)
+{
+	*on = 0;
+	if (!o || o == Py_None)
+		return 0;
+	const double v = PyFloat_AsDouble(o);
+	if (v == -1.0 && PyErr_Occurred())
+		return -1;
+	if (v != v) {
+		PyErr_SetString(PyExc_ValueError, "sample must be a probability, not NaN");
+		return -1;
+	}
+	*on = 1;
+	*p = v;
+	return 0;
+}
+
 static PyObject *metrics_call(TimingObject *t, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames, int stop)
 {
-	PyObject *kn[6] = { k_obj[K_TITLE], k_obj[K_READ], k_obj[K_WRITTEN], k_obj[K_FLOPS], k_obj[K_GPU],
-			    k_obj[K_STREAM] };
-	PyObject *a[6];
-	if (parse_args(stop ? "stop" : "start", args, nargs, kwnames, kn, a, stop ? 4 : 6, stop ? 4 : 6) < 0)
+	PyObject *kn[7] = { k_obj[K_TITLE], k_obj[K_READ], k_obj[K_WRITTEN], k_obj[K_FLOPS], k_obj[K_GPU],
+			    k_obj[K_STREAM], k_obj[K_SAMPLE] };
+	PyObject *a[7];
+	if (parse_args(stop ? "stop" : "start", args, nargs, kwnames, kn, a, stop ? 4 : 7, stop ? 4 : 6) < 0)
+		return NULL;
+	int sampled = 0;
+	double sample_p = 1.0;
+	if (!stop && sample_arg(a[6], &sampled, &sample_p) < 0)
 		return NULL;
 	if (!a[0]) {
 		PyErr_SetString(PyExc_TypeError, "missing the section title");
@@ -565,6 +589,10 @@ static PyObject *metrics_call(TimingObject *t, PyObject *const *args, Py_ssize_t
 	void *stream = NULL;
 	if (gpu && stream_arg(a[5], &stream) < 0)
 		return NULL;
+	if (gpu && sampled) {
+		PyErr_SetString(PyExc_ValueError, "sample= is for CPU sections (not with use_gpu_events)");
+		return NULL;
+	}
 	if (!r)
 		Py_RETURN_NONE;
 	const char *title = PyUnicode_AsUTF8(a[0]);
@@ -580,6 +608,9 @@ static PyObject *metrics_call(TimingObject *t, PyObject *const *args, Py_ssize_t
 		} else {
 			pt_stop(r, title, &m, sizeof(m));
 		}
+	} else if (sampled) {
+		pt_begin_sampled(r, id, sample_p); /* not chosen: skipped with all inside, stop() still closes it */
+		add_metrics(r, &m);
 	} else if (gpu && t->gpu && gpu_depth < GPU_OPEN_MAX) {
 		gpu_open[gpu_depth].id = id;
 		gpu_open[gpu_depth++].stream = stream;
@@ -592,14 +623,20 @@ static PyObject *metrics_call(TimingObject *t, PyObject *const *args, Py_ssize_t
 }
 
 PyDoc_STRVAR(start_doc,
-	     "start(title, read=0, written=0, flops=0, use_gpu_events=False, stream=None)\n--\n\n"
+	     "start(title, read=0, written=0, flops=0, use_gpu_events=False, stream=None, sample=None)\n--\n\n"
 	     "Open section `title` on the calling thread. read/written: bytes; flops:\n"
 	     "floating-point operations (int, or a float >= 0, truncated), added to the section.\n"
 	     "use_gpu_events=True also times the GPU work queued on `stream` (an int\n"
 	     "cudaStream_t, or an object with .ptr or .cuda_stream; None = the legacy default\n"
 	     "stream) with a CUDA event pair, never synchronizing the host; stop() ends its\n"
 	     "GPU half when it is the innermost GPU section start() opened on the thread\n"
-	     "(stop them innermost first). Raises TypeError/ValueError for bad arguments only.");
+	     "(stop them innermost first). sample=p (a float) opens it as a sampled request\n"
+	     "(pt_begin_sampled()): recorded with probability p, decided independently per call,\n"
+	     "else skipped with everything started inside it on this thread (not a loss);\n"
+	     "stop() closes it either way, and ptanalyze reports counts and totals inside\n"
+	     "sampled requests as estimates with 95% intervals (doc/analyzer-output.md\n"
+	     "section 13). p >= 1: always; p <= 0: never. Not with use_gpu_events.\n"
+	     "Raises TypeError/ValueError for bad arguments only (NaN sample included).");
 static PyObject *Timing_start(TimingObject *t, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
 	return metrics_call(t, args, nargs, kwnames, 0);
@@ -622,7 +659,8 @@ typedef struct {
 	TimingObject *t;       /* strong */
 	PyObject *title;       /* str, or None: named by the function it decorates */
 	uint32_t id;
-	uint8_t gpu, sync;
+	uint8_t gpu, sync, sampled;
+	double sample_p;       /* sampled: pt_begin_sampled()'s probability */
 	void *stream;
 	PyObject *stream_obj;  /* for sync: its synchronize() */
 	uint64_t read, written, flops;
@@ -636,7 +674,8 @@ static SectionObject *section_new(TimingObject *t, PyObject *title)
 	s->t = (TimingObject *)Py_NewRef((PyObject *)t);
 	s->title = Py_NewRef(title);
 	s->id = 0;
-	s->gpu = s->sync = 0;
+	s->gpu = s->sync = s->sampled = 0;
+	s->sample_p = 1.0;
 	s->stream = NULL;
 	s->stream_obj = NULL;
 	s->read = s->written = s->flops = 0;
@@ -664,6 +703,8 @@ static inline void section_begin(SectionObject *s, pt_recorder *r)
 {
 	if (s->gpu)
 		pt_gpu_begin(r, s->id, s->stream);
+	else if (s->sampled)
+		pt_begin_sampled(r, s->id, s->sample_p);
 	else
 		pt_begin(r, s->id);
 	const struct pt_metrics m = { .read_bytes = s->read, .written_bytes = s->written, .flops = s->flops };
@@ -883,7 +924,7 @@ static PyObject *Decorated_repr(DecoratedObject *d)
 
 PyDoc_STRVAR(section_doc,
 	     "section(title, read=0, written=0, flops=0, operation_type=None, shape_info=None,\n"
-	     "        use_gpu_events=False, stream=None, sync=False)\n--\n\n"
+	     "        use_gpu_events=False, stream=None, sync=False, sample=None)\n--\n\n"
 	     "A section: a context manager (`with timing.section(\"einsum\", flops=n) as s:`)\n"
 	     "whose object has add_memory(read=, written=) and add_flops(n), and a decorator\n"
 	     "(`@timing.section(\"step\")`). Reusable and reentrant: `with s:` again records a\n"
@@ -902,13 +943,19 @@ PyDoc_STRVAR(section_doc,
 	     "changes the program's timing (the section then includes the wait); sync needs\n"
 	     "a stream object with synchronize(). With enable_gpu_timing=False the section\n"
 	     "is recorded on the CPU only.\n"
-	     "Raises TypeError/ValueError for bad arguments.");
+	     "sample=p makes each entry a sampled request (pt_begin_sampled()): recorded\n"
+	     "with probability p, decided independently at each entry, else skipped with\n"
+	     "every section entered inside it on this thread (not a loss); ptanalyze then\n"
+	     "reports counts and totals inside sampled requests as estimates with 95%\n"
+	     "intervals (doc/analyzer-output.md section 13). p >= 1: always; p <= 0:\n"
+	     "never. Not with use_gpu_events.\n"
+	     "Raises TypeError/ValueError for bad arguments (NaN sample included).");
 static PyObject *Timing_section(TimingObject *t, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
-	PyObject *kn[9] = { k_obj[K_TITLE], k_obj[K_READ], k_obj[K_WRITTEN], k_obj[K_FLOPS], k_obj[K_OPTYPE],
-			    k_obj[K_SHAPE], k_obj[K_GPU], k_obj[K_STREAM], k_obj[K_SYNC] };
-	PyObject *a[9];
-	if (parse_args("section", args, nargs, kwnames, kn, a, 9, 9) < 0)
+	PyObject *kn[10] = { k_obj[K_TITLE], k_obj[K_READ], k_obj[K_WRITTEN], k_obj[K_FLOPS], k_obj[K_OPTYPE],
+			     k_obj[K_SHAPE], k_obj[K_GPU], k_obj[K_STREAM], k_obj[K_SYNC], k_obj[K_SAMPLE] };
+	PyObject *a[10];
+	if (parse_args("section", args, nargs, kwnames, kn, a, 10, 9) < 0)
 		return NULL;
 	if (!a[0]) {
 		PyErr_SetString(PyExc_TypeError, "section() missing the title");
@@ -939,6 +986,14 @@ static PyObject *Timing_section(TimingObject *t, PyObject *const *args, Py_ssize
 	int sync = a[8] ? PyObject_IsTrue(a[8]) : 0;
 	if (gpu < 0 || sync < 0)
 		goto fail;
+	int sampled;
+	if (sample_arg(a[9], &sampled, &s->sample_p) < 0)
+		goto fail;
+	s->sampled = (uint8_t)sampled;
+	if (gpu && sampled) {
+		PyErr_SetString(PyExc_ValueError, "sample= is for CPU sections (not with use_gpu_events)");
+		goto fail;
+	}
 	if (gpu) {
 		if (stream_arg(a[7], &s->stream) < 0)
 			goto fail;

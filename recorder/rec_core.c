@@ -263,6 +263,99 @@ void pt_counter(pt_recorder *r, uint32_t id, int64_t value)
 	rec_ring_publish(g, h + REC_SLOTS_COUNTER);
 }
 
+/* ------------------------------------------------------- sampled requests */
+
+/*
+ * pt_begin_sampled(): the decision is a splitmix64 step (Steele, Lea and
+ * Flood 2014) on a per-thread state seeded from the clock and the state's
+ * own address (distinct per thread), never rand() (a lock, and shared
+ * state that would correlate threads). Neither depends on the program's
+ * work, so the recorded requests are a probability sample. The uniform
+ * draw in [0, 1e9) is Lemire's multiply-shift, so P(chosen) = v / 1e9
+ * exactly up to 2^-34, with v the very value written to the trace.
+ */
+__extension__ typedef unsigned __int128 sample_u128;
+static _Thread_local uint64_t sample_state;
+
+static uint64_t sample_next(void)
+{
+	if (unlikely(!sample_state))
+		sample_state = rec_ticks() ^ ((uint64_t)(uintptr_t)&sample_state * 0x9e3779b97f4a7c15ull) ^ 1;
+	uint64_t z = (sample_state += 0x9e3779b97f4a7c15ull);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+/* The id of PT_FMT_SAMPLE_COUNTER, interned on the first chosen section
+ * (ids are process-global and stable: a relaxed cache is enough; two
+ * threads interning at once get the same id). */
+static _Atomic uint32_t sample_name_id;
+
+static uint32_t sample_counter_id(struct pt_recorder *r)
+{
+	uint32_t id = atomic_load_explicit(&sample_name_id, memory_order_relaxed);
+	if (unlikely(!id)) {
+		id = pt_intern(r, PT_FMT_SAMPLE_COUNTER);
+		atomic_store_explicit(&sample_name_id, id, memory_order_relaxed);
+	}
+	return id;
+}
+
+/* @p in parts per 1e9, as the trace holds it: 0 for p <= 0 or NaN, at
+ * least 1 for p > 0, PT_FMT_SAMPLE_ONE for p >= 1. */
+static uint64_t sample_ppb(double p)
+{
+	if (!(p > 0.0))
+		return 0;
+	if (p >= 1.0)
+		return PT_FMT_SAMPLE_ONE;
+	const uint64_t v = (uint64_t)(p * 1e9 + 0.5);
+	return v < 1 ? 1 : v > PT_FMT_SAMPLE_ONE ? PT_FMT_SAMPLE_ONE : v;
+}
+
+int pt_begin_sampled(pt_recorder *r, uint32_t id, double p)
+{
+	if (unlikely(!r))
+		return 0;
+	const uint64_t v = sample_ppb(p);
+	if (v == PT_FMT_SAMPLE_ONE) {
+		pt_begin(r, id); /* certain: an ordinary section, exact figures */
+		return 1;
+	}
+	/* drawn first, whatever happens next: the decision stays independent */
+	const bool in = v && (uint64_t)(((sample_u128)sample_next() * PT_FMT_SAMPLE_ONE) >> 64) < v;
+	const uint32_t cid = in ? sample_counter_id(r) : 0;
+	struct rec_ring *g = rec_ring_for(r);
+	if (!g) {
+		rec_noring_begin(r); /* as pt_begin() without a ring */
+		return in;
+	}
+	if (g->skip_depth) {
+		begin_slow(r, id); /* inside a skipped section: skipped with it, as pt_begin() */
+		return in;
+	}
+	if (!in || !rec_enabled(r)) {
+		skip_section(g, id, false); /* not chosen: not a loss */
+		return in;
+	}
+	/* the COUNTER and the BEGIN together or neither: a weight without its
+	 * section would attach to whatever section comes next */
+	uint64_t h = g->head_own;
+	if (!rec_ring_room(g, h, rec_ring_need(g, REC_SLOTS_COUNTER + 2 + REC_SLACK))) {
+		skip_section(g, id, true);
+		return 1;
+	}
+	const uint64_t t = rec_ticks();
+	rec_ring_put_record(g, h, SLOT_COUNTER, 0, t, cid);
+	rec_ring_put_value(g, h + 1, v);
+	rec_ring_put_begin(g, h + REC_SLOTS_COUNTER, t, id);
+	rec_ring_push_id(g, g->depth, id);
+	g->depth++;
+	rec_ring_publish(g, h + REC_SLOTS_COUNTER + 1);
+	return 1;
+}
+
 /* ------------------------------------------- instants, async ranges, GPU */
 
 /* rec_emit() on ring @g; with no room, false, counted as a lost record

@@ -378,6 +378,17 @@
 				cols.push({ key: 'time.' + k + '_ns', label: 'time ' + k, fmt: fmt.dur, group: 'GPU',
 					    get: (r) => (r.time ? r.time[k + '_ns'] : null) });
 		}
+		if (rep.trace.sampling) { /* sampled requests: the estimates beside the recorded figures (analyzer-output.md 13) */
+			const E = (k, label, f, title) => ({ key: 'estimate.' + k, label, fmt: f, group: 'estimate (sampled)', title,
+							     get: (r) => (r.estimate ? r.estimate[k] : null) });
+			cols.push(E('count', 'est. count', (v) => (v == null ? '' : '~' + Math.round(num(v))), 'Horvitz-Thompson estimate'),
+				  E('count_lo', 'count lo', (v) => (v == null ? '' : Math.round(num(v))), '95% interval'),
+				  E('count_hi', 'count hi', (v) => (v == null ? '' : Math.round(num(v))), '95% interval'),
+				  E('total_ns', 'est. total', (v) => (v == null ? '' : '~' + fmt.dur(v)), 'Horvitz-Thompson estimate'),
+				  E('total_lo_ns', 'total lo', (v) => (v == null ? '' : fmt.dur(v)), '95% interval'),
+				  E('total_hi_ns', 'total hi', (v) => (v == null ? '' : fmt.dur(v)), '95% interval'),
+				  E('sampled_requests', 'sampled requests', (v) => (v == null ? '' : fmt.count(v))));
+		}
 		if (rep.memory_series && rep.tree.some((r) => 'rss_occurrences' in r)) {
 			cols.push(C('rss_occurrences', 'RSS measured', fmt.count, 'memory'),
 				  C('rss_begin_bytes', 'RSS begin', fmt.bytes, 'memory'), C('rss_end_bytes', 'RSS end', fmt.bytes, 'memory'),
@@ -433,7 +444,13 @@
 			cards.push(card('GPU busy', 'no GPU ranges'));
 		}
 		main.append(section('summary', 'Summary', el('div', { class: 'cards' }, ...cards),
-				    tr.torn_tail ? el('p', { class: 'note' }, 'The trace ends inside a chunk (torn tail): read up to it.') : null));
+				    tr.torn_tail ? el('p', { class: 'note' }, 'The trace ends inside a chunk (torn tail): read up to it.') : null,
+				    tr.sampling && num(tr.sampling.requests) > 0
+					    ? el('p', { class: 'note' }, `Sampled: ${tr.sampling.requests} requests recorded at p = ` +
+						 (tr.sampling.p_min === tr.sampling.p_max ? `${tr.sampling.p_min}` : `${tr.sampling.p_min} to ${tr.sampling.p_max}`) +
+						 `, standing for ~${Math.round(num(tr.sampling.estimated_requests))}. Counts, totals and charts on this page are ` +
+						 'the recorded figures; the call tree\'s "estimate" columns extrapolate them, with 95% intervals.')
+					    : null));
 
 		/* where the time goes */
 		const tree = rep.tree;
@@ -610,7 +627,7 @@
 			const c = cols.slice();
 			c[0] = Object.assign({}, c[0], { label: flat ? 'name' : 'call path' });
 			treeTable(thost, c, roots, {
-				sortKey: 'total_ns', openDepth: 1, groups: [],
+				sortKey: 'total_ns', openDepth: 1, groups: tr.sampling && !flat ? ['estimate (sampled)'] : [],
 				rowAttrs: (n) => ({ 'data-view': flat ? 'flat' : 'tree', 'data-path': JSON.stringify(n.r.path || [n.r.name]),
 						    'data-domain': n.r.domain || '' }),
 			});

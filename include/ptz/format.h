@@ -76,6 +76,14 @@ extern "C" {
 #define PT_FMT_PROC_LOAD "system load 1 min (x1000)"
 #define PT_FMT_PROC_RUNNABLE "system runnable threads"
 #define PT_FMT_PROC_CPUS "system CPUs online"                            /* once */
+/*
+ * The COUNTER that marks the BEGIN right after it, on the same thread, as
+ * the root of a sampled request recorded with probability value / 1e9
+ * (pt_begin_sampled(); doc/trace-format.md §9.1). An ordinary counter to
+ * readers that do not know it.
+ */
+#define PT_FMT_SAMPLE_COUNTER "ptz sample probability (x1e9)"
+#define PT_FMT_SAMPLE_ONE 1000000000 /* the value of probability 1 */
 
 /**
  * enum pt_clock_source - what a trace's ticks count: the header's

@@ -482,6 +482,47 @@ PT_API void pt_begin(pt_recorder *r, uint32_t id);
 PT_API void pt_end(pt_recorder *r, uint32_t id);
 
 /**
+ * pt_begin_sampled() - Open section @id as the root of a sampled request:
+ * record it, and everything begun inside it on this thread, with
+ * probability @p; otherwise skip it whole.
+ * @r:  recorder or NULL (no-op, returns 0).
+ * @id: section id from pt_intern().
+ * @p:  the probability of recording, in (0, 1]; rounded to a multiple of
+ *      1e-9 (the value written to the trace), at least 1e-9. @p >= 1:
+ *      exactly pt_begin() (always recorded, no weight: exact figures).
+ *      @p <= 0 or NaN: never recorded (returns 0), not an error.
+ *
+ * The "enable for 1 % of requests" of always-on profiling, in a form the
+ * analyzer can extrapolate from: each call decides independently
+ * (Bernoulli, i.e. Poisson sampling of requests) with a per-thread
+ * splitmix64 generator seeded from the clock and the thread, never rand();
+ * the decision depends on nothing the program does, so the recorded
+ * requests are a probability sample of all of them. A chosen section is
+ * written as the COUNTER PT_FMT_SAMPLE_COUNTER ("ptz sample probability
+ * (x1e9)", value round(@p x 1e9)) immediately followed, on this thread, by
+ * its BEGIN (doc/trace-format.md §9.1); both fit or neither is written (a
+ * full ring drops the section whole and counts it lost, as pt_begin()).
+ * ptanalyze then reports counts and totals of the paths inside sampled
+ * requests as estimates with 95 % intervals (doc/analyzer-output.md §13).
+ * A section not chosen is skipped like one begun while recording is
+ * disabled: it and every section, metric and transfer begun inside it on
+ * this thread are not recorded and not counted as lost. Counters, instants
+ * and other threads' work are not affected.
+ *
+ * Always end it with pt_end(r, @id), whatever this returned. Do not nest
+ * a sampled request inside another one on the same thread: the analyzer
+ * then multiplies the weights (its point estimates stay unbiased) but
+ * gives those paths no interval.
+ *
+ * Context: as pt_begin(), plus one splitmix64 step; a chosen section adds
+ * one interning lookup the first time in the process and two record slots.
+ * Return: 1 if the section was chosen (recorded as pt_begin() records it,
+ * and subject to its losses), 0 if it was skipped.
+ * Since: 0.4.0.
+ */
+PT_API int pt_begin_sampled(pt_recorder *r, uint32_t id, double p);
+
+/**
  * pt_metric() - Add @value of @kind to this thread's innermost open section.
  * @r:     recorder or NULL.
  * @kind:  enum pt_metric_kind.

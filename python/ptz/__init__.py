@@ -140,7 +140,11 @@ class PerformanceTiming(_Timing):
         Each line: title, calls, total, mean, p50, p99, and when recorded,
         GFLOP/s and GB/s (over GPU time, marked "(GPU time)", where GPU
         sections declared the work: their CPU time is only the launch); with include_percentages, the share of the traced
-        time (the analyzer's `share`, doc/analyzer-output.md §3). sort_by:
+        time (the analyzer's `share`, doc/analyzer-output.md §3). A title
+        inside sampled requests (section(..., sample=p)) shows its estimated
+        calls and total, marked "~", with the total's 95% interval and
+        "estimated" (doc/analyzer-output.md §13); mean and percentiles are
+        those of the recorded calls; sorting uses the estimates. sort_by:
         "time" (total), "self", "flops", "count", "mean", "bytes" or "name";
         largest first (name: alphabetical). Returns the lines logged.
         ValueError for an unknown sort_by.
@@ -157,13 +161,26 @@ class PerformanceTiming(_Timing):
         elif sort_by == "bytes":
             rows.sort(key=lambda r: -(r["read_bytes"] + r["written_bytes"]))
         else:
-            rows.sort(key=lambda r: -(r[key] or 0))
+            est_key = {"total_ns": "total_ns", "self_ns": "self_ns", "count": "count"}.get(key)
+            rows.sort(key=lambda r: -((r["estimate"][est_key] if est_key and "estimate" in r else r[key]) or 0))
         lines = ["ptz %s: %d sections, %d recorder errors, %d records lost" % (
             self.name, rep["trace"]["sections"], rep["trace"]["recorder_errors"], rep["trace"]["lost_records"])]
+        samp = rep["trace"].get("sampling")
+        if samp and samp["requests"]:
+            lines.append("sampled: %d requests recorded (p %g to %g); calls and totals marked ~ are estimates" % (
+                samp["requests"], samp["p_min"], samp["p_max"]))
         for r in rows:
-            parts = ["%-32s calls=%-8d total=%s mean=%s p50=%s p99=%s" % (
-                r["name"], r["count"], _dur(r["total_ns"]), _dur(r["mean_ns"]), _dur(r["p50_ns"]),
-                _dur(r["p99_ns"]))]
+            est = r.get("estimate")
+            if est:
+                interval = ("[%s, %s] (95%%)" % (_dur(est["total_lo_ns"]), _dur(est["total_hi_ns"]))
+                            if est["total_lo_ns"] is not None else "(no interval)")
+                parts = ["%-32s calls=~%-7.0f total=~%s %s estimated; mean=%s p50=%s p99=%s" % (
+                    r["name"], est["count"], _dur(est["total_ns"]), interval, _dur(r["mean_ns"]),
+                    _dur(r["p50_ns"]), _dur(r["p99_ns"]))]
+            else:
+                parts = ["%-32s calls=%-8d total=%s mean=%s p50=%s p99=%s" % (
+                    r["name"], r["count"], _dur(r["total_ns"]), _dur(r["mean_ns"]), _dur(r["p50_ns"]),
+                    _dur(r["p99_ns"]))]
             if include_percentages and r["share"] is not None:
                 parts.append("%5.1f%%" % (100.0 * r["share"]))
             # one rate per figure, as the text report's call tree

@@ -716,5 +716,73 @@ class TestStatistics(Base):
             del os.environ["PTZ_TRACE"]
 
 
+class TestSampling(Base):
+    """sample=p (pt_begin_sampled()): requests recorded with probability p,
+    the analyzer's estimates (doc/analyzer-output.md section 13)."""
+
+    def test_section_sample_estimates(self):
+        n, p = 4000, 0.25
+        for _ in range(n):
+            with self.t.section("request", sample=p):
+                with self.t.section("work"):
+                    pass
+        rows, rep = self.rows()
+        samp = rep["trace"]["sampling"]
+        k = samp["requests"]
+        sigma = (n * p * (1 - p)) ** 0.5  # binomial: 27.4
+        self.assertLess(abs(k - n * p), 5 * sigma)
+        self.assertEqual(samp["p_min"], p)
+        paths = {tuple(r["path"]): r for r in rep["tree"]}
+        for path in (("request",), ("request", "work")):
+            row = paths[path]
+            self.assertEqual(row["count"], k)  # the row's own figures: what was recorded
+            est = row["estimate"]
+            self.assertAlmostEqual(est["count"], k / p)
+            half = 1.959963984540054 * (k * (1 - p)) ** 0.5 / p  # one occurrence per request
+            self.assertAlmostEqual(est["count_hi"], k / p + half, delta=1e-6 * n)
+            self.assertAlmostEqual(est["count_lo"], max(k / p - half, k), delta=1e-6 * n)
+            self.assertLess(abs(est["count"] - n), 5 * half / 1.96)
+            self.assertEqual(est["sampled_requests"], k)
+        self.assertEqual(rep["trace"]["recorder_errors"], 0)
+        self.assertEqual(rep["trace"]["lost_records"], 0)
+
+    def test_log_marks_estimates(self):
+        for _ in range(400):
+            with self.t.section("req", sample=0.5):
+                pass
+        with self.t.section("exact"):
+            pass
+        lines = self.t.log(logger=logging.getLogger("ptz-test-sampling"))
+        self.assertTrue(any(l.startswith("sampled: ") for l in lines), lines)
+        req = [l for l in lines if l.startswith("req ")][0]
+        self.assertIn("calls=~", req)
+        self.assertIn("estimated", req)
+        exact = [l for l in lines if l.startswith("exact ")][0]
+        self.assertNotIn("~", exact)
+
+    def test_start_sample_never_and_always(self):
+        for _ in range(500):
+            self.t.start("never", sample=0.0)
+            self.t.start("inside")
+            self.t.stop("inside")
+            self.t.stop("never")
+            self.t.start("always", sample=1.0, flops=2)
+            self.t.stop("always")
+        with self.assertRaises(ValueError):
+            self.t.start("bad", sample=float("nan"))
+        with self.assertRaises(ValueError):
+            self.t.section("bad", sample=float("nan"))
+        with self.assertRaises(TypeError):
+            self.t.section("bad", sample="0.5")
+        rows, rep = self.rows()
+        self.assertNotIn("never", rows)
+        self.assertNotIn("inside", rows)
+        self.assertEqual(rows["always"]["count"], 500)
+        self.assertEqual(rows["always"]["self_flops"], 1000)
+        self.assertNotIn("estimate", rows["always"])
+        self.assertNotIn("sampling", rep["trace"])
+        self.assertEqual(rep["trace"]["recorder_errors"], 0)
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)
