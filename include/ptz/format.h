@@ -36,7 +36,7 @@ extern "C" {
 /* ==== Constants ==== */
 
 #define PT_FMT_VERSION_MAJOR 1
-#define PT_FMT_VERSION_MINOR 2
+#define PT_FMT_VERSION_MINOR 3
 #define PT_FMT_HEADER_BYTES 4096u
 #define PT_FMT_CHUNK_HEADER_BYTES 64u
 /* Upper bound of one chunk's decompressed payload (doc/trace-format.md §3). */
@@ -137,7 +137,10 @@ enum pt_error_code {
 				      * when the recorder closed: never resolved */
 	/* format 1.2: snapshots (pt_snapshot(), the snapshot signal, pt_trigger()) */
 	PT_ERRC_SNAPSHOT = 13,       /* a snapshot failed; value = errno of the failure */
-	PT_ERRC_TRIGGER_LIMITED = 14 /* pt_trigger() calls rate-limited: no snapshot; value = calls */
+	PT_ERRC_TRIGGER_LIMITED = 14, /* pt_trigger() calls rate-limited: no snapshot; value = calls */
+	/* format 1.3: rotation (recorder.h, pt_open() "Rotation") */
+	PT_ERRC_ROTATE = 15           /* the next part of a rotated trace could not be created:
+				       * recording went on in this part; value = errno */
 };
 
 /* ==== Types ====
