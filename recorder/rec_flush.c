@@ -175,6 +175,9 @@ struct flusher {
 	 * already closed, the oldest part not deleted (rotate_keep) */
 	uint64_t part_start_ns, part_limit, bytes_before;
 	uint32_t oldest_part;
+	/* a failed rotation while the part cannot grow either (a full disk):
+	 * tried again at retry_ns if the part is still failed_written long */
+	uint64_t retry_ns, failed_written;
 };
 
 int64_t (*rec_rss_read_hook)(void);
@@ -383,6 +386,11 @@ static void emit_repeat_if_due(struct flusher *f, uint64_t now_ns)
 	emit_exited_lost(f);
 }
 
+/* After a failed rotation, while the current part cannot grow (a full
+ * disk: no threshold would come), the next part is tried again this much
+ * later: space freed meanwhile is used. */
+#define ROTATE_RETRY_NS 1000000000u
+
 /*
  * Rotation (recorder.h, pt_open() "Rotation"; doc/trace-format.md §11).
  * The current part gets the tables still pending and is finalized as
@@ -415,6 +423,8 @@ static void rotate(struct flusher *f, uint64_t now_ns)
 		fmt_enc_error(&f->menc, rec_ticks(), PT_ERRC_ROTATE, (uint64_t)-rc);
 		meta_flush(f, 0);
 		f->part_limit = fmt_writer_written(r->w) + r->rotate_bytes;
+		f->failed_written = fmt_writer_written(r->w);
+		f->retry_ns = now_ns + ROTATE_RETRY_NS;
 		return;
 	}
 	const uint64_t old_bytes = PT_FMT_HEADER_BYTES + fmt_writer_written(r->w);
@@ -424,6 +434,7 @@ static void rotate(struct flusher *f, uint64_t now_ns)
 	r->w = nw;
 	f->bytes_before += old_bytes;
 	f->part_limit = r->rotate_bytes;
+	f->retry_ns = 0;
 	f->meta_seq = 0;
 	f->last_repeat_bytes = 0;
 	f->meta_lost = false;
@@ -457,8 +468,9 @@ static void rotate_if_due(struct flusher *f, uint64_t now_ns)
 	struct pt_recorder *r = f->r;
 	if (!r->run_id || atomic_load_explicit(&r->stop, memory_order_relaxed))
 		return;
-	if ((r->rotate_bytes && fmt_writer_written(r->w) >= f->part_limit) ||
-	    (r->rotate_ns && now_ns - f->part_start_ns >= r->rotate_ns))
+	const uint64_t out = fmt_writer_written(r->w);
+	if ((r->rotate_bytes && out >= f->part_limit) || (r->rotate_ns && now_ns - f->part_start_ns >= r->rotate_ns) ||
+	    (f->retry_ns && now_ns >= f->retry_ns && out == f->failed_written))
 		rotate(f, now_ns);
 }
 
