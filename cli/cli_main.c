@@ -102,6 +102,10 @@ static void usage(FILE *out)
 		"\n"
 		"Peaks options: --json FILE (default: stdout), --seconds S per figure (default 0.5).\n"
 		"\n"
+		"Rotated traces (PTZ_ROTATE_BYTES / _SECONDS: run.000001.ptz, run.000002.ptz, ...): give every part\n"
+		"(" PROG " run.0*.ptz, in any order) or the name the recorder was given (" PROG " run.ptz): any command\n"
+		"reads them as one trace; a part alone reads as a window of the run.\n"
+		"\n"
 		"Columns and formulas: doc/analyzer-output.md. Exit codes: 0 clean or torn tail recovered,\n"
 		"1 damaged trace (intact chunks still reported), unreadable, no such --thread or output\n"
 		"not written, 2 usage error, 3 compare --fail-on-regression found a regression.\n");
