@@ -658,6 +658,12 @@ static void window_text(FILE *out, const struct ana_result *res, const char *lea
 	char b[32];
 	if (res->flight && in->laps == 0)
 		fprintf(out, "%swindow: the whole run so far (flight recorder, never wrapped", lead);
+	else if (in->run_id && in->part != in->last_part) /* older parts deleted (PTZ_ROTATE_KEEP) */
+		fprintf(out, "%swindow: %s of the run (parts %u to %u of a rotated trace", lead,
+			dur(b, sizeof(b), (double)(res->end_ns - res->start_ns)), in->part, in->last_part);
+	else if (in->run_id) /* a part read alone */
+		fprintf(out, "%swindow: %s of the run (part %u of a rotated trace", lead,
+			dur(b, sizeof(b), (double)(res->end_ns - res->start_ns)), in->part);
 	else
 		fprintf(out, "%swindow: the last %s of the run (%s", lead,
 			dur(b, sizeof(b), (double)(res->end_ns - res->start_ns)), res->flight ? "flight recorder" : "snapshot");
@@ -1973,7 +1979,7 @@ json_t *ana_json_trace(const struct ana_result *res)
 	json_object_set_new(tr, "open_at_end", ana_json_u64(res->open_at_end));
 	if (res->window) { /* a window of a longer run (doc/analyzer-output.md) */
 		json_t *w = json_object();
-		json_object_set_new(w, "kind", json_string(res->flight ? "flight" : "snapshot"));
+		json_object_set_new(w, "kind", json_string(res->flight ? "flight" : in->run_id ? "rotated" : "snapshot"));
 		json_object_set_new(w, "began_before", ana_json_u64(res->before_window));
 		if (res->flight) {
 			json_object_set_new(w, "area_bytes", ana_json_u64(in->flight_bytes));

@@ -237,7 +237,7 @@ struct pt_trace_info {
 	const char *job;
 	int has_rank;
 	uint32_t rank;
-	/* Since: 0.5.0 (format 1.3, doc/trace-format.md section 11). A rotated
+	/* Since: 0.4.0 (format 1.3, doc/trace-format.md section 11). A rotated
 	 * trace is written as numbered parts sharing one random @run_id (0:
 	 * not rotated, or the header checksum failed). @part: the part number
 	 * of the file, or of a set's first (oldest) file, from 1; @last_part

@@ -186,16 +186,16 @@ typedef struct pt_recorder pt_recorder;
  *                     the disk cannot hold it). Rounded down to the page
  *                     size; below 1 MiB is EINVAL. 0 takes PTZ_FLIGHT_BYTES,
  *                     else 64 MiB. Ignored in stream mode.
- * @rotate_bytes:      (since 0.5.0) stream mode: start a new part once the
+ * @rotate_bytes:      (since 0.4.0) stream mode: start a new part once the
  *                     current one holds this many bytes (checked after
  *                     each ring's drain, so a part may exceed it by what
  *                     one drain writes, a few MiB at most). At least 1 MiB
  *                     (smaller is EINVAL). 0 takes PTZ_ROTATE_BYTES, else
  *                     no size limit. See "Rotation" at pt_open().
- * @rotate_seconds:    (since 0.5.0) stream mode: start a new part once the
+ * @rotate_seconds:    (since 0.4.0) stream mode: start a new part once the
  *                     current one is this many seconds old. 0 takes
  *                     PTZ_ROTATE_SECONDS, else no age limit.
- * @rotate_keep:       (since 0.5.0) with rotation: keep the newest this
+ * @rotate_keep:       (since 0.4.0) with rotation: keep the newest this
  *                     many parts, deleting older ones as new ones start;
  *                     0 takes PTZ_ROTATE_KEEP, else every part is kept.
  *                     The three rotation fields are ignored in flight
@@ -318,10 +318,10 @@ struct pt_metrics {
  * @gpu_early_starts: ranges whose GPU start mapped before its host launch.
  * @gpu_state:     enum pt_gpu_state.
  * @gpu_error:     CUDA error code that turned GPU timing off, 0 if none.
- * @parts:         (since 0.5.0) with rotation (pt_open(), "Rotation"): the
+ * @parts:         (since 0.4.0) with rotation (pt_open(), "Rotation"): the
  *                 parts created so far, the first included; 1 without
  *                 rotation; @bytes_written and @chunks count over all parts.
- * @rotate_errors: (since 0.5.0) new parts that could not be created
+ * @rotate_errors: (since 0.4.0) new parts that could not be created
  *                 (recording went on in the current part; each is an
  *                 ERROR record PT_ERRC_ROTATE in the trace).
  */

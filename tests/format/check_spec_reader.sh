@@ -5,7 +5,7 @@
 # include/ptz/format.h) for every golden and corrupt file and for traces
 # recorded now. Each GEN is a program run as GEN OUT.ptz (a trace generator),
 # or "--small PROGRAM", run as PROGRAM --small --trace OUT.ptz (an example
-# workload), or "--rotated PROGRAM", run as PROGRAM OUT.ptz 1048576 40000
+# workload), or "--rotated PROGRAM", run as PROGRAM OUT.ptz 1048576 30000
 # (a rotated trace, §11: each of its parts is compared, the first a trace,
 # the later ones windows, every one with its run id and part number). A missing python module is a TAP skip. Output is TAP.
 set -u
@@ -74,7 +74,7 @@ while [ $# -gt 0 ]; do
 		shift 2
 	elif [ "$1" = --rotated ]; then
 		prog=$(readlink -f "$2")
-		cmd=("$prog" "$out" 1048576 40000)
+		cmd=("$prog" "$out" 1048576 30000)
 		rotated=1
 		shift 2
 	else
