@@ -833,7 +833,9 @@ PT_API int pt_trigger(pt_recorder *r, const char *reason);
 /**
  * pt_path() - The path of the trace file @r is writing: pt_open()'s @path
  * with "%p" and "%h" expanded (after a fork, the child's own file once it
- * has reopened).
+ * has reopened); with rotation (pt_open(), "Rotation"), the part being
+ * written at the time of the call (run.000003.ptz), which the flusher may
+ * close and leave for the next one at any moment after.
  * @r:   recorder.
  * @buf: receives the path, NUL-terminated.
  * @cap: bytes at @buf (4096 is always enough).
