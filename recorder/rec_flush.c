@@ -402,7 +402,8 @@ static void emit_repeat_if_due(struct flusher *f, uint64_t now_ns)
  * final chunk (a set read as one trace counts them once). A part that
  * cannot be created leaves recording in the current one, with an ERROR
  * record PT_ERRC_ROTATE (the errno); the next try is at the next
- * threshold. Called with the RCU read lock held (the rings are walked).
+ * threshold. Called with the RCU read lock or reg_lock held (the rings are
+ * walked), between two event chunks (the encoder empty).
  */
 static void rotate(struct flusher *f, uint64_t now_ns)
 {
@@ -517,6 +518,10 @@ static void event_flush(struct flusher *f, struct rec_ring *g)
 	}
 	g->seq++; /* a failed chunk leaves a visible sequence gap */
 	fmt_enc_reset(e, f->raw, f->events_cap);
+	/* after each append, so a part exceeds its size by one chunk at
+	 * most, not by a whole backlog's drain */
+	if (f->r->run_id)
+		rotate_if_due(f, rec_mono_ns());
 }
 
 /*

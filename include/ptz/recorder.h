@@ -188,8 +188,8 @@ typedef struct pt_recorder pt_recorder;
  *                     else 64 MiB. Ignored in stream mode.
  * @rotate_bytes:      (since 0.4.0) stream mode: start a new part once the
  *                     current one holds this many bytes (checked after
- *                     each ring's drain, so a part may exceed it by what
- *                     one drain writes, a few MiB at most). At least 1 MiB
+ *                     each chunk, so a part exceeds it by one chunk and
+ *                     its tables at most, under 300 KiB). At least 1 MiB
  *                     (smaller is EINVAL). 0 takes PTZ_ROTATE_BYTES, else
  *                     no size limit. See "Rotation" at pt_open().
  * @rotate_seconds:    (since 0.4.0) stream mode: start a new part once the

@@ -101,7 +101,7 @@ static void print_problems(struct pt_reader *rd)
 /*
  * Checks the trace read into @tr: each worker's counter values consecutive
  * up to @n - 1, from 0 unless @window (then from any value: *@first gets
- * the smallest first value); nesting intact (in a window, ENDs of sections
+ * the smallest first value; a worker with no value left is not checked); nesting intact (in a window, ENDs of sections
  * begun before it allowed). Returns the values seen.
  */
 static uint64_t check_values(struct tu_trace *tr, long n, int window, int64_t *first)
@@ -146,7 +146,10 @@ static uint64_t check_values(struct tu_trace *tr, long n, int window, int64_t *f
 		if (!window)
 			assert_int_equal(sections, 2 * (size_t)n);
 	}
-	assert_int_equal(workers, NTHREADS);
+	if (window) /* a worker that finished early may have nothing left in the newest parts */
+		assert_true(workers >= 1);
+	else
+		assert_int_equal(workers, NTHREADS);
 	return seen;
 }
 
