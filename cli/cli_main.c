@@ -317,7 +317,12 @@ static int group_parts(char **args, int *n)
 		size_t len = strlen(a), d = len >= 4 ? len - 4 : 0;
 		while (d > 0 && a[d - 1] >= '0' && a[d - 1] <= '9')
 			d--;
-		if (!base || len < 4 || strcmp(a + len - 4, ".ptz") || len - 4 - d < 6 || d == 0 || a[d - 1] != '.' ||
+		if (!base) {
+			fprintf(stderr, PROG ": more than 64 rotated traces given at once\n");
+			bad = 1;
+			break;
+		}
+		if (len < 4 || strcmp(a + len - 4, ".ptz") || len - 4 - d < 6 || d == 0 || a[d - 1] != '.' ||
 		    d >= sizeof(bases[0]) - 4) {
 			fprintf(stderr, PROG ": %s: a part of a rotated trace not named NAME.NNNNNN.ptz: give it alone, "
 					"or restore the parts' names\n", a);
