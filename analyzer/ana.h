@@ -614,6 +614,10 @@ struct ana_result {
 	 * rate-limited, as the recorder's ERROR records say */
 	uint64_t snapshot_failures, triggers_limited;
 	int snapshot_errno;
+	/* parts of a rotated trace that could not be created (PT_ERRC_ROTATE;
+	 * the last one's errno): recording went on in the part before */
+	uint64_t rotate_failures;
+	int rotate_errno;
 	uint64_t too_deep;           /* sum of the threads' (ANA_MAX_DEPTH) */
 	bool saturated;              /* a sum reached UINT64_MAX (ana_sat_add()): the outputs flag it */
 	bool has_samples;            /* !ana_options.no_samples: the merged paths' reservoirs are filled */

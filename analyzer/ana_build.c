@@ -769,6 +769,9 @@ static void snapshot_errc(struct ana_result *res, const struct pt_record *r)
 		res->snapshot_errno = (int)r->value;
 	} else if (r->aux == PT_ERRC_TRIGGER_LIMITED) {
 		ANA_SAT_ADD(res->triggers_limited, r->value);
+	} else if (r->aux == PT_ERRC_ROTATE) { /* a rotated trace's next part not created */
+		res->rotate_failures++;
+		res->rotate_errno = (int)r->value;
 	}
 }
 
@@ -1339,7 +1342,7 @@ static int run_pass(const char *path, const struct ana_options *opt, struct ana_
 	memset(res, 0, sizeof(*res));
 	res->domain_filter = UINT32_MAX;
 	(void)ana_nomem_take(); /* a failure of an earlier call is not this one's */
-	int rc = pt_reader_open(path, &res->rd);
+	int rc = pt_reader_open_trace(path, &res->rd);
 	if (rc) {
 		snprintf(err, errlen, "%s",
 			 res->rd       ? pt_reader_errmsg(res->rd)

@@ -211,7 +211,7 @@ static json_t *counters_json(const struct ana_result *res, const char *path)
 		return arr; /* none, or more than a page can show: the table of their figures only */
 	struct ctr *cs = calloc(n, sizeof(*cs));
 	struct pt_reader *rd = NULL;
-	int bad = !cs || pt_reader_open(path, &rd) != 0;
+	int bad = !cs || pt_reader_open_trace(path, &rd) != 0;
 	n = 0;
 	for (size_t i = 0; i < res->nthreads && !bad; i++)
 		for (size_t k = 0; k < res->threads[i].ncounters && !bad; k++) {

@@ -702,6 +702,12 @@ static void window_text(FILE *out, const struct ana_result *res, const char *lea
 	char b[32];
 	if (res->flight && in->laps == 0)
 		fprintf(out, "%swindow: the whole run so far (flight recorder, never wrapped", lead);
+	else if (in->run_id && in->part != in->last_part) /* older parts deleted (PTZ_ROTATE_KEEP) */
+		fprintf(out, "%swindow: %s of the run (parts %u to %u of a rotated trace", lead,
+			dur(b, sizeof(b), (double)(res->end_ns - res->start_ns)), in->part, in->last_part);
+	else if (in->run_id) /* a part read alone */
+		fprintf(out, "%swindow: %s of the run (part %u of a rotated trace", lead,
+			dur(b, sizeof(b), (double)(res->end_ns - res->start_ns)), in->part);
 	else
 		fprintf(out, "%swindow: the last %s of the run (%s", lead,
 			dur(b, sizeof(b), (double)(res->end_ns - res->start_ns)), res->flight ? "flight recorder" : "snapshot");
@@ -728,6 +734,16 @@ void ana_info_text(FILE *out, const struct ana_result *res)
 			fprintf(out, ", rank %u", in->rank);
 		fprintf(out, "\n");
 	}
+	if (in->run_id && in->parts > 1)
+		fprintf(out, "rotated:      run %016" PRIx64 ", parts %u to %u read as one trace (%u files)\n", in->run_id,
+			in->part, in->last_part, in->parts);
+	else if (in->run_id)
+		fprintf(out, "rotated:      run %016" PRIx64 ", part %u read alone%s\n", in->run_id, in->part,
+			in->part > 1 ? " (a window of the run)" : "");
+	if (res->rotate_failures)
+		fprintf(out, "rotation:     %" PRIu64 " new parts not created (last: %s); recording went on in the "
+			     "part before\n",
+			res->rotate_failures, strerror(res->rotate_errno));
 	fprintf(out, "recorder:     %s, format %u.%u, %s\n", in->recorder_version, in->version_major,
 		in->version_minor, in->closed ? "closed cleanly" : "not closed (crashed or still recording)");
 	fprintf(out, "clock:        %s, %.4f ns/tick\n", src < sizeof(clocks) / sizeof(clocks[0]) && clocks[src] ? clocks[src] : "unknown",
@@ -802,6 +818,12 @@ void ana_report_text(FILE *out, const struct ana_result *res, const struct ana_r
 		fprintf(out, "snapshots: %" PRIu64 " failed (last: %s); %" PRIu64 " triggers rate-limited\n",
 			res->snapshot_failures, res->snapshot_failures ? strerror(res->snapshot_errno) : "-",
 			res->triggers_limited);
+	if (in->run_id && in->parts > 1)
+		fprintf(out, "rotated trace: parts %u to %u of run %016" PRIx64 "\n", in->part, in->last_part, in->run_id);
+	if (res->rotate_failures)
+		fprintf(out, "rotation: %" PRIu64 " new parts not created (last: %s); recording went on in the part "
+			     "before\n",
+			res->rotate_failures, strerror(res->rotate_errno));
 	if (res->lost_records)
 		fprintf(out, "rows marked ! were open while records were lost: their self time includes lost children\n");
 	if (res->saturated)
@@ -2050,6 +2072,20 @@ json_t *ana_json_trace(const struct ana_result *res)
 		json_object_set_new(tr, "job", jstr(in->job));
 	if (in->has_rank)
 		json_object_set_new(tr, "rank", json_integer(in->rank));
+	if (in->run_id) { /* a rotated trace (doc/analyzer-output.md): which parts were read */
+		char id[24];
+		snprintf(id, sizeof(id), "%016" PRIx64, in->run_id);
+		json_t *ro = json_object();
+		json_object_set_new(ro, "run_id", json_string(id));
+		json_object_set_new(ro, "first_part", json_integer(in->part));
+		json_object_set_new(ro, "last_part", json_integer(in->last_part));
+		json_object_set_new(ro, "files", json_integer(in->parts));
+		if (res->rotate_failures) {
+			json_object_set_new(ro, "failed", ana_json_u64(res->rotate_failures));
+			json_object_set_new(ro, "last_errno", json_integer(res->rotate_errno));
+		}
+		json_object_set_new(tr, "rotation", ro);
+	}
 	json_object_set_new(tr, "closed", json_boolean(in->closed));
 	json_object_set_new(tr, "start_realtime_ns", ana_json_u64(in->start_real_ns));
 	json_object_set_new(tr, "start_ns", ana_json_u64(res->start_ns));
@@ -2063,7 +2099,7 @@ json_t *ana_json_trace(const struct ana_result *res)
 	json_object_set_new(tr, "open_at_end", ana_json_u64(res->open_at_end));
 	if (res->window) { /* a window of a longer run (doc/analyzer-output.md) */
 		json_t *w = json_object();
-		json_object_set_new(w, "kind", json_string(res->flight ? "flight" : "snapshot"));
+		json_object_set_new(w, "kind", json_string(res->flight ? "flight" : in->run_id ? "rotated" : "snapshot"));
 		json_object_set_new(w, "began_before", ana_json_u64(res->before_window));
 		if (res->flight) {
 			json_object_set_new(w, "area_bytes", ana_json_u64(in->flight_bytes));

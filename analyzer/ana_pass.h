@@ -227,7 +227,7 @@ static inline bool ana_is_gpu_errc(uint32_t code)
 static inline bool ana_is_misuse_errc(uint32_t code)
 {
 	return !ana_is_gpu_errc(code) && code != PT_ERRC_IO && code != PT_ERRC_SNAPSHOT &&
-	       code != PT_ERRC_TRIGGER_LIMITED;
+	       code != PT_ERRC_TRIGGER_LIMITED && code != PT_ERRC_ROTATE;
 }
 
 /*

@@ -1313,7 +1313,7 @@ static int host_during_gaps(const struct ana_result *res, const char *path, stru
 	}
 	if (!h.ng)
 		return 0;
-	int rc = pt_reader_open(path, &h.rd);
+	int rc = pt_reader_open_trace(path, &h.rd);
 	if (rc) {
 		pt_reader_close(h.rd);
 		return rc;

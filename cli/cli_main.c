@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <glob.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -100,6 +101,10 @@ static void usage(FILE *out)
 		"                       mem_growth_pct batch_ns batch_calls cache_calls par_cpus par_pct\n"
 		"\n"
 		"Peaks options: --json FILE (default: stdout), --seconds S per figure (default 0.5).\n"
+		"\n"
+		"Rotated traces (PTZ_ROTATE_BYTES / _SECONDS: run.000001.ptz, run.000002.ptz, ...): give every part\n"
+		"(" PROG " run.0*.ptz, in any order) or the name the recorder was given (" PROG " run.ptz): any command\n"
+		"reads them as one trace; a part alone reads as a window of the run.\n"
 		"\n"
 		"Columns and formulas: doc/analyzer-output.md. Exit codes: 0 clean or torn tail recovered,\n"
 		"1 damaged trace (intact chunks still reported), unreadable, no such --thread or output\n"
@@ -214,11 +219,146 @@ static int same_node(const struct stat *st, const char *path)
 	return stat(path, &b) == 0 && st->st_dev == b.st_dev && st->st_ino == b.st_ino;
 }
 
-/* True when @out names the file @trace (opening it for writing would destroy the trace). */
+/*
+ * The parts of the rotated trace named @base (pt_reader_open_trace()):
+ * "@base less .ptz".NNNNNN.ptz, six digits or more, into @g (globfree()
+ * it when the count is not 0). Return: how many.
+ */
+static size_t trace_parts(const char *base, glob_t *g)
+{
+	size_t len = strlen(base);
+	if (len >= 4 && strcmp(base + len - 4, ".ptz") == 0)
+		len -= 4;
+	char *pat = malloc(2 * len + 48);
+	if (!pat)
+		return 0;
+	size_t o = 0;
+	for (size_t i = 0; i < len; i++) { /* the base's own glob characters stand for themselves */
+		if (strchr("*?[\\", base[i]))
+			pat[o++] = '\\';
+		pat[o++] = base[i];
+	}
+	strcpy(pat + o, ".[0-9][0-9][0-9][0-9][0-9][0-9]*.ptz");
+	memset(g, 0, sizeof(*g));
+	const int rc = glob(pat, 0, NULL, g);
+	free(pat);
+	if (rc)
+		return 0;
+	size_t k = 0; /* "*": digits only */
+	for (size_t i = 0; i < g->gl_pathc; i++) {
+		const char *d = g->gl_pathv[i] + len + 1, *end = g->gl_pathv[i] + strlen(g->gl_pathv[i]) - 4;
+		while (d < end && *d >= '0' && *d <= '9')
+			d++;
+		if (d == end)
+			g->gl_pathv[k++] = g->gl_pathv[i];
+		else
+			free(g->gl_pathv[i]);
+	}
+	g->gl_pathc = k;
+	if (!k)
+		globfree(g);
+	return k;
+}
+
+/* True when @out names the file @trace, or one of its parts when @trace
+ * names a rotated trace (opening it for writing would destroy the trace). */
 static int same_file(const char *trace, const char *out)
 {
 	struct stat a;
-	return strcmp(out, "-") && stat(trace, &a) == 0 && same_node(&a, out);
+	if (!strcmp(out, "-"))
+		return 0;
+	if (stat(trace, &a) == 0)
+		return same_node(&a, out);
+	glob_t g;
+	int same = 0;
+	const size_t n = trace_parts(trace, &g);
+	for (size_t i = 0; i < n && !same; i++)
+		same = stat(g.gl_pathv[i], &a) == 0 && same_node(&a, out);
+	if (n)
+		globfree(&g);
+	return same;
+}
+
+/*
+ * The parts of one rotated run among the trace arguments @args[0..*@n)
+ * become one argument, the run's base name ("run.ptz" for run.000001.ptz
+ * ...), which every command opens as one trace (pt_reader_open_trace());
+ * a part given alone stays a file (read as a window of its run). The
+ * parts given must be every part found under that name, so that the name
+ * means them. Rewrites @args in place; 0, or 1 after a message.
+ */
+static int group_parts(char **args, int *n)
+{
+	uint64_t *ids = calloc((size_t)*n + 1, sizeof(*ids));
+	if (!ids) {
+		fprintf(stderr, PROG ": out of memory\n");
+		return 1;
+	}
+	for (int i = 0; i < *n; i++) {
+		uint32_t part;
+		if (pt_reader_peek_part(args[i], &ids[i], &part))
+			ids[i] = 0; /* the command says why it cannot read it */
+	}
+	int out = 0, bad = 0;
+	for (int i = 0; i < *n && !bad; i++) {
+		if (ids[i] == UINT64_MAX)
+			continue; /* grouped with an earlier one */
+		int members = 1;
+		for (int j = i + 1; ids[i] && j < *n; j++)
+			members += ids[j] == ids[i];
+		if (members == 1) {
+			args[out++] = args[i];
+			continue;
+		}
+		/* the base name: a member's name less ".NNNNNN.ptz" */
+		static char bases[64][4096];
+		char *base = out < 64 ? bases[out] : NULL;
+		const char *a = args[i];
+		size_t len = strlen(a), d = len >= 4 ? len - 4 : 0;
+		while (d > 0 && a[d - 1] >= '0' && a[d - 1] <= '9')
+			d--;
+		if (!base) {
+			fprintf(stderr, PROG ": more than 64 rotated traces given at once\n");
+			bad = 1;
+			break;
+		}
+		if (len < 4 || strcmp(a + len - 4, ".ptz") || len - 4 - d < 6 || d == 0 || a[d - 1] != '.' ||
+		    d >= sizeof(bases[0]) - 4) {
+			fprintf(stderr, PROG ": %s: a part of a rotated trace not named NAME.NNNNNN.ptz: give it alone, "
+					"or restore the parts' names\n", a);
+			bad = 1;
+			break;
+		}
+		snprintf(base, sizeof(bases[0]), "%.*s.ptz", (int)(d - 1), a);
+		glob_t g;
+		const size_t found = trace_parts(base, &g);
+		struct stat st;
+		int same = found == (size_t)members && stat(base, &st) != 0;
+		for (int j = i; same && j < *n; j++) {
+			if (ids[j] != ids[i])
+				continue;
+			int hit = 0;
+			for (size_t k = 0; k < found && !hit; k++)
+				hit = stat(g.gl_pathv[k], &st) == 0 && same_node(&st, args[j]);
+			same = hit;
+		}
+		if (found)
+			globfree(&g);
+		if (!same) {
+			fprintf(stderr, PROG ": %s: %d parts of one rotated run given, but %s names %zu file(s)%s: give "
+					"all of its parts (or one part alone)\n", a, members, base, found,
+				stat(base, &st) == 0 ? " and is a file itself" : "");
+			bad = 1;
+			break;
+		}
+		for (int j = i + 1; j < *n; j++)
+			if (ids[j] == ids[i])
+				ids[j] = UINT64_MAX;
+		args[out++] = base;
+	}
+	free(ids);
+	*n = out;
+	return bad;
 }
 
 /* "-" when @out names what stdout already is (/dev/stdout, or the file or
@@ -296,7 +436,7 @@ static int parse_u64(const char *s, int suffix, uint64_t *out)
 static int guard_records(const char *path, uint64_t max)
 {
 	struct pt_reader *rd;
-	if (pt_reader_open(path, &rd))
+	if (pt_reader_open_trace(path, &rd))
 		return 0;
 	uint64_t n = 0;
 	struct pt_chunk_info ci;
@@ -403,7 +543,7 @@ static int export_one(int kind, const char *path, const char *out_path, const st
 static int run_export(const char *path, const char *const outs[EXP_N], const struct ana_options *ao)
 {
 	struct pt_reader *rd = NULL;
-	int rc = pt_reader_open(path, &rd);
+	int rc = pt_reader_open_trace(path, &rd);
 	if (rc) {
 		fprintf(stderr, PROG ": %s: %s\n", path, rd ? pt_reader_errmsg(rd) : pt_strerror(rc));
 		pt_reader_close(rd);
@@ -1090,6 +1230,12 @@ int main(int argc, char **argv)
 	}
 	if (gpu_dev >= 0 && strcmp(cmd, "peaks"))
 		return usage_error("%s", "--gpu belongs to peaks");
+	/* the parts of a rotated trace, given as files, are one trace */
+	if (rest > 1) {
+		if (group_parts(argv + optind, &rest))
+			return 1;
+		argc = optind + rest;
+	}
 	if (max_memory) { /* every allocation past it fails: the analyzer then says "out of memory" (exit 1) */
 		const struct rlimit rl = { .rlim_cur = max_memory, .rlim_max = max_memory };
 		if (setrlimit(RLIMIT_DATA, &rl)) {

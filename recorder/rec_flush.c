@@ -170,6 +170,14 @@ struct flusher {
 	uint64_t next_steal_ns; /* the next steal reading is due (STEAL_PERIOD_NS) */
 	uint64_t rss_retry_ns;  /* recording not enabled: the current retry step */
 	uint64_t proc_failures;  /* reads that failed (skipped), files not opened */
+	/* rotation (rotate()): the current part's opening, the output after
+	 * which it rotates (fmt_writer_written()), the bytes of the parts
+	 * already closed, the oldest part not deleted (rotate_keep) */
+	uint64_t part_start_ns, part_limit, bytes_before;
+	uint32_t oldest_part;
+	/* a failed rotation while the part cannot grow either (a full disk):
+	 * tried again at retry_ns if the part is still failed_written long */
+	uint64_t retry_ns, failed_written;
 };
 
 int64_t (*rec_rss_read_hook)(void);
@@ -208,11 +216,13 @@ static void io_error(struct pt_recorder *r, int rc, uint64_t lost)
 	atomic_fetch_add_explicit(&r->io_lost_records, lost, memory_order_relaxed);
 }
 
-static void account(struct pt_recorder *r, uint64_t records)
+static void account(struct flusher *f, uint64_t records)
 {
+	struct pt_recorder *r = f->r;
 	atomic_fetch_add_explicit(&r->records_written, records, memory_order_relaxed);
 	atomic_fetch_add_explicit(&r->chunks_written, 1, memory_order_relaxed);
-	atomic_store_explicit(&r->bytes_written, PT_FMT_HEADER_BYTES + fmt_writer_written(r->w), memory_order_relaxed);
+	atomic_store_explicit(&r->bytes_written, f->bytes_before + PT_FMT_HEADER_BYTES + fmt_writer_written(r->w),
+			      memory_order_relaxed);
 }
 
 static void meta_flush(struct flusher *f, int final)
@@ -238,7 +248,7 @@ static void meta_flush(struct flusher *f, int final)
 		f->meta_retry_ns = rec_mono_ns() + META_RETRY_NS;
 	} else {
 		f->meta_seq++;
-		account(f->r, 0);
+		account(f, 0);
 		size_t k = 0; /* exited threads now on disk: forgotten */
 		for (size_t i = 0; i < f->nexited; i++)
 			if (f->exited[i].attempt != attempt)
@@ -376,6 +386,95 @@ static void emit_repeat_if_due(struct flusher *f, uint64_t now_ns)
 	emit_exited_lost(f);
 }
 
+/* After a failed rotation, while the current part cannot grow (a full
+ * disk: no threshold would come), the next part is tried again this much
+ * later: space freed meanwhile is used. */
+#define ROTATE_RETRY_NS 1000000000u
+
+/*
+ * Rotation (recorder.h, pt_open() "Rotation"; doc/trace-format.md §11).
+ * The current part gets the tables still pending and is finalized as
+ * pt_close() finalizes a file (truncated, closed flag); the next part
+ * starts with a clock triple, every string and domain and every live
+ * thread, before any event chunk, so it decodes alone. Rings are not
+ * touched: per-thread chunk sequences go on in the next part. The losses
+ * and I/O errors counted for the whole run go only into the last part's
+ * final chunk (a set read as one trace counts them once). A part that
+ * cannot be created leaves recording in the current one, with an ERROR
+ * record PT_ERRC_ROTATE (the errno); the next try is at the next
+ * threshold. Called with the RCU read lock or reg_lock held (the rings are
+ * walked), between two event chunks (the encoder empty).
+ */
+static void rotate(struct flusher *f, uint64_t now_ns)
+{
+	struct pt_recorder *r = f->r;
+	meta_flush(f, 0);
+	const uint32_t next = fmt_writer_part(r->w) + 1;
+	char path[4096];
+	rec_part_path(r->path_base, next, path, sizeof(path));
+	uint64_t start[3];
+	uint32_t br;
+	rec_clock_triple(&start[0], &start[1], &start[2], &br);
+	struct fmt_writer *nw;
+	int rc = fmt_writer_open_part(r->w, path, next, start, &nw);
+	f->part_start_ns = now_ns;
+	if (rc) {
+		atomic_fetch_add_explicit(&r->rotate_errors, 1, memory_order_relaxed);
+		meta_room(f, 64);
+		fmt_enc_error(&f->menc, rec_ticks(), PT_ERRC_ROTATE, (uint64_t)-rc);
+		meta_flush(f, 0);
+		f->part_limit = fmt_writer_written(r->w) + r->rotate_bytes;
+		f->failed_written = fmt_writer_written(r->w);
+		f->retry_ns = now_ns + ROTATE_RETRY_NS;
+		return;
+	}
+	const uint64_t old_bytes = PT_FMT_HEADER_BYTES + fmt_writer_written(r->w);
+	rc = fmt_writer_close(r->w); /* every chunk of it is committed already */
+	if (rc)
+		io_error(r, rc, 0); /* e.g. truncated under us: its chunks below its size stay readable */
+	r->w = nw;
+	f->bytes_before += old_bytes;
+	f->part_limit = r->rotate_bytes;
+	f->retry_ns = 0;
+	f->meta_seq = 0;
+	f->last_repeat_bytes = 0;
+	f->meta_lost = false;
+	pthread_mutex_lock(&r->path_lock);
+	snprintf(r->path_now, sizeof(r->path_now), "%s", path);
+	pthread_mutex_unlock(&r->path_lock);
+	atomic_fetch_add_explicit(&r->parts, 1, memory_order_relaxed);
+	emit_clock(f);
+	emit_tables(f, 1);
+	struct rec_ring *g;
+	cds_list_for_each_entry_rcu(g, &r->rings, node) {
+		PT_TSAN_ACQUIRE(g);
+		if (g->announced)
+			emit_thread(f, g, 0, g->name);
+	}
+	emit_exited_lost(f);
+	meta_flush(f, 0);
+	/* rotate_keep: the oldest parts go (one a rotation, more after a
+	 * failed unlink); a part already gone is no error */
+	while (r->rotate_keep && next - f->oldest_part >= r->rotate_keep) {
+		rec_part_path(r->path_base, f->oldest_part, path, sizeof(path));
+		(void)unlink(path);
+		f->oldest_part++;
+	}
+}
+
+/* Rotates when the current part is due by size or age (not while stopping:
+ * the final drain stays in the part that holds the run's last chunks). */
+static void rotate_if_due(struct flusher *f, uint64_t now_ns)
+{
+	struct pt_recorder *r = f->r;
+	if (!r->run_id || atomic_load_explicit(&r->stop, memory_order_relaxed))
+		return;
+	const uint64_t out = fmt_writer_written(r->w);
+	if ((r->rotate_bytes && out >= f->part_limit) || (r->rotate_ns && now_ns - f->part_start_ns >= r->rotate_ns) ||
+	    (f->retry_ns && now_ns >= f->retry_ns && out == f->failed_written))
+		rotate(f, now_ns);
+}
+
 /* Appends the event chunk in f->enc for ring @g. */
 static void event_flush(struct flusher *f, struct rec_ring *g)
 {
@@ -413,12 +512,16 @@ static void event_flush(struct flusher *f, struct rec_ring *g)
 		 * unreported and go into a later chunk */
 		io_error(f->r, rc, e->records - loss_records);
 	} else {
-		account(f->r, e->records - loss_records);
+		account(f, e->records - loss_records);
 		g->reported_lost_records = lr;
 		g->reported_lost_sections = ls;
 	}
 	g->seq++; /* a failed chunk leaves a visible sequence gap */
 	fmt_enc_reset(e, f->raw, f->events_cap);
+	/* after each append, so a part exceeds its size by one chunk at
+	 * most, not by a whole backlog's drain */
+	if (f->r->run_id)
+		rotate_if_due(f, rec_mono_ns());
 }
 
 /*
@@ -1036,6 +1139,9 @@ static void *flusher_main(void *arg)
 	const unsigned max_us = (unsigned)(f->drain_age_ns / 1000u);
 	f->clock_step_ns = 10000000u; /* first periodic triple 10 ms after open */
 	f->next_clock_ns = rec_mono_ns() + f->clock_step_ns;
+	f->part_start_ns = rec_mono_ns();
+	f->part_limit = r->rotate_bytes;
+	f->oldest_part = 1;
 	emit_clock(f);
 	emit_tables(f, 1);
 	meta_flush(f, 0);
@@ -1070,8 +1176,10 @@ static void *flusher_main(void *arg)
 			uint64_t fill = (head - g->tail_own) * 16 / g->cap;
 			busiest = PT_MAX(busiest, fill);
 			drained += drain(f, g, now, stopping || flushing);
+			rotate_if_due(f, now);
 		}
 		emit_repeat_if_due(f, now);
+		rotate_if_due(f, now);
 		urcu_bp_read_unlock();
 		reap(f, now);
 		clock_if_due(f, now);

@@ -150,6 +150,7 @@ static void atfork_child(void)
 		r->flusher_running = false;
 		pthread_mutex_init(&r->stop_lock, NULL); /* the parent's flusher may have held them */
 		pthread_mutex_init(&r->snap_lock, NULL);
+		pthread_mutex_init(&r->path_lock, NULL);
 		rec_stop_cond_init(r);
 		/* the parent's descriptor, closed now while its number is surely
 		 * still the copy's (a child may close and reuse fds before its

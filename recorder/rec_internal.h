@@ -45,6 +45,7 @@
 #define REC_STOP_STACK 64   /* open ids remembered for pt_stop() */
 #define REC_DEFAULT_RING (8u << 20)
 #define REC_DEFAULT_FLIGHT (64ull << 20) /* PT_MODE_FLIGHT's area (PTZ_FLIGHT_BYTES) */
+#define REC_ROTATE_MIN_BYTES (1ull << 20) /* smallest PTZ_ROTATE_BYTES / pt_options.rotate_bytes */
 #define REC_MIN_RING (4u << 10)
 #define REC_MAX_RING (1u << 30)
 #define REC_STORE_BELOW 4096 /* chunk payloads below this are not compressed */
@@ -157,6 +158,16 @@ struct pt_recorder {
 	unsigned flush_ms;
 	uint64_t flight_bytes;        /* flight mode's area (PT_MODE_FLIGHT), 0 = stream */
 	unsigned rss_ms;              /* PTZ_PROC_MS (alias PTZ_RSS_MS): process counters' period, 0 = none */
+	/* rotation (stream mode; rec_flush.c rotate()): 0 = off */
+	uint64_t rotate_bytes, rotate_ns;
+	unsigned rotate_keep;         /* newest parts kept, 0 = all */
+	uint64_t run_id;              /* non-zero while rotating: every part's header carries it */
+	char path_base[4096];         /* the expanded path the parts are named after */
+	/* path_now changes at a rotation (the flusher) while pt_path() reads
+	 * it: both under path_lock (the flusher cannot take rec_open_lock,
+	 * which pt_close() holds while it joins the flusher) */
+	pthread_mutex_t path_lock;
+	_Atomic uint64_t parts, rotate_errors; /* flusher writes, pt_stats() reads (relaxed: counts) */
 
 	/* flusher */
 	pthread_t flusher;
@@ -226,6 +237,10 @@ extern PT_INTERNAL bool rec_is_open;
 /* The one-time setup (pinning, condition variables, the ring key and list,
  * the atfork handlers, the clock), done by the first pt_open() or pt_stats(). */
 PT_INTERNAL void rec_global_init(void);
+/* The file of part @part of a rotated trace named @base (recorder.h,
+ * pt_open() "Rotation"): "run.ptz" -> "run.000001.ptz"; a @base without
+ * ".ptz" gets ".000001.ptz" appended. */
+PT_INTERNAL void rec_part_path(const char *base, uint32_t part, char *out, size_t cap);
 /* pt_open()'s work, also a fork child's reopen: rec_open_lock held
  * (contract and return: rec_open.c). */
 PT_INTERNAL int rec_open_locked(struct pt_recorder *r, const char *path, const struct pt_options *opt,

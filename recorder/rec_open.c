@@ -21,6 +21,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h> /* getrandom: a rotated run's id */
+#include <time.h>
 #include <unistd.h>
 #include <zstd.h> /* ZSTD_minCLevel, ZSTD_maxCLevel */
 
@@ -32,6 +34,7 @@ struct pt_recorder rec_the_recorder = {
 	.stop_lock = PTHREAD_MUTEX_INITIALIZER,
 	.names_lock = PTHREAD_MUTEX_INITIALIZER,
 	.snap_lock = PTHREAD_MUTEX_INITIALIZER,
+	.path_lock = PTHREAD_MUTEX_INITIALIZER,
 };
 pthread_mutex_t rec_open_lock = PTHREAD_MUTEX_INITIALIZER;
 bool rec_is_open;
@@ -269,6 +272,70 @@ static uint32_t job_identity(char *job, size_t cap)
 	return 0;
 }
 
+void rec_part_path(const char *base, uint32_t part, char *out, size_t cap)
+{
+	size_t len = strlen(base);
+	const bool ext = len >= 4 && strcmp(base + len - 4, ".ptz") == 0;
+	if (ext)
+		len -= 4;
+	snprintf(out, cap, "%.*s.%06u.ptz", (int)len, base, part);
+}
+
+/* A rotated run's id: random, never 0 (0 means "not rotated"). */
+static uint64_t new_run_id(void)
+{
+	uint64_t id = 0;
+	if (getrandom(&id, sizeof(id), GRND_NONBLOCK) != (ssize_t)sizeof(id)) {
+		/* no entropy yet (early boot): time and pid, mixed */
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		id = ((uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec) ^ ((uint64_t)getpid() << 40) ^ rec_mono_ns();
+		id ^= id >> 29;
+		id *= 0xbf58476d1ce4e5b9ull;
+		id ^= id >> 32;
+	}
+	return id ? id : 1;
+}
+
+/* Rotation settings (recorder.h, pt_open() "Rotation") into @r from @o
+ * and PTZ_ROTATE_*; @mode the recorder's. 0, or -EINVAL for an explicit
+ * rotate_bytes below the minimum. */
+static int rotation_settings(struct pt_recorder *r, const struct pt_options *o, int mode)
+{
+	static const char *const vars[] = { "PTZ_ROTATE_BYTES", "PTZ_ROTATE_SECONDS", "PTZ_ROTATE_KEEP" };
+	r->rotate_bytes = r->rotate_ns = 0;
+	r->rotate_keep = 0;
+	r->run_id = 0;
+	if (mode != PT_MODE_STREAM) {
+		for (size_t i = 0; i < PT_ARRAY_SIZE(vars); i++) {
+			const char *e = getenv(vars[i]);
+			if (e && *e) {
+				fprintf(stderr, "ptz: ignoring %s=\"%s\": rotation is for stream mode, not flight\n",
+					vars[i], e);
+				break; /* one line */
+			}
+		}
+		return 0;
+	}
+	if (o->rotate_bytes && o->rotate_bytes < REC_ROTATE_MIN_BYTES)
+		return -EINVAL;
+	r->rotate_bytes = o->rotate_bytes;
+	if (!r->rotate_bytes) {
+		r->rotate_bytes = env_size("PTZ_ROTATE_BYTES", 0);
+		if (r->rotate_bytes && r->rotate_bytes < REC_ROTATE_MIN_BYTES) {
+			env_bad("PTZ_ROTATE_BYTES", getenv("PTZ_ROTATE_BYTES"), "at least 1M");
+			r->rotate_bytes = 0; /* the default: no size limit */
+		}
+	}
+	const unsigned secs = o->rotate_seconds ? o->rotate_seconds
+						: (unsigned)env_int("PTZ_ROTATE_SECONDS", 0, 0, INT_MAX);
+	r->rotate_ns = (uint64_t)secs * 1000000000u;
+	r->rotate_keep = o->rotate_keep ? o->rotate_keep : (unsigned)env_int("PTZ_ROTATE_KEEP", 0, 0, INT_MAX);
+	if (r->rotate_bytes || r->rotate_ns)
+		r->run_id = new_run_id();
+	return 0;
+}
+
 /* Expands %p (pid) and %h (host, host_component()) into @out. */
 static int expand_path(const char *in, char *out, size_t cap)
 {
@@ -365,6 +432,16 @@ int rec_open_locked(struct pt_recorder *r, const char *path, const struct pt_opt
 		}
 	}
 
+	rc = rotation_settings(r, &o, mode);
+	if (rc)
+		return rc;
+	atomic_store_explicit(&r->parts, 1, memory_order_relaxed);
+	atomic_store_explicit(&r->rotate_errors, 0, memory_order_relaxed);
+	if (r->run_id) { /* the first part: the path names the run (rec_part_path()) */
+		snprintf(r->path_base, sizeof(r->path_base), "%s", fpath);
+		rec_part_path(r->path_base, 1, fpath, sizeof(fpath));
+	}
+
 	char pname[256], host[256], cmd[3072];
 	if (o.process_name)
 		snprintf(pname, sizeof(pname), "%s", o.process_name);
@@ -386,12 +463,16 @@ int rec_open_locked(struct pt_recorder *r, const char *path, const struct pt_opt
 		.flight_bytes = r->flight_bytes,
 		.job = job,
 		.rank_plus1 = rank_plus1,
+		.run_id = r->run_id,
+		.part = r->run_id ? 1 : 0,
 	};
 	uint32_t bracket;
 	rec_clock_triple(&hd.start_ticks, &hd.start_mono_ns, &hd.start_real_ns, &bracket);
 	rc = fmt_writer_open(fpath, &hd, &r->w);
 	/* before the flusher starts: it names snapshots after it */
+	pthread_mutex_lock(&r->path_lock);
 	snprintf(r->path_now, sizeof(r->path_now), "%s", fpath); /* fits: both 4096 */
+	pthread_mutex_unlock(&r->path_lock);
 	if (rc == -EEXIST) /* refused, not a failure of the system: say why */
 		fprintf(stderr,
 			"ptz: not writing a trace into %s: that file belongs to another user or has other links "
@@ -451,10 +532,12 @@ int pt_path(pt_recorder *r, char *buf, size_t cap)
 	if (!rec_is_open || atomic_load_explicit(&r->forked, memory_order_relaxed)) {
 		rc = -EBADF;
 	} else {
+		pthread_mutex_lock(&r->path_lock); /* a rotation changes it (rec_flush.c) */
 		const size_t n = strlen(r->path_now);
 		rc = n < cap ? (int)n : -ERANGE;
 		if (rc >= 0)
 			memcpy(buf, r->path_now, n + 1);
+		pthread_mutex_unlock(&r->path_lock);
 	}
 	pthread_mutex_unlock(&rec_open_lock);
 	return rc;

@@ -230,6 +230,8 @@ static int stats_fill(pt_recorder *r, struct pt_stats_info *out)
 	out->bytes_written = atomic_load_explicit(&r->bytes_written, memory_order_relaxed);
 	out->threads = atomic_load_explicit(&r->threads, memory_order_relaxed);
 	out->last_io_error = atomic_load_explicit(&r->last_io_error, memory_order_relaxed);
+	out->parts = atomic_load_explicit(&r->parts, memory_order_relaxed);
+	out->rotate_errors = atomic_load_explicit(&r->rotate_errors, memory_order_relaxed);
 	rec_gpu_stats(out);
 	return 0;
 }

@@ -120,13 +120,12 @@ static inline struct tu_thread *tu_thread_get(struct tu_trace *tr, uint32_t inde
 	return &tr->t[tr->nt++];
 }
 
-/* Reads the whole trace; fails the test if the reader cannot open it. */
-static inline void tu_read(const char *path, struct tu_trace *tr)
+/* Reads the whole trace open in @rd (tu_free() closes it). */
+static inline void tu_read_reader(struct pt_reader *rd, struct tu_trace *tr)
 {
 	memset(tr, 0, sizeof(*tr));
-	int rc = pt_reader_open(path, &tr->rd);
-	if (rc != 0)
-		fail_msg("pt_reader_open(%s) = %d: %s", path, rc, pt_reader_errmsg(tr->rd));
+	tr->rd = rd;
+	int rc;
 	struct pt_chunk_info ci;
 	struct pt_record rec;
 	while (pt_reader_next_chunk(tr->rd, PT_READER_ALL_CHUNKS, &ci, sizeof(ci)) == 1) {
@@ -165,6 +164,16 @@ static inline void tu_read(const char *path, struct tu_trace *tr)
 		}
 		assert_int_equal(rc, 0);
 	}
+}
+
+/* Reads the whole trace; fails the test if the reader cannot open it. */
+static inline void tu_read(const char *path, struct tu_trace *tr)
+{
+	struct pt_reader *rd;
+	int rc = pt_reader_open(path, &rd);
+	if (rc != 0)
+		fail_msg("pt_reader_open(%s) = %d: %s", path, rc, pt_reader_errmsg(rd));
+	tu_read_reader(rd, tr);
 }
 
 static inline void tu_free(struct tu_trace *tr)

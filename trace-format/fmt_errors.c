@@ -15,6 +15,7 @@ const char *pt_strerror(int err)
 		[PT_ECHECKSUM - PT_EBASE] = "checksum mismatch",
 		[PT_ETOOBIG - PT_EBASE] = "length out of bounds",
 		[PT_ESTATE - PT_EBASE] = "call made in the wrong state",
+		[PT_ESET - PT_EBASE] = "not the parts of one rotated trace",
 	};
 	if (err < 0)
 		err = -err;

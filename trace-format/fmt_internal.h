@@ -34,6 +34,8 @@
 #define FMT_OFF_JOB 3712     /* 1.2: u16 length + 126 bytes: the batch job (SLURM_JOB_ID...) */
 #define FMT_JOB_FIELD 128
 #define FMT_OFF_RANK 3840    /* 1.2: u32, the process's rank in its job + 1; 0 = none */
+#define FMT_OFF_RUN_ID 56    /* 1.3: u64, the run of a rotated trace (§11); 0 = not rotated */
+#define FMT_OFF_PART 3844    /* 1.3: u32, the part's number in that run, from 1; 0 = not rotated */
 #define FMT_OFF_HEADER_XXH 4000 /* XXH3-64 of bytes [0, 4000) */
 #define FMT_OFF_COMMITTED 4032  /* u64, mutable */
 #define FMT_OFF_FLAGS 4040      /* u64, mutable; bit 0 = closed */
@@ -403,6 +405,8 @@ struct fmt_writer_hdr {
 	int window; /* the file holds a window of a longer run (a snapshot) */
 	const char *job;     /* 1.2: batch job id, or NULL */
 	uint32_t rank_plus1; /* 1.2: rank in the job + 1; 0 = none */
+	uint64_t run_id;     /* 1.3 (§11): a rotated run's id (non-zero), 0 = not rotated */
+	uint32_t part;       /* 1.3: the part's number in the run, from 1 (with run_id) */
 };
 /* Smallest flight area. A chunk whose bound (64 + ZSTD_compressBound(raw))
  * exceeds half the area is refused (-PT_ETOOBIG): the flusher keeps its
@@ -438,6 +442,16 @@ PT_INTERNAL int fmt_writer_append_stored(struct fmt_writer *w, const uint8_t *ch
  * Reads @w's file with pread(): call it on the thread that appends to @w.
  * *@chunks: chunks copied. 0, or -errno (the partial file is removed);
  * -EINVAL when @path is @w's own file. */
+/* The next part of @w's rotated run (§11): a new stream file at @path
+ * (created as fmt_writer_open() does) whose header is @w's with part
+ * number @part, the window flag when @part > 1, and the start triple
+ * @start (ticks, CLOCK_MONOTONIC ns, CLOCK_REALTIME ns) of the part's
+ * opening. @w is left as it is (close it after). 0 or -errno; -EINVAL
+ * when @w has no run id or is a flight writer. */
+PT_INTERNAL int fmt_writer_open_part(const struct fmt_writer *w, const char *path, uint32_t part,
+				     const uint64_t start[3], struct fmt_writer **out);
+/* The part number in @w's header (0: not a part of a rotated run). */
+PT_INTERNAL uint32_t fmt_writer_part(const struct fmt_writer *w);
 PT_INTERNAL int fmt_writer_snapshot(struct fmt_writer *w, const char *path, uint64_t since_ticks, uint64_t *chunks);
 /* Payloads shorter than @bytes are stored (comp = 0) without trying zstd,
  * whose fixed cost per call (7-20 us for a 0.5-2 KiB payload on the

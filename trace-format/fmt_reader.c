@@ -18,6 +18,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <glob.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -62,9 +63,22 @@ struct rd_problem {
 	uint64_t off;
 	char *msg;
 };
+/* One file of the trace: the file itself, or a part of a rotated run
+ * (pt_reader_open_set(), doc/trace-format.md §11). */
+struct rd_part {
+	int fd;
+	char *path;
+	uint8_t *hdr;         /* its header, during open only */
+	uint64_t file_bytes;
+	uint64_t limit;       /* bytes of it that are read (§6.2) */
+	uint64_t run_id;      /* 0: not a part of a rotated run (or header damaged) */
+	uint32_t part;
+	int header_ok;
+	size_t first_chunk;   /* its first chunk's index in the chunk index */
+};
 
 struct pt_reader {
-	int fd;
+	int fd;            /* the current part's (use_part()) */
 	char errmsg[512];
 	struct pt_trace_info info;
 	char process_name[FMT_SHORT_FIELD], host[FMT_SHORT_FIELD], version[FMT_VERSION_FIELD];
@@ -106,13 +120,27 @@ struct pt_reader {
 	size_t nproblems, problems_cap;
 	size_t problems_lost;  /* messages that could not be stored (ENOMEM) */
 	char lost_msg[96];     /* says so: the last problem while problems_lost */
+	/* the files read, by ascending part number; chunks are indexed part
+	 * after part. fd and limit above are those of parts[part_now]. */
+	struct rd_part *parts;
+	size_t nparts, part_now;
 };
+
+/* "FILE: " before a message of a set's reader (which file the offset is in); "" otherwise. */
+static size_t part_prefix(struct pt_reader *r)
+{
+	if (r->nparts < 2)
+		return 0;
+	int n = snprintf(r->errmsg, sizeof(r->errmsg), "%s: ", r->parts[r->part_now].path);
+	return n < 0 ? 0 : (size_t)n >= sizeof(r->errmsg) ? sizeof(r->errmsg) - 1 : (size_t)n;
+}
 
 static void problem(struct pt_reader *r, uint64_t off, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(r->errmsg, sizeof(r->errmsg), fmt, ap);
+	const size_t pre = part_prefix(r);
+	vsnprintf(r->errmsg + pre, sizeof(r->errmsg) - pre, fmt, ap);
 	va_end(ap);
 	if (r->nproblems == r->problems_cap) {
 		size_t nc = r->problems_cap ? r->problems_cap * 2 : 8;
@@ -181,6 +209,32 @@ static int rd_read(struct pt_reader *r, void *buf, size_t len, uint64_t off, boo
 	r->win_len = (size_t)n;
 	memcpy(buf, r->win, len);
 	return 0;
+}
+
+/* Makes part @i the one read (its descriptor and limit; the read window
+ * belongs to the file it was read from). */
+static void use_part(struct pt_reader *r, size_t i)
+{
+	if (i == r->part_now || i >= r->nparts)
+		return;
+	r->part_now = i;
+	r->fd = r->parts[i].fd;
+	r->limit = r->parts[i].limit;
+	r->win_len = 0;
+}
+
+/* The part holding chunk @c (an index into r->chunks). */
+static size_t part_of(const struct pt_reader *r, size_t c)
+{
+	size_t lo = 0, hi = r->nparts;
+	while (hi - lo > 1) {
+		const size_t mid = lo + (hi - lo) / 2;
+		if (r->parts[mid].first_chunk <= c)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return lo;
 }
 
 static void get_str(char *dst, size_t field, const uint8_t *h, size_t off)
@@ -676,6 +730,7 @@ static void check_sequences(struct pt_reader *r)
 	for (size_t k = 0; k < ngaps; k++) {
 		const struct seq_gap *g = &gaps[k];
 		const struct rd_chunk *c = &r->chunks[g->chunk], *p = g->prev ? &r->chunks[g->prev - 1] : NULL;
+		use_part(r, part_of(r, g->chunk)); /* a set's message names the chunk's file */
 		if (g->kind == GAP_REPEAT)
 			problem(r, c->off, "thread %u: chunk sequence %llu repeats chunk @0x%llx exactly (skipped)",
 				c->thread, (unsigned long long)c->sequence, (unsigned long long)p->off);
@@ -803,142 +858,354 @@ static int scan(struct pt_reader *r)
 	return 0;
 }
 
-int pt_reader_open(const char *path, struct pt_reader **out)
+/* Writes the message of a failed open, "FILE: " first in a set. */
+static void open_err(struct pt_reader *r, const struct rd_part *p, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	int n = r->nparts > 1 ? snprintf(r->errmsg, sizeof(r->errmsg), "%s: ", p->path) : 0;
+	if (n < 0 || (size_t)n >= sizeof(r->errmsg))
+		n = 0;
+	vsnprintf(r->errmsg + n, sizeof(r->errmsg) - (size_t)n, fmt, ap);
+	va_end(ap);
+}
+
+/*
+ * Opens @p->path and reads its header into @p->hdr (§6.1 steps 1 to 3):
+ * 0; -errno (no message); -PT_ETRUNCATED, -PT_ECORRUPT or -PT_EVERSION
+ * with the message in r->errmsg.
+ */
+static int part_open(struct pt_reader *r, struct rd_part *p)
+{
+	/* O_NONBLOCK: a FIFO without a writer would block open() forever; a
+	 * regular file ignores the flag */
+	p->fd = open(p->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (p->fd < 0)
+		return -errno;
+	struct stat st;
+	if (fstat(p->fd, &st) != 0)
+		return -errno;
+	/* a pipe, FIFO or device cannot be read at offsets (chunks are
+	 * indexed, then read thread by thread) */
+	if (!S_ISREG(st.st_mode))
+		return S_ISDIR(st.st_mode) ? -EISDIR : -ESPIPE;
+	p->file_bytes = (uint64_t)st.st_size;
+	if (!(p->hdr = malloc(PT_FMT_HEADER_BYTES)))
+		return -ENOMEM;
+	const int rc = p->file_bytes >= PT_FMT_HEADER_BYTES ? fmt_pread_full(p->fd, p->hdr, PT_FMT_HEADER_BYTES, 0) : 0;
+	if (rc < 0 && rc > -PT_EBASE) /* not a short file: the OS said no (EISDIR, EIO...) */
+		return rc;
+	const uint8_t *h = p->hdr;
+	if (p->file_bytes < PT_FMT_HEADER_BYTES || rc) {
+		open_err(r, p, "header @0x0: file has %llu bytes, the header needs %u", (unsigned long long)p->file_bytes,
+			 PT_FMT_HEADER_BYTES);
+		return -PT_ETRUNCATED;
+	}
+	if (memcmp(h, FMT_MAGIC, 8) != 0) {
+		open_err(r, p, "header @0x0: bad magic (not a .ptz trace)");
+		return -PT_ECORRUPT;
+	}
+	p->header_ok = fmt_get64(h + FMT_OFF_HEADER_XXH) == XXH3_64bits(h, FMT_OFF_HEADER_XXH);
+	if (p->header_ok && fmt_get16(h + FMT_OFF_VERSION_MAJOR) != PT_FMT_VERSION_MAJOR) {
+		open_err(r, p, "header @0x0: format version %u.%u, this reader reads %u.x",
+			 fmt_get16(h + FMT_OFF_VERSION_MAJOR), fmt_get16(h + FMT_OFF_VERSION_MINOR), PT_FMT_VERSION_MAJOR);
+		return -PT_EVERSION;
+	}
+	if (p->header_ok) { /* 1.3 (§11); zero in older files */
+		p->run_id = fmt_get64(h + FMT_OFF_RUN_ID);
+		p->part = p->run_id ? fmt_get32(h + FMT_OFF_PART) : 0;
+	}
+	return 0;
+}
+
+static void add_clock_point(struct pt_reader *r, uint64_t ticks, uint64_t ns)
+{
+	if (grow((void **)&r->clocks, &r->clocks_cap, r->nclocks + 1, sizeof(*r->clocks))) {
+		r->oom = 1;
+		return;
+	}
+	r->clocks[r->nclocks].ticks = ticks;
+	r->clocks[r->nclocks].ns = ns;
+	r->nclocks++;
+}
+
+/*
+ * Part @i's header (§6.1 steps 4 and 5), committed length (§6.2) and
+ * chunks (§6.3). The first part's static fields are the trace's; a later
+ * part adds its counts, and its start triple as a calibration point
+ * (§7, §11). 0 or a read error.
+ */
+static int part_read(struct pt_reader *r, size_t i)
+{
+	struct rd_part *p = &r->parts[i];
+	const uint8_t *h = p->hdr;
+	r->part_now = i;
+	r->fd = p->fd;
+	r->win_len = 0;
+	const uint64_t committed = fmt_get64(h + FMT_OFF_COMMITTED);
+	const uint64_t flags = fmt_get64(h + FMT_OFF_FLAGS);
+	if (i == 0) {
+		r->info.version_major = fmt_get16(h + FMT_OFF_VERSION_MAJOR);
+		r->info.version_minor = fmt_get16(h + FMT_OFF_VERSION_MINOR);
+		if (p->header_ok) {
+			r->info.clock_source = fmt_get32(h + FMT_OFF_CLOCK_SOURCE);
+			r->info.pid = fmt_get32(h + FMT_OFF_PID);
+			r->info.start_ticks = fmt_get64(h + FMT_OFF_START_TICKS);
+			r->info.start_mono_ns = fmt_get64(h + FMT_OFF_START_MONO);
+			r->info.start_real_ns = fmt_get64(h + FMT_OFF_START_REAL);
+			get_str(r->process_name, sizeof(r->process_name), h, FMT_OFF_PROCESS);
+			get_str(r->host, sizeof(r->host), h, FMT_OFF_HOST);
+			get_str(r->version, sizeof(r->version), h, FMT_OFF_VERSION);
+			get_str(r->cmdline, sizeof(r->cmdline), h, FMT_OFF_CMDLINE);
+			get_str(r->job, sizeof(r->job), h, FMT_OFF_JOB);
+			const uint32_t rk = fmt_get32(h + FMT_OFF_RANK);
+			r->info.has_rank = rk != 0;
+			r->info.rank = rk ? rk - 1 : 0;
+			r->info.run_id = p->run_id;
+			r->info.part = p->part;
+		}
+		r->info.committed_bytes = committed;
+		r->info.file_bytes = p->file_bytes;
+		r->info.closed = (flags & FMT_FLAG_CLOSED) != 0;
+		r->info.flight = (flags & FMT_FLAG_FLIGHT) != 0;
+		r->info.window = (flags & (FMT_FLAG_FLIGHT | FMT_FLAG_WINDOW)) != 0;
+		if (r->info.flight) {
+			r->info.laps = fmt_get64(h + FMT_OFF_LAPS);
+			if (p->header_ok)
+				r->info.flight_bytes = fmt_get64(h + FMT_OFF_FLIGHT_BYTES);
+		}
+	} else {
+		r->info.committed_bytes += committed;
+		r->info.file_bytes += p->file_bytes;
+		r->info.closed &= (flags & FMT_FLAG_CLOSED) != 0;
+		const uint64_t mono = fmt_get64(h + FMT_OFF_START_MONO);
+		if (p->header_ok && r->info.clock_source != PT_CLOCK_MONOTONIC && mono)
+			add_clock_point(r, fmt_get64(h + FMT_OFF_START_TICKS), mono);
+		if (p->part != r->parts[i - 1].part + 1)
+			problem(r, 0, "part %u of run %016llx: parts %u to %u missing before it (after %s)", p->part,
+				(unsigned long long)p->run_id, r->parts[i - 1].part + 1, p->part - 1, r->parts[i - 1].path);
+	}
+	r->info.last_part = p->part;
+	if (!p->header_ok) {
+		/* Static fields are untrustworthy; chunks are checked on their own. */
+		r->info.header_damaged = 1;
+		problem(r, 0, "header @0x0: checksum mismatch; process metadata ignored, chunks still read");
+	}
+	free(p->hdr);
+	p->hdr = NULL;
+	uint64_t limit = committed;
+	if (limit < PT_FMT_HEADER_BYTES || limit > p->file_bytes) {
+		if (limit > p->file_bytes && limit >= PT_FMT_HEADER_BYTES)
+			problem(r, p->file_bytes, "file truncated @0x%llx: header commits %llu bytes, file has %llu",
+				(unsigned long long)p->file_bytes, (unsigned long long)limit,
+				(unsigned long long)p->file_bytes);
+		else
+			problem(r, FMT_OFF_COMMITTED, "header: committed length %llu invalid; reading the whole file",
+				(unsigned long long)limit);
+		limit = p->file_bytes;
+	}
+	p->limit = r->limit = limit;
+	p->first_chunk = r->nchunks;
+	return scan(r);
+}
+
+static int cmp_part(const void *a, const void *b)
+{
+	const struct rd_part *x = a, *y = b;
+	return (x->part > y->part) - (x->part < y->part);
+}
+
+/* The files of a set, checked (§11): each a part of the same run, each
+ * number once; sorted by number. 0, or -PT_ESET with the message. */
+static int check_set(struct pt_reader *r)
+{
+	for (size_t i = 0; i < r->nparts; i++) {
+		const struct rd_part *p = &r->parts[i];
+		if (!p->header_ok) {
+			open_err(r, p, "header checksum mismatch: which run and part it is cannot be told");
+			return -PT_ESET;
+		}
+		if (!p->run_id) {
+			open_err(r, p, "not a part of a rotated trace (no run id): read it alone");
+			return -PT_ESET;
+		}
+		if (p->run_id != r->parts[0].run_id) {
+			open_err(r, p, "part %u of run %016llx, not of run %016llx (%s): files of two runs", p->part,
+				 (unsigned long long)p->run_id, (unsigned long long)r->parts[0].run_id, r->parts[0].path);
+			return -PT_ESET;
+		}
+	}
+	qsort(r->parts, r->nparts, sizeof(*r->parts), cmp_part);
+	for (size_t i = 1; i < r->nparts; i++)
+		if (r->parts[i].part == r->parts[i - 1].part) {
+			open_err(r, &r->parts[i], "part %u given twice (also %s)", r->parts[i].part, r->parts[i - 1].path);
+			return -PT_ESET;
+		}
+	return 0;
+}
+
+int pt_reader_open_set(const char *const *paths, size_t n, struct pt_reader **out)
 {
 	*out = NULL;
-	if (!path)
+	if (!paths || n == 0)
 		return -EINVAL;
+	for (size_t i = 0; i < n; i++)
+		if (!paths[i])
+			return -EINVAL;
 	struct pt_reader *r = calloc(1, sizeof(*r));
 	if (!r)
 		return -ENOMEM;
-	/* O_NONBLOCK: a FIFO without a writer would block open() forever; a
-	 * regular file ignores the flag */
-	r->fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-	if (r->fd < 0) {
-		int e = -errno;
-		free(r);
-		return e;
-	}
+	r->fd = -1;
 	r->info.torn_tail_offset = UINT64_MAX;
 	r->info.process_name = r->process_name;
 	r->info.host = r->host;
 	r->info.cmdline = r->cmdline;
 	r->info.job = r->job;
 	r->info.recorder_version = r->version;
-	struct stat st;
-	int rc;
-	if (fstat(r->fd, &st) != 0) {
-		rc = -errno;
-		pt_reader_close(r);
-		return rc;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		/* a pipe, FIFO or device cannot be read at offsets (chunks are
-		 * indexed, then read thread by thread) */
-		pt_reader_close(r);
-		return S_ISDIR(st.st_mode) ? -EISDIR : -ESPIPE;
-	}
-	r->info.file_bytes = (uint64_t)st.st_size;
-	uint8_t *h = malloc(PT_FMT_HEADER_BYTES);
-	if (!h) {
-		pt_reader_close(r);
+	int rc = 0;
+	if (!(r->parts = calloc(n, sizeof(*r->parts)))) {
+		free(r);
 		return -ENOMEM;
 	}
-	rc = r->info.file_bytes >= PT_FMT_HEADER_BYTES ? fmt_pread_full(r->fd, h, PT_FMT_HEADER_BYTES, 0) : 0;
-	if (rc < 0 && rc > -PT_EBASE) { /* not a short file: the OS said no (EISDIR, EIO...) */
-		free(h);
-		pt_reader_close(r);
+	r->nparts = n;
+	for (size_t i = 0; i < n; i++)
+		r->parts[i].fd = -1;
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		if (!(r->parts[i].path = strdup(paths[i])))
+			rc = -ENOMEM;
+		else
+			rc = part_open(r, &r->parts[i]);
+		if (rc < 0 && rc > -PT_EBASE && n > 1)
+			/* a set's reader keeps the message: which file */
+			open_err(r, &r->parts[i], "%s", pt_strerror(rc));
+	}
+	if (rc == 0 && n > 1)
+		rc = check_set(r);
+	if (rc) {
+		if (rc > -PT_EBASE && n == 1) { /* -errno: no reader (format.h) */
+			pt_reader_close(r);
+			return rc;
+		}
+		*out = r; /* holds the message */
 		return rc;
 	}
-	*out = r;
-	if (r->info.file_bytes < PT_FMT_HEADER_BYTES || rc) {
-		snprintf(r->errmsg, sizeof(r->errmsg), "header @0x0: file has %llu bytes, the header needs %u",
-			 (unsigned long long)r->info.file_bytes, PT_FMT_HEADER_BYTES);
-		free(h);
-		return -PT_ETRUNCATED;
-	}
-	if (memcmp(h, FMT_MAGIC, 8) != 0) {
-		snprintf(r->errmsg, sizeof(r->errmsg), "header @0x0: bad magic (not a .ptz trace)");
-		free(h);
-		return -PT_ECORRUPT;
-	}
-	int header_ok = fmt_get64(h + FMT_OFF_HEADER_XXH) == XXH3_64bits(h, FMT_OFF_HEADER_XXH);
-	r->info.version_major = fmt_get16(h + FMT_OFF_VERSION_MAJOR);
-	r->info.version_minor = fmt_get16(h + FMT_OFF_VERSION_MINOR);
-	if (header_ok && r->info.version_major != PT_FMT_VERSION_MAJOR) {
-		snprintf(r->errmsg, sizeof(r->errmsg), "header @0x0: format version %u.%u, this reader reads %u.x",
-			 r->info.version_major, r->info.version_minor, PT_FMT_VERSION_MAJOR);
-		free(h);
-		return -PT_EVERSION;
-	}
-	if (header_ok) {
-		r->info.clock_source = fmt_get32(h + FMT_OFF_CLOCK_SOURCE);
-		r->info.pid = fmt_get32(h + FMT_OFF_PID);
-		r->info.start_ticks = fmt_get64(h + FMT_OFF_START_TICKS);
-		r->info.start_mono_ns = fmt_get64(h + FMT_OFF_START_MONO);
-		r->info.start_real_ns = fmt_get64(h + FMT_OFF_START_REAL);
-		get_str(r->process_name, sizeof(r->process_name), h, FMT_OFF_PROCESS);
-		get_str(r->host, sizeof(r->host), h, FMT_OFF_HOST);
-		get_str(r->version, sizeof(r->version), h, FMT_OFF_VERSION);
-		get_str(r->cmdline, sizeof(r->cmdline), h, FMT_OFF_CMDLINE);
-		get_str(r->job, sizeof(r->job), h, FMT_OFF_JOB);
-		const uint32_t rk = fmt_get32(h + FMT_OFF_RANK);
-		r->info.has_rank = rk != 0;
-		r->info.rank = rk ? rk - 1 : 0;
-	} else {
-		/* Static fields are untrustworthy; chunks are checked on their own. */
-		r->info.header_damaged = 1;
-		problem(r, 0, "header @0x0: checksum mismatch; process metadata ignored, chunks still read");
-	}
-	r->info.committed_bytes = fmt_get64(h + FMT_OFF_COMMITTED);
-	const uint64_t flags = fmt_get64(h + FMT_OFF_FLAGS);
-	r->info.closed = (flags & FMT_FLAG_CLOSED) != 0;
-	r->info.flight = (flags & FMT_FLAG_FLIGHT) != 0;
-	r->info.window = (flags & (FMT_FLAG_FLIGHT | FMT_FLAG_WINDOW)) != 0;
-	if (r->info.flight) {
-		r->info.laps = fmt_get64(h + FMT_OFF_LAPS);
-		if (header_ok)
-			r->info.flight_bytes = fmt_get64(h + FMT_OFF_FLIGHT_BYTES);
-	}
-	free(h);
-	r->limit = r->info.committed_bytes;
-	if (r->limit < PT_FMT_HEADER_BYTES || r->limit > r->info.file_bytes) {
-		if (r->limit > r->info.file_bytes && r->limit >= PT_FMT_HEADER_BYTES)
-			problem(r, r->info.file_bytes,
-				"file truncated @0x%llx: header commits %llu bytes, file has %llu",
-				(unsigned long long)r->info.file_bytes, (unsigned long long)r->limit,
-				(unsigned long long)r->info.file_bytes);
-		else
-			problem(r, FMT_OFF_COMMITTED, "header: committed length %llu invalid; reading the whole file",
-				(unsigned long long)r->limit);
-		r->limit = r->info.file_bytes;
-	}
-	rc = scan(r);
+	r->info.parts = (uint32_t)n;
+	for (size_t i = 0; i < n && rc == 0; i++)
+		rc = part_read(r, i);
 	if (rc < 0) {
 		snprintf(r->errmsg, sizeof(r->errmsg), "read error: %s", pt_strerror(rc));
-		*out = NULL;
 		pt_reader_close(r);
 		return rc;
 	}
 	build_clock(r);
 	check_sequences(r);
 	if (r->oom) { /* a smaller table would be a wrong answer */
-		snprintf(r->errmsg, sizeof(r->errmsg), "out of memory for the trace's tables");
-		*out = NULL;
 		pt_reader_close(r);
 		return -ENOMEM;
 	}
 	if (r->nproblems == 0)
 		r->errmsg[0] = 0;
+	*out = r;
 	return 0;
+}
+
+int pt_reader_open(const char *path, struct pt_reader **out)
+{
+	*out = NULL;
+	if (!path)
+		return -EINVAL;
+	return pt_reader_open_set(&path, 1, out);
+}
+
+int pt_reader_peek_part(const char *path, uint64_t *run_id, uint32_t *part)
+{
+	if (!path || !run_id || !part)
+		return -EINVAL;
+	*run_id = 0;
+	*part = 0;
+	struct pt_reader r = { .fd = -1 };
+	struct rd_part p = { .fd = -1, .path = (char *)path };
+	int rc = part_open(&r, &p);
+	if (p.fd >= 0)
+		close(p.fd);
+	free(p.hdr);
+	if (rc == 0) {
+		*run_id = p.run_id;
+		*part = p.part;
+	}
+	return rc;
+}
+
+/* The parts of the rotated trace named @base (the path given to the
+ * recorder, §11): files "@base less .ptz".NNNNNN.ptz, from glob(3) with
+ * @base's own glob characters escaped. Return: how many (*@out, to
+ * globfree()), or 0. */
+static size_t find_parts(const char *base, glob_t *out)
+{
+	size_t len = strlen(base);
+	if (len >= 4 && strcmp(base + len - 4, ".ptz") == 0)
+		len -= 4;
+	char *pat = malloc(2 * len + 32);
+	if (!pat)
+		return 0;
+	size_t o = 0;
+	for (size_t i = 0; i < len; i++) {
+		if (strchr("*?[\\", base[i]))
+			pat[o++] = '\\';
+		pat[o++] = base[i];
+	}
+	memcpy(pat + o, ".[0-9][0-9][0-9][0-9][0-9][0-9]*.ptz", sizeof(".[0-9][0-9][0-9][0-9][0-9][0-9]*.ptz"));
+	memset(out, 0, sizeof(*out));
+	int rc = glob(pat, GLOB_NOSORT, NULL, out);
+	free(pat);
+	if (rc != 0) {
+		globfree(out);
+		return 0;
+	}
+	/* "*" lets seven digits and more in, and also other names: keep digits only */
+	size_t k = 0;
+	for (size_t i = 0; i < out->gl_pathc; i++) {
+		const char *q = out->gl_pathv[i] + o + 1, *end = out->gl_pathv[i] + strlen(out->gl_pathv[i]) - 4;
+		bool digits = q < end;
+		for (; q < end && digits; q++)
+			digits = *q >= '0' && *q <= '9';
+		if (digits)
+			out->gl_pathv[k++] = out->gl_pathv[i];
+		else
+			free(out->gl_pathv[i]);
+	}
+	out->gl_pathc = k;
+	if (!k)
+		globfree(out);
+	return k;
+}
+
+int pt_reader_open_trace(const char *name, struct pt_reader **out)
+{
+	*out = NULL;
+	if (!name)
+		return -EINVAL;
+	struct stat st;
+	glob_t g;
+	size_t n;
+	if (stat(name, &st) == 0 || errno != ENOENT || !(n = find_parts(name, &g)))
+		return pt_reader_open(name, out);
+	int rc = pt_reader_open_set((const char *const *)g.gl_pathv, n, out);
+	globfree(&g);
+	return rc;
 }
 
 void pt_reader_close(struct pt_reader *r)
 {
 	if (!r)
 		return;
-	if (r->fd >= 0)
-		close(r->fd);
+	for (size_t i = 0; i < r->nparts; i++) {
+		if (r->parts[i].fd >= 0)
+			close(r->parts[i].fd);
+		free(r->parts[i].path);
+		free(r->parts[i].hdr);
+	}
+	free(r->parts);
 	free(r->chunks);
 	free(r->win);
 	free(r->stored);
@@ -1067,6 +1334,7 @@ int pt_reader_next_chunk(struct pt_reader *r, uint32_t thread, struct pt_chunk_i
 			continue;
 		if (c->bad)
 			continue;
+		use_part(r, part_of(r, r->cur - 1));
 		struct fmt_chunk_hdr h;
 		int rc = reread_header(r, c, &h);
 		if (rc == 0)
@@ -1096,6 +1364,7 @@ int pt_reader_next_chunk_header(struct pt_reader *r, struct pt_chunk_info *out, 
 	if (r->cur >= r->nchunks)
 		return 0;
 	const struct rd_chunk *c = &r->chunks[r->cur++];
+	use_part(r, part_of(r, r->cur - 1));
 	struct fmt_chunk_hdr h;
 	const char *why;
 	/* the ticks come from the header itself; without it (unreadable now), 0 */

@@ -342,9 +342,11 @@ int fmt_writer_open(const char *path, const struct fmt_writer_hdr *hd, struct fm
 	}
 	memcpy(h, FMT_MAGIC, 8);
 	fmt_put16(h + FMT_OFF_VERSION_MAJOR, PT_FMT_VERSION_MAJOR);
-	/* 1.1 unless a 1.2 feature is used: a stream trace reads as 1.1 */
+	/* the lowest version whose features the file uses: 1.3 for a part of
+	 * a rotated run (§11), 1.2 for a window, flight file, job or rank,
+	 * else 1.1 (a plain stream trace reads as 1.1, §8) */
 	fmt_put16(h + FMT_OFF_VERSION_MINOR,
-		  w->flags || hd->rank_plus1 || (hd->job && *hd->job) ? PT_FMT_VERSION_MINOR : 1);
+		  hd->run_id ? 3 : w->flags || hd->rank_plus1 || (hd->job && *hd->job) ? 2 : 1);
 	fmt_put32(h + FMT_OFF_HEADER_BYTES, PT_FMT_HEADER_BYTES);
 	fmt_put32(h + FMT_OFF_CLOCK_SOURCE, hd->clock_source);
 	fmt_put32(h + FMT_OFF_PID, hd->pid);
@@ -360,6 +362,10 @@ int fmt_writer_open(const char *path, const struct fmt_writer_hdr *hd, struct fm
 	if (hd->job && *hd->job)
 		put_str(h, FMT_OFF_JOB, FMT_JOB_FIELD, hd->job);
 	fmt_put32(h + FMT_OFF_RANK, hd->rank_plus1);
+	if (hd->run_id) {
+		fmt_put64(h + FMT_OFF_RUN_ID, hd->run_id);
+		fmt_put32(h + FMT_OFF_PART, hd->part);
+	}
 	fmt_put64(h + FMT_OFF_HEADER_XXH, XXH3_64bits(h, FMT_OFF_HEADER_XXH));
 	w->head = PT_FMT_HEADER_BYTES;
 	fmt_put64(h + FMT_OFF_COMMITTED, w->head);
@@ -664,6 +670,26 @@ void fmt_writer_abandon(struct fmt_writer *w)
 	free(w);
 }
 
+int fmt_writer_open_part(const struct fmt_writer *w, const char *path, uint32_t part, const uint64_t start[3],
+			 struct fmt_writer **out)
+{
+	*out = NULL;
+	if (!w->hd.run_id || w->area_end)
+		return -EINVAL; /* only a rotating stream writer has parts */
+	struct fmt_writer_hdr hd = w->hd;
+	hd.part = part;
+	hd.window = part > 1; /* read alone, a later part is a window of the run (§10, §11) */
+	hd.start_ticks = start[0];
+	hd.start_mono_ns = start[1];
+	hd.start_real_ns = start[2];
+	int rc = fmt_writer_open(path, &hd, out);
+	if (rc == 0)
+		(*out)->store_below = w->store_below;
+	return rc;
+}
+
+uint32_t fmt_writer_part(const struct fmt_writer *w) { return w->hd.part; }
+
 /* Reads the chunk at @off of @w's file into *@buf (grown as needed):
  * its length, 0 if no valid chunk is there, or -errno. */
 static ssize_t read_chunk(struct fmt_writer *w, uint64_t off, uint8_t **buf, size_t *cap, struct fmt_chunk_hdr *h)
@@ -699,6 +725,8 @@ int fmt_writer_snapshot(struct fmt_writer *w, const char *path, uint64_t since_t
 	struct fmt_writer_hdr hd = w->hd;
 	hd.flight_bytes = 0;
 	hd.window = 1;
+	hd.run_id = 0; /* a snapshot is no part of a rotated run (§11) */
+	hd.part = 0;
 	struct fmt_writer *s;
 	int rc = fmt_writer_open(path, &hd, &s);
 	if (rc)

@@ -275,7 +275,7 @@ static int emit_loss_or_error(struct cw *w, uint32_t tid, const struct pt_record
 	const char *name = loss ? "ptz: records lost" : "ptz: recorder error";
 	json_t *args = loss ? json_pack("{s:I, s:I}", "records", (json_int_t)r->value, "sections", (json_int_t)r->value2)
 			    : json_pack("{s:s, s:I}", "error", pfx_errc_name(r->aux),
-					(r->aux == PT_ERRC_IO || r->aux == PT_ERRC_SNAPSHOT) ? "errno" : "count", (json_int_t)r->value);
+					(r->aux == PT_ERRC_IO || r->aux == PT_ERRC_SNAPSHOT || r->aux == PT_ERRC_ROTATE) ? "errno" : "count", (json_int_t)r->value);
 	if (!args)
 		return emit_new(w, NULL, ts);
 	json_t *ev = w->routed ? json_pack("{s:s, s:s, s:s, s:s, s:f, s:i, s:o}", "name", name, "cat", "ptz", "ph", "i",
@@ -517,7 +517,7 @@ static int emit_async(struct cw *w)
 int pfx_write_chrome(const char *trace_path, FILE *out, const struct pfx_opts *o, char *err, size_t errlen)
 {
 	struct cw w = { .out = out, .err = err, .errlen = errlen };
-	int rc = pt_reader_open(trace_path, &w.rd);
+	int rc = pt_reader_open_trace(trace_path, &w.rd);
 	if (rc) {
 		snprintf(err, errlen, "%s", w.rd ? pt_reader_errmsg(w.rd) : pt_strerror(rc));
 		pt_reader_close(w.rd);

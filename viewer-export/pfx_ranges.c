@@ -523,6 +523,7 @@ const char *pfx_errc_name(uint32_t code)
 	case PT_ERRC_GPU_UNFINISHED: return "gpu_unfinished";
 	case PT_ERRC_SNAPSHOT: return "snapshot";
 	case PT_ERRC_TRIGGER_LIMITED: return "trigger_limited";
+	case PT_ERRC_ROTATE: return "rotate";
 	default: return "unknown";
 	}
 }

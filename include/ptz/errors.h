@@ -31,7 +31,9 @@ enum pt_error {
 	PT_ECHECKSUM = 1027,  /* XXH3 checksum mismatch */
 	PT_ETOOBIG = 1028,    /* a length exceeds the format's documented bound */
 	PT_ESTATE = 1029,     /* call made in the wrong state (e.g. no current chunk) */
-	PT_ELAST = 1030
+	PT_ESET = 1030,       /* since 0.4.0: files given as one rotated trace are not
+			       * parts of one run (pt_reader_open_set()) */
+	PT_ELAST = 1031
 };
 
 /**

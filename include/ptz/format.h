@@ -36,7 +36,7 @@ extern "C" {
 /* ==== Constants ==== */
 
 #define PT_FMT_VERSION_MAJOR 1
-#define PT_FMT_VERSION_MINOR 2
+#define PT_FMT_VERSION_MINOR 3
 #define PT_FMT_HEADER_BYTES 4096u
 #define PT_FMT_CHUNK_HEADER_BYTES 64u
 /* Upper bound of one chunk's decompressed payload (doc/trace-format.md §3). */
@@ -145,7 +145,10 @@ enum pt_error_code {
 				      * when the recorder closed: never resolved */
 	/* format 1.2: snapshots (pt_snapshot(), the snapshot signal, pt_trigger()) */
 	PT_ERRC_SNAPSHOT = 13,       /* a snapshot failed; value = errno of the failure */
-	PT_ERRC_TRIGGER_LIMITED = 14 /* pt_trigger() calls rate-limited: no snapshot; value = calls */
+	PT_ERRC_TRIGGER_LIMITED = 14, /* pt_trigger() calls rate-limited: no snapshot; value = calls */
+	/* format 1.3: rotation (recorder.h, pt_open() "Rotation") */
+	PT_ERRC_ROTATE = 15           /* the next part of a rotated trace could not be created:
+				       * recording went on in this part; value = errno */
 };
 
 /* ==== Types ====
@@ -242,6 +245,19 @@ struct pt_trace_info {
 	const char *job;
 	int has_rank;
 	uint32_t rank;
+	/* Since: 0.4.0 (format 1.3, doc/trace-format.md section 11). A rotated
+	 * trace is written as numbered parts sharing one random @run_id (0:
+	 * not rotated, or the header checksum failed). @part: the part number
+	 * of the file, or of a set's first (oldest) file, from 1; @last_part
+	 * that of its last file (= @part for one file; 0 when not rotated).
+	 * @parts: files read: 1, or the files of pt_reader_open_set(). Of a
+	 * set, the static fields above are its first file's, the sizes and
+	 * counts are summed over the files, @closed is set only when every
+	 * file is closed, and @window when the set does not start at part 1
+	 * (older parts deleted, PTZ_ROTATE_KEEP). */
+	uint64_t run_id;
+	uint32_t part, last_part;
+	uint32_t parts;
 };
 
 /** struct pt_chunk_info - one chunk, as its header describes it (size-versioned). */
@@ -292,6 +308,64 @@ struct pt_thread_info {
  *         with the message).
  */
 PT_API int pt_reader_open(const char *path, struct pt_reader **out);
+
+/**
+ * pt_reader_open_set() - Open the parts of one rotated trace as one trace.
+ * @paths: @n file paths, in any order; none NULL.
+ * @n:     number of paths, >= 1. With 1, the same as pt_reader_open().
+ * @out:   as for pt_reader_open(). Must not be NULL.
+ *
+ * Every file must be a part of the same rotated run (the run id in its
+ * header, doc/trace-format.md section 11). The parts are read by ascending
+ * part number as one trace: their tables merged, their chunks iterated
+ * part after part (per-thread chunk sequences continue across parts, so
+ * sections open across a boundary nest as in one file), their clock
+ * records one calibration. A missing part between two given ones is a
+ * problem naming the part and the file after the gap (and the sequence
+ * gaps it leaves are reported as in one file); a set that starts after
+ * part 1 (older parts deleted) reads as a window (pt_trace_info.window).
+ * Problem messages and pt_reader_errmsg() start with the file's path
+ * ("run.000002.ptz: chunk @0x3f200: ..."), and a problem's offset is in
+ * that file. pt_chunk_info.offset likewise.
+ * Context: any thread; blocking file I/O; allocates; one descriptor per file.
+ * Return: as pt_reader_open(), and -PT_ESET (*out set, with the message
+ * naming the file) when a file is not a part of a rotated trace, its
+ * header checksum fails (which run and part it is cannot be told), it
+ * belongs to another run than the first file, or a part number is given
+ * twice; -EINVAL for a NULL or empty @paths. With @n > 1, a file that
+ * cannot be opened or read at all fails the whole set with its error,
+ * and *out holds the message naming it.
+ */
+PT_API int pt_reader_open_set(const char *const *paths, size_t n, struct pt_reader **out);
+
+/**
+ * pt_reader_open_trace() - Open a trace by name: a file, or a rotated trace
+ * by the path its recorder was given. The one opener of ptanalyze, the
+ * analyzer and the exporters.
+ * @name: a .ptz file; or, when no file is there, the base name of a rotated
+ *        trace ("run.ptz" for run.000001.ptz, run.000002.ptz, ...: every
+ *        file "NAME less .ptz".NNNNNN.ptz, six digits or more), whose parts
+ *        are read with pt_reader_open_set(). Must not be NULL.
+ * @out:  as for pt_reader_open().
+ * Context: any thread; blocking file I/O; allocates.
+ * Return: as pt_reader_open() or pt_reader_open_set(); -ENOENT when neither
+ *         the file nor any part exists. Parts of several runs under one name
+ *         (an older run's parts left beside the new ones) are -PT_ESET.
+ */
+PT_API int pt_reader_open_trace(const char *name, struct pt_reader **out);
+
+/**
+ * pt_reader_peek_part() - Which rotated run and part a file is, from its
+ * header alone (no chunk is read): to group files into sets.
+ * @path:   file path; must not be NULL.
+ * @run_id: receives the run id, 0 when the file is not a part of a rotated
+ *          trace or its header checksum fails; must not be NULL.
+ * @part:   receives the part number (0 with @run_id 0); must not be NULL.
+ * Context: any thread; blocking file I/O.
+ * Return: 0, or the error pt_reader_open() would return for the file's
+ *         header (-errno, -PT_ETRUNCATED, -PT_ECORRUPT, -PT_EVERSION).
+ */
+PT_API int pt_reader_peek_part(const char *path, uint64_t *run_id, uint32_t *part);
 
 /**
  * pt_reader_close() - Free a reader.

@@ -66,6 +66,14 @@
  *                   keeps only the most recent PTZ_FLIGHT_BYTES of chunks.
  *   PTZ_FLIGHT_BYTES size of a flight file's chunk area (k/m/g suffixes;
  *                   default 64 MiB, at least 1 MiB; pt_options.flight_bytes).
+ *   PTZ_ROTATE_BYTES stream mode: rotate to a new numbered part once the
+ *                   current one holds this size (k/m/g suffixes; at least
+ *                   1M; pt_options.rotate_bytes). See "Rotation" at pt_open().
+ *   PTZ_ROTATE_SECONDS stream mode: rotate once a part is this many seconds
+ *                   old (pt_options.rotate_seconds).
+ *   PTZ_ROTATE_KEEP keep only the newest N parts (0 or unset: all;
+ *                   pt_options.rotate_keep). With PTZ_MODE=flight the three
+ *                   PTZ_ROTATE_* variables are ignored, said once on stderr.
  *   PTZ_SNAPSHOT_SIGNAL a signal (USR1, USR2, RTMIN+n or a number) that
  *                   makes the flusher write a snapshot (pt_snapshot()) at
  *                   its next poll; the handler only sets a flag. Installed
@@ -178,6 +186,20 @@ typedef struct pt_recorder pt_recorder;
  *                     the disk cannot hold it). Rounded down to the page
  *                     size; below 1 MiB is EINVAL. 0 takes PTZ_FLIGHT_BYTES,
  *                     else 64 MiB. Ignored in stream mode.
+ * @rotate_bytes:      (since 0.4.0) stream mode: start a new part once the
+ *                     current one holds this many bytes (checked after
+ *                     each chunk, so a part exceeds it by one chunk and
+ *                     its tables at most, under 300 KiB). At least 1 MiB
+ *                     (smaller is EINVAL). 0 takes PTZ_ROTATE_BYTES, else
+ *                     no size limit. See "Rotation" at pt_open().
+ * @rotate_seconds:    (since 0.4.0) stream mode: start a new part once the
+ *                     current one is this many seconds old. 0 takes
+ *                     PTZ_ROTATE_SECONDS, else no age limit.
+ * @rotate_keep:       (since 0.4.0) with rotation: keep the newest this
+ *                     many parts, deleting older ones as new ones start;
+ *                     0 takes PTZ_ROTATE_KEEP, else every part is kept.
+ *                     The three rotation fields are ignored in flight
+ *                     mode.
  */
 struct pt_options {
 	size_t ring_bytes;
@@ -186,6 +208,9 @@ struct pt_options {
 	const char *process_name;
 	int mode;
 	uint64_t flight_bytes;
+	uint64_t rotate_bytes;
+	unsigned rotate_seconds;
+	unsigned rotate_keep;
 };
 
 /**
@@ -293,6 +318,12 @@ struct pt_metrics {
  * @gpu_early_starts: ranges whose GPU start mapped before its host launch.
  * @gpu_state:     enum pt_gpu_state.
  * @gpu_error:     CUDA error code that turned GPU timing off, 0 if none.
+ * @parts:         (since 0.4.0) with rotation (pt_open(), "Rotation"): the
+ *                 parts created so far, the first included; 1 without
+ *                 rotation; @bytes_written and @chunks count over all parts.
+ * @rotate_errors: (since 0.4.0) new parts that could not be created
+ *                 (recording went on in the current part; each is an
+ *                 ERROR record PT_ERRC_ROTATE in the trace).
  */
 struct pt_stats_info {
 	uint64_t records, lost_records, lost_sections, errors, chunks, bytes_written, threads;
@@ -300,6 +331,7 @@ struct pt_stats_info {
 	uint64_t gpu_launched, gpu_ranges, gpu_dropped, gpu_early_starts;
 	int gpu_state;
 	int gpu_error;
+	uint64_t parts, rotate_errors;
 };
 
 /** enum pt_gpu_state - whether GPU timing works (pt_stats_info.gpu_state). */
@@ -344,6 +376,28 @@ enum pt_gpu_state {
  * that handler calls the one it replaced for the faults it does not
  * handle (sanitizers do); otherwise a truncation of the trace reaches
  * that handler, or kills the program under SIG_DFL.
+ * Rotation (stream mode, pt_options.rotate_bytes / rotate_seconds,
+ * PTZ_ROTATE_*): the trace is written as numbered parts, @path being
+ * their pattern: "run.ptz" gives run.000001.ptz, run.000002.ptz, ... (the
+ * number, six digits or more, goes before a final ".ptz", else it and
+ * ".ptz" are appended), so that a glob lists them in order; nothing is
+ * created at @path itself. Each part is a complete trace (format 1.3,
+ * doc/trace-format.md section 11): the flusher, the only thread that
+ * writes, finalizes the current part as pt_close() finalizes a file, opens
+ * the next and writes every table and a clock triple into it before any
+ * event, so each part decodes alone; parts after the first are marked as
+ * windows of the run (sections begun in an earlier part end there
+ * unmatched, "began before the window"). All parts carry one random run id
+ * and their number; per-thread chunk sequences continue across parts, so
+ * `ptanalyze` (given the parts, or @path) and pt_reader_open_set() read
+ * them as one trace, no record lost or repeated. pt_path() names the part
+ * being written. With rotate_keep, the oldest parts beyond it are deleted
+ * as new ones start. A part that cannot be created (ENOSPC, EACCES, ...)
+ * never stops or blocks the program: recording goes on into the current
+ * part, the failure is an ERROR record (PT_ERRC_ROTATE, its errno) in it
+ * and is counted in pt_stats_info.rotate_errors, and the next part is
+ * tried again at the next threshold (another rotate_bytes, or
+ * rotate_seconds, later).
  * Context: any thread; blocking I/O; allocates. Not async-signal-safe.
  * fork() (without exec): a child never writes into the parent's file.
  * If @path has "%p", the handle the child inherits records into the
@@ -820,7 +874,9 @@ PT_API int pt_trigger(pt_recorder *r, const char *reason);
 /**
  * pt_path() - The path of the trace file @r is writing: pt_open()'s @path
  * with "%p" and "%h" expanded (after a fork, the child's own file once it
- * has reopened).
+ * has reopened); with rotation (pt_open(), "Rotation"), the part being
+ * written at the time of the call (run.000003.ptz), which the flusher may
+ * close and leave for the next one at any moment after.
  * @r:   recorder.
  * @buf: receives the path, NUL-terminated.
  * @cap: bytes at @buf (4096 is always enough).

@@ -5,7 +5,9 @@
 # include/ptz/format.h) for every golden and corrupt file and for traces
 # recorded now. Each GEN is a program run as GEN OUT.ptz (a trace generator),
 # or "--small PROGRAM", run as PROGRAM --small --trace OUT.ptz (an example
-# workload). A missing python module is a TAP skip. Output is TAP.
+# workload), or "--rotated PROGRAM", run as PROGRAM OUT.ptz 1048576 30000
+# (a rotated trace, §11: each of its parts is compared, the first a trace,
+# the later ones windows, every one with its run id and part number). A missing python module is a TAP skip. Output is TAP.
 set -u
 PY=$1
 DUMP=$2
@@ -65,9 +67,15 @@ while [ $# -gt 0 ]; do
 	i=$((i + 1))
 	out=$TMP/gen$i.ptz
 	n=$((n + 1))
+	rotated=0
 	if [ "$1" = --small ]; then
 		prog=$(readlink -f "$2")
 		cmd=("$prog" --small --trace "$out")
+		shift 2
+	elif [ "$1" = --rotated ]; then
+		prog=$(readlink -f "$2")
+		cmd=("$prog" "$out" 1048576 30000)
+		rotated=1
 		shift 2
 	else
 		prog=$(readlink -f "$1")
@@ -77,6 +85,21 @@ while [ $# -gt 0 ]; do
 	# every other generator runs as a batch job's rank: the header's job and rank (§2, 1.2)
 	jobenv=()
 	[ $((i % 2)) -eq 1 ] && jobenv=(SLURM_JOB_ID="4711 (\"x\")" SLURM_PROCID=$i)
+	if [ "$rotated" = 1 ]; then
+		if (cd "$TMP" && env "${jobenv[@]}" "${cmd[@]}" >"$TMP/gen.out" 2>&1) && [ -s "${out%.ptz}.000002.ptz" ]; then
+			echo "ok $n - record $(basename "$prog") into parts"
+			for part in "${out%.ptz}".[0-9][0-9][0-9][0-9][0-9][0-9].ptz; do
+				compare "recorded by $(basename "$prog"), part $(basename "$part")" "$part"
+				grep -q '^run_id [0-9a-f]\{16\} part [1-9]' "$TMP/c.txt" || { n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n - $(basename "$part"): no run id in the dump"; }
+				rm -f "$part"
+			done
+		else
+			failed=$((failed + 1))
+			echo "not ok $n - record $(basename "$prog") into parts"
+			tail -n 5 "$TMP/gen.out" | sed 's/^/#   /'
+		fi
+		continue
+	fi
 	if (cd "$TMP" && env "${jobenv[@]}" "${cmd[@]}" >"$TMP/gen.out" 2>&1) && [ -s "$out" ]; then
 		echo "ok $n - record $(basename "$prog")"
 		compare "recorded by $(basename "$prog")" "$out"

@@ -133,6 +133,8 @@ int main(int argc, char **argv)
 	put_str("cmdline", in->cmdline);
 	printf("committed_bytes %" PRIu64 " file_bytes %" PRIu64 " closed %d header_damaged %d\n", in->committed_bytes,
 	       in->file_bytes, in->closed, in->header_damaged);
+	if (in->run_id) /* 1.3, §2 and §11 */
+		printf("run_id %016" PRIx64 " part %" PRIu32 "\n", in->run_id, in->part);
 	if (in->job[0] || in->has_rank) /* 1.2, §2 */
 	{
 		printf("job \"");

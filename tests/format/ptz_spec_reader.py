@@ -280,11 +280,15 @@ class Reader:
 			self.job = header_string(d, 3712, 128)  # 1.2
 			rk = u32(d, 3840)
 			self.has_rank, self.rank = rk != 0, (rk - 1 if rk else 0)
+			# §11 (1.3): a part of a rotated run: the run id, and the part's number when there is one
+			self.run_id = u64(d, 56)
+			self.part = u32(d, 3844) if self.run_id else 0
 		else:
 			self.problems.append((0, [P_HDR]))
 			self.clock_source = self.pid = self.start_ticks = self.start_mono_ns = self.start_real_ns = 0
 			self.process_name = self.host = self.recorder_version = self.cmdline = self.job = b""
 			self.has_rank, self.rank = False, 0
+			self.run_id = self.part = 0
 		C = u64(d, 4032)
 		self.committed_bytes = C
 		flags = u64(d, 4040)
@@ -573,6 +577,8 @@ def dump(path):
 		r.committed_bytes, r.file_bytes, r.closed, 0 if r.header_ok else 1))
 	if r.job or r.has_rank:  # §2, 1.2
 		o.append('job "%s" rank %s%d' % (esc(r.job), "" if r.has_rank else "none ", r.rank))
+	if r.run_id:  # §2, §11 (1.3)
+		o.append("run_id %016x part %d" % (r.run_id, r.part))
 	if r.window:  # §10
 		o.append("window flight %d flight_bytes %d laps %d overwritten_bytes %d" % (
 			1 if r.flight else 0, r.flight_bytes, r.laps, r.overwritten))

@@ -773,7 +773,7 @@ static void emit_loss_or_error(struct pctx *c, uint32_t seq, uint64_t track, con
 		emit_instant(c, seq, track, ts, "ptz: records lost", &an);
 	} else {
 		annot_s(&an, AN_ERROR, pfx_errc_name(r->aux));
-		annot_u(&an, (r->aux == PT_ERRC_IO || r->aux == PT_ERRC_SNAPSHOT) ? AN_ERRNO : AN_COUNT, r->value);
+		annot_u(&an, (r->aux == PT_ERRC_IO || r->aux == PT_ERRC_SNAPSHOT || r->aux == PT_ERRC_ROTATE) ? AN_ERRNO : AN_COUNT, r->value);
 		emit_instant(c, seq, track, ts, "ptz: recorder error", &an);
 	}
 }
@@ -1442,7 +1442,7 @@ int pfx_write_perfetto(const char *trace_path, FILE *out, const struct pfx_opts 
 		c.msglen = sizeof(dummy);
 	}
 	c.msg[0] = '\0';
-	int rc = pt_reader_open(trace_path, &c.rd);
+	int rc = pt_reader_open_trace(trace_path, &c.rd);
 	if (rc) {
 		snprintf(c.msg, c.msglen, "%s", c.rd ? pt_reader_errmsg(c.rd) : strerror(-rc));
 		pt_reader_close(c.rd);
