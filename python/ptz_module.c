@@ -420,6 +420,17 @@ static int timing_open(TimingObject *t)
 	/* the file the recorder writes ("%h" expanded too): the statistics read it */
 	char actual[4096];
 	if (pt_path(r, actual, sizeof(actual)) > 0) {
+		/* with rotation (PTZ_ROTATE_*) it names the first part, run.000001.ptz: the statistics read
+		 * every part, through the name the parts share (run.ptz; pt_reader_open_trace()) */
+		size_t n = strlen(actual), d = 0;
+		while (n > 4 + d && actual[n - 5 - d] >= '0' && actual[n - 5 - d] <= '9')
+			d++;
+		if (strcmp(actual, p) != 0 && d >= 6 && n > 5 + d && actual[n - 5 - d] == '.' &&
+		    strcmp(actual + n - 4, ".ptz") == 0) {
+			const size_t pl = strlen(p);
+			const int ptz_ext = pl >= 4 && strcmp(p + pl - 4, ".ptz") == 0;
+			snprintf(actual + n - 5 - d, sizeof(actual) - (n - 5 - d), "%s", ptz_ext ? ".ptz" : "");
+		}
 		PyObject *ap = PyUnicode_DecodeFSDefault(actual);
 		if (!ap)
 			return -1;

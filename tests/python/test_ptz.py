@@ -21,6 +21,7 @@ Invariants covered:
 """
 import contextlib
 import csv
+import glob
 import io
 import json
 import logging
@@ -480,6 +481,37 @@ class TestErrors(Base):
         self.t.close()
         with self.assertRaises(OSError):
             ptz.PerformanceTiming("bad", path="/nonexistent-dir/x.ptz")
+
+
+class TestRotation(unittest.TestCase):
+    """PTZ_ROTATE_BYTES under the module: the trace rotates into numbered
+    parts, and get_timing_data() reads them all (the name the parts share),
+    not the first part alone."""
+
+    def setUp(self):
+        self.env = {k: os.environ.get(k) for k in ("PTZ_ROTATE_BYTES",)}
+        os.environ.update(PTZ_ROTATE_BYTES="1M")
+        self.path = tmp_path("rot.ptz")
+        self.t = ptz.PerformanceTiming("rotation", path=self.path)
+
+    def tearDown(self):
+        self.t.close()
+        for k, v in self.env.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+    def test_statistics_over_every_part(self):
+        n = 300000
+        for i in range(n):
+            with self.t.section("step"):
+                self.t.counter("i", (i * 2654435761) & 0xFFFFFFFFFF)  # values zstd cannot fold away
+        self.t.flush()
+        parts = sorted(glob.glob(tmp_path("rot.*.ptz")))
+        self.assertGreaterEqual(len(parts), 2, parts)
+        self.assertFalse(os.path.exists(self.path))  # nothing at the name itself
+        self.assertEqual(self.t.get_timing_data()["sections"]["step"]["count"], n)
 
 
 class TestFlight(unittest.TestCase):
