@@ -629,6 +629,32 @@ static PT_NOINLINE_ void close_top_misuse(struct ctx *c, struct ana_thread *th, 
 	close_top(c, th, ts, end, pass_mode(c));
 }
 
+/*
+ * An END of @id at @ticks that does not close the innermost open section (depth > 0): the one
+ * matching rule (doc/analyzer-output.md §1). The nearest open section of that name is the one it
+ * ends; the sections above it never ended and close here, as misuse (and, with @sampled, into the
+ * estimates of the open sampled request); with no open section of that name the END is unmatched.
+ * Return: true when the innermost section is now the one the END closes.
+ */
+static PT_NOINLINE_ bool end_unwind(struct ctx *c, struct ana_thread *th, struct tstate *ts, uint32_t id,
+				    uint64_t ticks, bool sampled)
+{
+	int k = (int)ts->depth - 2;
+	while (k >= 0 && ts->st[k].id != id)
+		k--;
+	if (k < 0) {
+		th->unmatched_ends++;
+		return false;
+	}
+	while ((int)ts->depth - 1 > k) { /* sections never ended: closed here */
+		th->unmatched_ends++;
+		close_top_misuse(c, th, ts, ticks);
+		if (sampled && ts->sroot)
+			sample_closed(c, th, ts, ticks, pass_mode(c));
+	}
+	return true;
+}
+
 /* sec_end() while a sampled request is open on the thread (its root is on
  * the stack, so depth > 0): the same matching, and each section it closes
  * goes into its path's estimate too. Out of line: other traces never
@@ -637,21 +663,8 @@ static void sec_end_sampled(struct ctx *c, struct ana_thread *th, struct tstate 
 					 uint64_t ticks)
 {
 	const unsigned mode = pass_mode(c);
-	if (ts->st[ts->depth - 1].id != id) {
-		int k = (int)ts->depth - 2;
-		while (k >= 0 && ts->st[k].id != id)
-			k--;
-		if (k < 0) {
-			th->unmatched_ends++;
-			return;
-		}
-		while ((int)ts->depth - 1 > k) { /* sections never ended: closed here */
-			th->unmatched_ends++;
-			close_top_misuse(c, th, ts, ticks);
-			if (ts->sroot)
-				sample_closed(c, th, ts, ticks, mode);
-		}
-	}
+	if (ts->st[ts->depth - 1].id != id && !end_unwind(c, th, ts, id, ticks, true))
+		return;
 	close_top_misuse(c, th, ts, ticks);
 	if (ts->sroot) /* a misuse close may have closed the root already */
 		sample_closed(c, th, ts, ticks, mode);
@@ -791,19 +804,8 @@ static inline __attribute__((always_inline)) void sec_end(struct ctx *c, struct 
 			th->unmatched_ends++;
 		return;
 	}
-	if (ts->st[ts->depth - 1].id != id) {
-		int k = (int)ts->depth - 2;
-		while (k >= 0 && ts->st[k].id != id)
-			k--;
-		if (k < 0) {
-			th->unmatched_ends++;
-			return;
-		}
-		while ((int)ts->depth - 1 > k) { /* sections never ended: closed here */
-			th->unmatched_ends++;
-			close_top_misuse(c, th, ts, ticks);
-		}
-	}
+	if (__builtin_expect(ts->st[ts->depth - 1].id != id, 0) && !end_unwind(c, th, ts, id, ticks, false))
+		return;
 	close_top(c, th, ts, ticks, mode);
 }
 
