@@ -551,6 +551,29 @@ static bool testable(uint32_t n1, uint32_t n2, double alpha)
 	return log(2.0) - lc < log(alpha);
 }
 
+/*
+ * A path with sampled requests (pt_begin_sampled(), doc/analyzer-output.md §13): its call count and
+ * total as the report estimates them (exact outside sampled requests, Horvitz-Thompson inside) into
+ * @n and @t, and the estimates' variances into @vn and @vt (NaN for a path in nested sampled requests,
+ * which has no interval). Else false, and the recorded figures with variance 0.
+ */
+static bool path_figures(const struct ana_agg *a, double *n, double *vn, double *t, double *vt)
+{
+	if (!a->est || !a->est->units) {
+		*n = (double)a->count;
+		*t = (double)a->total_ns;
+		*vn = *vt = 0;
+		return false;
+	}
+	struct ana_est_fig f;
+	ana_est_figures(a, &f);
+	*n = f.count;
+	*t = f.total_ns;
+	*vn = a->est->nested ? NAN : a->est->v_n;
+	*vt = a->est->nested ? NAN : a->est->v_t;
+	return true;
+}
+
 /* Fills the statistics of a row present in both trees; @vb, @vn scratch of ANA_RESERVOIR_CAP. */
 static int fill_pair(struct ana_cmp_row *r, const struct ana_agg *ab, const struct ana_agg *an, uint64_t *vb,
 		     uint64_t *vn, double alpha, double noise)
@@ -596,8 +619,10 @@ static int fill_pair(struct ana_cmp_row *r, const struct ana_agg *ab, const stru
 	r->mean_base = ab->count > 1 ? ana_moments_mean(&rb, ab->count - 1) : (double)ab->first_ns;
 	r->mean_new = an->count > 1 ? ana_moments_mean(&rn, an->count - 1) : (double)an->first_ns;
 	r->change_mean = r->mean_base > 0 ? r->mean_new / r->mean_base - 1.0 : NAN;
-	r->count_change = ab->count ? (double)an->count / (double)ab->count - 1.0 : NAN;
-	r->total_change = ab->total_ns ? (double)an->total_ns / (double)ab->total_ns - 1.0 : NAN;
+	double nb, vnb, tb, vtb, nn, vnn, tn, vtn; /* estimates where the paths were sampled */
+	r->sampled = path_figures(ab, &nb, &vnb, &tb, &vtb) | path_figures(an, &nn, &vnn, &tn, &vtn);
+	r->count_change = nb > 0 ? nn / nb - 1.0 : NAN;
+	r->total_change = tb > 0 ? tn / tb - 1.0 : NAN;
 	r->median_base = r->n_base ? ana_median(vb, r->n_base) : (ab->count ? (double)ab->first_ns : NAN);
 	r->median_new = r->n_new ? ana_median(vn, r->n_new) : (an->count ? (double)an->first_ns : NAN);
 	if (r->median_base > 0 && !isnan(r->median_new))
@@ -963,7 +988,9 @@ static void side_logs(const struct ana_result *const *runs, size_t k, uint32_t *
 		const struct ana_agg *a = &runs[i]->merged.n[node].agg;
 		if (!a->count)
 			continue;
-		lcnt[(*ncnt)++] = log((double)a->count);
+		double cnt, vn, tot, vt; /* a sampled path: its estimates (the runs' variation holds the sampling's) */
+		(void)path_figures(a, &cnt, &vn, &tot, &vt);
+		lcnt[(*ncnt)++] = log(cnt);
 		const uint32_t n = ana_samples_without_first(a, vb);
 		const double med = n ? ana_median(vb, n) : (double)a->first_ns;
 		if (med > 0)
@@ -972,8 +999,8 @@ static void side_logs(const struct ana_result *const *runs, size_t k, uint32_t *
 		const uint32_t na = samples_all(a, vb);
 		const double tm = na ? trimmed_mean(vb, na, vb + ANA_RESERVOIR_CAP, &se2, &df) : 0;
 		if (a->total_ns && tm > 0) {
-			lsum[*ntot] = log((double)a->total_ns);
-			ltot[(*ntot)++] = log((double)a->count * tm);
+			lsum[*ntot] = log(tot);
+			ltot[(*ntot)++] = log(cnt * tm);
 		}
 	}
 }
@@ -1052,6 +1079,32 @@ static int runs_fill(struct ana_cmp *c, uint64_t *vb)
 }
 
 /*
+ * One run a side, a row with sampled requests on a side: its count and total are the Horvitz-Thompson
+ * estimates, random through the sampling, so each gets a Wald threshold test of its log ratio with the
+ * estimates' variances (delta method, var(log X) = var(X) / X^2): the count's (count_p_thr, in the
+ * count family, counts_judged()) and the total's, whose error also holds the durations' own (the
+ * recorded sum's n s^2, relative). The trimmed-total test is not made: the sampling error dominates.
+ */
+static void sampled_tested(struct ana_cmp_row *r, const struct ana_agg *ab, const struct ana_agg *an, double noise)
+{
+	double nb, vnb, tb, vtb, nn, vnn, tn, vtn;
+	(void)path_figures(ab, &nb, &vnb, &tb, &vtb);
+	(void)path_figures(an, &nn, &vnn, &tn, &vtn);
+	if (!(nb > 0 && nn > 0 && tb > 0 && tn > 0) || isnan(vnb) || isnan(vnn))
+		return; /* nested sampling: no variance, not tested */
+	const double se_n = sqrt(vnb / (nb * nb) + vnn / (nn * nn));
+	r->count_se_log = se_n;
+	r->count_p_thr = ana_thr_p(log(nn / nb), se_n, noise);
+	const double xb = ana_moments_std(&ab->all, ab->count), xn = ana_moments_std(&an->all, an->count);
+	const double rb = (double)ab->total_ns, rn = (double)an->total_ns;
+	const double dur = (double)ab->count * xb * xb / (rb * rb) + (double)an->count * xn * xn / (rn * rn);
+	r->total_se_log = sqrt(vtb / (tb * tb) + vtn / (tn * tn) + (isnan(dur) ? 0 : dur));
+	r->total_test_change = r->total_change;
+	r->total_p_thr = ana_thr_p(log(tn / tb), r->total_se_log, noise);
+	r->total_verdict = ANA_V_NOT_SIGNIFICANT;
+}
+
+/*
  * The total per run of each row (count x duration): the threshold test's inputs for a row in both runs
  * (at least 2 occurrences and a total above 0 a side), and for a row in one run only, the "new work"
  * (or "gone") candidates: a share of that run at least the noise threshold, kept by prune_share_only().
@@ -1090,6 +1143,10 @@ static int totals_tested(const struct ana_result *base, const struct ana_result 
 		const struct ana_agg *ab = &base->merged.n[r->base_node].agg, *an = &nw->merged.n[r->new_node].agg;
 		if (ab->count < 2 || an->count < 2 || !ab->total_ns || !an->total_ns)
 			continue;
+		if (r->sampled) {
+			sampled_tested(r, ab, an, noise);
+			continue;
+		}
 		double sb2, sn2, fb, fn;
 		const uint32_t nb = samples_all(ab, vb);
 		const double mb = nb >= 2 ? trimmed_mean(vb, nb, vb + ANA_RESERVOIR_CAP, &sb2, &fb) : NAN;
@@ -1226,7 +1283,7 @@ static int counts_judged(struct ana_cmp *c)
 	c->count_family = c->count_selected = 0;
 	c->count_ci_level = 1.0 - alpha;
 	double *q = NULL, *p = NULL;
-	if (c->runs_base > 1 && c->nrows) {
+	if (c->nrows) { /* runs as the unit: every row tested; one run a side: the sampled ones */
 		p = malloc(c->nrows * sizeof(*p));
 		q = malloc(c->nrows * sizeof(*q));
 		if (!p || !q) {
@@ -1256,7 +1313,7 @@ static int counts_judged(struct ana_cmp *c)
 			r->count_verdict = r->base_node == UINT32_MAX ? ANA_V_ONLY_NEW : ANA_V_ONLY_BASE;
 			continue;
 		}
-		if (c->runs_base < 2) {
+		if (c->runs_base < 2 && !r->sampled) {
 			r->count_exact = true;
 			r->count_verdict = r->count_change > noise	  ? ANA_V_REGRESSION
 					   : r->count_change < -noise ? ANA_V_IMPROVEMENT
@@ -1887,6 +1944,7 @@ int ana_compare_json(FILE *out, const struct ana_result *base, const struct ana_
 						   ? json_null()
 						   : json_string(r->count_inherited_dir > 0 ? "more_calls" : "fewer_calls")) ||
 		       json_object_set_new(j, "count_exact", json_boolean(r->count_exact)) ||
+		       json_object_set_new(j, "sampled", json_boolean(r->sampled)) ||
 		       json_object_set_new(j, "count_ci_low", jnum(r->count_ci_lo)) ||
 		       json_object_set_new(j, "count_ci_high", jnum(r->count_ci_hi)) ||
 		       json_object_set_new(j, "count_se_log", jnum(r->count_se_log)) ||

@@ -190,6 +190,11 @@ struct ana_cmp_row {
 	double count_se_log, count_df, count_p_thr, count_q_thr, count_ci_lo, count_ci_hi;
 	enum ana_verdict count_verdict;
 	bool count_exact;
+	/* The path has sampled requests on a side (pt_begin_sampled(), doc/analyzer-output.md §13):
+	 * count_change and total_change are of the estimates (exact outside sampled requests,
+	 * Horvitz-Thompson inside), and with one run a side the count and the total are tested with the
+	 * estimates' variances (the count in the count family) rather than taken as exact. */
+	bool sampled;
 	int count_inherited_dir;
 };
 

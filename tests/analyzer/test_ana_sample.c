@@ -26,6 +26,7 @@
  */
 #include <math.h>
 
+#include "analyzer/ana_compare.h"
 #include "tests/analyzer/ana_test_util.h"
 
 #define T0 1000000u
@@ -94,6 +95,8 @@ static void header(struct tb *b, const char *path)
  * "bg" section outside them, each request 10 us apart; 1 tick = 1 ns.
  * Chunks of 64 requests, so requests and their counters meet chunk ends.
  * *@chosen: the sampled requests written. */
+static int db_mult = 1; /* each db call written this many times (a build that calls it twice as often) */
+
 static void write_sample(const char *path, uint64_t seed, int *chosen)
 {
 	struct tb b;
@@ -118,16 +121,19 @@ static void write_sample(const char *path, uint64_t seed, int *chosen)
 		const uint64_t t0 = t;
 		fmt_enc_begin(e, t, ID_REQ);
 		t += 100;
-		for (int j = 0; j < pop.k[i]; j++) {
-			fmt_enc_begin(e, t, ID_DB);
-			t += pop.db[i][j];
-			fmt_enc_end(e, t, ID_DB);
-			t += 10;
-		}
+		uint64_t extra = 0;
+		for (int j = 0; j < pop.k[i]; j++)
+			for (int m = 0; m < db_mult; m++) {
+				fmt_enc_begin(e, t, ID_DB);
+				t += pop.db[i][j];
+				fmt_enc_end(e, t, ID_DB);
+				t += 10;
+				extra += m ? pop.db[i][j] + 10 : 0;
+			}
 		fmt_enc_begin(e, t, ID_PARSE);
 		t += 50;
 		fmt_enc_end(e, t, ID_PARSE);
-		assert_int_equal(t - t0, pop.req_ns[i]);
+		assert_int_equal(t - t0, pop.req_ns[i] + extra);
 		fmt_enc_end(e, t, ID_REQ);
 	}
 	tb_flush(&b, FMT_CHUNK_EVENTS, 0);
@@ -395,6 +401,76 @@ static void test_outputs_agree(void **state)
 /* Misuse and damage inside sampled requests: an END that closes the root
  * over an open child, an END of nothing open, a chunk sequence gap in a
  * request, a request open at the end; each request p = 0.5. */
+/* compare on sampled traces: the recorded counts and totals are random through the sampling (about
+ * 200 of 2,000 requests), so identical code must not give "more calls" or a regression of the total
+ * from them: the estimates are compared with their variances. A real change (every db call made
+ * twice) is still found. */
+static void test_compare_sampled(void **state)
+{
+	(void)state;
+	make_population();
+	char pb[4200], pn[4200];
+	snprintf(pb, sizeof(pb), "%s", tu_path("cmp-base.ptz"));
+	snprintf(pn, sizeof(pn), "%s", tu_path("cmp-new.ptz"));
+	int exits = 0, count_calls = 0, recorded_moved = 0;
+	const struct ana_options o = { .thread = -1 };
+	for (uint64_t k = 0; k < 20; k++) {
+		int chosen;
+		write_sample(pb, 5000 + 2 * k, &chosen);
+		write_sample(pn, 5001 + 2 * k, &chosen);
+		struct ana_result b, n;
+		ana_test_run(pb, &o, &b);
+		ana_test_run(pn, &o, &n);
+		struct ana_cmp c;
+		assert_int_equal(ana_compare(&b, &n, NULL, &c), 0);
+		exits += c.count[ANA_V_REGRESSION] + c.total_regressions > 0;
+		count_calls += c.count_more + c.count_fewer > 0;
+		const struct ana_agg *db = path_agg(&b, ID_REQ, ID_DB), *dn = path_agg(&n, ID_REQ, ID_DB);
+		recorded_moved += fabs((double)dn->count / (double)db->count - 1.0) > 0.05;
+		for (size_t i = 0; i < c.nrows; i++)
+			if (c.rows[i].base_node == ana_tree_find(&b.merged, 0, ID_REQ))
+				assert_true(c.rows[i].sampled && !c.rows[i].count_exact);
+		ana_compare_free(&c);
+		ana_result_free(&b);
+		ana_result_free(&n);
+	}
+	/* the recorded counts alone moved beyond the 5 % threshold in many pairs: taken as exact, each
+	 * of those would have been "more calls" or "fewer calls" */
+	assert_true(recorded_moved >= 5);
+	assert_true(exits <= 1);
+	assert_true(count_calls <= 1);
+	/* a real change: every db call made twice */
+	int chosen;
+	write_sample(pb, 7000, &chosen);
+	db_mult = 2;
+	write_sample(pn, 7001, &chosen);
+	db_mult = 1;
+	struct ana_result b, n;
+	ana_test_run(pb, &o, &b);
+	ana_test_run(pn, &o, &n);
+	struct ana_cmp c;
+	assert_int_equal(ana_compare(&b, &n, NULL, &c), 0);
+	const uint32_t rb = ana_tree_find(&b.merged, 0, ID_REQ), dbn = ana_tree_find(&b.merged, rb, ID_DB);
+	bool found = false;
+	for (size_t i = 0; i < c.nrows; i++) {
+		const struct ana_cmp_row *r = &c.rows[i];
+		if (r->base_node != dbn)
+			continue;
+		found = true;
+		assert_int_equal(r->count_verdict, ANA_V_REGRESSION); /* more calls */
+		assert_true(r->count_change > 0.8 && r->count_change < 1.2);
+		assert_true(r->count_ci_lo > 0.05);
+		assert_true(r->total_verdict == ANA_V_REGRESSION || r->total_verdict == ANA_V_INHERITED);
+	}
+	assert_true(found);
+	assert_true(c.total_regressions >= 1);
+	ana_compare_free(&c);
+	ana_result_free(&b);
+	ana_result_free(&n);
+	unlink(pb);
+	unlink(pn);
+}
+
 static void test_misuse_and_gaps(void **state)
 {
 	(void)state;
@@ -454,6 +530,7 @@ int main(void)
 		cmocka_unit_test(test_edges_stray_invalid_nested),
 		cmocka_unit_test(test_outputs_agree),
 		cmocka_unit_test(test_misuse_and_gaps),
+		cmocka_unit_test(test_compare_sampled),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
