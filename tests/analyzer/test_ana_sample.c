@@ -208,7 +208,7 @@ static void test_coverage_known_truth(void **state)
 		assert_int_equal(bg->total_ns, 5000);
 		ana_result_free(&res);
 	}
-	print_message("coverage of 95%% intervals over %d seeds: db count %d, db total %d, req count %d, req total %d;"
+	print_message("# coverage of 95%% intervals over %d seeds: db count %d, db total %d, req count %d, req total %d;"
 		      " occurrences as units: db count %d, db total %d; mean db estimate %.4g (truth %.4g)\n",
 		      NSEEDS, cov_db_n, cov_db_t, cov_req_n, cov_req_t, ind_db_n, ind_db_t, mean_db_t, pop.true_db_t);
 	const int lo = NSEEDS * 90 / 100, hi = NSEEDS * 99 / 100;

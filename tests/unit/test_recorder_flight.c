@@ -459,7 +459,7 @@ static void test_losses_exact_across_snapshots(void **state)
 	assert_int_equal(kept_all + tr.lost_records, emitted);
 	assert_int_equal(tr.lost_sections, 2 * NTHREADS * (uint64_t)per_thread - begins_all);
 	assert_int_equal(tr.lost_records, st.lost_records);
-	print_message("losses across snapshots: %llu of %llu records\n", (unsigned long long)tr.lost_records,
+	print_message("# losses across snapshots: %llu of %llu records\n", (unsigned long long)tr.lost_records,
 		      (unsigned long long)emitted);
 	tu_free(&tr);
 	char p[4200];
