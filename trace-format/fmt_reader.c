@@ -1142,10 +1142,11 @@ int pt_reader_peek_part(const char *path, uint64_t *run_id, uint32_t *part)
  * globfree()), or 0. */
 static size_t find_parts(const char *base, glob_t *out)
 {
+	static const char digits6[] = ".[0-9][0-9][0-9][0-9][0-9][0-9]*.ptz";
 	size_t len = strlen(base);
 	if (len >= 4 && strcmp(base + len - 4, ".ptz") == 0)
 		len -= 4;
-	char *pat = malloc(2 * len + 32);
+	char *pat = malloc(2 * len + sizeof(digits6)); /* every character escaped at worst */
 	if (!pat)
 		return 0;
 	size_t o = 0;
@@ -1154,7 +1155,7 @@ static size_t find_parts(const char *base, glob_t *out)
 			pat[o++] = '\\';
 		pat[o++] = base[i];
 	}
-	memcpy(pat + o, ".[0-9][0-9][0-9][0-9][0-9][0-9]*.ptz", sizeof(".[0-9][0-9][0-9][0-9][0-9][0-9]*.ptz"));
+	memcpy(pat + o, digits6, sizeof(digits6));
 	memset(out, 0, sizeof(*out));
 	int rc = glob(pat, GLOB_NOSORT, NULL, out);
 	free(pat);
@@ -1162,10 +1163,11 @@ static size_t find_parts(const char *base, glob_t *out)
 		globfree(out);
 		return 0;
 	}
-	/* "*" lets seven digits and more in, and also other names: keep digits only */
+	/* "*" lets seven digits and more in, and also other names: keep digits only (a match starts
+	 * with @base's own @len characters, unescaped, then the '.') */
 	size_t k = 0;
 	for (size_t i = 0; i < out->gl_pathc; i++) {
-		const char *q = out->gl_pathv[i] + o + 1, *end = out->gl_pathv[i] + strlen(out->gl_pathv[i]) - 4;
+		const char *q = out->gl_pathv[i] + len + 1, *end = out->gl_pathv[i] + strlen(out->gl_pathv[i]) - 4;
 		bool digits = q < end;
 		for (; q < end && digits; q++)
 			digits = *q >= '0' && *q <= '9';

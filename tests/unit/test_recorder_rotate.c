@@ -311,6 +311,31 @@ static void test_rotate_bytes(void **state)
 	globfree(&g);
 }
 
+/* pt_reader_open_trace() by a base name: a short one (the glob pattern's room), and one full of glob
+ * characters, escaped in the pattern but not in the names glob(3) returns. */
+static void test_base_names(void **state)
+{
+	(void)state;
+	struct pt_reader *rd = NULL;
+	assert_int_equal(pt_reader_open_trace("q", &rd), -ENOENT); /* nothing there, no part either */
+	assert_null(rd);
+	const char *dir = tu_path("globby");
+	assert_int_equal(mkdir(dir, 0700), 0);
+	char part[4300], base[4300];
+	snprintf(part, sizeof(part), "%s/[[[[[[[*.000001.ptz", dir);
+	snprintf(base, sizeof(base), "%s/[[[[[[[*.ptz", dir);
+	FILE *f = fopen(part, "w");
+	assert_non_null(f);
+	fputs("not a trace", f);
+	fclose(f);
+	/* found as the trace's part (so not ENOENT), and refused: it is no trace */
+	const int rc = pt_reader_open_trace(base, &rd);
+	assert_true(rc < 0 && rc != -ENOENT);
+	pt_reader_close(rd);
+	unlink(part);
+	rmdir(dir);
+}
+
 static void test_keep(void **state)
 {
 	(void)state;
@@ -557,6 +582,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_rotate_bytes),
+		cmocka_unit_test(test_base_names),
 		cmocka_unit_test(test_keep),
 		cmocka_unit_test(test_seconds),
 		cmocka_unit_test(test_bad_values),
