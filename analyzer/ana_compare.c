@@ -1078,6 +1078,16 @@ static int runs_fill(struct ana_cmp *c, uint64_t *vb)
 	return rc;
 }
 
+/* The squared relative error of the ratio of two totals as they are (the central limit theorem for a
+ * sum of n durations): n_b s_b^2 / T_b^2 + n_n s_n^2 / T_n^2, s from the exact power sums; NaN when a
+ * sum of squares saturated. Both totals above 0. */
+static double sum_rel_var(const struct ana_agg *ab, const struct ana_agg *an)
+{
+	const double xb = ana_moments_std(&ab->all, ab->count), xn = ana_moments_std(&an->all, an->count);
+	const double tb = (double)ab->total_ns, tn = (double)an->total_ns;
+	return (double)ab->count * xb * xb / (tb * tb) + (double)an->count * xn * xn / (tn * tn);
+}
+
 /*
  * One run a side, a row with sampled requests on a side: its count and total are the Horvitz-Thompson
  * estimates, random through the sampling, so each gets a Wald threshold test of its log ratio with the
@@ -1095,9 +1105,7 @@ static void sampled_tested(struct ana_cmp_row *r, const struct ana_agg *ab, cons
 	const double se_n = sqrt(vnb / (nb * nb) + vnn / (nn * nn));
 	r->count_se_log = se_n;
 	r->count_p_thr = ana_thr_p(log(nn / nb), se_n, noise);
-	const double xb = ana_moments_std(&ab->all, ab->count), xn = ana_moments_std(&an->all, an->count);
-	const double rb = (double)ab->total_ns, rn = (double)an->total_ns;
-	const double dur = (double)ab->count * xb * xb / (rb * rb) + (double)an->count * xn * xn / (rn * rn);
+	const double dur = sum_rel_var(ab, an);
 	r->total_se_log = sqrt(vtb / (tb * tb) + vtn / (tn * tn) + (isnan(dur) ? 0 : dur));
 	r->total_test_change = r->total_change;
 	r->total_p_thr = ana_thr_p(log(tn / tb), r->total_se_log, noise);
@@ -1162,8 +1170,7 @@ static int totals_tested(const struct ana_result *base, const struct ana_result 
 		const double p_trim = ana_thr_p_df(d, se, df, noise);
 		/* the total as it is: the sum's variance n s^2 from the exact power sums */
 		const double tb = (double)ab->total_ns, tn = (double)an->total_ns;
-		const double xb = ana_moments_std(&ab->all, ab->count), xn = ana_moments_std(&an->all, an->count);
-		const double se_sum = sqrt((double)ab->count * xb * xb / (tb * tb) + (double)an->count * xn * xn / (tn * tn));
+		const double se_sum = sqrt(sum_rel_var(ab, an));
 		const double p_sum = isnan(se_sum) ? 1.0 : ana_thr_p(log(tn / tb), se_sum, noise);
 		/* both must pass (an intersection-union test, p = the larger: Berger 1982); the binding one's
 		 * change and error make the interval, so the interval and the verdict agree */
