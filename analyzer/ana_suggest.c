@@ -447,12 +447,15 @@ static bool roof_place(struct sctx *c, uint32_t i, const struct ana_agg *a, cons
 	else
 		cls = ANA_ROOF_LATENCY;
 	/* contention (a cpu-share finding): a CPU section on neither roof is judged on the CPU time the
-	 * process got, e / got; slowness the machine explains is never called latency-bound */
+	 * process got, e / got, with the same thresholds: slowness the machine explains is not called
+	 * latency-bound, and what is under 0.6 even of the time it got stays latency-bound */
 	double e_got = NAN;
 	if (cls == ANA_ROOF_LATENCY && !pt->gpu && c->cpu_got > 0) {
 		e_got = e / c->cpu_got;
-		cls = e_got >= 0.8 ? (memory ? ANA_ROOF_MEM_NEAR : ANA_ROOF_COMP_NEAR)
-				   : (memory ? ANA_ROOF_MEM_BELOW : ANA_ROOF_COMP_BELOW);
+		if (e_got >= 0.8)
+			cls = memory ? ANA_ROOF_MEM_NEAR : ANA_ROOF_COMP_NEAR;
+		else if (e_got >= 0.6)
+			cls = memory ? ANA_ROOF_MEM_BELOW : ANA_ROOF_COMP_BELOW;
 	}
 	/* at the roof the same work takes t * e: the stake is the rest, within the time it is a part of */
 	struct ana_finding *f = add(c, ANA_R_ROOFLINE, i, e < 1 ? fmin(pt->t * (1 - e), pt->cap) : 0);
@@ -1609,8 +1612,8 @@ static void text_data(FILE *out, const struct ana_finding *f)
 		fprintf(out, "the process got %.0f%% of the CPU time its threads spent in sections, over the run (the "
 			     "process CPU\n      counters are run-wide): %.2f CPUs used on average, %.2f threads in a section "
 			     "on average.\n      The rest they waited: for a CPU (a busy machine) or blocked inside their "
-			     "sections (I/O, locks,\n      sleep); durations include it, and no section is called "
-			     "latency-bound for it.\n", 100 * f->ev[0], f->ev[1], f->ev[2]);
+			     "sections (I/O, locks,\n      sleep); durations include it, and roofline classes are judged on the "
+			     "time the process got.\n", 100 * f->ev[0], f->ev[1], f->ev[2]);
 		break;
 	case ANA_DQ_GAPS:
 		fprintf(out, "%llu gap%s in the threads' chunk sequences (chunks missing or damaged): the records "
@@ -1660,8 +1663,9 @@ static void text_roofline(FILE *out, const struct ana_finding *f, bool fp32)
 		use_pi && use_beta ? ", " : "", use_beta ? (snprintf(b, sizeof(b), "%s GB/s", rate_str(r2, sizeof(r2), e[7])), b) : "");
 	if (!isnan(f->contended_e))
 		fprintf(out, "      the process got %.0f%% of the CPU time its threads spent in sections (cpu-share): on "
-			     "that time\n      %.0f%% of the roof, so it is classed by that, not called latency-bound\n",
-			100 * f->cpu_got, 100 * f->contended_e);
+			     "that time\n      %.*f%% of the roof, and it is classed by that%s\n",
+			100 * f->cpu_got, f->contended_e < 0.01 ? 2 : 0, 100 * f->contended_e,
+			f->cls == ANA_ROOF_LATENCY ? " (still under 60%: latency-bound)" : ", not called latency-bound");
 	if ((e[0] > 0 && !use_pi) || (e[1] > 0 && !use_beta))
 		fprintf(out, "      (the profile has no %s%s roof: judged on the other alone)\n", f->gpu_roofs ? "GPU " : "",
 			e[0] > 0 && !use_pi ? "FLOP/s" : "memory");

@@ -1118,7 +1118,7 @@ static void test_symptoms_under_cause(void **state)
  * its thread spent in sections (cpu-share); solve is judged on that time, e = 0.3 / 0.35 = 0.857:
  * compute-bound near the roof, not latency-bound; no parallelization on a contended machine.
  */
-static void write_conc(const char *path, int64_t cpus_x100)
+static void write_conc(const char *path, int64_t cpus_x100, uint64_t flops)
 {
 	const struct fmt_writer_hdr hd = {
 		.clock_source = PT_CLOCK_TSC, .pid = 14, .start_real_ns = 1700000000000000000ull,
@@ -1137,7 +1137,7 @@ static void write_conc(const char *path, int64_t cpus_x100)
 	assert_int_equal(fmt_enc_clock(&w.b.e, 1000000000, 1000000000, 1700000001000000000ull, 1), 0);
 	tb_flush(&w.b, FMT_CHUNK_META, PT_FMT_META_THREAD);
 	w.thread = 0;
-	sec(&w, 1, 100 * MS, 0, 300000000);
+	sec(&w, 1, 100 * MS, 0, flops);
 	tb_flush(&w.b, FMT_CHUNK_EVENTS, 0);
 	for (int i = 0; i <= 10; i++) {
 		const uint64_t t = (uint64_t)i * 10 * MS;
@@ -1162,7 +1162,7 @@ static void test_concurrency(void **state)
 	char *buf = NULL;
 	size_t len = 0;
 	/* one CPU of four used, the work on one thread */
-	write_conc(path, 100);
+	write_conc(path, 100, 300000000);
 	ana_test_run(path, &ao, &res);
 	assert_int_equal(ana_suggest(&res, &so, &s), 0);
 	assert_null(dq(&s, ANA_DQ_CPU_SHARE));
@@ -1183,7 +1183,7 @@ static void test_concurrency(void **state)
 	ana_suggest_free(&s);
 	ana_result_free(&res);
 	/* two CPUs used: not about one CPU, no parallelization */
-	write_conc(path, 200);
+	write_conc(path, 200, 300000000);
 	ana_test_run(path, &ao, &res);
 	assert_int_equal(ana_suggest(&res, &so, &s), 0);
 	assert_null(find(&res, &s, ANA_R_PARALLEL, "solve"));
@@ -1191,7 +1191,7 @@ static void test_concurrency(void **state)
 	ana_suggest_free(&s);
 	ana_result_free(&res);
 	/* 35% of a CPU: contention, said once; the section is not latency-bound */
-	write_conc(path, 35);
+	write_conc(path, 35, 300000000);
 	ana_test_run(path, &ao, &res);
 	assert_int_equal(ana_suggest(&res, &so, &s), 0);
 	const struct ana_finding *c = dq(&s, ANA_DQ_CPU_SHARE);
@@ -1217,6 +1217,36 @@ static void test_concurrency(void **state)
 	assert_int_equal(fclose(out), 0);
 	assert_non_null(strstr(buf, "\"class\": \"cpu-share\""));
 	assert_non_null(strstr(buf, "\"efficiency_on_cpu_got\""));
+	free(buf);
+	ana_suggest_free(&s);
+	ana_result_free(&res);
+	/* 45%: e = 0.3 / 0.45 = 0.667 on the time it got, below the roof */
+	write_conc(path, 45, 300000000);
+	ana_test_run(path, &ao, &res);
+	assert_int_equal(ana_suggest(&res, &so, &s), 0);
+	assert_non_null(dq(&s, ANA_DQ_CPU_SHARE));
+	f = find(&res, &s, ANA_R_ROOFLINE, "solve");
+	assert_non_null(f);
+	assert_int_equal(f->cls, ANA_ROOF_COMP_BELOW);
+	assert_true(near(f->contended_e, 0.3 / 0.45, 1e-6));
+	ana_suggest_free(&s);
+	ana_result_free(&res);
+	/* 35% with a third of the FLOPs: e = 0.1, 0.286 even of the time it got: the share does not
+	 * explain it, still latency-bound (the CI run that found the old rule: e / share = 0.0001 was
+	 * called "below roof") */
+	write_conc(path, 35, 100000000);
+	ana_test_run(path, &ao, &res);
+	assert_int_equal(ana_suggest(&res, &so, &s), 0);
+	assert_non_null(dq(&s, ANA_DQ_CPU_SHARE));
+	f = find(&res, &s, ANA_R_ROOFLINE, "solve");
+	assert_non_null(f);
+	assert_int_equal(f->cls, ANA_ROOF_LATENCY);
+	assert_true(near(f->contended_e, 0.1 / 0.35, 1e-6) && near(f->ev[8], 0.1, 1e-6));
+	buf = NULL;
+	out = open_memstream(&buf, &len);
+	ana_suggest_text(out, &res, &s, 0);
+	assert_int_equal(fclose(out), 0);
+	assert_non_null(strstr(buf, "on that time\n      29% of the roof, and it is classed by that (still under 60%: latency-bound)"));
 	free(buf);
 	ana_suggest_free(&s);
 	ana_result_free(&res);

@@ -511,7 +511,13 @@ class TestRotation(unittest.TestCase):
         parts = sorted(glob.glob(tmp_path("rot.*.ptz")))
         self.assertGreaterEqual(len(parts), 2, parts)
         self.assertFalse(os.path.exists(self.path))  # nothing at the name itself
-        self.assertEqual(self.t.get_timing_data()["sections"]["step"]["count"], n)
+        # every call is counted or reported lost, once, over all the parts:
+        # recording never blocks, so a flusher starved on a busy machine
+        # (CI runs suites side by side) drops records, and says how many
+        data = self.t.get_timing_data()
+        st = self.t.get_stats()
+        self.assertEqual(data["sections"]["step"]["count"] + st["losses"]["lost_sections"], n)
+        self.assertGreater(data["sections"]["step"]["count"], n // 2)
 
 
 class TestFlight(unittest.TestCase):
