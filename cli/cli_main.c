@@ -40,6 +40,8 @@ static void usage(FILE *out)
 		"                                          spread across them (--json FILE, --top N, filters)\n"
 		"       " PROG " info TRACE.ptz                   header, threads, losses, compression\n"
 		"       " PROG " export --perfetto OUT TRACE.ptz  export for viewers (also: " PROG " TRACE.ptz --perfetto OUT)\n"
+		"       " PROG " export --perfetto OUT A.ptz B.ptz ...  many processes in one timeline, one process each\n"
+		"                                          (--perfetto, --chrome)\n"
 		"       " PROG " compare BASE.ptz NEW.ptz         what got slower or faster, path by path, with a verdict\n"
 		"                                          (runs a side: --base B1 --base B2 --new N1 --new N2)\n"
 		"       " PROG " suggest TRACE.ptz                what to optimize first, with the evidence\n"
@@ -497,9 +499,10 @@ static int own_regular_file(const char *path, const struct stat *st)
 }
 
 /* Writes one export to @out_path ("-" = stdout); a failed regular file is removed. */
-static int export_one(int kind, const char *path, const char *out_path, const struct pfx_opts *po,
-		      const struct ana_result *res, int thread)
+static int export_one(int kind, const char *const *paths, size_t npaths, const char *out_path,
+		      const struct pfx_opts *po, const struct ana_result *res, int thread)
 {
+	const char *path = paths[0];
 	FILE *f = open_out(out_path);
 	char err[512] = "";
 	struct stat st;
@@ -511,9 +514,9 @@ static int export_one(int kind, const char *path, const char *out_path, const st
 		st.st_mode = 0; /* unknown: never removed */
 	int rc;
 	if (kind == EXP_PERFETTO)
-		rc = pfx_write_perfetto(path, f, po, err, sizeof(err));
+		rc = pfx_write_perfetto_set(paths, npaths, f, po, err, sizeof(err));
 	else if (kind == EXP_CHROME)
-		rc = pfx_write_chrome(path, f, po, err, sizeof(err));
+		rc = pfx_write_chrome_set(paths, npaths, f, po, err, sizeof(err));
 	else if ((rc = pfx_write_folded(res, f, thread)) == -ENOENT)
 		snprintf(err, sizeof(err), "no thread with index %d (see 'info')", thread);
 	else if (rc)
@@ -523,7 +526,11 @@ static int export_one(int kind, const char *path, const char *out_path, const st
 		snprintf(err, sizeof(err), "%s", strerror(errno));
 	}
 	if (rc) {
-		fprintf(stderr, PROG ": %s: cannot write %s from %s: %s\n", out_path, exp_what[kind], path, err);
+		if (npaths > 1) /* the message names the file */
+			fprintf(stderr, PROG ": %s: cannot write %s from %zu traces: %s\n", out_path, exp_what[kind],
+				npaths, err);
+		else
+			fprintf(stderr, PROG ": %s: cannot write %s from %s: %s\n", out_path, exp_what[kind], path, err);
 		if (f != stdout && own_regular_file(out_path, &st))
 			unlink(out_path);
 		else if (f != stdout)
@@ -571,7 +578,7 @@ static int run_export(const char *path, const char *const outs[EXP_N], const str
 			}
 			analyzed = 1;
 		}
-		failed = export_one(k, path, outs[k], &po, &res, ao->thread);
+		failed = export_one(k, &path, 1, outs[k], &po, &res, ao->thread);
 	}
 	int corrupt = 0;
 	if (!failed) {
@@ -590,6 +597,48 @@ static int run_export(const char *path, const char *const outs[EXP_N], const str
 		ana_result_free(&res);
 	pt_reader_close(rd);
 	return failed || corrupt ? 1 : 0;
+}
+
+/*
+ * ptanalyze export of several traces (the processes of one job): one
+ * Perfetto trace or Chrome JSON with one process per file
+ * (pfx_write_perfetto_set()). Each file's damage and not-closed state is
+ * reported as for one trace; a window outside one file is a warning, outside
+ * every file an error. Exit 0, or 1.
+ */
+static int run_export_set(const char *const *paths, size_t n, const char *const outs[EXP_N],
+			  const struct ana_options *ao)
+{
+	int outside = 0, corrupt = 0;
+	for (size_t t = 0; t < n; t++) {
+		struct pt_reader *rd = NULL;
+		if (pt_reader_open_trace(paths[t], &rd)) {
+			fprintf(stderr, PROG ": %s: %s\n", paths[t], rd ? pt_reader_errmsg(rd) : "cannot read");
+			pt_reader_close(rd);
+			return 1;
+		}
+		char wmsg[320];
+		if (ana_window_outside(rd, ao, wmsg, sizeof(wmsg))) {
+			fprintf(stderr, PROG ": %s: warning: %s\n", paths[t], wmsg);
+			outside++;
+		}
+		struct pt_chunk_info ci;
+		struct pt_record r;
+		while (pt_reader_next_chunk(rd, PT_READER_ALL_CHUNKS, &ci, sizeof(ci)) == 1)
+			while (pt_reader_next_record(rd, &r, sizeof(r)) == 1)
+				;
+		corrupt |= report_problems(paths[t], rd);
+		pt_reader_close(rd);
+	}
+	if ((size_t)outside == n) {
+		fprintf(stderr, PROG ": the window is outside every trace: nothing to export\n");
+		return 1;
+	}
+	const struct pfx_opts po = { .since_ns = ao->since_ns, .until_ns = ao->until_ns };
+	for (int k = 0; k < EXP_N; k++)
+		if (outs[k] && export_one(k, paths, n, outs[k], &po, NULL, -1))
+			return 1;
+	return corrupt ? 1 : 0;
 }
 
 /* Prints the reader's problems and the not-closed warning of one analyzed trace; 1 if damaged. */
@@ -1331,8 +1380,31 @@ int main(int argc, char **argv)
 				return usage_error("output file '%s' is a trace itself", json);
 		return run_multi((const char *const *)argv + optind, (size_t)rest, &ao, json, ro.top, show_progress);
 	}
+	if (rest >= 2 && strcmp(cmd, "export") == 0) { /* many traces: one process each */
+		if (outs[EXP_FOLDED] || report_flag || csv || json || html || ao.thread >= 0 || ao.domain)
+			return usage_error("%s", "an export of several traces takes --perfetto and --chrome (and --since, "
+						 "--until); give one trace for --folded, --thread and --domain");
+		if (!nexports)
+			return usage_error("%s", "export: give at least one of --perfetto, --chrome FILE");
+		if (until_set && ao.until_ns <= ao.since_ns)
+			return usage_error("%s", "--until must be later than --since");
+		int stdouts = 0;
+		for (int k = 0; k < EXP_N; k++) {
+			outs[k] = as_stdout(outs[k]);
+			stdouts += outs[k] && strcmp(outs[k], "-") == 0;
+			for (int t = 0; outs[k] && strcmp(outs[k], "-") && t < rest; t++)
+				if (same_file(argv[optind + t], outs[k]))
+					return usage_error("output file '%s' is a trace itself", outs[k]);
+		}
+		if (stdouts > 1)
+			return usage_error("%s", "only one export may go to stdout ('-')");
+		if (outs[EXP_PERFETTO] && outs[EXP_CHROME] && strcmp(outs[EXP_PERFETTO], "-") &&
+		    (strcmp(outs[EXP_PERFETTO], outs[EXP_CHROME]) == 0 || same_file(outs[EXP_PERFETTO], outs[EXP_CHROME])))
+			return usage_error("two outputs name the file '%s'", outs[EXP_PERFETTO]);
+		return run_export_set((const char *const *)argv + optind, (size_t)rest, outs, &ao);
+	}
 	if (rest != 1)
-		return usage_error("%s", rest ? "expected exactly one trace file (or 'report' of several)"
+		return usage_error("%s", rest ? "expected exactly one trace file (or 'report' or 'export' of several)"
 					      : "no trace file given");
 	path = argv[optind];
 	/* until_ns 0 means "no limit" to the analyzer: an explicit --until 0 is an empty window */

@@ -23,6 +23,23 @@ struct pfx_opts {
 /* Each returns 0, or a negative error with a message in @err. */
 int pfx_write_perfetto(const char *trace_path, FILE *out, const struct pfx_opts *o, char *err, size_t errlen);
 int pfx_write_chrome(const char *trace_path, FILE *out, const struct pfx_opts *o, char *err, size_t errlen);
+/*
+ * The @n >= 1 traces @paths (the processes of one job: MPI ranks, a
+ * SLURM array, a service's workers) as one export, one process each, in
+ * the order given (doc/export.md §6): each file's sections, counters, GPU
+ * and async tracks exactly as its own export writes them, under its own
+ * pid (made up, PFX_SET_PID_BASE + its index, when an earlier file has
+ * that pid); timestamps on CLOCK_MONOTONIC when every file was recorded
+ * on one host, else each file shifted onto CLOCK_REALTIME by its header's
+ * start_real_ns - start_mono_ns. @o's window applies to each file from
+ * its own start. An unreadable file fails the export with a message that
+ * names it. The one-trace functions above are these with @n = 1, byte for
+ * byte.
+ */
+int pfx_write_perfetto_set(const char *const *paths, size_t n, FILE *out, const struct pfx_opts *o, char *err,
+			   size_t errlen);
+int pfx_write_chrome_set(const char *const *paths, size_t n, FILE *out, const struct pfx_opts *o, char *err,
+			 size_t errlen);
 /* Folded stacks from an analyzed trace: "a;b;c <self ns>" per call path. */
 int pfx_write_folded(const struct ana_result *res, FILE *out, int thread);
 /* Differential folded stacks of a comparison, flamegraph.pl's difffolded format: "a;b;c <base self ns>

@@ -89,6 +89,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <xxhash.h>
+
 #include "viewer-export/pfx.h"
 #include "viewer-export/pfx_ranges.h"
 
@@ -120,7 +122,23 @@ struct cw {
 	uint64_t gpu_no_lane_ticks;  /* the first one's start */
 	struct pfx_async async;
 	bool routed; /* the thread being exported is a "ptz-gpu" thread */
+	uint32_t file;    /* its index in a set (pfx_write_chrome_set()); 0 = ids as a one-trace export */
+	int64_t ts_shift; /* ns added to every timestamp (struct pfx_set_place) */
 };
+
+/* Tick @ticks on the output's time axis, ns. */
+static inline uint64_t out_ns(const struct cw *w, uint64_t ticks)
+{
+	return pt_reader_ticks_to_ns(w->rd, ticks) + (uint64_t)w->ts_shift;
+}
+
+/* A flow or async id @x of file w->file of a set: itself for the first
+ * file, else its xxHash seeded with the file's index, cut to 53 bits
+ * (JSON readers hold numbers as doubles), so files do not share ids. */
+static inline uint64_t set_id(const struct cw *w, uint64_t x)
+{
+	return w->file ? XXH64(&x, sizeof(x), w->file) >> 11 : x;
+}
 
 /* Fewest significant digits (15..17) that read back to @v exactly. */
 static int round_trip_digits(double v)
@@ -169,8 +187,8 @@ static const char *section_name(struct cw *w, uint32_t id, const char **cat)
  * object's tid is the caller's). */
 static int emit_x(struct cw *w, uint32_t id, uint64_t start_ticks, uint64_t end_ticks)
 {
-	uint64_t b_ns = pt_reader_ticks_to_ns(w->rd, start_ticks);
-	uint64_t e_ns = pt_reader_ticks_to_ns(w->rd, end_ticks);
+	uint64_t b_ns = out_ns(w, start_ticks);
+	uint64_t e_ns = out_ns(w, end_ticks);
 	if (e_ns < b_ns)
 		e_ns = b_ns;
 	double ts = (double)b_ns / 1000.0, end = (double)e_ns / 1000.0;
@@ -208,7 +226,7 @@ static int emit_new(struct cw *w, json_t *ev, double ts)
 
 static double ts_us(const struct cw *w, uint64_t ticks)
 {
-	return (double)pt_reader_ticks_to_ns(w->rd, ticks) / 1000.0;
+	return (double)out_ns(w, ticks) / 1000.0;
 }
 
 /* One end of a CPU-to-GPU flow ("s" or "f"), id = the launch seq. */
@@ -217,10 +235,10 @@ static int emit_flow(struct cw *w, const char *ph, uint64_t seq, uint64_t ticks,
 	const double ts = ts_us(w, ticks);
 	json_t *ev = *ph == 's'
 			     ? json_pack("{s:s, s:s, s:s, s:I, s:f, s:i, s:I}", "name", "gpu launch", "cat",
-					 "ptz.flow", "ph", ph, "id", (json_int_t)seq, "ts", ts, "pid", w->pid, "tid",
+					 "ptz.flow", "ph", ph, "id", (json_int_t)set_id(w, seq), "ts", ts, "pid", w->pid, "tid",
 					 (json_int_t)tid)
 			     : json_pack("{s:s, s:s, s:s, s:s, s:I, s:f, s:i, s:I}", "name", "gpu launch", "cat",
-					 "ptz.flow", "ph", ph, "bp", "e", "id", (json_int_t)seq, "ts", ts, "pid", w->pid,
+					 "ptz.flow", "ph", ph, "bp", "e", "id", (json_int_t)set_id(w, seq), "ts", ts, "pid", w->pid,
 					 "tid", (json_int_t)tid);
 	return emit_new(w, ev, ts);
 }
@@ -478,7 +496,7 @@ static int emit_async(struct cw *w)
 		if (r->begin_ticks < w->since_ticks || r->end_ticks > w->until_ticks)
 			continue;
 		char id[24];
-		snprintf(id, sizeof(id), "0x%" PRIx64, r->async_id);
+		snprintf(id, sizeof(id), "0x%" PRIx64, w->file ? XXH64(&r->async_id, sizeof(r->async_id), w->file) : r->async_id);
 		const char *cat;
 		const char *name = section_name(w, r->name_id, &cat);
 		const double b = ts_us(w, r->begin_ticks), e = ts_us(w, r->end_ticks);
@@ -514,70 +532,105 @@ static int emit_async(struct cw *w)
 	return rc;
 }
 
-int pfx_write_chrome(const char *trace_path, FILE *out, const struct pfx_opts *o, char *err, size_t errlen)
+/* Writes the events of the trace at @path as file @pl->file of the array
+ * (w->events carries over: one array for the set). */
+static int chrome_file(struct cw *w, const char *path, const struct pfx_opts *o, const struct pfx_set_place *pl)
+{
+	int rc = pt_reader_open_trace(path, &w->rd);
+	if (rc) {
+		snprintf(w->err, w->errlen, "%s", w->rd ? pt_reader_errmsg(w->rd) : pt_strerror(rc));
+		goto out;
+	}
+	const struct pt_trace_info *info = pt_reader_info(w->rd);
+	pfx_window_ticks(w->rd, o ? o->since_ns : 0, o ? o->until_ns : 0, &w->since_ticks, &w->until_ticks);
+	w->file = pl->file;
+	w->pid = pl->pid;
+	w->ts_shift = pl->ts_shift;
+	if (json_object_set_new(w->x, "pid", json_integer(w->pid))) {
+		snprintf(w->err, w->errlen, "out of memory");
+		rc = -ENOMEM;
+		goto out;
+	}
+	rc = pfx_gpu_collect(&w->gpu, w->rd); /* before any thread: CPU sections link to it */
+	if (rc) {
+		snprintf(w->err, w->errlen, "%s", rc == -ENOMEM ? "out of memory" : pt_reader_errmsg(w->rd));
+		goto out;
+	}
+	w->gpu_no_lane = pfx_gpu_keep(&w->gpu, w->since_ticks, w->until_ticks, &w->gpu_no_lane_ticks);
+	const char *pname = info->process_name && *info->process_name ? info->process_name : "ptz trace";
+	pname = ana_utf8_clean(pname, &w->scratch_name);
+	rc = emit_meta(w, "process_name", 0, "name", pname ? json_string(pname) : NULL);
+	if (rc == 0)
+		rc = emit_process_records(w);
+	size_t nthreads = pt_reader_thread_count(w->rd);
+	for (size_t i = 0; rc == 0 && i < nthreads; i++) {
+		struct pt_thread_info ti;
+		char name[PFX_THREAD_NAME_BYTES];
+		pt_reader_thread(w->rd, i, &ti, sizeof(ti));
+		const uint32_t tid = pfx_thread_tid(&ti); /* the Perfetto export's too */
+		const char *tname = ana_utf8_clean(pfx_thread_name(&ti, name), &w->scratch_name);
+		bool sections = true;
+		w->routed = pfx_gpu_thread(&w->gpu, ti.index, &sections);
+		if (sections) /* a "ptz-gpu" thread without sections: no empty thread */
+			rc = emit_meta(w, "thread_name", tid, "name", tname ? json_string(tname) : NULL);
+		if (rc == 0 && sections) /* keeps the recorder's thread order in chrome://tracing and Perfetto */
+			rc = emit_meta(w, "thread_sort_index", tid, "sort_index", json_integer(ti.index));
+		if (rc == 0)
+			rc = export_thread(w, &ti, tid);
+	}
+	w->routed = false;
+	if (rc == 0 && w->gpu.n)
+		rc = emit_gpu(w);
+	if (rc == 0 && w->async.nrec)
+		rc = emit_async(w);
+out:
+	pfx_gpu_free(&w->gpu);
+	pfx_async_free(&w->async);
+	memset(&w->gpu, 0, sizeof(w->gpu));
+	memset(&w->async, 0, sizeof(w->async));
+	w->gpu_no_lane = 0;
+	pt_reader_close(w->rd);
+	w->rd = NULL;
+	return rc;
+}
+
+int pfx_write_chrome_set(const char *const *paths, size_t n, FILE *out, const struct pfx_opts *o, char *err,
+			 size_t errlen)
 {
 	struct cw w = { .out = out, .err = err, .errlen = errlen };
-	int rc = pt_reader_open_trace(trace_path, &w.rd);
-	if (rc) {
-		snprintf(err, errlen, "%s", w.rd ? pt_reader_errmsg(w.rd) : pt_strerror(rc));
-		pt_reader_close(w.rd);
-		return rc;
-	}
-	const struct pt_trace_info *info = pt_reader_info(w.rd);
-	pfx_window_ticks(w.rd, o ? o->since_ns : 0, o ? o->until_ns : 0, &w.since_ticks, &w.until_ticks);
-	w.pid = (int)pfx_process_pid(info);
+	struct pfx_set_place *place = calloc(n ? n : 1, sizeof(*place));
+	int rc = 0;
 	w.x = json_object();
 	w.x_name = json_string("");
 	w.x_cat = json_string("ptz");
 	w.x_ts = json_real(0);
 	w.x_dur = json_real(0);
 	w.x_tid = json_integer(0);
-	if (!w.x || !w.x_name || !w.x_cat || !w.x_ts || !w.x_dur || !w.x_tid ||
+	if (!place || !w.x || !w.x_name || !w.x_cat || !w.x_ts || !w.x_dur || !w.x_tid ||
 	    json_object_set(w.x, "name", w.x_name) || json_object_set(w.x, "cat", w.x_cat) ||
 	    json_object_set_new(w.x, "ph", json_string("X")) || json_object_set(w.x, "ts", w.x_ts) ||
-	    json_object_set(w.x, "dur", w.x_dur) || json_object_set_new(w.x, "pid", json_integer(w.pid)) ||
+	    json_object_set(w.x, "dur", w.x_dur) || json_object_set_new(w.x, "pid", json_integer(0)) ||
 	    json_object_set(w.x, "tid", w.x_tid)) {
 		snprintf(err, errlen, "out of memory");
 		rc = -ENOMEM;
 		goto out;
 	}
-	rc = pfx_gpu_collect(&w.gpu, w.rd); /* before any thread: CPU sections link to it */
-	if (rc) {
-		snprintf(err, errlen, "%s", rc == -ENOMEM ? "out of memory" : pt_reader_errmsg(w.rd));
-		goto out;
-	}
-	w.gpu_no_lane = pfx_gpu_keep(&w.gpu, w.since_ticks, w.until_ticks, &w.gpu_no_lane_ticks);
-	const char *pname = info->process_name && *info->process_name ? info->process_name : "ptz trace";
-	pname = ana_utf8_clean(pname, &w.scratch_name);
-	rc = emit_meta(&w, "process_name", 0, "name", pname ? json_string(pname) : NULL);
-	if (rc == 0)
-		rc = emit_process_records(&w);
-	size_t nthreads = pt_reader_thread_count(w.rd);
-	for (size_t i = 0; rc == 0 && i < nthreads; i++) {
-		struct pt_thread_info ti;
-		char name[PFX_THREAD_NAME_BYTES];
-		pt_reader_thread(w.rd, i, &ti, sizeof(ti));
-		const uint32_t tid = pfx_thread_tid(&ti); /* the Perfetto export's too */
-		const char *tname = ana_utf8_clean(pfx_thread_name(&ti, name), &w.scratch_name);
-		bool sections = true;
-		w.routed = pfx_gpu_thread(&w.gpu, ti.index, &sections);
-		if (sections) /* a "ptz-gpu" thread without sections: no empty thread */
-			rc = emit_meta(&w, "thread_name", tid, "name", tname ? json_string(tname) : NULL);
-		if (rc == 0 && sections) /* keeps the recorder's thread order in chrome://tracing and Perfetto */
-			rc = emit_meta(&w, "thread_sort_index", tid, "sort_index", json_integer(ti.index));
-		if (rc == 0)
-			rc = export_thread(&w, &ti, tid);
-	}
-	w.routed = false;
-	if (rc == 0 && w.gpu.n)
-		rc = emit_gpu(&w);
-	if (rc == 0 && w.async.nrec)
-		rc = emit_async(&w);
+	size_t bad = 0;
+	rc = pfx_set_places(paths, n, place, &bad, err, errlen);
+	for (size_t k = 0; k < n && rc == 0; k++)
+		if ((rc = chrome_file(&w, paths[k], o, &place[k])) && n > 1) { /* which file */
+			char *m = strdup(err);
+			if (m) {
+				snprintf(err, errlen, "%s: %s", paths[k], m);
+				free(m);
+			}
+		}
 	if (rc == 0 && (fputs(w.events ? "\n]\n" : "[\n]\n", out) == EOF || fflush(out) == EOF || ferror(out))) {
 		snprintf(err, errlen, "write failed: %s", strerror(errno ? errno : EIO));
 		rc = -EIO;
 	}
 out:
+	free(place);
 	json_decref(w.x);
 	json_decref(w.x_name);
 	json_decref(w.x_cat);
@@ -586,8 +639,10 @@ out:
 	json_decref(w.x_tid);
 	free(w.scratch_name);
 	free(w.scratch_cat);
-	pfx_gpu_free(&w.gpu);
-	pfx_async_free(&w.async);
-	pt_reader_close(w.rd);
 	return rc;
+}
+
+int pfx_write_chrome(const char *trace_path, FILE *out, const struct pfx_opts *o, char *err, size_t errlen)
+{
+	return pfx_write_chrome_set(&trace_path, 1, out, o, err, errlen);
 }

@@ -4,11 +4,13 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "analyzer/ana.h" /* ana_window_ticks(), ana_sat_u64() */
+#include "ptz/errors.h"
 #include "viewer-export/pfx_ranges.h"
 
 static int grow(void **p, size_t *cap, size_t n, size_t size)
@@ -541,4 +543,69 @@ const char *pfx_thread_name(const struct pt_thread_info *ti, char buf[PFX_THREAD
 		return ti->name;
 	snprintf(buf, PFX_THREAD_NAME_BYTES, "thread %" PRIu32 "%s", ti->index, ti->tid ? "" : " (tid lost)");
 	return buf;
+}
+
+/* ==== A set of traces ==== */
+
+struct pid_at {
+	int32_t pid;
+	uint32_t file;
+};
+
+static int cmp_pid_at(const void *a, const void *b)
+{
+	const struct pid_at *x = a, *y = b;
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	return (x->file > y->file) - (x->file < y->file);
+}
+
+int pfx_set_places(const char *const *paths, size_t n, struct pfx_set_place *place, size_t *bad, char *msg,
+		   size_t msglen)
+{
+	struct pid_at *pa = calloc(n ? n : 1, sizeof(*pa));
+	char *host0 = NULL;
+	bool one_host = true;
+	int rc = pa ? 0 : -ENOMEM;
+	if (rc)
+		snprintf(msg, msglen, "out of memory");
+	for (size_t k = 0; k < n && !rc; k++) {
+		struct pt_reader *rd = NULL;
+		rc = pt_reader_open_trace(paths[k], &rd);
+		if (rc) {
+			*bad = k;
+			const char *m = rd ? pt_reader_errmsg(rd) : pt_strerror(rc);
+			if (n > 1) /* which file; a one-trace export's caller names it */
+				snprintf(msg, msglen, "%s: %s", paths[k], m);
+			else
+				snprintf(msg, msglen, "%s", m);
+			pt_reader_close(rd);
+			break;
+		}
+		const struct pt_trace_info *in = pt_reader_info(rd);
+		const char *host = in->host ? in->host : "";
+		if (k == 0 && !(host0 = strdup(host))) {
+			rc = -ENOMEM;
+			snprintf(msg, msglen, "out of memory");
+		}
+		one_host &= !host0 || strcmp(host0, host) == 0;
+		place[k].file = (uint32_t)k;
+		place[k].pid = pfx_process_pid(in);
+		place[k].ts_shift = (int64_t)(in->start_real_ns - in->start_mono_ns);
+		pa[k] = (struct pid_at){ place[k].pid, (uint32_t)k };
+		pt_reader_close(rd);
+	}
+	if (!rc) {
+		/* a pid an earlier file has: made up, so that the viewer keeps the processes apart */
+		qsort(pa, n, sizeof(*pa), cmp_pid_at);
+		for (size_t j = 1; j < n; j++)
+			if (pa[j].pid == pa[j - 1].pid)
+				place[pa[j].file].pid = (int32_t)(PFX_SET_PID_BASE + pa[j].file);
+		for (size_t k = 0; k < n; k++)
+			if (one_host)
+				place[k].ts_shift = 0;
+	}
+	free(host0);
+	free(pa);
+	return rc;
 }

@@ -289,4 +289,29 @@ uint32_t pfx_thread_tid(const struct pt_thread_info *ti);
  */
 const char *pfx_thread_name(const struct pt_thread_info *ti, char buf[PFX_THREAD_NAME_BYTES]);
 
+/* ==== A set of traces: one process each in one export ==== */
+
+/* The made-up pids of a set's files whose pid an earlier file has:
+ * PFX_SET_PID_BASE + the file's index, above PFX_LOST_PID. */
+#define PFX_SET_PID_BASE (PFX_LOST_PID + 1)
+
+/* Where file @file of a set goes in the output (both exports). */
+struct pfx_set_place {
+	uint32_t file;    /* its index in the set */
+	int32_t pid;      /* pfx_process_pid(), or PFX_SET_PID_BASE + file when an earlier file has that pid
+			   * (pid reuse, or the same pid on two hosts): each file stays one process */
+	int64_t ts_shift; /* ns added to its timestamps: 0 when every file was recorded on one host (their
+			   * CLOCK_MONOTONIC agree), else start_real_ns - start_mono_ns, which puts every file
+			   * on CLOCK_REALTIME (the hosts' monotonic clocks do not agree) */
+};
+
+/*
+ * pfx_set_places() - The placement of the @n >= 1 traces @paths in one
+ * export, in @place (@n entries). Each file's header is read (and closed).
+ * Return: 0; or the reader's error for the file *@bad with a message
+ * naming it in @msg.
+ */
+int pfx_set_places(const char *const *paths, size_t n, struct pfx_set_place *place, size_t *bad, char *msg,
+		   size_t msglen);
+
 #endif /* PTZ_PFX_RANGES_H */

@@ -124,6 +124,7 @@
 #include <string.h>
 
 #include <protobuf-c/protobuf-c.h>
+#include <xxhash.h>
 
 #include "perfetto_trace_subset.pb-c.h" /* generated in this target's private dir */
 #include "ptz/errors.h"
@@ -211,6 +212,11 @@ struct pctx {
 	struct pfx_async async;
 	struct id_set pcounters; /* process-scoped counters described so far */
 	uint32_t nthreads;
+
+	/* a set of traces (pfx_write_perfetto_set()): this file's place in it */
+	uint32_t file;       /* 0 = the first: its sequence ids and uuids are those of a one-trace export */
+	uint32_t seq_base;   /* added to every sequence id: the earlier files' sequences come before */
+	int64_t ts_shift;    /* added to every timestamp (ns): 0, or the file's realtime - monotonic offset */
 };
 
 static int fail(struct pctx *c, int err, const char *fmt, const char *arg)
@@ -220,6 +226,24 @@ static int fail(struct pctx *c, int err, const char *fmt, const char *arg)
 		snprintf(c->msg, c->msglen, fmt, arg);
 	}
 	return err;
+}
+
+/* A track uuid or flow id @x of file c->file of a set: itself for the
+ * first file (a one-trace export is unchanged), else its 64-bit xxHash
+ * seeded with the file's index, so ids of different files do not meet
+ * (a collision has probability ~2^-64 a pair). Never 0 ("unset"). */
+static inline uint64_t uu(const struct pctx *c, uint64_t x)
+{
+	if (!c->file)
+		return x;
+	const uint64_t h = XXH64(&x, sizeof(x), c->file);
+	return h ? h : 1;
+}
+
+/* The process's start on the output's time axis (descriptors' timestamps). */
+static inline uint64_t start_ns(const struct pctx *c)
+{
+	return c->info->start_mono_ns + (uint64_t)c->ts_shift;
 }
 
 /* ==== Output ==== */
@@ -446,7 +470,7 @@ struct an_new {
  * yet interned there go to @out, to ride in the packet that uses them. */
 static void an_intern(struct pctx *c, uint32_t seq, uint64_t used, struct an_new *out)
 {
-	uint64_t *mask = seq == PFX_SEQ_PROCESS ? &c->an_proc : &c->an_seq;
+	uint64_t *mask = seq == c->seq_base + PFX_SEQ_PROCESS ? &c->an_proc : &c->an_seq;
 	uint64_t fresh = used & ~*mask;
 	*mask |= used;
 	out->k = 0;
@@ -472,7 +496,7 @@ static void an_attach(Perfetto__Protos__InternedData *in, struct an_new *nw)
 
 static inline uint64_t ns_of(const struct pctx *c, uint64_t ticks)
 {
-	return pt_reader_ticks_to_ns(c->rd, ticks);
+	return pt_reader_ticks_to_ns(c->rd, ticks) + (uint64_t)c->ts_shift;
 }
 
 struct annots {
@@ -503,7 +527,7 @@ static void emit_ev(struct pctx *c, uint64_t ts, const struct ev *e)
 	Perfetto__Protos__TrackEvent te = PERFETTO__PROTOS__TRACK_EVENT__INIT;
 	Perfetto__Protos__TracePacket p;
 	struct an_new nw = { .k = 0 };
-	uint64_t flow = e->flow, term = e->term;
+	uint64_t flow = e->flow ? uu(c, e->flow) : 0, term = e->term ? uu(c, e->term) : 0;
 	packet_init(&p, c->seq, ts, PERFETTO__PROTOS__TRACE_PACKET__SEQUENCE_FLAGS__SEQ_NEEDS_INCREMENTAL_STATE);
 	if (e->an && e->an->n) {
 		an_intern(c, c->seq, e->an->used, &nw);
@@ -839,7 +863,7 @@ static void emit_track(struct pctx *c, uint32_t seq, uint64_t ts, uint32_t flags
 /* A COUNTER of an application thread: a counter track under its thread. */
 static void emit_counter(struct pctx *c, uint64_t ts, uint32_t id, int64_t v)
 {
-	const uint64_t uuid = PFX_UUID_COUNTER(c->index, id);
+	const uint64_t uuid = uu(c, PFX_UUID_COUNTER(c->index, id));
 	const int seen = first_seen(c, &c->counters, id);
 	if (seen < 0)
 		return;
@@ -879,7 +903,7 @@ static bool name_says_ns(const char *s)
  * sequence 1; unit bytes or ns when its name says so. */
 static void emit_pcounter(struct pctx *c, uint64_t ts, uint32_t id, int64_t v)
 {
-	const uint64_t uuid = PFX_UUID_PCOUNTER(id);
+	const uint64_t uuid = uu(c, PFX_UUID_PCOUNTER(id));
 	const int seen = first_seen(c, &c->pcounters, id);
 	if (seen < 0)
 		return;
@@ -894,9 +918,9 @@ static void emit_pcounter(struct pctx *c, uint64_t ts, uint32_t id, int64_t v)
 			cd.has_unit = 1;
 			cd.unit = PERFETTO__PROTOS__COUNTER_DESCRIPTOR__UNIT__UNIT_TIME_NS;
 		}
-		emit_track(c, PFX_SEQ_PROCESS, ts, 0, uuid, PFX_UUID_PROCESS, name, &cd);
+		emit_track(c, c->seq_base + PFX_SEQ_PROCESS, ts, 0, uuid, uu(c, PFX_UUID_PROCESS), name, &cd);
 	}
-	counter_value(c, PFX_SEQ_PROCESS, ts, uuid, v);
+	counter_value(c, c->seq_base + PFX_SEQ_PROCESS, ts, uuid, v);
 }
 
 /* ==== Descriptors ==== */
@@ -922,9 +946,9 @@ static void emit_process(struct pctx *c)
 	pd.cmdline = args;
 	pd.process_name = (char *)(in->process_name && *in->process_name ? utf8_of(c, in->process_name) : "ptz process");
 	td.has_uuid = 1;
-	td.uuid = PFX_UUID_PROCESS;
+	td.uuid = uu(c, PFX_UUID_PROCESS);
 	td.process = &pd;
-	packet_init(&p, PFX_SEQ_PROCESS, in->start_mono_ns,
+	packet_init(&p, c->seq_base + PFX_SEQ_PROCESS, start_ns(c),
 		    PERFETTO__PROTOS__TRACE_PACKET__SEQUENCE_FLAGS__SEQ_INCREMENTAL_STATE_CLEARED);
 	p.data_case = PERFETTO__PROTOS__TRACE_PACKET__DATA_TRACK_DESCRIPTOR;
 	p.track_descriptor = &td;
@@ -953,7 +977,7 @@ static void emit_thread(struct pctx *c, const struct pt_thread_info *ti)
 	ted.has_track_uuid = 1;
 	ted.track_uuid = c->track;
 	dfl.track_event_defaults = &ted;
-	packet_init(&p, c->seq, c->info->start_mono_ns,
+	packet_init(&p, c->seq, start_ns(c),
 		    PERFETTO__PROTOS__TRACE_PACKET__SEQUENCE_FLAGS__SEQ_INCREMENTAL_STATE_CLEARED |
 			    PERFETTO__PROTOS__TRACE_PACKET__SEQUENCE_FLAGS__SEQ_NEEDS_INCREMENTAL_STATE);
 	p.data_case = PERFETTO__PROTOS__TRACE_PACKET__DATA_TRACK_DESCRIPTOR;
@@ -974,7 +998,7 @@ static inline bool in_window(const struct pctx *c, uint64_t ticks)
  * sequence's CLEARED|NEEDS flags. */
 static void emit_plain_track(struct pctx *c, uint64_t uuid, uint64_t parent, const char *name, bool first)
 {
-	emit_track(c, c->seq, c->info->start_mono_ns,
+	emit_track(c, c->seq, start_ns(c),
 		   first ? PERFETTO__PROTOS__TRACE_PACKET__SEQUENCE_FLAGS__SEQ_INCREMENTAL_STATE_CLEARED |
 				   PERFETTO__PROTOS__TRACE_PACKET__SEQUENCE_FLAGS__SEQ_NEEDS_INCREMENTAL_STATE
 			 : 0,
@@ -1037,13 +1061,13 @@ static void emit_gpu(struct pctx *c)
 		}
 	if (!any)
 		goto out;
-	new_sequence(c, PFX_SEQ_THREAD0 + c->nthreads);
+	new_sequence(c, c->seq_base + PFX_SEQ_THREAD0 + c->nthreads);
 	bool first = true;
 	char name[64];
 	for (size_t k = 0; k < g->ndevices; k++)
 		if (dev_used[k]) {
 			snprintf(name, sizeof(name), "GPU %" PRIu32, g->devices[k]);
-			emit_plain_track(c, PFX_UUID_GPU_DEVICE(k), PFX_UUID_PROCESS, name, first);
+			emit_plain_track(c, uu(c, PFX_UUID_GPU_DEVICE(k)), uu(c, PFX_UUID_PROCESS), name, first);
 			first = false;
 		}
 	for (size_t i = 0; i < g->nlanes; i++)
@@ -1053,7 +1077,7 @@ static void emit_gpu(struct pctx *c)
 				snprintf(name, sizeof(name), "stream %" PRIu64, l->stream);
 			else /* a handle's value */
 				snprintf(name, sizeof(name), "stream 0x%" PRIx64, l->stream);
-			emit_plain_track(c, PFX_UUID_GPU_LANE(i), PFX_UUID_GPU_DEVICE(l->device_index), name, false);
+			emit_plain_track(c, uu(c, PFX_UUID_GPU_LANE(i)), uu(c, PFX_UUID_GPU_DEVICE(l->device_index)), name, false);
 		}
 	for (size_t i = 0; i < g->n && !c->err; i++) {
 		const struct pfx_gpu_range *r = &g->r[i];
@@ -1068,13 +1092,13 @@ static void emit_gpu(struct pctx *c)
 				ns_of(c, r->start_ticks) - ns_of(c, r->start_ticks - r->snap_ticks));
 		gpu_rate_annots(c, &an, r);
 		const struct ev b = { .type = PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_BEGIN,
-				      .track = PFX_UUID_GPU_LANE(r->lane),
+				      .track = uu(c, PFX_UUID_GPU_LANE(r->lane)),
 				      .named = true,
 				      .name_id = r->name_id,
 				      .term = (r->flags & PFX_GPU_LINKED) ? r->seq : 0,
 				      .an = &an };
 		const struct ev e = { .type = PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_END,
-				      .track = PFX_UUID_GPU_LANE(r->lane) };
+				      .track = uu(c, PFX_UUID_GPU_LANE(r->lane)) };
 		emit_ev(c, ns_of(c, r->start_ticks), &b);
 		emit_ev(c, ns_of(c, r->end_ticks), &e);
 	}
@@ -1087,7 +1111,7 @@ out:
 		struct annots an = { .n = 0 };
 		annot_u(&an, AN_COUNT, c->gpu_no_lane);
 		annot_u(&an, AN_MAX_LANES_PER_STREAM, PFX_GPU_MAX_LANES);
-		emit_instant(c, PFX_SEQ_PROCESS, PFX_UUID_PROCESS, ns_of(c, c->gpu_no_lane_ticks),
+		emit_instant(c, c->seq_base + PFX_SEQ_PROCESS, uu(c, PFX_UUID_PROCESS), ns_of(c, c->gpu_no_lane_ticks),
 			     "ptz: GPU ranges not drawn (overlapping on one stream beyond its lanes)", &an);
 	}
 }
@@ -1113,11 +1137,11 @@ static void emit_async(struct pctx *c)
 			any = lane_used[r->lane] = true;
 	}
 	if (any) {
-		new_sequence(c, PFX_SEQ_THREAD0 + c->nthreads + 1);
+		new_sequence(c, c->seq_base + PFX_SEQ_THREAD0 + c->nthreads + 1);
 		bool first = true;
 		for (uint32_t l = 0; l < a->nlanes; l++)
 			if (lane_used[l]) {
-				emit_plain_track(c, PFX_UUID_ASYNC_LANE(l), PFX_UUID_PROCESS, "async ranges", first);
+				emit_plain_track(c, uu(c, PFX_UUID_ASYNC_LANE(l)), uu(c, PFX_UUID_PROCESS), "async ranges", first);
 				first = false;
 			}
 		for (size_t i = 0; i < a->n && !c->err; i++) {
@@ -1132,12 +1156,12 @@ static void emit_async(struct pctx *c)
 			else
 				annot_u(&ab, AN_END_TID, r->end_thread);
 			const struct ev b = { .type = PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_BEGIN,
-					      .track = PFX_UUID_ASYNC_LANE(r->lane),
+					      .track = uu(c, PFX_UUID_ASYNC_LANE(r->lane)),
 					      .named = true,
 					      .name_id = r->name_id,
 					      .an = &ab };
 			const struct ev e = { .type = PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_END,
-					      .track = PFX_UUID_ASYNC_LANE(r->lane),
+					      .track = uu(c, PFX_UUID_ASYNC_LANE(r->lane)),
 					      .an = ae.n ? &ae : NULL };
 			emit_ev(c, b_ns, &b);
 			emit_ev(c, e_ns, &e);
@@ -1154,7 +1178,7 @@ static void emit_async(struct pctx *c)
 	if (n && !c->err) {
 		struct annots an = { .n = 0 };
 		annot_u(&an, AN_COUNT, n);
-		emit_instant(c, PFX_SEQ_PROCESS, PFX_UUID_PROCESS, first_ns, "ptz: async ends without a begin", &an);
+		emit_instant(c, c->seq_base + PFX_SEQ_PROCESS, uu(c, PFX_UUID_PROCESS), first_ns, "ptz: async ends without a begin", &an);
 	}
 }
 
@@ -1355,7 +1379,7 @@ static int thread_pass(struct pctx *c, bool emit)
 			case PT_REC_ERROR:
 				if (emit && in_window(c, r.ticks)) {
 					if (c->routed)
-						emit_loss_or_error(c, PFX_SEQ_PROCESS, PFX_UUID_PROCESS, &r);
+						emit_loss_or_error(c, c->seq_base + PFX_SEQ_PROCESS, uu(c, PFX_UUID_PROCESS), &r);
 					else
 						emit_loss_or_error(c, c->seq, 0, &r);
 				}
@@ -1366,7 +1390,7 @@ static int thread_pass(struct pctx *c, bool emit)
 					if (c->routed) {
 						char tmp[48];
 						const struct annots none = { .n = 0 };
-						emit_instant(c, PFX_SEQ_PROCESS, PFX_UUID_PROCESS, ns,
+						emit_instant(c, c->seq_base + PFX_SEQ_PROCESS, uu(c, PFX_UUID_PROCESS), ns,
 							     name_of(c, r.id, tmp, sizeof(tmp)), &none);
 					} else {
 						const struct ev e = { .type = PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_INSTANT,
@@ -1407,10 +1431,10 @@ static int thread_pass(struct pctx *c, bool emit)
 
 static int export_thread(struct pctx *c, size_t pos, const struct pt_thread_info *ti)
 {
-	c->seq = PFX_SEQ_THREAD0 + (uint32_t)pos;
+	c->seq = c->seq_base + PFX_SEQ_THREAD0 + (uint32_t)pos;
 	c->index = ti->index;
 	c->tid = ti->tid;
-	c->track = PFX_UUID_THREAD(ti->index);
+	c->track = uu(c, PFX_UUID_THREAD(ti->index));
 	c->counters.n = 0;
 	c->ndrop = 0;
 	c->export_tid = pfx_thread_tid(ti); /* the Chrome JSON's too; a lost tid is made up there */
@@ -1433,7 +1457,70 @@ static int export_thread(struct pctx *c, size_t pos, const struct pt_thread_info
 	return thread_pass(c, true);
 }
 
-int pfx_write_perfetto(const char *trace_path, FILE *out, const struct pfx_opts *o, char *err, size_t errlen)
+/* Writes the trace at @path as file @place->file of the output: its process
+ * and thread sequences after the earlier files' (c->seq_base), its uuids
+ * and flow ids apart from theirs (uu()). The output buffer, the packing
+ * and name scratch buffers stay for the next file; the rest is freed. */
+static void export_file(struct pctx *c, const char *path, const struct pfx_opts *o, const struct pfx_set_place *place)
+{
+	int rc = pt_reader_open_trace(path, &c->rd);
+	if (rc) {
+		fail(c, rc, "%s", c->rd ? pt_reader_errmsg(c->rd) : strerror(-rc));
+		goto done;
+	}
+	c->info = pt_reader_info(c->rd);
+	c->file = place->file;
+	c->pid = place->pid;
+	c->ts_shift = place->ts_shift;
+	c->an_proc = 0;
+	c->until_set = o && o->until_ns;
+	pfx_window_ticks(c->rd, o ? o->since_ns : 0, o ? o->until_ns : 0, &c->since_ticks, &c->until_ticks);
+
+	emit_process(c);
+	rc = pfx_gpu_collect(&c->gpu, c->rd); /* before any thread: CPU sections link to it */
+	if (rc)
+		fail(c, rc, "%s", rc == -ENOMEM ? "out of memory" : pt_reader_errmsg(c->rd));
+	gpu_keep(c);
+	/* process-wide LOSS / ERROR records from the meta chunks */
+	{
+		struct pt_chunk_info ci;
+		struct pt_record r;
+		while (!c->err && (rc = pt_reader_next_chunk(c->rd, PT_FMT_META_THREAD, &ci, sizeof(ci))) == 1)
+			while (!c->err && pt_reader_next_record(c->rd, &r, sizeof(r)) == 1)
+				if ((r.kind == PT_REC_LOSS || r.kind == PT_REC_ERROR) && in_window(c, r.ticks))
+					emit_loss_or_error(c, c->seq_base + PFX_SEQ_PROCESS, uu(c, PFX_UUID_PROCESS), &r);
+		if (rc < 0)
+			fail(c, rc, "%s", pt_reader_errmsg(c->rd));
+	}
+	const size_t nthreads = pt_reader_thread_count(c->rd);
+	c->nthreads = (uint32_t)nthreads;
+	for (size_t i = 0; i < nthreads && !c->err; i++) {
+		struct pt_thread_info ti;
+		if (pt_reader_thread(c->rd, i, &ti, sizeof(ti)) == 1)
+			export_thread(c, i, &ti);
+	}
+	if (!c->err && c->gpu.n)
+		emit_gpu(c);
+	if (!c->err && c->async.nrec)
+		emit_async(c);
+	/* the process, its threads, the GPU and the async sequences: the next file's come after */
+	c->seq_base += PFX_SEQ_THREAD0 + c->nthreads + 2;
+done:
+	c->depth = c->emitted_depth = 0;
+	c->counters.n = c->pcounters.n = 0;
+	c->ndrop = c->kdrop = 0;
+	pfx_gpu_free(&c->gpu);
+	pfx_async_free(&c->async);
+	memset(&c->gpu, 0, sizeof(c->gpu));
+	memset(&c->async, 0, sizeof(c->async));
+	c->gpu_no_lane = 0;
+	pt_reader_close(c->rd);
+	c->rd = NULL;
+	c->info = NULL;
+}
+
+int pfx_write_perfetto_set(const char *const *paths, size_t n, FILE *out, const struct pfx_opts *o, char *err,
+			   size_t errlen)
 {
 	struct pctx c = { .f = out, .msg = err, .msglen = errlen };
 	static char dummy[1];
@@ -1442,54 +1529,33 @@ int pfx_write_perfetto(const char *trace_path, FILE *out, const struct pfx_opts 
 		c.msglen = sizeof(dummy);
 	}
 	c.msg[0] = '\0';
-	int rc = pt_reader_open_trace(trace_path, &c.rd);
-	if (rc) {
-		snprintf(c.msg, c.msglen, "%s", c.rd ? pt_reader_errmsg(c.rd) : strerror(-rc));
-		pt_reader_close(c.rd);
-		return rc;
-	}
-	c.info = pt_reader_info(c.rd);
-	c.pid = pfx_process_pid(c.info);
-	c.until_set = o && o->until_ns;
-	pfx_window_ticks(c.rd, o ? o->since_ns : 0, o ? o->until_ns : 0, &c.since_ticks, &c.until_ticks);
+	struct pfx_set_place *place = calloc(n ? n : 1, sizeof(*place));
 	c.out = malloc(PFX_OUT_BYTES);
-	if (!c.out) {
+	if (!place || !c.out) {
 		fail(&c, -ENOMEM, "out of memory%s", "");
 		goto done;
 	}
-
-	emit_process(&c);
-	rc = pfx_gpu_collect(&c.gpu, c.rd); /* before any thread: CPU sections link to it */
-	if (rc)
-		fail(&c, rc, "%s", rc == -ENOMEM ? "out of memory" : pt_reader_errmsg(c.rd));
-	gpu_keep(&c);
-	/* process-wide LOSS / ERROR records from the meta chunks */
-	{
-		struct pt_chunk_info ci;
-		struct pt_record r;
-		while (!c.err && (rc = pt_reader_next_chunk(c.rd, PT_FMT_META_THREAD, &ci, sizeof(ci))) == 1)
-			while (!c.err && pt_reader_next_record(c.rd, &r, sizeof(r)) == 1)
-				if ((r.kind == PT_REC_LOSS || r.kind == PT_REC_ERROR) &&
-				    in_window(&c, r.ticks))
-					emit_loss_or_error(&c, PFX_SEQ_PROCESS, PFX_UUID_PROCESS, &r);
-		if (rc < 0)
-			fail(&c, rc, "%s", pt_reader_errmsg(c.rd));
+	size_t bad = 0;
+	int rc = pfx_set_places(paths, n, place, &bad, c.msg, c.msglen);
+	if (rc) {
+		c.err = rc;
+		goto done;
 	}
-	const size_t nthreads = pt_reader_thread_count(c.rd);
-	c.nthreads = (uint32_t)nthreads;
-	for (size_t i = 0; i < nthreads && !c.err; i++) {
-		struct pt_thread_info ti;
-		if (pt_reader_thread(c.rd, i, &ti, sizeof(ti)) == 1)
-			export_thread(&c, i, &ti);
+	for (size_t k = 0; k < n && !c.err; k++) {
+		export_file(&c, paths[k], o, &place[k]);
+		if (c.err && n > 1 && !strstr(c.msg, paths[k])) { /* which file */
+			char *m = strdup(c.msg);
+			if (m) {
+				snprintf(c.msg, c.msglen, "%s: %s", paths[k], m);
+				free(m);
+			}
+		}
 	}
-	if (!c.err && c.gpu.n)
-		emit_gpu(&c);
-	if (!c.err && c.async.nrec)
-		emit_async(&c);
 	out_flush(&c);
 	if (!c.err && fflush(out))
 		fail(&c, errno ? -errno : -EIO, "cannot write the trace: %s", strerror(errno ? errno : EIO));
 done:
+	free(place);
 	free(c.scratch_name);
 	free(c.out);
 	free(c.pk);
@@ -1499,8 +1565,10 @@ done:
 	free(c.counters.ids);
 	free(c.pcounters.ids);
 	free(c.drop);
-	pfx_gpu_free(&c.gpu);
-	pfx_async_free(&c.async);
-	pt_reader_close(c.rd);
 	return c.err;
+}
+
+int pfx_write_perfetto(const char *trace_path, FILE *out, const struct pfx_opts *o, char *err, size_t errlen)
+{
+	return pfx_write_perfetto_set(&trace_path, 1, out, o, err, errlen);
 }

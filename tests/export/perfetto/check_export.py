@@ -489,6 +489,117 @@ def check_process_counters():
     tap(not bad, "process counters: process-scoped tracks, units bytes and ns, no per-thread copy", "\n".join(bad))
 
 
+def check_set(traces, name, one_host):
+    """`ptanalyze export --perfetto OUT A B C` (doc/export.md §6): the
+    checker accepts the whole; one process per file, pids distinct (a pid
+    an earlier file has is made up, 4194306 + the file's index); every
+    track uuid distinct; and each file's packets, in order, are its own
+    export's packets with the sequence ids moved past the earlier files',
+    uuids and flow ids mapped one to one (the first file's unchanged),
+    the pid replaced, and one timestamp shift for the whole file: 0 when
+    every file comes from one host, else its header's realtime - monotonic
+    offset."""
+    out = os.path.join(TMP, name + ".pftrace")
+    r = subprocess.run([PTANALYZE, "export", "--perfetto", out] + traces, capture_output=True)
+    if not tap(r.returncode == 0, f"{name}: export of {len(traces)} traces", r.stderr.decode()):
+        return
+    decode_clean(out, name)
+    t = pb.Trace()
+    with open(out, "rb") as fh:
+        t.ParseFromString(fh.read())
+    fs = pftrace_check.check(t, ptz=True)
+    v = pftrace_check.verdict(fs)
+    tap(v in ("ok", "warning"), f"{name}: semantic checker accepts it ({v})",
+        "\n".join(f"{x.severity} {x.rule} {x.packet} {x.msg}" for x in fs if x.severity != "warning"))
+    tds = [p.track_descriptor for p in t.packet if p.HasField("track_descriptor")]
+    procs = [d.process.pid for d in tds if d.HasField("process")]
+    tap(len(procs) == len(traces) and len(set(procs)) == len(procs) and len({d.uuid for d in tds}) == len(tds),
+        f"{name}: one process per file, distinct pids {procs}, distinct uuids")
+    pos = 0
+    seq_base = 0
+    for k, tr in enumerate(traces):
+        single = os.path.join(TMP, f"{name}-{k}.pftrace")
+        r = subprocess.run([PTANALYZE, "export", "--perfetto", single, tr], capture_output=True)
+        if not tap(r.returncode == 0, f"{name}: file {k} alone", r.stderr.decode()):
+            return
+        one = pb.Trace()
+        with open(single, "rb") as fh:
+            one.ParseFromString(fh.read())
+        info = json.loads(subprocess.run([PTANALYZE, tr, "--json", "-", "--no-progress"],
+                                         capture_output=True).stdout)["trace"]
+        pid_want = info["pid"] if info["pid"] not in [json.loads(subprocess.run(
+            [PTANALYZE, x, "--json", "-", "--no-progress"], capture_output=True).stdout)["trace"]["pid"]
+            for x in traces[:k]] else 4194306 + k
+        got = t.packet[pos:pos + len(one.packet)]
+        # the process descriptor is stamped with the header's start (CLOCK_MONOTONIC): on
+        # CLOCK_REALTIME, the header's realtime start
+        shift_want = 0 if one_host or not got else info["start_realtime_ns"] - one.packet[0].timestamp
+        bad = []
+        umap = {}
+
+        def same_id(a, b, what):
+            if k == 0 and a != b:
+                bad.append(f"{what} {a} -> {b} in the first file")
+            if umap.setdefault(a, b) != b:
+                bad.append(f"{what} {a} maps to {umap[a]} and {b}")
+
+        shifts, seq_moves = set(), set()
+        for i, (a, b) in enumerate(zip(one.packet, got)):
+            seq_moves.add(b.trusted_packet_sequence_id - a.trusted_packet_sequence_id)
+            if b.trusted_packet_sequence_id <= seq_base:
+                bad.append(f"packet {i}: sequence {b.trusted_packet_sequence_id} of an earlier file")
+            shifts.add(b.timestamp - a.timestamp)
+            a2, b2 = pb.TracePacket(), pb.TracePacket()
+            a2.CopyFrom(a)
+            b2.CopyFrom(b)
+            for x in (a2, b2):
+                x.ClearField("trusted_packet_sequence_id")
+                x.ClearField("timestamp")
+            for x, y in ((a2, b2),):
+                if x.HasField("track_descriptor"):
+                    for f in ("uuid", "parent_uuid"):
+                        if x.track_descriptor.HasField(f) and y.track_descriptor.HasField(f):
+                            same_id(getattr(x.track_descriptor, f), getattr(y.track_descriptor, f), f)
+                            setattr(y.track_descriptor, f, getattr(x.track_descriptor, f))
+                    if y.track_descriptor.HasField("process"):
+                        if y.track_descriptor.process.pid != pid_want:
+                            bad.append(f"packet {i}: pid {y.track_descriptor.process.pid}, want {pid_want}")
+                        y.track_descriptor.process.pid = x.track_descriptor.process.pid
+                    if y.track_descriptor.HasField("thread"):
+                        if y.track_descriptor.thread.pid != pid_want:
+                            bad.append(f"packet {i}: thread pid {y.track_descriptor.thread.pid}")
+                        y.track_descriptor.thread.pid = x.track_descriptor.thread.pid
+                if x.HasField("trace_packet_defaults"):
+                    dx, dy = x.trace_packet_defaults.track_event_defaults, y.trace_packet_defaults.track_event_defaults
+                    same_id(dx.track_uuid, dy.track_uuid, "default track")
+                    dy.track_uuid = dx.track_uuid
+                if x.HasField("track_event"):
+                    ex, ey = x.track_event, y.track_event
+                    if ex.HasField("track_uuid"):
+                        same_id(ex.track_uuid, ey.track_uuid, "track")
+                        ey.track_uuid = ex.track_uuid
+                    for fx, fy in ((ex.flow_ids, ey.flow_ids), (ex.terminating_flow_ids, ey.terminating_flow_ids)):
+                        for j in range(min(len(fx), len(fy))):
+                            same_id(("flow", fx[j]), ("flow", fy[j]), "flow")
+                            fy[j] = fx[j]
+            if a2 != b2:
+                bad.append(f"packet {i} differs beyond ids:\n{a2}\nvs\n{b2}")
+        if len(set(umap.values())) != len(umap):
+            bad.append("two ids of the file map to one")
+        if len(seq_moves) != 1 or (k == 0 and seq_moves != {0}):
+            bad.append(f"sequence ids moved by {sorted(seq_moves)[:4]}: not one offset")
+        if not one_host and got and got[0].timestamp != info["start_realtime_ns"]:
+            bad.append(f"process start {got[0].timestamp}, want the realtime start {info['start_realtime_ns']}")
+        if shifts != {shift_want}:
+            bad.append(f"timestamp shifts {sorted(shifts)[:4]}, want {shift_want}")
+        tap(len(got) == len(one.packet) and not bad,
+            f"{name}: file {k}: its own export's {len(one.packet)} packets, ids moved, pid {pid_want}, "
+            f"shift {shift_want} ns", "\n".join(bad[:8]))
+        pos += len(one.packet)
+        seq_base = max(p.trusted_packet_sequence_id for p in t.packet[:pos])
+    tap(pos == len(t.packet), f"{name}: nothing beyond the files' packets ({len(t.packet) - pos} left)")
+
+
 def main():
     print("TAP version 13")
     check_schema()
@@ -522,6 +633,12 @@ def main():
         if tap(r.returncode == 0, f"{prog} --small", r.stderr.decode()[-2000:]):
             export_and_check(trace, prog, exact=False)
     check_process_counters()
+    gpu = os.path.join(TMP, "gpu.ptz")
+    led = os.path.join(TMP, "led_optimizer.ptz")
+    if os.path.exists(gpu):  # small.ptz and gen-gpu-trace's: one host ("testhost"), one pid (4242)
+        check_set([small, gpu, small], "set-one-host", one_host=True)
+        if os.path.exists(led):  # a real host beside it: every file on CLOCK_REALTIME
+            check_set([small, led, gpu], "set-two-hosts", one_host=False)
     check_doc_table()
     return finish()
 
