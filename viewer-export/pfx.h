@@ -30,8 +30,9 @@ int pfx_write_chrome(const char *trace_path, FILE *out, const struct pfx_opts *o
  * and async tracks exactly as its own export writes them, under its own
  * pid (made up, PFX_SET_PID_BASE + its index, when an earlier file has
  * that pid); timestamps on CLOCK_MONOTONIC when every file was recorded
- * on one host, else each file shifted onto CLOCK_REALTIME by its header's
- * start_real_ns - start_mono_ns. @o's window applies to each file from
+ * on one host, else on the monotonic axis of the file that started first,
+ * each file placed there by its header's realtime - monotonic offset
+ * (struct pfx_set_place). @o's window applies to each file from
  * its own start. An unreadable file fails the export with a message that
  * names it. The one-trace functions above are these with @n = 1, byte for
  * byte.

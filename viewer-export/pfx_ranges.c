@@ -566,6 +566,8 @@ int pfx_set_places(const char *const *paths, size_t n, struct pfx_set_place *pla
 	struct pid_at *pa = calloc(n ? n : 1, sizeof(*pa));
 	char *host0 = NULL;
 	bool one_host = true;
+	uint64_t first_real = UINT64_MAX;
+	size_t first = 0;
 	int rc = pa ? 0 : -ENOMEM;
 	if (rc)
 		snprintf(msg, msglen, "out of memory");
@@ -592,6 +594,10 @@ int pfx_set_places(const char *const *paths, size_t n, struct pfx_set_place *pla
 		place[k].file = (uint32_t)k;
 		place[k].pid = pfx_process_pid(in);
 		place[k].ts_shift = (int64_t)(in->start_real_ns - in->start_mono_ns);
+		if (in->start_real_ns < first_real) { /* the first to start (the first file on a tie) */
+			first_real = in->start_real_ns;
+			first = k;
+		}
 		pa[k] = (struct pid_at){ place[k].pid, (uint32_t)k };
 		pt_reader_close(rd);
 	}
@@ -601,9 +607,13 @@ int pfx_set_places(const char *const *paths, size_t n, struct pfx_set_place *pla
 		for (size_t j = 1; j < n; j++)
 			if (pa[j].pid == pa[j - 1].pid)
 				place[pa[j].file].pid = (int32_t)(PFX_SET_PID_BASE + pa[j].file);
+		/* several hosts: each file moved by its realtime - monotonic offset less that of the
+		 * file that started first, so that every file lies on that file's monotonic axis as
+		 * CLOCK_REALTIME places it; the numbers stay uptime-sized (a Chrome JSON ts in µs as
+		 * a double keeps ns precision there, not at 1.7e15 µs of realtime) */
+		const int64_t base = n ? place[first].ts_shift : 0;
 		for (size_t k = 0; k < n; k++)
-			if (one_host)
-				place[k].ts_shift = 0;
+			place[k].ts_shift = one_host ? 0 : place[k].ts_shift - base;
 	}
 	free(host0);
 	free(pa);

@@ -301,8 +301,10 @@ struct pfx_set_place {
 	int32_t pid;      /* pfx_process_pid(), or PFX_SET_PID_BASE + file when an earlier file has that pid
 			   * (pid reuse, or the same pid on two hosts): each file stays one process */
 	int64_t ts_shift; /* ns added to its timestamps: 0 when every file was recorded on one host (their
-			   * CLOCK_MONOTONIC agree), else start_real_ns - start_mono_ns, which puts every file
-			   * on CLOCK_REALTIME (the hosts' monotonic clocks do not agree) */
+			   * CLOCK_MONOTONIC agree); else its start_real_ns - start_mono_ns less that of the
+			   * file that started first (smallest start_real_ns): every file on that file's
+			   * monotonic axis, placed there by CLOCK_REALTIME (the hosts' monotonic clocks do
+			   * not agree, their realtime clocks do to NTP's precision) */
 };
 
 /*

@@ -267,6 +267,10 @@ def check_cli(ana, data, tmp):
         ([small, "--chrome", out, "--since", "x"], "--since: expected seconds"),
         ([small, "--folded", out, "--since", "2", "--until", "1"], "--until must be later than --since"),
         ([os.path.join(tmp, "nosuch.ptz"), "--chrome", out, "--sort", "x"], "--sort: unknown key"),
+        (["export", "--folded", out, small, small], "an export of several traces takes --perfetto and --chrome"),
+        (["export", "--chrome", out, "--thread", "0", small, small], "an export of several traces takes"),
+        (["export", "--chrome", "-", "--perfetto", "-", small, small], "only one export may go to stdout"),
+        (["export", "--chrome", small, small, small], "output file '" + small + "' is a trace itself"),
     ]
     for args, msg in usage:
         if os.path.exists(out):
@@ -289,6 +293,22 @@ def check_cli(ana, data, tmp):
         err = p.stderr.decode(errors="replace")
         check(f"unreadable {bad}: exit 1, 'ptanalyze: PATH: ...', no output file",
               p.returncode == 1 and err.startswith(f"ptanalyze: {path}: ") and not os.path.exists(out), err)
+    # a set with an unreadable file: exit 1, the message names it, no output
+    path = os.path.join(data, "corrupt", "bad-magic.ptz")
+    for opt in ("--chrome", "--perfetto"):
+        if os.path.exists(out):
+            os.unlink(out)
+        p = run([ana, "export", opt, out, small, path])
+        err = p.stderr.decode(errors="replace")
+        check(f"set with an unreadable file {opt}: exit 1, the file named, no output",
+              p.returncode == 1 and path in err and not os.path.exists(out), err)
+    # a set with a damaged file: written, exit 1, the problem with the file and its offset
+    path = os.path.join(data, "corrupt", "crc-mismatch-payload-zstd.ptz")
+    p = run([ana, "export", "--chrome", out, small, path])
+    err = p.stderr.decode(errors="replace")
+    check("set with a damaged file: written, exit 1, the problem with its file and offset",
+          p.returncode == 1 and os.path.getsize(out) > 0
+          and f"ptanalyze: {path}: error: chunk @0x10ab: payload checksum mismatch" in err, err)
     # damage inside: the export of the intact chunks is written, exit 1
     path = os.path.join(data, "corrupt", "crc-mismatch-payload-zstd.ptz")
     for opt in ("--chrome", "--folded"):
@@ -311,6 +331,67 @@ def check_cli(ana, data, tmp):
     except ValueError:
         ok = False
     check("--chrome - writes the JSON to stdout", ok)
+
+
+def check_chrome_set(ana, traces, tmp):
+    """`ptanalyze export --chrome OUT A B ...` (doc/export.md §6): one JSON
+    array; each file's events are exactly its own export's, in order,
+    under its own pid (4194306 + its index when an earlier file has its
+    pid), flow and async ids mapped one to one (the first file's
+    unchanged), timestamps shifted by one amount per file: 0 when every
+    file comes from one host, else onto CLOCK_REALTIME."""
+    out = os.path.join(tmp, "set.json")
+    p = run([ana, "export", "--chrome", out, *traces])
+    if not check(f"set of {len(traces)}: export exits 0", p.returncode == 0, p.stderr.decode(errors="replace")):
+        return
+    ev = json.load(open(out, encoding="utf-8"))
+    reps = [analyzer_json(ana, t) for t in traces]
+    one_host = len({r["trace"]["host"] for r in reps}) == 1
+    pos, seen_pids, all_pids = 0, [], []
+    for k, t in enumerate(traces):
+        single = os.path.join(tmp, f"set-{k}.json")
+        p = run([ana, "export", "--chrome", single, t])
+        one = json.load(open(single, encoding="utf-8"))
+        pid = reps[k]["trace"]["pid"]
+        want_pid = pid if pid not in seen_pids else 4194306 + k
+        seen_pids.append(pid)
+        all_pids.append(want_pid)
+        got = ev[pos:pos + len(one)]
+        bad, ids, shifts = [], {}, []
+        for a, b in zip(one, got):
+            a, b = dict(a), dict(b)
+            if b.get("pid") != want_pid:
+                bad.append(f"pid {b.get('pid')}, want {want_pid}")
+            a.pop("pid", None)
+            b.pop("pid", None)
+            mag = abs(b.get("ts", 0))
+            if "ts" in a:
+                shifts.append(b.pop("ts") - a.pop("ts"))
+            # equal up to double rounding at the set's magnitudes (µs as doubles: a file moved
+            # years away, as these test traces' fixed 2023 clocks are from a real one, keeps
+            # about 16 ns)
+            if "dur" in a and abs(b.pop("dur") - a.pop("dur")) > max(1e-3, 4 * mag * 2 ** -52):
+                bad.append(f"{a.get('name')}: dur differs")
+            if "id" in a:
+                if k == 0 and a["id"] != b["id"]:
+                    bad.append(f"id {a['id']} -> {b['id']} in the first file")
+                if ids.setdefault((a["ph"] in "sf", a["id"]), b["id"]) != b["id"]:
+                    bad.append(f"id {a['id']} maps to two ids")
+                a.pop("id")
+                b.pop("id")
+            if a != b:
+                bad.append(f"{a} vs {b}")
+        if len(set(ids.values())) != len(ids):
+            bad.append("two ids map to one")
+        ulp = 4 * max((abs(e.get("ts", 0)) for e in got), default=0) * 2 ** -52
+        if shifts and (max(shifts) - min(shifts) > max(1e-3, ulp) or (one_host and max(abs(x) for x in shifts) > 0)):
+            bad.append(f"timestamp shifts from {min(shifts)} to {max(shifts)} us")
+        check(f"set: file {k} ({os.path.basename(t)}): its own export's {len(one)} events, pid {want_pid}, "
+              f"{'no shift' if one_host else 'one shift'}", len(got) == len(one) and not bad and p.returncode == 0,
+              "\n".join(bad[:6]))
+        pos += len(one)
+    check("set: nothing beyond the files' events, distinct pids", pos == len(ev) and len(set(all_pids)) == len(all_pids),
+          f"{len(ev) - pos} left, pids {all_pids}")
 
 
 def main():
@@ -366,6 +447,9 @@ def main():
         raw = open(pf, "rb").read() if os.path.exists(pf) else b""
         check("a name that is not UTF-8: the Perfetto export repairs it as the Chrome JSON does",
               p3.returncode == 0 and b"bad? byte" in raw and b"bad\xff byte" not in raw, len(raw))
+        # a set: small.ptz twice (one pid: the second is made up), the edge trace and the examples'
+        paths = [t for _, t in traces]
+        check_chrome_set(ana, [paths[0]] + paths[1:] + [paths[0]], tmp)
         check_cli(ana, data, tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
