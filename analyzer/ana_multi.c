@@ -71,6 +71,7 @@ int ana_multi_build(const struct ana_result *const *res, size_t n, struct ana_mu
 	out->rows = rc == 0 ? calloc(ne ? ne : 1, sizeof(*out->rows)) : NULL;
 	if (!out->rows)
 		rc = -ENOMEM;
+	uint64_t rng = 0x6d756c7469; /* reservoir merges (read by no output of this view) */
 	for (size_t i = 0; rc == 0 && i < ne;) {
 		struct ana_multi_row *r = &out->rows[out->nrows++];
 		size_t j = i;
@@ -79,6 +80,7 @@ int ana_multi_build(const struct ana_result *const *res, size_t n, struct ana_mu
 		r->min_total_ns = UINT64_MAX;
 		for (; j < ne && (j == i || strcmp(e[j].path, r->path) == 0); j++) {
 			const struct ana_node *nd = &res[e[j].trace]->merged.n[e[j].node];
+			ana_agg_merge(&r->agg, &nd->agg, &rng);
 			r->depth = nd->depth;
 			ANA_SAT_ADD(r->count, nd->agg.count);
 			ANA_SAT_ADD(r->total_ns, nd->agg.total_ns);
@@ -97,6 +99,8 @@ int ana_multi_build(const struct ana_result *const *res, size_t n, struct ana_mu
 	for (size_t i = 0; i < ne; i++)
 		free(e[i].path);
 	free(e);
+	if (rc == 0 && ana_nomem_take()) /* a histogram or GPU part that could not be merged */
+		rc = -ENOMEM;
 	if (rc) {
 		ana_multi_free(out);
 		return rc;
@@ -105,10 +109,28 @@ int ana_multi_build(const struct ana_result *const *res, size_t n, struct ana_mu
 	return 0;
 }
 
+void ana_multi_figures(const struct ana_multi_row *r, struct ana_multi_fig *f)
+{
+	const struct ana_agg *a = &r->agg;
+	memset(f, 0, sizeof(*f));
+	if (!a->count)
+		return;
+	f->mean = ana_moments_mean(&a->all, a->count);
+	f->std = ana_moments_std(&a->all, a->count);
+	f->p50 = ana_hist_quantile(&a->hist, 0.50, a->count, a->min_ns, a->max_ns);
+	f->p90 = ana_hist_quantile(&a->hist, 0.90, a->count, a->min_ns, a->max_ns);
+	f->p99 = ana_hist_quantile(&a->hist, 0.99, a->count, a->min_ns, a->max_ns);
+	const double t = (double)a->total_ns; /* bytes / ns = GB/s, as a trace's rows (§3) */
+	f->gbps = t > 0 ? (double)(a->metric_incl[ANA_READ] + a->metric_incl[ANA_WRITTEN]) / t : 0.0;
+	f->gflops = t > 0 ? (double)a->metric_incl[ANA_FLOPS] / t : 0.0;
+}
+
 void ana_multi_free(struct ana_multi *m)
 {
-	for (size_t i = 0; m->rows && i < m->nrows; i++)
+	for (size_t i = 0; m->rows && i < m->nrows; i++) {
 		free(m->rows[i].path);
+		ana_agg_free(&m->rows[i].agg);
+	}
 	free(m->rows);
 	memset(m, 0, sizeof(*m));
 }
@@ -163,18 +185,22 @@ void ana_multi_text(FILE *out, const struct ana_multi *m, const struct ana_resul
 	qsort(idx, m->nrows, sizeof(*idx), cmp_by_total);
 	const size_t shown = top > 0 && (size_t)top < m->nrows ? (size_t)top : top > 0 ? m->nrows
 											: m->nrows < 20 ? m->nrows : 20;
-	fprintf(out, "\n%12s %12s %7s %7s %9s  %-28s path\n", "total", "count", "share", "traces", "max/mean",
-		"slowest (its total)");
+	fprintf(out, "\n%12s %12s %7s %10s %10s %10s %7s %9s  %-28s path\n", "total", "count", "share", "mean", "p50",
+		"p99", "traces", "max/mean", "slowest (its total)");
 	for (size_t j = 0; j < shown; j++) {
 		const struct ana_multi_row *r = &m->rows[idx[j]];
-		char slow[288];
+		char slow[288], mean[32], p50[32], p99[32];
+		struct ana_multi_fig f;
+		ana_multi_figures(r, &f);
 		snprintf(slow, sizeof(slow), "[%" PRIu32 "]%s%s (%s)", r->max_trace,
 			 identity(res[r->max_trace], id, sizeof(id))[0] ? " " : "", id,
 			 ana_fmt_dur(b, sizeof(b), (double)r->max_total_ns));
-		fprintf(out, "%12s %12" PRIu64 " %6.1f%% %7" PRIu32 " %9.3f  %-28s %s\n",
+		fprintf(out, "%12s %12" PRIu64 " %6.1f%% %10s %10s %10s %7" PRIu32 " %9.3f  %-28s %s\n",
 			ana_fmt_dur(a, sizeof(a), (double)r->total_ns), r->count,
-			m->span_sum_ns ? 100.0 * (double)r->total_ns / (double)m->span_sum_ns : 0.0, r->traces,
-			r->max_over_mean, slow, ana_text_safe(r->path));
+			m->span_sum_ns ? 100.0 * (double)r->total_ns / (double)m->span_sum_ns : 0.0,
+			ana_fmt_dur(mean, sizeof(mean), f.mean), ana_fmt_dur(p50, sizeof(p50), (double)f.p50),
+			ana_fmt_dur(p99, sizeof(p99), (double)f.p99), r->traces, r->max_over_mean, slow,
+			ana_text_safe(r->path));
 	}
 	if (shown < m->nrows)
 		fprintf(out, "... and %zu more paths (--top, or --json for all)\n", m->nrows - shown);
@@ -186,7 +212,7 @@ int ana_multi_json(FILE *out, const struct ana_multi *m, const struct ana_result
 {
 	struct ana_jbuf b = { .out = out };
 	struct ana_jo root = ana_jo_open(&b, "{");
-	ana_jo_str(&root, "schema", "ptanalyze-multi/1");
+	ana_jo_str(&root, "schema", "ptanalyze-multi/2");
 	ana_jo_u64(&root, "span_sum_ns", m->span_sum_ns);
 	struct ana_jo tr = ana_jo_child(&root, "traces", '[');
 	for (size_t t = 0; t < m->ntraces; t++) {
@@ -221,6 +247,23 @@ int ana_multi_json(FILE *out, const struct ana_multi *m, const struct ana_result
 		ana_jo_u64(&o, "min_total_ns", r->min_total_ns);
 		ana_jo_u64(&o, "slowest_trace", r->max_trace);
 		ana_jo_real(&o, "max_over_mean", r->max_over_mean);
+		struct ana_multi_fig f;
+		ana_multi_figures(r, &f);
+		const struct ana_agg *g = &r->agg;
+		ana_jo_real(&o, "mean_ns", f.mean);
+		ana_jo_real(&o, "std_ns", f.std);
+		ana_jo_u64(&o, "min_ns", g->min_ns);
+		ana_jo_u64(&o, "max_ns", g->max_ns);
+		ana_jo_u64(&o, "p50_ns", f.p50);
+		ana_jo_u64(&o, "p90_ns", f.p90);
+		ana_jo_u64(&o, "p99_ns", f.p99);
+		ana_jo_u64(&o, "read_bytes", g->metric_incl[ANA_READ]);
+		ana_jo_u64(&o, "written_bytes", g->metric_incl[ANA_WRITTEN]);
+		ana_jo_u64(&o, "flops", g->metric_incl[ANA_FLOPS]);
+		ana_jo_real(&o, "gb_per_s", f.gbps);
+		ana_jo_real(&o, "gflop_per_s", f.gflops);
+		ana_jo_u64(&o, "gpu_count", g->gpu ? g->gpu->self.count : 0);
+		ana_jo_u64(&o, "gpu_total_ns", g->gpu ? g->gpu->self.total_ns : 0);
 		ana_jo_close(&o, "}");
 	}
 	ana_jo_close(&rows, "]");

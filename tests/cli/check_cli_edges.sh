@@ -285,7 +285,7 @@ run "$TMP/cb.ptz" "$TMP/cn.ptz" --json -
 check "report of 2 traces --json: sums and spread equal each trace's own report" python3 -c '
 import json, subprocess, sys
 j = json.load(open(sys.argv[1]))
-assert j["schema"] == "ptanalyze-multi/1" and len(j["traces"]) == 2, j["traces"]
+assert j["schema"] == "ptanalyze-multi/2" and len(j["traces"]) == 2, j["traces"]
 per = [json.loads(subprocess.run([sys.argv[2], t, "--json", "-"], capture_output=True, text=True).stdout)
        for t in sys.argv[3:]]
 rows = {r["path"]: r for r in j["rows"]}
@@ -296,7 +296,31 @@ for tp in ("iter", "iter;slower", "iter;steady"):
     assert r["total_ns"] == sum(tot) and r["count"] == sum(cnt) and r["traces"] == 2, (tp, r, tot)
     assert r["max_total_ns"] == max(tot) and r["slowest_trace"] == tot.index(max(tot)), (tp, r, tot)
     assert abs(r["max_over_mean"] - max(tot) * 2 / sum(tot)) < 1e-9, (tp, r)
+    # the merged aggregate: exact moments, min, max and sums; pooled mean and std
+    rr = [[x for x in p["tree"] if ";".join(x["path"]) == tp][0] for p in per]
+    n = [x["count"] for x in rr]
+    assert r["min_ns"] == min(x["min_ns"] for x in rr) and r["max_ns"] == max(x["max_ns"] for x in rr), (tp, r)
+    assert abs(r["mean_ns"] - sum(tot) / sum(n)) <= 1e-9 * r["mean_ns"], (tp, r)
+    ss = sum((k - 1) * x["std_ns"] ** 2 + k * x["mean_ns"] ** 2 for k, x in zip(n, rr)) - sum(n) * r["mean_ns"] ** 2
+    assert abs(r["std_ns"] - (ss / (sum(n) - 1)) ** 0.5) <= 1e-6 * r["std_ns"], (tp, r["std_ns"], ss)
+    assert min(x["p50_ns"] for x in rr) <= r["p50_ns"] <= max(x["p50_ns"] for x in rr), (tp, r)
+    for k in ("read_bytes", "written_bytes", "flops"):
+        assert r[k] == sum(x[k] for x in rr), (tp, k)
 ' "$TMP/out" "$ANA" "$TMP/cb.ptz" "$TMP/cn.ptz"
+run report "$TMP/cn.ptz" "$TMP/cn.ptz" --json -
+check "report of one trace twice --json: every figure of the trace's own rows, twice the count and time" python3 -c '
+import json, subprocess, sys
+j = json.load(open(sys.argv[1]))
+one = json.loads(subprocess.run([sys.argv[2], sys.argv[3], "--json", "-"], capture_output=True, text=True).stdout)
+rows = {r["path"]: r for r in j["rows"]}
+assert len(rows) == len(one["tree"]), (len(rows), len(one["tree"]))
+for x in one["tree"]:
+    r = rows[";".join(x["path"])]
+    # nearest-rank percentiles of a multiset doubled are its own (rank ceil(2qn) -> ceil(qn))
+    for k in ("min_ns", "max_ns", "p50_ns", "p90_ns", "p99_ns", "mean_ns"):
+        assert r[k] == x[k], (x["path"], k, r[k], x[k])
+    assert r["count"] == 2 * x["count"] and r["total_ns"] == 2 * x["total_ns"], x["path"]
+' "$TMP/out" "$ANA" "$TMP/cn.ptz"
 cp "$TMP/cb.ptz" "$TMP/dmg.ptz"
 python3 -c 'import os, sys
 p = sys.argv[1]; off = os.path.getsize(p) - 200
