@@ -102,6 +102,10 @@ uint64_t ana_hist_upper(uint32_t idx); /* exclusive */
  * midpoint clamped to [lo, hi]; 0 if the histogram is empty, @hi if it holds
  * fewer than @rank values. ana_hist_quantile() is this at rank ceil(q * total). */
 uint64_t ana_hist_at_rank(const struct ana_hist *h, uint64_t rank, uint64_t lo, uint64_t hi);
+/* ana_hist_each() - Calls @fn(@arg, bucket index, count) for every
+ * non-empty bucket of @h in index order (the buckets a JSON report's
+ * sketch carries: ana_hist_add(ana_hist_lower(idx), count) rebuilds them). */
+void ana_hist_each(const struct ana_hist *h, void (*fn)(void *arg, uint32_t idx, uint32_t count), void *arg);
 /* Welford running mean and M2 (sum of squared deviations), in double. */
 struct ana_welford {
 	uint64_t n;
@@ -134,6 +138,11 @@ static inline void ana_moments_add(struct ana_moments *m, uint64_t x)
 	m->s2 = t < q ? ~(ana_u128)0 : t;
 }
 void ana_moments_merge(struct ana_moments *a, const struct ana_moments *b);
+/* A 128-bit sum in decimal (a JSON report's sketch: JSON numbers are
+ * doubles), in @buf; returns where it starts in @buf. ana_u128_parse():
+ * the inverse; 0, or -1 for anything but 1 to 39 digits below 2^128. */
+const char *ana_u128_str(ana_u128 v, char buf[40]);
+int ana_u128_parse(const char *s, ana_u128 *out);
 /* Mean of the @n values (0 if none). */
 double ana_moments_mean(const struct ana_moments *m, uint64_t n);
 /* Sample std (n - 1) of the @n values: sqrt((sum (x - mean)^2) / (n - 1)),

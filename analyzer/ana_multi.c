@@ -31,21 +31,19 @@ static int cmp_row(const void *a, const void *b)
 	return strcmp(((const struct ana_multi_row *)a)->path, ((const struct ana_multi_row *)b)->path);
 }
 
-int ana_multi_build(const struct ana_result *const *res, size_t n, struct ana_multi *out)
+int ana_multi_build(const struct ana_multi_src *src, size_t n, struct ana_multi *out)
 {
 	memset(out, 0, sizeof(*out));
 	out->ntraces = n;
 	size_t ne = 0, ce = 0;
 	struct entry *e = NULL;
-	char *buf = NULL;
-	size_t cap = 0;
 	int rc = 0;
 	for (size_t t = 0; t < n && rc == 0; t++) {
-		ANA_SAT_ADD(out->span_sum_ns, res[t]->thread_span_sum_ns);
-		for (uint32_t k = 1; k < res[t]->merged.count && rc == 0; k++) {
-			if (!res[t]->merged.n[k].agg.count)
+		ANA_SAT_ADD(out->span_sum_ns, src[t].span_sum_ns);
+		for (uint32_t k = 0; k < src[t].npaths && rc == 0; k++) {
+			if (!src[t].agg[k]->count)
 				continue;
-			const char *p = ana_path_of(res[t], &res[t]->merged, k, &buf, &cap);
+			const char *p = src[t].path[k];
 			if (ne == ce) {
 				size_t nc = ce ? 2 * ce : 256;
 				struct entry *g = realloc(e, nc * sizeof(*g));
@@ -65,7 +63,6 @@ int ana_multi_build(const struct ana_result *const *res, size_t n, struct ana_mu
 			ne++;
 		}
 	}
-	free(buf);
 	if (rc == 0 && ne)
 		qsort(e, ne, sizeof(*e), cmp_entry);
 	out->rows = rc == 0 ? calloc(ne ? ne : 1, sizeof(*out->rows)) : NULL;
@@ -79,19 +76,19 @@ int ana_multi_build(const struct ana_result *const *res, size_t n, struct ana_mu
 		e[i].path = NULL; /* moved */
 		r->min_total_ns = UINT64_MAX;
 		for (; j < ne && (j == i || strcmp(e[j].path, r->path) == 0); j++) {
-			const struct ana_node *nd = &res[e[j].trace]->merged.n[e[j].node];
-			ana_agg_merge(&r->agg, &nd->agg, &rng);
-			r->depth = nd->depth;
-			ANA_SAT_ADD(r->count, nd->agg.count);
-			ANA_SAT_ADD(r->total_ns, nd->agg.total_ns);
-			ANA_SAT_ADD(r->self_ns, nd->agg.self_ns);
+			const struct ana_agg *ag = src[e[j].trace].agg[e[j].node];
+			ana_agg_merge(&r->agg, ag, &rng);
+			r->depth = src[e[j].trace].depth[e[j].node];
+			ANA_SAT_ADD(r->count, ag->count);
+			ANA_SAT_ADD(r->total_ns, ag->total_ns);
+			ANA_SAT_ADD(r->self_ns, ag->self_ns);
 			r->traces++;
-			if (nd->agg.total_ns > r->max_total_ns || r->traces == 1) {
-				r->max_total_ns = nd->agg.total_ns;
+			if (ag->total_ns > r->max_total_ns || r->traces == 1) {
+				r->max_total_ns = ag->total_ns;
 				r->max_trace = e[j].trace;
 			}
-			if (nd->agg.total_ns < r->min_total_ns)
-				r->min_total_ns = nd->agg.total_ns;
+			if (ag->total_ns < r->min_total_ns)
+				r->min_total_ns = ag->total_ns;
 		}
 		r->max_over_mean = r->total_ns ? (double)r->max_total_ns * r->traces / (double)r->total_ns : NAN;
 		i = j;
@@ -135,17 +132,16 @@ void ana_multi_free(struct ana_multi *m)
 	memset(m, 0, sizeof(*m));
 }
 
-/* "rank 3" / "job 1234 rank 3" / "" for trace @res, in @b. */
-static const char *identity(const struct ana_result *res, char *b, size_t n)
+/* "rank 3" / "job 1234 rank 3" / "" for trace @s, in @b. */
+static const char *identity(const struct ana_multi_src *s, char *b, size_t n)
 {
-	const struct pt_trace_info *in = pt_reader_info(res->rd);
 	b[0] = 0;
-	if (in->job[0] && in->has_rank)
-		snprintf(b, n, "job %s rank %" PRIu32, ana_text_safe(in->job), in->rank);
-	else if (in->job[0])
-		snprintf(b, n, "job %s", ana_text_safe(in->job));
-	else if (in->has_rank)
-		snprintf(b, n, "rank %" PRIu32, in->rank);
+	if (s->job[0] && s->has_rank)
+		snprintf(b, n, "job %s rank %" PRIu32, ana_text_safe(s->job), s->rank);
+	else if (s->job[0])
+		snprintf(b, n, "job %s", ana_text_safe(s->job));
+	else if (s->has_rank)
+		snprintf(b, n, "rank %" PRIu32, s->rank);
 	return b;
 }
 
@@ -159,18 +155,15 @@ static int cmp_by_total(const void *a, const void *b)
 	return strcmp(x->path, y->path);
 }
 
-void ana_multi_text(FILE *out, const struct ana_multi *m, const struct ana_result *const *res,
-		    const char *const *files, int top)
+void ana_multi_text(FILE *out, const struct ana_multi *m, const struct ana_multi_src *src, int top)
 {
 	char a[32], b[32], id[192];
 	fprintf(out, "traces: %zu, analyzed apart; paths matched by their names (doc/analyzer-output.md §12)\n",
 		m->ntraces);
-	for (size_t t = 0; t < m->ntraces; t++) {
-		const struct pt_trace_info *in = pt_reader_info(res[t]->rd);
-		fprintf(out, "  [%zu] %s  %s pid %" PRIu32 "%s%s  threads' span %s\n", t, ana_text_safe(files[t]),
-			ana_text_safe(in->process_name), in->pid, identity(res[t], id, sizeof(id))[0] ? "  " : "", id,
-			ana_fmt_dur(a, sizeof(a), (double)res[t]->thread_span_sum_ns));
-	}
+	for (size_t t = 0; t < m->ntraces; t++)
+		fprintf(out, "  [%zu] %s  %s pid %" PRIu32 "%s%s  threads' span %s\n", t, ana_text_safe(src[t].file),
+			ana_text_safe(src[t].process), src[t].pid, identity(&src[t], id, sizeof(id))[0] ? "  " : "", id,
+			ana_fmt_dur(a, sizeof(a), (double)src[t].span_sum_ns));
 	fprintf(out, "paths: %zu\n", m->nrows);
 	if (!m->nrows)
 		return;
@@ -193,7 +186,7 @@ void ana_multi_text(FILE *out, const struct ana_multi *m, const struct ana_resul
 		struct ana_multi_fig f;
 		ana_multi_figures(r, &f);
 		snprintf(slow, sizeof(slow), "[%" PRIu32 "]%s%s (%s)", r->max_trace,
-			 identity(res[r->max_trace], id, sizeof(id))[0] ? " " : "", id,
+			 identity(&src[r->max_trace], id, sizeof(id))[0] ? " " : "", id,
 			 ana_fmt_dur(b, sizeof(b), (double)r->max_total_ns));
 		fprintf(out, "%12s %12" PRIu64 " %6.1f%% %10s %10s %10s %7" PRIu32 " %9.3f  %-28s %s\n",
 			ana_fmt_dur(a, sizeof(a), (double)r->total_ns), r->count,
@@ -207,8 +200,7 @@ void ana_multi_text(FILE *out, const struct ana_multi *m, const struct ana_resul
 	free(idx);
 }
 
-int ana_multi_json(FILE *out, const struct ana_multi *m, const struct ana_result *const *res,
-		   const char *const *files)
+int ana_multi_json(FILE *out, const struct ana_multi *m, const struct ana_multi_src *src)
 {
 	struct ana_jbuf b = { .out = out };
 	struct ana_jo root = ana_jo_open(&b, "{");
@@ -216,10 +208,10 @@ int ana_multi_json(FILE *out, const struct ana_multi *m, const struct ana_result
 	ana_jo_u64(&root, "span_sum_ns", m->span_sum_ns);
 	struct ana_jo tr = ana_jo_child(&root, "traces", '[');
 	for (size_t t = 0; t < m->ntraces; t++) {
-		const struct pt_trace_info *in = pt_reader_info(res[t]->rd);
+		const struct ana_multi_src *in = &src[t];
 		struct ana_jo o = ana_jo_child(&tr, NULL, '{');
-		ana_jo_str(&o, "file", files[t]);
-		ana_jo_str(&o, "process", in->process_name);
+		ana_jo_str(&o, "file", in->file);
+		ana_jo_str(&o, "process", in->process);
 		ana_jo_u64(&o, "pid", in->pid);
 		if (in->job[0])
 			ana_jo_str(&o, "job", in->job);
@@ -229,7 +221,7 @@ int ana_multi_json(FILE *out, const struct ana_multi *m, const struct ana_result
 			ana_jo_u64(&o, "rank", in->rank);
 		else
 			ana_jo_null(&o, "rank");
-		ana_jo_u64(&o, "thread_span_sum_ns", res[t]->thread_span_sum_ns);
+		ana_jo_u64(&o, "thread_span_sum_ns", in->span_sum_ns);
 		ana_jo_close(&o, "}");
 	}
 	ana_jo_close(&tr, "]");
@@ -270,4 +262,236 @@ int ana_multi_json(FILE *out, const struct ana_multi *m, const struct ana_result
 	ana_jo_close(&root, "}\n");
 	ana_jbuf_flush(&b);
 	return b.err || fflush(out) ? -1 : 0;
+}
+
+/* ==== Sources: an analyzed trace, or a JSON report with sketches ==== */
+
+void ana_multi_src_free(struct ana_multi_src *s)
+{
+	for (size_t k = 0; s->path && k < s->npaths; k++)
+		free(s->path[k]);
+	for (size_t k = 0; s->own && k < s->npaths; k++)
+		ana_agg_free(&s->own[k]);
+	free(s->path);
+	free(s->depth);
+	free(s->agg);
+	free(s->own);
+	free(s->file);
+	free(s->process);
+	free(s->job);
+	memset(s, 0, sizeof(*s));
+}
+
+/* The arrays of @s for @n paths (zeroed), and its strings; -ENOMEM (nothing held). */
+static int src_alloc(struct ana_multi_src *s, const char *file, const char *process, const char *job, size_t n,
+		     bool own)
+{
+	s->npaths = n;
+	s->file = strdup(file);
+	s->process = strdup(process ? process : "");
+	s->job = strdup(job ? job : "");
+	s->path = calloc(n ? n : 1, sizeof(*s->path));
+	s->depth = calloc(n ? n : 1, sizeof(*s->depth));
+	s->agg = calloc(n ? n : 1, sizeof(*s->agg));
+	s->own = own ? calloc(n ? n : 1, sizeof(*s->own)) : NULL;
+	if (!s->file || !s->process || !s->job || !s->path || !s->depth || !s->agg || (own && !s->own)) {
+		ana_multi_src_free(s);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+int ana_multi_src_result(const struct ana_result *res, const char *file, struct ana_multi_src *s)
+{
+	const struct pt_trace_info *in = pt_reader_info(res->rd);
+	memset(s, 0, sizeof(*s));
+	if (src_alloc(s, file, in->process_name, in->job, res->merged.count ? res->merged.count - 1 : 0, false))
+		return -ENOMEM;
+	s->pid = in->pid;
+	s->has_rank = in->has_rank;
+	s->rank = in->rank;
+	s->span_sum_ns = res->thread_span_sum_ns;
+	char *buf = NULL;
+	size_t cap = 0;
+	for (uint32_t k = 1; k < res->merged.count; k++) {
+		const char *p = ana_path_of(res, &res->merged, k, &buf, &cap);
+		if (!p || !(s->path[k - 1] = strdup(p))) {
+			free(buf);
+			ana_multi_src_free(s);
+			return -ENOMEM;
+		}
+		s->depth[k - 1] = res->merged.n[k].depth;
+		s->agg[k - 1] = &res->merged.n[k].agg;
+	}
+	free(buf);
+	return 0;
+}
+
+/* A u64 member @key of @o (an ana_json_u64() figure); false if absent or not one. */
+static bool get_u64(const json_t *o, const char *key, uint64_t *v)
+{
+	const json_t *j = json_object_get(o, key);
+	return j && ana_json_u64_get(j, v);
+}
+
+struct hist_fill {
+	struct ana_hist *h;
+	uint64_t n;
+};
+
+/* The row's sketch into @a: its histogram (bucket, count pairs in ascending
+ * buckets) and moments. 0, or a message in @why. */
+static int sketch_read(const json_t *row, struct ana_agg *a, const char **why)
+{
+	const json_t *sk = json_object_get(row, "sketch"), *h = sk ? json_object_get(sk, "hist") : NULL;
+	const char *s1 = sk ? json_string_value(json_object_get(sk, "s1")) : NULL;
+	const char *s2 = sk ? json_string_value(json_object_get(sk, "s2")) : NULL;
+	if (!sk) {
+		*why = "no sketch (a report from before sketches, or not ptanalyze's)";
+		return -EINVAL;
+	}
+	if (!json_is_array(h) || json_array_size(h) % 2 || ana_u128_parse(s1, &a->all.s1) ||
+	    ana_u128_parse(s2, &a->all.s2)) {
+		*why = "a damaged sketch";
+		return -EINVAL;
+	}
+	uint64_t n = 0, prev = 0;
+	for (size_t i = 0; i < json_array_size(h); i += 2) {
+		uint64_t idx, c;
+		if (!ana_json_u64_get(json_array_get(h, i), &idx) || !ana_json_u64_get(json_array_get(h, i + 1), &c) ||
+		    idx >= (uint64_t)ANA_HIST_OCTAVES << ANA_SUB_BITS || c == 0 || c > UINT32_MAX ||
+		    (i && idx <= prev)) {
+			*why = "a damaged sketch histogram";
+			return -EINVAL;
+		}
+		prev = idx;
+		ana_hist_add(&a->hist, ana_hist_lower((uint32_t)idx), (uint32_t)c);
+		n += c;
+	}
+	if (n != a->count) {
+		*why = "its sketch's histogram does not hold its count";
+		return -EINVAL;
+	}
+	return ana_nomem_take() ? -ENOMEM : 0;
+}
+
+int ana_multi_src_json(const char *file, struct ana_multi_src *s, char *err, size_t errlen)
+{
+	static const char *const metric_key[ANA_NMETRIC][2] = {
+		[ANA_READ] = { "read_bytes", "self_read_bytes" },
+		[ANA_WRITTEN] = { "written_bytes", "self_written_bytes" },
+		[ANA_FLOPS] = { "flops", "self_flops" },
+	};
+	static const char *const xfer_key[ANA_DIRS] = { "h2d_bytes", "d2h_bytes", "d2d_bytes", "p2p_bytes" };
+	memset(s, 0, sizeof(*s));
+	json_error_t je;
+	json_t *doc = json_load_file(file, JSON_REJECT_DUPLICATES, &je);
+	if (!doc) {
+		snprintf(err, errlen, "not a JSON report: %s (line %d)", je.text, je.line);
+		return -EINVAL;
+	}
+	const json_t *tr = json_object_get(doc, "trace"), *tree = json_object_get(doc, "tree");
+	const char *schema = json_string_value(json_object_get(doc, "schema"));
+	uint64_t pid = 0, span = 0, rank = 0;
+	if (!schema || strcmp(schema, "ptanalyze-report/1") || !json_is_object(tr) || !json_is_array(tree) ||
+	    !get_u64(tr, "pid", &pid) || !get_u64(tr, "thread_span_sum_ns", &span)) {
+		snprintf(err, errlen, "not a report of ptanalyze TRACE --json (schema ptanalyze-report/1)");
+		json_decref(doc);
+		return -EINVAL;
+	}
+	const json_t *jr = json_object_get(tr, "rank");
+	const bool has_rank = jr && !json_is_null(jr);
+	if ((has_rank && !ana_json_u64_get(jr, &rank)) || pid > UINT32_MAX || rank > UINT32_MAX) {
+		snprintf(err, errlen, "a damaged trace object");
+		json_decref(doc);
+		return -EINVAL;
+	}
+	if (src_alloc(s, file, json_string_value(json_object_get(tr, "process")),
+		      json_string_value(json_object_get(tr, "job")), json_array_size(tree), true)) {
+		snprintf(err, errlen, "out of memory");
+		json_decref(doc);
+		return -ENOMEM;
+	}
+	s->pid = (uint32_t)pid;
+	s->has_rank = has_rank;
+	s->rank = (uint32_t)rank;
+	s->span_sum_ns = span;
+	int rc = 0;
+	const char *why = NULL;
+	size_t k = 0;
+	for (; k < s->npaths && !rc; k++) {
+		const json_t *row = json_array_get(tree, k), *path = json_object_get(row, "path");
+		struct ana_agg *a = &s->own[k];
+		s->agg[k] = a;
+		uint64_t depth = 0, elided = 0;
+		json_t *el = json_object_get(row, "path_elided");
+		if (!json_is_array(path) || !json_array_size(path) || !get_u64(row, "depth", &depth) ||
+		    depth > UINT32_MAX || (el && !ana_json_u64_get(el, &elided)) ||
+		    elided + json_array_size(path) != depth || !get_u64(row, "count", &a->count) || !a->count ||
+		    !get_u64(row, "total_ns", &a->total_ns) || !get_u64(row, "self_ns", &a->self_ns) ||
+		    !get_u64(row, "min_ns", &a->min_ns) || !get_u64(row, "max_ns", &a->max_ns)) {
+			why = "a damaged row";
+			rc = -EINVAL;
+			break;
+		}
+		s->depth[k] = (uint32_t)depth;
+		for (int m = 0; m < ANA_NMETRIC && !rc; m++)
+			if (!get_u64(row, metric_key[m][0], &a->metric_incl[m]) ||
+			    !get_u64(row, metric_key[m][1], &a->metric_self[m]))
+				rc = -EINVAL;
+		for (int d = 0; d < ANA_DIRS && !rc; d++)
+			if (!get_u64(row, xfer_key[d], &a->xfer_incl[d]))
+				rc = -EINVAL;
+		uint64_t gc = 0, gt = 0;
+		if (!rc && get_u64(row, "gpu_count", &gc) && get_u64(row, "gpu_total_ns", &gt) && gc) {
+			if (!(a->gpu = calloc(1, sizeof(*a->gpu)))) {
+				rc = -ENOMEM;
+				break;
+			}
+			a->gpu->self.count = gc;
+			a->gpu->self.total_ns = gt;
+		}
+		if (rc) {
+			why = "a damaged row";
+			break;
+		}
+		rc = sketch_read(row, a, &why);
+		if (rc)
+			break;
+		/* the path string as ana_path_of() writes it: "[depth] ...;" when elided, names by ';' */
+		size_t len = elided ? 32 : 1;
+		for (size_t i = 0; i < json_array_size(path); i++) {
+			const char *nm = json_string_value(json_array_get(path, i));
+			if (!nm) {
+				why = "a damaged row";
+				rc = -EINVAL;
+				break;
+			}
+			len += strlen(nm) + 1;
+		}
+		char *p = rc ? NULL : malloc(len);
+		if (!rc && !p)
+			rc = -ENOMEM;
+		if (rc)
+			break;
+		size_t o = elided ? (size_t)snprintf(p, len, "[%" PRIu64 "] ...", depth) : 0;
+		for (size_t i = 0; i < json_array_size(path); i++) {
+			const char *nm = json_string_value(json_array_get(path, i));
+			if (i || elided)
+				p[o++] = ';';
+			memcpy(p + o, nm, strlen(nm));
+			o += strlen(nm);
+		}
+		p[o] = 0;
+		s->path[k] = p;
+	}
+	if (rc) {
+		if (rc == -ENOMEM)
+			snprintf(err, errlen, "out of memory");
+		else
+			snprintf(err, errlen, "tree row %zu: %s", k, why ? why : "a damaged row");
+		ana_multi_src_free(s);
+	}
+	json_decref(doc);
+	return rc;
 }

@@ -13,6 +13,7 @@
 #ifndef PTZ_ANA_MULTI_H
 #define PTZ_ANA_MULTI_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -46,10 +47,48 @@ struct ana_multi {
 	uint64_t span_sum_ns;       /* the traces' summed thread spans: the denominator of a row's share */
 };
 
-/* ana_multi_build() - The view of the @n >= 1 results @res (ana_run(), any
- * options) into @out (free with ana_multi_free()). 0, or -ENOMEM (nothing
- * to free). */
-int ana_multi_build(const struct ana_result *const *res, size_t n, struct ana_multi *out);
+/*
+ * One trace of the view: what the view reads of it, from an analysis
+ * (ana_multi_src_result()) or from a JSON report with sketches written on
+ * another machine (ana_multi_src_json(), `ptanalyze merge`). Free with
+ * ana_multi_src_free().
+ */
+struct ana_multi_src {
+	char *file;          /* as the user named it: the trace, or the report */
+	char *process, *job; /* job "" when the recorder found none */
+	uint32_t pid;
+	bool has_rank;
+	uint32_t rank;
+	uint64_t span_sum_ns; /* the trace's thread_span_sum_ns */
+	size_t npaths;        /* its merged call tree's paths (root excluded) */
+	char **path;          /* each as ana_path_of() writes it */
+	uint32_t *depth;
+	const struct ana_agg **agg; /* into the result, or into @own */
+	struct ana_agg *own;  /* the aggregates rebuilt from a report; NULL for a result */
+};
+
+/* ana_multi_src_result() - @res (ana_run(); it must outlive the source,
+ * whose aggregates point into it) as the source named @file. 0 or -ENOMEM. */
+int ana_multi_src_result(const struct ana_result *res, const char *file, struct ana_multi_src *src);
+
+/*
+ * ana_multi_src_json() - The report at @file (`ptanalyze TRACE --json`,
+ * schema ptanalyze-report/1) as a source: each merged-tree row's count,
+ * total, self, min, max, metric and transfer sums, GPU count and time, and
+ * from its "sketch" its histogram buckets and exact moments
+ * (doc/analyzer-output.md §12). The merged figures are then those of the
+ * traces analyzed together (ana_multi_src_result()), bit for bit.
+ * Return: 0; -EINVAL with a message in @err for a file that is not such a
+ * report (not JSON, another schema, no sketches, a row or sketch that does
+ * not hold together: bucket counts that do not add up to the row's count);
+ * -ENOMEM.
+ */
+int ana_multi_src_json(const char *file, struct ana_multi_src *src, char *err, size_t errlen);
+void ana_multi_src_free(struct ana_multi_src *src);
+
+/* ana_multi_build() - The view of the @n >= 1 sources @src into @out (free
+ * with ana_multi_free()). 0, or -ENOMEM (nothing to free). */
+int ana_multi_build(const struct ana_multi_src *src, size_t n, struct ana_multi *out);
 void ana_multi_free(struct ana_multi *m);
 
 /* A row's figures from its merged aggregate (the definitions of a trace's
@@ -71,14 +110,12 @@ void ana_multi_figures(const struct ana_multi_row *r, struct ana_multi_fig *f);
  * of the summed thread spans, max / mean across the traces that have the
  * path, and the slowest trace.
  */
-void ana_multi_text(FILE *out, const struct ana_multi *m, const struct ana_result *const *res,
-		    const char *const *files, int top);
+void ana_multi_text(FILE *out, const struct ana_multi *m, const struct ana_multi_src *src, int top);
 /*
- * ana_multi_json() - The view as JSON, schema "ptanalyze-multi/1"
+ * ana_multi_json() - The view as JSON, schema "ptanalyze-multi/2"
  * (doc/analyzer-output.md §12): traces[] and rows[] in path order. 0, or
  * -1 if @out failed.
  */
-int ana_multi_json(FILE *out, const struct ana_multi *m, const struct ana_result *const *res,
-		   const char *const *files);
+int ana_multi_json(FILE *out, const struct ana_multi *m, const struct ana_multi_src *src);
 
 #endif /* PTZ_ANA_MULTI_H */

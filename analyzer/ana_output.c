@@ -2032,15 +2032,41 @@ static void jw_close(struct jw *w, const char *indent, bool first, const char *c
 	jw_raw(w, close);
 }
 
+static void sketch_bucket(void *arg, uint32_t idx, uint32_t count)
+{
+	struct ana_jo *h = arg;
+	ana_jo_u64(h, NULL, idx);
+	ana_jo_u64(h, NULL, count);
+}
+
+/* A merged-tree row's mergeable sketch (doc/analyzer-output.md §12):
+ * "sketch": { "hist": [bucket, count, ...], "s1": "...", "s2": "..." }. */
+static void jo_sketch(struct ana_jo *r, const struct ana_agg *a)
+{
+	char b1[40], b2[40];
+	struct ana_jo sk = ana_jo_child(r, "sketch", '{');
+	struct ana_jo h = ana_jo_child(&sk, "hist", '[');
+	ana_hist_each(&a->hist, sketch_bucket, &h);
+	ana_jo_close(&h, "]");
+	ana_jo_str(&sk, "s1", ana_u128_str(a->all.s1, b1));
+	ana_jo_str(&sk, "s2", ana_u128_str(a->all.s2, b2));
+	ana_jo_close(&sk, "}");
+}
+
+/* @sketch: each row carries its mergeable sketch (the merged tree's rows) */
 static void jw_tree(struct jw *w, const struct ana_result *res, struct jnames *names, const struct ana_tree *t,
-		    const char *indent)
+		    const char *indent, bool sketch)
 {
 	bool first = true;
 	jw_raw(w, "[");
 	for (uint32_t i = 1; i < t->count && !w->b.err; i++)
 		if (t->n[i].agg.count) {
 			jw_sep(w, indent, &first);
-			jw_row(&w->b, names, res, t, i, t->n[i].id, &t->n[i].agg);
+			struct ana_jo o = ana_jo_open(&w->b, "{");
+			jo_row(&o, names, res, t, i, t->n[i].id, &t->n[i].agg);
+			if (sketch)
+				jo_sketch(&o, &t->n[i].agg);
+			ana_jo_close(&o, "}");
 		}
 	jw_close(w, indent, first, "]");
 }
@@ -2198,7 +2224,7 @@ int ana_write_json(FILE *out, const struct ana_result *res, const struct ana_rep
 		jw_members(&w, j, "   ", &kfirst);
 		if (!o || !o->no_thread_rows) {
 			jw_key(&w, "tree", "   ", &kfirst);
-			jw_tree(&w, res, names, &t->tree, "    ");
+			jw_tree(&w, res, names, &t->tree, "    ", false);
 			jw_key(&w, "flat", "   ", &kfirst);
 			jw_flat(&w, res, names, res->by_name_thread[i], res->threads[i].nflat, "    ");
 		}
@@ -2224,7 +2250,7 @@ int ana_write_json(FILE *out, const struct ana_result *res, const struct ana_rep
 	}
 	jw_close(&w, "  ", tfirst, "]");
 	jw_key(&w, "tree", " ", &first);
-	jw_tree(&w, res, names, &res->merged, "  ");
+	jw_tree(&w, res, names, &res->merged, "  ", true);
 	jw_key(&w, "flat", " ", &first);
 	jw_flat(&w, res, names, res->by_name, res->nnames, "  ");
 	if (res->nmem) {

@@ -414,6 +414,50 @@ uint64_t ana_hist_at_rank(const struct ana_hist *h, uint64_t rank, uint64_t lo, 
 	return v < lo ? lo : v > hi ? hi : v;
 }
 
+void ana_hist_each(const struct ana_hist *h, void (*fn)(void *arg, uint32_t idx, uint32_t count), void *arg)
+{
+	uint32_t k = 0;
+	for (uint32_t o = 0; o < ANA_HIST_OCTAVES; o++) { /* as ana_hist_at_rank() walks them */
+		const void *b = octave_block(h, o);
+		if (b) {
+			const bool wide = h->blk->wide >> o & 1;
+			for (uint32_t j = 0; j < SUB; j++) {
+				const uint32_t c = wide ? ((const uint32_t *)b)[j] : ((const uint16_t *)b)[j];
+				if (c)
+					fn(arg, o * SUB + j, c);
+			}
+			continue;
+		}
+		for (; k < h->nsp && PAIR_IDX(h->sp[k]) / SUB == o; k++)
+			fn(arg, PAIR_IDX(h->sp[k]), PAIR_COUNT(h->sp[k]));
+	}
+}
+
+const char *ana_u128_str(ana_u128 v, char buf[40])
+{
+	char *p = buf + 39;
+	*p = 0;
+	do {
+		*--p = (char)('0' + (unsigned)(v % 10));
+		v /= 10;
+	} while (v);
+	return p;
+}
+
+int ana_u128_parse(const char *s, ana_u128 *out)
+{
+	ana_u128 v = 0;
+	if (!s || !*s)
+		return -1;
+	for (; *s; s++) {
+		if (*s < '0' || *s > '9' || v > (~(ana_u128)0 - (ana_u128)(*s - '0')) / 10)
+			return -1; /* not a decimal, or beyond 2^128 - 1 */
+		v = v * 10 + (ana_u128)(*s - '0');
+	}
+	*out = v;
+	return 0;
+}
+
 void ana_hist_free(struct ana_hist *h)
 {
 	free(h->sp);

@@ -38,6 +38,8 @@ static void usage(FILE *out)
 		"usage: " PROG " TRACE.ptz --report [options]     report (also: " PROG " report TRACE.ptz)\n"
 		"       " PROG " report A.ptz B.ptz ...           many processes as one view: summed, with the\n"
 		"                                          spread across them (--json FILE, --top N, filters)\n"
+		"       " PROG " merge A.json B.json ...          the same view from reports written elsewhere\n"
+		"                                          (each: " PROG " TRACE --json FILE)\n"
 		"       " PROG " info TRACE.ptz                   header, threads, losses, compression\n"
 		"       " PROG " export --perfetto OUT TRACE.ptz  export for viewers (also: " PROG " TRACE.ptz --perfetto OUT)\n"
 		"       " PROG " export --perfetto OUT A.ptz B.ptz ...  many processes in one timeline, one process each\n"
@@ -126,7 +128,7 @@ static int usage_error(const char *fmt, const char *arg)
 	return 2;
 }
 
-static const char *const commands[] = { "report", "info", "export", "compare", "suggest", "peaks", "top" };
+static const char *const commands[] = { "report", "info", "export", "compare", "suggest", "peaks", "top", "merge" };
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
 
 /* Damerau-Levenshtein distance (adjacent swaps count 1) between two short
@@ -712,6 +714,61 @@ static size_t analyze_all(const char *const *paths, size_t n, struct ana_options
  * view (analyzer/ana_multi.h): text on stdout, unless --json - ; exit 1 if a trace cannot be read or is
  * damaged, or the JSON cannot be written.
  */
+/* The view of @n sources: JSON to @json (if given), the text to stdout unless the JSON went there.
+ * 0, or 1 with a message. */
+static int multi_out(const struct ana_multi_src *src, size_t n, const char *json, int top)
+{
+	struct ana_multi m;
+	int code = 0;
+	if (ana_multi_build(src, n, &m)) {
+		fprintf(stderr, PROG ": out of memory\n");
+		return 1;
+	}
+	if (json) {
+		FILE *f = open_out(json);
+		if (close_out(f, json, "JSON", !f || ana_multi_json(f, &m, src)))
+			code = 1;
+	}
+	if (!json || strcmp(json, "-"))
+		ana_multi_text(stdout, &m, src, top);
+	ana_multi_free(&m);
+	return code;
+}
+
+/*
+ * ptanalyze merge R1.json R2.json ...: the view of several traces from
+ * their JSON reports (each `ptanalyze TRACE --json`, written where the
+ * trace is), merged by their sketches: the same view, figure for figure, as
+ * `ptanalyze report` of the traces (doc/analyzer-output.md §12). Exit 0; 1
+ * for a file that is not such a report (named, with the reason) or an
+ * output that cannot be written.
+ */
+static int run_merge(const char *const *files, size_t n, const char *json, int top)
+{
+	struct ana_multi_src *src = calloc(n, sizeof(*src));
+	size_t nsrc = 0;
+	int code = 0;
+	if (!src) {
+		fprintf(stderr, PROG ": out of memory\n");
+		return 1;
+	}
+	for (; nsrc < n; nsrc++) {
+		char err[512];
+		if (ana_multi_src_json(files[nsrc], &src[nsrc], err, sizeof(err))) {
+			fprintf(stderr, PROG ": %s: %s\n", files[nsrc], err);
+			code = 1;
+			break;
+		}
+	}
+	if (!code)
+		code = multi_out(src, n, json, top);
+	for (size_t i = 0; i < nsrc; i++)
+		ana_multi_src_free(&src[i]);
+	free(src);
+	int out = stdout_ok();
+	return out ? out : code;
+}
+
 static int run_multi(const char *const *files, size_t n, struct ana_options *ao, const char *json, int top,
 		     int show_progress)
 {
@@ -725,20 +782,20 @@ static int run_multi(const char *const *files, size_t n, struct ana_options *ao,
 	} else {
 		done = analyze_all(files, n, ao, res, ptrs, show_progress, &code);
 	}
-	struct ana_multi m;
-	if (done == n && ana_multi_build(ptrs, n, &m) == 0) {
-		if (json) {
-			FILE *f = open_out(json);
-			if (close_out(f, json, "JSON", !f || ana_multi_json(f, &m, ptrs, files)))
-				code = 1;
-		}
-		if (!json || strcmp(json, "-"))
-			ana_multi_text(stdout, &m, ptrs, files, top);
-		ana_multi_free(&m);
+	struct ana_multi_src *src = done == n ? calloc(n, sizeof(*src)) : NULL;
+	size_t nsrc = 0;
+	while (src && nsrc < n && ana_multi_src_result(ptrs[nsrc], files[nsrc], &src[nsrc]) == 0)
+		nsrc++;
+	if (done == n && nsrc == n) {
+		if (multi_out(src, n, json, top))
+			code = 1;
 	} else if (done == n) {
 		fprintf(stderr, PROG ": out of memory\n");
 		code = 1;
 	}
+	for (size_t i = 0; i < nsrc; i++)
+		ana_multi_src_free(&src[i]);
+	free(src);
 	for (size_t i = 0; i < done; i++)
 		ana_result_free(&res[i]);
 	free(res);
@@ -1368,6 +1425,19 @@ int main(int argc, char **argv)
 	if (cmp_only)
 		return usage_error("%s", "--noise, --gate-threshold, --alpha, --bootstrap, --fail-on-regression, --folded-diff, "
 					 "--base and --new belong to compare");
+	if (strcmp(cmd, "merge") == 0) { /* reports of many traces: one view (analyzer/ana_multi.h) */
+		if (report_only || nexports || csv || html || sug_only || ao.thread >= 0 || ao.domain || ao.since_ns ||
+		    until_set)
+			return usage_error("%s", "merge takes --json FILE and --top N (each report was filtered when "
+						 "it was written)");
+		if (!rest)
+			return usage_error("%s", "merge: give the JSON reports (ptanalyze TRACE --json FILE)");
+		json = as_stdout(json);
+		for (int t = 0; json && strcmp(json, "-") && t < rest; t++)
+			if (same_file(argv[optind + t], json))
+				return usage_error("output file '%s' is a report to merge", json);
+		return run_merge((const char *const *)argv + optind, (size_t)rest, json, ro.top);
+	}
 	if (rest >= 2 && strcmp(cmd, "report") == 0) { /* many traces: one view (analyzer/ana_multi.h) */
 		if (report_only || nexports || csv || html || sug_only)
 			return usage_error("%s", "a report of several traces takes --json FILE, --top N and the filters "

@@ -321,6 +321,37 @@ for x in one["tree"]:
         assert r[k] == x[k], (x["path"], k, r[k], x[k])
     assert r["count"] == 2 * x["count"] and r["total_ns"] == 2 * x["total_ns"], x["path"]
 ' "$TMP/out" "$ANA" "$TMP/cn.ptz"
+# reports written elsewhere, merged by their sketches: the view of the traces, figure for figure
+"$GEN" "$TMP/rec300.ptz" --deep 300 || { echo "Bail out! generator failed"; exit 1; }
+for t in cb cn r3 rec300; do "$ANA" "$TMP/$t.ptz" --json "$TMP/$t.json" >/dev/null || echo "# $t --json failed"; done
+run merge "$TMP/cb.json" "$TMP/cn.json" "$TMP/r3.json" "$TMP/rec300.json" --json "$TMP/merged.json"
+cp "$TMP/out" "$TMP/merged.txt"
+run report "$TMP/cb.ptz" "$TMP/cn.ptz" "$TMP/r3.ptz" "$TMP/rec300.ptz" --json "$TMP/direct.json"
+check "merge of 4 JSON reports = report of the 4 traces (JSON, every figure; paths past 256 levels too)" python3 -c '
+import json, sys
+m, d = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+assert [t.pop("file") for t in m["traces"]] == [sys.argv[3] + x + ".json" for x in ("cb", "cn", "r3", "rec300")]
+for t in d["traces"]:
+    t.pop("file")
+assert any(r["path"].startswith("[2") for r in d["rows"]), "no elided path in the test"
+assert m == d, [(a, b) for a, b in zip(m["rows"], d["rows"]) if a != b][:2]
+' "$TMP/merged.json" "$TMP/direct.json" "$TMP/"
+check "merge text = report text but for the file names" \
+	eval 'diff <(sed "s/\.json /.ptz /" "$TMP/merged.txt") "$TMP/out" >/dev/null'
+run merge "$TMP/direct.json"
+check "merge of a view (not a trace report): exit 1, the file and the reason named" \
+	eval '[ "$rc" -eq 1 ] && grep -q "direct.json: not a report of ptanalyze TRACE --json" "$TMP/err"'
+python3 -c 'import json, sys
+j = json.load(open(sys.argv[1]))
+j["tree"][0]["sketch"]["hist"] = j["tree"][0]["sketch"]["hist"][2:]
+json.dump(j, open(sys.argv[2], "w"))' "$TMP/cb.json" "$TMP/bad.json"
+run merge "$TMP/cn.json" "$TMP/bad.json"
+check "merge of a report whose sketch lost a bucket: exit 1, named" \
+	eval '[ "$rc" -eq 1 ] && grep -q "bad.json: tree row 0: its sketch.s histogram does not hold its count" "$TMP/err"'
+run merge "$TMP/cb.json" --csv "$TMP/x.csv"
+check "merge --csv: usage, exit 2" eval '[ "$rc" -eq 2 ] && grep -q "merge takes --json FILE and --top N" "$TMP/err"'
+run merge
+check "merge of nothing: usage, exit 2" [ "$rc" -eq 2 ]
 cp "$TMP/cb.ptz" "$TMP/dmg.ptz"
 python3 -c 'import os, sys
 p = sys.argv[1]; off = os.path.getsize(p) - 200
