@@ -11,8 +11,10 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <limits.h>
 #include <glob.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,7 +39,8 @@ static void usage(FILE *out)
 	fprintf(out,
 		"usage: " PROG " TRACE.ptz --report [options]     report (also: " PROG " report TRACE.ptz)\n"
 		"       " PROG " report A.ptz B.ptz ...           many processes as one view: summed, with the\n"
-		"                                          spread across them (--json FILE, --top N, filters)\n"
+		"                                          spread across them (--json FILE, --top N, filters);\n"
+		"                                          a directory stands for its .ptz files\n"
 		"       " PROG " merge A.json B.json ...          the same view from reports written elsewhere\n"
 		"                                          (each: " PROG " TRACE --json FILE)\n"
 		"       " PROG " info TRACE.ptz                   header, threads, losses, compression\n"
@@ -281,6 +284,98 @@ static int same_file(const char *trace, const char *out)
 	if (n)
 		globfree(&g);
 	return same;
+}
+
+/*
+ * The trace (or, for merge, report) arguments of a set, expanded: a
+ * directory stands for its files ending in @ext (".ptz", ".json"), a
+ * pattern that names no file itself (quoted, so the shell left it) for
+ * the files it matches (glob(3)), each in name order; other arguments
+ * stay. @argv (whose set is @argv[@first, @first + *@n)) is replaced by a
+ * new array, the same up to @first, owned by this function (static: the
+ * process's arguments). 0, or 1 after a message (a directory
+ * or pattern with no such file, or no memory).
+ */
+static int expand_sets(char ***argv, int first, int *n, const char *ext)
+{
+	static char **keep;
+	static glob_t gs[64];
+	static size_t ngs;
+	size_t cap = (size_t)first + (size_t)*n + 1, nout = (size_t)first;
+	char **out = malloc(cap * sizeof(*out));
+	if (!out) {
+		fprintf(stderr, PROG ": out of memory\n");
+		return 1;
+	}
+	memcpy(out, *argv, (size_t)first * sizeof(*out)); /* the command and options, unchanged */
+	for (int i = first; i < first + *n; i++) {
+		const char *a = (*argv)[i];
+		struct stat st;
+		const bool dir = stat(a, &st) == 0 && S_ISDIR(st.st_mode);
+		const bool pattern = !dir && stat(a, &st) != 0 && strpbrk(a, "*?[");
+		size_t from = 0, count = 1;
+		glob_t *g = NULL;
+		if (dir || pattern) {
+			if (ngs == 64) {
+				free(out);
+				fprintf(stderr, PROG ": more than 64 directories or patterns given\n");
+				return 1;
+			}
+			g = &gs[ngs];
+			char *pat = malloc(2 * strlen(a) + strlen(ext) + 4);
+			if (!pat) {
+				free(out);
+				fprintf(stderr, PROG ": out of memory\n");
+				return 1;
+			}
+			size_t o = 0;
+			for (const char *c = a; *c; c++) { /* a directory's own glob characters stand for themselves */
+				if (dir && strchr("*?[\\", *c))
+					pat[o++] = '\\';
+				pat[o++] = *c;
+			}
+			if (dir)
+				o += (size_t)sprintf(pat + o, "%s*%s", o && pat[o - 1] == '/' ? "" : "/", ext);
+			pat[o] = 0;
+			const int rc = glob(pat, 0, NULL, g);
+			free(pat);
+			if (rc || !g->gl_pathc) {
+				if (!rc)
+					globfree(g);
+				fprintf(stderr, PROG ": %s: %s\n", a,
+					dir ? (strcmp(ext, ".ptz") ? "no .json file in this directory"
+								   : "no .ptz file in this directory")
+					    : "no file matches this pattern");
+				free(out);
+				return 1;
+			}
+			ngs++;
+			count = g->gl_pathc;
+		}
+		if (nout + count + 1 > cap) { /* and the closing NULL */
+			cap = (nout + count + 1) * 2;
+			char **b = realloc(out, cap * sizeof(*out));
+			if (!b) {
+				free(out);
+				fprintf(stderr, PROG ": out of memory\n");
+				return 1;
+			}
+			out = b;
+		}
+		for (size_t k = from; k < count; k++)
+			out[nout++] = g ? g->gl_pathv[k] : (*argv)[i];
+	}
+	if (nout >= INT_MAX) {
+		free(out);
+		fprintf(stderr, PROG ": too many files\n");
+		return 1;
+	}
+	out[nout] = NULL;
+	free(keep);
+	keep = out;
+	*argv = out;
+	*n = (int)nout - first;
+	return 0;
 }
 
 /*
@@ -1336,6 +1431,12 @@ int main(int argc, char **argv)
 	}
 	if (gpu_dev >= 0 && strcmp(cmd, "peaks"))
 		return usage_error("%s", "--gpu belongs to peaks");
+	/* a set's directories and quoted patterns stand for their files */
+	if (rest >= 1 && (!strcmp(cmd, "report") || !strcmp(cmd, "export") || !strcmp(cmd, "merge"))) {
+		if (expand_sets(&argv, optind, &rest, strcmp(cmd, "merge") ? ".ptz" : ".json"))
+			return 1;
+		argc = optind + rest;
+	}
 	/* the parts of a rotated trace, given as files, are one trace */
 	if (rest > 1) {
 		if (group_parts(argv + optind, &rest))

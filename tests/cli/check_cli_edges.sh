@@ -348,6 +348,26 @@ json.dump(j, open(sys.argv[2], "w"))' "$TMP/cb.json" "$TMP/bad.json"
 run merge "$TMP/cn.json" "$TMP/bad.json"
 check "merge of a report whose sketch lost a bucket: exit 1, named" \
 	eval '[ "$rc" -eq 1 ] && grep -q "bad.json: tree row 0: its sketch.s histogram does not hold its count" "$TMP/err"'
+# a directory, or a pattern the shell left quoted, stands for its files in name order
+mkdir -p "$TMP/set" "$TMP/reports" "$TMP/none"
+cp "$TMP/cb.ptz" "$TMP/cn.ptz" "$TMP/set/" && cp "$TMP/cb.json" "$TMP/cn.json" "$TMP/reports/"
+run report "$TMP/set" --json "$TMP/dir.json"
+run report "$TMP/set/cb.ptz" "$TMP/set/cn.ptz" --json "$TMP/files.json"
+check "report DIR = report of its .ptz files in name order" cmp -s "$TMP/dir.json" "$TMP/files.json"
+run report "$TMP/set/c*.ptz" --json "$TMP/pat.json"
+check "report 'PATTERN' (quoted) = report of the files it matches" cmp -s "$TMP/pat.json" "$TMP/files.json"
+run merge "$TMP/reports" --json "$TMP/mdir.json"
+check "merge DIR: its .json reports" eval '[ "$rc" -eq 0 ] && grep -q "reports/cn.json" "$TMP/mdir.json"'
+run export --chrome "$TMP/dir-export.json" "$TMP/set"
+check "export DIR: one process per file" python3 -c '
+import json, sys
+assert len({e["pid"] for e in json.load(open(sys.argv[1])) if e.get("ph") == "X"}) == 2' "$TMP/dir-export.json"
+run report "$TMP/none"
+check "report of a directory with no .ptz: exit 1, said" \
+	eval '[ "$rc" -eq 1 ] && grep -q "none: no .ptz file in this directory" "$TMP/err"'
+run report "$TMP/set/nomatch*.ptz"
+check "a pattern that matches nothing: exit 1, said" \
+	eval '[ "$rc" -eq 1 ] && grep -q "no file matches this pattern" "$TMP/err"'
 run merge "$TMP/cb.json" --csv "$TMP/x.csv"
 check "merge --csv: usage, exit 2" eval '[ "$rc" -eq 2 ] && grep -q "merge takes --json FILE and --top N" "$TMP/err"'
 run merge
