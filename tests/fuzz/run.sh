@@ -13,6 +13,7 @@
 #   perfetto  Perfetto protobuf export (.ptz)
 #   chrome    Chrome JSON export (.ptz)
 #   folded    folded-stacks export of an analyzed trace (.ptz)
+#   merge     ptanalyze merge's reader of JSON reports (.json)
 # SECONDS (default 60) is the whole run's fuzzing time, shared equally by the
 # targets, which run one after the other: `run.sh 600` gives each 60 s.
 #
@@ -24,7 +25,8 @@
 # runs): builds nothing, starts from the seeds only in
 # build-fuzz/fuzz-smoke/TARGET/ and gives EACH target SECONDS.
 #
-# Seeds: tests/data/golden, tests/data/corrupt and tests/fuzz/seeds (*.ptz),
+# Seeds: tests/data/golden, tests/data/corrupt and tests/fuzz/seeds (*.ptz; merge:
+# the JSON reports of tests/data/golden),
 # content-named so that a rerun adds nothing twice, plus an empty input; the
 # decoder's are the raw chunk payloads of the same files (gen-stored-seeds
 # --payloads). Every target uses tests/fuzz/ptz.dict.
@@ -37,7 +39,7 @@
 # Reproduce a finding: build-fuzz/tests/fuzz/fuzz-TARGET FILE
 # Minimize it: build-fuzz/tests/fuzz/fuzz-TARGET -minimize_crash=1 -runs=10000 FILE
 set -u
-all_targets="reader decoder analyzer json compare suggest html perfetto chrome folded"
+all_targets="reader decoder analyzer json compare suggest html perfetto chrome folded merge"
 smoke=0
 if [ "${1:-}" = --smoke ]; then
 	smoke=1
@@ -77,6 +79,12 @@ for t in $targets; do
 done
 
 seed_files() {
+	if [ "$1" = merge ]; then # JSON reports with sketches
+		for f in "$src"/tests/data/golden/*.json; do
+			[ -s "$f" ] && echo "$f"
+		done
+		return
+	fi
 	for f in "$src"/tests/data/golden/*.ptz "$src"/tests/data/corrupt/*.ptz "$src"/tests/fuzz/seeds/*.ptz; do
 		[ -s "$f" ] && echo "$f"
 	done
@@ -91,7 +99,7 @@ seed_files() {
 # -entropic=0: every .ptz input has thousands of features (one per record
 # path), and entropic scheduling spent 40% of the old all-in-one harness's
 # time updating their frequencies.
-max_len() { case $1 in decoder) echo 16384 ;; *) echo 32768 ;; esac; }
+max_len() { case $1 in decoder) echo 16384 ;; merge) echo 65536 ;; *) echo 32768 ;; esac; }
 
 found=0 summary=
 for t in $targets; do
@@ -100,9 +108,9 @@ for t in $targets; do
 	[ "$smoke" = 0 ] || rm -rf "$corpus"
 	mkdir -p "$corpus" "$art"
 	if [ "$t" = decoder ]; then
-		seed_files | xargs "$bld/tests/fuzz/gen-stored-seeds" --payloads "$corpus" || exit 2
+		seed_files "$t" | xargs "$bld/tests/fuzz/gen-stored-seeds" --payloads "$corpus" || exit 2
 	else
-		seed_files | while read -r f; do
+		seed_files "$t" | while read -r f; do
 			cp -n "$f" "$corpus/seed-$(sha1sum "$f" | cut -c1-16)"
 		done
 	fi
