@@ -75,22 +75,35 @@ int ana_multi_build(const struct ana_multi_src *src, size_t n, struct ana_multi 
 		r->path = e[i].path;
 		e[i].path = NULL; /* moved */
 		r->min_total_ns = UINT64_MAX;
+		uint64_t spread_sum = 0; /* the totals the spread is over (estimated where sampled) */
 		for (; j < ne && (j == i || strcmp(e[j].path, r->path) == 0); j++) {
-			const struct ana_agg *ag = src[e[j].trace].agg[e[j].node];
+			const struct ana_multi_src *sj = &src[e[j].trace];
+			const struct ana_agg *ag = sj->agg[e[j].node];
 			ana_agg_merge(&r->agg, ag, &rng);
-			r->depth = src[e[j].trace].depth[e[j].node];
+			r->depth = sj->depth[e[j].node];
 			ANA_SAT_ADD(r->count, ag->count);
 			ANA_SAT_ADD(r->total_ns, ag->total_ns);
 			ANA_SAT_ADD(r->self_ns, ag->self_ns);
 			r->traces++;
-			if (ag->total_ns > r->max_total_ns || r->traces == 1) {
-				r->max_total_ns = ag->total_ns;
+			/* a sampled trace's share of the path is its estimate (§13) */
+			const bool est = !isnan(sj->est_count[e[j].node]);
+			const double ec = est ? sj->est_count[e[j].node] : (double)ag->count;
+			const double et = est ? sj->est_total_ns[e[j].node] : (double)ag->total_ns;
+			const uint64_t t = est ? ana_sat_u64(et + 0.5) : ag->total_ns;
+			r->sampled |= est;
+			r->est_count += ec;
+			r->est_total_ns += et;
+			if (t > r->max_total_ns || r->traces == 1) {
+				r->max_total_ns = t;
 				r->max_trace = e[j].trace;
 			}
-			if (ag->total_ns < r->min_total_ns)
-				r->min_total_ns = ag->total_ns;
+			if (t < r->min_total_ns)
+				r->min_total_ns = t;
+			ANA_SAT_ADD(spread_sum, t);
 		}
-		r->max_over_mean = r->total_ns ? (double)r->max_total_ns * r->traces / (double)r->total_ns : NAN;
+		r->max_over_mean = spread_sum ? (double)r->max_total_ns * r->traces / (double)spread_sum : NAN;
+		if (!r->sampled)
+			r->est_count = r->est_total_ns = NAN;
 		i = j;
 	}
 	for (size_t i = 0; i < ne; i++)
@@ -150,8 +163,10 @@ static const struct ana_multi_row *sort_rows; /* qsort has no context argument *
 static int cmp_by_total(const void *a, const void *b)
 {
 	const struct ana_multi_row *x = &sort_rows[*(const size_t *)a], *y = &sort_rows[*(const size_t *)b];
-	if (x->total_ns != y->total_ns)
-		return x->total_ns < y->total_ns ? 1 : -1;
+	const double tx = x->sampled ? x->est_total_ns : (double)x->total_ns;
+	const double ty = y->sampled ? y->est_total_ns : (double)y->total_ns;
+	if (tx != ty)
+		return tx < ty ? 1 : -1;
 	return strcmp(x->path, y->path);
 }
 
@@ -178,6 +193,7 @@ void ana_multi_text(FILE *out, const struct ana_multi *m, const struct ana_multi
 	qsort(idx, m->nrows, sizeof(*idx), cmp_by_total);
 	const size_t shown = top > 0 && (size_t)top < m->nrows ? (size_t)top : top > 0 ? m->nrows
 											: m->nrows < 20 ? m->nrows : 20;
+	bool any_sampled = false;
 	fprintf(out, "\n%12s %12s %7s %10s %10s %10s %7s %9s  %-28s path\n", "total", "count", "share", "mean", "p50",
 		"p99", "traces", "max/mean", "slowest (its total)");
 	for (size_t j = 0; j < shown; j++) {
@@ -188,15 +204,27 @@ void ana_multi_text(FILE *out, const struct ana_multi *m, const struct ana_multi
 		snprintf(slow, sizeof(slow), "[%" PRIu32 "]%s%s (%s)", r->max_trace,
 			 identity(&src[r->max_trace], id, sizeof(id))[0] ? " " : "", id,
 			 ana_fmt_dur(b, sizeof(b), (double)r->max_total_ns));
-		fprintf(out, "%12s %12" PRIu64 " %6.1f%% %10s %10s %10s %7" PRIu32 " %9.3f  %-28s %s\n",
-			ana_fmt_dur(a, sizeof(a), (double)r->total_ns), r->count,
-			m->span_sum_ns ? 100.0 * (double)r->total_ns / (double)m->span_sum_ns : 0.0,
+		char tot[40], cnt[40];
+		if (r->sampled) { /* estimates (§13): marked */
+			snprintf(tot, sizeof(tot), "~%s", ana_fmt_dur(a, sizeof(a), r->est_total_ns));
+			snprintf(cnt, sizeof(cnt), "~%.0f", r->est_count);
+			any_sampled = true;
+		} else {
+			snprintf(tot, sizeof(tot), "%s", ana_fmt_dur(a, sizeof(a), (double)r->total_ns));
+			snprintf(cnt, sizeof(cnt), "%" PRIu64, r->count);
+		}
+		const double shown_ns = r->sampled ? r->est_total_ns : (double)r->total_ns;
+		fprintf(out, "%12s %12s %6.1f%% %10s %10s %10s %7" PRIu32 " %9.3f  %-28s %s\n", tot, cnt,
+			m->span_sum_ns ? 100.0 * shown_ns / (double)m->span_sum_ns : 0.0,
 			ana_fmt_dur(mean, sizeof(mean), f.mean), ana_fmt_dur(p50, sizeof(p50), (double)f.p50),
 			ana_fmt_dur(p99, sizeof(p99), (double)f.p99), r->traces, r->max_over_mean, slow,
 			ana_text_safe(r->path));
 	}
 	if (shown < m->nrows)
 		fprintf(out, "... and %zu more paths (--top, or --json for all)\n", m->nrows - shown);
+	if (any_sampled)
+		fprintf(out, "~: inside sampled requests in some trace: total and count are Horvitz-Thompson estimates "
+			     "(doc/analyzer-output.md §13);\n   mean and percentiles are over the recorded calls\n");
 	free(idx);
 }
 
@@ -256,6 +284,9 @@ int ana_multi_json(FILE *out, const struct ana_multi *m, const struct ana_multi_
 		ana_jo_real(&o, "gflop_per_s", f.gflops);
 		ana_jo_u64(&o, "gpu_count", g->gpu ? g->gpu->self.count : 0);
 		ana_jo_u64(&o, "gpu_total_ns", g->gpu ? g->gpu->self.total_ns : 0);
+		ana_jo_bool(&o, "sampled", r->sampled);
+		ana_jo_real(&o, "est_count", r->est_count); /* null when not sampled */
+		ana_jo_real(&o, "est_total_ns", r->est_total_ns);
 		ana_jo_close(&o, "}");
 	}
 	ana_jo_close(&rows, "]");
@@ -275,6 +306,8 @@ void ana_multi_src_free(struct ana_multi_src *s)
 	free(s->path);
 	free(s->depth);
 	free(s->agg);
+	free(s->est_count);
+	free(s->est_total_ns);
 	free(s->own);
 	free(s->file);
 	free(s->process);
@@ -294,10 +327,15 @@ static int src_alloc(struct ana_multi_src *s, const char *file, const char *proc
 	s->depth = calloc(n ? n : 1, sizeof(*s->depth));
 	s->agg = calloc(n ? n : 1, sizeof(*s->agg));
 	s->own = own ? calloc(n ? n : 1, sizeof(*s->own)) : NULL;
-	if (!s->file || !s->process || !s->job || !s->path || !s->depth || !s->agg || (own && !s->own)) {
+	s->est_count = malloc((n ? n : 1) * sizeof(double));
+	s->est_total_ns = malloc((n ? n : 1) * sizeof(double));
+	if (!s->file || !s->process || !s->job || !s->path || !s->depth || !s->agg || (own && !s->own) ||
+	    !s->est_count || !s->est_total_ns) {
 		ana_multi_src_free(s);
 		return -ENOMEM;
 	}
+	for (size_t k = 0; k < n; k++)
+		s->est_count[k] = s->est_total_ns[k] = NAN;
 	return 0;
 }
 
@@ -322,6 +360,12 @@ int ana_multi_src_result(const struct ana_result *res, const char *file, struct 
 		}
 		s->depth[k - 1] = res->merged.n[k].depth;
 		s->agg[k - 1] = &res->merged.n[k].agg;
+		if (res->merged.n[k].agg.est && !res->merged.n[k].agg.est->by_name) { /* as the report's row (§13) */
+			struct ana_est_fig f;
+			ana_est_figures(&res->merged.n[k].agg, &f);
+			s->est_count[k - 1] = f.count;
+			s->est_total_ns[k - 1] = f.total_ns;
+		}
 	}
 	free(buf);
 	return 0;
@@ -458,6 +502,17 @@ int ana_multi_src_json(const char *file, struct ana_multi_src *s, char *err, siz
 		rc = sketch_read(row, a, &why);
 		if (rc)
 			break;
+		const json_t *est = json_object_get(row, "estimate"); /* §13: a path inside sampled requests */
+		if (est) {
+			const json_t *ec = json_object_get(est, "count"), *et = json_object_get(est, "total_ns");
+			if (!json_is_number(ec) || !json_is_number(et)) {
+				why = "a damaged estimate";
+				rc = -EINVAL;
+				break;
+			}
+			s->est_count[k] = json_number_value(ec);
+			s->est_total_ns[k] = json_number_value(et);
+		}
 		/* the path string as ana_path_of() writes it: "[depth] ...;" when elided, names by ';' */
 		size_t len = elided ? 32 : 1;
 		for (size_t i = 0; i < json_array_size(path); i++) {

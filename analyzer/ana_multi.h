@@ -38,6 +38,13 @@ struct ana_multi_row {
 	 * (doc/analyzer-output.md §12). Its first_* fields are left out of every output: each trace's
 	 * first occurrence is on its own host's clock. Owned (ana_multi_free()). */
 	struct ana_agg agg;
+	/* Since: multi/2. Whether some trace has the path inside sampled requests
+	 * (§13); then est_count and est_total_ns sum each trace's Horvitz-Thompson
+	 * estimates (its recorded figures where it was not sampled), and the
+	 * spread (max_total_ns, min_total_ns, slowest_trace, max_over_mean) is
+	 * over the traces' estimated totals. NaN when not sampled. */
+	bool sampled;
+	double est_count, est_total_ns;
 };
 
 struct ana_multi {
@@ -64,6 +71,7 @@ struct ana_multi_src {
 	char **path;          /* each as ana_path_of() writes it */
 	uint32_t *depth;
 	const struct ana_agg **agg; /* into the result, or into @own */
+	double *est_count, *est_total_ns; /* per path: its estimates inside sampled requests (§13), NaN if none */
 	struct ana_agg *own;  /* the aggregates rebuilt from a report; NULL for a result */
 };
 

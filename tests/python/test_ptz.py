@@ -787,6 +787,45 @@ class TestSampling(Base):
         self.assertEqual(rep["trace"]["recorder_errors"], 0)
         self.assertEqual(rep["trace"]["lost_records"], 0)
 
+    def test_many_traces_use_estimates(self):
+        """`ptanalyze report A B` and `ptanalyze merge` of their reports
+        (doc/analyzer-output.md section 12): a path inside sampled requests
+        is summed over the traces by its estimates, not by what was
+        recorded (1 in 4 calls here), and is marked; the others stay exact."""
+        n, p = 2000, 0.25
+        for _ in range(n):
+            with self.t.section("request", sample=p):
+                pass
+        with self.t.section("exact"):
+            pass
+        _, rep = self.rows()
+        one = {tuple(r["path"]): r for r in rep["tree"]}
+        k = one[("request",)]["count"]
+        out = subprocess.run([PTANALYZE, "report", self.path, self.path, "--json", "-"], capture_output=True,
+                             text=True, check=True).stdout
+        view = json.loads(out)
+        rows = {r["path"]: r for r in view["rows"]}
+        req, ex = rows["request"], rows["exact"]
+        self.assertTrue(req["sampled"])
+        self.assertEqual(req["count"], 2 * k)  # recorded
+        self.assertAlmostEqual(req["est_count"], 2 * k / p)
+        self.assertAlmostEqual(req["est_total_ns"], 2 * one[("request",)]["estimate"]["total_ns"], delta=1e-6)
+        self.assertAlmostEqual(req["max_over_mean"], 1.0)
+        self.assertFalse(ex["sampled"])
+        self.assertIsNone(ex["est_count"])
+        text = subprocess.run([PTANALYZE, "report", self.path, self.path], capture_output=True, text=True,
+                              check=True).stdout
+        self.assertIn("~%d " % round(2 * k / p), text)
+        self.assertIn("~: inside sampled requests", text)
+        # the same view from the two reports
+        rep_json = tmp_path("sampled-report.json")
+        subprocess.run([PTANALYZE, self.path, "--json", rep_json], capture_output=True, check=True)
+        merged = json.loads(subprocess.run([PTANALYZE, "merge", rep_json, rep_json, "--json", "-"],
+                                           capture_output=True, text=True, check=True).stdout)
+        for t in merged["traces"] + view["traces"]:
+            t.pop("file")
+        self.assertEqual(merged, view)
+
     def test_log_marks_estimates(self):
         for _ in range(400):
             with self.t.section("req", sample=0.5):
