@@ -216,11 +216,11 @@ static PT_NOINLINE_STATS void hist_add_sparse(struct ana_hist *h, uint32_t i, ui
 {
 	uint32_t o = i / SUB, k = sp_lower(h, i);
 	if (k < h->nsp && PAIR_IDX(h->sp[k]) == i) {
-		if (PAIR_COUNT(h->sp[k]) + (uint64_t)count <= UINT16_MAX) {
+		if (PAIR_COUNT(h->sp[k]) + (uint64_t)count < ANA_HIST_HOT) {
 			h->sp[k] += count;
 			return;
 		}
-		goto dense;
+		goto dense; /* a hot octave: O(1) adds from now on */
 	}
 	uint32_t first = sp_lower(h, o * SUB), last = sp_lower(h, (o + 1) * SUB);
 	if (last - first + 1 >= ANA_HIST_DENSE_AT || count > UINT16_MAX)
