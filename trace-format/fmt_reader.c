@@ -981,9 +981,11 @@ static int part_read(struct pt_reader *r, size_t i)
 		const uint64_t mono = fmt_get64(h + FMT_OFF_START_MONO);
 		if (p->header_ok && r->info.clock_source != PT_CLOCK_MONOTONIC && mono)
 			add_clock_point(r, fmt_get64(h + FMT_OFF_START_TICKS), mono);
-		if (p->part != r->parts[i - 1].part + 1)
+		if (p->part != r->parts[i - 1].part + 1) { /* data lost, as a damaged region is (§11) */
+			r->info.corrupt_regions++;
 			problem(r, 0, "part %u of run %016llx: parts %u to %u missing before it (after %s)", p->part,
 				(unsigned long long)p->run_id, r->parts[i - 1].part + 1, p->part - 1, r->parts[i - 1].path);
+		}
 	}
 	r->info.last_part = p->part;
 	if (!p->header_ok) {

@@ -143,6 +143,8 @@ for p in (parts[0], parts[2]):
 g = ana(*sorted(glob.glob(os.path.join(gap, "*.ptz"))), "--no-progress")
 ok("part 3 of run" in g.stderr and "parts 2 to 2 missing" in g.stderr and
    os.path.join(gap, os.path.basename(parts[2])) in g.stderr, "parts 1 and 3: the missing part 2 is named")
+ok(g.returncode == 1 and any("error: " in l and "part 3 of run" in l for l in g.stderr.splitlines()),
+   "parts 1 and 3: a part lost is an error, exit 1, as damage is")
 
 # a subset of the parts found under the name: said, exit 1
 sub = ana(parts[1], parts[2])
