@@ -11,9 +11,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <pthread.h>
 #include <limits.h>
 #include <glob.h>
 #include <math.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -72,6 +74,8 @@ static void usage(FILE *out)
 		"  --html FILE          write the report, charts and suggestions as one self-contained HTML page\n"
 		"                       (--peaks, --fp32, --threshold apply to its suggestions)\n"
 		"  --no-progress        no progress bar (shown on a terminal for large traces)\n"
+		"  -j N, --jobs N       analyze up to N traces of a set at once (report of several, compare runs;\n"
+		"                       default: the online CPUs); the results are those of one at a time\n"
 		"\n"
 		"Guards for untrusted traces (every command that reads a trace; none by default):\n"
 		"  --max-records N      refuse a trace whose chunk headers announce more than N records\n"
@@ -752,6 +756,8 @@ static int trace_warnings(const char *path, const struct ana_result *res)
 	return res->corrupt ? 1 : 0;
 }
 
+static int check_side(const char *path, const struct ana_options *ao, struct ana_result *res);
+
 /* Analyzes one side of a comparison; 0, or 1 with a message. */
 static int analyze_side(const char *path, struct ana_options *ao, struct ana_result *res, int show_progress)
 {
@@ -768,6 +774,15 @@ static int analyze_side(const char *path, struct ana_options *ao, struct ana_res
 			ana_result_free(res);
 		return 1;
 	}
+	return check_side(path, ao, res);
+}
+
+/* What analyze_side() checks once the analysis of @path is in @res: the
+ * --thread exists, the window is not past the trace. 0, or 1 with a
+ * message (@res freed). */
+static int check_side(const char *path, const struct ana_options *ao, struct ana_result *res)
+{
+	char err[512];
 	size_t ti = 0;
 	while (ao->thread >= 0 && ti < res->nthreads && res->threads[ti].index != (uint32_t)ao->thread)
 		ti++;
@@ -790,9 +805,87 @@ static int analyze_side(const char *path, struct ana_options *ao, struct ana_res
  * that cannot be read at all stops it (analyze_side() said why). Return: how many were analyzed (to
  * free), @n when all were.
  */
+/* -j N: analyses of a set run at once (default: the online CPUs, at most 64) */
+static unsigned g_jobs = 1;
+
+/* The analyses of a set, shared by the -j workers: each takes the next file. */
+struct jobs {
+	const char *const *paths;
+	size_t n;
+	const struct ana_options *ao;
+	struct ana_result *res;
+	int *rc;
+	char (*err)[512];
+	atomic_size_t next;
+};
+
+static void *job_worker(void *arg)
+{
+	struct jobs *j = arg;
+	for (size_t i; (i = atomic_fetch_add(&j->next, 1)) < j->n;) {
+		struct ana_options o = *j->ao;
+		o.progress = NULL; /* several at once: no one bar */
+		j->rc[i] = ana_run(j->paths[i], &o, &j->res[i], j->err[i], sizeof(j->err[i]));
+	}
+	return NULL;
+}
+
+/*
+ * ana_run() of each of @paths[0..@n) into @res, on @jobs threads: each
+ * analysis is independent (ana_run() shares nothing between calls), so the
+ * results are those of one at a time. 0, or -1 if no thread could start
+ * (then nothing ran: the caller runs them one at a time).
+ */
+static int run_jobs(const char *const *paths, size_t n, const struct ana_options *ao, struct ana_result *res,
+		    int *rc, char (*err)[512], unsigned jobs)
+{
+	struct jobs j = { .paths = paths, .n = n, .ao = ao, .res = res, .rc = rc, .err = err };
+	atomic_init(&j.next, 0);
+	pthread_t tid[64];
+	unsigned started = 0;
+	if (jobs > 64)
+		jobs = 64;
+	for (; started + 1 < jobs && started + 1 < n; started++)
+		if (pthread_create(&tid[started], NULL, job_worker, &j))
+			break;
+	if (!started)
+		return -1;
+	job_worker(&j); /* this thread is one of the workers */
+	for (unsigned k = 0; k < started; k++)
+		pthread_join(tid[k], NULL);
+	return 0;
+}
+
 static size_t analyze_all(const char *const *paths, size_t n, struct ana_options *ao, struct ana_result *res,
 			  const struct ana_result **ptrs, int show_progress, int *code)
 {
+	int *rc = g_jobs > 1 && n > 1 ? calloc(n, sizeof(*rc)) : NULL;
+	char (*err)[512] = rc ? calloc(n, sizeof(*err)) : NULL;
+	if (err && run_jobs(paths, n, ao, res, rc, err, g_jobs) == 0) {
+		/* in file order, as one at a time: the first failure stops, its message first */
+		size_t i = 0;
+		for (; i < n; i++) {
+			if (rc[i] || check_side(paths[i], ao, &res[i])) {
+				if (rc[i]) {
+					fprintf(stderr, PROG ": %s: %s\n", paths[i], err[i]);
+					if (res[i].rd)
+						ana_result_free(&res[i]);
+				}
+				*code = 1;
+				for (size_t k = i + 1; k < n; k++) /* analyzed, never to be used */
+					if (!rc[k] && res[k].rd)
+						ana_result_free(&res[k]);
+				break;
+			}
+			*code |= trace_warnings(paths[i], &res[i]);
+			ptrs[i] = &res[i];
+		}
+		free(rc);
+		free(err);
+		return i;
+	}
+	free(rc);
+	free(err);
 	for (size_t i = 0; i < n; i++) {
 		if (analyze_side(paths[i], ao, &res[i], show_progress)) {
 			*code = 1;
@@ -1165,6 +1258,7 @@ int main(int argc, char **argv)
 		{ "gpu", optional_argument, NULL, OPT_GPU },
 		{ "max-records", required_argument, NULL, OPT_MAXRECORDS },
 		{ "max-memory", required_argument, NULL, OPT_MAXMEMORY },
+		{ "jobs", required_argument, NULL, 'j' },
 		{ "html", required_argument, NULL, OPT_HTML },
 		{ "folded-diff", required_argument, NULL, OPT_FOLDED_DIFF },
 		{ NULL, 0, NULL, 0 },
@@ -1186,7 +1280,11 @@ int main(int argc, char **argv)
 	struct cli_top_opts topo = { .interval_s = 1.0 };
 	double seconds = 0.5;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+	{
+		const long cpus = sysconf(_SC_NPROCESSORS_ONLN); /* -j's default */
+		g_jobs = cpus > 1 ? (unsigned)(cpus < 64 ? cpus : 64) : 1;
+	}
+	while ((c = getopt_long(argc, argv, "hj:", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'h':
 			usage(stdout);
@@ -1354,6 +1452,14 @@ int main(int argc, char **argv)
 			if (parse_u64(optarg, 0, &max_records))
 				return usage_error("--max-records: expected a positive count, got '%s'", optarg);
 			break;
+		case 'j': {
+			char *end;
+			long j = strtol(optarg, &end, 10);
+			if (*end || end == optarg || j < 1 || j > 64)
+				return usage_error("-j: expected 1..64 analyses at once, got '%s'", optarg);
+			g_jobs = (unsigned)j;
+			break;
+		}
 		case OPT_MAXMEMORY:
 			if (parse_u64(optarg, 1, &max_memory))
 				return usage_error("--max-memory: expected a positive size in bytes (K, M, G), got '%s'", optarg);
