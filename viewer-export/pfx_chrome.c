@@ -584,10 +584,8 @@ static int chrome_file(struct cw *w, const char *path, const struct pfx_opts *o,
 	if (rc == 0 && w->async.nrec)
 		rc = emit_async(w);
 out:
-	pfx_gpu_free(&w->gpu);
+	pfx_gpu_free(&w->gpu); /* emptied, ready for the next file */
 	pfx_async_free(&w->async);
-	memset(&w->gpu, 0, sizeof(w->gpu));
-	memset(&w->async, 0, sizeof(w->async));
 	w->gpu_no_lane = 0;
 	pt_reader_close(w->rd);
 	w->rd = NULL;
@@ -618,13 +616,8 @@ int pfx_write_chrome_set(const char *const *paths, size_t n, FILE *out, const st
 	size_t bad = 0;
 	rc = pfx_set_places(paths, n, place, &bad, err, errlen);
 	for (size_t k = 0; k < n && rc == 0; k++)
-		if ((rc = chrome_file(&w, paths[k], o, &place[k])) && n > 1) { /* which file */
-			char *m = strdup(err);
-			if (m) {
-				snprintf(err, errlen, "%s: %s", paths[k], m);
-				free(m);
-			}
-		}
+		if ((rc = chrome_file(&w, paths[k], o, &place[k])) && n > 1)
+			pfx_set_name_file(err, errlen, paths[k]);
 	if (rc == 0 && (fputs(w.events ? "\n]\n" : "[\n]\n", out) == EOF || fflush(out) == EOF || ferror(out))) {
 		snprintf(err, errlen, "write failed: %s", strerror(errno ? errno : EIO));
 		rc = -EIO;

@@ -619,3 +619,14 @@ int pfx_set_places(const char *const *paths, size_t n, struct pfx_set_place *pla
 	free(pa);
 	return rc;
 }
+
+void pfx_set_name_file(char *msg, size_t msglen, const char *path)
+{
+	if (!msglen || strstr(msg, path)) /* pfx_set_places() named it already */
+		return;
+	char *m = strdup(msg);
+	if (m) {
+		snprintf(msg, msglen, "%s: %s", path, m);
+		free(m);
+	}
+}

@@ -316,4 +316,8 @@ struct pfx_set_place {
 int pfx_set_places(const char *const *paths, size_t n, struct pfx_set_place *place, size_t *bad, char *msg,
 		   size_t msglen);
 
+/* pfx_set_name_file() - Prefixes the message @msg of a set's export that
+ * failed on the file @path with "@path: " (unless it names it already). */
+void pfx_set_name_file(char *msg, size_t msglen, const char *path);
+
 #endif /* PTZ_PFX_RANGES_H */

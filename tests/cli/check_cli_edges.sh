@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tests/cli/check_cli_edges.sh PTANALYZE GEN_TRACE SMALL_TRACE [deep] - what a
+# tests/cli/check_cli_edges.sh PTANALYZE GEN_TRACE SMALL_TRACE [deep|jobs] - what a
 # demanding user hits (the CLI, the analyzer's outputs and the
 # viewer export): --until 0, a --thread that does not exist, an output path
 # that is the trace itself, a full stdout, CSV/JSON/text with names holding
@@ -8,7 +8,8 @@
 # errors on two recorder traces; ptanalyze suggest and peaks (files, JSON,
 # usage errors). With 'deep': a trace 200,000 levels deep (a section
 # never ended in a loop) must be reported, not crash, and a recursion
-# 100,000 deep in seconds, not minutes. Output is TAP.
+# 100,000 deep in seconds, not minutes. With 'jobs': ptanalyze -j N against
+# -j 1 (run in the ThreadSanitizer suite too). Output is TAP.
 set -u
 ANA=$1
 GEN=$2
@@ -32,6 +33,36 @@ check() { # check DESC COMMAND...: ok when COMMAND succeeds
 }
 run() { "$ANA" "$@" >"$TMP/out" 2>"$TMP/err"; rc=$?; }
 
+if [ "$MODE" = jobs ]; then
+	# -j N: the traces of a set analyzed at once (cli/cli_main.c, run_jobs())
+	# give the view and the comparison of one at a time, byte for byte, and
+	# the first unreadable file in the set's order is the one reported,
+	# whatever order the workers finished in. In the 'tsan' suite too:
+	# ana_run() on several threads at once must share nothing.
+	"$GEN" "$TMP/a.ptz" --cmp-base 10 && "$GEN" "$TMP/b.ptz" --cmp-new 10 && "$GEN" "$TMP/c.ptz" --deep 300 &&
+		"$GEN" "$TMP/d.ptz" --cmp-base 10 || { echo "Bail out! generator failed"; exit 1; }
+	set4=("$TMP/a.ptz" "$TMP/b.ptz" "$SMALL" "$TMP/c.ptz" "$TMP/d.ptz" "$TMP/a.ptz")
+	run report "${set4[@]}" -j 1 --json "$TMP/j1.json"
+	check "report of 6 traces -j 1 exits 0" [ "$rc" -eq 0 ]
+	cp "$TMP/out" "$TMP/t1.txt"
+	run report "${set4[@]}" -j 4 --json "$TMP/j4.json"
+	check "report of 6 traces -j 4: the JSON of -j 1, byte for byte" cmp -s "$TMP/j1.json" "$TMP/j4.json"
+	check "report of 6 traces -j 4: the text of -j 1" cmp -s "$TMP/t1.txt" "$TMP/out"
+	run compare --base "$TMP/a.ptz" --base "$TMP/d.ptz" --new "$TMP/b.ptz" --new "$TMP/b.ptz" -j 1 --json "$TMP/c1.json"
+	rc1=$rc
+	run compare --base "$TMP/a.ptz" --base "$TMP/d.ptz" --new "$TMP/b.ptz" --new "$TMP/b.ptz" -j 3 --json "$TMP/c3.json"
+	check "compare runs -j 3: the JSON and exit of -j 1" eval '[ "$rc" -eq "$rc1" ] && cmp -s "$TMP/c1.json" "$TMP/c3.json"'
+	printf 'not a trace' >"$TMP/bad1.ptz"
+	printf 'nor this' >"$TMP/bad2.ptz"
+	run report "$TMP/a.ptz" "$TMP/bad1.ptz" "$TMP/b.ptz" "$TMP/bad2.ptz" -j 4
+	check "-j 4 with two unreadable files: exit 1, the first in order named, alone" \
+		eval '[ "$rc" -eq 1 ] && grep -q "bad1.ptz" "$TMP/err" && ! grep -q "bad2.ptz" "$TMP/err"'
+	run report "$TMP/a.ptz" "$TMP/b.ptz" -j 0
+	check "-j 0: usage, exit 2" eval '[ "$rc" -eq 2 ] && grep -q -- "-j: expected 1..64" "$TMP/err"'
+	echo "1..$n"
+	[ "$failed" -eq 0 ]
+	exit
+fi
 if [ "$MODE" = deep ]; then
 	"$GEN" "$TMP/deep.ptz" --noend 200000 || { echo "Bail out! generator failed"; exit 1; }
 	run "$TMP/deep.ptz"

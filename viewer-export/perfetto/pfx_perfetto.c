@@ -1509,10 +1509,8 @@ done:
 	c->depth = c->emitted_depth = 0;
 	c->counters.n = c->pcounters.n = 0;
 	c->ndrop = c->kdrop = 0;
-	pfx_gpu_free(&c->gpu);
+	pfx_gpu_free(&c->gpu); /* emptied, ready for the next file */
 	pfx_async_free(&c->async);
-	memset(&c->gpu, 0, sizeof(c->gpu));
-	memset(&c->async, 0, sizeof(c->async));
 	c->gpu_no_lane = 0;
 	pt_reader_close(c->rd);
 	c->rd = NULL;
@@ -1543,13 +1541,8 @@ int pfx_write_perfetto_set(const char *const *paths, size_t n, FILE *out, const 
 	}
 	for (size_t k = 0; k < n && !c.err; k++) {
 		export_file(&c, paths[k], o, &place[k]);
-		if (c.err && n > 1 && !strstr(c.msg, paths[k])) { /* which file */
-			char *m = strdup(c.msg);
-			if (m) {
-				snprintf(c.msg, c.msglen, "%s: %s", paths[k], m);
-				free(m);
-			}
-		}
+		if (c.err && n > 1)
+			pfx_set_name_file(c.msg, c.msglen, paths[k]);
 	}
 	out_flush(&c);
 	if (!c.err && fflush(out))

@@ -373,14 +373,9 @@ def analyzer_rows(trace, extra):
     return out, j
 
 
-def export_and_check(trace, name, window=None, exact=True):
-    out = os.path.join(TMP, name + ".pftrace")
-    args = [EXPORTER, trace, out]
-    if window:
-        args += [str(window[0]), str(window[1])]
-    r = subprocess.run(args, capture_output=True)
-    if not tap(r.returncode == 0, f"{name}: export", r.stderr.decode()):
-        return
+def decode_checked(out, name):
+    """The export at @out: decoded by protoc with no unknown field
+    (decode_clean), parsed, and accepted by the semantic checker."""
     decode_clean(out, name)
     t = pb.Trace()
     with open(out, "rb") as fh:
@@ -389,6 +384,18 @@ def export_and_check(trace, name, window=None, exact=True):
     v = pftrace_check.verdict(fs)
     tap(v in ("ok", "warning"), f"{name}: semantic checker accepts it ({v})",
         "\n".join(f"{x.severity} {x.rule} {x.packet} {x.msg}" for x in fs if x.severity != "warning"))
+    return t
+
+
+def export_and_check(trace, name, window=None, exact=True):
+    out = os.path.join(TMP, name + ".pftrace")
+    args = [EXPORTER, trace, out]
+    if window:
+        args += [str(window[0]), str(window[1])]
+    r = subprocess.run(args, capture_output=True)
+    if not tap(r.returncode == 0, f"{name}: export", r.stderr.decode()):
+        return
+    t = decode_checked(out, name)
     # issue 4 layout: one process track, unique thread uuids, real tids, flags
     tds = [p.track_descriptor for p in t.packet if p.HasField("track_descriptor")]
     procs = [d for d in tds if d.HasField("process")]
@@ -503,14 +510,7 @@ def check_set(traces, name, one_host):
     r = subprocess.run([PTANALYZE, "export", "--perfetto", out] + traces, capture_output=True)
     if not tap(r.returncode == 0, f"{name}: export of {len(traces)} traces", r.stderr.decode()):
         return
-    decode_clean(out, name)
-    t = pb.Trace()
-    with open(out, "rb") as fh:
-        t.ParseFromString(fh.read())
-    fs = pftrace_check.check(t, ptz=True)
-    v = pftrace_check.verdict(fs)
-    tap(v in ("ok", "warning"), f"{name}: semantic checker accepts it ({v})",
-        "\n".join(f"{x.severity} {x.rule} {x.packet} {x.msg}" for x in fs if x.severity != "warning"))
+    t = decode_checked(out, name)
     tds = [p.track_descriptor for p in t.packet if p.HasField("track_descriptor")]
     procs = [d.process.pid for d in tds if d.HasField("process")]
     tap(len(procs) == len(traces) and len(set(procs)) == len(procs) and len({d.uuid for d in tds}) == len(tds),
