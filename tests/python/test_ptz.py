@@ -170,6 +170,43 @@ class TestTop(unittest.TestCase):
         self.assertLess(min(seen), 40)  # it watched the trace grow
         self.assertEqual(seen, sorted(seen))
 
+    def test_live_view_of_a_rotating_trace(self):
+        """`ptanalyze top NAME.ptz` while the recorder rotates NAME into
+        numbered parts (PTZ_ROTATE_BYTES): it follows the new parts, and
+        its last frame counts what the finished parts hold."""
+        old = os.environ.get("PTZ_ROTATE_BYTES")
+        os.environ["PTZ_ROTATE_BYTES"] = "1M"
+        path = tmp_path("top-rot.ptz")
+        for f in glob.glob(tmp_path("top-rot.*.ptz")):
+            os.unlink(f)
+        t = ptz.PerformanceTiming("top-rot", path=path)
+        proc = None
+        try:
+            with t.section("warm"):
+                pass
+            t.get_stats()  # the first part has a thread and a name before top opens it
+            proc = subprocess.Popen([PTANALYZE, "top", path, "--interval", "0.05", "--top", "5"],
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            for i in range(150000):
+                with t.section("work"):
+                    t.counter("i", (i * 2654435761) & 0xFFFFFFFFFF)  # values zstd cannot fold away
+        finally:
+            t.close()
+            if old is None:
+                os.environ.pop("PTZ_ROTATE_BYTES", None)
+            else:
+                os.environ["PTZ_ROTATE_BYTES"] = old
+        out, err = proc.communicate(timeout=60)
+        self.assertEqual(proc.returncode, 0, err)
+        parts = sorted(glob.glob(tmp_path("top-rot.*.ptz")))
+        self.assertGreaterEqual(len(parts), 2, parts)
+        frames = out.split("ptz top: ")[1:]
+        self.assertIn("- finalized", frames[-1].splitlines()[0])
+        last = [int(l.split()[-7]) for l in frames[-1].splitlines() if l.split()[:1] == ["work"]]
+        rep = ptanalyze_json(path)  # every part, read by the name they share
+        want = [r["count"] for r in rep["flat"] if r["name"] == "work"]
+        self.assertEqual(last, want)
+
     def test_usage(self):
         r = subprocess.run([PTANALYZE, "top"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         self.assertEqual(r.returncode, 2)
