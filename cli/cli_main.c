@@ -71,6 +71,8 @@ static void usage(FILE *out)
 		"  --since T, --until T keep sections lying within [T, T'] seconds from the trace start\n"
 		"  --csv FILE           write every row (tree and flat, merged and per thread) as CSV; - = stdout\n"
 		"  --json FILE          write the report as JSON; - = stdout\n"
+		"  --no-thread-rows     --json without each thread's rows: the merged rows and their sketches,\n"
+		"                       a report for merge (a third of the size on the bench's trace)\n"
 		"  --html FILE          write the report, charts and suggestions as one self-contained HTML page\n"
 		"                       (--peaks, --fp32, --threshold apply to its suggestions)\n"
 		"  --no-progress        no progress bar (shown on a terminal for large traces)\n"
@@ -508,7 +510,7 @@ enum { OPT_REPORT = 256, OPT_FLAT, OPT_SORT, OPT_TOP, OPT_DEPTH, OPT_MINPCT, OPT
        OPT_BOTTLENECKS, OPT_SINCE, OPT_UNTIL, OPT_CSV, OPT_JSON, OPT_NOPROGRESS, OPT_VERSION, OPT_PERFETTO,
        OPT_CHROME, OPT_FOLDED, OPT_NOISE, OPT_GATE, OPT_ALPHA, OPT_BOOTSTRAP, OPT_FAILREG, OPT_PEAKS, OPT_MINPRIO, OPT_FP32,
        OPT_THRESHOLD, OPT_SECONDS, OPT_MAXRECORDS, OPT_MAXMEMORY, OPT_GPU, OPT_HTML, OPT_FOLDED_DIFF,
-       OPT_INTERVAL, OPT_ITERATIONS, OPT_ONCE, OPT_BASE, OPT_NEW };
+       OPT_INTERVAL, OPT_ITERATIONS, OPT_ONCE, OPT_BASE, OPT_NEW, OPT_NOTHREADROWS };
 
 /* compare --base / --new: runs a side at most (the usage message says 64) */
 #define CMP_MAX_RUNS 64
@@ -1237,6 +1239,7 @@ int main(int argc, char **argv)
 		{ "csv", required_argument, NULL, OPT_CSV },
 		{ "json", required_argument, NULL, OPT_JSON },
 		{ "no-progress", no_argument, NULL, OPT_NOPROGRESS },
+		{ "no-thread-rows", no_argument, NULL, OPT_NOTHREADROWS },
 		{ "perfetto", required_argument, NULL, OPT_PERFETTO },
 		{ "chrome", required_argument, NULL, OPT_CHROME },
 		{ "folded", required_argument, NULL, OPT_FOLDED },
@@ -1366,6 +1369,9 @@ int main(int argc, char **argv)
 			break;
 		case OPT_NOPROGRESS:
 			show_progress = 0;
+			break;
+		case OPT_NOTHREADROWS:
+			ro.no_thread_rows = true;
 			break;
 		case OPT_NOISE: {
 			char *end;
@@ -1747,7 +1753,9 @@ int main(int argc, char **argv)
 	struct ana_result res;
 	char err[512];
 	/* per-thread percentiles only where an output prints per-thread rows */
-	ao.merged_percentiles_only = !csv && !json && ro.thread < 0; /* the page has merged rows only */
+	if (ro.no_thread_rows && (!json || csv || ro.thread >= 0))
+		return usage_error("%s", "--no-thread-rows goes with --json FILE alone (not --csv, not --thread)");
+	ao.merged_percentiles_only = (!csv && !json && ro.thread < 0) || ro.no_thread_rows; /* the page has merged rows only */
 	ao.no_flat_percentiles = !ro.flat && !html; /* the call tree prints no flat row's percentiles; the page does */
 	ao.no_samples = !html; /* the samples serve compare and suggest (the page runs it), never a report */
 	int rc = ana_run(path, &ao, &res, err, sizeof(err));

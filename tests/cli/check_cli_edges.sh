@@ -332,8 +332,11 @@ for tp in ("iter", "iter;slower", "iter;steady"):
     n = [x["count"] for x in rr]
     assert r["min_ns"] == min(x["min_ns"] for x in rr) and r["max_ns"] == max(x["max_ns"] for x in rr), (tp, r)
     assert abs(r["mean_ns"] - sum(tot) / sum(n)) <= 1e-9 * r["mean_ns"], (tp, r)
-    ss = sum((k - 1) * x["std_ns"] ** 2 + k * x["mean_ns"] ** 2 for k, x in zip(n, rr)) - sum(n) * r["mean_ns"] ** 2
-    assert abs(r["std_ns"] - (ss / (sum(n) - 1)) ** 0.5) <= 1e-6 * r["std_ns"], (tp, r["std_ns"], ss)
+    # pooled: within-trace sums of squares plus the distance of each mean to the whole mean (this
+    # form: the means come with 12 digits, and sum(k m^2) - N M^2 cancels them away)
+    mu = sum(tot) / sum(n)
+    ss = sum((k - 1) * x["std_ns"] ** 2 + k * (x["mean_ns"] - mu) ** 2 for k, x in zip(n, rr))
+    assert abs(r["std_ns"] - (ss / (sum(n) - 1)) ** 0.5) <= 1e-6 * r["std_ns"] + 1e-3, (tp, r["std_ns"], ss)
     assert min(x["p50_ns"] for x in rr) <= r["p50_ns"] <= max(x["p50_ns"] for x in rr), (tp, r)
     for k in ("read_bytes", "written_bytes", "flops"):
         assert r[k] == sum(x[k] for x in rr), (tp, k)
@@ -399,6 +402,23 @@ check "report of a directory with no .ptz: exit 1, said" \
 run report "$TMP/set/nomatch*.ptz"
 check "a pattern that matches nothing: exit 1, said" \
 	eval '[ "$rc" -eq 1 ] && grep -q "no file matches this pattern" "$TMP/err"'
+# reports for merge without the threads' rows: the same view
+for t in cb cn; do "$ANA" "$TMP/$t.ptz" --json "$TMP/$t-m.json" --no-thread-rows >/dev/null; done
+run merge "$TMP/cb-m.json" "$TMP/cn-m.json" --json "$TMP/merged-m.json"
+run report "$TMP/cb.ptz" "$TMP/cn.ptz" --json "$TMP/direct-m.json"
+check "--no-thread-rows: no thread's rows; merge of such reports = report of the traces" python3 -c '
+import json, sys
+one = json.load(open(sys.argv[3]))
+assert one["threads"] and all("tree" not in t and "flat" not in t for t in one["threads"]), one["threads"][0].keys()
+assert one["tree"] and all("sketch" in r for r in one["tree"])
+m, d = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+for t in m["traces"] + d["traces"]:
+    t.pop("file")
+assert m == d
+' "$TMP/merged-m.json" "$TMP/direct-m.json" "$TMP/cb-m.json"
+run "$TMP/cb.ptz" --csv "$TMP/x.csv" --no-thread-rows
+check "--no-thread-rows without --json: usage, exit 2" \
+	eval '[ "$rc" -eq 2 ] && grep -q -- "--no-thread-rows goes with --json FILE alone" "$TMP/err"'
 run merge "$TMP/cb.json" --csv "$TMP/x.csv"
 check "merge --csv: usage, exit 2" eval '[ "$rc" -eq 2 ] && grep -q "merge takes --json FILE and --top N" "$TMP/err"'
 run merge
