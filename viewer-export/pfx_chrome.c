@@ -557,7 +557,8 @@ static int chrome_file(struct cw *w, const char *path, const struct pfx_opts *o,
 		goto out;
 	}
 	w->gpu_no_lane = pfx_gpu_keep(&w->gpu, w->since_ticks, w->until_ticks, &w->gpu_no_lane_ticks);
-	const char *pname = info->process_name && *info->process_name ? info->process_name : "ptz trace";
+	char pbuf[512];
+	const char *pname = pfx_process_name(info, "ptz trace", pbuf, sizeof(pbuf));
 	pname = ana_utf8_clean(pname, &w->scratch_name);
 	rc = emit_meta(w, "process_name", 0, "name", pname ? json_string(pname) : NULL);
 	if (rc == 0)

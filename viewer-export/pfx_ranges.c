@@ -630,3 +630,18 @@ void pfx_set_name_file(char *msg, size_t msglen, const char *path)
 		free(m);
 	}
 }
+
+const char *pfx_process_name(const struct pt_trace_info *info, const char *fallback, char *buf, size_t len)
+{
+	const char *name = info->process_name && *info->process_name ? info->process_name : fallback;
+	const char *job = info->job ? info->job : "";
+	if (job[0] && info->has_rank)
+		snprintf(buf, len, "%s (job %s rank %" PRIu32 ")", name, job, info->rank);
+	else if (info->has_rank)
+		snprintf(buf, len, "%s (rank %" PRIu32 ")", name, info->rank);
+	else if (job[0])
+		snprintf(buf, len, "%s (job %s)", name, job);
+	else
+		return name;
+	return buf;
+}

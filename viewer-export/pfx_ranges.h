@@ -316,6 +316,13 @@ struct pfx_set_place {
 int pfx_set_places(const char *const *paths, size_t n, struct pfx_set_place *place, size_t *bad, char *msg,
 		   size_t msglen);
 
+/* pfx_process_name() - The process name both exports write: the trace's
+ * (or @fallback when it has none), with the job and rank the recorder
+ * found ("app (job 77 rank 3)"), so that the ranks of a job, all one
+ * program, tell apart in the viewer; made in @buf when it adds them.
+ * Not yet UTF-8 repaired. */
+const char *pfx_process_name(const struct pt_trace_info *info, const char *fallback, char *buf, size_t len);
+
 /* pfx_set_name_file() - Prefixes the message @msg of a set's export that
  * failed on the file @path with "@path: " (unless it names it already). */
 void pfx_set_name_file(char *msg, size_t msglen, const char *path);

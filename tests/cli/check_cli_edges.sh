@@ -307,6 +307,12 @@ run compare --base "$TMP/cb.ptz" --base "$TMP/nonexistent.ptz" --new "$TMP/cn.pt
 check "compare runs, one unreadable: exit 1" [ "$rc" -eq 1 ]
 # many traces as one view: ranks of a job, summed, with the spread across them
 SLURM_JOB_ID=77 SLURM_PROCID=3 "$GEN" "$TMP/r3.ptz" --cmp-base 10 || { echo "Bail out! generator failed"; exit 1; }
+run export --chrome "$TMP/r3-chrome.json" --perfetto "$TMP/r3.pftrace" "$TMP/r3.ptz"
+check "exports name the process with its job and rank (both formats)" python3 -c '
+import json, sys
+names = [e["args"]["name"] for e in json.load(open(sys.argv[1])) if e.get("name") == "process_name"]
+assert len(names) == 1 and names[0].endswith(" (job 77 rank 3)"), names
+assert b" (job 77 rank 3)" in open(sys.argv[2], "rb").read()' "$TMP/r3-chrome.json" "$TMP/r3.pftrace"
 run report "$TMP/cb.ptz" "$TMP/cn.ptz" "$TMP/r3.ptz"
 check "report of 3 traces: one line a trace, with job and rank" \
 	eval '[ "$rc" -eq 0 ] && grep -q "^traces: 3" "$TMP/out" && grep -q "r3.ptz .* job 77 rank 3" "$TMP/out"'

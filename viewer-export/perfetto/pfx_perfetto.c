@@ -944,7 +944,8 @@ static void emit_process(struct pctx *c)
 	pd.pid = c->pid;
 	pd.n_cmdline = nargs;
 	pd.cmdline = args;
-	pd.process_name = (char *)(in->process_name && *in->process_name ? utf8_of(c, in->process_name) : "ptz process");
+	char pname[512];
+	pd.process_name = (char *)utf8_of(c, pfx_process_name(in, "ptz process", pname, sizeof(pname)));
 	td.has_uuid = 1;
 	td.uuid = uu(c, PFX_UUID_PROCESS);
 	td.process = &pd;
