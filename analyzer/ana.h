@@ -893,6 +893,10 @@ struct ana_row {
 	uint64_t occupied_ns;
 };
 void ana_row_compute(const struct ana_result *res, const struct ana_agg *a, struct ana_row *row);
+/* ana_row_stats() - The figures of @a that need no trace around it: all of
+ * struct ana_row but share and occupied_ns (left 0), which ana_row_compute()
+ * adds from the result. A view of several traces (ana_multi.c) uses it. */
+void ana_row_stats(const struct ana_agg *a, struct ana_row *row);
 /*
  * ana_gpu_busy_ns() - The instrumented GPU busy time: the sum over
  * devices of the union of their ranges (ana_gpu_device.busy_ns). 0

@@ -119,22 +119,6 @@ int ana_multi_build(const struct ana_multi_src *src, size_t n, struct ana_multi 
 	return 0;
 }
 
-void ana_multi_figures(const struct ana_multi_row *r, struct ana_multi_fig *f)
-{
-	const struct ana_agg *a = &r->agg;
-	memset(f, 0, sizeof(*f));
-	if (!a->count)
-		return;
-	f->mean = ana_moments_mean(&a->all, a->count);
-	f->std = ana_moments_std(&a->all, a->count);
-	f->p50 = ana_hist_quantile(&a->hist, 0.50, a->count, a->min_ns, a->max_ns);
-	f->p90 = ana_hist_quantile(&a->hist, 0.90, a->count, a->min_ns, a->max_ns);
-	f->p99 = ana_hist_quantile(&a->hist, 0.99, a->count, a->min_ns, a->max_ns);
-	const double t = (double)a->total_ns; /* bytes / ns = GB/s, as a trace's rows (§3) */
-	f->gbps = t > 0 ? (double)(a->metric_incl[ANA_READ] + a->metric_incl[ANA_WRITTEN]) / t : 0.0;
-	f->gflops = t > 0 ? (double)a->metric_incl[ANA_FLOPS] / t : 0.0;
-}
-
 void ana_multi_free(struct ana_multi *m)
 {
 	for (size_t i = 0; m->rows && i < m->nrows; i++) {
@@ -160,11 +144,16 @@ static const char *identity(const struct ana_multi_src *s, char *b, size_t n)
 
 static const struct ana_multi_row *sort_rows; /* qsort has no context argument */
 
+/* The total a row is ranked and shown by: its estimate inside sampled requests (§13). */
+static double row_total(const struct ana_multi_row *r)
+{
+	return r->sampled ? r->est_total_ns : (double)r->total_ns;
+}
+
 static int cmp_by_total(const void *a, const void *b)
 {
 	const struct ana_multi_row *x = &sort_rows[*(const size_t *)a], *y = &sort_rows[*(const size_t *)b];
-	const double tx = x->sampled ? x->est_total_ns : (double)x->total_ns;
-	const double ty = y->sampled ? y->est_total_ns : (double)y->total_ns;
+	const double tx = row_total(x), ty = row_total(y);
 	if (tx != ty)
 		return tx < ty ? 1 : -1;
 	return strcmp(x->path, y->path);
@@ -199,8 +188,8 @@ void ana_multi_text(FILE *out, const struct ana_multi *m, const struct ana_multi
 	for (size_t j = 0; j < shown; j++) {
 		const struct ana_multi_row *r = &m->rows[idx[j]];
 		char slow[288], mean[32], p50[32], p99[32];
-		struct ana_multi_fig f;
-		ana_multi_figures(r, &f);
+		struct ana_row f;
+		ana_row_stats(&r->agg, &f);
 		snprintf(slow, sizeof(slow), "[%" PRIu32 "]%s%s (%s)", r->max_trace,
 			 identity(&src[r->max_trace], id, sizeof(id))[0] ? " " : "", id,
 			 ana_fmt_dur(b, sizeof(b), (double)r->max_total_ns));
@@ -213,7 +202,7 @@ void ana_multi_text(FILE *out, const struct ana_multi *m, const struct ana_multi
 			snprintf(tot, sizeof(tot), "%s", ana_fmt_dur(a, sizeof(a), (double)r->total_ns));
 			snprintf(cnt, sizeof(cnt), "%" PRIu64, r->count);
 		}
-		const double shown_ns = r->sampled ? r->est_total_ns : (double)r->total_ns;
+		const double shown_ns = row_total(r);
 		fprintf(out, "%12s %12s %6.1f%% %10s %10s %10s %7" PRIu32 " %9.3f  %-28s %s\n", tot, cnt,
 			m->span_sum_ns ? 100.0 * shown_ns / (double)m->span_sum_ns : 0.0,
 			ana_fmt_dur(mean, sizeof(mean), f.mean), ana_fmt_dur(p50, sizeof(p50), (double)f.p50),
@@ -267,8 +256,8 @@ int ana_multi_json(FILE *out, const struct ana_multi *m, const struct ana_multi_
 		ana_jo_u64(&o, "min_total_ns", r->min_total_ns);
 		ana_jo_u64(&o, "slowest_trace", r->max_trace);
 		ana_jo_real(&o, "max_over_mean", r->max_over_mean);
-		struct ana_multi_fig f;
-		ana_multi_figures(r, &f);
+		struct ana_row f;
+		ana_row_stats(&r->agg, &f);
 		const struct ana_agg *g = &r->agg;
 		ana_jo_real(&o, "mean_ns", f.mean);
 		ana_jo_real(&o, "std_ns", f.std);

@@ -30,7 +30,7 @@ struct ana_multi_row {
 	uint64_t max_total_ns;   /* the largest one trace's inclusive time */
 	uint32_t max_trace;      /* index of that trace (the first on a tie) */
 	uint64_t min_total_ns;   /* the smallest, over the traces that have the path */
-	double max_over_mean;    /* max_total_ns / (total_ns / traces): 1 = even; NaN when total_ns is 0 */
+	double max_over_mean;    /* max_total_ns / (the traces' totals summed / traces): 1 = even; NaN when 0 */
 	/* Since: multi/2. The path's aggregate over every trace (ana_agg_merge() of each trace's
 	 * merged-tree node): its histogram, exact moments, min and max, metric and transfer sums and
 	 * GPU figures are those of one analysis of every occurrence in every trace, so the mean, std,
@@ -98,18 +98,6 @@ void ana_multi_src_free(struct ana_multi_src *src);
  * with ana_multi_free()). 0, or -ENOMEM (nothing to free). */
 int ana_multi_build(const struct ana_multi_src *src, size_t n, struct ana_multi *out);
 void ana_multi_free(struct ana_multi *m);
-
-/* A row's figures from its merged aggregate (the definitions of a trace's
- * rows, doc/analyzer-output.md §3): mean and sample std (exact moments),
- * p50/p90/p99 (nearest rank on the merged histogram, within
- * ANA_HIST_REL_ERROR), GB/s and GFLOP/s over the summed inclusive time
- * (0 when it is 0, as a trace's rows). */
-struct ana_multi_fig {
-	double mean, std;
-	uint64_t p50, p90, p99;
-	double gbps, gflops;
-};
-void ana_multi_figures(const struct ana_multi_row *r, struct ana_multi_fig *f);
 
 /*
  * ana_multi_text() - The view as text: one line per trace (file, process,

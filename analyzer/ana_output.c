@@ -44,14 +44,13 @@ static double gpu_rate(uint64_t num, uint64_t den)
  * descendants, a range inside an enclosing GPU range of the same stream
  * counted once, summed over streams (ana_gpu.c).
  */
-static void ana_row_gpu(const struct ana_result *res, const struct ana_agg *a, struct ana_row *w)
+static void ana_row_gpu(const struct ana_agg *a, struct ana_row *w)
 {
 	const struct ana_gpu *g = a->gpu;
 	w->gpu_self_gbps = w->gpu_self_gflops = w->gpu_gbps = w->gpu_gflops = NAN;
 	for (int d = 0; d < ANA_DIRS; d++)
 		w->gpu_xfer_gbps[d] = NAN;
 	w->bd_cpu_ns = a->total_ns;
-	w->occupied_ns = ana_occupied_ns(res, a);
 	if (!g)
 		return;
 	const uint64_t self = g->self.total_ns, incl = g->incl_total_ns;
@@ -83,10 +82,24 @@ static void row_show(struct ana_row *w)
 
 void ana_row_compute(const struct ana_result *res, const struct ana_agg *a, struct ana_row *w)
 {
+	ana_row_stats(a, w);
+	w->occupied_ns = ana_occupied_ns(res, a);
+	if (!a->count)
+		return;
+	w->share = res->thread_span_sum_ns ? (double)a->total_ns / (double)res->thread_span_sum_ns : 0.0;
+	if (a->est && !a->est->by_name) { /* a path inside sampled requests: its estimated share (§13) */
+		struct ana_est_fig f;
+		ana_est_figures(a, &f);
+		w->share = res->thread_span_sum_ns ? f.total_ns / (double)res->thread_span_sum_ns : 0.0;
+	}
+}
+
+void ana_row_stats(const struct ana_agg *a, struct ana_row *w)
+{
 	memset(w, 0, sizeof(*w));
 	w->a = a;
 	if (!a->count) {
-		ana_row_gpu(res, a, w);
+		ana_row_gpu(a, w);
 		row_show(w);
 		return;
 	}
@@ -95,12 +108,6 @@ void ana_row_compute(const struct ana_result *res, const struct ana_agg *a, stru
 	w->p99 = ana_hist_quantile(&a->hist, 0.99, a->count, a->min_ns, a->max_ns);
 	w->mean = ana_moments_mean(&a->all, a->count);
 	w->std = ana_moments_std(&a->all, a->count);
-	w->share = res->thread_span_sum_ns ? (double)a->total_ns / (double)res->thread_span_sum_ns : 0.0;
-	if (a->est && !a->est->by_name) { /* a path inside sampled requests: its estimated share (§13) */
-		struct ana_est_fig f;
-		ana_est_figures(a, &f);
-		w->share = res->thread_span_sum_ns ? f.total_ns / (double)res->thread_span_sum_ns : 0.0;
-	}
 	struct ana_moments rest = ana_moments_without(&a->all, a->first_ns);
 	w->rest_mean = ana_moments_mean(&rest, a->count - 1);
 	w->rest_std = ana_moments_std(&rest, a->count - 1);
@@ -123,7 +130,7 @@ void ana_row_compute(const struct ana_result *res, const struct ana_agg *a, stru
 		w->gpu_lat_mean = d->lat.mean;
 		w->gpu_over_cpu = t > 0 ? (double)g->incl_total_ns / t : 0.0;
 	}
-	ana_row_gpu(res, a, w);
+	ana_row_gpu(a, w);
 	row_show(w);
 }
 
