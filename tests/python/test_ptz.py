@@ -32,6 +32,7 @@ import sys
 import threading
 import time
 import unittest
+from unittest import mock
 
 import ptz
 
@@ -174,12 +175,11 @@ class TestTop(unittest.TestCase):
         """`ptanalyze top NAME.ptz` while the recorder rotates NAME into
         numbered parts (PTZ_ROTATE_BYTES): it follows the new parts, and
         its last frame counts what the finished parts hold."""
-        old = os.environ.get("PTZ_ROTATE_BYTES")
-        os.environ["PTZ_ROTATE_BYTES"] = "1M"
         path = tmp_path("top-rot.ptz")
         for f in glob.glob(tmp_path("top-rot.*.ptz")):
             os.unlink(f)
-        t = ptz.PerformanceTiming("top-rot", path=path)
+        with mock.patch.dict(os.environ, PTZ_ROTATE_BYTES="1M"):  # read by the open below
+            t = ptz.PerformanceTiming("top-rot", path=path)
         proc = None
         try:
             with t.section("warm"):
@@ -192,10 +192,6 @@ class TestTop(unittest.TestCase):
                     t.counter("i", (i * 2654435761) & 0xFFFFFFFFFF)  # values zstd cannot fold away
         finally:
             t.close()
-            if old is None:
-                os.environ.pop("PTZ_ROTATE_BYTES", None)
-            else:
-                os.environ["PTZ_ROTATE_BYTES"] = old
         out, err = proc.communicate(timeout=60)
         self.assertEqual(proc.returncode, 0, err)
         parts = sorted(glob.glob(tmp_path("top-rot.*.ptz")))
@@ -529,18 +525,13 @@ class TestRotation(unittest.TestCase):
     not the first part alone."""
 
     def setUp(self):
-        self.env = {k: os.environ.get(k) for k in ("PTZ_ROTATE_BYTES",)}
-        os.environ.update(PTZ_ROTATE_BYTES="1M")
+        # restored after tearDown() closed the recorder (addCleanup order)
+        self.enterContext(mock.patch.dict(os.environ, PTZ_ROTATE_BYTES="1M"))
         self.path = tmp_path("rot.ptz")
         self.t = ptz.PerformanceTiming("rotation", path=self.path)
 
     def tearDown(self):
         self.t.close()
-        for k, v in self.env.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
 
     def test_statistics_over_every_part(self):
         n = 300000
@@ -567,20 +558,13 @@ class TestFlight(unittest.TestCase):
     limited; snapshot() to an impossible path raises OSError."""
 
     def setUp(self):
-        self.env = {k: os.environ.get(k) for k in ("PTZ_MODE", "PTZ_FLIGHT_BYTES", "PTZ_SNAPSHOT_PATH",
-                                                   "PTZ_TRIGGER_MIN_MS")}
-        os.environ.update(PTZ_MODE="flight", PTZ_FLIGHT_BYTES="1M", PTZ_TRIGGER_MIN_MS="100000",
-                          PTZ_SNAPSHOT_PATH=tmp_path("trig-%n.ptz"))
+        self.enterContext(mock.patch.dict(os.environ, PTZ_MODE="flight", PTZ_FLIGHT_BYTES="1M",
+                                          PTZ_TRIGGER_MIN_MS="100000", PTZ_SNAPSHOT_PATH=tmp_path("trig-%n.ptz")))
         self.path = tmp_path("flight.ptz")
         self.t = ptz.PerformanceTiming("flight", path=self.path)
 
     def tearDown(self):
         self.t.close()
-        for k, v in self.env.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
 
     def test_snapshot_and_trigger(self):
         n = 300000
