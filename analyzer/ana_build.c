@@ -1335,6 +1335,154 @@ static void move_reservoirs(struct ana_tree *dst, struct ana_tree *src, bool his
 	pair_nodes(dst, src, move_visit, &hist);
 }
 
+/* Every chunk from the reader's cursor on, in file order (run_pass()
+ * says why; the incremental analysis reads what was committed since its
+ * last update this way). *@done counts the event records (progress),
+ * *@next is set past each chunk's offset. The reader's last result: 0 at
+ * the end, < 0 an error that ended the reading. */
+static int read_file_order(struct ctx *c, const struct ana_options *opt, uint64_t *done, uint64_t *next)
+{
+	struct ana_result *res = c->res;
+	struct pt_chunk_info ci;
+	struct pt_record batch[256];
+	int rc;
+	size_t last = 0;
+	while ((rc = pt_reader_next_chunk(res->rd, PT_READER_ALL_CHUNKS, &ci, sizeof(ci))) == 1) {
+		*next = ci.offset + 1;
+		if (ana_nomem_seen() || c->nomem)
+			break; /* the run fails: no use reading on */
+		if (ci.thread == PT_FMT_META_THREAD) {
+			read_meta(c, batch, 256);
+			continue;
+		}
+		if (last >= res->nthreads || res->threads[last].index != ci.thread) {
+			size_t lo = 0, hi = res->nthreads; /* sorted by index, as the reader's table */
+			while (lo < hi) {
+				const size_t mid = lo + (hi - lo) / 2;
+				if (res->threads[mid].index < ci.thread)
+					lo = mid + 1;
+				else
+					hi = mid;
+			}
+			last = lo < res->nthreads && res->threads[lo].index == ci.thread ? lo : res->nthreads;
+		}
+		if (last == res->nthreads)
+			continue;
+		struct ana_thread *th = &res->threads[last];
+		*done += ci.records;
+		if (opt->progress && (*done & ~(uint64_t)0xffff) != ((*done - ci.records) & ~(uint64_t)0xffff))
+			opt->progress(opt->progress_ctx, *done, res->total_records_hint);
+		if (opt->thread < 0 || (uint32_t)opt->thread == th->index)
+			read_events(c, th, &c->ts[last], &ci);
+		else /* --thread: the GPU summary still covers the whole trace */
+			while ((rc = pt_reader_next_records(res->rd, batch, 256, sizeof(*batch))) > 0)
+				for (int k = 0; k < rc; k++) {
+					if (c->remap && ana_kind_named(batch[k].kind))
+						batch[k].id = ana_remap_id(c, batch[k].id);
+					ana_pass_gpu_only(c, &batch[k]);
+				}
+	}
+	return rc;
+}
+
+/* Everything before the chunks are read, @res->rd open: the context
+ * @c, names, domains, threads and their trees, memory series, the window.
+ * 0, or -ENOMEM with the message in @err (nothing of @c left to free; the
+ * caller frees @res). */
+static int pass_setup(struct ctx *c, struct ana_result *res, const struct ana_options *opt, bool track, char *err,
+		      size_t errlen)
+{
+	int rc;
+	*c = (struct ctx){ .res = res, .rng = 0x5eed, .merged_only = opt->merged_percentiles_only, .samples = !opt->no_samples };
+	res->has_samples = !opt->no_samples;
+	const struct pt_trace_info *info = pt_reader_info(res->rd);
+	c->ns_per_tick = pt_reader_ns_per_tick(res->rd);
+	c->window = info->window != 0;
+	res->window = c->window;
+	res->flight = info->flight != 0;
+	if (ids_setup(c)) {
+		ana_map_free(&c->ids);
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	sample_setup(c);
+	if (opt->domain) {
+		res->domain_filter = 0;
+		if (*opt->domain) {
+			res->domain_filter = UINT32_MAX - 1; /* matches nothing unless found */
+			for (uint32_t d = 1; d < 4096; d++) {
+				const char *n = pt_reader_domain(res->rd, d);
+				if (n && strcmp(n, opt->domain) == 0) {
+					res->domain_filter = d;
+					break;
+				}
+			}
+		}
+		c->domain_of = calloc(res->nnames ? res->nnames : 1, sizeof(*c->domain_of));
+		for (uint32_t id = 1; c->domain_of && id < res->nnames; id++)
+			ana_string(res, id, &c->domain_of[id]);
+		c->nomem |= !c->domain_of;
+	}
+	/* threads, by table order */
+	res->nthreads = pt_reader_thread_count(res->rd);
+	res->threads = calloc(res->nthreads ? res->nthreads : 1, sizeof(*res->threads));
+	c->ts = calloc(res->nthreads ? res->nthreads : 1, sizeof(*c->ts));
+	if (!res->threads || !c->ts) {
+		free(c->ts);
+		ana_map_free(&c->ids);
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < res->nthreads; i++)
+		c->ts[i].id_limit = res->name_id_limit;
+	for (size_t i = 0; i < res->nthreads; i++) {
+		struct pt_thread_info ti;
+		pt_reader_thread(res->rd, i, &ti, sizeof(ti));
+		res->threads[i].index = ti.index;
+		res->threads[i].tid = ti.tid;
+		snprintf(res->threads[i].name, sizeof(res->threads[i].name), "%s", ti.name);
+		res->threads[i].gpu_thread = strcmp(ti.name, PT_FMT_GPU_THREAD_NAME) == 0;
+		res->gpu.file_order |= res->threads[i].gpu_thread;
+		res->threads[i].flusher_thread = strcmp(ti.name, PT_FMT_FLUSHER_THREAD_NAME) == 0;
+		if (tree_init(&res->threads[i].tree)) {
+			free(c->ts);
+			ana_map_free(&c->ids);
+			snprintf(err, errlen, "out of memory");
+			return -ENOMEM;
+		}
+	}
+	if (tree_init(&res->merged)) {
+		free(c->ts);
+		ana_map_free(&c->ids);
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	/* memory series (counters in bytes) before the pass: an END needs the
+	 * samples around it, from whatever thread took them (ana_mem.c) */
+	rc = ana_mem_prepass(c);
+	if (rc == -ENOMEM)
+		c->nomem = true; /* fails at the end, after the usual cleanup */
+	else if (rc < 0)
+		c->read_rc = rc;
+	rc = 0;
+	/* progress is counted in records, from the chunk headers */
+	{
+		struct pt_chunk_info hi;
+		pt_reader_rewind(res->rd);
+		while (pt_reader_next_chunk_header(res->rd, &hi, sizeof(hi)) == 1)
+			if (hi.thread != PT_FMT_META_THREAD)
+				res->total_records_hint += hi.records;
+		pt_reader_rewind(res->rd);
+	}
+	/* time window in ticks (mean slope; doc/analyzer-output.md §4) */
+	uint64_t t0 = info->start_ticks;
+	/* the first tick at or after --since (a section starting before it is outside) */
+	c->since_ticks = opt->since_ns ? ana_window_ticks(t0, opt->since_ns, c->ns_per_tick, true) : 0;
+	c->until_ticks = opt->until_ns ? ana_window_ticks(t0, opt->until_ns, c->ns_per_tick, false) : UINT64_MAX;
+	c->keep_all = !track && c->since_ticks == 0 && c->until_ticks == UINT64_MAX && res->domain_filter == UINT32_MAX;
+	return 0;
+}
+
 /* One pass; @track: follow same-name frames (flat sums from the pass) even
  * when every section is kept. *@retrack: the tree cannot give the flat
  * sums (drop_stack()): run again with @track. */
@@ -1352,97 +1500,15 @@ static int run_pass(const char *path, const struct ana_options *opt, struct ana_
 					 : pt_strerror(rc));
 		return rc;
 	}
-	struct ctx c = { .res = res, .rng = 0x5eed, .merged_only = opt->merged_percentiles_only, .samples = !opt->no_samples };
-	res->has_samples = !opt->no_samples;
+	struct ctx c;
+	rc = pass_setup(&c, res, opt, track, err, errlen);
+	if (rc)
+		return rc;
 	const struct pt_trace_info *info = pt_reader_info(res->rd);
-	c.ns_per_tick = pt_reader_ns_per_tick(res->rd);
-	c.window = info->window != 0;
-	res->window = c.window;
-	res->flight = info->flight != 0;
-	if (ids_setup(&c)) {
-		ana_map_free(&c.ids);
-		snprintf(err, errlen, "out of memory");
-		return -ENOMEM;
-	}
-	sample_setup(&c);
-	if (opt->domain) {
-		res->domain_filter = 0;
-		if (*opt->domain) {
-			res->domain_filter = UINT32_MAX - 1; /* matches nothing unless found */
-			for (uint32_t d = 1; d < 4096; d++) {
-				const char *n = pt_reader_domain(res->rd, d);
-				if (n && strcmp(n, opt->domain) == 0) {
-					res->domain_filter = d;
-					break;
-				}
-			}
-		}
-		c.domain_of = calloc(res->nnames ? res->nnames : 1, sizeof(*c.domain_of));
-		for (uint32_t id = 1; c.domain_of && id < res->nnames; id++)
-			ana_string(res, id, &c.domain_of[id]);
-		c.nomem |= !c.domain_of;
-	}
-	/* threads, by table order */
-	res->nthreads = pt_reader_thread_count(res->rd);
-	res->threads = calloc(res->nthreads ? res->nthreads : 1, sizeof(*res->threads));
-	c.ts = calloc(res->nthreads ? res->nthreads : 1, sizeof(*c.ts));
-	if (!res->threads || !c.ts) {
-		free(c.ts);
-		ana_map_free(&c.ids);
-		snprintf(err, errlen, "out of memory");
-		return -ENOMEM;
-	}
-	for (size_t i = 0; i < res->nthreads; i++)
-		c.ts[i].id_limit = res->name_id_limit;
-	for (size_t i = 0; i < res->nthreads; i++) {
-		struct pt_thread_info ti;
-		pt_reader_thread(res->rd, i, &ti, sizeof(ti));
-		res->threads[i].index = ti.index;
-		res->threads[i].tid = ti.tid;
-		snprintf(res->threads[i].name, sizeof(res->threads[i].name), "%s", ti.name);
-		res->threads[i].gpu_thread = strcmp(ti.name, PT_FMT_GPU_THREAD_NAME) == 0;
-		res->gpu.file_order |= res->threads[i].gpu_thread;
-		res->threads[i].flusher_thread = strcmp(ti.name, PT_FMT_FLUSHER_THREAD_NAME) == 0;
-		if (tree_init(&res->threads[i].tree)) {
-			free(c.ts);
-			ana_map_free(&c.ids);
-			snprintf(err, errlen, "out of memory");
-			return -ENOMEM;
-		}
-	}
-	if (tree_init(&res->merged)) {
-		free(c.ts);
-		ana_map_free(&c.ids);
-		snprintf(err, errlen, "out of memory");
-		return -ENOMEM;
-	}
-	/* memory series (counters in bytes) before the pass: an END needs the
-	 * samples around it, from whatever thread took them (ana_mem.c) */
-	rc = ana_mem_prepass(&c);
-	if (rc == -ENOMEM)
-		c.nomem = true; /* fails at the end, after the usual cleanup */
-	else if (rc < 0)
-		c.read_rc = rc;
-	rc = 0;
-	/* progress is counted in records, from the chunk headers */
-	{
-		struct pt_chunk_info hi;
-		pt_reader_rewind(res->rd);
-		while (pt_reader_next_chunk_header(res->rd, &hi, sizeof(hi)) == 1)
-			if (hi.thread != PT_FMT_META_THREAD)
-				res->total_records_hint += hi.records;
-		pt_reader_rewind(res->rd);
-	}
-	/* time window in ticks (mean slope; doc/analyzer-output.md §4) */
-	uint64_t t0 = info->start_ticks;
-	/* the first tick at or after --since (a section starting before it is outside) */
-	c.since_ticks = opt->since_ns ? ana_window_ticks(t0, opt->since_ns, c.ns_per_tick, true) : 0;
-	c.until_ticks = opt->until_ns ? ana_window_ticks(t0, opt->until_ns, c.ns_per_tick, false) : UINT64_MAX;
-	c.keep_all = !track && c.since_ticks == 0 && c.until_ticks == UINT64_MAX && res->domain_filter == UINT32_MAX;
 
 	struct pt_chunk_info ci;
 	struct pt_record batch[256];
-	uint64_t done = 0;
+	uint64_t done = 0, next_off = 0;
 	/* thread order rescans the chunk index once per thread: with many
 	 * threads (100,000 one-chunk threads took minutes), file order */
 	const bool file_order = res->gpu.file_order || res->nthreads > 64;
@@ -1478,41 +1544,7 @@ static int run_pass(const char *path, const struct ana_options *opt, struct ana_
 		 * separate, so every figure is the same as in thread order; the
 		 * merged tree is renumbered in thread order at the end.
 		 */
-		size_t last = 0;
-		while ((rc = pt_reader_next_chunk(res->rd, PT_READER_ALL_CHUNKS, &ci, sizeof(ci))) == 1) {
-			if (ana_nomem_seen() || c.nomem)
-				break; /* the run fails: no use reading on */
-			if (ci.thread == PT_FMT_META_THREAD) {
-				read_meta(&c, batch, 256);
-				continue;
-			}
-			if (last >= res->nthreads || res->threads[last].index != ci.thread) {
-				size_t lo = 0, hi = res->nthreads; /* sorted by index, as the reader's table */
-				while (lo < hi) {
-					const size_t mid = lo + (hi - lo) / 2;
-					if (res->threads[mid].index < ci.thread)
-						lo = mid + 1;
-					else
-						hi = mid;
-				}
-				last = lo < res->nthreads && res->threads[lo].index == ci.thread ? lo : res->nthreads;
-			}
-			if (last == res->nthreads)
-				continue;
-			struct ana_thread *th = &res->threads[last];
-			done += ci.records;
-			if (opt->progress && (done & ~(uint64_t)0xffff) != ((done - ci.records) & ~(uint64_t)0xffff))
-				opt->progress(opt->progress_ctx, done, res->total_records_hint);
-			if (opt->thread < 0 || (uint32_t)opt->thread == th->index)
-				read_events(&c, th, &c.ts[last], &ci);
-			else /* --thread: the GPU summary still covers the whole trace */
-				while ((rc = pt_reader_next_records(res->rd, batch, 256, sizeof(*batch))) > 0)
-					for (int k = 0; k < rc; k++) {
-						if (c.remap && ana_kind_named(batch[k].kind))
-							batch[k].id = ana_remap_id(&c, batch[k].id);
-						ana_pass_gpu_only(&c, &batch[k]);
-					}
-		}
+		rc = read_file_order(&c, opt, &done, &next_off);
 	}
 	if (rc < 0) /* the reader could not go on (ENOMEM, a read error): no partial answer */
 		c.read_rc = rc;

@@ -374,6 +374,16 @@ PT_INTERNAL uint32_t fmt_reader_string_id(const struct pt_reader *r, size_t i);
  * chunk's offset and the byte). */
 PT_INTERNAL void fmt_reader_chunk_done(struct pt_reader *r, int rc);
 
+/*
+ * fmt_reader_seek() - Moves the chunk cursor to the first chunk at file
+ * offset @off or beyond (pt_reader_next_chunk() goes on from there), by
+ * binary search of the index: the incremental analysis (analyzer/ana_api.h)
+ * reads only what was committed since its last update. Meaningful only for
+ * a reader of one part that is not a flight file (its index is in file
+ * order); -EINVAL otherwise, the cursor unchanged. 0 on success.
+ */
+PT_INTERNAL int fmt_reader_seek(struct pt_reader *r, uint64_t off);
+
 /* Chunk framing (§3). */
 struct fmt_chunk_hdr {
 	uint8_t kind, comp;

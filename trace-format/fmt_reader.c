@@ -1294,6 +1294,23 @@ void pt_reader_rewind(struct pt_reader *r)
 	r->have_chunk = 0;
 }
 
+int fmt_reader_seek(struct pt_reader *r, uint64_t off)
+{
+	if (r->nparts != 1 || r->info.flight)
+		return -EINVAL;
+	size_t lo = 0, hi = r->nchunks;
+	while (lo < hi) {
+		const size_t mid = lo + (hi - lo) / 2;
+		if (r->chunks[mid].off < off)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	r->cur = lo;
+	r->have_chunk = 0;
+	return 0;
+}
+
 static void chunk_info(const struct rd_chunk *c, const struct fmt_chunk_hdr *h, struct pt_chunk_info *out)
 {
 	out->offset = c->off;
