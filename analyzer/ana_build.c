@@ -1483,6 +1483,112 @@ static int pass_setup(struct ctx *c, struct ana_result *res, const struct ana_op
 	return 0;
 }
 
+/* Thread @th's part of the result, its pass state @ts done (open frames
+ * dropped): span, the totals it adds to c->res, its tree's aggregates
+ * finished (ticks to ns) and its flat rows into ts->flat. */
+static void thread_finish(struct ctx *c, struct ana_thread *th, struct tstate *ts)
+{
+	struct ana_result *res = c->res;
+	if (ts->seen) {
+		th->first_ns = pt_reader_ticks_to_ns(res->rd, ts->first_ticks);
+		/* no BEGIN, END or COUNTER (only ERROR, LOSS, METRIC...): span 0 */
+		th->last_ns = pt_reader_ticks_to_ns(res->rd, ts->last_ticks > ts->first_ticks ? ts->last_ticks
+											 : ts->first_ticks);
+		if (th->first_ns < res->start_ns)
+			res->start_ns = th->first_ns;
+		if (th->last_ns > res->end_ns)
+			res->end_ns = th->last_ns;
+		if (!th->gpu_thread && !th->flusher_thread) /* the recorder's threads run no sections */
+			res->thread_span_sum_ns += th->last_ns - th->first_ns;
+	}
+	res->records += th->records;
+	res->sections += th->sections;
+	ANA_SAT_ADD(res->lost_records, th->lost_records);
+	ANA_SAT_ADD(res->lost_sections, th->lost_sections);
+	res->unmatched_ends += th->unmatched_ends;
+	res->before_window += th->before_window;
+	res->open_at_end += th->open_at_end;
+	res->too_deep += th->too_deep;
+	ANA_SAT_ADD(res->misuse_errors, th->misuse_errors);
+	for (uint32_t n = 0; n < th->tree.count; n++)
+		finish_agg(c, &th->tree.n[n].agg);
+	if (res->has_gpu) /* before the merges: the merged tree and flat rows sum these */
+		ana_gpu_breakdown_tree(&th->tree);
+	flat_from_tree(c, &th->tree, ts);
+	if (res->has_gpu)
+		ana_gpu_breakdown_flat(&th->tree, ts->flat, ts->nflat);
+}
+
+/* The flat rows: each thread's (ts->flat, moved into
+ * res->by_name_thread; ts->flat is then empty) and all threads' (by_name,
+ * @maxid names). True when out of memory (ts->flat freed, nothing moved). */
+static bool flats_to_result(struct ctx *c, uint32_t maxid)
+{
+	struct ana_result *res = c->res;
+	res->nnames = maxid;
+	res->by_name = calloc(maxid ? maxid : 1, sizeof(*res->by_name));
+	res->by_name_thread = calloc(res->nthreads ? res->nthreads : 1, sizeof(*res->by_name_thread));
+	bool nomem = !res->by_name || !res->by_name_thread;
+	for (size_t i = 0; i < res->nthreads; i++) {
+		/* each thread's own names: 100,000 threads of one name each
+		 * made 100,000 tables of every name */
+		struct ana_agg *bt = nomem ? NULL : calloc(c->ts[i].nflat ? c->ts[i].nflat : 1, sizeof(struct ana_agg));
+		nomem |= !bt;
+		if (bt) {
+			res->by_name_thread[i] = bt;
+			res->threads[i].nflat = c->ts[i].nflat;
+		}
+		for (uint32_t id = 0; id < c->ts[i].nflat; id++) {
+			if (!bt) { /* out of memory: freed, ana_run() fails */
+				ana_agg_free(&c->ts[i].flat[id]);
+				continue;
+			}
+			/* ownership moves to the result */
+			bt[id] = c->ts[i].flat[id];
+			ana_agg_merge(&res->by_name[id], &c->ts[i].flat[id], &c->rng);
+			if (res->by_name[id].est && bt[id].est) /* ana_agg_merge() does not carry the flag */
+				res->by_name[id].est->by_name |= bt[id].est->by_name;
+		}
+		free(c->ts[i].flat);
+		c->ts[i].flat = NULL;
+		c->ts[i].nflat = 0;
+	}
+	return nomem;
+}
+
+/* res->saturated, corrupt and torn_tail of a finished result. */
+static void result_flags(struct ana_result *res)
+{
+	const struct pt_trace_info *info = pt_reader_info(res->rd);
+	/* a saturated sum shows in the merged rows (each at least its thread's) or the totals */
+	res->saturated = res->lost_records == UINT64_MAX || res->lost_sections == UINT64_MAX ||
+			 res->misuse_errors == UINT64_MAX;
+	for (uint32_t i = 1; i < res->merged.count && !res->saturated; i++)
+		res->saturated = ana_agg_saturated(&res->merged.n[i].agg);
+	for (uint32_t id = 0; id < res->nnames && !res->saturated; id++)
+		res->saturated = ana_agg_saturated(&res->by_name[id]);
+	for (size_t i = 0; i < res->nthreads && !res->saturated; i++)
+		for (int k = 0; k < ANA_NMETRIC; k++)
+			res->saturated |= res->threads[i].unattributed[k] == UINT64_MAX;
+	/* damage inside the file, as opposed to a torn tail (a crashed writer) */
+	res->corrupt = info->corrupt_regions > 0 || info->damaged_chunks > 0 || info->header_damaged;
+	res->torn_tail = info->torn_tail_offset != UINT64_MAX;
+}
+
+/* Frees what thread pass state @ts holds. */
+static void tstate_free(struct tstate *ts)
+{
+	free(ts->flat);
+	free(ts->st);
+	free(ts->pn);
+	free(ts->open_top);
+	free(ts->fi);
+	free(ts->mem_cur);
+	free(ts->snest);
+	free(ts->sflat);
+	ana_pass_free_tstate(ts);
+}
+
 /* One pass; @track: follow same-name frames (flat sums from the pass) even
  * when every section is kept. *@retrack: the tree cannot give the flat
  * sums (drop_stack()): run again with @track. */
@@ -1504,7 +1610,6 @@ static int run_pass(const char *path, const struct ana_options *opt, struct ana_
 	rc = pass_setup(&c, res, opt, track, err, errlen);
 	if (rc)
 		return rc;
-	const struct pt_trace_info *info = pt_reader_info(res->rd);
 
 	struct pt_chunk_info ci;
 	struct pt_record batch[256];
@@ -1559,34 +1664,7 @@ static int run_pass(const char *path, const struct ana_options *opt, struct ana_
 		struct ana_thread *th = &res->threads[i];
 		struct tstate *ts = &c.ts[i];
 		drop_stack(&c, th, ts, &th->open_at_end);
-		if (ts->seen) {
-			th->first_ns = pt_reader_ticks_to_ns(res->rd, ts->first_ticks);
-			/* no BEGIN, END or COUNTER (only ERROR, LOSS, METRIC...): span 0 */
-			th->last_ns = pt_reader_ticks_to_ns(res->rd, ts->last_ticks > ts->first_ticks ? ts->last_ticks
-												 : ts->first_ticks);
-			if (th->first_ns < res->start_ns)
-				res->start_ns = th->first_ns;
-			if (th->last_ns > res->end_ns)
-				res->end_ns = th->last_ns;
-			if (!th->gpu_thread && !th->flusher_thread) /* the recorder's threads run no sections */
-				res->thread_span_sum_ns += th->last_ns - th->first_ns;
-		}
-		res->records += th->records;
-		res->sections += th->sections;
-		ANA_SAT_ADD(res->lost_records, th->lost_records);
-		ANA_SAT_ADD(res->lost_sections, th->lost_sections);
-		res->unmatched_ends += th->unmatched_ends;
-		res->before_window += th->before_window;
-		res->open_at_end += th->open_at_end;
-		res->too_deep += th->too_deep;
-		ANA_SAT_ADD(res->misuse_errors, th->misuse_errors);
-		for (uint32_t n = 0; n < th->tree.count; n++)
-			finish_agg(&c, &th->tree.n[n].agg);
-		if (res->has_gpu) /* before the merges: the merged tree and flat rows sum these */
-			ana_gpu_breakdown_tree(&th->tree);
-		flat_from_tree(&c, &th->tree, ts);
-		if (res->has_gpu)
-			ana_gpu_breakdown_flat(&th->tree, ts->flat, ts->nflat);
+		thread_finish(&c, th, ts);
 	}
 	ANA_SAT_ADD(res->lost_records, res->process_lost_records);
 	if (res->start_ns == UINT64_MAX)
@@ -1613,41 +1691,9 @@ static int run_pass(const char *path, const struct ana_options *opt, struct ana_
 		move_reservoirs(&res->merged, &pass_merged, c.merged_only);
 		ana_tree_free(&pass_merged);
 	}
-	res->nnames = maxid;
-	res->by_name = calloc(maxid ? maxid : 1, sizeof(*res->by_name));
-	res->by_name_thread = calloc(res->nthreads ? res->nthreads : 1, sizeof(*res->by_name_thread));
-	bool nomem = !res->by_name || !res->by_name_thread;
-	for (size_t i = 0; i < res->nthreads; i++) {
-		/* each thread's own names: 100,000 threads of one name each
-		 * made 100,000 tables of every name */
-		struct ana_agg *bt = nomem ? NULL : calloc(c.ts[i].nflat ? c.ts[i].nflat : 1, sizeof(struct ana_agg));
-		nomem |= !bt;
-		if (bt) {
-			res->by_name_thread[i] = bt;
-			res->threads[i].nflat = c.ts[i].nflat;
-		}
-		for (uint32_t id = 0; id < c.ts[i].nflat; id++) {
-			if (!bt) { /* out of memory: freed, ana_run() fails */
-				ana_agg_free(&c.ts[i].flat[id]);
-				continue;
-			}
-			/* ownership moves to the result */
-			bt[id] = c.ts[i].flat[id];
-			ana_agg_merge(&res->by_name[id], &c.ts[i].flat[id], &c.rng);
-			if (res->by_name[id].est && bt[id].est) /* ana_agg_merge() does not carry the flag */
-				res->by_name[id].est->by_name |= bt[id].est->by_name;
-		}
-		free(c.ts[i].flat);
-		c.ts[i].flat = NULL;
-		free(c.ts[i].st);
-		free(c.ts[i].pn);
-		free(c.ts[i].open_top);
-		free(c.ts[i].fi);
-		free(c.ts[i].mem_cur);
-		free(c.ts[i].snest);
-		free(c.ts[i].sflat);
-		ana_pass_free_tstate(&c.ts[i]);
-	}
+	bool nomem = flats_to_result(&c, maxid);
+	for (size_t i = 0; i < res->nthreads; i++)
+		tstate_free(&c.ts[i]);
 	free(c.ts);
 	ana_map_free(&c.ids);
 	if (c.read_rc && c.read_rc != -ENOMEM) {
@@ -1672,19 +1718,7 @@ static int run_pass(const char *path, const struct ana_options *opt, struct ana_
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
-	/* a saturated sum shows in the merged rows (each at least its thread's) or the totals */
-	res->saturated = res->lost_records == UINT64_MAX || res->lost_sections == UINT64_MAX ||
-			 res->misuse_errors == UINT64_MAX;
-	for (uint32_t i = 1; i < res->merged.count && !res->saturated; i++)
-		res->saturated = ana_agg_saturated(&res->merged.n[i].agg);
-	for (uint32_t id = 0; id < res->nnames && !res->saturated; id++)
-		res->saturated = ana_agg_saturated(&res->by_name[id]);
-	for (size_t i = 0; i < res->nthreads && !res->saturated; i++)
-		for (int k = 0; k < ANA_NMETRIC; k++)
-			res->saturated |= res->threads[i].unattributed[k] == UINT64_MAX;
-	/* damage inside the file, as opposed to a torn tail (a crashed writer) */
-	res->corrupt = info->corrupt_regions > 0 || info->damaged_chunks > 0 || info->header_damaged;
-	res->torn_tail = info->torn_tail_offset != UINT64_MAX;
+	result_flags(res);
 	*retrack = c.need_tracking;
 	return 0;
 }
