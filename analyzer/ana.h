@@ -706,6 +706,50 @@ bool ana_window_outside(struct pt_reader *rd, const struct ana_options *opt, cha
 int ana_run(const char *path, const struct ana_options *opt, struct ana_result *res, char *err, size_t errlen);
 void ana_result_free(struct ana_result *res);
 
+/*
+ * The live pass: incremental analysis of a trace still being written
+ * (ana_api.h's session builds on it). ana_live_update() gives exactly what
+ * ana_run() gives for the file as it is at that moment (tested at random
+ * cut points), but reads only the chunks committed since its last update:
+ * it keeps ana_run()'s pass state and finishes a copy of it. It starts
+ * over (one full reading, then incremental again) when:
+ *   - the trace's ns-per-tick slope changed (pt_reader_ns_per_tick(): a
+ *     new clock triple moves it, so every duration converts differently);
+ *     never with PT_CLOCK_MONOTONIC, whose slope is 1;
+ *   - the file is another trace (start triple, pid or run id), shrank, or
+ *     a thread of the table changed;
+ *   - a memory sample came in at or before a record it had read (an END
+ *     already measured would see it), or the set of memory series changed.
+ * It gives the result of ana_run() itself (the full pass at each update)
+ * for what it does not keep: options other than every thread, domain and
+ * time with no samples; several parts (rotation), flight files and
+ * windows; damage; a sparse name-id space; sampled requests; GPU, async
+ * or instant records; a sequence gap in a thread's chunks. Its pass
+ * tracks same-name sections (as ana_run() does when a section open at the
+ * end encloses a closed one of its name), so that case needs no second
+ * reading; the figures are the same either way.
+ * Context: one caller at a time per live pass.
+ */
+struct ana_live;
+struct ana_live_stats {
+	uint64_t updates;  /* ana_live_update() calls */
+	uint64_t extended; /* of them, read only what was new */
+	uint64_t rebuilt;  /* read the whole file into a new state */
+	uint64_t full;     /* gave ana_run()'s result (the cases above) */
+};
+/* ana_live_open() - A live pass with @opt (copied; must not be NULL),
+ * holding no state yet. 0 or -ENOMEM. */
+int ana_live_open(const struct ana_options *opt, struct ana_live **out);
+/* ana_live_update() - The analysis of the trace at @path as it is now into
+ * @out (free with ana_result_free(); @out owns its reader, which the live
+ * pass borrows until its next update, so free @out only after that update
+ * or ana_live_close()). Return and @err as ana_run()'s. */
+int ana_live_update(struct ana_live *l, const char *path, struct ana_result *out, char *err, size_t errlen);
+/* ana_live_stats() - How the updates so far were made. */
+void ana_live_stats(const struct ana_live *l, struct ana_live_stats *out);
+/* ana_live_close() - Frees @l; NULL is allowed. */
+void ana_live_close(struct ana_live *l);
+
 /* @s if it is valid UTF-8, else a copy in *@scratch (freed and replaced on
  * each call; the caller frees the last) with each invalid byte, overlong
  * form, surrogate or code point above U+10FFFF replaced by '?'. NULL only

@@ -1,6 +1,7 @@
 /*
- * analyzer/ana_api.c - the session API of ana_api.h over ana_run() and the
- * JSON report's row builder. Update re-runs the full pass (see the header).
+ * analyzer/ana_api.c - the session API of ana_api.h over the live pass
+ * (ana.h: ana_live_update(), incremental) and the JSON report's row
+ * builder.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -11,7 +12,8 @@
 struct ana_session {
 	char *path;
 	struct ana_options opt;
-	struct ana_result res;
+	struct ana_live *live;
+	struct ana_result res; /* its reader is borrowed by the live pass until the next update */
 	bool have;
 };
 
@@ -35,6 +37,11 @@ int ana_session_open(const char *path, const struct ana_options *opt, struct ana
 		s->opt.thread = -1;
 		s->opt.no_samples = true; /* the rows never read them (compare and suggest do) */
 	}
+	if (ana_live_open(&s->opt, &s->live)) {
+		ana_session_close(s);
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
 	int rc = ana_session_update(s, err, errlen);
 	if (rc < 0) {
 		ana_session_close(s);
@@ -48,7 +55,7 @@ int ana_session_update(struct ana_session *s, char *err, size_t errlen)
 {
 	struct ana_result next;
 	memset(&next, 0, sizeof(next));
-	int rc = ana_run(s->path, &s->opt, &next, err, errlen);
+	int rc = ana_live_update(s->live, s->path, &next, err, errlen);
 	if (rc < 0) {
 		ana_result_free(&next);
 		return rc;
@@ -58,6 +65,11 @@ int ana_session_update(struct ana_session *s, char *err, size_t errlen)
 	s->res = next;
 	s->have = true;
 	return 0;
+}
+
+void ana_session_stats(const struct ana_session *s, struct ana_live_stats *out)
+{
+	ana_live_stats(s->live, out);
 }
 
 const struct ana_result *ana_session_result(const struct ana_session *s)
@@ -124,6 +136,7 @@ void ana_session_close(struct ana_session *s)
 {
 	if (!s)
 		return;
+	ana_live_close(s->live); /* first: it borrows the result's reader */
 	if (s->have)
 		ana_result_free(&s->res);
 	free(s->path);

@@ -5,10 +5,11 @@
  * use it; its shape is the one the public include/ptz/analysis.h (issue
  * 18) is to take over.
  *
- * Honest limit: ana_session_update() re-runs the whole pass (ana_run())
- * over the file as it is now; it does not yet absorb only what was
- * committed since the last call (issue 18 makes it incremental). Its cost
- * grows with the trace, not with what is new.
+ * Updates are incremental: the session keeps the pass state and reads
+ * only the chunks committed since the last update (ana.h, ana_live_update():
+ * each result is exactly ana_run()'s for the file at that moment; it says
+ * when it reads the whole file again, and which traces it always reads
+ * whole).
  *
  * Every figure is the analyzer's own (ana_row_compute(), ana_json_row()):
  * the definitions of doc/analyzer-output.md, never recomputed here.
@@ -33,10 +34,14 @@ struct ana_session;
 int ana_session_open(const char *path, const struct ana_options *opt, struct ana_session **out, char *err,
 		     size_t errlen);
 
-/* ana_session_update() - Analyze the file again as it is now (the full
- * pass, see above). On error the previous result stays. Return: 0, or
- * -errno / -PT_E* with a message in @err. */
+/* ana_session_update() - The analysis of the file as it is now (what was
+ * committed since the last update is read, see above). On error the
+ * previous result stays. Return: 0, or -errno / -PT_E* with a message in
+ * @err. */
 int ana_session_update(struct ana_session *s, char *err, size_t errlen);
+
+/* ana_session_stats() - How its updates were made (ana.h). */
+void ana_session_stats(const struct ana_session *s, struct ana_live_stats *out);
 
 /* ana_session_result() - The current result (valid until the next update
  * or close). */

@@ -1812,3 +1812,385 @@ const char *ana_name(const struct ana_result *res, uint32_t id)
 	snprintf(buf, sizeof(buf), "(unknown id %u)", ana_trace_id(res, id));
 	return buf;
 }
+
+/* ---------------------------------------------------------------- the live pass
+ *
+ * The incremental analysis of a trace still being written (ana_api.c's
+ * session; ana.h says what is kept and when it starts over). The pass
+ * state of ana_run() is kept between updates: an update reads only the
+ * chunks committed since the last one, in file order, into it, then
+ * finishes a copy of it (live_result()); the state itself goes on.
+ */
+
+struct ana_live {
+	struct ana_options opt;
+	struct ctx c;
+	struct ana_result r;      /* the pass's state; r.rd is the newest result's reader (borrowed) */
+	bool have;                /* c and r hold a state */
+	bool never;               /* the trace has what the live pass does not keep: always ana_run() */
+	uint64_t next;            /* the chunks at file offsets below it are in the state */
+	uint64_t max_ticks;       /* the largest tick of a record in the state */
+	struct pt_trace_info key; /* the trace it read (start triple, pid, run) */
+	struct ana_live_stats st;
+};
+
+int ana_live_open(const struct ana_options *opt, struct ana_live **out)
+{
+	struct ana_live *l = calloc(1, sizeof(*l));
+	if (!l)
+		return -ENOMEM;
+	l->opt = *opt;
+	/* what the live pass keeps: every thread, domain and time; no
+	 * samples (ana_compare() reads them, no row prints them); percentiles
+	 * per thread; no progress */
+	l->never = opt->thread >= 0 || opt->domain || opt->since_ns || opt->until_ns || !opt->no_samples ||
+		   opt->merged_percentiles_only;
+	l->opt.progress = NULL;
+	*out = l;
+	return 0;
+}
+
+static void live_drop(struct ana_live *l)
+{
+	if (!l->have)
+		return;
+	for (size_t i = 0; i < l->r.nthreads; i++)
+		tstate_free(&l->c.ts[i]);
+	free(l->c.ts);
+	free(l->c.domain_of);
+	ana_map_free(&l->c.ids);
+	ana_pass_gp_free(&l->c); /* never kept: only a state being given up has one */
+	l->r.rd = NULL; /* the result's */
+	ana_result_free(&l->r);
+	memset(&l->c, 0, sizeof(l->c));
+	l->have = false;
+}
+
+void ana_live_close(struct ana_live *l)
+{
+	if (!l)
+		return;
+	live_drop(l);
+	free(l);
+}
+
+void ana_live_stats(const struct ana_live *l, struct ana_live_stats *out)
+{
+	*out = l->st;
+}
+
+/* Whether reader @rd's trace is one the live pass can follow: one file,
+ * not a flight file or window, undamaged, dense name ids, no sampled
+ * requests. */
+static bool live_reader_ok(struct pt_reader *rd)
+{
+	const struct pt_trace_info *in = pt_reader_info(rd);
+	if (in->parts > 1 || in->flight || in->window || in->header_damaged || in->corrupt_regions ||
+	    in->damaged_chunks || in->torn_tail_offset != UINT64_MAX)
+		return false;
+	const size_t n = fmt_reader_string_count(rd);
+	if ((uint64_t)pt_reader_max_string_id(rd) > 2 * (uint64_t)n + ANA_MIN_NAME_IDS)
+		return false; /* sparse ids: the slots would be renumbered */
+	for (size_t i = 0; i < n; i++) {
+		uint32_t dom = 0;
+		const char *s = pt_reader_string(rd, fmt_reader_string_id(rd, i), &dom);
+		if (s && dom == 0 && strcmp(s, PT_FMT_SAMPLE_COUNTER) == 0)
+			return false;
+	}
+	return true;
+}
+
+/* After reading: whether the state stays one the live pass can finish
+ * (no GPU, async or instant records, no gap that needs tracking, no
+ * failure), and the largest tick it holds. */
+static bool live_after_read(struct ana_live *l, int rc)
+{
+	struct ctx *c = &l->c;
+	for (size_t i = 0; i < l->r.nthreads; i++)
+		if (c->ts[i].seen && c->ts[i].last_ticks > l->max_ticks)
+			l->max_ticks = c->ts[i].last_ticks;
+	return rc >= 0 && !c->gp && !c->need_tracking && !c->nomem && !c->read_rc && !ana_nomem_seen() &&
+	       !l->r.has_gpu && !l->r.has_async && !l->r.has_instants && !l->r.gpu.ndev;
+}
+
+/* A fresh state from @rd: the setup of ana_run() and every chunk. 0, 1
+ * (not a trace the live pass can follow: l->never), or -ENOMEM. */
+static int live_build(struct ana_live *l, struct pt_reader *rd, char *err, size_t errlen)
+{
+	live_drop(l);
+	l->next = 0;
+	l->max_ticks = 0;
+	if (!live_reader_ok(rd)) {
+		l->never = true;
+		return 1;
+	}
+	(void)ana_nomem_take();
+	memset(&l->r, 0, sizeof(l->r));
+	l->r.domain_filter = UINT32_MAX;
+	l->r.rd = rd;
+	/* tracking: the flat sums come from the pass, so a section open at
+	 * the end that encloses a closed one of its name needs no second
+	 * reading (drop_stack()); every figure is the same either way */
+	int rc = pass_setup(&l->c, &l->r, &l->opt, true, err, errlen);
+	if (rc) {
+		l->r.rd = NULL;
+		ana_result_free(&l->r);
+		return rc;
+	}
+	l->have = true;
+	l->key = *pt_reader_info(rd);
+	if (l->c.remap || l->c.sample_id) {
+		l->never = true;
+		live_drop(l);
+		return 1;
+	}
+	uint64_t done = 0;
+	rc = fmt_reader_seek(rd, 0);
+	if (rc == 0)
+		rc = read_file_order(&l->c, &l->opt, &done, &l->next);
+	if (!live_after_read(l, rc)) {
+		l->never = l->c.gp || l->c.need_tracking || l->r.has_gpu || l->r.has_async || l->r.has_instants;
+		live_drop(l);
+		return l->never ? 1 : rc < 0 ? rc : -ENOMEM;
+	}
+	return 0;
+}
+
+/* Reads the chunks of @rd committed since the state's last reading: 0, 1
+ * (the state cannot take them: build it again), or < 0. */
+static int live_extend(struct ana_live *l, struct pt_reader *rd)
+{
+	const struct pt_trace_info *in = pt_reader_info(rd);
+	struct ana_result *res = &l->r;
+	struct ctx *c = &l->c;
+	if (!live_reader_ok(rd) || in->start_ticks != l->key.start_ticks || in->start_mono_ns != l->key.start_mono_ns ||
+	    in->start_real_ns != l->key.start_real_ns || in->pid != l->key.pid || in->run_id != l->key.run_id ||
+	    in->clock_source != l->key.clock_source || in->committed_bytes < l->key.committed_bytes ||
+	    pt_reader_ns_per_tick(rd) != c->ns_per_tick)
+		return 1; /* another trace, or every duration converts differently now */
+	const size_t nt = pt_reader_thread_count(rd);
+	if (nt < res->nthreads)
+		return 1;
+	struct pt_thread_info ti;
+	for (size_t i = 0; i < nt; i++) {
+		pt_reader_thread(rd, i, &ti, sizeof(ti));
+		const bool gpu = strcmp(ti.name, PT_FMT_GPU_THREAD_NAME) == 0,
+			   flusher = strcmp(ti.name, PT_FMT_FLUSHER_THREAD_NAME) == 0;
+		if (i < res->nthreads && (ti.index != res->threads[i].index || ti.tid != res->threads[i].tid ||
+					  gpu != res->threads[i].gpu_thread || flusher != res->threads[i].flusher_thread))
+			return 1;
+		if (gpu)
+			return 1;
+	}
+	/* from here on the state takes the new reader */
+	res->rd = rd;
+	l->key = *in;
+	const uint32_t maxs = pt_reader_max_string_id(rd);
+	if (maxs > res->nnames)
+		res->nnames = maxs;
+	if (res->nnames + 1 > res->name_id_limit)
+		res->name_id_limit = res->nnames + 1;
+	if (nt > res->nthreads) {
+		struct ana_thread *th = realloc(res->threads, nt * sizeof(*th));
+		if (th)
+			res->threads = th;
+		struct tstate *ts = th ? realloc(c->ts, nt * sizeof(*ts)) : NULL;
+		if (ts)
+			c->ts = ts;
+		if (!th || !ts)
+			return -ENOMEM;
+		for (size_t i = res->nthreads; i < nt; i++) {
+			memset(&res->threads[i], 0, sizeof(res->threads[i]));
+			memset(&c->ts[i], 0, sizeof(c->ts[i]));
+			pt_reader_thread(rd, i, &ti, sizeof(ti));
+			res->threads[i].index = ti.index;
+			res->threads[i].tid = ti.tid;
+			res->threads[i].flusher_thread = strcmp(ti.name, PT_FMT_FLUSHER_THREAD_NAME) == 0;
+			if (tree_init(&res->threads[i].tree))
+				return -ENOMEM;
+			res->nthreads = i + 1;
+		}
+	}
+	for (size_t i = 0; i < nt; i++) { /* names may come later (pt_thread_name()) */
+		pt_reader_thread(rd, i, &ti, sizeof(ti));
+		snprintf(res->threads[i].name, sizeof(res->threads[i].name), "%s", ti.name);
+		c->ts[i].id_limit = res->name_id_limit;
+	}
+	int rc = c->nmem || res->nmem ? ana_mem_extend(c, l->next, l->max_ticks) : 0;
+	if (rc)
+		return rc;
+	uint64_t done = 0;
+	rc = fmt_reader_seek(rd, l->next);
+	if (rc == 0)
+		rc = read_file_order(c, &l->opt, &done, &l->next);
+	res->total_records_hint += done;
+	if (!live_after_read(l, rc)) {
+		l->never = c->gp || c->need_tracking || res->has_gpu || res->has_async || res->has_instants;
+		return l->never ? 1 : rc < 0 ? rc : -ENOMEM;
+	}
+	return 0;
+}
+
+/* @dst: a copy of tree @src, node for node (same numbering). 0 or -ENOMEM
+ * (what was made is in @dst, for ana_tree_free()). */
+static int tree_clone(struct ana_tree *dst, const struct ana_tree *src, uint64_t *rng)
+{
+	memset(dst, 0, sizeof(*dst));
+	if (!(dst->n = calloc(src->count ? src->count : 1, sizeof(*dst->n))))
+		return -ENOMEM;
+	dst->cap = src->count ? src->count : 1;
+	for (uint32_t i = 0; i < src->count; i++) {
+		const struct ana_node *s = &src->n[i];
+		struct ana_node *d = &dst->n[i];
+		dst->count = i + 1;
+		d->id = s->id;
+		d->parent = s->parent;
+		d->depth = s->depth;
+		if (s->nchild) {
+			d->child = malloc(s->nchild * sizeof(*d->child));
+			d->child_id = malloc(s->nchild * sizeof(*d->child_id));
+			if (!d->child || !d->child_id)
+				return -ENOMEM;
+			memcpy(d->child, s->child, s->nchild * sizeof(*d->child));
+			memcpy(d->child_id, s->child_id, s->nchild * sizeof(*d->child_id));
+			d->nchild = d->cchild = s->nchild;
+		}
+		ana_agg_merge(&d->agg, &s->agg, rng); /* into an empty aggregate: a copy */
+	}
+	return ana_nomem_seen() ? -ENOMEM : 0;
+}
+
+/* The result of the state as ana_run() would give it for the file as read
+ * (run_pass()'s finish, on copies: the state goes on). 0 or -ENOMEM (@o
+ * freed). */
+static int live_result(struct ana_live *l, struct ana_result *o)
+{
+	struct ctx *c = &l->c;
+	struct ana_result *r = &l->r;
+	for (size_t i = 0; i < r->nthreads; i++)
+		hpend_flush(&c->ts[i].hp, &r->threads[i].tree);
+	*o = *r; /* the scalars; every pointer is replaced below */
+	o->threads = calloc(r->nthreads ? r->nthreads : 1, sizeof(*o->threads));
+	o->nthreads = 0;
+	memset(&o->merged, 0, sizeof(o->merged));
+	o->by_name = NULL;
+	o->by_name_thread = NULL;
+	o->mem = NULL;
+	o->nmem = 0;
+	int rc = !o->threads || ana_mem_copy(o, r) ? -ENOMEM : 0;
+	for (size_t i = 0; i < r->nthreads && rc == 0; i++) {
+		struct ana_thread *th = &o->threads[i];
+		*th = r->threads[i];
+		th->instants = NULL; /* none: the live pass stops at the first */
+		th->counters = NULL;
+		o->nthreads = i + 1;
+		if (tree_clone(&th->tree, &r->threads[i].tree, &c->rng)) {
+			rc = -ENOMEM;
+			break;
+		}
+		if (th->ncounters && !(th->counters = malloc(th->ncounters * sizeof(*th->counters)))) {
+			rc = -ENOMEM;
+			break;
+		}
+		if (th->ncounters)
+			memcpy(th->counters, r->threads[i].counters, th->ncounters * sizeof(*th->counters));
+	}
+	if (rc) {
+		o->rd = NULL;
+		ana_result_free(o);
+		return rc;
+	}
+	/* run_pass()'s finish, on the copies */
+	c->res = o;
+	o->start_ns = UINT64_MAX;
+	for (size_t i = 0; i < o->nthreads; i++) {
+		struct ana_thread *th = &o->threads[i];
+		struct tstate *ts = &c->ts[i];
+		/* drop_stack() on a copy: the open frames' pending flat sums go
+		 * up into ts->fi and the frames below, which are put back after */
+		th->open_at_end += ts->depth + ts->excess;
+		struct frame *st = NULL;
+		struct flat_incl *fi = NULL;
+		const uint32_t nfi = ts->nfi;
+		if ((ts->depth && !(st = malloc(ts->depth * sizeof(*st)))) ||
+		    (nfi && !(fi = malloc(nfi * sizeof(*fi))))) {
+			free(st);
+			rc = -ENOMEM;
+			break;
+		}
+		if (ts->depth)
+			memcpy(st, ts->st, ts->depth * sizeof(*st));
+		if (nfi)
+			memcpy(fi, ts->fi, nfi * sizeof(*fi));
+		for (uint32_t k = ts->depth; k-- > 0;) {
+			const struct frame *f = &ts->st[k];
+			if (f->has_pending)
+				flat_pass_up(ts, f->id, f->prev_same, f->pending_ns, f->pending_incl, f->pending_xfer);
+		}
+		thread_finish(c, th, ts);
+		if (ts->depth)
+			memcpy(ts->st, st, ts->depth * sizeof(*st));
+		if (nfi)
+			memcpy(ts->fi, fi, nfi * sizeof(*fi));
+		if (ts->nfi > nfi) /* grown by the names of open frames only */
+			memset(ts->fi + nfi, 0, (ts->nfi - nfi) * sizeof(*ts->fi));
+		free(st);
+		free(fi);
+	}
+	ANA_SAT_ADD(o->lost_records, o->process_lost_records);
+	if (o->start_ns == UINT64_MAX)
+		o->start_ns = o->end_ns = 0;
+	uint32_t maxid = 0;
+	rc = rc ? rc : tree_init(&o->merged);
+	for (size_t i = 0; i < o->nthreads && rc == 0; i++) {
+		merge_tree(&o->merged, &o->threads[i].tree, &c->rng);
+		if (c->ts[i].nflat > maxid)
+			maxid = c->ts[i].nflat;
+	}
+	bool nomem = rc || flats_to_result(c, maxid);
+	c->res = r;
+	if (nomem || ana_nomem_take()) {
+		o->rd = NULL;
+		ana_result_free(o);
+		return -ENOMEM;
+	}
+	result_flags(o);
+	return 0;
+}
+
+int ana_live_update(struct ana_live *l, const char *path, struct ana_result *out, char *err, size_t errlen)
+{
+	memset(out, 0, sizeof(*out));
+	l->st.updates++;
+	if (l->never)
+		goto full;
+	struct pt_reader *rd = NULL;
+	int rc = pt_reader_open_trace(path, &rd);
+	if (rc) {
+		pt_reader_close(rd);
+		goto full; /* ana_run() says why */
+	}
+	rc = l->have ? live_extend(l, rd) : 1;
+	const bool extended = rc == 0;
+	if (rc)
+		rc = l->never ? 1 : live_build(l, rd, err, errlen);
+	if (rc == 0)
+		rc = live_result(l, out);
+	if (rc == 0) {
+		out->rd = rd; /* the state borrows it until the next update */
+		if (extended)
+			l->st.extended++;
+		else
+			l->st.rebuilt++;
+		return 0;
+	}
+	live_drop(l); /* it may hold part of what failed */
+	pt_reader_close(rd);
+	if (rc < 0 && rc != -ENOMEM) {
+		snprintf(err, errlen, "%s", pt_strerror(rc));
+		return rc;
+	}
+full:
+	l->st.full++;
+	return ana_run(path, &l->opt, out, err, errlen);
+}

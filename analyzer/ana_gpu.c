@@ -637,6 +637,16 @@ static void async_leftover(void *ctx, const void *entry)
 		res->async_unmatched_ends++;
 }
 
+void ana_pass_gp_free(struct ctx *c)
+{
+	if (!c->gp)
+		return;
+	ana_map_free(&c->gp->pend);
+	ana_map_free(&c->gp->async);
+	free(c->gp);
+	c->gp = NULL;
+}
+
 void ana_pass_finish(struct ctx *c)
 {
 	struct ana_result *res = c->res;

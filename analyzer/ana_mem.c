@@ -183,15 +183,17 @@ static size_t upper(const struct ana_mem_series *m, size_t lo, size_t hi, uint64
 	return lo;
 }
 
-int ana_mem_prepass(struct ctx *c)
+/* The memory series of the trace (counters in bytes, by name; "process
+ * RSS" first) into @m, their number returned; *@all_threads: a series
+ * whose samples any thread may take (a pt_counter() " (bytes)"). */
+static uint32_t series_find(struct ctx *c, struct ana_mem_series *m, bool *all_threads)
 {
 	struct ana_result *res = c->res;
 	struct pt_reader *rd = res->rd;
-	bool has_gpu = false, all_threads = false;
+	bool has_gpu = false;
+	*all_threads = false;
 	for (size_t i = 0; i < res->nthreads; i++)
 		has_gpu |= res->threads[i].gpu_thread;
-	/* the series: counters in bytes, by name; "process RSS" first */
-	struct ana_mem_series m[ANA_MEM_MAX_SERIES];
 	uint32_t nm = 0;
 	const size_t ns = fmt_reader_string_count(rd);
 	for (int pass = 0; pass < 2; pass++)
@@ -215,15 +217,49 @@ int ana_mem_prepass(struct ctx *c)
 			m[nm].trace_id = tid;
 			m[nm].rss = rss;
 			nm++;
-			all_threads |= !rss && strncmp(n, "device memory used", 18) != 0;
+			*all_threads |= !rss && strncmp(n, "device memory used", 18) != 0;
 		}
+	return nm;
+}
+
+/* Whether thread @t's chunks may hold samples of the series. */
+static bool series_source(const struct ana_thread *t, bool all_threads)
+{
+	return all_threads || strcmp(t->name, PT_FMT_FLUSHER_THREAD_NAME) == 0 ||
+	       strcmp(t->name, PT_FMT_GPU_THREAD_NAME) == 0;
+}
+
+/* The samples of the @nm series @m in the current event chunk of the
+ * reader, into @col. 0 or -ENOMEM. */
+static int collect_chunk(struct pt_reader *rd, const struct ana_mem_series *m, uint32_t nm, struct collect *col)
+{
+	struct pt_record batch[256];
+	int k, rc = 0;
+	while ((k = pt_reader_next_records(rd, batch, 256, sizeof(*batch))) > 0)
+		for (int j = 0; j < k; j++) {
+			if (batch[j].kind != PT_REC_COUNTER)
+				continue;
+			for (uint32_t s = 0; s < nm; s++)
+				if (batch[j].id == m[s].trace_id &&
+				    collect_add(&col[s], batch[j].ticks, (int64_t)batch[j].value))
+					rc = -ENOMEM;
+		}
+	return rc;
+}
+
+int ana_mem_prepass(struct ctx *c)
+{
+	struct ana_result *res = c->res;
+	struct pt_reader *rd = res->rd;
+	bool all_threads;
+	struct ana_mem_series m[ANA_MEM_MAX_SERIES];
+	const uint32_t nm = series_find(c, m, &all_threads);
 	if (!nm)
 		return 0;
 	struct collect col[ANA_MEM_MAX_SERIES];
 	memset(col, 0, sizeof(col));
 	struct pt_chunk_info ci;
-	struct pt_record batch[256];
-	int rc = 0, k;
+	int rc = 0;
 	for (size_t i = 0; i <= res->nthreads && rc >= 0; i++) {
 		uint32_t sel;
 		if (all_threads) {
@@ -233,25 +269,14 @@ int ana_mem_prepass(struct ctx *c)
 		} else {
 			if (i == res->nthreads)
 				break;
-			const char *tn = res->threads[i].name;
-			if (strcmp(tn, PT_FMT_FLUSHER_THREAD_NAME) != 0 && strcmp(tn, PT_FMT_GPU_THREAD_NAME) != 0)
+			if (!series_source(&res->threads[i], false))
 				continue;
 			sel = res->threads[i].index;
 		}
 		pt_reader_rewind(rd);
-		while (rc >= 0 && (rc = pt_reader_next_chunk(rd, sel, &ci, sizeof(ci))) == 1) {
-			if (ci.thread == PT_FMT_META_THREAD)
-				continue;
-			while ((k = pt_reader_next_records(rd, batch, 256, sizeof(*batch))) > 0)
-				for (int j = 0; j < k; j++) {
-					if (batch[j].kind != PT_REC_COUNTER)
-						continue;
-					for (uint32_t s = 0; s < nm; s++)
-						if (batch[j].id == m[s].trace_id && collect_add(&col[s], batch[j].ticks,
-												(int64_t)batch[j].value))
-							rc = -ENOMEM;
-				}
-		}
+		while (rc >= 0 && (rc = pt_reader_next_chunk(rd, sel, &ci, sizeof(ci))) == 1)
+			if (ci.thread != PT_FMT_META_THREAD)
+				rc = collect_chunk(rd, m, nm, col) < 0 ? -ENOMEM : rc;
 	}
 	pt_reader_rewind(rd);
 	if (rc >= 0) {
@@ -284,6 +309,114 @@ void ana_mem_free(struct ana_result *res)
 	free(res->mem);
 	res->mem = NULL;
 	res->nmem = 0;
+}
+
+int ana_mem_extend(struct ctx *c, uint64_t from, uint64_t after)
+{
+	struct ana_result *res = c->res;
+	struct pt_reader *rd = res->rd;
+	bool all_threads;
+	struct ana_mem_series m[ANA_MEM_MAX_SERIES];
+	const uint32_t nm = series_find(c, m, &all_threads);
+	if (nm != res->nmem)
+		return 1;
+	for (uint32_t s = 0; s < nm; s++)
+		if (m[s].trace_id != res->mem[s].trace_id || m[s].rss != res->mem[s].rss)
+			return 1;
+	if (!nm)
+		return 0;
+	struct collect col[ANA_MEM_MAX_SERIES];
+	memset(col, 0, sizeof(col));
+	struct pt_chunk_info ci;
+	int rc = fmt_reader_seek(rd, from);
+	size_t last = 0;
+	while (rc >= 0 && (rc = pt_reader_next_chunk(rd, PT_READER_ALL_CHUNKS, &ci, sizeof(ci))) == 1) {
+		if (ci.thread == PT_FMT_META_THREAD)
+			continue;
+		if (last >= res->nthreads || res->threads[last].index != ci.thread) {
+			size_t lo = 0, hi = res->nthreads; /* sorted by index */
+			while (lo < hi) {
+				const size_t mid = lo + (hi - lo) / 2;
+				if (res->threads[mid].index < ci.thread)
+					lo = mid + 1;
+				else
+					hi = mid;
+			}
+			last = lo < res->nthreads && res->threads[lo].index == ci.thread ? lo : res->nthreads;
+		}
+		if (last < res->nthreads && series_source(&res->threads[last], all_threads))
+			rc = collect_chunk(rd, m, nm, col) < 0 ? -ENOMEM : rc;
+	}
+	bool in_order = true;
+	for (uint32_t s = 0; s < nm && rc >= 0; s++) {
+		struct ana_mem_series *x = &res->mem[s];
+		if (!col[s].n)
+			continue;
+		qsort(col[s].s, col[s].n, sizeof(*col[s].s), cmp_sample);
+		/* an occurrence already measured is measured against the samples at
+		 * or before its END: none may come in at or before those */
+		if (col[s].s[0].t <= after || (x->n && col[s].s[0].t < x->t[x->n - 1])) {
+			in_order = false;
+			break;
+		}
+	}
+	for (uint32_t s = 0; s < nm && rc >= 0 && in_order; s++) {
+		struct ana_mem_series *x = &res->mem[s];
+		if (!col[s].n)
+			continue;
+		struct collect all = { 0 };
+		for (size_t i = 0; i < x->n && rc >= 0; i++)
+			rc = collect_add(&all, x->t[i], x->v[i]);
+		for (size_t i = 0; i < col[s].n && rc >= 0; i++)
+			rc = collect_add(&all, col[s].s[i].t, col[s].s[i].v);
+		if (rc >= 0) {
+			free(x->t);
+			free(x->v);
+			free(x->tab);
+			x->t = NULL;
+			x->v = NULL;
+			x->tab = NULL;
+			x->period_ns = 0;
+			rc = series_build(c, x, &all);
+		}
+		free(all.s);
+	}
+	for (uint32_t s = 0; s < nm; s++)
+		free(col[s].s);
+	if (rc < 0)
+		return rc;
+	if (!in_order)
+		return 1;
+	/* the threads' cached intervals may end at a series' old last sample */
+	for (size_t i = 0; i < res->nthreads; i++)
+		c->ts[i].mem_hi = 0;
+	return 0;
+}
+
+int ana_mem_copy(struct ana_result *dst, const struct ana_result *src)
+{
+	dst->mem = NULL;
+	dst->nmem = 0;
+	if (!src->nmem)
+		return 0;
+	if (!(dst->mem = calloc(src->nmem, sizeof(*dst->mem))))
+		return -ENOMEM;
+	for (uint32_t s = 0; s < src->nmem; s++) {
+		const struct ana_mem_series *x = &src->mem[s];
+		struct ana_mem_series *y = &dst->mem[s];
+		*y = *x;
+		y->t = malloc((x->n ? x->n : 1) * sizeof(*y->t));
+		y->v = malloc((x->n ? x->n : 1) * sizeof(*y->v));
+		const size_t cells = (size_t)x->nb * x->levels;
+		y->tab = malloc((cells ? cells : 1) * sizeof(*y->tab));
+		dst->nmem = s + 1;
+		if (!y->t || !y->v || !y->tab)
+			return -ENOMEM;
+		memcpy(y->t, x->t, x->n * sizeof(*y->t));
+		memcpy(y->v, x->v, x->n * sizeof(*y->v));
+		memcpy(y->tab, x->tab, cells * sizeof(*y->tab));
+	}
+	return 0;
 }
 
 /* ---------------------------------------------------------------- per occurrence */

@@ -239,6 +239,10 @@ static inline bool ana_is_misuse_errc(uint32_t code)
  */
 void ana_pass_finish(struct ctx *c);
 
+/* ana_pass_gp_free() - Frees the pass's GPU pairing state (c->gp) without
+ * finishing it: a pass given up. */
+void ana_pass_gp_free(struct ctx *c);
+
 /* ana_pass_flat_gpu() - The recursion-safe inclusive GPU sums of thread
  * state @ts into the flat aggregate @fa of name @id (called by
  * flat_from_tree()). */
@@ -287,6 +291,19 @@ static inline bool ana_mem_occ_fast(const struct ctx *c, const struct tstate *ts
 	return true;
 }
 
+/*
+ * ana_mem_extend() - The incremental analysis (ana_live_update()): adds
+ * the samples of the chunks at file offsets @from and beyond to the memory
+ * series. Every sample must come after tick @after (the last record the
+ * pass state holds: an occurrence already measured must not gain a sample
+ * at or before its END) and after its series' last one. Return: 0 (done),
+ * 1 when that does not hold or the set of series changed (nothing changed
+ * that the caller keeps: it analyzes the trace again), -ENOMEM.
+ */
+int ana_mem_extend(struct ctx *c, uint64_t from, uint64_t after);
+/* ana_mem_copy() - @src's memory series into @dst (a copy). 0 or -ENOMEM
+ * (what was copied is in @dst, for ana_mem_free()). */
+int ana_mem_copy(struct ana_result *dst, const struct ana_result *src);
 /* ana_mem_free() - Frees res->mem. */
 void ana_mem_free(struct ana_result *res);
 
