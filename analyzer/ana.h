@@ -672,7 +672,7 @@ static inline uint64_t ana_sat_u64(double x)
 
 /*
  * ana_window_ticks() - A window bound: @ns after the trace start as a tick
- * value, t0 + @ns / @ns_per_tick (the mean slope, doc/analyzer-output.md
+ * value, t0 + @ns / @ns_per_tick (the trace slope, doc/analyzer-output.md
  * §4), rounded up if @up (a section starting before --since is outside),
  * else down. A crafted clock table can give a slope of 0, or one so small
  * that the quotient passes 2^64 ticks: the bound then saturates at

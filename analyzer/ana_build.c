@@ -908,7 +908,7 @@ static void on_record(struct ctx *c, struct ana_thread *th, struct tstate *ts, c
 		}
 		int64_t v = (int64_t)r->value;
 		k->last = v;
-		k->last_ns = pt_reader_ticks_to_ns(c->res->rd, r->ticks);
+		k->last_ns = r->ticks; /* ticks while building; ns after (thread_finish()) */
 		if (!k->samples++) {
 			k->first = v;
 			k->first_ns = k->last_ns;
@@ -1474,7 +1474,7 @@ static int pass_setup(struct ctx *c, struct ana_result *res, const struct ana_op
 				res->total_records_hint += hi.records;
 		pt_reader_rewind(res->rd);
 	}
-	/* time window in ticks (mean slope; doc/analyzer-output.md §4) */
+	/* time window in ticks (the trace slope; doc/analyzer-output.md §4) */
 	uint64_t t0 = info->start_ticks;
 	/* the first tick at or after --since (a section starting before it is outside) */
 	c->since_ticks = opt->since_ns ? ana_window_ticks(t0, opt->since_ns, c->ns_per_tick, true) : 0;
@@ -1489,6 +1489,10 @@ static int pass_setup(struct ctx *c, struct ana_result *res, const struct ana_op
 static void thread_finish(struct ctx *c, struct ana_thread *th, struct tstate *ts)
 {
 	struct ana_result *res = c->res;
+	for (size_t k = 0; k < th->ncounters; k++) { /* the samples' instants held ticks while building */
+		th->counters[k].first_ns = pt_reader_ticks_to_ns(res->rd, th->counters[k].first_ns);
+		th->counters[k].last_ns = pt_reader_ticks_to_ns(res->rd, th->counters[k].last_ns);
+	}
 	if (ts->seen) {
 		th->first_ns = pt_reader_ticks_to_ns(res->rd, ts->first_ticks);
 		/* no BEGIN, END or COUNTER (only ERROR, LOSS, METRIC...): span 0 */
@@ -1737,7 +1741,7 @@ bool ana_window_outside(struct pt_reader *rd, const struct ana_options *opt, cha
 		hi = ci.last_ticks > hi ? ci.last_ticks : hi;
 	}
 	pt_reader_rewind(rd);
-	/* the bound as ana_run() cuts it (ana_window_ticks(), the mean slope) */
+	/* the bound as ana_run() cuts it (ana_window_ticks(), the trace slope) */
 	const uint64_t t0 = pt_reader_info(rd)->start_ticks;
 	const double npt = pt_reader_ns_per_tick(rd);
 	if (lo > hi || ana_window_ticks(t0, opt->since_ns, npt, true) <= hi)

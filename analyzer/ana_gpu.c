@@ -215,7 +215,7 @@ static inline uint32_t name_slot(uint32_t id)
 	return id < PT_FMT_MAX_STRING_ID ? id : 0;
 }
 
-/* Signed tick difference a - b in ns, with the mean slope; saturated at
+/* Signed tick difference a - b in ns, with the trace slope; saturated at
  * the int64_t range (a crafted clock table's slope can pass it). */
 static int64_t signed_ns(const struct ctx *c, uint64_t a, uint64_t b)
 {

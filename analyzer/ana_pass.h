@@ -166,7 +166,7 @@ static inline bool ana_kind_named(uint32_t kind)
  * take a duration past 2^64 ns. */
 __attribute__((noinline, cold)) uint64_t ana_ticks_ns_big(double ns_per_tick, uint64_t ticks);
 
-/* Duration in ticks to ns with the trace's mean slope (doc/analyzer-output.md §1). */
+/* Duration in ticks to ns with the trace's slope (doc/analyzer-output.md §1). */
 static inline uint64_t ana_ticks_ns(const struct ctx *c, uint64_t ticks)
 {
 	/* x86-64 converts signed 64-bit integers in one instruction, unsigned

@@ -354,6 +354,10 @@ static inline int fmt_dec_fast_metric(struct fmt_fast *f, uint32_t *aux, uint64_
 	return 1;
 }
 
+/* The span of clock points the duration slope is fitted over (§7): from
+ * the first point to the first one at least this many ns after it. */
+#define FMT_SLOPE_SPAN_NS 1000000000u
+
 struct pt_reader;
 /*
  * fmt_reader_chunk_dec() - The decoder of the chunk opened by

@@ -576,9 +576,17 @@ static void build_clock(struct pt_reader *r)
 	}
 	r->nclocks = k;
 	r->slope_all = 1.0;
-	if (k >= 2)
-		r->slope_all = (double)(r->clocks[k - 1].ns - r->clocks[0].ns) /
-			       (double)(r->clocks[k - 1].ticks - r->clocks[0].ticks);
+	if (k >= 2) {
+		/* from the first point to the first one a second or more after it
+		 * (§7): a slope that new points no longer move once the trace is
+		 * a second old, so an analysis of a trace still being written can
+		 * go on from where it was (analyzer/ana.h, the live pass) */
+		size_t e = 1;
+		while (e < k - 1 && r->clocks[e].ns - r->clocks[0].ns < FMT_SLOPE_SPAN_NS)
+			e++;
+		r->slope_all = (double)(r->clocks[e].ns - r->clocks[0].ns) /
+			       (double)(r->clocks[e].ticks - r->clocks[0].ticks);
+	}
 	else if (r->info.clock_source != PT_CLOCK_MONOTONIC)
 		problem(r, 0, "clock: fewer than two calibration points; durations assume 1 tick = 1 ns");
 }

@@ -25,7 +25,7 @@
  *    thread's X events still nest;
  *  - with --since/--until only sections lying entirely inside the window
  *    are written; the window is converted to ticks exactly as the
- *    analyzer does (pfx_window_ticks(): mean slope, since rounded up).
+ *    analyzer does (pfx_window_ticks(): the trace slope, since rounded up).
  *
  * Time: ts = pt_reader_ticks_to_ns(BEGIN) / 1000 in µs (CLOCK_MONOTONIC).
  * dur is not the rounded duration but end_us - ts_us computed in double,

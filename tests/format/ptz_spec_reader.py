@@ -520,7 +520,10 @@ class Reader:
 	def ns_per_tick(self):
 		if self.clock_source == 3 or len(self.kept) < 2:
 			return 1.0
-		return float(self.kept[-1][1] - self.kept[0][1]) / float(self.kept[-1][0] - self.kept[0][0])
+		# §7: to the first kept point at least 1 s (10^9 ns) after the first, else the last
+		e = next((i for i in range(1, len(self.kept)) if self.kept[i][1] - self.kept[0][1] >= 10**9),
+			 len(self.kept) - 1)
+		return float(self.kept[e][1] - self.kept[0][1]) / float(self.kept[e][0] - self.kept[0][0])
 
 	# §6.3 sequence gaps
 	def sequence_gaps(self):
