@@ -4,8 +4,8 @@
  * section names that took the most time since the last refresh.
  *
  * Each refresh analyzes the trace as it is now through the session API
- * (analyzer/ana_api.h: ana_session_update(), which re-runs the whole pass;
- * its cost grows with the trace, see that header) and shows, per section
+ * (analyzer/ana_api.h: ana_session_update(), which reads only what was
+ * committed since the last refresh, see that header) and shows, per section
  * name (all threads, recursion-safe totals, doc/analyzer-output.md §2):
  * calls in the interval and per second, the interval's busy share, and the
  * name's totals, mean and p50/p99 so far. The interval is measured on the

@@ -101,7 +101,10 @@ class PerformanceTiming(_Timing):
         bytes and rates, and the gpu_* keys when the trace has GPU ranges;
         plus the proposal's "duration" (total_ns in s), "calls" (count) and
         "average" (mean_ns in s). Figures not available are None.
-        Cost: re-reads the whole trace (the incremental analysis is issue 18).
+        Cost: the flush, then only what was committed since the last query
+        is read (the incremental analysis, analyzer/ana.h: about 0.25 ms
+        after 1,000 new sections, whatever the trace holds); a trace with
+        GPU, async or instant records, or a rotated one, is read whole.
         Raises OSError if the trace cannot be flushed or read.
         """
         rep = self._report()

@@ -4,7 +4,7 @@
  * Invariants covered:
  *  - a session opened on a trace still being written (after pt_flush())
  *    sees its sections; ana_session_update() after more sections and a
- *    flush sees the new counts (the full pass: figures as ana_run's);
+ *    flush sees the new counts;
  *  - the flat and tree iterators yield exactly the rows with occurrences,
  *    each once, with the report's keys (ana_row_json() = ana_json_row());
  *    ana_row_path() is the CSV's path ("a;b") for a tree row and the name
