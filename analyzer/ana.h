@@ -724,7 +724,9 @@ void ana_result_free(struct ana_result *res);
  * for what it does not keep: options other than every thread, domain and
  * time with no samples; several parts (rotation), flight files and
  * windows; damage; a sparse name-id space; sampled requests; GPU, async
- * or instant records; a sequence gap in a thread's chunks. Its pass
+ * or instant records in a trace that ana_run() reads thread by thread (no
+ * "ptz-gpu" thread and at most 64 threads: its pending peaks depend on
+ * that order, the live pass reads in file order). Its pass
  * tracks same-name sections (as ana_run() does when a section open at the
  * end encloses a closed one of its name), so that case needs no second
  * reading; the figures are the same either way.

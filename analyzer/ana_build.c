@@ -1832,6 +1832,8 @@ struct ana_live {
 	struct ana_result r;      /* the pass's state; r.rd is the newest result's reader (borrowed) */
 	bool have;                /* c and r hold a state */
 	bool never;               /* the trace has what the live pass does not keep: always ana_run() */
+	bool order_wait;          /* ana_run() pairs in another order (live_order_differs()): ana_run()
+				   * until a "ptz-gpu" thread or a 65th thread makes it read in file order */
 	uint64_t next;            /* the chunks at file offsets below it are in the state */
 	uint64_t max_ticks;       /* the largest tick of a record in the state */
 	struct pt_trace_info key; /* the trace it read (start triple, pid, run) */
@@ -1904,17 +1906,27 @@ static bool live_reader_ok(struct pt_reader *rd)
 	return true;
 }
 
+/* Whether the state holds what only a reading in file order pairs as
+ * ana_run() does (GPU, async, instant records) while ana_run() reads this
+ * trace thread by thread (no "ptz-gpu" thread, at most 64 threads): the
+ * pending peaks would differ. */
+static bool live_order_differs(const struct ana_live *l)
+{
+	const struct ana_result *r = &l->r;
+	return (l->c.gp || r->has_gpu || r->has_async || r->has_instants || r->gpu.ndev) && !r->gpu.file_order &&
+	       r->nthreads <= 64;
+}
+
 /* After reading: whether the state stays one the live pass can finish
- * (no GPU, async or instant records, no gap that needs tracking, no
- * failure), and the largest tick it holds. */
+ * (no failure, the pairing order of ana_run()), and the largest tick it
+ * holds. */
 static bool live_after_read(struct ana_live *l, int rc)
 {
 	struct ctx *c = &l->c;
 	for (size_t i = 0; i < l->r.nthreads; i++)
 		if (c->ts[i].seen && c->ts[i].last_ticks > l->max_ticks)
 			l->max_ticks = c->ts[i].last_ticks;
-	return rc >= 0 && !c->gp && !c->need_tracking && !c->nomem && !c->read_rc && !ana_nomem_seen() &&
-	       !l->r.has_gpu && !l->r.has_async && !l->r.has_instants && !l->r.gpu.ndev;
+	return rc >= 0 && !c->need_tracking && !c->nomem && !c->read_rc && !ana_nomem_seen() && !live_order_differs(l);
 }
 
 /* A fresh state from @rd: the setup of ana_run() and every chunk. 0, 1
@@ -1953,9 +1965,10 @@ static int live_build(struct ana_live *l, struct pt_reader *rd, char *err, size_
 	if (rc == 0)
 		rc = read_file_order(&l->c, &l->opt, &done, &l->next);
 	if (!live_after_read(l, rc)) {
-		l->never = l->c.gp || l->c.need_tracking || l->r.has_gpu || l->r.has_async || l->r.has_instants;
+		l->never = l->c.need_tracking;
+		l->order_wait = rc >= 0 && live_order_differs(l);
 		live_drop(l);
-		return l->never ? 1 : rc < 0 ? rc : -ENOMEM;
+		return l->never || l->order_wait ? 1 : rc < 0 ? rc : -ENOMEM;
 	}
 	return 0;
 }
@@ -1983,8 +1996,6 @@ static int live_extend(struct ana_live *l, struct pt_reader *rd)
 		if (i < res->nthreads && (ti.index != res->threads[i].index || ti.tid != res->threads[i].tid ||
 					  gpu != res->threads[i].gpu_thread || flusher != res->threads[i].flusher_thread))
 			return 1;
-		if (gpu)
-			return 1;
 	}
 	/* from here on the state takes the new reader */
 	res->rd = rd;
@@ -2010,6 +2021,8 @@ static int live_extend(struct ana_live *l, struct pt_reader *rd)
 			res->threads[i].index = ti.index;
 			res->threads[i].tid = ti.tid;
 			res->threads[i].flusher_thread = strcmp(ti.name, PT_FMT_FLUSHER_THREAD_NAME) == 0;
+			res->threads[i].gpu_thread = strcmp(ti.name, PT_FMT_GPU_THREAD_NAME) == 0;
+			res->gpu.file_order |= res->threads[i].gpu_thread;
 			if (tree_init(&res->threads[i].tree))
 				return -ENOMEM;
 			res->nthreads = i + 1;
@@ -2029,8 +2042,9 @@ static int live_extend(struct ana_live *l, struct pt_reader *rd)
 		rc = read_file_order(c, &l->opt, &done, &l->next);
 	res->total_records_hint += done;
 	if (!live_after_read(l, rc)) {
-		l->never = c->gp || c->need_tracking || res->has_gpu || res->has_async || res->has_instants;
-		return l->never ? 1 : rc < 0 ? rc : -ENOMEM;
+		l->never = c->need_tracking;
+		l->order_wait = rc >= 0 && live_order_differs(l);
+		return l->never || l->order_wait ? 1 : rc < 0 ? rc : -ENOMEM;
 	}
 	return 0;
 }
@@ -2059,7 +2073,10 @@ static int tree_clone(struct ana_tree *dst, const struct ana_tree *src, uint64_t
 			memcpy(d->child_id, s->child_id, s->nchild * sizeof(*d->child_id));
 			d->nchild = d->cchild = s->nchild;
 		}
-		ana_agg_merge(&d->agg, &s->agg, rng); /* into an empty aggregate: a copy */
+		/* into an empty aggregate: a copy. A node never closed yet (count
+		 * 0) is left empty, as every output and merge skips it: the GPU
+		 * time an open section's children already had stays in the pass */
+		ana_agg_merge(&d->agg, &s->agg, rng);
 	}
 	return ana_nomem_seen() ? -ENOMEM : 0;
 }
@@ -2081,13 +2098,26 @@ static int live_result(struct ana_live *l, struct ana_result *o)
 	o->by_name_thread = NULL;
 	o->mem = NULL;
 	o->nmem = 0;
+	o->gpu.dev = NULL; /* ana_pass_finish_copy() copies these */
+	o->gpu.ndev = 0;
+	o->async_by_name = NULL;
+	o->nasync = 0;
+	o->instants_by_name = NULL;
+	o->ninstants = 0;
 	int rc = !o->threads || ana_mem_copy(o, r) ? -ENOMEM : 0;
 	for (size_t i = 0; i < r->nthreads && rc == 0; i++) {
 		struct ana_thread *th = &o->threads[i];
 		*th = r->threads[i];
-		th->instants = NULL; /* none: the live pass stops at the first */
+		th->instants = NULL;
 		th->counters = NULL;
 		o->nthreads = i + 1;
+		if (th->ninstants) {
+			if (!(th->instants = malloc(th->ninstants * sizeof(*th->instants)))) {
+				rc = -ENOMEM;
+				break;
+			}
+			memcpy(th->instants, r->threads[i].instants, th->ninstants * sizeof(*th->instants));
+		}
 		if (tree_clone(&th->tree, &r->threads[i].tree, &c->rng)) {
 			rc = -ENOMEM;
 			break;
@@ -2144,6 +2174,9 @@ static int live_result(struct ana_live *l, struct ana_result *o)
 	ANA_SAT_ADD(o->lost_records, o->process_lost_records);
 	if (o->start_ns == UINT64_MAX)
 		o->start_ns = o->end_ns = 0;
+	c->res = r; /* the source of the copy; the finish goes to o */
+	rc = rc ? rc : ana_pass_finish_copy(c, o);
+	c->res = o;
 	uint32_t maxid = 0;
 	rc = rc ? rc : tree_init(&o->merged);
 	for (size_t i = 0; i < o->nthreads && rc == 0; i++) {
@@ -2174,10 +2207,23 @@ int ana_live_update(struct ana_live *l, const char *path, struct ana_result *out
 		pt_reader_close(rd);
 		goto full; /* ana_run() says why */
 	}
+	if (l->order_wait) { /* until ana_run() reads this trace in file order */
+		bool file_order = pt_reader_thread_count(rd) > 64;
+		for (size_t i = 0; i < pt_reader_thread_count(rd) && !file_order; i++) {
+			struct pt_thread_info ti;
+			pt_reader_thread(rd, i, &ti, sizeof(ti));
+			file_order = strcmp(ti.name, PT_FMT_GPU_THREAD_NAME) == 0;
+		}
+		if (!file_order) {
+			pt_reader_close(rd);
+			goto full;
+		}
+		l->order_wait = false;
+	}
 	rc = l->have ? live_extend(l, rd) : 1;
 	const bool extended = rc == 0;
 	if (rc)
-		rc = l->never ? 1 : live_build(l, rd, err, errlen);
+		rc = l->never || l->order_wait ? 1 : live_build(l, rd, err, errlen);
 	if (rc == 0)
 		rc = live_result(l, out);
 	if (rc == 0) {

@@ -46,6 +46,7 @@
  * Failure: an allocation failure drops the contribution of the record at
  * hand (a row misses a range, a launch stays unmatched); the pass goes on.
  */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -647,32 +648,32 @@ void ana_pass_gp_free(struct ctx *c)
 	c->gp = NULL;
 }
 
-void ana_pass_finish(struct ctx *c)
+/* What the pairing state @gp leaves over, into @res: unmatched halves,
+ * the pending peaks, the wall span widened to the GPU ranges. @gp stays. */
+static void gp_leftovers(const struct gpu_pass *gp, struct ana_result *res)
+{
+	ana_map_each((struct ana_map *)&gp->pend, gpu_leftover, res);
+	ana_map_each((struct ana_map *)&gp->async, async_leftover, res);
+	res->gpu.pending_peak = gp->pend.peak;
+	res->async_pending_peak = gp->async.peak;
+	if (gp->any_range) { /* the wall span covers every GPU range */
+		uint64_t s = pt_reader_ticks_to_ns(res->rd, gp->first_ticks);
+		uint64_t e = pt_reader_ticks_to_ns(res->rd, gp->last_ticks);
+		if (res->start_ns == 0 && res->end_ns == 0) {
+			res->start_ns = s;
+			res->end_ns = e;
+		}
+		if (s < res->start_ns)
+			res->start_ns = s;
+		if (e > res->end_ns)
+			res->end_ns = e;
+	}
+}
+
+/* The devices' busy time and the instants over threads, into c->res. */
+static void finish_devices_instants(struct ctx *c)
 {
 	struct ana_result *res = c->res;
-	struct gpu_pass *gp = c->gp;
-	if (gp) {
-		ana_map_each(&gp->pend, gpu_leftover, res);
-		ana_map_each(&gp->async, async_leftover, res);
-		res->gpu.pending_peak = gp->pend.peak;
-		res->async_pending_peak = gp->async.peak;
-		if (gp->any_range) { /* the wall span covers every GPU range */
-			uint64_t s = pt_reader_ticks_to_ns(res->rd, gp->first_ticks);
-			uint64_t e = pt_reader_ticks_to_ns(res->rd, gp->last_ticks);
-			if (res->start_ns == 0 && res->end_ns == 0) {
-				res->start_ns = s;
-				res->end_ns = e;
-			}
-			if (s < res->start_ns)
-				res->start_ns = s;
-			if (e > res->end_ns)
-				res->end_ns = e;
-		}
-		ana_map_free(&gp->pend);
-		ana_map_free(&gp->async);
-		free(gp);
-		c->gp = NULL;
-	}
 	for (size_t i = 0; i < res->gpu.ndev; i++) {
 		struct ana_gpu_device *d = &res->gpu.dev[i];
 		uint64_t busy = 0;
@@ -704,6 +705,65 @@ void ana_pass_finish(struct ctx *c)
 		for (uint32_t id = 0; id < th->ninstants; id++)
 			n[id] += th->instants[id];
 	}
+}
+
+void ana_pass_finish(struct ctx *c)
+{
+	if (c->gp) {
+		gp_leftovers(c->gp, c->res);
+		ana_pass_gp_free(c);
+	}
+	finish_devices_instants(c);
+}
+
+int ana_pass_finish_copy(struct ctx *c, struct ana_result *o)
+{
+	const struct ana_result *r = c->res;
+	o->gpu.dev = NULL;
+	o->gpu.ndev = 0;
+	o->async_by_name = NULL;
+	o->nasync = 0;
+	o->instants_by_name = NULL;
+	o->ninstants = 0;
+	if (r->gpu.ndev && !(o->gpu.dev = calloc(r->gpu.ndev, sizeof(*o->gpu.dev))))
+		return -ENOMEM;
+	for (size_t i = 0; i < r->gpu.ndev; i++) {
+		const struct ana_gpu_device *s = &r->gpu.dev[i];
+		struct ana_gpu_device *d = &o->gpu.dev[i];
+		*d = *s;
+		memset(&d->lat.pos, 0, sizeof(d->lat.pos));
+		memset(&d->lat.negh, 0, sizeof(d->lat.negh));
+		memset(&d->stream_set, 0, sizeof(d->stream_set)); /* the finish frees it: not copied */
+		d->iv = NULL;
+		d->civ = 0;
+		o->gpu.ndev = i + 1;
+		ana_hist_merge(&d->lat.pos, &s->lat.pos);
+		ana_hist_merge(&d->lat.negh, &s->lat.negh);
+		if (s->niv) {
+			if (!(d->iv = malloc(2 * s->niv * sizeof(*d->iv))))
+				return -ENOMEM;
+			memcpy(d->iv, s->iv, 2 * s->niv * sizeof(*d->iv));
+			d->civ = s->niv;
+		}
+	}
+	if (r->nasync) {
+		if (!(o->async_by_name = calloc(r->nasync, sizeof(*o->async_by_name))))
+			return -ENOMEM;
+		o->nasync = r->nasync;
+		for (uint32_t id = 0; id < r->nasync; id++) {
+			o->async_by_name[id] = r->async_by_name[id];
+			memset(&o->async_by_name[id].hist, 0, sizeof(o->async_by_name[id].hist));
+			ana_hist_merge(&o->async_by_name[id].hist, &r->async_by_name[id].hist);
+		}
+	}
+	if (ana_nomem_seen())
+		return -ENOMEM;
+	if (c->gp)
+		gp_leftovers(c->gp, o);
+	c->res = o;
+	finish_devices_instants(c);
+	c->res = (struct ana_result *)r;
+	return ana_nomem_seen() ? -ENOMEM : 0;
 }
 
 void ana_pass_flat_gpu(struct tstate *ts, uint32_t id, struct ana_agg *fa)

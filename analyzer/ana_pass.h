@@ -239,6 +239,16 @@ static inline bool ana_is_misuse_errc(uint32_t code)
  */
 void ana_pass_finish(struct ctx *c);
 
+/*
+ * ana_pass_finish_copy() - ana_pass_finish() for the live pass (ana.h):
+ * into @o, a copy of c->res's scalars being finished, it copies the GPU
+ * devices and async aggregates and finishes them, counting what c->gp
+ * leaves over without changing it: the pass goes on. Called between the
+ * threads' finish and the merges, as ana_pass_finish(). 0 or -ENOMEM
+ * (what was copied is in @o, for ana_result_free()).
+ */
+int ana_pass_finish_copy(struct ctx *c, struct ana_result *o);
+
 /* ana_pass_gp_free() - Frees the pass's GPU pairing state (c->gp) without
  * finishing it: a pass given up. */
 void ana_pass_gp_free(struct ctx *c);

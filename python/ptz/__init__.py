@@ -103,8 +103,8 @@ class PerformanceTiming(_Timing):
         "average" (mean_ns in s). Figures not available are None.
         Cost: the flush, then only what was committed since the last query
         is read (the incremental analysis, analyzer/ana.h: about 0.25 ms
-        after 1,000 new sections, whatever the trace holds); a trace with
-        GPU, async or instant records, or a rotated one, is read whole.
+        after 1,000 new sections, whatever the trace holds; GPU sections
+        included); a rotated trace is read whole at each query.
         Raises OSError if the trace cannot be flushed or read.
         """
         rep = self._report()

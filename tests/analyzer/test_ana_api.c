@@ -19,7 +19,11 @@
  *    report, CSV and JSON byte for byte equals ana_run()'s of the same
  *    copy; with CLOCK_MONOTONIC most updates read only what is new (with
  *    the TSC a new clock triple moves the slope, and the state starts
- *    over: counted, and equal too).
+ *    over: counted, and equal too);
+ *  - built with FAKE_CUDART_PATH (test analyzer-api-gpu, its own process:
+ *    the fake CUDA runtime is loaded once), the same with GPU sections on
+ *    two streams, async ranges and instants: the GPU pairing, device busy
+ *    time and unmatched halves of each step equal ana_run()'s.
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -29,7 +33,11 @@
 #include "tests/test_util.h"
 #include "ptz/recorder.h"
 #include "analyzer/ana_api.h"
+#ifdef FAKE_CUDART_PATH
+#include "tests/gpu/fake_cudart.h"
+#endif
 
+#ifndef FAKE_CUDART_PATH /* the CPU cases: not in the GPU build */
 static uint64_t row_count(struct ana_session *s, enum ana_view v, const char *key)
 {
 	struct ana_row_iter it;
@@ -131,6 +139,7 @@ static void test_ana_session_open_missing_file(void **state)
 	assert_true(err[0] != 0);
 	assert_true(ana_session_open(NULL, NULL, &s, err, sizeof(err)) == -EINVAL);
 }
+#endif
 
 /* ---- incremental updates equal one full pass at every step ---- */
 
@@ -138,6 +147,7 @@ struct inc_worker {
 	pt_recorder *r;
 	atomic_int *stop;
 	unsigned seed;
+	void *stream; /* a fake CUDA stream: GPU sections, async ranges, instants */
 };
 
 static void *inc_work(void *arg)
@@ -165,9 +175,29 @@ static void *inc_work(void *arg)
 			pt_end(w->r, id);
 		}
 		pt_metric(w->r, PT_METRIC_READ_BYTES, 64);
+#ifdef FAKE_CUDART_PATH
+		if (w->stream && rand_r(&seed) % 2) { /* a GPU section inside, its range paired later */
+			uint32_t g = pt_intern(w->r, rand_r(&seed) % 2 ? "kernel" : "copy");
+			pt_gpu_begin(w->r, g, w->stream);
+			fake_launch(w->stream, 2000 + rand_r(&seed) % 50000);
+			if (rand_r(&seed) % 4 == 0)
+				pt_transfer(w->r, 1 << 20, PT_D2H);
+			pt_gpu_end(w->r, g, w->stream);
+		}
+		if (w->stream && rand_r(&seed) % 16 == 0)
+			pt_instant(w->r, pt_intern(w->r, "mark"));
+		if (w->stream && rand_r(&seed) % 8 == 0) {
+			static _Atomic uint64_t pending; /* an async range begun on one thread, ended on another */
+			uint64_t a = atomic_exchange(&pending, 0);
+			if (a)
+				pt_async_end(w->r, a);
+			else
+				atomic_store(&pending, pt_async_begin(w->r, pt_intern(w->r, "request")));
+		}
+#endif
 		pt_end(w->r, id);
 		if (++n % 16 == 0) /* leave the 2-core CI machine to the other tests */
-			usleep(200);
+			usleep(w->stream ? 1000 : 200);
 	}
 	return NULL;
 }
@@ -203,36 +233,54 @@ static void copy_file(const char *from, const char *to)
 	assert_int_equal(fclose(out), 0);
 }
 
-static void incremental_equals_full(const char *clock, struct ana_live_stats *st)
+static void incremental_equals_full(const char *clock, bool gpu, struct ana_live_stats *st)
 {
 	if (clock)
 		setenv("PTZ_CLOCK", clock, 1);
 	else
 		unsetenv("PTZ_CLOCK");
 	setenv("PTZ_RSS_MS", "3", 1); /* memory series: each section measured against RSS samples */
-	const char *path = tu_path(clock ? "inc-mono.ptz" : "inc-default.ptz");
+	const char *path = tu_path(gpu ? "inc-gpu.ptz" : clock ? "inc-mono.ptz" : "inc-default.ptz");
 	char cut[4096];
 	snprintf(cut, sizeof(cut), "%s.cut", path);
 	struct pt_options o = { .flush_interval_ms = 2 };
 	pt_recorder *r = pt_open(path, &o, sizeof(o));
 	assert_non_null(r);
 	atomic_int stop = 0;
-	struct inc_worker w[3] = { { r, &stop, 1 }, { r, &stop, 2 }, { r, &stop, 3 } };
+	struct inc_worker w[3] = { { r, &stop, 1, NULL }, { r, &stop, 2, NULL }, { r, &stop, 3, NULL } };
+#ifdef FAKE_CUDART_PATH
+	if (gpu) {
+		w[0].stream = w[2].stream = fake_stream_create(0);
+		w[1].stream = fake_stream_create(0);
+	}
+#else
+	assert_false(gpu);
+#endif
 	pthread_t th[3];
 	for (int i = 0; i < 2; i++)
 		assert_int_equal(pthread_create(&th[i], NULL, inc_work, &w[i]), 0);
+	if (gpu) { /* the recorder's "ptz-gpu" thread in the table before the first cut (see below) */
+		pt_gpu_begin(r, pt_intern(r, "warm-up"), w[1].stream);
+		pt_gpu_end(r, pt_intern(r, "warm-up"), w[1].stream);
+		assert_int_equal(pt_flush(r), 0);
+	}
 	unsigned seed = 7;
 	struct ana_session *s = NULL;
 	char err[256] = "";
-	const int steps = 40;
+	const int steps = gpu ? 16 : 40; /* the fake runtime's polling is slow under ASan */
 	int open_depth = 0;
+#ifdef FAKE_CUDART_PATH
+	unsigned phase_open = 0; /* odd: a phase open, phase-a or phase-b by turns */
+#endif
 	for (int step = 0; step < steps; step++) {
 		if (step == steps / 3) /* a thread that starts late */
 			assert_int_equal(pthread_create(&th[2], NULL, inc_work, &w[2]), 0);
 		/* this thread: sections open across cuts that enclose closed ones of
 		 * their name (their pending recursion-safe sums, doc §2) */
 		const uint32_t rec = pt_intern(r, "rec");
-		if (rand_r(&seed) % 2 && open_depth < 4) {
+		if (gpu) { /* (phase-a and phase-b alternate: 0 opens a, 1 closes it, 2 opens b...) */
+			/* the phases below instead */
+		} else if (rand_r(&seed) % 2 && open_depth < 4) {
 			pt_begin(r, rec);
 			pt_begin(r, rec);
 			pt_end(r, rec);
@@ -241,6 +289,22 @@ static void incremental_equals_full(const char *clock, struct ana_live_stats *st
 			pt_end(r, rec);
 			open_depth--;
 		}
+#ifdef FAKE_CUDART_PATH
+		/* a section open across cuts whose GPU child's range pairs while it
+		 * is open, the first time before any of its path closed */
+		if (gpu && rand_r(&seed) % 2) {
+			const uint32_t g = pt_intern(r, "gpu-child");
+			if (phase_open % 2 == 0) {
+				pt_begin(r, pt_intern(r, phase_open % 4 == 0 ? "phase-a" : "phase-b"));
+				pt_gpu_begin(r, g, w[1].stream);
+				fake_launch(w[1].stream, 1000);
+				pt_gpu_end(r, g, w[1].stream);
+			} else {
+				pt_end(r, pt_intern(r, phase_open % 4 == 1 ? "phase-a" : "phase-b"));
+			}
+			phase_open++;
+		}
+#endif
 		usleep(1000 + rand_r(&seed) % 20000);
 		if (rand_r(&seed) % 2)
 			assert_int_equal(pt_flush(r), 0);
@@ -293,11 +357,12 @@ static void incremental_equals_full(const char *clock, struct ana_live_stats *st
 	unsetenv("PTZ_RSS_MS");
 }
 
+#ifndef FAKE_CUDART_PATH
 static void test_incremental_equals_full_monotonic(void **state)
 {
 	(void)state;
 	struct ana_live_stats st;
-	incremental_equals_full("monotonic", &st);
+	incremental_equals_full("monotonic", false, &st);
 	/* the slope is 1: the state starts over only for a late memory sample
 	 * (a few here; a loaded machine can delay more of them) */
 	assert_true(st.extended >= 10);
@@ -308,10 +373,33 @@ static void test_incremental_equals_full_default_clock(void **state)
 {
 	(void)state;
 	struct ana_live_stats st;
-	incremental_equals_full(NULL, &st);
+	incremental_equals_full(NULL, false, &st);
+	assert_int_equal(st.full, 0);
+}
+#endif
+
+#ifdef FAKE_CUDART_PATH
+static void test_incremental_equals_full_gpu(void **state)
+{
+	(void)state;
+	struct ana_live_stats st;
+	incremental_equals_full("monotonic", true, &st);
+	/* a "ptz-gpu" thread from the first cut on: ana_run() reads in file
+	 * order, as the live pass does (before it, GPU records would be paired
+	 * in thread order by ana_run(), and the session would give its result) */
+	assert_true(st.extended >= 5);
 	assert_int_equal(st.full, 0);
 }
 
+int main(void)
+{
+	setenv("PTZ_CUDA_RUNTIME", FAKE_CUDART_PATH, 1);
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_incremental_equals_full_gpu),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
+#else
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -322,3 +410,4 @@ int main(void)
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
+#endif
