@@ -98,6 +98,37 @@ if diff <(nm -D --defined-only "$libdir/libptz.so" | awk '{print $3}' | sort) "$
 else
 	not_ok "libptz.so exports exactly tests/install/exported-symbols.txt (diff above)"
 fi
+# libptanalyze.so (ptz/analysis.h): ptz-analysis.pc, exactly the pt_analysis_* API (the analyzer and its
+# reader linked in hidden), and a program built with plain pkg-config analyzes the shared program's trace
+if diff <(nm -D --defined-only "$libdir/libptanalyze.so" | awk '{print $3}' | sort) \
+	<(grep '^PT_API' "$src/include/ptz/analysis.h" | grep -o 'pt_analysis_[a-z_]*(' | tr -d '(' | sort); then
+	ok "libptanalyze.so exports exactly the functions of ptz/analysis.h"
+else
+	not_ok "libptanalyze.so exports exactly the functions of ptz/analysis.h (diff above)"
+fi
+cat >"$work/stats.c" <<'C'
+#include <ptz/analysis.h>
+#include <stdio.h>
+int main(int argc, char **argv)
+{
+	pt_analysis *a;
+	if (argc < 2 || pt_analysis_open(argv[1], &a) < 0)
+		return 1;
+	struct pt_analysis_row r;
+	for (size_t i = 0; i < pt_analysis_rows(a, PT_ANALYSIS_FLAT); i++)
+		if (pt_analysis_row(a, PT_ANALYSIS_FLAT, i, &r, sizeof(r)) == 0)
+			printf("%s %llu\n", r.name, (unsigned long long)r.count);
+	pt_analysis_close(a);
+	return 0;
+}
+C
+if cc -Wall -Wextra -Werror "$work/stats.c" $(pkg-config --cflags --libs ptz-analysis) -o "$work/stats" &&
+	! readelf -d "$work/stats" | grep -qE 'RPATH|RUNPATH' &&
+	[ "$("$work/stats" "$work/shared.ptz" | sort | tr '\n' ' ')" = "inner 1000 outer 1000 " ]; then
+	ok "cc stats.c \$(pkg-config --cflags --libs ptz-analysis), no rpath: outer 1000, inner 1000"
+else
+	not_ok "cc stats.c \$(pkg-config --cflags --libs ptz-analysis): $("$work/stats" "$work/shared.ptz" 2>&1 | head -3)"
+fi
 # CUDA is loaded at run time (recorder/rec_gpu.c), never linked: the same
 # libptz runs where there is no driver or toolkit
 needed=$(LC_ALL=C readelf -d "$libdir/libptz.so" | grep NEEDED)

@@ -1,0 +1,240 @@
+/*
+ * analyzer/ana_public.c - include/ptz/analysis.h, the public analysis API
+ * of libptanalyze, over the session API (ana_api.h: the live pass,
+ * incremental) and the report writers. Its figures are the analyzer's own
+ * (ana_row_compute()): nothing is computed here.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ptz/analysis.h"
+#include "analyzer/ana_api.h"
+
+struct pt_analysis {
+	struct ana_session *s;
+	char err[512];
+	/* the rows of each view in order (built at the first pt_analysis_row() after an update) */
+	struct ana_row_ref *rows[2];
+	size_t nrows[2];
+	bool have_rows[2];
+	char *path_buf; /* the last row's path and name */
+	size_t path_cap;
+};
+
+/* Copies the first @out_bytes bytes of @src (@src_bytes of them) into
+ * @out, zeroing what lies past them (the size-versioned structs). */
+static void copy_out(void *out, size_t out_bytes, const void *src, size_t src_bytes)
+{
+	memcpy(out, src, out_bytes < src_bytes ? out_bytes : src_bytes);
+	if (out_bytes > src_bytes)
+		memset((char *)out + src_bytes, 0, out_bytes - src_bytes);
+}
+
+static void drop_rows(pt_analysis *a)
+{
+	for (int v = 0; v < 2; v++) {
+		free(a->rows[v]);
+		a->rows[v] = NULL;
+		a->nrows[v] = 0;
+		a->have_rows[v] = false;
+	}
+}
+
+/* The rows of @v, listed once per update. 0 or -ENOMEM. */
+static int list_rows(pt_analysis *a, enum pt_analysis_view v)
+{
+	if (a->have_rows[v])
+		return 0;
+	const enum ana_view av = v == PT_ANALYSIS_TREE ? ANA_VIEW_TREE : ANA_VIEW_FLAT;
+	struct ana_row_iter it;
+	struct ana_row_ref row;
+	size_t n = 0, cap = 0;
+	struct ana_row_ref *rows = NULL;
+	ana_rows_begin(a->s, av, &it);
+	while (ana_rows_next(&it, &row) == 1) {
+		if (n == cap) {
+			size_t nc = cap ? 2 * cap : 64;
+			struct ana_row_ref *r = realloc(rows, nc * sizeof(*r));
+			if (!r) {
+				free(rows);
+				return -ENOMEM;
+			}
+			rows = r;
+			cap = nc;
+		}
+		rows[n++] = row;
+	}
+	a->rows[v] = rows;
+	a->nrows[v] = n;
+	a->have_rows[v] = true;
+	return 0;
+}
+
+int pt_analysis_open(const char *path, pt_analysis **out)
+{
+	if (!out)
+		return -EINVAL;
+	pt_analysis *a = calloc(1, sizeof(*a));
+	*out = a;
+	if (!a)
+		return -ENOMEM;
+	if (!path) {
+		snprintf(a->err, sizeof(a->err), "no trace path");
+		return -EINVAL;
+	}
+	int rc = ana_session_open(path, NULL, &a->s, a->err, sizeof(a->err));
+	if (rc == 0)
+		a->err[0] = 0;
+	return rc;
+}
+
+int pt_analysis_update(pt_analysis *a)
+{
+	if (!a)
+		return -EINVAL;
+	if (!a->s) {
+		snprintf(a->err, sizeof(a->err), "the trace was never opened");
+		return -EINVAL;
+	}
+	int rc = ana_session_update(a->s, a->err, sizeof(a->err));
+	if (rc == 0) {
+		drop_rows(a);
+		a->err[0] = 0;
+	}
+	return rc;
+}
+
+const char *pt_analysis_errmsg(const pt_analysis *a)
+{
+	return a ? a->err : "out of memory";
+}
+
+size_t pt_analysis_rows(const pt_analysis *a, enum pt_analysis_view view)
+{
+	if (!a || !a->s || (view != PT_ANALYSIS_FLAT && view != PT_ANALYSIS_TREE))
+		return 0;
+	if (list_rows((pt_analysis *)a, view)) /* the list is a cache: the analysis is unchanged */
+		return 0;
+	return a->nrows[view];
+}
+
+int pt_analysis_row(pt_analysis *a, enum pt_analysis_view view, size_t i, struct pt_analysis_row *out,
+		    size_t out_bytes)
+{
+	if (!a || !a->s || !out || (view != PT_ANALYSIS_FLAT && view != PT_ANALYSIS_TREE))
+		return -EINVAL;
+	if (list_rows(a, view))
+		return -ENOMEM;
+	if (i >= a->nrows[view])
+		return -EINVAL;
+	const struct ana_row_ref *ref = &a->rows[view][i];
+	const struct ana_result *res = ana_session_result(a->s);
+	const struct ana_agg *g = ref->a;
+	struct ana_row w;
+	ana_row_compute(res, g, &w);
+	/* the path, then the name after it in the same buffer */
+	const char *p = ana_row_path(a->s, ref, &a->path_buf, &a->path_cap);
+	if (!p)
+		return -ENOMEM;
+	const char *name = ana_name(res, ref->id);
+	const size_t lp = strlen(p) + 1, ln = strlen(name) + 1;
+	if (lp + ln > a->path_cap) {
+		char *b = realloc(a->path_buf, lp + ln);
+		if (!b)
+			return -ENOMEM;
+		a->path_buf = b;
+		a->path_cap = lp + ln;
+	}
+	memcpy(a->path_buf + lp, name, ln);
+	struct pt_analysis_row r = {
+		.name = a->path_buf + lp,
+		.path = a->path_buf,
+		.depth = view == PT_ANALYSIS_TREE ? res->merged.n[ref->node].depth : 0,
+		.count = g->count,
+		.total_ns = g->total_ns,
+		.self_ns = g->self_ns,
+		.min_ns = g->min_ns,
+		.max_ns = g->max_ns,
+		.p50_ns = w.p50,
+		.p90_ns = w.p90,
+		.p99_ns = w.p99,
+		.mean_ns = w.mean,
+		.std_ns = w.std,
+		.first_ns = g->first_ns,
+		.rest_mean_ns = w.rest_mean,
+		.rest_std_ns = w.rest_std,
+		.share = w.share,
+		.read_bytes = g->metric_incl[ANA_READ],
+		.written_bytes = g->metric_incl[ANA_WRITTEN],
+		.flops = g->metric_incl[ANA_FLOPS],
+		.gb_per_s = w.gbps,
+		.gflop_per_s = w.gflops,
+		.gpu_count = g->gpu ? g->gpu->self.count : 0,
+		.gpu_total_ns = g->gpu ? g->gpu->self.total_ns : 0,
+	};
+	copy_out(out, out_bytes, &r, sizeof(r));
+	return 0;
+}
+
+int pt_analysis_totals(const pt_analysis *a, struct pt_analysis_totals *out, size_t out_bytes)
+{
+	if (!a || !a->s || !out)
+		return -EINVAL;
+	const struct ana_result *res = ana_session_result(a->s);
+	struct ana_live_stats st;
+	ana_session_stats(a->s, &st);
+	struct pt_analysis_totals t = {
+		.sections = res->sections,
+		.records = res->records,
+		.lost_records = res->lost_records,
+		.lost_sections = res->lost_sections,
+		.unmatched_ends = res->unmatched_ends,
+		.open_at_end = res->open_at_end,
+		.recorder_errors = res->misuse_errors,
+		.wall_span_ns = res->end_ns - res->start_ns,
+		.thread_span_sum_ns = res->thread_span_sum_ns,
+		.updates = st.updates,
+		.incremental = st.extended,
+		.full = st.updates - st.extended,
+	};
+	copy_out(out, out_bytes, &t, sizeof(t));
+	return 0;
+}
+
+int pt_analysis_write(const pt_analysis *a, enum pt_analysis_format format, FILE *out)
+{
+	if (!a || !a->s || !out)
+		return -EINVAL;
+	const struct ana_result *res = ana_session_result(a->s);
+	struct ana_report_opts o = { .thread = -1 };
+	int rc;
+	switch (format) {
+	case PT_ANALYSIS_TEXT:
+		ana_report_text(out, res, &o);
+		rc = 0;
+		break;
+	case PT_ANALYSIS_CSV:
+		rc = ana_write_csv(out, res, &o);
+		break;
+	case PT_ANALYSIS_JSON:
+		rc = ana_write_json(out, res, &o);
+		break;
+	default:
+		return -EINVAL;
+	}
+	if (fflush(out) != 0 || ferror(out))
+		return -EIO;
+	return rc < 0 ? -EIO : 0;
+}
+
+void pt_analysis_close(pt_analysis *a)
+{
+	if (!a)
+		return;
+	ana_session_close(a->s);
+	drop_rows(a);
+	free(a->path_buf);
+	free(a);
+}
