@@ -745,7 +745,10 @@ int ana_live_open(const struct ana_options *opt, struct ana_live **out);
 /* ana_live_update() - The analysis of the trace at @path as it is now into
  * @out (free with ana_result_free(); @out owns its reader, which the live
  * pass borrows until its next update, so free @out only after that update
- * or ana_live_close()). Return and @err as ana_run()'s. */
+ * or ana_live_close()). The reader may be the previous result's, brought
+ * up to the file in place (fmt_reader_refresh(): the file is not read
+ * again from its start): free the previous result without it (its rd set
+ * to NULL) when it is @out's. Return and @err as ana_run()'s. */
 int ana_live_update(struct ana_live *l, const char *path, struct ana_result *out, char *err, size_t errlen);
 /* ana_live_stats() - How the updates so far were made. */
 void ana_live_stats(const struct ana_live *l, struct ana_live_stats *out);

@@ -60,6 +60,8 @@ int ana_session_update(struct ana_session *s, char *err, size_t errlen)
 		ana_result_free(&next);
 		return rc;
 	}
+	if (s->have && s->res.rd == next.rd)
+		s->res.rd = NULL; /* refreshed in place: the new result's now */
 	if (s->have)
 		ana_result_free(&s->res);
 	s->res = next;

@@ -2201,11 +2201,22 @@ int ana_live_update(struct ana_live *l, const char *path, struct ana_result *out
 	l->st.updates++;
 	if (l->never)
 		goto full;
+	/* the last result's reader, brought up to the file in place (the
+	 * caller frees that result without it); else a new one */
 	struct pt_reader *rd = NULL;
-	int rc = pt_reader_open_trace(path, &rd);
-	if (rc) {
-		pt_reader_close(rd);
-		goto full; /* ana_run() says why */
+	bool own = false;
+	int rc = l->have && l->r.rd ? fmt_reader_refresh(l->r.rd) : 1;
+	if (rc == 0) {
+		rd = l->r.rd;
+	} else {
+		if (rc < 0) /* the shared reader holds part of what failed: the state goes */
+			live_drop(l);
+		rc = pt_reader_open_trace(path, &rd);
+		if (rc) {
+			pt_reader_close(rd);
+			goto full; /* ana_run() says why */
+		}
+		own = true;
 	}
 	if (l->order_wait) { /* until ana_run() reads this trace in file order */
 		bool file_order = pt_reader_thread_count(rd) > 64;
@@ -2215,7 +2226,8 @@ int ana_live_update(struct ana_live *l, const char *path, struct ana_result *out
 			file_order = strcmp(ti.name, PT_FMT_GPU_THREAD_NAME) == 0;
 		}
 		if (!file_order) {
-			pt_reader_close(rd);
+			if (own)
+				pt_reader_close(rd);
 			goto full;
 		}
 		l->order_wait = false;
@@ -2235,7 +2247,8 @@ int ana_live_update(struct ana_live *l, const char *path, struct ana_result *out
 		return 0;
 	}
 	live_drop(l); /* it may hold part of what failed */
-	pt_reader_close(rd);
+	if (own)
+		pt_reader_close(rd);
 	if (rc < 0 && rc != -ENOMEM) {
 		snprintf(err, errlen, "%s", pt_strerror(rc));
 		return rc;

@@ -60,6 +60,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -124,6 +125,7 @@ struct exited_thread {
 
 struct flusher {
 	struct pt_recorder *r;
+	uint32_t self_tid;      /* the flusher thread's: its own ring holds the process counters */
 	uint8_t *raw;           /* event chunk buffer */
 	uint8_t *meta;          /* meta chunk buffer */
 	struct fmt_enc enc, menc;
@@ -846,22 +848,23 @@ static void proc_sample(struct flusher *f, uint64_t now_ns)
 /* The process counters' sample, if due. Only while recording is enabled
  * (a sample taken while disabled would be dropped by pt_counter()): the
  * first one is taken as soon as pt_open() has published the recorder. */
-static void proc_if_due(struct flusher *f, uint64_t now_ns)
+static bool proc_if_due(struct flusher *f, uint64_t now_ns)
 {
 	struct pt_recorder *r = f->r;
 	const uint64_t period = (uint64_t)r->rss_ms * 1000000u;
 	if (!period || now_ns < f->next_rss_ns)
-		return;
+		return false;
 	if (!atomic_load_explicit(&r->hot_gen, memory_order_relaxed)) {
 		/* not yet published, or disabled: try again after 1, 2, 4... ms,
 		 * at most a period (no busy poll while disabled) */
 		f->rss_retry_ns = f->rss_retry_ns ? PT_MIN(2 * f->rss_retry_ns, period) : PT_MIN(1000000u, period);
 		f->next_rss_ns = now_ns + f->rss_retry_ns;
-		return;
+		return false;
 	}
 	f->rss_retry_ns = 0;
 	f->next_rss_ns = now_ns + period;
 	proc_sample(f, now_ns);
+	return true;
 }
 
 static void final_meta(struct flusher *f)
@@ -1131,6 +1134,7 @@ static void *flusher_main(void *arg)
 	pthread_sigmask(SIG_UNBLOCK, &bus, NULL);
 	/* the name its ring (registered at the first process counters' sample) takes */
 	pthread_setname_np(pthread_self(), PT_FMT_FLUSHER_THREAD_NAME);
+	f->self_tid = (uint32_t)syscall(SYS_gettid);
 	unsigned sleep_us = 1000;
 	const uint64_t flush_ns = (uint64_t)r->flush_ms * 1000000u;
 	f->drain_age_ns = flush_ns - FLUSH_MARGIN_NS(flush_ns);
@@ -1166,10 +1170,16 @@ static void *flusher_main(void *arg)
 		uint64_t now = rec_mono_ns();
 		uint64_t busiest = 0, drained = 0;
 		f->next_due_ns = UINT64_MAX;
-		if (!stopping) /* before the drain: the sample goes out in this pass */
-			proc_if_due(f, now);
+		/* before the drain: the sample goes out in this pass, and its ring
+		 * first, so that no chunk of a record made after the sample is in
+		 * the file before it (a reader of the running trace, the
+		 * incremental analysis, would see the sample late) */
+		const bool sampled = !stopping && proc_if_due(f, now);
 		urcu_bp_read_lock();
 		struct rec_ring *g;
+		if (sampled)
+			cds_list_for_each_entry_rcu(g, &r->rings, node) if (g->tid == f->self_tid)
+				drained += drain(f, g, now, 1);
 		cds_list_for_each_entry_rcu(g, &r->rings, node) {
 			PT_TSAN_ACQUIRE(g);
 			uint64_t head = atomic_load_explicit(&g->head, memory_order_relaxed);

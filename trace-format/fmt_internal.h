@@ -388,6 +388,20 @@ PT_INTERNAL void fmt_reader_chunk_done(struct pt_reader *r, int rc);
  */
 PT_INTERNAL int fmt_reader_seek(struct pt_reader *r, uint64_t off);
 
+/*
+ * fmt_reader_refresh() - Brings @r up to its file as it is now: the chunks
+ * committed since it was opened or last refreshed are indexed (their meta
+ * records read), the clock and sequence checks run again; then @r is what
+ * pt_reader_open() of the file would give, at the cost of what is new (the
+ * incremental analysis, analyzer/ana.h). Only for a reader of one part,
+ * not a flight file or window, that found no problem (a fresh open says
+ * the same as before then). The cursor is rewound. Return: 0; 1 when it
+ * cannot (another reader kind, a problem, the file replaced, shorter, or
+ * another trace: open it anew), @r unchanged; < 0 a read error or
+ * -ENOMEM (@r then holds part of the new chunks: close it).
+ */
+PT_INTERNAL int fmt_reader_refresh(struct pt_reader *r);
+
 /* Chunk framing (§3). */
 struct fmt_chunk_hdr {
 	uint8_t kind, comp;

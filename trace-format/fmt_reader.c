@@ -116,6 +116,7 @@ struct pt_reader {
 	struct rd_clock *clocks;
 	size_t nclocks, clocks_cap;
 	double slope_all;
+	int clock_built;   /* build_clock() ran: the header point is in clocks */
 	struct rd_problem *problems;
 	size_t nproblems, problems_cap;
 	size_t problems_lost;  /* messages that could not be stored (ENOMEM) */
@@ -559,7 +560,8 @@ static int cmp_clock(const void *a, const void *b)
 
 static void build_clock(struct pt_reader *r)
 {
-	if (r->info.clock_source != PT_CLOCK_MONOTONIC && r->info.start_mono_ns &&
+	/* the header point once (fmt_reader_refresh() builds again) */
+	if (!r->clock_built && r->info.clock_source != PT_CLOCK_MONOTONIC && r->info.start_mono_ns &&
 	    !grow((void **)&r->clocks, &r->clocks_cap, r->nclocks + 1, sizeof(*r->clocks))) {
 		r->clocks[r->nclocks].ticks = r->info.start_ticks;
 		r->clocks[r->nclocks].ns = r->info.start_mono_ns;
@@ -575,6 +577,7 @@ static void build_clock(struct pt_reader *r)
 		r->clocks[k++] = r->clocks[i];
 	}
 	r->nclocks = k;
+	r->clock_built = 1;
 	r->slope_all = 1.0;
 	if (k >= 2) {
 		/* from the first point to the first one a second or more after it
@@ -812,9 +815,10 @@ static int scan_old(struct pt_reader *r, uint64_t from, uint64_t end)
 	return rc;
 }
 
+static int scan_from(struct pt_reader *r, uint64_t off);
+
 static int scan(struct pt_reader *r)
 {
-	uint64_t off = PT_FMT_HEADER_BYTES;
 	if (r->info.flight && r->info.laps) {
 		uint64_t end = r->info.flight_bytes ? PT_FMT_HEADER_BYTES + r->info.flight_bytes : r->info.file_bytes;
 		if (end > r->info.file_bytes)
@@ -825,6 +829,12 @@ static int scan(struct pt_reader *r)
 				return rc;
 		}
 	}
+	return scan_from(r, PT_FMT_HEADER_BYTES);
+}
+
+/* The chunks from @off to r->limit (pass 1 of §6.3). */
+static int scan_from(struct pt_reader *r, uint64_t off)
+{
 	while (off < r->limit) {
 		struct fmt_chunk_hdr h;
 		const char *why;
@@ -1316,6 +1326,47 @@ int fmt_reader_seek(struct pt_reader *r, uint64_t off)
 	}
 	r->cur = lo;
 	r->have_chunk = 0;
+	return 0;
+}
+
+int fmt_reader_refresh(struct pt_reader *r)
+{
+	if (r->nparts != 1 || r->info.flight || r->info.window || r->nproblems || r->problems_lost || r->oom ||
+	    !r->parts[0].header_ok)
+		return 1;
+	struct rd_part *p = &r->parts[0];
+	struct stat a, b;
+	if (fstat(p->fd, &a) != 0 || stat(p->path, &b) != 0 || a.st_ino != b.st_ino || a.st_dev != b.st_dev)
+		return 1; /* replaced (or gone): a new reader says what is there */
+	uint8_t *h = malloc(PT_FMT_HEADER_BYTES);
+	if (!h)
+		return -ENOMEM;
+	int rc = fmt_pread_full(p->fd, h, PT_FMT_HEADER_BYTES, 0);
+	const bool same = rc == 0 && memcmp(h, FMT_MAGIC, 8) == 0 &&
+			  fmt_get64(h + FMT_OFF_HEADER_XXH) == XXH3_64bits(h, FMT_OFF_HEADER_XXH) &&
+			  fmt_get64(h + FMT_OFF_START_TICKS) == r->info.start_ticks &&
+			  fmt_get64(h + FMT_OFF_START_MONO) == r->info.start_mono_ns &&
+			  fmt_get64(h + FMT_OFF_START_REAL) == r->info.start_real_ns &&
+			  fmt_get32(h + FMT_OFF_PID) == r->info.pid && fmt_get64(h + FMT_OFF_RUN_ID) == p->run_id;
+	const uint64_t committed = fmt_get64(h + FMT_OFF_COMMITTED), flags = fmt_get64(h + FMT_OFF_FLAGS);
+	free(h);
+	if (!same || committed < r->limit || committed > (uint64_t)a.st_size)
+		return 1; /* another trace, or shorter: read it anew */
+	r->info.closed = (flags & FMT_FLAG_CLOSED) != 0;
+	r->info.file_bytes = p->file_bytes = (uint64_t)a.st_size;
+	r->info.committed_bytes = committed;
+	pt_reader_rewind(r);
+	if (committed == r->limit)
+		return 0;
+	const uint64_t from = r->limit;
+	p->limit = r->limit = committed;
+	r->win_len = 0;
+	if ((rc = scan_from(r, from)))
+		return rc;
+	build_clock(r);
+	check_sequences(r); /* none before (no problem): any it finds is in the new chunks */
+	if (r->oom)
+		return -ENOMEM;
 	return 0;
 }
 
