@@ -102,7 +102,7 @@ class PerformanceTiming(_Timing):
         plus the proposal's "duration" (total_ns in s), "calls" (count) and
         "average" (mean_ns in s). Figures not available are None.
         Cost: the flush, then only what was committed since the last query
-        is read (the incremental analysis, analyzer/ana.h: about 0.25 ms
+        is read (the incremental analysis, analyzer/ana.h: about 0.2 ms
         after 1,000 new sections, whatever the trace holds; GPU sections
         included); a rotated trace is read whole at each query.
         Raises OSError if the trace cannot be flushed or read.
