@@ -393,8 +393,9 @@ PT_INTERNAL int fmt_reader_seek(struct pt_reader *r, uint64_t off);
  * committed since it was opened or last refreshed are indexed (their meta
  * records read), the clock and sequence checks run again; then @r is what
  * pt_reader_open() of the file would give, at the cost of what is new (the
- * incremental analysis, analyzer/ana.h). Only for a reader of one part,
- * not a flight file or window, that found no problem (a fresh open says
+ * incremental analysis, analyzer/ana.h). Only for a reader of one file
+ * that is not part of a rotated trace (its next part is another file), a
+ * flight file or a window, and that found no problem (a fresh open says
  * the same as before then). The cursor is rewound. Return: 0; 1 when it
  * cannot (another reader kind, a problem, the file replaced, shorter, or
  * another trace: open it anew), @r unchanged; < 0 a read error or

@@ -1331,8 +1331,9 @@ int fmt_reader_seek(struct pt_reader *r, uint64_t off)
 
 int fmt_reader_refresh(struct pt_reader *r)
 {
-	if (r->nparts != 1 || r->info.flight || r->info.window || r->nproblems || r->problems_lost || r->oom ||
-	    !r->parts[0].header_ok)
+	/* a rotated trace's next part is another file: only an open finds it */
+	if (r->nparts != 1 || r->parts[0].run_id || r->info.flight || r->info.window || r->nproblems ||
+	    r->problems_lost || r->oom || !r->parts[0].header_ok)
 		return 1;
 	struct rd_part *p = &r->parts[0];
 	struct stat a, b;

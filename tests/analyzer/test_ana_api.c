@@ -369,6 +369,47 @@ static void test_incremental_equals_full_monotonic(void **state)
 	assert_int_equal(st.full, 0);
 }
 
+/* A rotated trace: the session, opened while one part exists, sees the
+ * later parts (a new file each: the reader of the first cannot), and its
+ * outputs equal ana_run()'s. */
+static void test_session_follows_rotation(void **state)
+{
+	(void)state;
+	const char *path = tu_path("rot.ptz");
+	struct pt_options o = { .flush_interval_ms = 5, .rotate_seconds = 1 };
+	pt_recorder *r = pt_open(path, &o, sizeof(o));
+	assert_non_null(r);
+	record(r, 100);
+	assert_int_equal(pt_flush(r), 0);
+	char err[256] = "";
+	struct ana_session *s = NULL;
+	assert_int_equal(ana_session_open(path, NULL, &s, err, sizeof(err)), 0);
+	assert_int_equal(ana_session_result(s)->sections, 200);
+	for (int step = 0; step < 3; step++) { /* past a rotation */
+		for (int k = 0; k < 6; k++) {
+			record(r, 50);
+			usleep(100000);
+		}
+		assert_int_equal(pt_flush(r), 0);
+		assert_int_equal(ana_session_update(s, err, sizeof(err)), 0);
+		struct ana_options fo = { .thread = -1, .no_samples = true };
+		struct ana_result full;
+		assert_int_equal(ana_run(path, &fo, &full, err, sizeof(err)), 0);
+		assert_int_equal(ana_session_result(s)->sections, full.sections);
+		assert_int_equal(full.sections, 200 + (uint64_t)(step + 1) * 600);
+		for (int what = 0; what < 3; what++) {
+			char *a = output_of(ana_session_result(s), what), *b = output_of(&full, what);
+			assert_string_equal(a, b);
+			free(a);
+			free(b);
+		}
+		ana_result_free(&full);
+	}
+	assert_true(pt_reader_info(ana_session_result(s)->rd)->parts >= 2);
+	assert_int_equal(pt_close(r), 0);
+	ana_session_close(s);
+}
+
 static void test_incremental_equals_full_default_clock(void **state)
 {
 	(void)state;
@@ -407,6 +448,7 @@ int main(void)
 		cmocka_unit_test(test_ana_session_open_missing_file),
 		cmocka_unit_test(test_incremental_equals_full_monotonic),
 		cmocka_unit_test(test_incremental_equals_full_default_clock),
+		cmocka_unit_test(test_session_follows_rotation),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
