@@ -702,6 +702,25 @@ static inline uint64_t ana_window_ticks(uint64_t t0, uint64_t ns, double ns_per_
  * False when no --since is set or the trace has no events. Rewinds @rd.
  */
 bool ana_window_outside(struct pt_reader *rd, const struct ana_options *opt, char *msg, size_t len);
+/* ana_thread_pos() - The position in res->threads (sorted by index, as
+ * the reader's table) of the thread of index @index, or res->nthreads when
+ * it has none; @last, the previous answer, is tried first (a thread's
+ * chunks come in runs). */
+static inline size_t ana_thread_pos(const struct ana_result *res, uint32_t index, size_t last)
+{
+	if (last < res->nthreads && res->threads[last].index == index)
+		return last;
+	size_t lo = 0, hi = res->nthreads;
+	while (lo < hi) {
+		const size_t mid = lo + (hi - lo) / 2;
+		if (res->threads[mid].index < index)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < res->nthreads && res->threads[lo].index == index ? lo : res->nthreads;
+}
+
 /* Opens and analyzes @path. 0, -errno, or -PT_E* (message in *err, static or owned by res). */
 int ana_run(const char *path, const struct ana_options *opt, struct ana_result *res, char *err, size_t errlen);
 void ana_result_free(struct ana_result *res);

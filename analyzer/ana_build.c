@@ -1355,17 +1355,7 @@ static int read_file_order(struct ctx *c, const struct ana_options *opt, uint64_
 			read_meta(c, batch, 256);
 			continue;
 		}
-		if (last >= res->nthreads || res->threads[last].index != ci.thread) {
-			size_t lo = 0, hi = res->nthreads; /* sorted by index, as the reader's table */
-			while (lo < hi) {
-				const size_t mid = lo + (hi - lo) / 2;
-				if (res->threads[mid].index < ci.thread)
-					lo = mid + 1;
-				else
-					hi = mid;
-			}
-			last = lo < res->nthreads && res->threads[lo].index == ci.thread ? lo : res->nthreads;
-		}
+		last = ana_thread_pos(res, ci.thread, last);
 		if (last == res->nthreads)
 			continue;
 		struct ana_thread *th = &res->threads[last];

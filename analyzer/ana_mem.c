@@ -333,17 +333,7 @@ int ana_mem_extend(struct ctx *c, uint64_t from, uint64_t after)
 	while (rc >= 0 && (rc = pt_reader_next_chunk(rd, PT_READER_ALL_CHUNKS, &ci, sizeof(ci))) == 1) {
 		if (ci.thread == PT_FMT_META_THREAD)
 			continue;
-		if (last >= res->nthreads || res->threads[last].index != ci.thread) {
-			size_t lo = 0, hi = res->nthreads; /* sorted by index */
-			while (lo < hi) {
-				const size_t mid = lo + (hi - lo) / 2;
-				if (res->threads[mid].index < ci.thread)
-					lo = mid + 1;
-				else
-					hi = mid;
-			}
-			last = lo < res->nthreads && res->threads[lo].index == ci.thread ? lo : res->nthreads;
-		}
+		last = ana_thread_pos(res, ci.thread, last);
 		if (last < res->nthreads && series_source(&res->threads[last], all_threads))
 			rc = collect_chunk(rd, m, nm, col) < 0 ? -ENOMEM : rc;
 	}
