@@ -8,7 +8,10 @@
  * again), then K times: 1,000 more sections, pt_flush(), and
  * pt_analysis_update() timed alone. Printed per N: the open (a full
  * reading), the median and largest update, how many updates read only
- * what was new, and the trace's size.
+ * what was new, and the trace's size. Then the same with 100,000 call
+ * paths (1,000 names under 100 parents, each path once): an update's
+ * finish copies every path's aggregate, so its cost grows with the paths
+ * (not with the records).
  *
  * Usage: bench-live [--quick] [--keep DIR]
  *   --quick: N = 10^4 and 10^5 (default 10^4, 10^5, 10^6, 10^7).
@@ -47,6 +50,25 @@ static void record(pt_recorder *r, long n)
 	}
 }
 
+/* 100,000 paths: parent p (100 of them) > child c (1,000 names), once each */
+static void record_paths(pt_recorder *r)
+{
+	char name[32];
+	for (int p = 0; p < 100; p++) {
+		snprintf(name, sizeof(name), "parent-%d", p);
+		const uint32_t pid = pt_intern(r, name);
+		pt_begin(r, pid);
+		for (int c = 0; c < 1000; c++) {
+			snprintf(name, sizeof(name), "child-%d", c);
+			const uint32_t cid = pt_intern(r, name);
+			pt_begin(r, cid);
+			pt_end(r, cid);
+		}
+		pt_end(r, pid);
+		pt_flush(r);
+	}
+}
+
 static int cmp_d(const void *x, const void *y)
 {
 	const double a = *(const double *)x, b = *(const double *)y;
@@ -73,8 +95,9 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	setenv("PTZ_RSS_MS", "100", 0);
-	const long sizes[] = { 10000, 100000, 1000000, 10000000 };
-	const int nsizes = quick ? 2 : 4, K = 21, NEW = 1000;
+	/* -1: the 100,000-path trace */
+	const long sizes[] = { 10000, 100000, 1000000, 10000000, -1 };
+	const int nsizes = quick ? 2 : 5, K = 21, NEW = 1000;
 	printf("%-12s %10s %14s %14s %14s %12s\n", "sections", "open ms", "update median", "update max", "incremental",
 	       "records");
 	for (int s = 0; s < nsizes; s++) {
@@ -87,7 +110,10 @@ int main(int argc, char **argv)
 			return 1;
 		}
 		const double opened = now_ms();
-		record(r, sizes[s]);
+		if (sizes[s] < 0)
+			record_paths(r);
+		else
+			record(r, sizes[s]);
 		pt_flush(r);
 		while (now_ms() - opened < 1200.0)
 			usleep(10000);
@@ -118,7 +144,7 @@ int main(int argc, char **argv)
 			if (pt_analysis_row(a, PT_ANALYSIS_FLAT, i, &row, sizeof(row)) == 0 &&
 			    strcmp(row.name, "step") == 0)
 				break;
-		if (row.count != (uint64_t)(sizes[s] + (long)K * NEW))
+		if (sizes[s] > 0 && row.count != (uint64_t)(sizes[s] + (long)K * NEW))
 			fprintf(stderr, "bench-live: %llu steps analyzed, %ld recorded (records lost?)\n",
 				(unsigned long long)row.count, sizes[s] + (long)K * NEW);
 		qsort(ms, K, sizeof(ms[0]), cmp_d);
@@ -126,7 +152,9 @@ int main(int argc, char **argv)
 		pt_analysis_totals(a, &tt, sizeof(tt));
 		char inc[32];
 		snprintf(inc, sizeof(inc), "%llu/%d", (unsigned long long)t.incremental, K);
-		printf("%-12ld %10.2f %11.3f ms %11.3f ms %14s %12llu\n", sizes[s], open_ms, ms[K / 2], ms[K - 1], inc,
+		char label[32];
+		snprintf(label, sizeof(label), sizes[s] < 0 ? "100k paths" : "%ld", sizes[s]);
+		printf("%-12s %10.2f %11.3f ms %11.3f ms %14s %12llu\n", label, open_ms, ms[K / 2], ms[K - 1], inc,
 		       (unsigned long long)tt.records);
 		fflush(stdout);
 		pt_analysis_close(a);
