@@ -1855,7 +1855,7 @@ static void live_drop(struct ana_live *l)
 	free(l->c.ts);
 	free(l->c.domain_of);
 	ana_map_free(&l->c.ids);
-	ana_pass_gp_free(&l->c); /* never kept: only a state being given up has one */
+	ana_pass_gp_free(&l->c); /* the GPU and async pairing state */
 	l->r.rd = NULL; /* the result's */
 	ana_result_free(&l->r);
 	memset(&l->c, 0, sizeof(l->c));
@@ -1920,7 +1920,8 @@ static bool live_after_read(struct ana_live *l, int rc)
 }
 
 /* A fresh state from @rd: the setup of ana_run() and every chunk. 0, 1
- * (not a trace the live pass can follow: l->never), or -ENOMEM. */
+ * (not a trace the live pass can follow: l->never, or not yet:
+ * l->order_wait), or < 0 (a read error, -ENOMEM). */
 static int live_build(struct ana_live *l, struct pt_reader *rd, char *err, size_t errlen)
 {
 	live_drop(l);
