@@ -11,9 +11,18 @@
 
 #include "ptz/analysis.h"
 #include "analyzer/ana_api.h"
+#include "analyzer/ana_multi.h"
 
 struct pt_analysis {
-	struct ana_session *s;
+	struct ana_session *s; /* one trace; for a set, the first */
+	/* a set (pt_analysis_open_set(), n > 1): a session per trace, and the
+	 * view of them all (ana_multi.h) with its totals, built at each update */
+	size_t n;
+	struct ana_session **ss;
+	char **paths;
+	struct ana_multi m;
+	bool have_m;
+	struct pt_analysis_totals set_totals;
 	char err[512];
 	/* the rows of each view in order (built at the first pt_analysis_row() after an update) */
 	struct ana_row_ref *rows[2];
@@ -72,6 +81,95 @@ static int list_rows(pt_analysis *a, enum pt_analysis_view v)
 	return 0;
 }
 
+/* The set's view and totals from its sessions' current results. 0 or
+ * -ENOMEM (the previous view stays). */
+static int set_build(pt_analysis *a)
+{
+	struct ana_multi_src *src = calloc(a->n, sizeof(*src));
+	struct pt_analysis_totals t = { 0 };
+	int rc = src ? 0 : -ENOMEM;
+	size_t built = 0;
+	for (; built < a->n && rc == 0; built++) {
+		const struct ana_result *res = ana_session_result(a->ss[built]);
+		rc = ana_multi_src_result(res, a->paths[built], &src[built]);
+		struct ana_live_stats st;
+		ana_session_stats(a->ss[built], &st);
+		t.sections += res->sections;
+		t.records += res->records;
+		t.lost_records += res->lost_records;
+		t.lost_sections += res->lost_sections;
+		t.unmatched_ends += res->unmatched_ends;
+		t.open_at_end += res->open_at_end;
+		t.recorder_errors += res->misuse_errors;
+		if (res->end_ns - res->start_ns > t.wall_span_ns)
+			t.wall_span_ns = res->end_ns - res->start_ns;
+		t.thread_span_sum_ns += res->thread_span_sum_ns;
+		t.updates += st.updates;
+		t.incremental += st.extended;
+		t.full += st.updates - st.extended;
+	}
+	struct ana_multi m;
+	if (rc == 0)
+		rc = ana_multi_build(src, a->n, &m);
+	for (size_t i = 0; i < built && src; i++)
+		ana_multi_src_free(&src[i]); /* the view owns what it keeps */
+	free(src);
+	if (rc)
+		return -ENOMEM;
+	if (a->have_m)
+		ana_multi_free(&a->m);
+	a->m = m;
+	a->have_m = true;
+	a->set_totals = t;
+	return 0;
+}
+
+int pt_analysis_open_set(const char *const *paths, size_t n, pt_analysis **out)
+{
+	if (!out)
+		return -EINVAL;
+	if (paths && n == 1)
+		return pt_analysis_open(paths[0], out);
+	pt_analysis *a = calloc(1, sizeof(*a));
+	*out = a;
+	if (!a)
+		return -ENOMEM;
+	if (!paths || n == 0) {
+		snprintf(a->err, sizeof(a->err), "no traces");
+		return -EINVAL;
+	}
+	for (size_t i = 0; i < n; i++)
+		if (!paths[i]) {
+			snprintf(a->err, sizeof(a->err), "trace %zu of the set: no path", i + 1);
+			return -EINVAL;
+		}
+	a->ss = calloc(n, sizeof(*a->ss));
+	a->paths = calloc(n, sizeof(*a->paths));
+	if (!a->ss || !a->paths) {
+		snprintf(a->err, sizeof(a->err), "out of memory");
+		return -ENOMEM;
+	}
+	a->n = n;
+	for (size_t i = 0; i < n; i++) {
+		char msg[400] = "";
+		if (!(a->paths[i] = strdup(paths[i]))) {
+			snprintf(a->err, sizeof(a->err), "out of memory");
+			return -ENOMEM;
+		}
+		int rc = ana_session_open(paths[i], NULL, &a->ss[i], msg, sizeof(msg));
+		if (rc) {
+			snprintf(a->err, sizeof(a->err), "%s: %s", paths[i], msg);
+			return rc;
+		}
+	}
+	a->s = a->ss[0];
+	if (set_build(a)) {
+		snprintf(a->err, sizeof(a->err), "out of memory");
+		return -ENOMEM;
+	}
+	return 0;
+}
+
 int pt_analysis_open(const char *path, pt_analysis **out)
 {
 	if (!out)
@@ -98,6 +196,22 @@ int pt_analysis_update(pt_analysis *a)
 		snprintf(a->err, sizeof(a->err), "the trace was never opened");
 		return -EINVAL;
 	}
+	if (a->n > 1) {
+		for (size_t i = 0; i < a->n; i++) {
+			char msg[400] = "";
+			int rc = ana_session_update(a->ss[i], msg, sizeof(msg));
+			if (rc) { /* the view stays the previous one */
+				snprintf(a->err, sizeof(a->err), "%s: %s", a->paths[i], msg);
+				return rc;
+			}
+		}
+		if (set_build(a)) {
+			snprintf(a->err, sizeof(a->err), "out of memory");
+			return -ENOMEM;
+		}
+		a->err[0] = 0;
+		return 0;
+	}
 	int rc = ana_session_update(a->s, a->err, sizeof(a->err));
 	if (rc == 0) {
 		drop_rows(a);
@@ -115,9 +229,51 @@ size_t pt_analysis_rows(const pt_analysis *a, enum pt_analysis_view view)
 {
 	if (!a || !a->s || (view != PT_ANALYSIS_FLAT && view != PT_ANALYSIS_TREE))
 		return 0;
+	if (a->n > 1) /* a set: call paths only */
+		return view == PT_ANALYSIS_TREE && a->have_m ? a->m.nrows : 0;
 	if (list_rows((pt_analysis *)a, view)) /* the list is a cache: the analysis is unchanged */
 		return 0;
 	return a->nrows[view];
+}
+
+/* Row @i of a set's view: the path's aggregate over every trace (the
+ * figures of ana_row_stats(), share over the traces' summed thread spans;
+ * no first occurrence: each trace's is on its own clock). */
+static int set_row(pt_analysis *a, enum pt_analysis_view view, size_t i, struct pt_analysis_row *out,
+		   size_t out_bytes)
+{
+	if (view != PT_ANALYSIS_TREE || !a->have_m || i >= a->m.nrows)
+		return -EINVAL;
+	const struct ana_multi_row *mr = &a->m.rows[i];
+	const struct ana_agg *g = &mr->agg;
+	struct ana_row w;
+	ana_row_stats(g, &w);
+	const char *semi = strrchr(mr->path, ';');
+	struct pt_analysis_row r = {
+		.name = semi ? semi + 1 : mr->path,
+		.path = mr->path,
+		.depth = mr->depth,
+		.count = mr->count,
+		.total_ns = mr->total_ns,
+		.self_ns = mr->self_ns,
+		.min_ns = g->min_ns,
+		.max_ns = g->max_ns,
+		.p50_ns = w.p50,
+		.p90_ns = w.p90,
+		.p99_ns = w.p99,
+		.mean_ns = w.mean,
+		.std_ns = w.std,
+		.share = a->m.span_sum_ns ? (double)mr->total_ns / (double)a->m.span_sum_ns : 0.0,
+		.read_bytes = g->metric_incl[ANA_READ],
+		.written_bytes = g->metric_incl[ANA_WRITTEN],
+		.flops = g->metric_incl[ANA_FLOPS],
+		.gb_per_s = w.gbps,
+		.gflop_per_s = w.gflops,
+		.gpu_count = g->gpu ? g->gpu->self.count : 0,
+		.gpu_total_ns = g->gpu ? g->gpu->self.total_ns : 0,
+	};
+	copy_out(out, out_bytes, &r, sizeof(r));
+	return 0;
 }
 
 int pt_analysis_row(pt_analysis *a, enum pt_analysis_view view, size_t i, struct pt_analysis_row *out,
@@ -125,6 +281,8 @@ int pt_analysis_row(pt_analysis *a, enum pt_analysis_view view, size_t i, struct
 {
 	if (!a || !a->s || !out || (view != PT_ANALYSIS_FLAT && view != PT_ANALYSIS_TREE))
 		return -EINVAL;
+	if (a->n > 1)
+		return set_row(a, view, i, out, out_bytes);
 	if (list_rows(a, view))
 		return -ENOMEM;
 	if (i >= a->nrows[view])
@@ -182,6 +340,10 @@ int pt_analysis_totals(const pt_analysis *a, struct pt_analysis_totals *out, siz
 {
 	if (!a || !a->s || !out)
 		return -EINVAL;
+	if (a->n > 1) {
+		copy_out(out, out_bytes, &a->set_totals, sizeof(a->set_totals));
+		return 0;
+	}
 	const struct ana_result *res = ana_session_result(a->s);
 	struct ana_live_stats st;
 	ana_session_stats(a->s, &st);
@@ -207,9 +369,28 @@ int pt_analysis_write(const pt_analysis *a, enum pt_analysis_format format, FILE
 {
 	if (!a || !a->s || !out)
 		return -EINVAL;
+	int rc;
+	if (a->n > 1) { /* `ptanalyze report A B ...` of the set; no CSV of it */
+		struct ana_multi_src *src = calloc(a->n, sizeof(*src));
+		size_t built = 0;
+		rc = src ? 0 : -ENOMEM;
+		for (; built < a->n && rc == 0; built++)
+			rc = ana_multi_src_result(ana_session_result(a->ss[built]), a->paths[built], &src[built]);
+		if (rc == 0 && format == PT_ANALYSIS_TEXT)
+			ana_multi_text(out, &a->m, src, 0);
+		else if (rc == 0 && format == PT_ANALYSIS_JSON)
+			rc = ana_multi_json(out, &a->m, src) ? -EIO : 0;
+		else if (rc == 0)
+			rc = format == PT_ANALYSIS_CSV ? -ENOTSUP : -EINVAL;
+		for (size_t i = 0; i < built && src; i++)
+			ana_multi_src_free(&src[i]);
+		free(src);
+		if (rc)
+			return rc;
+		return fflush(out) != 0 || ferror(out) ? -EIO : 0;
+	}
 	const struct ana_result *res = ana_session_result(a->s);
 	struct ana_report_opts o = { .thread = -1 };
-	int rc;
 	switch (format) {
 	case PT_ANALYSIS_TEXT:
 		ana_report_text(out, res, &o);
@@ -233,7 +414,18 @@ void pt_analysis_close(pt_analysis *a)
 {
 	if (!a)
 		return;
-	ana_session_close(a->s);
+	if (a->n > 1) {
+		for (size_t i = 0; i < a->n; i++) {
+			ana_session_close(a->ss[i]);
+			free(a->paths[i]);
+		}
+		if (a->have_m)
+			ana_multi_free(&a->m);
+	} else {
+		ana_session_close(a->s);
+	}
+	free(a->ss);
+	free(a->paths);
 	drop_rows(a);
 	free(a->path_buf);
 	free(a);

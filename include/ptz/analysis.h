@@ -82,7 +82,8 @@ enum pt_analysis_format {
  * @min_ns, @max_ns, @p50_ns, @p90_ns, @p99_ns: the distribution of one
  *           occurrence's duration; percentiles within the histogram's
  *           0.39 % (nearest rank, bucket midpoint).
- * @mean_ns, @std_ns: mean and standard deviation (population) of a duration.
+ * @mean_ns, @std_ns: mean and sample standard deviation (n - 1) of a
+ *           duration, from exact integer power sums.
  * @first_ns: the duration of the first occurrence (earliest start).
  * @rest_mean_ns, @rest_std_ns: the same over the other occurrences (0
  *           with one occurrence).
@@ -149,6 +150,28 @@ struct pt_analysis_totals {
 PT_API int pt_analysis_open(const char *path, pt_analysis **out);
 
 /**
+ * pt_analysis_open_set() - Open and analyze @n traces as one view: the
+ * processes of one job (MPI ranks, a SLURM array, a service's workers), as
+ * `ptanalyze report A.ptz B.ptz ...` shows them (doc/analyzer-output.md
+ * section 12). @paths: @n paths, none NULL (@n = 1 is pt_analysis_open()).
+ * A set's rows are its call paths (PT_ANALYSIS_TREE; PT_ANALYSIS_FLAT has
+ * none), matched across traces by their names: each row's figures are
+ * those of one analysis of every occurrence in every trace (sums, mean,
+ * std, min, max exact; percentiles within 0.39 %), its share over the
+ * traces' summed thread spans, and no first occurrence (@first_ns,
+ * @rest_mean_ns and @rest_std_ns are 0: each trace's is on its own clock).
+ * pt_analysis_update() updates every trace, each incrementally; on a
+ * failure the view stays the previous one (the traces updated before the
+ * one that failed show their new figures at the next success).
+ * pt_analysis_totals() sums the traces' (@wall_span_ns: the longest one's;
+ * @updates, @incremental and @full: over the traces).
+ * pt_analysis_write() writes the text and JSON (schema ptanalyze-multi/2)
+ * of `ptanalyze report`; CSV gives -ENOTSUP.
+ * Return: as pt_analysis_open(); the message names the file that failed.
+ */
+PT_API int pt_analysis_open_set(const char *const *paths, size_t n, pt_analysis **out);
+
+/**
  * pt_analysis_update() - Bring the analysis up to the file as it is now:
  * the chunks committed since the last open or update are read (see the
  * top). Rows and totals read before are replaced. On failure the previous
@@ -181,7 +204,8 @@ PT_API int pt_analysis_totals(const pt_analysis *a, struct pt_analysis_totals *o
 /**
  * pt_analysis_write() - The report of the current analysis in @format to
  * @out, as ptanalyze writes it (every thread, all rows).
- * Return: 0; -EINVAL; -EIO when writing failed (errno as the stream left it).
+ * Return: 0; -EINVAL; -ENOTSUP (CSV of a set); -EIO when writing failed
+ * (errno as the stream left it); -ENOMEM.
  */
 PT_API int pt_analysis_write(const pt_analysis *a, enum pt_analysis_format format, FILE *out);
 

@@ -13,7 +13,12 @@
  *  - size-versioned structs: a caller's shorter struct gets its prefix, a
  *    longer one zeros past the library's;
  *  - errors: a missing file (-ENOENT, message), NULL arguments and an
- *    index out of range (-EINVAL), a failed update keeps the analysis.
+ *    index out of range (-EINVAL), a failed update keeps the analysis;
+ *  - a set of traces (pt_analysis_open_set()): its call-path rows sum
+ *    the traces' counts and times and equal its JSON view's rows; a trace
+ *    given twice keeps its own mean, std and percentiles with twice the
+ *    count and total; no flat rows, no CSV (-ENOTSUP); a missing member
+ *    is named in the message.
  */
 #include <errno.h>
 #include <jansson.h>
@@ -230,12 +235,101 @@ static void test_open_errors(void **state)
 	assert_string_equal(pt_analysis_errmsg(NULL), "out of memory");
 }
 
+static void record_file(const char *path, int n)
+{
+	struct pt_options o = { .flush_interval_ms = 60000 };
+	pt_recorder *r = pt_open(path, &o, sizeof(o));
+	assert_non_null(r);
+	record(r, n);
+	assert_int_equal(pt_close(r), 0);
+}
+
+static void test_set(void **state)
+{
+	(void)state;
+	const char *pa = tu_path("set-a.ptz"), *pb = tu_path("set-b.ptz");
+	record_file(pa, 10);
+	record_file(pb, 30);
+	const char *ab[] = { pa, pb }, *aa[] = { pa, pa };
+	pt_analysis *a = NULL, *one = NULL, *twice = NULL;
+	assert_int_equal(pt_analysis_open_set(ab, 2, &a), 0);
+	assert_int_equal(pt_analysis_rows(a, PT_ANALYSIS_FLAT), 0);
+	assert_int_equal(pt_analysis_rows(a, PT_ANALYSIS_TREE), 2);
+	struct pt_analysis_row row;
+	assert_non_null(find(a, PT_ANALYSIS_TREE, "outer;inner", &row));
+	assert_string_equal(row.name, "inner");
+	assert_int_equal(row.depth, 2);
+	assert_int_equal(row.count, 40);
+	assert_int_equal(row.flops, 40 * 7);
+	assert_int_equal(row.first_ns, 0);
+	struct pt_analysis_totals t;
+	assert_int_equal(pt_analysis_totals(a, &t, sizeof(t)), 0);
+	assert_int_equal(t.sections, 80);
+	assert_int_equal(t.updates, 2); /* one open per trace */
+	/* the rows are the JSON view's (schema ptanalyze-multi/2) */
+	json_t *rep = report_json(a);
+	assert_string_equal(json_string_value(json_object_get(rep, "schema")), "ptanalyze-multi/2");
+	const json_t *rows = json_object_get(rep, "rows");
+	assert_int_equal(json_array_size(rows), 2);
+	for (size_t i = 0; i < 2; i++) {
+		assert_int_equal(pt_analysis_row(a, PT_ANALYSIS_TREE, i, &row, sizeof(row)), 0);
+		const json_t *j = json_array_get(rows, i);
+		assert_string_equal(json_string_value(json_object_get(j, "path")), row.path);
+		assert_int_equal(json_integer_value(json_object_get(j, "count")), row.count);
+		assert_int_equal(json_integer_value(json_object_get(j, "total_ns")), row.total_ns);
+		assert_int_equal(json_integer_value(json_object_get(j, "p50_ns")), row.p50_ns);
+		check_real(j, "mean_ns", row.mean_ns);
+	}
+	json_decref(rep);
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	assert_int_equal(pt_analysis_write(a, PT_ANALYSIS_CSV, f), -ENOTSUP);
+	assert_int_equal(pt_analysis_write(a, PT_ANALYSIS_TEXT, f), 0);
+	fclose(f);
+	assert_non_null(strstr(buf, "set-b.ptz"));
+	free(buf);
+	assert_int_equal(pt_analysis_update(a), 0);
+	assert_non_null(find(a, PT_ANALYSIS_TREE, "outer", &row));
+	assert_int_equal(row.count, 40);
+	pt_analysis_close(a);
+
+	/* one trace given twice: its own distribution, twice the count */
+	assert_int_equal(pt_analysis_open(pa, &one), 0);
+	assert_int_equal(pt_analysis_open_set(aa, 2, &twice), 0);
+	struct pt_analysis_row r1, r2;
+	assert_non_null(find(one, PT_ANALYSIS_TREE, "outer;inner", &r1));
+	assert_non_null(find(twice, PT_ANALYSIS_TREE, "outer;inner", &r2));
+	assert_int_equal(r2.count, 2 * r1.count);
+	assert_int_equal(r2.total_ns, 2 * r1.total_ns);
+	assert_int_equal(r2.min_ns, r1.min_ns);
+	assert_int_equal(r2.max_ns, r1.max_ns);
+	assert_int_equal(r2.p50_ns, r1.p50_ns);
+	assert_int_equal(r2.p99_ns, r1.p99_ns);
+	assert_true(fabs(r2.mean_ns - r1.mean_ns) <= 1e-9 * r1.mean_ns);
+	/* the sample std (n - 1) of the doubled sample: r1's times sqrt((n - 1) / n * 2n / (2n - 1)) */
+	const double n = (double)r1.count, want = r1.std_ns * sqrt((n - 1) / n * 2 * n / (2 * n - 1));
+	assert_true(fabs(r2.std_ns - want) <= 1e-6 * (want + 1));
+	pt_analysis_close(one);
+	pt_analysis_close(twice);
+
+	/* a member that cannot be read is named */
+	const char *bad[] = { pa, tu_path("set-missing.ptz") };
+	assert_int_equal(pt_analysis_open_set(bad, 2, &a), -ENOENT);
+	assert_non_null(strstr(pt_analysis_errmsg(a), "set-missing.ptz"));
+	assert_int_equal(pt_analysis_rows(a, PT_ANALYSIS_TREE), 0);
+	pt_analysis_close(a);
+	assert_int_equal(pt_analysis_open_set(NULL, 2, &a), -EINVAL);
+	pt_analysis_close(a);
+}
+
 int main(void)
 {
 	setenv("PTZ_RSS_MS", "0", 1);
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_open_rows_update),
 		cmocka_unit_test(test_open_errors),
+		cmocka_unit_test(test_set),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
