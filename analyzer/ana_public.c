@@ -236,6 +236,35 @@ size_t pt_analysis_rows(const pt_analysis *a, enum pt_analysis_view view)
 	return a->nrows[view];
 }
 
+/* A row's figures from its aggregate @g and ana_row_compute()'s or
+ * ana_row_stats()' @w (the names and depth are the caller's). */
+static struct pt_analysis_row row_of(const struct ana_agg *g, const struct ana_row *w)
+{
+	return (struct pt_analysis_row){
+		.count = g->count,
+		.total_ns = g->total_ns,
+		.self_ns = g->self_ns,
+		.min_ns = g->min_ns,
+		.max_ns = g->max_ns,
+		.p50_ns = w->p50,
+		.p90_ns = w->p90,
+		.p99_ns = w->p99,
+		.mean_ns = w->mean,
+		.std_ns = w->std,
+		.first_ns = g->first_ns,
+		.rest_mean_ns = w->rest_mean,
+		.rest_std_ns = w->rest_std,
+		.share = w->share,
+		.read_bytes = g->metric_incl[ANA_READ],
+		.written_bytes = g->metric_incl[ANA_WRITTEN],
+		.flops = g->metric_incl[ANA_FLOPS],
+		.gb_per_s = w->gbps,
+		.gflop_per_s = w->gflops,
+		.gpu_count = g->gpu ? g->gpu->self.count : 0,
+		.gpu_total_ns = g->gpu ? g->gpu->self.total_ns : 0,
+	};
+}
+
 /* Row @i of a set's view: the path's aggregate over every trace (the
  * figures of ana_row_stats(), share over the traces' summed thread spans;
  * no first occurrence: each trace's is on its own clock). */
@@ -249,29 +278,16 @@ static int set_row(pt_analysis *a, enum pt_analysis_view view, size_t i, struct 
 	struct ana_row w;
 	ana_row_stats(g, &w);
 	const char *semi = strrchr(mr->path, ';');
-	struct pt_analysis_row r = {
-		.name = semi ? semi + 1 : mr->path,
-		.path = mr->path,
-		.depth = mr->depth,
-		.count = mr->count,
-		.total_ns = mr->total_ns,
-		.self_ns = mr->self_ns,
-		.min_ns = g->min_ns,
-		.max_ns = g->max_ns,
-		.p50_ns = w.p50,
-		.p90_ns = w.p90,
-		.p99_ns = w.p99,
-		.mean_ns = w.mean,
-		.std_ns = w.std,
-		.share = a->m.span_sum_ns ? (double)mr->total_ns / (double)a->m.span_sum_ns : 0.0,
-		.read_bytes = g->metric_incl[ANA_READ],
-		.written_bytes = g->metric_incl[ANA_WRITTEN],
-		.flops = g->metric_incl[ANA_FLOPS],
-		.gb_per_s = w.gbps,
-		.gflop_per_s = w.gflops,
-		.gpu_count = g->gpu ? g->gpu->self.count : 0,
-		.gpu_total_ns = g->gpu ? g->gpu->self.total_ns : 0,
-	};
+	struct pt_analysis_row r = row_of(g, &w);
+	r.name = semi ? semi + 1 : mr->path;
+	r.path = mr->path;
+	r.depth = mr->depth;
+	r.count = mr->count; /* the view's (saturating) sums */
+	r.total_ns = mr->total_ns;
+	r.self_ns = mr->self_ns;
+	r.first_ns = 0; /* each trace's first occurrence is on its own clock */
+	r.rest_mean_ns = r.rest_std_ns = 0.0;
+	r.share = a->m.span_sum_ns ? (double)mr->total_ns / (double)a->m.span_sum_ns : 0.0;
 	copy_out(out, out_bytes, &r, sizeof(r));
 	return 0;
 }
@@ -306,32 +322,10 @@ int pt_analysis_row(pt_analysis *a, enum pt_analysis_view view, size_t i, struct
 		a->path_cap = lp + ln;
 	}
 	memcpy(a->path_buf + lp, name, ln);
-	struct pt_analysis_row r = {
-		.name = a->path_buf + lp,
-		.path = a->path_buf,
-		.depth = view == PT_ANALYSIS_TREE ? res->merged.n[ref->node].depth : 0,
-		.count = g->count,
-		.total_ns = g->total_ns,
-		.self_ns = g->self_ns,
-		.min_ns = g->min_ns,
-		.max_ns = g->max_ns,
-		.p50_ns = w.p50,
-		.p90_ns = w.p90,
-		.p99_ns = w.p99,
-		.mean_ns = w.mean,
-		.std_ns = w.std,
-		.first_ns = g->first_ns,
-		.rest_mean_ns = w.rest_mean,
-		.rest_std_ns = w.rest_std,
-		.share = w.share,
-		.read_bytes = g->metric_incl[ANA_READ],
-		.written_bytes = g->metric_incl[ANA_WRITTEN],
-		.flops = g->metric_incl[ANA_FLOPS],
-		.gb_per_s = w.gbps,
-		.gflop_per_s = w.gflops,
-		.gpu_count = g->gpu ? g->gpu->self.count : 0,
-		.gpu_total_ns = g->gpu ? g->gpu->self.total_ns : 0,
-	};
+	struct pt_analysis_row r = row_of(g, &w);
+	r.name = a->path_buf + lp;
+	r.path = a->path_buf;
+	r.depth = view == PT_ANALYSIS_TREE ? res->merged.n[ref->node].depth : 0;
 	copy_out(out, out_bytes, &r, sizeof(r));
 	return 0;
 }
