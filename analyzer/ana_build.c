@@ -1001,6 +1001,21 @@ static bool dropped_may_enclose_same_name(const struct tstate *ts, const struct 
  * kept same-name descendants go on up, to an enclosing same-name frame or
  * into the name's total, as for a frame the window drops.
  */
+static void drop_stack(struct ctx *c, struct ana_thread *th, struct tstate *ts, uint64_t *counter);
+
+/* The pending recursion-safe flat sums of @ts's open frames go up as if
+ * each were dropped unclosed, innermost first (doc/analyzer-output.md §2):
+ * into an enclosing frame of its name, else into the name's total. The
+ * frames stay open (drop_stack() pops them; the live pass puts them back). */
+static void pending_pass_up(struct tstate *ts)
+{
+	for (uint32_t i = ts->depth; i-- > 0;) {
+		const struct frame *f = &ts->st[i];
+		if (f->has_pending)
+			flat_pass_up(ts, f->id, f->prev_same, f->pending_ns, f->pending_incl, f->pending_xfer);
+	}
+}
+
 static void drop_stack(struct ctx *c, struct ana_thread *th, struct tstate *ts, uint64_t *counter)
 {
 	*counter += ts->depth + ts->excess;
@@ -1013,11 +1028,9 @@ static void drop_stack(struct ctx *c, struct ana_thread *th, struct tstate *ts, 
 		ts->depth = 0;
 		return;
 	}
-	for (uint32_t i = ts->depth; i-- > 0;) {
-		struct frame *f = &ts->st[i];
-		if (f->has_pending)
-			flat_pass_up(ts, f->id, f->prev_same, f->pending_ns, f->pending_incl, f->pending_xfer);
-		int32_t *top = open_top_of(ts, f->id);
+	pending_pass_up(ts);
+	for (uint32_t i = 0; i < ts->depth; i++) {
+		int32_t *top = open_top_of(ts, ts->st[i].id);
 		if (top)
 			*top = -1;
 	}
@@ -1825,7 +1838,6 @@ struct ana_live {
 	bool order_wait;          /* ana_run() pairs in another order (live_order_differs()): ana_run()
 				   * until a "ptz-gpu" thread or a 65th thread makes it read in file order */
 	uint64_t next;            /* the chunks at file offsets below it are in the state */
-	uint64_t max_ticks;       /* the largest tick of a record in the state */
 	struct pt_trace_info key; /* the trace it read (start triple, pid, run) */
 	struct ana_live_stats st;
 };
@@ -1907,16 +1919,30 @@ static bool live_order_differs(const struct ana_live *l)
 	       r->nthreads <= 64;
 }
 
-/* After reading: whether the state stays one the live pass can finish
- * (no failure, the pairing order of ana_run()), and the largest tick it
- * holds. */
-static bool live_after_read(struct ana_live *l, int rc)
+/* The largest tick of a record the state holds. */
+static uint64_t live_max_ticks(const struct ana_live *l)
+{
+	uint64_t m = 0;
+	for (size_t i = 0; i < l->r.nthreads; i++)
+		if (l->c.ts[i].seen && l->c.ts[i].last_ticks > m)
+			m = l->c.ts[i].last_ticks;
+	return m;
+}
+
+/* Reads the chunks of @rd from l->next on into the state (*@done: their
+ * event records). 0; 1 when the state cannot be finished as ana_run()'s
+ * (l->never or l->order_wait says why); < 0 a read error or -ENOMEM. */
+static int live_read(struct ana_live *l, struct pt_reader *rd, uint64_t *done)
 {
 	struct ctx *c = &l->c;
-	for (size_t i = 0; i < l->r.nthreads; i++)
-		if (c->ts[i].seen && c->ts[i].last_ticks > l->max_ticks)
-			l->max_ticks = c->ts[i].last_ticks;
-	return rc >= 0 && !c->need_tracking && !c->nomem && !c->read_rc && !ana_nomem_seen() && !live_order_differs(l);
+	int rc = fmt_reader_seek(rd, l->next);
+	if (rc == 0)
+		rc = read_file_order(c, &l->opt, done, &l->next);
+	if (rc >= 0 && !c->need_tracking && !c->nomem && !c->read_rc && !ana_nomem_seen() && !live_order_differs(l))
+		return 0;
+	l->never = c->need_tracking;
+	l->order_wait = rc >= 0 && live_order_differs(l);
+	return l->never || l->order_wait ? 1 : rc < 0 ? rc : -ENOMEM;
 }
 
 /* A fresh state from @rd: the setup of ana_run() and every chunk. 0, 1
@@ -1926,7 +1952,6 @@ static int live_build(struct ana_live *l, struct pt_reader *rd, char *err, size_
 {
 	live_drop(l);
 	l->next = 0;
-	l->max_ticks = 0;
 	if (!live_reader_ok(rd)) {
 		l->never = true;
 		return 1;
@@ -1951,17 +1976,8 @@ static int live_build(struct ana_live *l, struct pt_reader *rd, char *err, size_
 		live_drop(l);
 		return 1;
 	}
-	uint64_t done = 0;
-	rc = fmt_reader_seek(rd, 0);
-	if (rc == 0)
-		rc = read_file_order(&l->c, &l->opt, &done, &l->next);
-	if (!live_after_read(l, rc)) {
-		l->never = l->c.need_tracking;
-		l->order_wait = rc >= 0 && live_order_differs(l);
-		live_drop(l);
-		return l->never || l->order_wait ? 1 : rc < 0 ? rc : -ENOMEM;
-	}
-	return 0;
+	uint64_t done = 0; /* pass_setup() counted them from the chunk headers */
+	return live_read(l, rd, &done); /* on failure the caller drops the state */
 }
 
 /* Reads the chunks of @rd committed since the state's last reading: 0, 1
@@ -2024,20 +2040,13 @@ static int live_extend(struct ana_live *l, struct pt_reader *rd)
 		snprintf(res->threads[i].name, sizeof(res->threads[i].name), "%s", ti.name);
 		c->ts[i].id_limit = res->name_id_limit;
 	}
-	int rc = c->nmem || res->nmem ? ana_mem_extend(c, l->next, l->max_ticks) : 0;
+	int rc = c->nmem || res->nmem ? ana_mem_extend(c, l->next, live_max_ticks(l)) : 0;
 	if (rc)
 		return rc;
 	uint64_t done = 0;
-	rc = fmt_reader_seek(rd, l->next);
-	if (rc == 0)
-		rc = read_file_order(c, &l->opt, &done, &l->next);
+	rc = live_read(l, rd, &done);
 	res->total_records_hint += done;
-	if (!live_after_read(l, rc)) {
-		l->never = c->need_tracking;
-		l->order_wait = rc >= 0 && live_order_differs(l);
-		return l->never || l->order_wait ? 1 : rc < 0 ? rc : -ENOMEM;
-	}
-	return 0;
+	return rc;
 }
 
 /* @dst: a copy of tree @src, node for node (same numbering). 0 or -ENOMEM
@@ -2147,11 +2156,7 @@ static int live_result(struct ana_live *l, struct ana_result *o)
 			memcpy(st, ts->st, ts->depth * sizeof(*st));
 		if (nfi)
 			memcpy(fi, ts->fi, nfi * sizeof(*fi));
-		for (uint32_t k = ts->depth; k-- > 0;) {
-			const struct frame *f = &ts->st[k];
-			if (f->has_pending)
-				flat_pass_up(ts, f->id, f->prev_same, f->pending_ns, f->pending_incl, f->pending_xfer);
-		}
+		pending_pass_up(ts);
 		thread_finish(c, th, ts);
 		if (ts->depth)
 			memcpy(ts->st, st, ts->depth * sizeof(*st));
