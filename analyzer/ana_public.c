@@ -81,39 +81,73 @@ static int list_rows(pt_analysis *a, enum pt_analysis_view v)
 	return 0;
 }
 
+/* One trace's totals: its session's current result and update counts. */
+static struct pt_analysis_totals totals_of(const struct ana_session *s)
+{
+	const struct ana_result *res = ana_session_result(s);
+	struct ana_live_stats st;
+	ana_session_stats(s, &st);
+	return (struct pt_analysis_totals){
+		.sections = res->sections,
+		.records = res->records,
+		.lost_records = res->lost_records,
+		.lost_sections = res->lost_sections,
+		.unmatched_ends = res->unmatched_ends,
+		.open_at_end = res->open_at_end,
+		.recorder_errors = res->misuse_errors,
+		.wall_span_ns = res->end_ns - res->start_ns,
+		.thread_span_sum_ns = res->thread_span_sum_ns,
+		.updates = st.updates,
+		.incremental = st.extended,
+		.full = st.updates - st.extended,
+	};
+}
+
+static void set_srcs_free(struct ana_multi_src *src, size_t n)
+{
+	for (size_t i = 0; src && i < n; i++)
+		ana_multi_src_free(&src[i]);
+	free(src);
+}
+
+/* The set's traces as the view's sources, from their sessions' current
+ * results (which they point into); NULL on ENOMEM. Free with
+ * set_srcs_free(). */
+static struct ana_multi_src *set_srcs(const pt_analysis *a)
+{
+	struct ana_multi_src *src = calloc(a->n, sizeof(*src));
+	for (size_t i = 0; src && i < a->n; i++)
+		if (ana_multi_src_result(ana_session_result(a->ss[i]), a->paths[i], &src[i])) {
+			set_srcs_free(src, i);
+			return NULL;
+		}
+	return src;
+}
+
 /* The set's view and totals from its sessions' current results. 0 or
  * -ENOMEM (the previous view stays). */
 static int set_build(pt_analysis *a)
 {
-	struct ana_multi_src *src = calloc(a->n, sizeof(*src));
+	struct ana_multi_src *src = set_srcs(a);
 	struct pt_analysis_totals t = { 0 };
-	int rc = src ? 0 : -ENOMEM;
-	size_t built = 0;
-	for (; built < a->n && rc == 0; built++) {
-		const struct ana_result *res = ana_session_result(a->ss[built]);
-		rc = ana_multi_src_result(res, a->paths[built], &src[built]);
-		struct ana_live_stats st;
-		ana_session_stats(a->ss[built], &st);
-		t.sections += res->sections;
-		t.records += res->records;
-		t.lost_records += res->lost_records;
-		t.lost_sections += res->lost_sections;
-		t.unmatched_ends += res->unmatched_ends;
-		t.open_at_end += res->open_at_end;
-		t.recorder_errors += res->misuse_errors;
-		if (res->end_ns - res->start_ns > t.wall_span_ns)
-			t.wall_span_ns = res->end_ns - res->start_ns;
-		t.thread_span_sum_ns += res->thread_span_sum_ns;
-		t.updates += st.updates;
-		t.incremental += st.extended;
-		t.full += st.updates - st.extended;
+	for (size_t i = 0; i < a->n; i++) { /* summed; the wall span is the longest trace's */
+		const struct pt_analysis_totals x = totals_of(a->ss[i]);
+		t.sections += x.sections;
+		t.records += x.records;
+		t.lost_records += x.lost_records;
+		t.lost_sections += x.lost_sections;
+		t.unmatched_ends += x.unmatched_ends;
+		t.open_at_end += x.open_at_end;
+		t.recorder_errors += x.recorder_errors;
+		t.wall_span_ns = x.wall_span_ns > t.wall_span_ns ? x.wall_span_ns : t.wall_span_ns;
+		t.thread_span_sum_ns += x.thread_span_sum_ns;
+		t.updates += x.updates;
+		t.incremental += x.incremental;
+		t.full += x.full;
 	}
 	struct ana_multi m;
-	if (rc == 0)
-		rc = ana_multi_build(src, a->n, &m);
-	for (size_t i = 0; i < built && src; i++)
-		ana_multi_src_free(&src[i]); /* the view owns what it keeps */
-	free(src);
+	const int rc = src ? ana_multi_build(src, a->n, &m) : -ENOMEM;
+	set_srcs_free(src, a->n); /* the view owns what it keeps */
 	if (rc)
 		return -ENOMEM;
 	if (a->have_m)
@@ -338,23 +372,7 @@ int pt_analysis_totals(const pt_analysis *a, struct pt_analysis_totals *out, siz
 		copy_out(out, out_bytes, &a->set_totals, sizeof(a->set_totals));
 		return 0;
 	}
-	const struct ana_result *res = ana_session_result(a->s);
-	struct ana_live_stats st;
-	ana_session_stats(a->s, &st);
-	struct pt_analysis_totals t = {
-		.sections = res->sections,
-		.records = res->records,
-		.lost_records = res->lost_records,
-		.lost_sections = res->lost_sections,
-		.unmatched_ends = res->unmatched_ends,
-		.open_at_end = res->open_at_end,
-		.recorder_errors = res->misuse_errors,
-		.wall_span_ns = res->end_ns - res->start_ns,
-		.thread_span_sum_ns = res->thread_span_sum_ns,
-		.updates = st.updates,
-		.incremental = st.extended,
-		.full = st.updates - st.extended,
-	};
+	const struct pt_analysis_totals t = totals_of(a->s);
 	copy_out(out, out_bytes, &t, sizeof(t));
 	return 0;
 }
@@ -365,20 +383,15 @@ int pt_analysis_write(const pt_analysis *a, enum pt_analysis_format format, FILE
 		return -EINVAL;
 	int rc;
 	if (a->n > 1) { /* `ptanalyze report A B ...` of the set; no CSV of it */
-		struct ana_multi_src *src = calloc(a->n, sizeof(*src));
-		size_t built = 0;
+		struct ana_multi_src *src = set_srcs(a);
 		rc = src ? 0 : -ENOMEM;
-		for (; built < a->n && rc == 0; built++)
-			rc = ana_multi_src_result(ana_session_result(a->ss[built]), a->paths[built], &src[built]);
 		if (rc == 0 && format == PT_ANALYSIS_TEXT)
 			ana_multi_text(out, &a->m, src, 0);
 		else if (rc == 0 && format == PT_ANALYSIS_JSON)
 			rc = ana_multi_json(out, &a->m, src) ? -EIO : 0;
 		else if (rc == 0)
 			rc = format == PT_ANALYSIS_CSV ? -ENOTSUP : -EINVAL;
-		for (size_t i = 0; i < built && src; i++)
-			ana_multi_src_free(&src[i]);
-		free(src);
+		set_srcs_free(src, a->n);
 		if (rc)
 			return rc;
 		return fflush(out) != 0 || ferror(out) ? -EIO : 0;
