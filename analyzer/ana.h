@@ -21,6 +21,7 @@
 #include <jansson.h>
 
 #include "ptz/format.h"
+#include "replay/replay.h" /* what a section is: the nesting rules every reader shares */
 
 /* ---- statistics building blocks (ana_stats.c) ---- */
 
@@ -228,13 +229,14 @@ void ana_reservoir_free(struct ana_reservoir *r);
  * "(unknown id N)", but get no flat row: memory stays bounded by the
  * trace's names, not by the values of its ids. */
 #define ANA_MIN_NAME_IDS 4096u
-/* Sections open at once on one thread that are analyzed: a BEGIN deeper
- * than this is counted (ana_thread.too_deep) and not analyzed, and each END
- * while such sections are open closes the innermost of them; those left
- * open count as open at the end. A legitimate recursion this deep is
- * rare; a never-ended section in a loop reaches it (and a 10 KB file held
- * 22 million levels: 9 GB before this limit). About 250 MB at the limit. */
-#define ANA_MAX_DEPTH (1u << 18)
+/* Sections open at once on one thread that are analyzed: replay/replay.h
+ * rule 3 (a BEGIN deeper is counted in ana_thread.too_deep, not analyzed;
+ * each END while such sections are open closes the innermost of them;
+ * those left open count as open at the end). A legitimate recursion this
+ * deep is rare; a never-ended section in a loop reaches it (a 10 KB file
+ * held 22 million levels: 9 GB before this limit). About 250 MB at the
+ * limit. */
+#define ANA_MAX_DEPTH RP_MAX_DEPTH
 /* Ids are used as they are while the largest is below twice the names
  * defined plus ANA_MIN_NAME_IDS; above that (a sparse or crafted id space)
  * the pass maps every id it meets to a dense slot, in id order for the
@@ -251,11 +253,7 @@ bool ana_agg_saturated(const struct ana_agg *a);
  * records of 2^64 - 1 made "lost 18446744073709551614"); the outputs flag a
  * figure at UINT64_MAX as saturated (doc/analyzer-output.md §1). An add and
  * a conditional move. */
-static inline uint64_t ana_sat_add(uint64_t a, uint64_t b)
-{
-	uint64_t s;
-	return __builtin_add_overflow(a, b, &s) ? UINT64_MAX : s;
-}
+#define ana_sat_add rp_sat_add /* replay/replay.h rule 6 */
 #define ANA_SAT_ADD(x, v) ((x) = ana_sat_add((x), (v)))
 
 enum { ANA_READ, ANA_WRITTEN, ANA_FLOPS, ANA_NMETRIC };

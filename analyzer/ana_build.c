@@ -432,7 +432,7 @@ static PT_NOINLINE_ void sample_begin(struct ctx *c, struct tstate *ts)
 		ts->sroot = i + 1;
 		ts->sp = p;
 		ts->sreq++;
-		ts->end_hook = ts->excess + 1;
+		ts->end_hook = ts->rp.excess + 1;
 		return;
 	}
 	/* nested in an open sampled request: its subtree weighs 1 / (p_outer p) */
@@ -503,7 +503,7 @@ static void sample_closed(struct ctx *c, struct ana_thread *th, struct tstate *t
 		ts->nsnest--;
 	if (i + 1 == ts->sroot) {
 		ts->sroot = 0;
-		ts->end_hook = ts->excess;
+		ts->end_hook = ts->rp.excess;
 	}
 }
 
@@ -630,23 +630,20 @@ static PT_NOINLINE_ void close_top_misuse(struct ctx *c, struct ana_thread *th, 
 }
 
 /*
- * An END of @id at @ticks that does not close the innermost open section (depth > 0): the one
- * matching rule (doc/analyzer-output.md §1). The nearest open section of that name is the one it
- * ends; the sections above it never ended and close here, as misuse (and, with @sampled, into the
- * estimates of the open sampled request); with no open section of that name the END is unmatched.
+ * An END that does not close the innermost open section (depth > 0): replay/replay.h rule 4 gave
+ * @n, the frames it closes (RP_END_MATCH()). With n >= 2 the n - 1 above the one it ends never
+ * ended and close here, as misuse (and, with @sampled, into the estimates of the open sampled
+ * request); with n = 0 the END is unmatched.
  * Return: true when the innermost section is now the one the END closes.
  */
-static PT_NOINLINE_ bool end_unwind(struct ctx *c, struct ana_thread *th, struct tstate *ts, uint32_t id,
+static PT_NOINLINE_ bool end_unwind(struct ctx *c, struct ana_thread *th, struct tstate *ts, uint32_t n,
 				    uint64_t ticks, bool sampled)
 {
-	int k = (int)ts->depth - 2;
-	while (k >= 0 && ts->st[k].id != id)
-		k--;
-	if (k < 0) {
+	if (n == 0) {
 		th->unmatched_ends++;
 		return false;
 	}
-	while ((int)ts->depth - 1 > k) { /* sections never ended: closed here */
+	while (--n > 0) { /* sections never ended: closed here */
 		th->unmatched_ends++;
 		close_top_misuse(c, th, ts, ticks);
 		if (sampled && ts->sroot)
@@ -663,7 +660,8 @@ static void sec_end_sampled(struct ctx *c, struct ana_thread *th, struct tstate 
 					 uint64_t ticks)
 {
 	const unsigned mode = pass_mode(c);
-	if (ts->st[ts->depth - 1].id != id && !end_unwind(c, th, ts, id, ticks, true))
+	uint32_t n = RP_END_MATCH(ts->st, ts->depth, id);
+	if (n != 1 && !end_unwind(c, th, ts, n, ticks, true))
 		return;
 	close_top_misuse(c, th, ts, ticks);
 	if (ts->sroot) /* a misuse close may have closed the root already */
@@ -674,8 +672,8 @@ static void sec_end_sampled(struct ctx *c, struct ana_thread *th, struct tstate 
 static PT_NOINLINE_ void sec_end_hooked(struct ctx *c, struct ana_thread *th, struct tstate *ts, uint32_t id,
 					uint64_t ticks)
 {
-	if (ts->excess) { /* closes the innermost section too deep to analyze */
-		ts->excess--;
+	if (ts->rp.excess) { /* closes the innermost section too deep to analyze (replay/replay.h rule 3) */
+		(void)RP_END(&ts->rp, ts->st, ts->depth, id);
 		ts->end_hook--;
 	} else {
 		sec_end_sampled(c, th, ts, id, ticks);
@@ -706,9 +704,8 @@ static PT_NOINLINE_ int pn_grow(struct tstate *ts, const struct ana_tree *t)
  * too deep (0: pushed by the caller; -1: not, counted or out of memory). */
 static PT_NOINLINE_ int stack_grow(struct ana_thread *th, struct tstate *ts)
 {
-	if (ts->cap >= ANA_MAX_DEPTH) {
+	if (!rp_begin(&ts->rp, ts->cap)) { /* replay/replay.h rule 3: too deep, counted in rp.excess */
 		ts->sarm = 0; /* not pushed: no sampled root */
-		ts->excess++;
 		ts->end_hook++;
 		th->too_deep++;
 		return -1;
@@ -804,7 +801,8 @@ static inline __attribute__((always_inline)) void sec_end(struct ctx *c, struct 
 			th->unmatched_ends++;
 		return;
 	}
-	if (__builtin_expect(ts->st[ts->depth - 1].id != id, 0) && !end_unwind(c, th, ts, id, ticks, false))
+	uint32_t n = RP_END_MATCH(ts->st, ts->depth, id); /* replay/replay.h rule 4 */
+	if (__builtin_expect(n != 1, 0) && !end_unwind(c, th, ts, n, ticks, false))
 		return;
 	close_top(c, th, ts, ticks, mode);
 }
@@ -1018,8 +1016,7 @@ static void pending_pass_up(struct tstate *ts)
 
 static void drop_stack(struct ctx *c, struct ana_thread *th, struct tstate *ts, uint64_t *counter)
 {
-	*counter += ts->depth + ts->excess;
-	ts->excess = 0;
+	*counter += ts->depth + rp_cut(&ts->rp);
 	ts->sarm = ts->sroot = ts->nsnest = 0; /* a sampled request dropped open: its closed sections stay */
 	ts->end_hook = 0;
 	if (c->keep_all) {
@@ -1306,22 +1303,43 @@ done:
 		th->gaps++;
 }
 
+/* A chunk that starts below the thread's latest tick (a TSC that stepped
+ * back between cores): every record through on_record(), its ticks raised
+ * by replay/replay.h rule 2. Rare, so not fused. */
+static PT_NOINLINE_ void read_events_clamped(struct ctx *c, struct ana_thread *th, struct tstate *ts,
+					      struct fmt_dec *d)
+{
+	struct pt_record r;
+	int rc;
+	while ((rc = fmt_dec_next(d, &r)) > 0) {
+		r.ticks = rp_ticks(&ts->rp, r.kind, r.ticks);
+		on_record(c, th, ts, &r);
+	}
+	fmt_reader_chunk_done(c->res->rd, rc);
+	if (rc < 0) /* the rest of the chunk is gone: its open frames are unreliable */
+		th->gaps++;
+}
+
 static PT_NOINLINE_ void read_events(struct ctx *c, struct ana_thread *th, struct tstate *ts,
 				      const struct pt_chunk_info *ci)
 {
-	if (ci->sequence != ts->next_seq) {
+	if (rp_chunk(&ts->rp, ci->sequence)) { /* replay/replay.h rule 1: chunks lost */
 		th->gaps++;
 		drop_stack(c, th, ts, &th->open_at_end);
 	}
-	ts->next_seq = ci->sequence + 1;
 	struct fmt_dec *d = fmt_reader_chunk_dec(c->res->rd);
 	if (!d)
 		return;
+	if (__builtin_expect(rp_chunk_clamps(&ts->rp, ci->first_ticks), 0)) {
+		read_events_clamped(c, th, ts, d);
+		return;
+	}
 	unsigned mode = pass_mode(c);
 	if (mode == (MODE_KEEP_ALL | MODE_MERGED_ONLY))
 		read_events_mode(c, th, ts, d, MODE_KEEP_ALL | MODE_MERGED_ONLY);
 	else
 		read_events_mode(c, th, ts, d, mode);
+	rp_chunk_done(&ts->rp, d->ticks); /* rule 2: its ticks never went below the thread's */
 }
 
 /*
@@ -2142,7 +2160,7 @@ static int live_result(struct ana_live *l, struct ana_result *o)
 		struct tstate *ts = &c->ts[i];
 		/* drop_stack() on a copy: the open frames' pending flat sums go
 		 * up into ts->fi and the frames below, which are put back after */
-		th->open_at_end += ts->depth + ts->excess;
+		th->open_at_end += ts->depth + ts->rp.excess;
 		struct frame *st = NULL;
 		struct flat_incl *fi = NULL;
 		const uint32_t nfi = ts->nfi;

@@ -74,8 +74,8 @@ struct tstate {
 	uint32_t npn;
 	struct frame *st;
 	uint32_t depth, cap;
-	uint64_t excess;      /* open sections beyond ANA_MAX_DEPTH (not on st) */
-	/* excess + (sroot != 0): the one field an END tests before its common
+	struct rp_thread rp;  /* the nesting rules' state (replay/replay.h): chunk sequence, tick floor, too-deep BEGINs */
+	/* rp.excess + (sroot != 0): the one field an END tests before its common
 	 * case (ana_build.c sec_end()), so sampled requests cost other traces
 	 * nothing; kept by end_hook_sync() */
 	uint64_t end_hook;
@@ -85,7 +85,6 @@ struct tstate {
 	uint32_t nfi;
 	struct ana_agg *flat; /* by name id, built from the tree at the end */
 	uint32_t nflat;
-	uint64_t next_seq;
 	bool seen;
 	uint64_t first_ticks, last_ticks;
 	/* GPU (ana_gpu.c); empty in a trace without GPU_LAUNCH records */

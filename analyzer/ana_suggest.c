@@ -1174,7 +1174,8 @@ struct hframe {
 
 struct hthread {
 	uint64_t key;                /* thread index (ana_map entry) */
-	uint64_t next_seq, last;     /* the next chunk sequence; the last tick seen of the thread */
+	struct rp_thread rt;         /* replay/replay.h: the nesting rules every reader follows */
+	uint64_t last;               /* the last BEGIN or END tick of the thread */
 	struct hframe *st;
 	size_t depth, cap;
 	double top_ns[HOST_GAPS];    /* overlap of its outermost sections with each gap */
@@ -1228,9 +1229,12 @@ static void host_chunk(struct hpass *h, struct hthread *t)
 {
 	struct pt_record r;
 	while (!h->nomem && pt_reader_next_record(h->rd, &r, sizeof(r)) == 1) {
+		r.ticks = rp_ticks(&t->rt, r.kind, r.ticks); /* rule 2 */
 		if (r.kind == PT_REC_BEGIN || r.kind == PT_REC_END)
-			t->last = r.ticks > t->last ? r.ticks : t->last;
+			t->last = r.ticks;
 		if (r.kind == PT_REC_BEGIN) {
+			if (!rp_begin(&t->rt, (uint32_t)t->depth)) /* rule 3 */
+				continue;
 			if (t->depth == t->cap) {
 				size_t nc = t->cap ? 2 * t->cap : 16;
 				struct hframe *n = realloc(t->st, nc * sizeof(*n));
@@ -1246,10 +1250,11 @@ static void host_chunk(struct hpass *h, struct hthread *t)
 			f->id = r.id;
 			f->start = r.ticks;
 		} else if (r.kind == PT_REC_END) {
-			size_t k = t->depth; /* the innermost of that name; the sections above it end too */
-			while (k > 0 && t->st[k - 1].id != r.id)
-				k--;
-			while (k > 0 && t->depth >= k && !h->nomem)
+			/* rules 3, 4: the nearest open section of that name; the sections above it end too */
+			uint32_t n = RP_END(&t->rt, t->st, (uint32_t)t->depth, r.id);
+			if (n == RP_END_TOO_DEEP)
+				continue;
+			while (n-- > 0 && !h->nomem)
 				hclose(h, t, r.ticks);
 		}
 	}
@@ -1334,12 +1339,14 @@ static int host_during_gaps(const struct ana_result *res, const char *path, stru
 		struct hthread *t = ci.thread == PT_FMT_META_THREAD ? NULL : ana_map_find(&threads, ci.thread);
 		if (!t)
 			continue;
-		if (ci.sequence != t->next_seq) /* records missing: what was open ends at the last tick seen */
+		if (rp_chunk(&t->rt, ci.sequence)) { /* rule 1, records missing: what was open ends at the last tick seen */
+			rp_cut(&t->rt);
 			while (t->depth && !h.nomem)
 				hclose(&h, t, t->last);
-		t->next_seq = ci.sequence + 1;
+		}
 		if (ci.first_ticks >= h.gmax) { /* past every gap: the thread lived on, nothing more to learn */
 			t->last = ci.first_ticks > t->last ? ci.first_ticks : t->last;
+			rp_chunk_done(&t->rt, ci.last_ticks);
 			continue;
 		}
 		host_chunk(&h, t);

@@ -10,22 +10,16 @@
  * END order (children before their parent); the trace-event format does
  * not require any order, and every consumer sorts by ts.
  *
- * Nesting follows the analyzer exactly (analyzer/ana_build.c,
- * doc/analyzer-output.md §2), so the export and the report count the same
- * sections:
- *  - an END that is not the innermost section closes the matching deeper
- *    section, and the sections above it at the same timestamp; an END
- *    whose name is not open at all is skipped;
- *  - a chunk sequence gap drops the thread's open stack;
- *  - sections still open at the end of the trace are dropped (the analyzer
- *    does not aggregate them either);
- *  - a BEGIN or END whose ticks are below the thread's previous BEGIN or
- *    END (only across chunks, on a TSC not synchronized between cores; the
- *    writer clamps within a chunk) is taken at that previous tick, so the
- *    thread's X events still nest;
- *  - with --since/--until only sections lying entirely inside the window
- *    are written; the window is converted to ticks exactly as the
- *    analyzer does (pfx_window_ticks(): the trace slope, since rounded up).
+ * Nesting: the rules of replay/replay.h, which the analyzer and the
+ * Perfetto export follow too, so the export and the report count the same
+ * sections (tests/export/agree): an END closes the nearest open section of
+ * its name and the ones above it (none open: skipped); a chunk sequence
+ * gap cuts the open stack (not written); a thread's ticks never go back
+ * (X events nest); past RP_MAX_DEPTH sections are not written; sections
+ * still open at the end are not written (the analyzer does not aggregate
+ * them either); with --since/--until only sections lying entirely inside
+ * the window are written, the window converted to ticks exactly as the
+ * analyzer does (pfx_window_ticks(): the trace slope, since rounded up).
  *
  * Time: ts = pt_reader_ticks_to_ns(BEGIN) / 1000 in µs (CLOCK_MONOTONIC).
  * dur is not the rounded duration but end_us - ts_us computed in double,
@@ -91,6 +85,7 @@
 
 #include <xxhash.h>
 
+#include "replay/replay.h"
 #include "viewer-export/pfx.h"
 #include "viewer-export/pfx_ranges.h"
 
@@ -247,7 +242,7 @@ static int emit_flow(struct cw *w, const char *ph, uint64_t seq, uint64_t ticks,
  * @end_ticks, and the start of its flow to its GPU range if it has one. */
 static int emit_section(struct cw *w, const struct cframe *f, uint64_t end_ticks)
 {
-	if (f->start_ticks < w->since_ticks || end_ticks > w->until_ticks)
+	if (!rp_kept(w->since_ticks, w->until_ticks, f->start_ticks, end_ticks)) /* replay/replay.h rule 7 */
 		return 0;
 	int rc = emit_x(w, f->id, f->start_ticks, end_ticks);
 	struct pfx_gpu_range *g = f->launch_seq ? pfx_gpu_find(&w->gpu, f->launch_seq) : NULL;
@@ -342,30 +337,24 @@ static int export_thread(struct cw *w, const struct pt_thread_info *ti, uint32_t
 {
 	struct cframe *st = NULL;
 	uint32_t depth = 0, cap = 0;
-	uint64_t next_seq = 0, mono = 0;
+	struct rp_thread rt = { 0 }; /* replay/replay.h: the nesting rules the analyzer follows */
 	struct pt_chunk_info ci;
 	struct pt_record r;
 	int rc = 0, more;
-	bool launch_pending = false; /* the previous record was a GPU_LAUNCH */
-	uint32_t launch_id = 0;
-	uint64_t launch_seq = 0;
 	json_integer_set(w->x_tid, tid);
 	pt_reader_rewind(w->rd);
 	while (rc == 0 && (more = pt_reader_next_chunk(w->rd, ti->index, &ci, sizeof(ci))) == 1) {
-		if (ci.sequence != next_seq)
-			depth = 0; /* chunks lost: the open stack is unreliable */
-		next_seq = ci.sequence + 1;
-		launch_pending = false; /* a launch and its BEGIN share a chunk (§4.4) */
+		if (rp_chunk(&rt, ci.sequence)) { /* rule 1: chunks lost, the open stack is cut (not written) */
+			depth = 0;
+			rp_cut(&rt);
+		}
 		while (rc == 0 && pt_reader_next_record(w->rd, &r, sizeof(r)) == 1) {
-			const bool launched = launch_pending && r.kind == PT_REC_BEGIN && r.id == launch_id;
-			launch_pending = false;
-			if (r.kind == PT_REC_BEGIN || r.kind == PT_REC_END) { /* never back in time: X events nest */
-				if (r.ticks < mono)
-					r.ticks = mono;
-				mono = r.ticks;
-			}
+			const uint64_t launch_seq = rp_launch_of(&rt, r.kind, r.id); /* rule 8 */
+			r.ticks = rp_ticks(&rt, r.kind, r.ticks);                  /* rule 2: X events nest */
 			switch (r.kind) {
 			case PT_REC_BEGIN:
+				if (!rp_begin(&rt, depth)) /* rule 3: too deep, not written */
+					break;
 				if (depth == cap) {
 					uint32_t nc = cap ? cap * 2 : 64;
 					struct cframe *s = realloc(st, nc * sizeof(*s));
@@ -377,15 +366,13 @@ static int export_thread(struct cw *w, const struct pt_thread_info *ti, uint32_t
 					st = s;
 					cap = nc;
 				}
-				st[depth++] = (struct cframe){ r.id, r.ticks, launched ? launch_seq : 0 };
+				st[depth++] = (struct cframe){ r.id, r.ticks, launch_seq };
 				break;
 			case PT_REC_END: {
-				int k = (int)depth - 1;
-				while (k >= 0 && st[k].id != r.id)
-					k--;
-				if (k < 0)
-					break; /* not open: skipped, as the analyzer does */
-				while (rc == 0 && (int)depth > k)
+				uint32_t n = RP_END(&rt, st, depth, r.id); /* rules 3, 4 */
+				if (n == RP_END_TOO_DEEP)
+					break;
+				while (rc == 0 && n-- > 0) /* 0: not open, skipped */
 					rc = emit_section(w, &st[--depth], r.ticks);
 				break;
 			}
@@ -403,9 +390,7 @@ static int export_thread(struct cw *w, const struct pt_thread_info *ti, uint32_t
 					rc = emit_instant(w, tid, &r);
 				break;
 			case PT_REC_GPU_LAUNCH:
-				launch_pending = true;
-				launch_id = r.id;
-				launch_seq = r.value2;
+				rp_launch_note(&rt, &r);
 				break;
 			case PT_REC_ASYNC_BEGIN:
 			case PT_REC_ASYNC_END:
@@ -423,7 +408,7 @@ static int export_thread(struct cw *w, const struct pt_thread_info *ti, uint32_t
 		snprintf(w->err, w->errlen, "%s", pt_reader_errmsg(w->rd));
 		rc = more;
 	}
-	free(st); /* sections still open at the end are dropped */
+	free(st); /* rule 5: sections still open at the end are not written */
 	return rc;
 }
 

@@ -129,6 +129,7 @@
 #include "perfetto_trace_subset.pb-c.h" /* generated in this target's private dir */
 #include "ptz/errors.h"
 #include "ptz/format.h"
+#include "replay/replay.h"
 #include "viewer-export/perfetto/pfx_perfetto_enc.h"
 #include "viewer-export/pfx.h"
 #include "viewer-export/pfx_ranges.h"
@@ -156,7 +157,7 @@ struct frame {
 	uint32_t id;
 	bool emitted, has_m;
 	uint64_t gpu_seq;  /* the GPU_LAUNCH seq of this section, 0 = none */
-	uint64_t m_self[NM], m_incl[NM], x_incl[NDIR], x_self[NDIR];
+	struct rp_sums s;  /* replay/replay.h rule 6; zero unless has_m */
 };
 
 /* Counter ids whose track descriptor was written, in first-seen order. */
@@ -200,9 +201,6 @@ struct pctx {
 	uint64_t track;
 	uint32_t index, tid;
 	bool routed;          /* a "ptz-gpu" or the flusher's thread: counters and instants go to the process */
-	bool launch_pending;  /* the previous record was a GPU_LAUNCH */
-	uint32_t launch_id;   /* its section id */
-	uint64_t launch_seq;  /* its seq */
 	uint32_t export_tid;  /* the tid written for this thread: pfx_thread_tid() */
 
 	/* whole trace */
@@ -724,21 +722,21 @@ static void emit_end(struct pctx *c, const struct frame *f, uint64_t end_ns, enu
 		uint64_t start_ns = ns_of(c, f->start_ticks);
 		double dur = end_ns > start_ns ? (double)(end_ns - start_ns) : 0.0;
 		for (int k = 0; k < NM; k++) {
-			if (f->m_incl[k])
-				a[n++] = (struct pfx_annot){ .name_iid = mnames[k], .kind = PFX_A_UINT, .u = f->m_incl[k] };
-			if (f->m_self[k] != f->m_incl[k])
-				a[n++] = (struct pfx_annot){ .name_iid = snames[k], .kind = PFX_A_UINT, .u = f->m_self[k] };
+			if (f->s.m_incl[k])
+				a[n++] = (struct pfx_annot){ .name_iid = mnames[k], .kind = PFX_A_UINT, .u = f->s.m_incl[k] };
+			if (f->s.m_self[k] != f->s.m_incl[k])
+				a[n++] = (struct pfx_annot){ .name_iid = snames[k], .kind = PFX_A_UINT, .u = f->s.m_self[k] };
 		}
 		for (int k = 0; k < NDIR; k++)
-			if (f->x_incl[k])
-				a[n++] = (struct pfx_annot){ .name_iid = xnames[k], .kind = PFX_A_UINT, .u = f->x_incl[k] };
-		uint64_t bytes = f->m_incl[M_READ] + f->m_incl[M_WRITTEN];
+			if (f->s.x_incl[k])
+				a[n++] = (struct pfx_annot){ .name_iid = xnames[k], .kind = PFX_A_UINT, .u = f->s.x_incl[k] };
+		uint64_t bytes = f->s.m_incl[M_READ] + f->s.m_incl[M_WRITTEN];
 		if (dur > 0 && bytes) /* bytes/ns = GB/s */
 			a[n++] = (struct pfx_annot){ .name_iid = AN_GB_PER_S, .kind = PFX_A_DOUBLE, .d = (double)bytes / dur };
-		if (dur > 0 && f->m_incl[M_FLOPS])
+		if (dur > 0 && f->s.m_incl[M_FLOPS])
 			a[n++] = (struct pfx_annot){ .name_iid = AN_GFLOP_PER_S,
 						     .kind = PFX_A_DOUBLE,
-						     .d = (double)f->m_incl[M_FLOPS] / dur };
+						     .d = (double)f->s.m_incl[M_FLOPS] / dur };
 	}
 	uint64_t used = 0;
 	for (size_t i = 0; i < n; i++)
@@ -1183,31 +1181,29 @@ static void emit_async(struct pctx *c)
 	}
 }
 
-/* ==== Per-thread nesting (analyzer/ana_build.c rules) ==== */
+/* ==== Per-thread nesting (replay/replay.h rules, as the analyzer) ==== */
+
+/* The frame's sums, zeroed at their first use. */
+static inline struct frame *frame_m(struct frame *f)
+{
+	if (!f->has_m) {
+		memset(&f->s, 0, sizeof(f->s));
+		f->has_m = true;
+	}
+	return f;
+}
 
 /* Pops the top frame, closed at @end_ticks; @emit = pass 2. */
 static void close_top(struct pctx *c, uint64_t end_ticks, bool emit, enum pfx_an mark)
 {
 	struct frame *f = &c->st[--c->depth];
-	if (c->depth && f->has_m) { /* inclusive amounts roll up into the parent */
-		struct frame *pa = &c->st[c->depth - 1];
-		if (!pa->has_m) {
-			memset(pa->m_self, 0, sizeof(pa->m_self));
-			memset(pa->m_incl, 0, sizeof(pa->m_incl));
-			memset(pa->x_incl, 0, sizeof(pa->x_incl));
-			memset(pa->x_self, 0, sizeof(pa->x_self));
-			pa->has_m = true;
-		}
-		for (int k = 0; k < NM; k++)
-			pa->m_incl[k] += f->m_incl[k];
-		for (int k = 0; k < NDIR; k++)
-			pa->x_incl[k] += f->x_incl[k];
-	}
+	if (c->depth && f->has_m) /* rule 6: inclusive amounts roll up into the parent */
+		rp_sums_roll_up(&frame_m(&c->st[c->depth - 1])->s, &f->s);
 	if (f->gpu_seq && f->has_m) { /* its GPU range's rates use what it declared itself */
 		struct pfx_gpu_range *g = pfx_gpu_find(&c->gpu, f->gpu_seq);
 		if (g) {
-			memcpy(g->m_self, f->m_self, sizeof(g->m_self));
-			memcpy(g->x_self, f->x_self, sizeof(g->x_self));
+			memcpy(g->m_self, f->s.m_self, sizeof(g->m_self));
+			memcpy(g->x_self, f->s.x_self, sizeof(g->x_self));
 		}
 	}
 	if (emit && f->emitted) {
@@ -1237,18 +1233,6 @@ static struct frame *push(struct pctx *c)
 	return &c->st[c->depth++];
 }
 
-static inline struct frame *frame_m(struct frame *f)
-{
-	if (!f->has_m) {
-		memset(f->m_self, 0, sizeof(f->m_self));
-		memset(f->m_incl, 0, sizeof(f->m_incl));
-		memset(f->x_incl, 0, sizeof(f->x_incl));
-		memset(f->x_self, 0, sizeof(f->x_self));
-		f->has_m = true;
-	}
-	return f;
-}
-
 /*
  * One pass over a thread's records. Pass 1 (@emit false, only with an
  * `until`) stops at the first timed record after `until` and stores the
@@ -1258,30 +1242,24 @@ static int thread_pass(struct pctx *c, bool emit)
 {
 	struct pt_chunk_info ci;
 	struct pt_record r;
-	uint64_t next_seq = 0, mono = 0;
+	struct rp_thread rt = { 0 }; /* replay/replay.h: the nesting rules the analyzer follows */
 	int rc;
 	c->depth = c->emitted_depth = 0;
 	c->ord = 0;
 	c->seen = false;
 	c->last_ticks = 0;
 	c->kdrop = 0;
-	c->launch_pending = false;
 	pt_reader_rewind(c->rd);
 	while ((rc = pt_reader_next_chunk(c->rd, c->index, &ci, sizeof(ci))) == 1) {
-		if (ci.sequence != next_seq) /* chunks lost: the open stack is unreliable */
+		if (rp_chunk(&rt, ci.sequence)) { /* rule 1: chunks lost, the open stack is cut */
 			close_all(c, emit, AN_CUT_BY_GAP);
-		next_seq = ci.sequence + 1;
-		c->launch_pending = false; /* a launch and its BEGIN share a chunk (§4.4) */
+			rp_cut(&rt);
+		}
 		while ((rc = pt_reader_next_record(c->rd, &r, sizeof(r))) == 1) {
 			const bool timed = r.kind != PT_REC_METRIC && r.kind != PT_REC_TRANSFER;
-			const bool launched = c->launch_pending; /* this record follows a GPU_LAUNCH */
-			c->launch_pending = false;
+			const uint64_t launch_seq = rp_launch_of(&rt, r.kind, r.id); /* rule 8 */
 			uint64_t ns = 0;
-			if (r.kind == PT_REC_BEGIN || r.kind == PT_REC_END) { /* never back in time on the track */
-				if (r.ticks < mono)
-					r.ticks = mono;
-				mono = r.ticks;
-			}
+			r.ticks = rp_ticks(&rt, r.kind, r.ticks); /* rule 2: never back in time on the track */
 			if (timed && r.kind < PT_REC_INSTANT) {
 				ns = ns_of(c, r.ticks);
 				if (!emit && r.ticks > c->until_ticks) {
@@ -1305,6 +1283,8 @@ static int thread_pass(struct pctx *c, bool emit)
 			}
 			switch (r.kind) {
 			case PT_REC_BEGIN: {
+				if (!rp_begin(&rt, c->depth)) /* rule 3: too deep, not drawn */
+					break;
 				struct frame *f = push(c);
 				if (!f)
 					return c->err;
@@ -1313,7 +1293,7 @@ static int thread_pass(struct pctx *c, bool emit)
 				f->ord = c->ord++;
 				f->has_m = false;
 				f->emitted = false;
-				f->gpu_seq = launched && c->launch_id == r.id ? c->launch_seq : 0;
+				f->gpu_seq = launch_seq;
 				if (!emit)
 					break;
 				bool dropped = false;
@@ -1325,8 +1305,8 @@ static int thread_pass(struct pctx *c, bool emit)
 					/* the section a GPU_LAUNCH marks starts the flow to
 					 * its GPU range, if that range is written too */
 					struct pfx_gpu_range *g = NULL;
-					if (launched && c->launch_id == r.id) {
-						g = pfx_gpu_find(&c->gpu, c->launch_seq);
+					if (launch_seq) {
+						g = pfx_gpu_find(&c->gpu, launch_seq);
 						if (g && (!(g->flags & PFX_GPU_KEEP) || (g->flags & PFX_GPU_LINKED)))
 							g = NULL;
 					}
@@ -1339,34 +1319,17 @@ static int thread_pass(struct pctx *c, bool emit)
 				break;
 			}
 			case PT_REC_END: {
-				if (c->depth == 0)
-					break; /* nothing open: never an END on an empty stack */
-				if (c->st[c->depth - 1].id != r.id) {
-					int k = (int)c->depth - 2;
-					while (k >= 0 && c->st[k].id != r.id)
-						k--;
-					if (k < 0)
-						break; /* matches no open section: dropped */
-					while ((int)c->depth - 1 > k)
-						close_top(c, r.ticks, emit, AN_NONE);
-				}
-				close_top(c, r.ticks, emit, AN_NONE);
+				uint32_t n = RP_END(&rt, c->st, c->depth, r.id); /* rules 3, 4 */
+				if (n == RP_END_TOO_DEEP)
+					break;
+				while (n-- > 0) /* 0: matches no open section, dropped */
+					close_top(c, r.ticks, emit, AN_NONE);
 				break;
 			}
 			case PT_REC_METRIC:
-				if (c->depth && r.aux >= 1 && r.aux <= NM) {
-					struct frame *f = frame_m(&c->st[c->depth - 1]);
-					f->m_self[r.aux - 1] += r.value;
-					f->m_incl[r.aux - 1] += r.value;
-				}
-				break;
-			case PT_REC_TRANSFER:
-				if (c->depth && r.aux >= 1 && r.aux <= NDIR)
-				{
-					struct frame *f = frame_m(&c->st[c->depth - 1]);
-					f->x_incl[r.aux - 1] += r.value;
-					f->x_self[r.aux - 1] += r.value;
-				}
+			case PT_REC_TRANSFER: /* rule 6 */
+				if (c->depth && rp_sums_aux_ok(r.kind, r.aux))
+					rp_sums_add(&frame_m(&c->st[c->depth - 1])->s, r.kind, r.aux, r.value);
 				break;
 			case PT_REC_COUNTER:
 				if (emit && in_window(c, r.ticks)) {
@@ -1402,9 +1365,7 @@ static int thread_pass(struct pctx *c, bool emit)
 				}
 				break;
 			case PT_REC_GPU_LAUNCH:
-				c->launch_pending = true;
-				c->launch_id = r.id;
-				c->launch_seq = r.value2;
+				rp_launch_note(&rt, &r);
 				break;
 			case PT_REC_ASYNC_BEGIN:
 			case PT_REC_ASYNC_END:
