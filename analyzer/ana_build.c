@@ -801,8 +801,9 @@ static inline __attribute__((always_inline)) void sec_end(struct ctx *c, struct 
 			th->unmatched_ends++;
 		return;
 	}
-	uint32_t n = RP_END_MATCH(ts->st, ts->depth, id); /* replay/replay.h rule 4 */
-	if (__builtin_expect(n != 1, 0) && !end_unwind(c, th, ts, n, ticks, false))
+	/* replay/replay.h rule 4; its common case (the innermost section's name: n = 1) tested first */
+	if (__builtin_expect(ts->st[ts->depth - 1].id != id, 0) &&
+	    !end_unwind(c, th, ts, RP_END_MATCH(ts->st, ts->depth, id), ticks, false))
 		return;
 	close_top(c, th, ts, ticks, mode);
 }
