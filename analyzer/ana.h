@@ -58,14 +58,16 @@
  * fewer adds through the sparse list's binary search. */
 #define ANA_HIST_DENSE_AT 32
 /* A bucket's count that makes its octave dense however few buckets it has
- * (<= 65,535, a pair's count): the block's 256 bytes then cost at most a
- * byte per value it holds, and the octave's adds skip the list's binary
- * search. Measured on the bench's 10 M-record trace (bench-analyze), whose
- * sections fill fewer than 32 buckets an octave: hist_add_sparse() took 49
- * of 292 instructions a record; with this rule 257 in all, the same
- * reports and JSON byte for byte (the form never changes a count), peak
- * RSS 12.1 -> 12.8 MB. */
-#define ANA_HIST_HOT 256
+ * (<= 65,535, a pair's count): the block's 256 bytes then cost at most 16
+ * bytes per value it holds (a path's blocks stay capped at one per octave),
+ * and the octave's adds skip the list's binary search. Measured on the
+ * bench's 10 M-record trace (bench-analyze; callgrind, --report), whose
+ * sections fill fewer than 32 buckets an octave: 2,572.6 M instructions at
+ * 256, 2,428.9 M at 32, 2,405.8 M at 16, 2,389.9 M at 8; the same report
+ * byte for byte (the form never changes a count); peak RSS 12.7 -> 13.0 MB.
+ * 16 takes nearly all of the gain at half the worst-case bytes per value
+ * of 8. */
+#define ANA_HIST_HOT 16
 #define ANA_HIST_OCTAVES (64 - ANA_SUB_BITS + 1) /* exact block + one per power of two */
 struct ana_hist_blk; /* block table: a bitmap of wide blocks and the block pointers (ana_stats.c) */
 struct ana_hist {
