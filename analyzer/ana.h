@@ -597,6 +597,16 @@ struct ana_options {
 	bool no_samples;
 	void (*progress)(void *ctx, uint64_t done_bytes, uint64_t total_bytes);
 	void *progress_ctx;
+	/* Threads that read the trace's threads at once (ptanalyze -j): 0 or 1
+	 * = one. The result is the same byte for byte whatever the value
+	 * (doc/analyzer-output.md §1, "Reading in parallel"); the pass reads
+	 * in parallel only a trace of one file read thread by thread, without
+	 * sparse ids, sampled requests, a thread filter or reservoirs
+	 * (no_samples), and goes back to one reader when a thread holds a
+	 * record that needs state across threads (GPU, async, instant,
+	 * snapshot errors) or damage. progress is then called from one of
+	 * those threads. */
+	unsigned jobs;
 };
 
 /* Sampled requests of the trace (doc/analyzer-output.md §13). */
@@ -637,6 +647,7 @@ struct ana_result {
 	uint64_t rotate_failures;
 	int rotate_errno;
 	uint64_t too_deep;           /* sum of the threads' (ANA_MAX_DEPTH) */
+	unsigned readers;            /* threads that read the trace's threads (ana_options.jobs; 1 = serial) */
 	bool saturated;              /* a sum reached UINT64_MAX (ana_sat_add()): the outputs flag it */
 	bool has_samples;            /* !ana_options.no_samples: the merged paths' reservoirs are filled */
 	uint32_t domain_filter;      /* UINT32_MAX = none */

@@ -31,6 +31,7 @@
  * on_record()'s default case; BEGIN and END do no GPU work.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -927,17 +928,23 @@ static void on_record(struct ctx *c, struct ana_thread *th, struct tstate *ts, c
 			ts->st[ts->depth - 1].lossy = true;
 		return;
 	case PT_REC_ERROR:
-		if (ana_is_gpu_errc(r->aux))
-			ana_pass_gpu_error(c, r); /* GPU halves not timed: not misuse */
-		else if (ana_is_misuse_errc(r->aux))
+		if (ana_is_misuse_errc(r->aux))
 			ANA_SAT_ADD(th->misuse_errors, r->value);
+		else if (__builtin_expect(c->worker, 0))
+			c->bail = true; /* process-wide figures: read again by one thread */
+		else if (ana_is_gpu_errc(r->aux))
+			ana_pass_gpu_error(c, r); /* GPU halves not timed: not misuse */
 		else
 			snapshot_errc(c->res, r);
 		return;
 	default:
 		/* INSTANT, ASYNC, GPU: never reached by a trace without them */
-		if (r->kind >= PT_REC_INSTANT && r->kind <= PT_REC_GPU_LAUNCH)
-			ana_pass_ext(c, th, ts, r);
+		if (r->kind >= PT_REC_INSTANT && r->kind <= PT_REC_GPU_LAUNCH) {
+			if (__builtin_expect(c->worker, 0))
+				c->bail = true; /* paired across threads: read again by one thread */
+			else
+				ana_pass_ext(c, th, ts, r);
+		}
 		return;
 	}
 }
@@ -1618,8 +1625,166 @@ static void tstate_free(struct tstate *ts)
 /* One pass; @track: follow same-name frames (flat sums from the pass) even
  * when every section is kept. *@retrack: the tree cannot give the flat
  * sums (drop_stack()): run again with @track. */
+/*
+ * -j within one trace (ana_options.jobs): the threads of a trace read in
+ * thread order are independent until the finish, so reader threads each
+ * take the next unread thread and replay it into its own ana_thread and
+ * tstate, as the serial loop would. What they share is given to each its
+ * own: a reader (fmt_reader_dup(): the same chunk index), and the pass's
+ * merged tree, which holds only the merged-only histograms (no reservoirs
+ * here: ana_compare() reads those). The finish rebuilds the merged tree in
+ * thread order from the threads' trees (as after a file-order pass) and
+ * adds each reader's histograms into it: counts add exactly, so every
+ * figure is the serial pass's. A record that needs state across threads
+ * (GPU, async, instant, a process-wide ERROR), damage, or a reader error
+ * stops them all: the pass is then read again by one thread.
+ */
+struct pworker {
+	struct ctx c;          /* the pass's, with .res = &res, worker set, its own pending merged adds */
+	struct ana_result res; /* the pass's, shallow: its own reader and merged tree */
+	const struct ana_options *opt;
+	size_t *next;          /* the next thread position to read (shared, atomic) */
+	uint64_t *done;        /* records read (shared, atomic), for progress */
+	int *stop;             /* one of them bailed (shared, atomic) */
+	bool progress;         /* this one reports progress */
+	bool nomem, failed;
+};
+
+static void *pworker_run(void *arg)
+{
+	struct pworker *w = arg;
+	struct ctx *c = &w->c;
+	struct ana_result *res = &w->res;
+	struct pt_chunk_info ci;
+	int rc = 0;
+	while (!__atomic_load_n(w->stop, __ATOMIC_RELAXED)) {
+		size_t i = __atomic_fetch_add(w->next, 1, __ATOMIC_RELAXED);
+		if (i >= res->nthreads)
+			break;
+		struct ana_thread *th = &res->threads[i];
+		pt_reader_rewind(res->rd);
+		while ((rc = pt_reader_next_chunk(res->rd, th->index, &ci, sizeof(ci))) == 1) {
+			if (ana_nomem_seen() || c->nomem || c->bail)
+				break;
+			uint64_t d = __atomic_add_fetch(w->done, ci.records, __ATOMIC_RELAXED);
+			if (w->progress && (d & ~(uint64_t)0xffff) != ((d - ci.records) & ~(uint64_t)0xffff))
+				w->opt->progress(w->opt->progress_ctx, d, res->total_records_hint);
+			read_events(c, th, &c->ts[i], &ci);
+		}
+		if (rc < 0 || c->bail || ana_nomem_seen() || c->nomem || pt_reader_problem_count(res->rd)) {
+			__atomic_store_n(w->stop, 1, __ATOMIC_RELAXED);
+			break;
+		}
+	}
+	hpend_flush(&c->mp, &res->merged);
+	w->nomem = ana_nomem_take() || c->nomem;
+	w->failed = rc < 0 || c->bail || pt_reader_problem_count(res->rd) != 0;
+	return NULL;
+}
+
+/* Adds a reader's merged-only histogram of a path into the rebuilt merged tree's node. */
+static void hist_merge_visit(struct ana_tree *dst, struct ana_tree *src, uint32_t s, uint32_t d, void *arg)
+{
+	(void)arg;
+	if (s != 0)
+		ana_hist_merge(&dst->n[d].agg.hist, &src->n[s].agg.hist);
+}
+
+/* The readers' merged trees, kept for run_pass()'s finish (parallel_merge()). */
+struct ptrees {
+	struct ana_tree *t;
+	size_t n;
+};
+
+/*
+ * Reads every thread of @c's trace with @opt->jobs reader threads. Return:
+ * 0 read (the readers' merged trees in @out); 1 not here (read serially:
+ * one job, one thread, or what the pass does not split); 2 read again by
+ * one thread (a reader bailed, met damage or a read error; the pass's
+ * state is spent).
+ */
+static int read_threads_parallel(struct ctx *c, const struct ana_options *opt, uint64_t *done, struct ptrees *out)
+{
+	struct ana_result *res = c->res;
+	size_t nw = opt->jobs < res->nthreads ? opt->jobs : res->nthreads;
+	if (nw < 2 || c->remap || c->sample_id || c->samples || opt->thread >= 0 ||
+	    pt_reader_problem_count(res->rd) || pt_reader_info(res->rd)->flight)
+		return 1;
+	struct pworker *w = calloc(nw, sizeof(*w));
+	pthread_t *tid = calloc(nw, sizeof(*tid));
+	size_t next = 0, started = 0;
+	int stop = 0, ret = 0;
+	if (!w || !tid) {
+		free(w);
+		free(tid);
+		return 1;
+	}
+	for (size_t k = 0; k < nw; k++) {
+		w[k].res = *res;
+		w[k].res.rd = NULL;
+		w[k].c = *c;
+		w[k].c.res = &w[k].res;
+		w[k].c.worker = true;
+		memset(&w[k].c.mp, 0, sizeof(w[k].c.mp));
+		w[k].opt = opt;
+		w[k].next = &next;
+		w[k].done = done;
+		w[k].stop = &stop;
+		w[k].progress = k == 0 && opt->progress;
+		if (tree_init(&w[k].res.merged) || fmt_reader_dup(res->rd, &w[k].res.rd) ||
+		    pthread_create(&tid[k], NULL, pworker_run, &w[k])) {
+			ret = started ? 2 : 1;
+			__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
+			pt_reader_close(w[k].res.rd);
+			ana_tree_free(&w[k].res.merged);
+			break;
+		}
+		started++;
+	}
+	for (size_t k = 0; k < started; k++) {
+		pthread_join(tid[k], NULL);
+		c->need_tracking |= w[k].c.need_tracking;
+		c->nomem |= w[k].nomem;
+		if (w[k].failed)
+			ret = 2;
+		pt_reader_close(w[k].res.rd);
+	}
+	free(tid);
+	if (ret) {
+		for (size_t k = 0; k < started; k++)
+			ana_tree_free(&w[k].res.merged);
+		free(w);
+		return ret;
+	}
+	out->t = malloc(started * sizeof(*out->t));
+	if (!out->t) {
+		for (size_t k = 0; k < started; k++)
+			ana_tree_free(&w[k].res.merged);
+		free(w);
+		c->nomem = true;
+		return 0;
+	}
+	for (size_t k = 0; k < started; k++)
+		out->t[k] = w[k].res.merged;
+	out->n = started;
+	free(w);
+	return 0;
+}
+
+/* The finish of a parallel read: each reader's histograms into the rebuilt merged tree. */
+static void parallel_merge(struct ana_tree *merged, struct ptrees *p)
+{
+	for (size_t k = 0; k < p->n; k++) {
+		pair_nodes(merged, &p->t[k], hist_merge_visit, NULL);
+		ana_tree_free(&p->t[k]);
+	}
+	free(p->t);
+	p->t = NULL;
+	p->n = 0;
+}
+
 static int run_pass(const char *path, const struct ana_options *opt, struct ana_result *res, char *err,
-		    size_t errlen, bool track, bool *retrack)
+		    size_t errlen, bool track, bool *retrack, bool *serial)
 {
 	memset(res, 0, sizeof(*res));
 	res->domain_filter = UINT32_MAX;
@@ -1640,6 +1805,7 @@ static int run_pass(const char *path, const struct ana_options *opt, struct ana_
 	struct pt_chunk_info ci;
 	struct pt_record batch[256];
 	uint64_t done = 0, next_off = 0;
+	struct ptrees ptrees = { NULL, 0 };
 	/* thread order rescans the chunk index once per thread: with many
 	 * threads (100,000 one-chunk threads took minutes), file order */
 	const bool file_order = res->gpu.file_order || res->nthreads > 64;
@@ -1650,7 +1816,10 @@ static int run_pass(const char *path, const struct ana_options *opt, struct ana_
 		 * once. */
 		while ((rc = pt_reader_next_chunk(res->rd, PT_FMT_META_THREAD, &ci, sizeof(ci))) == 1)
 			read_meta(&c, batch, 256);
-		for (size_t i = 0; i < res->nthreads && rc >= 0; i++) {
+		int prc = rc >= 0 && opt->jobs > 1 ? read_threads_parallel(&c, opt, &done, &ptrees) : 1;
+		if (prc == 2)
+			*serial = true; /* ana_run() reads it again with one thread */
+		for (size_t i = 0; i < res->nthreads && rc >= 0 && prc == 1; i++) {
 			struct ana_thread *th = &res->threads[i];
 			if (opt->thread >= 0 && (uint32_t)opt->thread != th->index)
 				continue;
@@ -1697,7 +1866,7 @@ static int run_pass(const char *path, const struct ana_options *opt, struct ana_
 		res->start_ns = res->end_ns = 0;
 	ana_pass_finish(&c);
 	struct ana_tree pass_merged = { 0 };
-	if (file_order) {
+	if (file_order || ptrees.t) { /* the merged tree in thread order (a parallel read's: empty) */
 		pass_merged = res->merged;
 		if (tree_init(&res->merged)) {
 			res->merged = pass_merged; /* keeps the file order */
@@ -1717,6 +1886,9 @@ static int run_pass(const char *path, const struct ana_options *opt, struct ana_
 		move_reservoirs(&res->merged, &pass_merged, c.merged_only);
 		ana_tree_free(&pass_merged);
 	}
+	res->readers = ptrees.t ? (unsigned)ptrees.n : 1;
+	if (ptrees.t)
+		parallel_merge(&res->merged, &ptrees);
 	bool nomem = flats_to_result(&c, maxid);
 	for (size_t i = 0; i < res->nthreads; i++)
 		tstate_free(&c.ts[i]);
@@ -1781,12 +1953,21 @@ bool ana_window_outside(struct pt_reader *rd, const struct ana_options *opt, cha
 
 int ana_run(const char *path, const struct ana_options *opt, struct ana_result *res, char *err, size_t errlen)
 {
-	bool retrack = false;
-	int rc = run_pass(path, opt, res, err, errlen, false, &retrack);
+	bool retrack = false, serial = false;
+	struct ana_options one;
+	int rc = run_pass(path, opt, res, err, errlen, false, &retrack, &serial);
+	if (serial) { /* the parallel read met what it does not split: one thread */
+		ana_result_free(res);
+		one = *opt;
+		one.jobs = 1;
+		opt = &one;
+		retrack = false;
+		rc = run_pass(path, opt, res, err, errlen, false, &retrack, &serial);
+	}
 	if (rc == 0 && retrack) {
 		/* a section dropped unclosed encloses a closed one of its name */
 		ana_result_free(res);
-		rc = run_pass(path, opt, res, err, errlen, true, &retrack);
+		rc = run_pass(path, opt, res, err, errlen, true, &retrack, &serial);
 	}
 	return rc;
 }

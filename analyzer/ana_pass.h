@@ -140,6 +140,10 @@ struct ctx {
 	int read_rc;         /* the reader's error that ended the pass, or 0 */
 	uint32_t nmem;       /* res->nmem: memory series to measure each kept occurrence against */
 	uint32_t sample_id;  /* name id of PT_FMT_SAMPLE_COUNTER, 0 = not in the trace */
+	/* -j within one trace (ana_build.c read_threads_parallel()): this ctx is
+	 * one reader thread's copy; a record that needs state across threads
+	 * sets bail (the pass is then read again by one thread) */
+	bool worker, bail;
 };
 
 struct ana_id_slot {

@@ -9,8 +9,10 @@
  * /dev/null) and reports its wall time, CPU time and peak RSS (wait4's
  * ru_maxrss), --runs times (default 3, each in a fresh child): the table
  * gives the median of each figure and the fastest CPU time, since one run
- * on a shared machine can be 20% off. Children keep the measurements
- * apart. Prints a table; not a test.
+ * on a shared machine can be 20% off. Each run is followed by one with
+ * ana_options.jobs = 2 (ptanalyze -j 2: the trace's threads read at once),
+ * whose median wall time and records/s (wall) get a line of their own.
+ * Children keep the measurements apart. Prints a table; not a test.
  *
  * usage: bench-analyze [--quick] [--keep DIR [--reuse]] [--runs N] [--shape walk|loops]
  *
@@ -174,10 +176,14 @@ struct result {
 	long maxrss_kb;
 };
 
+/* ana_options.jobs of the analysis child: 1, then 2 (ptanalyze -j 2), run by turns */
+static unsigned bench_jobs = 1;
+
 static int analyze(const char *path, struct result *out, int fd)
 {
 	/* as `ptanalyze --report` */
-	struct ana_options ao = { .thread = -1, .merged_percentiles_only = true, .no_flat_percentiles = true };
+	struct ana_options ao = { .thread = -1, .merged_percentiles_only = true, .no_flat_percentiles = true,
+				  .no_samples = true, .jobs = bench_jobs };
 	struct ana_result res;
 	char err[256];
 	double t0 = now_s();
@@ -272,9 +278,10 @@ int main(int argc, char **argv)
 		struct stat sb;
 		if (!(reuse && stat(path, &sb) == 0) && in_child(record, path, sizes[i]))
 			return 1;
-		double wall[99], cpu[99], rss[99];
-		for (int k = 0; k < runs; k++) {
+		double wall[99], cpu[99], rss[99], wall2[99], rss2[99];
+		for (int k = 0; k < 2 * runs; k++) { /* -j 1 and -j 2 by turns: side by side on a noisy machine */
 			int fds[2];
+			bench_jobs = k % 2 ? 2 : 1;
 			if (pipe(fds))
 				return 1;
 			pid_t p = fork();
@@ -289,9 +296,14 @@ int main(int argc, char **argv)
 			if (read(fds[0], &r[i], sizeof(r[i])) != (ssize_t)sizeof(r[i]))
 				return 1;
 			close(fds[0]);
-			wall[k] = r[i].wall;
-			cpu[k] = r[i].cpu;
-			rss[k] = (double)ru.ru_maxrss;
+			if (k % 2) {
+				wall2[k / 2] = r[i].wall;
+				rss2[k / 2] = (double)ru.ru_maxrss;
+				continue;
+			}
+			wall[k / 2] = r[i].wall;
+			cpu[k / 2] = r[i].cpu;
+			rss[k / 2] = (double)ru.ru_maxrss;
 		}
 		double cpu_min = cpu[0];
 		for (int k = 1; k < runs; k++)
@@ -299,11 +311,14 @@ int main(int argc, char **argv)
 		r[i].wall = median(wall, runs);
 		r[i].cpu = median(cpu, runs);
 		r[i].maxrss_kb = (long)median(rss, runs);
+		const double w2 = median(wall2, runs), m2 = median(rss2, runs);
 		stat(path, &sb);
 		printf("%-10llu records  %u paths  file %7.1f MB  analysis (median of %d) wall %6.2f s  cpu %6.2f s  "
 		       "%6.1f M records/s (cpu; fastest run %.1f M)  peak RSS %7.1f MB\n",
 		       (unsigned long long)r[i].records, r[i].paths, sb.st_size / 1e6, runs, r[i].wall, r[i].cpu,
 		       r[i].records / r[i].cpu / 1e6, r[i].records / cpu_min / 1e6, r[i].maxrss_kb / 1024.0);
+		printf("%-10s -j 2: wall %6.2f s  %6.1f M records/s (wall)  %.2fx the -j 1 wall  peak RSS %7.1f MB\n", "",
+		       w2, r[i].records / w2 / 1e6, r[i].wall / w2, m2 / 1024.0);
 		if (keep && !reuse)
 			fprintf(stderr, "  kept %s\n", path);
 		else

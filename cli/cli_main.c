@@ -76,8 +76,9 @@ static void usage(FILE *out)
 		"  --html FILE          write the report, charts and suggestions as one self-contained HTML page\n"
 		"                       (--peaks, --fp32, --threshold apply to its suggestions)\n"
 		"  --no-progress        no progress bar (shown on a terminal for large traces)\n"
-		"  -j N, --jobs N       analyze up to N traces of a set at once (report of several, compare runs;\n"
-		"                       default: the online CPUs); the results are those of one at a time\n"
+		"  -j N, --jobs N       analyze up to N traces of a set at once (report of several, compare runs),\n"
+		"                       or one trace's threads (default: the online CPUs); the results are\n"
+		"                       those of -j 1\n"
 		"\n"
 		"Guards for untrusted traces (every command that reads a trace; none by default):\n"
 		"  --max-records N      refuse a trace whose chunk headers announce more than N records\n"
@@ -827,6 +828,7 @@ static void *job_worker(void *arg)
 	for (size_t i; (i = atomic_fetch_add(&j->next, 1)) < j->n;) {
 		struct ana_options o = *j->ao;
 		o.progress = NULL; /* several at once: no one bar */
+		o.jobs = 1;        /* the traces share the CPUs, not each trace's threads */
 		j->rc[i] = ana_run(j->paths[i], &o, &j->res[i], j->err[i], sizeof(j->err[i]));
 	}
 	return NULL;
@@ -1517,6 +1519,7 @@ int main(int argc, char **argv)
 		}
 	}
 	const char *cmd = "report", *path = NULL;
+	ao.jobs = g_jobs; /* one trace's threads read at once too (doc/analyzer-output.md §1) */
 	int rest = argc - optind;
 	int known = 0;
 	for (size_t k = 0; rest >= 1 && k < NCOMMANDS; k++)

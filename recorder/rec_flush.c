@@ -1178,8 +1178,11 @@ static void *flusher_main(void *arg)
 		urcu_bp_read_lock();
 		struct rec_ring *g;
 		if (sampled)
-			cds_list_for_each_entry_rcu(g, &r->rings, node) if (g->tid == f->self_tid)
-				drained += drain(f, g, now, 1);
+			cds_list_for_each_entry_rcu(g, &r->rings, node) {
+				PT_TSAN_ACQUIRE(g); /* a ring just attached: its fields as published */
+				if (g->tid == f->self_tid)
+					drained += drain(f, g, now, 1);
+			}
 		cds_list_for_each_entry_rcu(g, &r->rings, node) {
 			PT_TSAN_ACQUIRE(g);
 			uint64_t head = atomic_load_explicit(&g->head, memory_order_relaxed);

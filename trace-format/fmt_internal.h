@@ -389,6 +389,19 @@ PT_INTERNAL void fmt_reader_chunk_done(struct pt_reader *r, int rc);
 PT_INTERNAL int fmt_reader_seek(struct pt_reader *r, uint64_t off);
 
 /*
+ * fmt_reader_dup() - A second reader over @src's trace for another thread
+ * (the analyzer's -j within one trace): it shares @src's string, thread and
+ * clock tables and its file descriptor, and has its own chunk index (a
+ * copy of @src's: the same chunks, however the file grew since), cursor,
+ * buffers, decompressor and problems list. @src must outlive it and must
+ * not be refreshed, iterated or closed while another thread uses the
+ * duplicate; the duplicate is closed with pt_reader_close(). Only for a
+ * reader of one file (not a rotated set): -EINVAL otherwise (and for a
+ * duplicate); -ENOMEM. 0 with *@out set.
+ */
+PT_INTERNAL int fmt_reader_dup(const struct pt_reader *src, struct pt_reader **out);
+
+/*
  * fmt_reader_refresh() - Brings @r up to its file as it is now: the chunks
  * committed since it was opened or last refreshed are indexed (their meta
  * records read), the clock and sequence checks run again; then @r is what

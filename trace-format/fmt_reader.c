@@ -125,6 +125,11 @@ struct pt_reader {
 	 * after part. fd and limit above are those of parts[part_now]. */
 	struct rd_part *parts;
 	size_t nparts, part_now;
+	/* fmt_reader_dup(): a second cursor over another reader's tables
+	 * (strings, threads, clock, parts and fd, read-only while both live);
+	 * its own are the chunk index (a copy: iteration marks chunks bad),
+	 * buffers, decompressor, decoder and problems. */
+	const struct pt_reader *dup_of;
 };
 
 /* "FILE: " before a message of a set's reader (which file the offset is in); "" otherwise. */
@@ -1217,10 +1222,54 @@ int pt_reader_open_trace(const char *name, struct pt_reader **out)
 	return rc;
 }
 
+int fmt_reader_dup(const struct pt_reader *src, struct pt_reader **out)
+{
+	*out = NULL;
+	if (src->nparts != 1 || !src->clock_built || src->dup_of)
+		return -EINVAL;
+	struct pt_reader *r = malloc(sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	memcpy(r, src, sizeof(*r));
+	r->dup_of = src;
+	r->win = r->stored = r->raw = NULL;
+	r->win_off = 0;
+	r->win_len = r->stored_cap = r->raw_cap = 0;
+	r->cur = 0;
+	r->have_chunk = r->pending_corrupt = 0;
+	r->cur_off = 0;
+	r->problems = NULL;
+	r->nproblems = r->problems_cap = r->problems_lost = 0;
+	r->errmsg[0] = 0;
+	r->chunks = r->nchunks ? malloc(r->nchunks * sizeof(*r->chunks)) : NULL;
+	r->chunks_cap = r->nchunks;
+	r->dctx = NULL; /* made at its first compressed chunk */
+	if (r->nchunks && !r->chunks) {
+		free(r);
+		return -ENOMEM;
+	}
+	if (r->nchunks)
+		memcpy(r->chunks, src->chunks, r->nchunks * sizeof(*r->chunks));
+	*out = r;
+	return 0;
+}
+
 void pt_reader_close(struct pt_reader *r)
 {
 	if (!r)
 		return;
+	if (r->dup_of) { /* its own parts only (fmt_reader_dup()) */
+		free(r->chunks);
+		free(r->win);
+		free(r->stored);
+		free(r->raw);
+		ZSTD_freeDCtx(r->dctx);
+		for (size_t i = 0; i < r->nproblems; i++)
+			free(r->problems[i].msg);
+		free(r->problems);
+		free(r);
+		return;
+	}
 	for (size_t i = 0; i < r->nparts; i++) {
 		if (r->parts[i].fd >= 0)
 			close(r->parts[i].fd);

@@ -9,7 +9,8 @@
 # usage errors). With 'deep': a trace 200,000 levels deep (a section
 # never ended in a loop) must be reported, not crash, and a recursion
 # 100,000 deep in seconds, not minutes. With 'jobs': ptanalyze -j N against
-# -j 1 (run in the ThreadSanitizer suite too). Output is TAP.
+# -j 1, for a set and for one trace's threads (run in the ThreadSanitizer
+# suite too). Output is TAP.
 set -u
 ANA=$1
 GEN=$2
@@ -52,6 +53,17 @@ if [ "$MODE" = jobs ]; then
 	rc1=$rc
 	run compare --base "$TMP/a.ptz" --base "$TMP/d.ptz" --new "$TMP/b.ptz" --new "$TMP/b.ptz" -j 3 --json "$TMP/c3.json"
 	check "compare runs -j 3: the JSON and exit of -j 1" eval '[ "$rc" -eq "$rc1" ] && cmp -s "$TMP/c1.json" "$TMP/c3.json"'
+	# -j N on one trace: its threads read at once (analyzer/ana_build.c, read_threads_parallel()):
+	# the text, CSV and JSON of -j 1, byte for byte
+	for t in "$SMALL" "$TMP/a.ptz" "$TMP/c.ptz"; do
+		for fmt in "--csv -" "--json -" "--flat"; do
+			# shellcheck disable=SC2086 # fmt is two words
+			"$ANA" "$t" $fmt -j 1 >"$TMP/one" 2>&1
+			# shellcheck disable=SC2086
+			"$ANA" "$t" $fmt -j 3 >"$TMP/three" 2>&1
+			check "one trace ($(basename "$t")) $fmt -j 3: the output of -j 1" cmp -s "$TMP/one" "$TMP/three"
+		done
+	done
 	printf 'not a trace' >"$TMP/bad1.ptz"
 	printf 'nor this' >"$TMP/bad2.ptz"
 	run report "$TMP/a.ptz" "$TMP/bad1.ptz" "$TMP/b.ptz" "$TMP/bad2.ptz" -j 4

@@ -1,0 +1,179 @@
+/*
+ * tests/analyzer/test_ana_jobs.c - one trace read by several threads
+ * (ana_options.jobs, ptanalyze -j): the same result as one thread.
+ *
+ * Invariants covered:
+ *  - a live recorder's trace (four threads and the flusher's: nesting,
+ *    recursion, misuse, metrics, transfers, counters, RSS samples every
+ *    2 ms) gives the text report, CSV and JSON of jobs = 1 byte for byte
+ *    with jobs = 2, 3 and 8, for the merged-only report as for per-thread
+ *    percentiles, and with a --since/--until window; and it was read in
+ *    parallel (ana_result.readers > 1);
+ *  - a trace whose threads hold an async range across threads is read
+ *    again by one thread (readers = 1), with the same output;
+ *  - a trace read for compare (reservoirs), a thread filter or jobs 0 is
+ *    read by one thread.
+ * In the 'tsan' suite: the readers must share nothing but what they only
+ * read.
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "tests/test_util.h"
+#include "ptz/recorder.h"
+#include "analyzer/ana.h"
+
+struct worker {
+	pt_recorder *r;
+	unsigned seed;
+	int n;
+	bool async;
+};
+
+static void *work(void *arg)
+{
+	struct worker *w = arg;
+	static const char *const names[] = { "solve", "step", "io", "rec", "pack" };
+	unsigned seed = w->seed;
+	for (int i = 0; i < w->n; i++) {
+		uint32_t id = pt_intern(w->r, names[rand_r(&seed) % 5]);
+		pt_begin(w->r, id);
+		if (rand_r(&seed) % 2) {
+			uint32_t in = pt_intern(w->r, names[rand_r(&seed) % 5]);
+			pt_begin(w->r, in);
+			pt_metric(w->r, PT_METRIC_FLOPS, 1 + rand_r(&seed) % 1000);
+			if (rand_r(&seed) % 4 == 0)
+				pt_transfer(w->r, 4096, PT_H2D);
+			if (rand_r(&seed) % 50 == 0)
+				pt_end(w->r, pt_intern(w->r, "never-begun")); /* misuse: unmatched */
+			pt_end(w->r, in);
+		}
+		if (rand_r(&seed) % 64 == 0)
+			pt_counter(w->r, pt_intern(w->r, "queue"), (int64_t)(rand_r(&seed) % 100));
+		if (w->async && i == w->n / 2)
+			pt_async_end(w->r, pt_async_begin(w->r, pt_intern(w->r, "request")));
+		pt_metric(w->r, PT_METRIC_READ_BYTES, 64);
+		pt_end(w->r, id);
+		if (i % 512 == 0)
+			usleep(300); /* a few RSS samples land between the sections */
+	}
+	return NULL;
+}
+
+static const char *record(const char *name, bool async)
+{
+	setenv("PTZ_RSS_MS", "2", 1);
+	const char *path = tu_path(name);
+	struct pt_options o = { .flush_interval_ms = 2 };
+	pt_recorder *r = pt_open(path, &o, sizeof(o));
+	assert_non_null(r);
+	struct worker w[4];
+	pthread_t th[4];
+	for (int i = 0; i < 4; i++) {
+		w[i] = (struct worker){ r, 11u + (unsigned)i, 3000 + 1000 * i, async && i == 1 };
+		assert_int_equal(pthread_create(&th[i], NULL, work, &w[i]), 0);
+	}
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(pthread_join(th[i], NULL), 0);
+	assert_int_equal(pt_close(r), 0);
+	unsetenv("PTZ_RSS_MS");
+	return path;
+}
+
+static char *output_of(const struct ana_result *res, int what)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	assert_non_null(f);
+	struct ana_report_opts o = { .thread = -1 };
+	if (what == 0)
+		ana_report_text(f, res, &o);
+	else if (what == 1)
+		assert_int_equal(ana_write_csv(f, res, &o), 0);
+	else
+		assert_int_equal(ana_write_json(f, res, &o), 0);
+	assert_int_equal(fclose(f), 0);
+	return buf;
+}
+
+/* ana_run() of @path with @o and jobs = @jobs: its outputs (text, CSV, JSON) and readers. */
+static unsigned run(const char *path, struct ana_options o, unsigned jobs, char *out[3])
+{
+	struct ana_result res;
+	char err[256];
+	o.jobs = jobs;
+	assert_int_equal(ana_run(path, &o, &res, err, sizeof(err)), 0);
+	for (int k = 0; k < 3; k++)
+		out[k] = output_of(&res, k);
+	unsigned readers = res.readers;
+	ana_result_free(&res);
+	return readers;
+}
+
+/* jobs @jobs gives jobs 1's outputs; returns its readers. */
+static unsigned same_as_one(const char *path, struct ana_options o, unsigned jobs)
+{
+	char *one[3], *many[3];
+	assert_int_equal(run(path, o, 1, one), 1);
+	unsigned readers = run(path, o, jobs, many);
+	for (int k = 0; k < 3; k++) {
+		if (strcmp(one[k], many[k]) != 0)
+			fail_msg("jobs %u: output %d differs from jobs 1 (%zu vs %zu bytes)", jobs, k, strlen(many[k]),
+				 strlen(one[k]));
+		free(one[k]);
+		free(many[k]);
+	}
+	return readers;
+}
+
+static void test_parallel_equals_serial(void **state)
+{
+	(void)state;
+	const char *path = record("jobs.ptz", false);
+	struct ana_options o = { .thread = -1, .no_samples = true };
+	o.merged_percentiles_only = true; /* ptanalyze --report */
+	for (unsigned j = 2; j <= 8; j *= 2) {
+		unsigned readers = same_as_one(path, o, j);
+		assert_true(readers == j || (j > 5 && readers == 5)); /* at most one per thread (4 and the flusher's) */
+	}
+	assert_int_equal(same_as_one(path, o, 3), 3);
+	o.merged_percentiles_only = false; /* per-thread percentiles: --csv, --json */
+	assert_int_equal(same_as_one(path, o, 3), 3);
+	o.since_ns = 1000000; /* a window */
+	o.until_ns = 40000000;
+	assert_int_equal(same_as_one(path, o, 2), 2);
+}
+
+static void test_cross_thread_records_read_serially(void **state)
+{
+	(void)state;
+	const char *path = record("jobs-async.ptz", true);
+	struct ana_options o = { .thread = -1, .no_samples = true, .merged_percentiles_only = true };
+	assert_int_equal(same_as_one(path, o, 3), 1); /* the async range: read again by one thread */
+}
+
+static void test_what_is_read_serially(void **state)
+{
+	(void)state;
+	const char *path = record("jobs-serial.ptz", false);
+	struct ana_options o = { .thread = -1 }; /* reservoirs (compare) */
+	assert_int_equal(same_as_one(path, o, 4), 1);
+	o.no_samples = true;
+	o.thread = 1; /* one thread */
+	assert_int_equal(same_as_one(path, o, 4), 1);
+	o.thread = -1;
+	assert_int_equal(same_as_one(path, o, 0), 1);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_parallel_equals_serial),
+		cmocka_unit_test(test_cross_thread_records_read_serially),
+		cmocka_unit_test(test_what_is_read_serially),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
