@@ -65,8 +65,8 @@
  *     section is the CPU half of the GPU range with the launch's seq
  *     (doc/trace-format.md §4.4; rp_launch_note(), rp_launch_of()).
  *
- * Thread safety: none needed; one struct rp_thread per thread being read,
- * by one reader thread.
+ * Thread safety: none needed; one struct rp_thread (and struct rp_ns) per
+ * thread being read, by one reader thread.
  */
 #ifndef PTZ_REPLAY_H
 #define PTZ_REPLAY_H
@@ -76,7 +76,8 @@
 #include <stdint.h>  /* uint*_t */
 #include <string.h>  /* memcpy */
 
-#include "ptz/format.h" /* enum pt_record_kind, struct pt_record */
+#include "ptz/format.h"                 /* enum pt_record_kind, struct pt_record */
+#include "trace-format/fmt_internal.h" /* struct fmt_ns_conv */
 
 /* Rule 3: sections open at once per thread (2^18; about 250 MB of the
  * analyzer's frames at the limit). */
@@ -268,6 +269,25 @@ static inline void rp_sums_roll_up(struct rp_sums *parent, const struct rp_sums 
 		RP_SAT_ADD(parent->m_incl[k], child->m_incl[k]);
 	for (int k = 0; k < RP_NDIR; k++)
 		RP_SAT_ADD(parent->x_incl[k], child->x_incl[k]);
+}
+
+/*
+ * Time. A consumer converting a thread's ticks to CLOCK_MONOTONIC ns in
+ * record order (the exports) uses one struct rp_ns per thread of its own:
+ * pt_reader_ticks_to_ns() bit for bit, with the clock segment of the last
+ * conversion tried first (the table search and a libm call were a quarter
+ * of an export's instructions).
+ */
+struct rp_ns {
+	struct fmt_ns_conv k;
+};
+static inline void rp_ns_init(struct rp_ns *n, const struct pt_reader *rd)
+{
+	fmt_ns_conv_init(&n->k, rd);
+}
+static inline uint64_t rp_ns(struct rp_ns *n, uint64_t ticks)
+{
+	return fmt_ns_conv(&n->k, ticks);
 }
 
 #endif /* PTZ_REPLAY_H */

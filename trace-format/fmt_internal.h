@@ -388,6 +388,80 @@ PT_INTERNAL void fmt_reader_chunk_done(struct pt_reader *r, int rc);
  */
 PT_INTERNAL int fmt_reader_seek(struct pt_reader *r, uint64_t off);
 
+/* round(): halves away from zero, without the libm call. Exact for every
+ * finite |x| < 2^63: i = trunc(x) is representable, x - i is exact
+ * (Sterbenz for |x| >= 1; x itself below), and x is already whole from
+ * 2^52 on. NaN and larger magnitudes go to round(). */
+static inline double fmt_round_half_away(double x)
+{
+	if (__builtin_expect(!(x > -9.2e18 && x < 9.2e18), 0))
+		return __builtin_round(x);
+	int64_t i = (int64_t)x;
+	double f = x - (double)i;
+	i += f >= 0.5 ? 1 : f <= -0.5 ? -1 : 0;
+	return (double)i;
+}
+
+/* @n + @d, @d a whole number of ns (a rounded double), saturated to
+ * [0, UINT64_MAX]: crafted clock tables must not cause undefined
+ * conversions. The base point is added as an integer (§7), so a CLOCK_MONOTONIC
+ * value above 2^53 ns (104 days of uptime) keeps its last bit. */
+static inline uint64_t fmt_add_ns(uint64_t n, double d)
+{
+	if (d != d)
+		return n;
+	if (d >= 18446744073709551616.0)
+		return UINT64_MAX;
+	if (d <= -18446744073709551616.0)
+		return 0;
+	if (d >= 0) {
+		uint64_t u = (uint64_t)d;
+		return u > UINT64_MAX - n ? UINT64_MAX : n + u;
+	}
+	uint64_t u = (uint64_t)-d;
+	return u > n ? 0 : n - u;
+}
+
+/* doc/trace-format.md §7 on the clock segment from (@t_lo, @n_lo), N_hi -
+ * N_lo = @dn and T_hi - T_lo = @dt (as doubles): N_lo + round((t - T_lo) x
+ * dn / dt), t - T_lo the exact difference (negative before T_lo), halves
+ * away from zero. The one formula of pt_reader_ticks_to_ns() and struct
+ * fmt_ns_conv. */
+static inline uint64_t fmt_seg_ns(uint64_t t_lo, uint64_t n_lo, double dn, double dt, uint64_t t)
+{
+	double d;
+	if (__builtin_expect(t >= t_lo && t - t_lo <= (uint64_t)INT64_MAX, 1))
+		d = (double)(int64_t)(t - t_lo); /* the same value as through uint64_t, in one instruction */
+	else
+		d = t >= t_lo ? (double)(t - t_lo) : -(double)(t_lo - t);
+	return fmt_add_ns(n_lo, fmt_round_half_away(d * dn / dt));
+}
+
+/*
+ * struct fmt_ns_conv - pt_reader_ticks_to_ns() for one stream of ticks
+ * (an exporter's thread, in record order): the clock segment found last
+ * is tried first, so a conversion skips the search of the clock table.
+ * The results are pt_reader_ticks_to_ns()'s bit for bit. The reader must
+ * outlive it; one per thread of the caller.
+ */
+struct fmt_ns_conv {
+	const struct pt_reader *r;
+	uint64_t first, last;  /* ticks the cached segment converts (first > last: none yet) */
+	uint64_t t_lo, n_lo;   /* the segment (fmt_seg_ns()) */
+	double dn, dt;
+	int ident;             /* ticks are ns (CLOCK_MONOTONIC, or no clock point) */
+};
+PT_INTERNAL void fmt_ns_conv_init(struct fmt_ns_conv *k, const struct pt_reader *r);
+PT_INTERNAL uint64_t fmt_ns_conv_slow(struct fmt_ns_conv *k, uint64_t t);
+static inline uint64_t fmt_ns_conv(struct fmt_ns_conv *k, uint64_t t)
+{
+	if (k->ident)
+		return t;
+	if (__builtin_expect(t >= k->first && t <= k->last, 1))
+		return fmt_seg_ns(k->t_lo, k->n_lo, k->dn, k->dt, t);
+	return fmt_ns_conv_slow(k, t);
+}
+
 /*
  * fmt_reader_dup() - A second reader over @src's trace for another thread
  * (the analyzer's -j within one trace): it shares @src's string, thread and

@@ -599,58 +599,72 @@ static void build_clock(struct pt_reader *r)
 		problem(r, 0, "clock: fewer than two calibration points; durations assume 1 tick = 1 ns");
 }
 
-/* @n + @d, @d a whole number of ns (a rounded double), saturated to
- * [0, UINT64_MAX]: crafted clock tables must not cause undefined
- * conversions. The base point is added as an integer (§7), so a CLOCK_MONOTONIC
- * value above 2^53 ns (104 days of uptime) keeps its last bit. */
-static uint64_t add_ns(uint64_t n, double d)
+/* §7 on segment [lo, lo + 1] of the kept points (n >= 2), by fmt_seg_ns(); the kept points have T_hi >
+ * T_lo and N_hi >= N_lo. */
+static inline uint64_t seg_ns(const struct rd_clock *c, size_t lo, uint64_t t)
 {
-	if (d != d)
-		return n;
-	if (d >= 18446744073709551616.0)
-		return UINT64_MAX;
-	if (d <= -18446744073709551616.0)
+	const size_t hi = lo + 1;
+	return fmt_seg_ns(c[lo].ticks, c[lo].ns, (double)(c[hi].ns - c[lo].ns), (double)(c[hi].ticks - c[lo].ticks),
+			  t);
+}
+
+/* The segment of the n >= 2 kept points that converts @t: the one containing it, clamped to the ends. */
+static size_t seg_of(const struct rd_clock *c, size_t n, uint64_t t)
+{
+	size_t lo = 0, hi = n - 1;
+	if (t <= c[0].ticks)
 		return 0;
-	if (d >= 0) {
-		uint64_t u = (uint64_t)d;
-		return u > UINT64_MAX - n ? UINT64_MAX : n + u;
+	if (t >= c[n - 1].ticks)
+		return n - 2;
+	while (hi - lo > 1) {
+		size_t mid = (lo + hi) / 2;
+		if (c[mid].ticks <= t)
+			lo = mid;
+		else
+			hi = mid;
 	}
-	uint64_t u = (uint64_t)-d;
-	return u > n ? 0 : n - u;
+	return lo;
+}
+
+/* n == 1: one point, 1 tick = 1 ns (a problem was recorded); exact. */
+static uint64_t one_point_ns(const struct rd_clock *c, uint64_t t)
+{
+	return t >= c[0].ticks ? (t - c[0].ticks > UINT64_MAX - c[0].ns ? UINT64_MAX : c[0].ns + (t - c[0].ticks))
+			       : (c[0].ticks - t > c[0].ns ? 0 : c[0].ns - (c[0].ticks - t));
 }
 
 uint64_t pt_reader_ticks_to_ns(const struct pt_reader *r, uint64_t t)
 {
 	if (r->info.clock_source == PT_CLOCK_MONOTONIC || r->nclocks == 0)
 		return t;
-	const struct rd_clock *c = r->clocks;
-	size_t n = r->nclocks;
-	if (n == 1) /* one point: 1 tick = 1 ns (a problem was recorded); exact */
-		return t >= c[0].ticks ? (t - c[0].ticks > UINT64_MAX - c[0].ns ? UINT64_MAX : c[0].ns + (t - c[0].ticks))
-				       : (c[0].ticks - t > c[0].ns ? 0 : c[0].ns - (c[0].ticks - t));
-	size_t lo = 0, hi = n - 1; /* segment [lo, lo+1] containing t, clamped to the ends */
-	if (t <= c[0].ticks)
-		hi = 1;
-	else if (t >= c[n - 1].ticks)
-		lo = n - 2;
-	else {
-		while (hi - lo > 1) {
-			size_t mid = (lo + hi) / 2;
-			if (c[mid].ticks <= t)
-				lo = mid;
-			else
-				hi = mid;
-		}
-	}
-	if (hi != lo + 1)
-		hi = lo + 1;
-	/* §7: N_lo + round((t - T_lo) x (N_hi - N_lo) / (T_hi - T_lo)), t - T_lo the exact
-	 * difference (negative before T_lo), halves away from zero (round()); the kept
-	 * points have T_hi > T_lo and N_hi >= N_lo */
-	double dt = t >= c[lo].ticks ? (double)(t - c[lo].ticks) : -(double)(c[lo].ticks - t);
-	double x = dt * (double)(c[hi].ns - c[lo].ns) / (double)(c[hi].ticks - c[lo].ticks);
-	return add_ns(c[lo].ns, round(x));
+	if (r->nclocks == 1)
+		return one_point_ns(r->clocks, t);
+	return seg_ns(r->clocks, seg_of(r->clocks, r->nclocks, t), t);
 }
+
+void fmt_ns_conv_init(struct fmt_ns_conv *k, const struct pt_reader *r)
+{
+	*k = (struct fmt_ns_conv){ .r = r, .first = 1, .last = 0 }; /* an empty range: the first call searches */
+	k->ident = r->info.clock_source == PT_CLOCK_MONOTONIC || r->nclocks == 0;
+}
+
+uint64_t fmt_ns_conv_slow(struct fmt_ns_conv *k, uint64_t t)
+{
+	const struct pt_reader *r = k->r;
+	if (r->info.clock_source == PT_CLOCK_MONOTONIC || r->nclocks < 2)
+		return pt_reader_ticks_to_ns(r, t);
+	const struct rd_clock *c = r->clocks;
+	const size_t n = r->nclocks, lo = seg_of(c, n, t);
+	/* the ticks seg_of() maps to lo: [T_lo, T_lo+1 - 1], open at the ends */
+	k->first = lo == 0 ? 0 : c[lo].ticks;
+	k->last = lo == n - 2 ? UINT64_MAX : c[lo + 1].ticks - 1;
+	k->t_lo = c[lo].ticks;
+	k->n_lo = c[lo].ns;
+	k->dn = (double)(c[lo + 1].ns - c[lo].ns);
+	k->dt = (double)(c[lo + 1].ticks - c[lo].ticks);
+	return seg_ns(c, lo, t);
+}
+
 
 double pt_reader_ns_per_tick(const struct pt_reader *r)
 {

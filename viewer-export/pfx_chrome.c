@@ -101,6 +101,7 @@ struct cframe {
 };
 
 struct cw {
+	struct rp_ns ns; /* ticks to ns for the file being written (out_ns()) */
 	struct pt_reader *rd;
 	FILE *out;
 	uint64_t events;
@@ -124,7 +125,7 @@ struct cw {
 /* Tick @ticks on the output's time axis, ns. */
 static inline uint64_t out_ns(const struct cw *w, uint64_t ticks)
 {
-	return pt_reader_ticks_to_ns(w->rd, ticks) + (uint64_t)w->ts_shift;
+	return rp_ns((struct rp_ns *)&w->ns, ticks) + (uint64_t)w->ts_shift; /* a cache, not the context */
 }
 
 /* A flow or async id @x of file w->file of a set: itself for the first
@@ -522,6 +523,8 @@ static int emit_async(struct cw *w)
 static int chrome_file(struct cw *w, const char *path, const struct pfx_opts *o, const struct pfx_set_place *pl)
 {
 	int rc = pt_reader_open_trace(path, &w->rd);
+	if (rc == 0)
+		rp_ns_init(&w->ns, w->rd);
 	if (rc) {
 		snprintf(w->err, w->errlen, "%s", w->rd ? pt_reader_errmsg(w->rd) : pt_strerror(rc));
 		goto out;

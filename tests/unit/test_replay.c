@@ -13,13 +13,20 @@
  *     an END of a name not open closes nothing; frames of any layout;
  *  6. sums saturate, unknown kinds are refused, inclusive sums roll up;
  *  7. the window keeps a section lying wholly inside it, bounds included;
- *  8. a launch marks only the BEGIN of its id right after it.
+ *  8. a launch marks only the BEGIN of its id right after it;
+ *  time: struct rp_ns gives pt_reader_ticks_to_ns() bit for bit, for
+ *     ticks before, between, on and after 40 clock points whose slopes
+ *     make halves common (round half away from zero), in runs and jumps,
+ *     and on a CLOCK_MONOTONIC trace.
  * The agreement of the analyzer and the exports under these rules is
  * tests/export/agree/check_agree.py's.
  */
 #include "test_util.h"
 
 #include "replay/replay.h"
+
+#include <math.h>
+#include <stdlib.h>
 
 struct wide { /* a frame with its id away from the start */
 	uint64_t start;
@@ -143,12 +150,102 @@ static void test_window_and_launch(void **state)
 	assert_int_equal(rp_launch_of(&t, PT_REC_BEGIN, 7), 0);
 }
 
+static uint8_t buf[1 << 16];
+static uint64_t pt_t[64], pt_n[64]; /* the clock points written, the header's first */
+static int npt;
+
+/* doc/trace-format.md §7 with libm's round(), on the points written: the reference. */
+static uint64_t ref_ns(uint64_t t)
+{
+	int lo = 0;
+	while (lo + 2 < npt && t >= pt_t[lo + 1])
+		lo++;
+	double dt = t >= pt_t[lo] ? (double)(t - pt_t[lo]) : -(double)(pt_t[lo] - t);
+	double x = round(dt * (double)(pt_n[lo + 1] - pt_n[lo]) / (double)(pt_t[lo + 1] - pt_t[lo]));
+	if (x >= 0)
+		return x >= 18446744073709551616.0 || (uint64_t)x > UINT64_MAX - pt_n[lo] ? UINT64_MAX
+										      : pt_n[lo] + (uint64_t)x;
+	return (uint64_t)-x > pt_n[lo] ? 0 : pt_n[lo] - (uint64_t)-x;
+}
+
+/* A trace with @npoints CLOCK points (TSC), or none (CLOCK_MONOTONIC). */
+static struct pt_reader *clock_trace(const char *name, int npoints, uint64_t *tick_max)
+{
+	const char *path = tu_path(name);
+	const struct fmt_writer_hdr hd = { .clock_source = npoints ? PT_CLOCK_TSC : PT_CLOCK_MONOTONIC, .pid = 1,
+					   .start_ticks = 1000, .start_mono_ns = 5000, .process_name = "rp" };
+	struct fmt_writer *w;
+	struct fmt_enc e;
+	assert_int_equal(fmt_writer_open(path, &hd, &w), 0);
+	fmt_enc_reset(&e, buf, sizeof(buf));
+	uint64_t t = 1000, ns = 5000;
+	unsigned seed = 5;
+	npt = 1;
+	pt_t[0] = t;
+	pt_n[0] = ns;
+	for (int i = 0; i < npoints; i++) {
+		t += 1 + rand_r(&seed) % 100000;
+		ns += rand_r(&seed) % 4 == 0 ? t % 7 : (uint64_t)(1 + rand_r(&seed) % 70000); /* slopes from ~0 to ~1.4 */
+		assert_int_equal(fmt_enc_clock(&e, t, ns, ns + 1000000, 1), 0);
+		pt_t[npt] = t;
+		pt_n[npt++] = ns;
+	}
+	*tick_max = t + 200000;
+	const struct fmt_chunk_hdr h = { .kind = FMT_CHUNK_META, .thread = PT_FMT_META_THREAD, .records = e.records,
+					 .first_ticks = e.first_ticks, .last_ticks = e.last_ticks };
+	assert_int_equal(fmt_writer_append(w, &h, buf, (size_t)(e.pos - buf), 3), 0);
+	assert_int_equal(fmt_writer_close(w), 0);
+	struct pt_reader *rd = NULL;
+	assert_int_equal(pt_reader_open_trace(path, &rd), 0);
+	return rd;
+}
+
+static void conversions_agree(struct pt_reader *rd, uint64_t tick_max)
+{
+	struct rp_ns k;
+	rp_ns_init(&k, rd);
+	unsigned seed = 9;
+	uint64_t t = 0;
+	for (int i = 0; i < 200000; i++) {
+		if (rand_r(&seed) % 64 == 0) /* a jump anywhere, also before the first point and past the last */
+			t = (uint64_t)rand_r(&seed) * (tick_max / RAND_MAX + 1) % (tick_max + 1);
+		else
+			t += rand_r(&seed) % 50; /* a thread's run of records */
+		uint64_t want = pt_reader_ticks_to_ns(rd, t), got = rp_ns(&k, t);
+		if (npt > 1 && want != ref_ns(t))
+			fail_msg("tick %llu: pt_reader_ticks_to_ns %llu, the formula with round() %llu",
+				 (unsigned long long)t, (unsigned long long)want, (unsigned long long)ref_ns(t));
+		if (got != want)
+			fail_msg("tick %llu: %llu, pt_reader_ticks_to_ns %llu", (unsigned long long)t,
+				 (unsigned long long)got, (unsigned long long)want);
+	}
+	assert_int_equal(rp_ns(&k, UINT64_MAX), pt_reader_ticks_to_ns(rd, UINT64_MAX));
+	assert_int_equal(rp_ns(&k, 0), pt_reader_ticks_to_ns(rd, 0));
+}
+
+static void test_time(void **state)
+{
+	(void)state;
+	uint64_t tmax;
+	struct pt_reader *rd = clock_trace("rp-clock.ptz", 40, &tmax);
+	conversions_agree(rd, tmax);
+	pt_reader_close(rd);
+	rd = clock_trace("rp-mono.ptz", 0, &tmax);
+	npt = 0;
+	conversions_agree(rd, tmax);
+	struct rp_ns k;
+	rp_ns_init(&k, rd);
+	assert_int_equal(rp_ns(&k, 123456789), 123456789); /* ticks are ns */
+	pt_reader_close(rd);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_chunks),	      cmocka_unit_test(test_ticks),
 		cmocka_unit_test(test_depth),	      cmocka_unit_test(test_end_matching),
 		cmocka_unit_test(test_sums),	      cmocka_unit_test(test_window_and_launch),
+		cmocka_unit_test(test_time),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

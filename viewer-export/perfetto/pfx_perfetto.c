@@ -167,6 +167,7 @@ struct id_set {
 };
 
 struct pctx {
+	struct rp_ns ns; /* ticks to ns for the file being written (ns_of()) */
 	struct pt_reader *rd;
 	char *scratch_name; /* UTF-8 repairs of names (ana_utf8_clean): protobuf strings must be UTF-8 */
 	const struct pt_trace_info *info;
@@ -494,7 +495,7 @@ static void an_attach(Perfetto__Protos__InternedData *in, struct an_new *nw)
 
 static inline uint64_t ns_of(const struct pctx *c, uint64_t ticks)
 {
-	return pt_reader_ticks_to_ns(c->rd, ticks) + (uint64_t)c->ts_shift;
+	return rp_ns((struct rp_ns *)&c->ns, ticks) + (uint64_t)c->ts_shift; /* a cache, not the context */
 }
 
 struct annots {
@@ -1426,6 +1427,8 @@ static int export_thread(struct pctx *c, size_t pos, const struct pt_thread_info
 static void export_file(struct pctx *c, const char *path, const struct pfx_opts *o, const struct pfx_set_place *place)
 {
 	int rc = pt_reader_open_trace(path, &c->rd);
+	if (rc == 0)
+		rp_ns_init(&c->ns, c->rd);
 	if (rc) {
 		fail(c, rc, "%s", c->rd ? pt_reader_errmsg(c->rd) : strerror(-rc));
 		goto done;
