@@ -115,7 +115,7 @@ static int export_child(const char *path, int fd)
 	FILE *f = fopen(out, "wb");
 	if (!f)
 		return 1;
-	struct pfx_opts o = { 0, 0 };
+	struct pfx_opts o = { .since_ns = 0 };
 	double t0 = now_s();
 	int rc = pfx_write_perfetto(path, f, &o, err, sizeof(err));
 	fclose(f);

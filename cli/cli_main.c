@@ -585,6 +585,66 @@ static int report_problems(const char *path, struct pt_reader *rd)
 	return corrupt;
 }
 
+/*
+ * The damage an export met, reported from its reader (pfx_opts.file_read):
+ * a trace is then read once, not once more to find it. The exporters read
+ * the meta chunks and every chunk of the threads in the thread table; the
+ * chunks of any other thread (a damaged table) are decoded here, so the
+ * problems are those of a full reading. Each file once, by the first
+ * export that reads it.
+ */
+struct read_report {
+	const char *const *paths;
+	unsigned char *done; /* by file: reported */
+	int corrupt;         /* some file is damaged */
+};
+
+static bool thread_listed(struct pt_reader *rd, uint32_t index)
+{
+	struct pt_thread_info ti;
+	for (size_t i = 0; i < pt_reader_thread_count(rd); i++)
+		if (pt_reader_thread(rd, i, &ti, sizeof(ti)) == 1 && ti.index == index)
+			return true;
+	return false;
+}
+
+static void on_file_read(void *ctx, size_t file, struct pt_reader *rd)
+{
+	struct read_report *x = ctx;
+	if (x->done[file])
+		return;
+	x->done[file] = 1;
+	uint32_t other[64];
+	size_t nother = 0;
+	struct pt_chunk_info ci;
+	struct pt_record r;
+	pt_reader_rewind(rd);
+	while (pt_reader_next_chunk_header(rd, &ci, sizeof(ci)) == 1) {
+		if (ci.thread == PT_FMT_META_THREAD || thread_listed(rd, ci.thread))
+			continue;
+		size_t k = 0;
+		while (k < nother && other[k] != ci.thread)
+			k++;
+		if (k == nother && nother < 64)
+			other[nother++] = ci.thread;
+		if (k == nother) { /* more than 64 unlisted threads: every chunk, as before */
+			pt_reader_rewind(rd);
+			while (pt_reader_next_chunk(rd, PT_READER_ALL_CHUNKS, &ci, sizeof(ci)) == 1)
+				while (pt_reader_next_record(rd, &r, sizeof(r)) == 1)
+					;
+			nother = 0;
+			break;
+		}
+	}
+	for (size_t k = 0; k < nother; k++) {
+		pt_reader_rewind(rd);
+		while (pt_reader_next_chunk(rd, other[k], &ci, sizeof(ci)) == 1)
+			while (pt_reader_next_record(rd, &r, sizeof(r)) == 1)
+				;
+	}
+	x->corrupt |= report_problems(x->paths[file], rd);
+}
+
 enum { EXP_PERFETTO, EXP_CHROME, EXP_FOLDED, EXP_N };
 static const char *const exp_what[EXP_N] = { "Perfetto trace", "Chrome JSON", "folded stacks" };
 
@@ -666,7 +726,10 @@ static int run_export(const char *path, const char *const outs[EXP_N], const str
 		pt_reader_close(rd);
 		return 1;
 	}
-	const struct pfx_opts po = { .since_ns = ao->since_ns, .until_ns = ao->until_ns };
+	unsigned char done1 = 0;
+	struct read_report rr = { .paths = &path, .done = &done1 };
+	const struct pfx_opts po = { .since_ns = ao->since_ns, .until_ns = ao->until_ns, .file_read = on_file_read,
+				     .file_read_ctx = &rr };
 	struct ana_result res;
 	int failed = 0, analyzed = 0;
 	memset(&res, 0, sizeof(res));
@@ -686,7 +749,9 @@ static int run_export(const char *path, const char *const outs[EXP_N], const str
 	}
 	int corrupt = 0;
 	if (!failed) {
-		if (analyzed) {
+		if (done1) { /* an exporter's reader said it (on_file_read()) */
+			corrupt = rr.corrupt;
+		} else if (analyzed) {
 			corrupt = report_problems(path, res.rd);
 		} else {
 			struct pt_chunk_info ci;
@@ -713,7 +778,7 @@ static int run_export(const char *path, const char *const outs[EXP_N], const str
 static int run_export_set(const char *const *paths, size_t n, const char *const outs[EXP_N],
 			  const struct ana_options *ao)
 {
-	int outside = 0, corrupt = 0;
+	int outside = 0;
 	for (size_t t = 0; t < n; t++) {
 		struct pt_reader *rd = NULL;
 		if (pt_reader_open_trace(paths[t], &rd)) {
@@ -726,23 +791,26 @@ static int run_export_set(const char *const *paths, size_t n, const char *const 
 			fprintf(stderr, PROG ": %s: warning: %s\n", paths[t], wmsg);
 			outside++;
 		}
-		struct pt_chunk_info ci;
-		struct pt_record r;
-		while (pt_reader_next_chunk(rd, PT_READER_ALL_CHUNKS, &ci, sizeof(ci)) == 1)
-			while (pt_reader_next_record(rd, &r, sizeof(r)) == 1)
-				;
-		corrupt |= report_problems(paths[t], rd);
 		pt_reader_close(rd);
 	}
 	if ((size_t)outside == n) {
 		fprintf(stderr, PROG ": the window is outside every trace: nothing to export\n");
 		return 1;
 	}
-	const struct pfx_opts po = { .since_ns = ao->since_ns, .until_ns = ao->until_ns };
-	for (int k = 0; k < EXP_N; k++)
+	/* each file's damage as its export reads it (on_file_read()) */
+	struct read_report rr = { .paths = paths, .done = calloc(n, 1) };
+	if (!rr.done) {
+		fprintf(stderr, PROG ": out of memory\n");
+		return 1;
+	}
+	const struct pfx_opts po = { .since_ns = ao->since_ns, .until_ns = ao->until_ns, .file_read = on_file_read,
+				     .file_read_ctx = &rr };
+	int failed = 0;
+	for (int k = 0; k < EXP_N && !failed; k++)
 		if (outs[k] && export_one(k, paths, n, outs[k], &po, NULL, -1))
-			return 1;
-	return corrupt ? 1 : 0;
+			failed = 1;
+	free(rr.done);
+	return failed || rr.corrupt ? 1 : 0;
 }
 
 /* Prints the reader's problems and the not-closed warning of one analyzed trace; 1 if damaged. */

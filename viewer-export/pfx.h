@@ -18,6 +18,13 @@
 
 struct pfx_opts {
 	uint64_t since_ns, until_ns; /* relative to the trace start; until 0 = no limit */
+	/* Called for file @file of the export once its records are written, with the reader that read them
+	 * (its problems and pt_trace_info's damage counters, what it met decoding every chunk of the
+	 * threads in the thread table and the meta chunks), before it is closed: a caller reports the
+	 * damage the export met instead of reading the trace again. Not called for a file whose export
+	 * failed. NULL: not called. */
+	void (*file_read)(void *ctx, size_t file, struct pt_reader *rd);
+	void *file_read_ctx;
 };
 
 /* Each returns 0, or a negative error with a message in @err. */

@@ -572,6 +572,8 @@ static int chrome_file(struct cw *w, const char *path, const struct pfx_opts *o,
 		rc = emit_gpu(w);
 	if (rc == 0 && w->async.nrec)
 		rc = emit_async(w);
+	if (rc == 0 && o && o->file_read)
+		o->file_read(o->file_read_ctx, pl->file, w->rd);
 out:
 	pfx_gpu_free(&w->gpu); /* emptied, ready for the next file */
 	pfx_async_free(&w->async);

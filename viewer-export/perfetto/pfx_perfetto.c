@@ -1470,6 +1470,8 @@ static void export_file(struct pctx *c, const char *path, const struct pfx_opts 
 		emit_async(c);
 	/* the process, its threads, the GPU and the async sequences: the next file's come after */
 	c->seq_base += PFX_SEQ_THREAD0 + c->nthreads + 2;
+	if (!c->err && o && o->file_read)
+		o->file_read(o->file_read_ctx, place->file, c->rd);
 done:
 	c->depth = c->emitted_depth = 0;
 	c->counters.n = c->pcounters.n = 0;

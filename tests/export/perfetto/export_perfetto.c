@@ -17,7 +17,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: export-perfetto TRACE OUT [SINCE_NS [UNTIL_NS]]\n");
 		return 2;
 	}
-	struct pfx_opts o = { 0, 0 };
+	struct pfx_opts o = { .since_ns = 0 };
 	if (argc > 3)
 		o.since_ns = strtoull(argv[3], NULL, 10);
 	if (argc > 4)
