@@ -153,6 +153,7 @@ enum { NDIR = 4 };
 
 struct frame {
 	uint64_t start_ticks;
+	uint64_t start_ns; /* ns_of(start_ticks), pass 2 only */
 	uint64_t ord;      /* BEGIN ordinal in the thread's records (pass-stable) */
 	uint32_t id;
 	bool emitted, has_m;
@@ -720,7 +721,7 @@ static void emit_end(struct pctx *c, const struct frame *f, uint64_t end_ns, enu
 	if (mark)
 		a[n++] = (struct pfx_annot){ .name_iid = mark, .kind = PFX_A_BOOL, .u = 1 };
 	if (f->has_m) {
-		uint64_t start_ns = ns_of(c, f->start_ticks);
+		uint64_t start_ns = f->start_ns;
 		double dur = end_ns > start_ns ? (double)(end_ns - start_ns) : 0.0;
 		for (int k = 0; k < NM; k++) {
 			if (f->s.m_incl[k])
@@ -1194,8 +1195,8 @@ static inline struct frame *frame_m(struct frame *f)
 	return f;
 }
 
-/* Pops the top frame, closed at @end_ticks; @emit = pass 2. */
-static void close_top(struct pctx *c, uint64_t end_ticks, bool emit, enum pfx_an mark)
+/* Pops the top frame, closed at @end_ns (ns_of() of its end; pass 2 only); @emit = pass 2. */
+static void close_top(struct pctx *c, uint64_t end_ns, bool emit, enum pfx_an mark)
 {
 	struct frame *f = &c->st[--c->depth];
 	if (c->depth && f->has_m) /* rule 6: inclusive amounts roll up into the parent */
@@ -1209,14 +1210,15 @@ static void close_top(struct pctx *c, uint64_t end_ticks, bool emit, enum pfx_an
 	}
 	if (emit && f->emitted) {
 		c->emitted_depth--;
-		emit_end(c, f, ns_of(c, end_ticks), mark);
+		emit_end(c, f, end_ns, mark);
 	}
 }
 
 static void close_all(struct pctx *c, bool emit, enum pfx_an mark)
 {
+	const uint64_t end_ns = emit && c->depth ? ns_of(c, c->last_ticks) : 0;
 	while (c->depth)
-		close_top(c, c->last_ticks, emit, mark);
+		close_top(c, end_ns, emit, mark);
 }
 
 static struct frame *push(struct pctx *c)
@@ -1262,7 +1264,8 @@ static int thread_pass(struct pctx *c, bool emit)
 			uint64_t ns = 0;
 			r.ticks = rp_ticks(&rt, r.kind, r.ticks); /* rule 2: never back in time on the track */
 			if (timed && r.kind < PT_REC_INSTANT) {
-				ns = ns_of(c, r.ticks);
+				if (emit) /* pass 1 writes nothing */
+					ns = ns_of(c, r.ticks);
 				if (!emit && r.ticks > c->until_ticks) {
 					c->ndrop = 0;
 					for (uint32_t i = 0; i < c->depth; i++) {
@@ -1291,6 +1294,7 @@ static int thread_pass(struct pctx *c, bool emit)
 					return c->err;
 				f->id = r.id;
 				f->start_ticks = r.ticks;
+				f->start_ns = ns;
 				f->ord = c->ord++;
 				f->has_m = false;
 				f->emitted = false;
@@ -1324,7 +1328,7 @@ static int thread_pass(struct pctx *c, bool emit)
 				if (n == RP_END_TOO_DEEP)
 					break;
 				while (n-- > 0) /* 0: matches no open section, dropped */
-					close_top(c, r.ticks, emit, AN_NONE);
+					close_top(c, ns, emit, AN_NONE);
 				break;
 			}
 			case PT_REC_METRIC:
