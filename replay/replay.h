@@ -290,4 +290,73 @@ static inline uint64_t rp_ns(struct rp_ns *n, uint64_t ticks)
 	return fmt_ns_conv(&n->k, ticks);
 }
 
+/*
+ * Decoding. struct rp_dec gives the records of the chunk that
+ * pt_reader_next_chunk() just positioned, exactly as pt_reader_next_record()
+ * would (the same records, the same damage at the same byte, counted by the
+ * reader), but decodes BEGIN, END, END_TOP and METRIC itself with
+ * trace-format's fused helpers (fmt_internal.h), as the analyzer's loop
+ * does: the call and the generic decoder cost an export about 100
+ * instructions a record.
+ */
+struct rp_dec {
+	struct pt_reader *rd;
+	struct fmt_dec *d; /* NULL: through pt_reader_next_record() */
+	struct fmt_fast f;
+};
+
+static inline void rp_dec_start(struct rp_dec *x, struct pt_reader *rd)
+{
+	x->rd = rd;
+	x->d = fmt_reader_chunk_dec(rd);
+	x->f = (struct fmt_fast){ NULL, 0, 0 };
+	if (x->d)
+		fmt_fast_load(&x->f, x->d);
+}
+
+static inline void rp_dec_fill(struct pt_record *r, uint32_t kind, uint32_t id, uint32_t aux, uint64_t value,
+			       uint64_t ticks)
+{
+	r->kind = kind;
+	r->id = id;
+	r->aux = aux;
+	r->value = value;
+	r->value2 = r->value3 = r->value4 = 0;
+	r->ticks = ticks;
+	r->str = NULL;
+	r->str_len = 0;
+}
+
+/* 1: a record in *@r; 0: the chunk's end; < 0: damage, the rest of the chunk is gone (the reader counted it). */
+static inline int rp_dec_next(struct rp_dec *x, struct pt_record *r)
+{
+	if (__builtin_expect(!x->d, 0))
+		return pt_reader_next_record(x->rd, r, sizeof(*r));
+	if (x->d->end - x->f.pos >= FMT_DEC_FAST_SLACK) {
+		const uint8_t tag = x->f.pos[0];
+		uint32_t id, aux;
+		uint64_t v;
+		if (tag == PT_REC_BEGIN) {
+			if (fmt_dec_fast_begin(&x->f, x->d->stack, &id)) {
+				rp_dec_fill(r, PT_REC_BEGIN, id, 0, 0, x->f.ticks);
+				return 1;
+			}
+		} else if (tag == PT_REC_END || tag == FMT_TAG_END_TOP) {
+			if (fmt_dec_fast_end(&x->f, x->d->stack, &id)) {
+				rp_dec_fill(r, PT_REC_END, id, 0, 0, x->f.ticks);
+				return 1;
+			}
+		} else if (tag == PT_REC_METRIC && fmt_dec_fast_metric(&x->f, &aux, &v)) {
+			rp_dec_fill(r, PT_REC_METRIC, 0, aux, v, x->f.ticks);
+			return 1;
+		}
+	}
+	fmt_fast_store(&x->f, x->d);
+	int rc = fmt_dec_next(x->d, r);
+	fmt_fast_load(&x->f, x->d);
+	if (rc <= 0)
+		fmt_reader_chunk_done(x->rd, rc);
+	return rc;
+}
+
 #endif /* PTZ_REPLAY_H */

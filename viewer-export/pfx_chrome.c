@@ -349,7 +349,9 @@ static int export_thread(struct cw *w, const struct pt_thread_info *ti, uint32_t
 			depth = 0;
 			rp_cut(&rt);
 		}
-		while (rc == 0 && pt_reader_next_record(w->rd, &r, sizeof(r)) == 1) {
+		struct rp_dec dec;
+		rp_dec_start(&dec, w->rd);
+		while (rc == 0 && rp_dec_next(&dec, &r) == 1) {
 			const uint64_t launch_seq = rp_launch_of(&rt, r.kind, r.id); /* rule 8 */
 			r.ticks = rp_ticks(&rt, r.kind, r.ticks);                  /* rule 2: X events nest */
 			switch (r.kind) {

@@ -1258,7 +1258,9 @@ static int thread_pass(struct pctx *c, bool emit)
 			close_all(c, emit, AN_CUT_BY_GAP);
 			rp_cut(&rt);
 		}
-		while ((rc = pt_reader_next_record(c->rd, &r, sizeof(r))) == 1) {
+		struct rp_dec dec;
+		rp_dec_start(&dec, c->rd);
+		while ((rc = rp_dec_next(&dec, &r)) == 1) {
 			const bool timed = r.kind != PT_REC_METRIC && r.kind != PT_REC_TRANSFER;
 			const uint64_t launch_seq = rp_launch_of(&rt, r.kind, r.id); /* rule 8 */
 			uint64_t ns = 0;
