@@ -1268,19 +1268,26 @@ int fmt_reader_dup(const struct pt_reader *src, struct pt_reader **out)
 	return 0;
 }
 
+/* What every reader owns, a duplicate (fmt_reader_dup()) included: its
+ * chunk index, buffers, decompressor and problems. */
+static void free_cursor(struct pt_reader *r)
+{
+	free(r->chunks);
+	free(r->win);
+	free(r->stored);
+	free(r->raw);
+	ZSTD_freeDCtx(r->dctx);
+	for (size_t i = 0; i < r->nproblems; i++)
+		free(r->problems[i].msg);
+	free(r->problems);
+}
+
 void pt_reader_close(struct pt_reader *r)
 {
 	if (!r)
 		return;
-	if (r->dup_of) { /* its own parts only (fmt_reader_dup()) */
-		free(r->chunks);
-		free(r->win);
-		free(r->stored);
-		free(r->raw);
-		ZSTD_freeDCtx(r->dctx);
-		for (size_t i = 0; i < r->nproblems; i++)
-			free(r->problems[i].msg);
-		free(r->problems);
+	free_cursor(r);
+	if (r->dup_of) { /* the tables are its source's */
 		free(r);
 		return;
 	}
@@ -1291,11 +1298,6 @@ void pt_reader_close(struct pt_reader *r)
 		free(r->parts[i].hdr);
 	}
 	free(r->parts);
-	free(r->chunks);
-	free(r->win);
-	free(r->stored);
-	free(r->raw);
-	ZSTD_freeDCtx(r->dctx);
 	for (uint32_t i = 0; i < r->nstrings; i++)
 		free(r->strings[i].name);
 	free(r->strings);
@@ -1311,9 +1313,6 @@ void pt_reader_close(struct pt_reader *r)
 			free((char *)r->threads[i].name);
 	free(r->threads);
 	free(r->clocks);
-	for (size_t i = 0; i < r->nproblems; i++)
-		free(r->problems[i].msg);
-	free(r->problems);
 	free(r);
 }
 

@@ -55,20 +55,7 @@ sys.path.insert(0, PB2)
 sys.path.insert(0, os.path.join(SRC, "tests/export/perfetto"))
 import perfetto_trace_subset_pb2 as pb  # noqa: E402
 import pftrace_check  # noqa: E402
-
-n = 0
-failed = 0
-
-
-def tap(ok, desc, detail=""):
-    global n, failed
-    n += 1
-    print(("ok" if ok else "not ok") + f" {n} - {desc}")
-    if not ok:
-        failed += 1
-        for line in str(detail).splitlines()[:25]:
-            print("# " + line)
-    return ok
+from tap import finish, tap  # noqa: E402
 
 
 def ana(*args):
@@ -351,5 +338,4 @@ if os.path.exists(back):
     tap(got == want, "review-backwards: the analyzer raises ticks that go back to the thread's latest",
         f"{got}\nwant {want}")
 tap(sections > 1000, f"the traces hold {sections} sections in all (the check is not empty)")
-print(f"1..{n}")
-sys.exit(1 if failed else 0)
+sys.exit(finish())
