@@ -749,9 +749,10 @@ static void emit_end(struct pctx *c, const struct frame *f, uint64_t end_ns, enu
 		emit_end_interning(c, end_ns, a, n, &nw);
 		return;
 	}
-	const size_t need = pfx_end_annot_size(end_ns, c->seq, a, n);
+	struct pfx_end_plan pl;
+	const size_t need = pfx_end_plan(&pl, end_ns, c->seq, a, n);
 	uint8_t *o = out_room(c, need); /* need < 1 KB << PFX_OUT_BYTES */
-	c->nout += (size_t)(pfx_enc_end_annot(o, end_ns, c->seq, a, n) - o);
+	c->nout += (size_t)(pfx_enc_end_planned(o, end_ns, c->seq, a, n, &pl) - o);
 }
 
 /* TYPE_INSTANT named @name on @track (0 = the sequence's default track). */

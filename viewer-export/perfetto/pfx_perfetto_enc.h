@@ -55,14 +55,10 @@ static inline uint8_t *pfx_put_varint(uint8_t *p, uint64_t v)
 	return p;
 }
 
+/* Bytes of @v as a varint: one per started 7 bits (1 for 0). */
 static inline size_t pfx_varint_len(uint64_t v)
 {
-	size_t n = 1;
-	while (v >= 0x80) {
-		v >>= 7;
-		n++;
-	}
-	return n;
+	return (size_t)((70 - __builtin_clzll(v | 1)) / 7);
 }
 
 /*
@@ -121,19 +117,31 @@ static inline size_t pfx_annot_body(const struct pfx_annot *a)
 	return 1 + pfx_varint_len(a->name_iid) + v;
 }
 
-static inline size_t pfx_end_te_len(const struct pfx_annot *a, size_t n)
+/* The sizes of an annotated END packet, each computed once (pfx_end_plan()). */
+struct pfx_end_plan {
+	size_t body[32]; /* each annotation's DebugAnnotation body */
+	size_t te_len, pkt;
+};
+
+/* Plans the END packet of @n <= 32 annotations @a at @ts_ns on sequence @seq. Return: its framed size. */
+static inline size_t pfx_end_plan(struct pfx_end_plan *pl, uint64_t ts_ns, uint32_t seq, const struct pfx_annot *a,
+				  size_t n)
 {
 	size_t te = 2;
-	for (size_t i = 0; i < n; i++)
-		te += pfx_len_field(pfx_annot_body(&a[i]));
-	return te;
+	for (size_t i = 0; i < n; i++) {
+		pl->body[i] = pfx_annot_body(&a[i]);
+		te += pfx_len_field(pl->body[i]);
+	}
+	pl->te_len = te;
+	pl->pkt = 1 + pfx_varint_len(ts_ns) + 1 + pfx_varint_len(seq) + pfx_len_field(te) + 2;
+	return 1 + pfx_varint_len(pl->pkt) + pl->pkt;
 }
 
 /* Framed size of pfx_enc_end_annot()'s packet. */
 static inline size_t pfx_end_annot_size(uint64_t ts_ns, uint32_t seq, const struct pfx_annot *a, size_t n)
 {
-	const size_t pkt = 1 + pfx_varint_len(ts_ns) + 1 + pfx_varint_len(seq) + pfx_len_field(pfx_end_te_len(a, n)) + 2;
-	return 1 + pfx_varint_len(pkt) + pkt;
+	struct pfx_end_plan pl;
+	return pfx_end_plan(&pl, ts_ns, seq, a, n);
 }
 
 static inline uint8_t *pfx_put_str(uint8_t *p, uint8_t tag, const char *s)
@@ -146,26 +154,25 @@ static inline uint8_t *pfx_put_str(uint8_t *p, uint8_t tag, const char *s)
 }
 
 /*
- * pfx_enc_end_annot() - Encode one framed END packet carrying @n debug
- * annotations at @p, which must have pfx_end_annot_size() bytes of room.
+ * pfx_enc_end_planned() - Encode one framed END packet carrying the @n
+ * debug annotations @a that pfx_end_plan() planned as @pl, at @p, which
+ * must have the room pfx_end_plan() returned.
  * Return: the end of what was written.
  */
-static inline uint8_t *pfx_enc_end_annot(uint8_t *p, uint64_t ts_ns, uint32_t seq, const struct pfx_annot *a,
-					 size_t n)
+static inline uint8_t *pfx_enc_end_planned(uint8_t *p, uint64_t ts_ns, uint32_t seq, const struct pfx_annot *a,
+					   size_t n, const struct pfx_end_plan *pl)
 {
-	const size_t te_len = pfx_end_te_len(a, n);
-	const size_t pkt = 1 + pfx_varint_len(ts_ns) + 1 + pfx_varint_len(seq) + pfx_len_field(te_len) + 2;
 	*p++ = 0x0a;
-	p = pfx_put_varint(p, pkt);
+	p = pfx_put_varint(p, pl->pkt);
 	*p++ = 0x40;
 	p = pfx_put_varint(p, ts_ns);
 	*p++ = 0x50;
 	p = pfx_put_varint(p, seq);
 	*p++ = 0x5a;
-	p = pfx_put_varint(p, te_len);
+	p = pfx_put_varint(p, pl->te_len);
 	for (size_t i = 0; i < n; i++) {
 		*p++ = 0x22; /* TrackEvent.debug_annotations */
-		p = pfx_put_varint(p, pfx_annot_body(&a[i]));
+		p = pfx_put_varint(p, pl->body[i]);
 		*p++ = 0x08; /* DebugAnnotation.name_iid */
 		p = pfx_put_varint(p, a[i].name_iid);
 		switch (a[i].kind) {
@@ -195,6 +202,19 @@ static inline uint8_t *pfx_enc_end_annot(uint8_t *p, uint64_t ts_ns, uint32_t se
 	*p++ = 0x68;
 	*p++ = 2; /* SEQ_NEEDS_INCREMENTAL_STATE */
 	return p;
+}
+
+/*
+ * pfx_enc_end_annot() - Encode one framed END packet carrying @n <= 32
+ * debug annotations at @p, which must have pfx_end_annot_size() bytes of
+ * room. Return: the end of what was written.
+ */
+static inline uint8_t *pfx_enc_end_annot(uint8_t *p, uint64_t ts_ns, uint32_t seq, const struct pfx_annot *a,
+					 size_t n)
+{
+	struct pfx_end_plan pl;
+	pfx_end_plan(&pl, ts_ns, seq, a, n);
+	return pfx_enc_end_planned(p, ts_ns, seq, a, n, &pl);
 }
 
 #endif /* PTZ_PFX_PERFETTO_ENC_H */
