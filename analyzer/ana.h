@@ -602,9 +602,9 @@ struct ana_options {
 	 * (doc/analyzer-output.md §1, "Reading in parallel"); the pass reads
 	 * in parallel only a trace of one file read thread by thread, without
 	 * sparse ids, sampled requests, a thread filter or reservoirs
-	 * (no_samples), and goes back to one reader when a thread holds a
-	 * record that needs state across threads (GPU, async, instant,
-	 * snapshot errors) or damage. progress is then called from one of
+	 * (no_samples); the ASYNC, INSTANT and process-wide ERROR records are
+	 * replayed in thread order after, and a GPU record or damage sends
+	 * the pass back to one reader. progress is then called from one of
 	 * those threads. */
 	unsigned jobs;
 };

@@ -840,6 +840,23 @@ static inline void timed_seen(struct tstate *ts, uint64_t ticks)
 	ts->last_ticks = ticks;
 }
 
+/* A reader thread's record that needs state across threads (struct ctx.dfr): kept for
+ * replay_deferred(). Out of memory, the pass is read again by one thread. */
+static PT_NOINLINE_ void defer(struct ctx *c, const struct ana_thread *th, const struct pt_record *r)
+{
+	if (c->ndfr == c->cdfr) {
+		size_t nc = c->cdfr ? 2 * c->cdfr : 256;
+		struct ana_deferred *d = realloc(c->dfr, nc * sizeof(*d));
+		if (!d) {
+			c->bail = true;
+			return;
+		}
+		c->dfr = d;
+		c->cdfr = nc;
+	}
+	c->dfr[c->ndfr++] = (struct ana_deferred){ .pos = (size_t)(th - c->res->threads), .r = *r };
+}
+
 static void on_record(struct ctx *c, struct ana_thread *th, struct tstate *ts, const struct pt_record *r)
 {
 	struct pt_record mapped;
@@ -931,7 +948,7 @@ static void on_record(struct ctx *c, struct ana_thread *th, struct tstate *ts, c
 		if (ana_is_misuse_errc(r->aux))
 			ANA_SAT_ADD(th->misuse_errors, r->value);
 		else if (__builtin_expect(c->worker, 0))
-			c->bail = true; /* process-wide figures: read again by one thread */
+			defer(c, th, r); /* process-wide figures: in thread order, after */
 		else if (ana_is_gpu_errc(r->aux))
 			ana_pass_gpu_error(c, r); /* GPU halves not timed: not misuse */
 		else
@@ -940,10 +957,15 @@ static void on_record(struct ctx *c, struct ana_thread *th, struct tstate *ts, c
 	default:
 		/* INSTANT, ASYNC, GPU: never reached by a trace without them */
 		if (r->kind >= PT_REC_INSTANT && r->kind <= PT_REC_GPU_LAUNCH) {
-			if (__builtin_expect(c->worker, 0))
-				c->bail = true; /* paired across threads: read again by one thread */
-			else
+			if (__builtin_expect(!c->worker, 1))
 				ana_pass_ext(c, th, ts, r);
+			else if (r->kind == PT_REC_GPU_LAUNCH || r->kind == PT_REC_GPU_RANGE)
+				c->bail = true; /* a launch's node is the stack's: read again by one thread */
+			else { /* paired across threads: in thread order, after; the span now */
+				if (r->ticks > ts->last_ticks)
+					ts->last_ticks = r->ticks;
+				defer(c, th, r);
+			}
 		}
 		return;
 	}
@@ -1635,9 +1657,11 @@ static void tstate_free(struct tstate *ts)
  * here: ana_compare() reads those). The finish rebuilds the merged tree in
  * thread order from the threads' trees (as after a file-order pass) and
  * adds each reader's histograms into it: counts add exactly, so every
- * figure is the serial pass's. A record that needs state across threads
- * (GPU, async, instant, a process-wide ERROR), damage, or a reader error
- * stops them all: the pass is then read again by one thread.
+ * figure is the serial pass's. Records that need state across threads
+ * but not the stack (async, instant, a process-wide ERROR) are deferred
+ * and replayed in thread order (replay_deferred()); a GPU record, damage
+ * or a reader error stops them all: the pass is then read again by one
+ * thread.
  */
 struct pworker {
 	struct ctx c;          /* the pass's, with .res = &res, worker set, its own pending merged adds */
@@ -1690,6 +1714,53 @@ static void hist_merge_visit(struct ana_tree *dst, struct ana_tree *src, uint32_
 		ana_hist_merge(&dst->n[d].agg.hist, &src->n[s].agg.hist);
 }
 
+/*
+ * The records the readers deferred (struct ctx.dfr: ASYNC, INSTANT,
+ * process-wide ERROR), through what the serial pass does with them, in
+ * the serial pass's order: thread by thread, each in record order (each
+ * thread was read by one reader, which kept its records in order). So
+ * the async pairing, the instants and the process-wide counts are the
+ * serial pass's. 0, or -1 out of memory.
+ */
+static int replay_deferred(struct ctx *c, const struct pworker *w, size_t nw)
+{
+	struct ana_result *res = c->res;
+	size_t n = 0;
+	for (size_t k = 0; k < nw; k++)
+		n += w[k].c.ndfr;
+	if (!n)
+		return 0;
+	size_t *at = calloc(res->nthreads + 1, sizeof(*at));
+	const struct ana_deferred **order = malloc(n * sizeof(*order));
+	if (!at || !order) {
+		free(at);
+		free(order);
+		return -1;
+	}
+	for (size_t k = 0; k < nw; k++) /* counting sort by thread position: stable */
+		for (size_t i = 0; i < w[k].c.ndfr; i++)
+			at[w[k].c.dfr[i].pos + 1]++;
+	for (size_t t = 0; t < res->nthreads; t++)
+		at[t + 1] += at[t];
+	for (size_t k = 0; k < nw; k++)
+		for (size_t i = 0; i < w[k].c.ndfr; i++)
+			order[at[w[k].c.dfr[i].pos]++] = &w[k].c.dfr[i];
+	for (size_t i = 0; i < n; i++) {
+		const struct ana_deferred *d = order[i];
+		if (d->r.kind == PT_REC_ERROR) {
+			if (ana_is_gpu_errc(d->r.aux))
+				ana_pass_gpu_error(c, &d->r);
+			else
+				snapshot_errc(res, &d->r);
+		} else {
+			ana_pass_ext(c, &res->threads[d->pos], &c->ts[d->pos], &d->r);
+		}
+	}
+	free(at);
+	free(order);
+	return 0;
+}
+
 /* The readers' merged trees, kept for run_pass()'s finish (parallel_merge()). */
 struct ptrees {
 	struct ana_tree *t;
@@ -1725,6 +1796,8 @@ static int read_threads_parallel(struct ctx *c, const struct ana_options *opt, u
 		w[k].c = *c;
 		w[k].c.res = &w[k].res;
 		w[k].c.worker = true;
+		w[k].c.dfr = NULL;
+		w[k].c.ndfr = w[k].c.cdfr = 0;
 		memset(&w[k].c.mp, 0, sizeof(w[k].c.mp));
 		w[k].opt = opt;
 		w[k].next = &next;
@@ -1750,6 +1823,10 @@ static int read_threads_parallel(struct ctx *c, const struct ana_options *opt, u
 		pt_reader_close(w[k].res.rd);
 	}
 	free(tid);
+	if (ret == 0 && replay_deferred(c, w, started))
+		ret = 2; /* out of memory: one thread reads it again */
+	for (size_t k = 0; k < started; k++)
+		free(w[k].c.dfr);
 	if (ret) {
 		for (size_t k = 0; k < started; k++)
 			ana_tree_free(&w[k].res.merged);

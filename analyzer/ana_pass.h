@@ -118,6 +118,11 @@ struct tstate {
 };
 
 struct gpu_pass; /* ana_gpu.c */
+/* A record of thread position @pos deferred by a reader thread (struct ctx.dfr). */
+struct ana_deferred {
+	size_t pos;
+	struct pt_record r;
+};
 
 struct ctx {
 	struct ana_result *res;
@@ -141,9 +146,14 @@ struct ctx {
 	uint32_t nmem;       /* res->nmem: memory series to measure each kept occurrence against */
 	uint32_t sample_id;  /* name id of PT_FMT_SAMPLE_COUNTER, 0 = not in the trace */
 	/* -j within one trace (ana_build.c read_threads_parallel()): this ctx is
-	 * one reader thread's copy; a record that needs state across threads
-	 * sets bail (the pass is then read again by one thread) */
+	 * one reader thread's copy. A record that needs state across threads
+	 * but not the thread's stack (ASYNC, INSTANT, a process-wide ERROR) is
+	 * deferred: kept with its thread's position, replayed in thread order
+	 * once the threads are read; one that needs the stack (GPU) sets bail
+	 * (the pass is then read again by one thread) */
 	bool worker, bail;
+	struct ana_deferred *dfr;
+	size_t ndfr, cdfr;
 };
 
 struct ana_id_slot {

@@ -9,8 +9,11 @@
  *    with jobs = 2, 3 and 8, for the merged-only report as for per-thread
  *    percentiles, and with a --since/--until window; and it was read in
  *    parallel (ana_result.readers > 1);
- *  - a trace whose threads hold an async range across threads is read
- *    again by one thread (readers = 1), with the same output;
+ *  - async ranges begun on one thread and ended on another, instants:
+ *    still read in parallel (the readers defer them and replay them in
+ *    thread order), with the same output;
+ *  - a damaged copy of the trace is read by one thread (readers = 1),
+ *    with the same output;
  *  - a trace read for compare (reservoirs), a thread filter or jobs 0 is
  *    read by one thread.
  * In the 'tsan' suite: the readers must share nothing but what they only
@@ -52,8 +55,15 @@ static void *work(void *arg)
 		}
 		if (rand_r(&seed) % 64 == 0)
 			pt_counter(w->r, pt_intern(w->r, "queue"), (int64_t)(rand_r(&seed) % 100));
-		if (w->async && i == w->n / 2)
-			pt_async_end(w->r, pt_async_begin(w->r, pt_intern(w->r, "request")));
+		if (w->async && i % 100 == 0) { /* begun here, ended by the next worker with async set */
+			static _Atomic uint64_t pending;
+			uint64_t a = atomic_exchange(&pending, 0);
+			if (a)
+				pt_async_end(w->r, a);
+			else
+				atomic_store(&pending, pt_async_begin(w->r, pt_intern(w->r, "request")));
+			pt_instant(w->r, pt_intern(w->r, "mark"));
+		}
 		pt_metric(w->r, PT_METRIC_READ_BYTES, 64);
 		pt_end(w->r, id);
 		if (i % 512 == 0)
@@ -72,7 +82,7 @@ static const char *record(const char *name, bool async)
 	struct worker w[4];
 	pthread_t th[4];
 	for (int i = 0; i < 4; i++) {
-		w[i] = (struct worker){ r, 11u + (unsigned)i, 3000 + 1000 * i, async && i == 1 };
+		w[i] = (struct worker){ r, 11u + (unsigned)i, 3000 + 1000 * i, async && i >= 1 };
 		assert_int_equal(pthread_create(&th[i], NULL, work, &w[i]), 0);
 	}
 	for (int i = 0; i < 4; i++)
@@ -147,12 +157,39 @@ static void test_parallel_equals_serial(void **state)
 	assert_int_equal(same_as_one(path, o, 2), 2);
 }
 
-static void test_cross_thread_records_read_serially(void **state)
+static void test_cross_thread_records_deferred(void **state)
 {
 	(void)state;
 	const char *path = record("jobs-async.ptz", true);
 	struct ana_options o = { .thread = -1, .no_samples = true, .merged_percentiles_only = true };
-	assert_int_equal(same_as_one(path, o, 3), 1); /* the async range: read again by one thread */
+	assert_int_equal(same_as_one(path, o, 3), 3); /* async ranges across threads, instants: deferred */
+	o.merged_percentiles_only = false;
+	assert_int_equal(same_as_one(path, o, 2), 2);
+}
+
+static void test_damage_read_serially(void **state)
+{
+	(void)state;
+	const char *path = record("jobs-dmg.ptz", false);
+	FILE *f = fopen(path, "r+b");
+	assert_non_null(f);
+	assert_int_equal(fseek(f, 0, SEEK_END), 0);
+	long size = ftell(f);
+	for (long off = size / 3; off < size - 64; off += size / 5) { /* a byte in a few chunks flipped */
+		assert_int_equal(fseek(f, off, SEEK_SET), 0);
+		int b = fgetc(f);
+		assert_int_equal(fseek(f, off, SEEK_SET), 0);
+		fputc(b ^ 0x5a, f);
+	}
+	assert_int_equal(fclose(f), 0);
+	struct ana_options o = { .thread = -1, .no_samples = true, .merged_percentiles_only = true };
+	struct ana_result res;
+	char err[256];
+	o.jobs = 3;
+	assert_int_equal(ana_run(path, &o, &res, err, sizeof(err)), 0);
+	assert_true(pt_reader_problem_count(res.rd) > 0); /* the premise: the copy is damaged */
+	ana_result_free(&res);
+	assert_int_equal(same_as_one(path, o, 3), 1);
 }
 
 static void test_what_is_read_serially(void **state)
@@ -172,7 +209,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_parallel_equals_serial),
-		cmocka_unit_test(test_cross_thread_records_read_serially),
+		cmocka_unit_test(test_cross_thread_records_deferred),
+		cmocka_unit_test(test_damage_read_serially),
 		cmocka_unit_test(test_what_is_read_serially),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
