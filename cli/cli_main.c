@@ -588,10 +588,10 @@ static int report_problems(const char *path, struct pt_reader *rd)
 /*
  * The damage an export met, reported from its reader (pfx_opts.file_read):
  * a trace is then read once, not once more to find it. The exporters read
- * the meta chunks and every chunk of the threads in the thread table; the
- * chunks of any other thread (a damaged table) are decoded here, so the
- * problems are those of a full reading. Each file once, by the first
- * export that reads it.
+ * the meta chunks and every chunk of every thread in the reader's thread
+ * table, which lists the thread of every event chunk (a lost entry is
+ * listed with tid 0), so the problems are those of a full reading. Each
+ * file once, by the first export that reads it.
  */
 struct read_report {
 	const char *const *paths;
@@ -599,49 +599,12 @@ struct read_report {
 	int corrupt;         /* some file is damaged */
 };
 
-static bool thread_listed(struct pt_reader *rd, uint32_t index)
-{
-	struct pt_thread_info ti;
-	for (size_t i = 0; i < pt_reader_thread_count(rd); i++)
-		if (pt_reader_thread(rd, i, &ti, sizeof(ti)) == 1 && ti.index == index)
-			return true;
-	return false;
-}
-
 static void on_file_read(void *ctx, size_t file, struct pt_reader *rd)
 {
 	struct read_report *x = ctx;
 	if (x->done[file])
 		return;
 	x->done[file] = 1;
-	uint32_t other[64];
-	size_t nother = 0;
-	struct pt_chunk_info ci;
-	struct pt_record r;
-	pt_reader_rewind(rd);
-	while (pt_reader_next_chunk_header(rd, &ci, sizeof(ci)) == 1) {
-		if (ci.thread == PT_FMT_META_THREAD || thread_listed(rd, ci.thread))
-			continue;
-		size_t k = 0;
-		while (k < nother && other[k] != ci.thread)
-			k++;
-		if (k == nother && nother < 64)
-			other[nother++] = ci.thread;
-		if (k == nother) { /* more than 64 unlisted threads: every chunk, as before */
-			pt_reader_rewind(rd);
-			while (pt_reader_next_chunk(rd, PT_READER_ALL_CHUNKS, &ci, sizeof(ci)) == 1)
-				while (pt_reader_next_record(rd, &r, sizeof(r)) == 1)
-					;
-			nother = 0;
-			break;
-		}
-	}
-	for (size_t k = 0; k < nother; k++) {
-		pt_reader_rewind(rd);
-		while (pt_reader_next_chunk(rd, other[k], &ci, sizeof(ci)) == 1)
-			while (pt_reader_next_record(rd, &r, sizeof(r)) == 1)
-				;
-	}
 	x->corrupt |= report_problems(x->paths[file], rd);
 }
 
@@ -747,21 +710,10 @@ static int run_export(const char *path, const char *const outs[EXP_N], const str
 		}
 		failed = export_one(k, &path, 1, outs[k], &po, &res, ao->thread);
 	}
+	/* said by an exporter's reader (on_file_read()), else (--folded alone) by the analysis's */
 	int corrupt = 0;
-	if (!failed) {
-		if (done1) { /* an exporter's reader said it (on_file_read()) */
-			corrupt = rr.corrupt;
-		} else if (analyzed) {
-			corrupt = report_problems(path, res.rd);
-		} else {
-			struct pt_chunk_info ci;
-			struct pt_record r;
-			while (pt_reader_next_chunk(rd, PT_READER_ALL_CHUNKS, &ci, sizeof(ci)) == 1)
-				while (pt_reader_next_record(rd, &r, sizeof(r)) == 1)
-					;
-			corrupt = report_problems(path, rd);
-		}
-	}
+	if (!failed)
+		corrupt = done1 ? rr.corrupt : report_problems(path, res.rd);
 	if (analyzed)
 		ana_result_free(&res);
 	pt_reader_close(rd);
