@@ -1644,9 +1644,32 @@ static void tstate_free(struct tstate *ts)
 	ana_pass_free_tstate(ts);
 }
 
-/* One pass; @track: follow same-name frames (flat sums from the pass) even
- * when every section is kept. *@retrack: the tree cannot give the flat
- * sums (drop_stack()): run again with @track. */
+/*
+ * Every chunk of thread @th into its state @ts, in order. @done counts the
+ * records read (atomically: -j's readers share it); @progress: this caller
+ * reports them to opt->progress every 65,536. Stops early when an
+ * allocation failed (the run fails: no use reading on, each failing growth
+ * costs a syscall) or a reader bailed. Return: the reader's last result
+ * (< 0 an error).
+ */
+static int read_thread(struct ctx *c, struct ana_thread *th, struct tstate *ts, const struct ana_options *opt,
+		       uint64_t *done, bool progress)
+{
+	struct pt_reader *rd = c->res->rd;
+	struct pt_chunk_info ci;
+	int rc;
+	pt_reader_rewind(rd);
+	while ((rc = pt_reader_next_chunk(rd, th->index, &ci, sizeof(ci))) == 1) {
+		if (ana_nomem_seen() || c->nomem || c->bail)
+			break;
+		const uint64_t d = __atomic_add_fetch(done, ci.records, __ATOMIC_RELAXED);
+		if (progress && (d & ~(uint64_t)0xffff) != ((d - ci.records) & ~(uint64_t)0xffff))
+			opt->progress(opt->progress_ctx, d, c->res->total_records_hint);
+		read_events(c, th, ts, &ci);
+	}
+	return rc;
+}
+
 /*
  * -j within one trace (ana_options.jobs): the threads of a trace read in
  * thread order are independent until the finish, so reader threads each
@@ -1668,7 +1691,7 @@ struct pworker {
 	struct ana_result res; /* the pass's, shallow: its own reader and merged tree */
 	const struct ana_options *opt;
 	size_t *next;          /* the next thread position to read (shared, atomic) */
-	uint64_t *done;        /* records read (shared, atomic), for progress */
+	uint64_t *done;        /* records read (shared), for progress */
 	int *stop;             /* one of them bailed (shared, atomic) */
 	bool progress;         /* this one reports progress */
 	bool nomem, failed;
@@ -1679,22 +1702,12 @@ static void *pworker_run(void *arg)
 	struct pworker *w = arg;
 	struct ctx *c = &w->c;
 	struct ana_result *res = &w->res;
-	struct pt_chunk_info ci;
 	int rc = 0;
 	while (!__atomic_load_n(w->stop, __ATOMIC_RELAXED)) {
 		size_t i = __atomic_fetch_add(w->next, 1, __ATOMIC_RELAXED);
 		if (i >= res->nthreads)
 			break;
-		struct ana_thread *th = &res->threads[i];
-		pt_reader_rewind(res->rd);
-		while ((rc = pt_reader_next_chunk(res->rd, th->index, &ci, sizeof(ci))) == 1) {
-			if (ana_nomem_seen() || c->nomem || c->bail)
-				break;
-			uint64_t d = __atomic_add_fetch(w->done, ci.records, __ATOMIC_RELAXED);
-			if (w->progress && (d & ~(uint64_t)0xffff) != ((d - ci.records) & ~(uint64_t)0xffff))
-				w->opt->progress(w->opt->progress_ctx, d, res->total_records_hint);
-			read_events(c, th, &c->ts[i], &ci);
-		}
+		rc = read_thread(c, &res->threads[i], &c->ts[i], w->opt, w->done, w->progress);
 		if (rc < 0 || c->bail || ana_nomem_seen() || c->nomem || pt_reader_problem_count(res->rd)) {
 			__atomic_store_n(w->stop, 1, __ATOMIC_RELAXED);
 			break;
@@ -1783,11 +1796,13 @@ static int read_threads_parallel(struct ctx *c, const struct ana_options *opt, u
 		return 1;
 	struct pworker *w = calloc(nw, sizeof(*w));
 	pthread_t *tid = calloc(nw, sizeof(*tid));
+	struct ana_tree *trees = calloc(nw, sizeof(*trees)); /* out->t: the readers' merged trees */
 	size_t next = 0, started = 0;
 	int stop = 0, ret = 0;
-	if (!w || !tid) {
+	if (!w || !tid || !trees) {
 		free(w);
 		free(tid);
+		free(trees);
 		return 1;
 	}
 	for (size_t k = 0; k < nw; k++) {
@@ -1825,26 +1840,19 @@ static int read_threads_parallel(struct ctx *c, const struct ana_options *opt, u
 	free(tid);
 	if (ret == 0 && replay_deferred(c, w, started))
 		ret = 2; /* out of memory: one thread reads it again */
-	for (size_t k = 0; k < started; k++)
+	for (size_t k = 0; k < started; k++) {
 		free(w[k].c.dfr);
+		trees[k] = w[k].res.merged;
+	}
+	free(w);
 	if (ret) {
 		for (size_t k = 0; k < started; k++)
-			ana_tree_free(&w[k].res.merged);
-		free(w);
+			ana_tree_free(&trees[k]);
+		free(trees);
 		return ret;
 	}
-	out->t = malloc(started * sizeof(*out->t));
-	if (!out->t) {
-		for (size_t k = 0; k < started; k++)
-			ana_tree_free(&w[k].res.merged);
-		free(w);
-		c->nomem = true;
-		return 0;
-	}
-	for (size_t k = 0; k < started; k++)
-		out->t[k] = w[k].res.merged;
+	out->t = trees;
 	out->n = started;
-	free(w);
 	return 0;
 }
 
@@ -1860,6 +1868,10 @@ static void parallel_merge(struct ana_tree *merged, struct ptrees *p)
 	p->n = 0;
 }
 
+/* One pass; @track: follow same-name frames (flat sums from the pass) even
+ * when every section is kept. *@retrack: the tree cannot give the flat
+ * sums (drop_stack()): run again with @track. *@serial: the parallel read
+ * (read_threads_parallel()) met what it does not split: run again with one thread. */
 static int run_pass(const char *path, const struct ana_options *opt, struct ana_result *res, char *err,
 		    size_t errlen, bool track, bool *retrack, bool *serial)
 {
@@ -1900,16 +1912,7 @@ static int run_pass(const char *path, const struct ana_options *opt, struct ana_
 			struct ana_thread *th = &res->threads[i];
 			if (opt->thread >= 0 && (uint32_t)opt->thread != th->index)
 				continue;
-			pt_reader_rewind(res->rd);
-			while ((rc = pt_reader_next_chunk(res->rd, th->index, &ci, sizeof(ci))) == 1) {
-				if (ana_nomem_seen() || c.nomem)
-					break; /* the run fails: no use reading on (each failing growth costs a syscall) */
-				done += ci.records;
-				if (opt->progress &&
-				    (done & ~(uint64_t)0xffff) != ((done - ci.records) & ~(uint64_t)0xffff))
-					opt->progress(opt->progress_ctx, done, res->total_records_hint);
-				read_events(&c, th, &c.ts[i], &ci);
-			}
+			rc = read_thread(&c, th, &c.ts[i], opt, &done, opt->progress != NULL);
 		}
 	} else {
 		/*
