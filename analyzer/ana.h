@@ -22,6 +22,7 @@
 
 #include "ptz/format.h"
 #include "replay/replay.h" /* what a section is: the nesting rules every reader shares */
+#include "replay/pair.h"   /* rule 9: how halves pair (GPU launch and range, async begin and end) */
 
 /* ---- statistics building blocks (ana_stats.c) ---- */
 
@@ -497,29 +498,6 @@ uint32_t ana_mem_rss(const struct ana_result *res);
 
 /* ---- GPU, async ranges, instants (ana_gpu.c; doc/analyzer-output.md §3.1-3.3) ---- */
 
-/*
- * Open-addressing hash map from a 64-bit key to a fixed-size entry whose
- * first 8 bytes hold the key: linear probing, power-of-two capacity, load
- * at most 1/2, deletion by backward shift (no tombstones). Memory: at
- * most 4 slots per key at the peak number of live keys (@peak); it never
- * shrinks. Single-threaded.
- */
-struct ana_map {
-	uint8_t *slots; /* cap entries of esize bytes */
-	uint8_t *used;  /* cap occupancy flags */
-	size_t esize, cap, count, peak;
-};
-void ana_map_init(struct ana_map *m, size_t esize);
-/* The entry of @key, or NULL. */
-void *ana_map_find(const struct ana_map *m, uint64_t key);
-/* Adds @key (which must be absent): a zeroed entry with its key set, or NULL on ENOMEM. */
-void *ana_map_add(struct ana_map *m, uint64_t key);
-/* Removes @entry, a pointer returned by ana_map_find()/ana_map_add() since the last change. */
-void ana_map_remove(struct ana_map *m, void *entry);
-/* Calls @fn on every entry, in slot order. */
-void ana_map_each(const struct ana_map *m, void (*fn)(void *ctx, const void *entry), void *ctx);
-void ana_map_free(struct ana_map *m);
-
 /* Latency distribution that may go negative: |v| of negative values and
  * non-negative values in two histograms, p50/p99 by signed rank. */
 struct ana_slat {
@@ -547,7 +525,7 @@ struct ana_gpu_device {
 	 * ana_suggest()'s gpu-idle reads the gaps), and the stream set (private) */
 	uint64_t *iv;
 	size_t niv, civ;
-	struct ana_map stream_set;
+	struct rp_map stream_set;
 };
 
 /* GPU error codes 6..12 (PT_ERRC_GPU_POOL_EMPTY..PT_ERRC_GPU_UNFINISHED) */

@@ -325,7 +325,7 @@ uint32_t ana_remap_id(struct ctx *c, uint32_t id)
 {
 	if (!id)
 		return 0;
-	const struct ana_id_slot *e = ana_map_find(&c->ids, id);
+	const struct ana_id_slot *e = rp_map_find(&c->ids, id);
 	if (e)
 		return e->slot;
 	/* an id the string table does not define: the next slot */
@@ -340,8 +340,9 @@ uint32_t ana_remap_id(struct ctx *c, uint32_t id)
 		return 0;
 	}
 	res->slot_id = m;
-	struct ana_id_slot *n = ana_map_add(&c->ids, id);
+	struct ana_id_slot *n = rp_map_add(&c->ids, id);
 	if (!n) {
+		ana_nomem_note();
 		c->nomem = true;
 		return 0;
 	}
@@ -368,7 +369,7 @@ static int ids_setup(struct ctx *c)
 		return 0;
 	}
 	c->remap = true;
-	ana_map_init(&c->ids, sizeof(struct ana_id_slot));
+	rp_map_init(&c->ids, sizeof(struct ana_id_slot));
 	res->slot_id = malloc((n + 1) * sizeof(*res->slot_id));
 	if (!res->slot_id)
 		return -ENOMEM;
@@ -377,9 +378,11 @@ static int ids_setup(struct ctx *c)
 		res->slot_id[i + 1] = fmt_reader_string_id(res->rd, i);
 	qsort(res->slot_id + 1, n, sizeof(*res->slot_id), cmp_u32);
 	for (size_t i = 1; i <= n; i++) {
-		struct ana_id_slot *e = ana_map_add(&c->ids, res->slot_id[i]);
-		if (!e)
+		struct ana_id_slot *e = rp_map_add(&c->ids, res->slot_id[i]);
+		if (!e) {
+			ana_nomem_note();
 			return -ENOMEM;
+		}
 		e->slot = (uint32_t)i;
 	}
 	res->nslots = (uint32_t)n + 1;
@@ -523,7 +526,7 @@ static void sample_setup(struct ctx *c)
 		if (!c->remap) {
 			c->sample_id = id;
 		} else {
-			const struct ana_id_slot *e = ana_map_find(&c->ids, id);
+			const struct ana_id_slot *e = rp_map_find(&c->ids, id);
 			c->sample_id = e ? e->slot : 0;
 		}
 		return;
@@ -1452,7 +1455,7 @@ static int pass_setup(struct ctx *c, struct ana_result *res, const struct ana_op
 	res->window = c->window;
 	res->flight = info->flight != 0;
 	if (ids_setup(c)) {
-		ana_map_free(&c->ids);
+		rp_map_free(&c->ids);
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
@@ -1480,7 +1483,7 @@ static int pass_setup(struct ctx *c, struct ana_result *res, const struct ana_op
 	c->ts = calloc(res->nthreads ? res->nthreads : 1, sizeof(*c->ts));
 	if (!res->threads || !c->ts) {
 		free(c->ts);
-		ana_map_free(&c->ids);
+		rp_map_free(&c->ids);
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
@@ -1497,14 +1500,14 @@ static int pass_setup(struct ctx *c, struct ana_result *res, const struct ana_op
 		res->threads[i].flusher_thread = strcmp(ti.name, PT_FMT_FLUSHER_THREAD_NAME) == 0;
 		if (tree_init(&res->threads[i].tree)) {
 			free(c->ts);
-			ana_map_free(&c->ids);
+			rp_map_free(&c->ids);
 			snprintf(err, errlen, "out of memory");
 			return -ENOMEM;
 		}
 	}
 	if (tree_init(&res->merged)) {
 		free(c->ts);
-		ana_map_free(&c->ids);
+		rp_map_free(&c->ids);
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
@@ -1973,7 +1976,7 @@ static int run_pass(const char *path, const struct ana_options *opt, struct ana_
 	for (size_t i = 0; i < res->nthreads; i++)
 		tstate_free(&c.ts[i]);
 	free(c.ts);
-	ana_map_free(&c.ids);
+	rp_map_free(&c.ids);
 	if (c.read_rc && c.read_rc != -ENOMEM) {
 		free(c.domain_of);
 		snprintf(err, errlen, "%s", pt_strerror(c.read_rc));
@@ -2072,7 +2075,7 @@ void ana_result_free(struct ana_result *res)
 	for (size_t d = 0; d < res->gpu.ndev; d++) {
 		ana_slat_free(&res->gpu.dev[d].lat);
 		free(res->gpu.dev[d].iv);
-		ana_map_free(&res->gpu.dev[d].stream_set);
+		rp_map_free(&res->gpu.dev[d].stream_set);
 	}
 	free(res->gpu.dev);
 	for (uint32_t id = 0; id < res->nasync; id++)
@@ -2146,7 +2149,7 @@ static void live_drop(struct ana_live *l)
 		tstate_free(&l->c.ts[i]);
 	free(l->c.ts);
 	free(l->c.domain_of);
-	ana_map_free(&l->c.ids);
+	rp_map_free(&l->c.ids);
 	ana_pass_gp_free(&l->c); /* the GPU and async pairing state */
 	l->r.rd = NULL; /* the result's */
 	ana_result_free(&l->r);

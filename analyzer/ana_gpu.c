@@ -6,12 +6,13 @@
  * device, stream, seq) just before the BEGIN of a section timed on a GPU;
  * the recorder's CUDA thread ("ptz-gpu") later writes the GPU_RANGE with
  * the same seq (GPU start and end in host ticks). Either may be read first.
- * Each half waits in a hash map keyed by seq until the other arrives, then
- * the entry is removed: the map holds only the halves still unmatched at
- * that point of the pass (in file order, the ranges in flight plus the
- * flusher's lag; ana_build.c reads a trace with a ptz-gpu thread in file
- * order for this reason). Whatever is left at the end is counted as a
- * launch without a range or a range without a launch.
+ * They pair by replay/pair.h (rule 9, shared with the exports): the
+ * half read first waits there until its partner arrives, so only the
+ * halves still unmatched at that point of the pass are held (in file
+ * order, the ranges in flight plus the flusher's lag; ana_build.c reads a
+ * trace with a ptz-gpu thread in file order for this reason). Whatever is
+ * left at the end is counted as a launch without a range or a range
+ * without a launch.
  *
  * Attribution. The launch fixes the call-path node: the child named by the
  * section id under the thread's innermost open section, exactly the node
@@ -32,16 +33,9 @@
  * ranges of different streams arrive in resolution order, not start
  * order, so no interval is ever known to be final before the end.
  *
- * Async ranges pair ASYNC_BEGIN and ASYNC_END by their 64-bit async id in a
- * second map, symmetric in the same way (the END may be read first, e.g.
- * when its thread is read first). Instants are counted per thread and name.
- *
- * Why not liburcu's cds_lfht: the analyzer is single-threaded, and only
- * the recorder may link liburcu (doc/style.md §1); an RCU hash table would
- * add read-side locking, one allocation per entry and deferred frees for
- * nothing. The open-addressing map below stores entries inline (one
- * allocation per growth), probes linearly, and deletes by backward shift,
- * so no tombstones accumulate while pairs come and go.
+ * Async ranges pair ASYNC_BEGIN and ASYNC_END by their 64-bit async id,
+ * by the same rule (the END may be read first, e.g. when its thread is
+ * read first). Instants are counted per thread and name.
  *
  * Failure: an allocation failure drops the contribution of the record at
  * hand (a row misses a range, a launch stays unmatched); the pass goes on.
@@ -53,144 +47,25 @@
 #include "analyzer/ana.h"
 #include "analyzer/ana_pass.h"
 
-/* ---------------------------------------------------------------- map */
-
-/* Fibonacci hashing: seq and async ids are consecutive integers. */
-static inline size_t map_home(const struct ana_map *m, uint64_t key)
-{
-	return (size_t)((key * 0x9e3779b97f4a7c15ull) >> 32) & (m->cap - 1);
-}
-
-static inline uint64_t map_key(const struct ana_map *m, size_t i)
-{
-	uint64_t k;
-	memcpy(&k, m->slots + i * m->esize, sizeof(k));
-	return k;
-}
-
-void ana_map_init(struct ana_map *m, size_t esize)
-{
-	memset(m, 0, sizeof(*m));
-	m->esize = esize;
-}
-
-void *ana_map_find(const struct ana_map *m, uint64_t key)
-{
-	if (!m->count)
-		return NULL;
-	for (size_t i = map_home(m, key);; i = (i + 1) & (m->cap - 1)) {
-		if (!m->used[i])
-			return NULL;
-		if (map_key(m, i) == key)
-			return m->slots + i * m->esize;
-	}
-}
-
-/* Doubles the capacity (16 at first) and reinserts every entry. 0 or -1. */
-static int map_grow(struct ana_map *m)
-{
-	size_t cap = m->cap ? 2 * m->cap : 16;
-	uint8_t *slots = malloc(cap * m->esize), *used = calloc(cap, 1);
-	if (!slots || !used) {
-		free(slots);
-		free(used);
-		ana_nomem_note();
-		return -1;
-	}
-	struct ana_map n = { .slots = slots, .used = used, .esize = m->esize, .cap = cap, .count = m->count,
-			     .peak = m->peak };
-	for (size_t i = 0; i < m->cap; i++) {
-		if (!m->used[i])
-			continue;
-		size_t j = map_home(&n, map_key(m, i));
-		while (n.used[j])
-			j = (j + 1) & (cap - 1);
-		memcpy(n.slots + j * n.esize, m->slots + i * m->esize, m->esize);
-		n.used[j] = 1;
-	}
-	free(m->slots);
-	free(m->used);
-	*m = n;
-	return 0;
-}
-
-void *ana_map_add(struct ana_map *m, uint64_t key)
-{
-	if (2 * (m->count + 1) > m->cap && map_grow(m))
-		return NULL;
-	size_t i = map_home(m, key);
-	while (m->used[i])
-		i = (i + 1) & (m->cap - 1);
-	uint8_t *e = m->slots + i * m->esize;
-	memset(e, 0, m->esize);
-	memcpy(e, &key, sizeof(key));
-	m->used[i] = 1;
-	if (++m->count > m->peak)
-		m->peak = m->count;
-	return e;
-}
-
-/*
- * Backward-shift deletion (Knuth 6.4, algorithm R): the entries after the
- * hole that could live in it (their home slot is not cyclically within
- * (hole, their slot]) move back, so every probe sequence stays unbroken.
- */
-void ana_map_remove(struct ana_map *m, void *entry)
-{
-	size_t mask = m->cap - 1, hole = (size_t)((uint8_t *)entry - m->slots) / m->esize;
-	for (size_t j = (hole + 1) & mask; m->used[j]; j = (j + 1) & mask) {
-		size_t home = map_home(m, map_key(m, j));
-		bool stays = hole <= j ? (hole < home && home <= j) : (hole < home || home <= j);
-		if (stays)
-			continue;
-		memcpy(m->slots + hole * m->esize, m->slots + j * m->esize, m->esize);
-		hole = j;
-	}
-	m->used[hole] = 0;
-	m->count--;
-}
-
-void ana_map_each(const struct ana_map *m, void (*fn)(void *ctx, const void *entry), void *ctx)
-{
-	for (size_t i = 0; i < m->cap; i++)
-		if (m->used[i])
-			fn(ctx, m->slots + i * m->esize);
-}
-
-void ana_map_free(struct ana_map *m)
-{
-	free(m->slots);
-	free(m->used);
-	size_t esize = m->esize;
-	memset(m, 0, sizeof(*m));
-	m->esize = esize;
-}
-
 /* ---------------------------------------------------------------- pass state */
 
-enum { SIDE_LAUNCH = 1, SIDE_RANGE = 2 };
-enum { SIDE_BEGIN = 1, SIDE_END = 2 };
-
-/* One GPU half waiting for the other, keyed by seq. */
-struct gpu_pend {
-	uint64_t seq;
-	uint64_t start, end, launch; /* range side: GPU start, GPU end, launch tick */
-	uint32_t pos, node, cover;   /* launch side: thread position, node, covering depth */
-	uint8_t side, kept;          /* SIDE_*; range side: inside the time window */
+/* What a GPU half keeps while it waits (replay/pair.h; side A the launch, B the range). */
+struct gpu_half {
+	uint64_t start, end, launch; /* range: GPU start, GPU end, launch tick */
+	uint32_t pos, node, cover;   /* launch: thread position, node, covering depth */
+	uint8_t kept;                /* range: inside the time window */
 };
 
-/* One async half waiting for the other, keyed by async id. */
-struct async_pend {
-	uint64_t id;
+/* What an async half keeps (side A the begin, B the end). */
+struct async_half {
 	uint64_t ticks;
 	uint32_t name;
-	uint8_t side; /* SIDE_BEGIN or SIDE_END */
 };
 
 struct gpu_pass {
-	struct ana_map pend;  /* seq -> struct gpu_pend */
-	struct ana_map async; /* async id -> struct async_pend */
-	uint64_t stamp;       /* ranges attributed so far (struct gpu_flat.stamp) */
+	struct rp_pairs pend;  /* by seq: struct gpu_half */
+	struct rp_pairs async; /* by async id: struct async_half */
+	uint64_t stamp;        /* ranges attributed so far (struct gpu_flat.stamp) */
 	uint64_t first_ticks, last_ticks; /* earliest GPU start, latest GPU end */
 	bool any_range;
 };
@@ -203,8 +78,8 @@ static struct gpu_pass *gp_of(struct ctx *c)
 	if (!c->gp)
 		ana_nomem_note();
 	if (c->gp) {
-		ana_map_init(&c->gp->pend, sizeof(struct gpu_pend));
-		ana_map_init(&c->gp->async, sizeof(struct async_pend));
+		rp_pairs_init(&c->gp->pend, sizeof(struct gpu_half));
+		rp_pairs_init(&c->gp->async, sizeof(struct async_half));
 	}
 	return c->gp;
 }
@@ -310,7 +185,7 @@ static struct ana_gpu_device *device_of(struct ana_result *res, uint32_t device)
 	res->gpu.ndev++;
 	memset(&d[i], 0, sizeof(d[i]));
 	d[i].device = device;
-	ana_map_init(&d[i].stream_set, sizeof(uint64_t));
+	rp_map_init(&d[i].stream_set, sizeof(uint64_t));
 	return &d[i];
 }
 
@@ -391,42 +266,42 @@ static void device_add(struct ctx *c, const struct pt_record *r)
 	d->ranges++;
 	d->sum_ns += ana_ticks_ns(c, end > start ? end - start : 0);
 	ana_slat_add(&d->lat, signed_ns(c, start, r->ticks));
-	if (!ana_map_find(&d->stream_set, r->value4) && ana_map_add(&d->stream_set, r->value4))
-		d->streams++;
+	if (!rp_map_find(&d->stream_set, r->value4)) {
+		if (rp_map_add(&d->stream_set, r->value4))
+			d->streams++;
+		else
+			ana_nomem_note();
+	}
 	if (end > start)
 		busy_add(d, start, end);
 }
 
 /*
- * Half @h of a GPU pair (its seq, its side and that side's fields; gp_of()
- * already set up) meets the other half of the same seq: paired, a range
- * inside the time window is attributed to its launch's section; else @h
- * waits in the map. Unpaired: seq 0 (a 1.0 body: nothing to pair with) and,
- * when a second half of one side comes with the same seq, the first one.
+ * One GPU half meets its partner (replay/pair.h): paired, a range inside
+ * the time window is attributed to its launch's section; else it waits.
+ * Unpaired now: seq 0 (a 1.0 body: nothing to pair with) and a half the
+ * pairs could not store (ENOMEM).
  */
-static void gpu_meet(struct ctx *c, const struct gpu_pend *h)
+static void gpu_meet(struct ctx *c, uint64_t seq, enum rp_side side, const struct gpu_half *h)
 {
 	struct ana_result *res = c->res;
-	struct gpu_pass *gp = c->gp;
-	uint64_t *unmatched = h->side == SIDE_LAUNCH ? &res->gpu.unmatched_launches : &res->gpu.unmatched_ranges;
-	if (h->seq == 0) {
-		(*unmatched)++;
-		return;
-	}
-	struct gpu_pend *p = ana_map_find(&gp->pend, h->seq);
-	if (p && p->side != h->side) {
-		const struct gpu_pend *l = h->side == SIDE_LAUNCH ? h : p, *g = h->side == SIDE_LAUNCH ? p : h;
+	struct gpu_half o;
+	const enum rp_meet m = rp_pairs_meet(&c->gp->pend, seq, side, h, &o);
+	if (m == RP_PAIRED) {
+		const struct gpu_half *l = side == RP_SIDE_A ? h : &o, *g = side == RP_SIDE_A ? &o : h;
 		res->gpu.paired++;
 		if (g->kept)
 			gpu_attribute(c, l->pos, l->node, l->cover, g->start, g->end, g->launch);
-		ana_map_remove(&gp->pend, p);
 		return;
 	}
-	if (p) /* the first one stays unpaired */
-		(*unmatched)++;
-	else if (!(p = ana_map_add(&gp->pend, h->seq)))
+	if (m == RP_WAITS)
 		return;
-	*p = *h;
+	if (m == RP_NOMEM)
+		ana_nomem_note();
+	if (side == RP_SIDE_A) /* counted unpaired */
+		res->gpu.unmatched_launches++;
+	else
+		res->gpu.unmatched_ranges++;
 }
 
 static void gpu_range(struct ctx *c, const struct pt_record *r)
@@ -446,8 +321,8 @@ static void gpu_range(struct ctx *c, const struct pt_record *r)
 	bool kept = start >= c->since_ticks && end <= c->until_ticks;
 	if (kept)
 		device_add(c, r);
-	gpu_meet(c, &(struct gpu_pend){ .seq = seq, .side = SIDE_RANGE, .start = start, .end = end,
-					.launch = r->ticks, .kept = kept });
+	gpu_meet(c, seq, RP_SIDE_B,
+		 &(struct gpu_half){ .start = start, .end = end, .launch = r->ticks, .kept = kept });
 }
 
 static void gpu_pair_launch(struct ctx *c, uint64_t seq, uint32_t pos, uint32_t node, uint32_t cover);
@@ -497,7 +372,7 @@ static void gpu_launch(struct ctx *c, struct ana_thread *th, struct tstate *ts, 
  * analyzed) at @node, covered up to depth @cover: pairs it or waits. */
 static void gpu_pair_launch(struct ctx *c, uint64_t seq, uint32_t pos, uint32_t node, uint32_t cover)
 {
-	gpu_meet(c, &(struct gpu_pend){ .seq = seq, .side = SIDE_LAUNCH, .pos = pos, .node = node, .cover = cover });
+	gpu_meet(c, seq, RP_SIDE_A, &(struct gpu_half){ .pos = pos, .node = node, .cover = cover });
 }
 
 void ana_pass_gpu_error(struct ctx *c, const struct pt_record *r)
@@ -540,36 +415,30 @@ static void async_pair(struct ctx *c, uint32_t name, uint64_t begin, uint64_t en
 	ana_hist_add(&a->hist, dur_ns, 1);
 }
 
-static void async_half(struct ctx *c, const struct pt_record *r)
+static void async_meet(struct ctx *c, const struct pt_record *r)
 {
 	struct ana_result *res = c->res;
 	struct gpu_pass *gp = gp_of(c);
-	bool begin = r->kind == PT_REC_ASYNC_BEGIN;
-	uint64_t *unmatched = begin ? &res->async_unmatched_begins : &res->async_unmatched_ends;
+	const bool begin = r->kind == PT_REC_ASYNC_BEGIN;
 	res->has_async = true;
 	if (!gp)
 		return;
-	if (r->value == 0) { /* pt_async_begin() never returns 0: no partner */
-		(*unmatched)++;
+	const struct async_half h = { .ticks = r->ticks, .name = r->id };
+	struct async_half o;
+	const enum rp_meet m = rp_pairs_meet(&gp->async, r->value, begin ? RP_SIDE_A : RP_SIDE_B, &h, &o);
+	if (m == RP_PAIRED) {
+		const struct async_half *b = begin ? &h : &o, *e = begin ? &o : &h;
+		async_pair(c, rp_async_name(b->name, e->name), b->ticks, e->ticks);
 		return;
 	}
-	struct async_pend *p = ana_map_find(&gp->async, r->value);
-	if (p && p->side == (begin ? SIDE_END : SIDE_BEGIN)) {
-		/* the name is the begin's; an end may carry 0 */
-		if (begin)
-			async_pair(c, r->id ? r->id : p->name, r->ticks, p->ticks);
-		else
-			async_pair(c, p->name ? p->name : r->id, p->ticks, r->ticks);
-		ana_map_remove(&gp->async, p);
+	if (m == RP_WAITS)
 		return;
-	}
-	if (p) /* the same half twice: the first one stays unmatched */
-		(*unmatched)++;
-	else if (!(p = ana_map_add(&gp->async, r->value)))
-		return;
-	p->side = begin ? SIDE_BEGIN : SIDE_END;
-	p->ticks = r->ticks;
-	p->name = r->id;
+	if (m == RP_NOMEM)
+		ana_nomem_note();
+	if (begin) /* counted unpaired; async id 0: pt_async_begin() never returns it */
+		res->async_unmatched_begins++;
+	else
+		res->async_unmatched_ends++;
 }
 
 static void instant(struct ctx *c, struct ana_thread *th, const struct pt_record *r)
@@ -597,7 +466,7 @@ void ana_pass_ext(struct ctx *c, struct ana_thread *th, struct tstate *ts, const
 	case PT_REC_GPU_LAUNCH: gpu_launch(c, th, ts, r); break;
 	case PT_REC_GPU_RANGE: gpu_range(c, r); break;
 	case PT_REC_ASYNC_BEGIN:
-	case PT_REC_ASYNC_END: async_half(c, r); break;
+	case PT_REC_ASYNC_END: async_meet(c, r); break;
 	case PT_REC_INSTANT: instant(c, th, r); break;
 	default: break;
 	}
@@ -618,21 +487,23 @@ void ana_pass_gpu_only(struct ctx *c, const struct pt_record *r)
 		off_reason(c, r);
 }
 
-static void gpu_leftover(void *ctx, const void *entry)
+static void gpu_leftover(void *ctx, uint64_t key, enum rp_side side, const void *half)
 {
 	struct ana_result *res = ctx;
-	const struct gpu_pend *p = entry;
-	if (p->side == SIDE_LAUNCH)
+	(void)key;
+	(void)half;
+	if (side == RP_SIDE_A)
 		res->gpu.unmatched_launches++;
 	else
 		res->gpu.unmatched_ranges++;
 }
 
-static void async_leftover(void *ctx, const void *entry)
+static void async_leftover(void *ctx, uint64_t key, enum rp_side side, const void *half)
 {
 	struct ana_result *res = ctx;
-	const struct async_pend *p = entry;
-	if (p->side == SIDE_BEGIN)
+	(void)key;
+	(void)half;
+	if (side == RP_SIDE_A)
 		res->async_unmatched_begins++;
 	else
 		res->async_unmatched_ends++;
@@ -642,8 +513,8 @@ void ana_pass_gp_free(struct ctx *c)
 {
 	if (!c->gp)
 		return;
-	ana_map_free(&c->gp->pend);
-	ana_map_free(&c->gp->async);
+	rp_pairs_free(&c->gp->pend);
+	rp_pairs_free(&c->gp->async);
 	free(c->gp);
 	c->gp = NULL;
 }
@@ -652,8 +523,8 @@ void ana_pass_gp_free(struct ctx *c)
  * the pending peaks, the wall span widened to the GPU ranges. @gp stays. */
 static void gp_leftovers(const struct gpu_pass *gp, struct ana_result *res)
 {
-	ana_map_each((struct ana_map *)&gp->pend, gpu_leftover, res);
-	ana_map_each((struct ana_map *)&gp->async, async_leftover, res);
+	rp_pairs_each(&gp->pend, gpu_leftover, res);
+	rp_pairs_each(&gp->async, async_leftover, res);
 	res->gpu.pending_peak = gp->pend.peak;
 	res->async_pending_peak = gp->async.peak;
 	if (gp->any_range) { /* the wall span covers every GPU range */
@@ -692,7 +563,7 @@ static void finish_devices_instants(struct ctx *c)
 				d->civ = d->niv;
 			}
 		}
-		ana_map_free(&d->stream_set);
+		rp_map_free(&d->stream_set);
 	}
 	for (size_t i = 0; i < res->nthreads; i++) {
 		const struct ana_thread *th = &res->threads[i];

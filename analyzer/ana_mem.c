@@ -207,7 +207,7 @@ static uint32_t series_find(struct ctx *c, struct ana_mem_series *m, bool *all_t
 				continue;
 			uint32_t id = tid;
 			if (c->remap) {
-				const struct ana_id_slot *e = ana_map_find(&c->ids, tid);
+				const struct ana_id_slot *e = rp_map_find(&c->ids, tid);
 				if (!e)
 					continue;
 				id = e->slot;

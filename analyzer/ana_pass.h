@@ -140,7 +140,7 @@ struct ctx {
 	bool need_tracking;  /* keep_all, but a dropped frame may enclose its name: run again tracking */
 	struct ana_hpend_set mp; /* merged_only: by merged node, pending histogram adds */
 	bool remap;          /* sparse ids: every name id goes through ana_remap_id() (ANA_MIN_NAME_IDS) */
-	struct ana_map ids;  /* remap: the trace's id -> slot (struct ana_id_slot) */
+	struct rp_map ids;  /* remap: the trace's id -> slot (struct ana_id_slot) */
 	bool nomem;          /* an allocation failed: ana_run() fails, never a smaller answer */
 	int read_rc;         /* the reader's error that ended the pass, or 0 */
 	uint32_t nmem;       /* res->nmem: memory series to measure each kept occurrence against */

@@ -1173,7 +1173,7 @@ struct hframe {
 };
 
 struct hthread {
-	uint64_t key;                /* thread index (ana_map entry) */
+	uint64_t key;                /* thread index (rp_map entry) */
 	struct rp_thread rt;         /* replay/replay.h: the nesting rules every reader follows */
 	uint64_t last;               /* the last BEGIN or END tick of the thread */
 	struct hframe *st;
@@ -1191,7 +1191,7 @@ struct hpass {
 	struct pt_reader *rd;
 	uint32_t ng;
 	uint64_t ga[HOST_GAPS], gb[HOST_GAPS], gmax; /* the gaps, ticks; the latest end */
-	struct ana_map shares[HOST_GAPS];
+	struct rp_map shares[HOST_GAPS];
 	int nomem;
 };
 
@@ -1215,8 +1215,9 @@ static void hclose(struct hpass *h, struct hthread *t, uint64_t end)
 		if (!(self > 0))
 			continue;
 		const uint64_t key = t->key << 32 | f->id;
-		struct hshare *x = ana_map_find(&h->shares[g], key);
-		if (!x && !(x = ana_map_add(&h->shares[g], key))) {
+		struct hshare *x = rp_map_find(&h->shares[g], key);
+		if (!x && !(x = rp_map_add(&h->shares[g], key))) {
+			ana_nomem_note();
 			h->nomem = 1;
 			return;
 		}
@@ -1326,17 +1327,19 @@ static int host_during_gaps(const struct ana_result *res, const char *path, stru
 		pt_reader_close(h.rd);
 		return rc;
 	}
-	struct ana_map threads;
-	ana_map_init(&threads, sizeof(struct hthread));
+	struct rp_map threads;
+	rp_map_init(&threads, sizeof(struct hthread));
 	for (uint32_t g = 0; g < h.ng; g++)
-		ana_map_init(&h.shares[g], sizeof(struct hshare));
+		rp_map_init(&h.shares[g], sizeof(struct hshare));
 	for (size_t t = 0; t < res->nthreads && !h.nomem; t++)
-		if (!res->threads[t].gpu_thread && !ana_map_find(&threads, res->threads[t].index) &&
-		    !ana_map_add(&threads, res->threads[t].index))
+		if (!res->threads[t].gpu_thread && !rp_map_find(&threads, res->threads[t].index) &&
+		    !rp_map_add(&threads, res->threads[t].index)) {
+			ana_nomem_note();
 			h.nomem = 1;
+		}
 	struct pt_chunk_info ci;
 	while (!h.nomem && (rc = pt_reader_next_chunk(h.rd, PT_READER_ALL_CHUNKS, &ci, sizeof(ci))) == 1) {
-		struct hthread *t = ci.thread == PT_FMT_META_THREAD ? NULL : ana_map_find(&threads, ci.thread);
+		struct hthread *t = ci.thread == PT_FMT_META_THREAD ? NULL : rp_map_find(&threads, ci.thread);
 		if (!t)
 			continue;
 		if (rp_chunk(&t->rt, ci.sequence)) { /* rule 1, records missing: what was open ends at the last tick seen */
@@ -1361,7 +1364,7 @@ static int host_during_gaps(const struct ana_result *res, const char *path, stru
 	}
 	for (size_t t = 0; t < res->nthreads && !h.nomem; t++) {
 		const struct ana_thread *th = &res->threads[t];
-		struct hthread *x = th->gpu_thread ? NULL : ana_map_find(&threads, th->index);
+		struct hthread *x = th->gpu_thread ? NULL : rp_map_find(&threads, th->index);
 		if (!x || x->done)
 			continue;
 		x->done = true;
@@ -1377,14 +1380,14 @@ static int host_during_gaps(const struct ana_result *res, const char *path, stru
 		for (uint32_t g = 0; g < h.ng; g++) {
 			struct top_ctx tc = { fs[g]->host, &fs[g]->nhost };
 			fs[g]->nhost = 0;
-			ana_map_each(&h.shares[g], keep_top, &tc);
+			rp_map_each(&h.shares[g], keep_top, &tc);
 			fs[g]->host_none_ns = none[g];
 			fs[g]->host_read = true;
 		}
-	ana_map_each(&threads, free_stack, NULL);
+	rp_map_each(&threads, free_stack, NULL);
 	for (uint32_t g = 0; g < h.ng; g++)
-		ana_map_free(&h.shares[g]);
-	ana_map_free(&threads);
+		rp_map_free(&h.shares[g]);
+	rp_map_free(&threads);
 	pt_reader_close(h.rd);
 	return rc ? rc : h.nomem ? -ENOMEM : 0;
 }

@@ -65,6 +65,11 @@
  *     section is the CPU half of the GPU range with the launch's seq
  *     (doc/trace-format.md §4.4; rp_launch_note(), rp_launch_of()).
  *
+ *  9. Pairs. A GPU_LAUNCH and a GPU_RANGE pair by seq, an ASYNC_BEGIN and
+ *     an ASYNC_END by async id: the k-th half of one side read under a key
+ *     with the k-th half of the other side read under it; key 0 never
+ *     pairs (replay/pair.h, not inline: it is not per record).
+ *
  * Thread safety: none needed; one struct rp_thread (and struct rp_ns) per
  * thread being read, by one reader thread.
  */

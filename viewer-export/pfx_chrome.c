@@ -97,7 +97,7 @@
 struct cframe {
 	uint32_t id;
 	uint64_t start_ticks;
-	uint64_t launch_seq; /* != 0: a GPU_LAUNCH marked this section */
+	struct pfx_gpu_range *gpu; /* the GPU range its GPU_LAUNCH took, or NULL */
 };
 
 struct cw {
@@ -246,7 +246,7 @@ static int emit_section(struct cw *w, const struct cframe *f, uint64_t end_ticks
 	if (!rp_kept(w->since_ticks, w->until_ticks, f->start_ticks, end_ticks)) /* replay/replay.h rule 7 */
 		return 0;
 	int rc = emit_x(w, f->id, f->start_ticks, end_ticks);
-	struct pfx_gpu_range *g = f->launch_seq ? pfx_gpu_find(&w->gpu, f->launch_seq) : NULL;
+	struct pfx_gpu_range *g = f->gpu;
 	if (rc || !g || !(g->flags & PFX_GPU_KEEP) || (g->flags & PFX_GPU_LINKED))
 		return rc;
 	g->flags |= PFX_GPU_LINKED;
@@ -339,6 +339,7 @@ static int export_thread(struct cw *w, const struct pt_thread_info *ti, uint32_t
 	struct cframe *st = NULL;
 	uint32_t depth = 0, cap = 0;
 	struct rp_thread rt = { 0 }; /* replay/replay.h: the nesting rules the analyzer follows */
+	struct pfx_gpu_range *launch_g = NULL; /* the range the GPU_LAUNCH just read took (rule 9) */
 	struct pt_chunk_info ci;
 	struct pt_record r;
 	int rc = 0, more;
@@ -369,7 +370,7 @@ static int export_thread(struct cw *w, const struct pt_thread_info *ti, uint32_t
 					st = s;
 					cap = nc;
 				}
-				st[depth++] = (struct cframe){ r.id, r.ticks, launch_seq };
+				st[depth++] = (struct cframe){ r.id, r.ticks, launch_seq ? launch_g : NULL };
 				break;
 			case PT_REC_END: {
 				uint32_t n = RP_END(&rt, st, depth, r.id); /* rules 3, 4 */
@@ -394,6 +395,7 @@ static int export_thread(struct cw *w, const struct pt_thread_info *ti, uint32_t
 				break;
 			case PT_REC_GPU_LAUNCH:
 				rp_launch_note(&rt, &r);
+				launch_g = pfx_gpu_launch(&w->gpu, r.value2); /* rule 9 (replay/pair.h) */
 				break;
 			case PT_REC_ASYNC_BEGIN:
 			case PT_REC_ASYNC_END:
@@ -572,7 +574,7 @@ static int chrome_file(struct cw *w, const char *path, const struct pfx_opts *o,
 	w->routed = false;
 	if (rc == 0 && w->gpu.n)
 		rc = emit_gpu(w);
-	if (rc == 0 && w->async.nrec)
+	if (rc == 0 && w->async.ready)
 		rc = emit_async(w);
 	if (rc == 0 && o && o->file_read)
 		o->file_read(o->file_read_ctx, pl->file, w->rd);

@@ -34,6 +34,7 @@ int pfx_gpu_add(struct pfx_gpu *g, const struct pt_record *r)
 		return -ENOMEM;
 	struct pfx_gpu_range *x = &g->r[g->n++];
 	*x = (struct pfx_gpu_range){ 0 }; /* the exporter's fields (m_self, x_self) start empty */
+	x->ord = g->n - 1;
 	x->seq = r->value3;
 	x->stream = r->value4;
 	x->launch_ticks = r->ticks;
@@ -65,13 +66,6 @@ static int cmp_gpu(const void *pa, const void *pb)
 	    (c = cmp_u64(a->name_id, b->name_id)))
 		return c;
 	return cmp_u64(a->raw_start_ticks, b->raw_start_ticks);
-}
-
-static int cmp_seq(const void *pa, const void *pb)
-{
-	const struct pfx_gpu_seq *a = pa, *b = pb;
-	int c = cmp_u64(a->seq, b->seq);
-	return c ? c : cmp_u64(a->i, b->i);
 }
 
 /* The open ranges of one lane of the current stream, outermost first. */
@@ -114,15 +108,18 @@ int pfx_gpu_finish(struct pfx_gpu *g, uint64_t snap_ticks)
 	int rc = -ENOMEM;
 	struct nest_lane *nl = NULL; /* nl[0..nalloc) initialized, [0..nnl) in use */
 	size_t nnl = 0, nalloc = 0, nlcap = 0;
+	uint32_t *by_ord = NULL;
 	free(g->lanes);
 	free(g->devices);
-	free(g->by_seq);
+	rp_pairs_free(&g->pairs);
+	rp_pairs_init(&g->pairs, sizeof(uint32_t));
 	g->lanes = NULL;
 	g->devices = NULL;
-	g->by_seq = NULL;
 	g->nlanes = g->ndevices = 0;
 	if (!g->n)
 		return 0;
+	if (g->n > UINT32_MAX)
+		return -ENOMEM;
 	qsort(g->r, g->n, sizeof(*g->r), cmp_gpu);
 	size_t lcap = 0, dcap = 0;
 	uint32_t first_lane = 0; /* the current stream's lane 0 in g->lanes */
@@ -189,14 +186,17 @@ int pfx_gpu_finish(struct pfx_gpu *g, uint64_t snap_ticks)
 		l->o[l->n++] = (struct nest_open){ x->start_ticks, x->end_ticks };
 		x->lane = first_lane + (uint32_t)k;
 	}
-	g->by_seq = malloc(g->n * sizeof(*g->by_seq));
-	if (!g->by_seq)
+	/* replay/pair.h: the ranges wait for their launches, in the order read */
+	if (!(by_ord = malloc(g->n * sizeof(*by_ord))))
 		goto out;
 	for (size_t i = 0; i < g->n; i++)
-		g->by_seq[i] = (struct pfx_gpu_seq){ g->r[i].seq, i };
-	qsort(g->by_seq, g->n, sizeof(*g->by_seq), cmp_seq);
+		by_ord[g->r[i].ord] = (uint32_t)i;
+	for (size_t k = 0; k < g->n; k++)
+		if (rp_pairs_meet(&g->pairs, g->r[by_ord[k]].seq, RP_SIDE_B, &by_ord[k], NULL) == RP_NOMEM)
+			goto out;
 	rc = 0;
 out:
+	free(by_ord);
 	for (size_t k = 0; k < nalloc; k++)
 		free(nl[k].o);
 	free(nl);
@@ -218,19 +218,12 @@ size_t pfx_gpu_keep(struct pfx_gpu *g, uint64_t since, uint64_t until, uint64_t 
 	return no_lane;
 }
 
-struct pfx_gpu_range *pfx_gpu_find(const struct pfx_gpu *g, uint64_t seq)
+struct pfx_gpu_range *pfx_gpu_launch(struct pfx_gpu *g, uint64_t seq)
 {
-	if (!seq || !g->by_seq)
+	uint32_t i;
+	if (!g->n || rp_pairs_take(&g->pairs, seq, RP_SIDE_A, &i) != RP_PAIRED)
 		return NULL;
-	size_t lo = 0, hi = g->n; /* first position whose seq >= @seq */
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (g->by_seq[mid].seq < seq)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo < g->n && g->by_seq[lo].seq == seq ? &g->r[g->by_seq[lo].i] : NULL;
+	return &g->r[i];
 }
 
 bool pfx_gpu_thread(const struct pfx_gpu *g, uint32_t index, bool *has_sections)
@@ -294,7 +287,7 @@ void pfx_gpu_free(struct pfx_gpu *g)
 	free(g->r);
 	free(g->lanes);
 	free(g->devices);
-	free(g->by_seq);
+	rp_pairs_free(&g->pairs);
 	free(g->threads);
 	free(g->thread_sections);
 	memset(g, 0, sizeof(*g));
@@ -302,36 +295,58 @@ void pfx_gpu_free(struct pfx_gpu *g)
 
 /* ==== Async ranges ==== */
 
+static int push_range(struct pfx_async *a, uint64_t async_id, const struct pfx_async_half *b, const struct pfx_async_half *e,
+		      uint64_t end_ticks)
+{
+	if (grow((void **)&a->r, &a->cap, a->n, sizeof(*a->r)))
+		return -ENOMEM;
+	const uint64_t et = e ? e->ticks : end_ticks;
+	a->r[a->n++] = (struct pfx_async_range){
+		.async_id = async_id,
+		.begin_ticks = b->ticks,
+		.end_ticks = et > b->ticks ? et : b->ticks,
+		.name_id = rp_async_name(b->name_id, e ? e->name_id : 0),
+		.begin_thread = b->thread,
+		.end_thread = e ? e->thread : b->thread,
+		.open_at_end = !e,
+	};
+	return 0;
+}
+
+static int push_unmatched_end(struct pfx_async *a, uint64_t ticks)
+{
+	if (grow((void **)&a->unmatched_end_ticks, &a->ucap, a->nunmatched, sizeof(*a->unmatched_end_ticks)))
+		return -ENOMEM;
+	a->unmatched_end_ticks[a->nunmatched++] = ticks;
+	return 0;
+}
+
 int pfx_async_add(struct pfx_async *a, const struct pt_record *r, uint32_t thread)
 {
-	if (grow((void **)&a->rec, &a->rcap, a->nrec, sizeof(*a->rec)))
-		return -ENOMEM;
-	a->rec[a->nrec] = (struct pfx_async_rec){
-		.async_id = r->value,
-		.ticks = r->ticks,
-		.ord = a->nrec,
-		.name_id = r->id,
-		.thread = thread,
-		.end = r->kind == PT_REC_ASYNC_END,
-	};
-	a->nrec++;
-	return 0;
+	if (!a->ready) {
+		rp_pairs_init(&a->pairs, sizeof(struct pfx_async_half));
+		a->ready = true;
+	}
+	const bool begin = r->kind == PT_REC_ASYNC_BEGIN;
+	const struct pfx_async_half h = { .ticks = r->ticks, .name_id = r->id, .thread = thread };
+	struct pfx_async_half o;
+	switch (rp_pairs_meet(&a->pairs, r->value, begin ? RP_SIDE_A : RP_SIDE_B, &h, &o)) {
+	case RP_PAIRED: return begin ? push_range(a, r->value, &h, &o, 0) : push_range(a, r->value, &o, &h, 0);
+	case RP_WAITS: return 0;
+	case RP_NO_KEY: /* never pairs: a begin open at the end, an end without a begin */
+		if (!begin)
+			return push_unmatched_end(a, r->ticks);
+		if (grow((void **)&a->no_key, &a->kcap, a->nkey, sizeof(*a->no_key)))
+			return -ENOMEM;
+		a->no_key[a->nkey++] = h;
+		return 0;
+	default: return -ENOMEM;
+	}
 }
 
 static int cmp_ticks(const void *pa, const void *pb)
 {
 	return cmp_u64(*(const uint64_t *)pa, *(const uint64_t *)pb);
-}
-
-/* (async id, begins first, ticks, order added) */
-static int cmp_arec(const void *pa, const void *pb)
-{
-	const struct pfx_async_rec *a = pa, *b = pb;
-	int c;
-	if ((c = cmp_u64(a->async_id, b->async_id)) || (c = cmp_u64(a->end, b->end)) ||
-	    (c = cmp_u64(a->ticks, b->ticks)))
-		return c;
-	return cmp_u64(a->ord, b->ord);
 }
 
 /* (begin, end descending, async id, ...): the layout and write order; total,
@@ -400,92 +415,77 @@ static void heap_pop(struct heap *h)
 	}
 }
 
+struct leftover_ctx {
+	struct pfx_async *a;
+	uint64_t end_ticks;
+	int rc;
+};
+
+/* A half still waiting at the end: a begin open at the end, or an end without a begin. */
+static void async_leftover(void *ctx, uint64_t key, enum rp_side side, const void *half)
+{
+	struct leftover_ctx *x = ctx;
+	const struct pfx_async_half *h = half;
+	if (x->rc)
+		return;
+	x->rc = side == RP_SIDE_A ? push_range(x->a, key, h, NULL, x->end_ticks) : push_unmatched_end(x->a, h->ticks);
+}
+
 int pfx_async_finish(struct pfx_async *a, uint64_t end_ticks)
 {
-	int rc = -ENOMEM;
 	struct heap busy = { 0 }, freel = { 0 };
-	size_t ucap = 0;
-	free(a->r);
-	a->r = NULL;
-	a->n = 0;
+	struct leftover_ctx x = { a, end_ticks, 0 };
 	a->nlanes = 0;
-	if (!a->nrec)
-		goto done;
-	qsort(a->rec, a->nrec, sizeof(*a->rec), cmp_arec);
-	a->r = malloc(a->nrec * sizeof(*a->r)); /* at most one range per begin */
-	busy.k = malloc(a->nrec * sizeof(*busy.k));
-	busy.v = malloc(a->nrec * sizeof(*busy.v));
-	freel.k = malloc(a->nrec * sizeof(*freel.k));
-	freel.v = malloc(a->nrec * sizeof(*freel.v));
-	if (!a->r || !busy.k || !busy.v || !freel.k || !freel.v)
-		goto out;
-	for (size_t i = 0; i < a->nrec;) {
-		size_t j = i, nb = 0;
-		while (j < a->nrec && a->rec[j].async_id == a->rec[i].async_id) {
-			nb += !a->rec[j].end;
-			j++;
-		}
-		const size_t ne = j - i - nb;
-		for (size_t k = 0; k < nb; k++) {
-			const struct pfx_async_rec *b = &a->rec[i + k];
-			const struct pfx_async_rec *e = k < ne ? &a->rec[i + nb + k] : NULL;
-			uint64_t et = e ? e->ticks : end_ticks;
-			a->r[a->n++] = (struct pfx_async_range){
-				.async_id = b->async_id,
-				.begin_ticks = b->ticks,
-				.end_ticks = et > b->ticks ? et : b->ticks,
-				.name_id = b->name_id,
-				.begin_thread = b->thread,
-				.end_thread = e ? e->thread : b->thread,
-				.open_at_end = !e,
-			};
-		}
-		for (size_t k = nb; k < ne; k++) {
-			if (grow((void **)&a->unmatched_end_ticks, &ucap, a->nunmatched,
-				 sizeof(*a->unmatched_end_ticks)))
-				goto out;
-			a->unmatched_end_ticks[a->nunmatched++] = a->rec[i + nb + k].ticks;
-		}
-		i = j;
-	}
-	if (a->nunmatched)
+	rp_pairs_each(&a->pairs, async_leftover, &x);
+	for (size_t i = 0; i < a->nkey && !x.rc; i++)
+		x.rc = push_range(a, 0, &a->no_key[i], NULL, end_ticks);
+	rp_pairs_free(&a->pairs);
+	free(a->no_key);
+	a->no_key = NULL;
+	a->nkey = a->kcap = 0;
+	if (!x.rc && a->nunmatched)
 		qsort(a->unmatched_end_ticks, a->nunmatched, sizeof(*a->unmatched_end_ticks), cmp_ticks);
+	if (x.rc || !a->n)
+		goto out;
+	x.rc = -ENOMEM;
+	busy.k = malloc(a->n * sizeof(*busy.k));
+	busy.v = malloc(a->n * sizeof(*busy.v));
+	freel.k = malloc(a->n * sizeof(*freel.k));
+	freel.v = malloc(a->n * sizeof(*freel.v));
+	if (!busy.k || !busy.v || !freel.k || !freel.v)
+		goto out;
 	qsort(a->r, a->n, sizeof(*a->r), cmp_arange);
 	for (size_t i = 0; i < a->n; i++) {
-		struct pfx_async_range *x = &a->r[i];
-		while (busy.n && busy.k[0] <= x->begin_ticks) { /* ended by now: free */
+		struct pfx_async_range *r = &a->r[i];
+		while (busy.n && busy.k[0] <= r->begin_ticks) { /* ended by now: free */
 			heap_push(&freel, busy.v[0], busy.v[0]);
 			heap_pop(&busy);
 		}
 		if (freel.n) {
-			x->lane = freel.v[0];
+			r->lane = freel.v[0];
 			heap_pop(&freel);
 		} else {
-			x->lane = a->nlanes++;
+			r->lane = a->nlanes++;
 		}
-		heap_push(&busy, x->end_ticks, x->lane);
+		heap_push(&busy, r->end_ticks, r->lane);
 	}
-done:
-	rc = 0;
+	x.rc = 0;
 out:
-	free(a->rec);
-	a->rec = NULL;
-	a->nrec = a->rcap = 0;
 	free(busy.k);
 	free(busy.v);
 	free(freel.k);
 	free(freel.v);
-	return rc;
+	return x.rc;
 }
 
 void pfx_async_free(struct pfx_async *a)
 {
-	free(a->rec);
+	rp_pairs_free(&a->pairs);
+	free(a->no_key);
 	free(a->r);
 	free(a->unmatched_end_ticks);
 	memset(a, 0, sizeof(*a));
 }
-
 void pfx_window_ticks(struct pt_reader *rd, uint64_t since_ns, uint64_t until_ns, uint64_t *since, uint64_t *until)
 {
 	const uint64_t t0 = pt_reader_info(rd)->start_ticks;

@@ -31,11 +31,14 @@
  *    track, and the ranges nested in it that began before its new start
  *    move with it (else they would begin before their parent); larger
  *    overlaps are kept as measured, on a second lane.
+ *    A launch takes its range by replay/pair.h (pfx_gpu_launch()), the rule
+ *    the analyzer pairs them by.
  *  - Async ranges (struct pfx_async): ASYNC_BEGIN / ASYNC_END records added
- *    while the threads are exported, paired by async id (k-th begin with
- *    k-th end of that id, in tick order; an end before its begin in ticks is
- *    moved to the begin). Ends with no begin are unmatched (kept by tick for
- *    a count); begins with no end are closed at the trace's last tick and
+ *    while the threads are exported, paired by async id as the analyzer
+ *    pairs them (replay/pair.h: the k-th begin of an id read with its k-th
+ *    end read; id 0 never pairs; an end before its begin in ticks is moved
+ *    to the begin). Ends with no begin are unmatched (kept by tick for a
+ *    count); begins with no end are closed at the trace's last tick and
  *    flagged open_at_end. Ranges are sorted by (begin, end descending, async
  *    id) and each gets the lowest lane that is free at its begin (a lane is
  *    free once its last range has ended, end <= begin): overlapping ranges
@@ -57,7 +60,8 @@
 #include <stddef.h>  /* size_t */
 #include <stdint.h>  /* uint*_t */
 
-#include "ptz/format.h" /* struct pt_reader, struct pt_record */
+#include "ptz/format.h"   /* struct pt_reader, struct pt_record */
+#include "replay/pair.h" /* rule 9: struct rp_pairs */
 
 /* Largest overlap of back-to-back ranges on a stream taken for jitter: float
  * milliseconds have 24 bits, about 6 ns at 100 ms and 1 us at 16 s. */
@@ -79,6 +83,7 @@
 /** struct pfx_gpu_range - one GPU_RANGE record, laid out. */
 struct pfx_gpu_range {
 	uint64_t seq;          /* launch sequence (flow id); 0 in a 1.0 body */
+	uint64_t ord;          /* position in the order read (pfx_gpu_add()) */
 	uint64_t stream;       /* stream key */
 	uint64_t launch_ticks; /* the CPU launch (BEGIN of its section) */
 	uint64_t raw_start_ticks;
@@ -103,11 +108,6 @@ struct pfx_gpu_lane {
 	uint32_t lane;         /* 0 = the stream's own track */
 };
 
-struct pfx_gpu_seq {
-	uint64_t seq;
-	size_t i; /* index into pfx_gpu.r */
-};
-
 /** struct pfx_gpu - the GPU ranges of a trace. Zero-initialize. */
 struct pfx_gpu {
 	struct pfx_gpu_range *r; /* sorted after pfx_gpu_finish() */
@@ -116,7 +116,7 @@ struct pfx_gpu {
 	size_t nlanes;
 	uint32_t *devices; /* distinct device ordinals, ascending */
 	size_t ndevices;
-	struct pfx_gpu_seq *by_seq; /* by (seq, position in r) */
+	struct rp_pairs pairs; /* the ranges no launch has taken yet, by seq (replay/pair.h) */
 	/* threads named "ptz-gpu": recorder index and whether they have sections */
 	uint32_t *threads;
 	bool *thread_sections;
@@ -165,12 +165,15 @@ int pfx_gpu_finish(struct pfx_gpu *g, uint64_t snap_ticks);
 size_t pfx_gpu_keep(struct pfx_gpu *g, uint64_t since, uint64_t until, uint64_t *first_no_lane);
 
 /*
- * pfx_gpu_find() - The range a launch names, after pfx_gpu_finish().
- * @seq: the launch's seq; 0 (a 1.0 body) never matches.
- * Return: the first range in sorted order with @seq, owned by @g (the
- *         caller may change its flags); NULL if none.
+ * pfx_gpu_launch() - The GPU range a GPU_LAUNCH pairs with, after
+ * pfx_gpu_finish(): by replay/pair.h, as the analyzer pairs them (the
+ * k-th launch of a seq read takes the k-th range of that seq read).
+ * Call once per GPU_LAUNCH record, in the order the export reads them.
+ * @seq: the launch's seq; 0 (a 1.0 body) never pairs.
+ * Return: the range, owned by @g (the caller may change its flags and
+ *         metric fields); NULL if no range is left for @seq.
  */
-struct pfx_gpu_range *pfx_gpu_find(const struct pfx_gpu *g, uint64_t seq);
+struct pfx_gpu_range *pfx_gpu_launch(struct pfx_gpu *g, uint64_t seq);
 
 /*
  * pfx_gpu_thread() - Whether thread @index (recorder index) is a "ptz-gpu"
@@ -193,34 +196,37 @@ struct pfx_async_range {
 	bool open_at_end; /* never ended: closed at the trace's last tick */
 };
 
-struct pfx_async_rec {
-	uint64_t async_id, ticks, ord;
+/* An async half waiting for its partner. */
+struct pfx_async_half {
+	uint64_t ticks;
 	uint32_t name_id, thread;
-	bool end;
 };
 
 /** struct pfx_async - the async ranges of a trace. Zero-initialize. */
 struct pfx_async {
-	struct pfx_async_rec *rec; /* as added; freed by pfx_async_finish() */
-	size_t nrec, rcap;
-	struct pfx_async_range *r; /* sorted by (begin, end desc, id) */
-	size_t n;
+	struct rp_pairs pairs; /* the halves waiting, by async id (replay/pair.h) */
+	bool ready;            /* pairs initialized: a record was added */
+	struct pfx_async_half *no_key; /* begins with async id 0: never paired */
+	size_t nkey, kcap;
+	struct pfx_async_range *r; /* as paired; sorted by (begin, end desc, id) after pfx_async_finish() */
+	size_t n, cap;
 	uint32_t nlanes;
-	uint64_t *unmatched_end_ticks; /* ASYNC_ENDs with no begin, ascending */
-	size_t nunmatched;
+	uint64_t *unmatched_end_ticks; /* ASYNC_ENDs with no begin; ascending after pfx_async_finish() */
+	size_t nunmatched, ucap;
 };
 
 /*
- * pfx_async_add() - Add one ASYNC_BEGIN or ASYNC_END record.
+ * pfx_async_add() - Add one ASYNC_BEGIN or ASYNC_END record, in the
+ * order the export reads them: it pairs with a half waiting or waits.
  * @thread: the caller's tag for the writing thread (both exporters pass the
  *          tid they write), returned in the range.
- * Return: 0, or -ENOMEM with the set unchanged.
+ * Return: 0, or -ENOMEM (the set is then only fit for pfx_async_free()).
  */
 int pfx_async_add(struct pfx_async *a, const struct pt_record *r, uint32_t thread);
 
 /*
- * pfx_async_finish() - Pair the added records and assign lanes; run once
- * (it frees the added records).
+ * pfx_async_finish() - Close the begins still waiting, sort the ranges and
+ * assign lanes; run once, after the last pfx_async_add().
  * @end_ticks: the trace's last tick; begins never ended close there (or at
  *             their own tick if later).
  * Return: 0, or -ENOMEM (the set is then only fit for pfx_async_free()).

@@ -33,7 +33,7 @@
  *    time window;
  *  - the text report, the CSV and the JSON (read back with jansson) carry
  *    these exact numbers;
- *  - ana_map (open addressing, backward-shift deletion) against a plain
+ *  - rp_map (open addressing, backward-shift deletion) against a plain
  *    array under random adds and removes.
  */
 #include <jansson.h>
@@ -1074,17 +1074,17 @@ static void test_ana_gpu_flat_covered_same_name(void **state)
 	unlink(path);
 }
 
-/* ana_map against a plain array: random adds, finds and removes with
+/* rp_map against a plain array: random adds, finds and removes with
  * colliding keys (multiples of a power of two), growth, backward shifts. */
-static void test_ana_map_matches_reference(void **state)
+static void test_rp_map_matches_reference(void **state)
 {
 	(void)state;
 	enum { NK = 4000 };
 	struct ent {
 		uint64_t key, val;
 	};
-	struct ana_map m;
-	ana_map_init(&m, sizeof(struct ent));
+	struct rp_map m;
+	rp_map_init(&m, sizeof(struct ent));
 	static uint8_t live[NK];
 	memset(live, 0, sizeof(live));
 	uint64_t x = 99, nlive = 0, peak = 0;
@@ -1092,17 +1092,17 @@ static void test_ana_map_matches_reference(void **state)
 		x = x * 6364136223846793005ull + 1442695040888963407ull;
 		uint32_t k = (uint32_t)((x >> 33) % NK);
 		uint64_t key = (uint64_t)k << 12; /* same low bits: a weak hash would collide */
-		struct ent *e = ana_map_find(&m, key);
+		struct ent *e = rp_map_find(&m, key);
 		assert_int_equal(e != NULL, live[k]);
 		if (e) {
 			assert_int_equal(e->val, (uint64_t)k * 3);
 			if ((x >> 20) & 1) {
-				ana_map_remove(&m, e);
+				rp_map_remove(&m, e);
 				live[k] = 0;
 				nlive--;
 			}
 		} else {
-			e = ana_map_add(&m, key);
+			e = rp_map_add(&m, key);
 			assert_non_null(e);
 			assert_int_equal(e->key, key);
 			e->val = (uint64_t)k * 3;
@@ -1114,16 +1114,16 @@ static void test_ana_map_matches_reference(void **state)
 	}
 	assert_int_equal(m.peak, peak);
 	for (uint32_t k = 0; k < NK; k++) {
-		struct ent *e = ana_map_find(&m, (uint64_t)k << 12);
+		struct ent *e = rp_map_find(&m, (uint64_t)k << 12);
 		assert_int_equal(e != NULL, live[k]);
 	}
-	ana_map_free(&m);
+	rp_map_free(&m);
 	/* key 0 is a key like any other (stream handle 0: the legacy stream) */
-	ana_map_init(&m, sizeof(uint64_t));
-	assert_non_null(ana_map_add(&m, 0));
-	assert_non_null(ana_map_find(&m, 0));
-	assert_null(ana_map_find(&m, 1));
-	ana_map_free(&m);
+	rp_map_init(&m, sizeof(uint64_t));
+	assert_non_null(rp_map_add(&m, 0));
+	assert_non_null(rp_map_find(&m, 0));
+	assert_null(rp_map_find(&m, 1));
+	rp_map_free(&m);
 }
 
 /* gpu-idle (ana_suggest.h) on the fixture's devices. Device 0: the union of its ranges is
@@ -1228,7 +1228,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_ana_gpu_timing_off),
 		cmocka_unit_test(test_ana_gpu_absent_adds_nothing),
 		cmocka_unit_test(test_ana_gpu_flat_covered_same_name),
-		cmocka_unit_test(test_ana_map_matches_reference),
+		cmocka_unit_test(test_rp_map_matches_reference),
 		cmocka_unit_test(test_ana_gpu_suggest_idle),
 	};
 	int failed = cmocka_run_group_tests(tests, setup_gpu, ana_fixture_teardown);

@@ -157,7 +157,7 @@ struct frame {
 	uint64_t ord;      /* BEGIN ordinal in the thread's records (pass-stable) */
 	uint32_t id;
 	bool emitted, has_m;
-	uint64_t gpu_seq;  /* the GPU_LAUNCH seq of this section, 0 = none */
+	struct pfx_gpu_range *gpu; /* the GPU range its GPU_LAUNCH took (pass 2), or NULL */
 	struct rp_sums s;  /* replay/replay.h rule 6; zero unless has_m */
 };
 
@@ -1202,12 +1202,9 @@ static void close_top(struct pctx *c, uint64_t end_ns, bool emit, enum pfx_an ma
 	struct frame *f = &c->st[--c->depth];
 	if (c->depth && f->has_m) /* rule 6: inclusive amounts roll up into the parent */
 		rp_sums_roll_up(&frame_m(&c->st[c->depth - 1])->s, &f->s);
-	if (f->gpu_seq && f->has_m) { /* its GPU range's rates use what it declared itself */
-		struct pfx_gpu_range *g = pfx_gpu_find(&c->gpu, f->gpu_seq);
-		if (g) {
-			memcpy(g->m_self, f->s.m_self, sizeof(g->m_self));
-			memcpy(g->x_self, f->s.x_self, sizeof(g->x_self));
-		}
+	if (f->gpu && f->has_m) { /* its GPU range's rates use what it declared itself */
+		memcpy(f->gpu->m_self, f->s.m_self, sizeof(f->gpu->m_self));
+		memcpy(f->gpu->x_self, f->s.x_self, sizeof(f->gpu->x_self));
 	}
 	if (emit && f->emitted) {
 		c->emitted_depth--;
@@ -1247,6 +1244,7 @@ static int thread_pass(struct pctx *c, bool emit)
 	struct pt_chunk_info ci;
 	struct pt_record r;
 	struct rp_thread rt = { 0 }; /* replay/replay.h: the nesting rules the analyzer follows */
+	struct pfx_gpu_range *launch_g = NULL; /* the range the GPU_LAUNCH just read took (rule 9) */
 	int rc;
 	c->depth = c->emitted_depth = 0;
 	c->ord = 0;
@@ -1301,7 +1299,7 @@ static int thread_pass(struct pctx *c, bool emit)
 				f->ord = c->ord++;
 				f->has_m = false;
 				f->emitted = false;
-				f->gpu_seq = launch_seq;
+				f->gpu = launch_seq ? launch_g : NULL;
 				if (!emit)
 					break;
 				bool dropped = false;
@@ -1312,12 +1310,9 @@ static int thread_pass(struct pctx *c, bool emit)
 				if (!dropped && in_window(c, r.ticks) && c->emitted_depth < PFX_MAX_DEPTH) {
 					/* the section a GPU_LAUNCH marks starts the flow to
 					 * its GPU range, if that range is written too */
-					struct pfx_gpu_range *g = NULL;
-					if (launch_seq) {
-						g = pfx_gpu_find(&c->gpu, launch_seq);
-						if (g && (!(g->flags & PFX_GPU_KEEP) || (g->flags & PFX_GPU_LINKED)))
-							g = NULL;
-					}
+					struct pfx_gpu_range *g = f->gpu;
+					if (g && (!(g->flags & PFX_GPU_KEEP) || (g->flags & PFX_GPU_LINKED)))
+						g = NULL;
 					f->emitted = true;
 					c->emitted_depth++;
 					emit_begin(c, ns, r.id, g ? g->seq : 0);
@@ -1374,6 +1369,8 @@ static int thread_pass(struct pctx *c, bool emit)
 				break;
 			case PT_REC_GPU_LAUNCH:
 				rp_launch_note(&rt, &r);
+				/* rule 9 (replay/pair.h): the launch takes its range, once (pass 2) */
+				launch_g = emit ? pfx_gpu_launch(&c->gpu, r.value2) : NULL;
 				break;
 			case PT_REC_ASYNC_BEGIN:
 			case PT_REC_ASYNC_END:
@@ -1473,7 +1470,7 @@ static void export_file(struct pctx *c, const char *path, const struct pfx_opts 
 	}
 	if (!c->err && c->gpu.n)
 		emit_gpu(c);
-	if (!c->err && c->async.nrec)
+	if (!c->err && c->async.ready)
 		emit_async(c);
 	/* the process, its threads, the GPU and the async sequences: the next file's come after */
 	c->seq_base += PFX_SEQ_THREAD0 + c->nthreads + 2;

@@ -30,6 +30,11 @@ Within rounding: the analyzer sums tick differences times the slope, the
 exports subtract converted instants (ticks_to_ns), and Chrome prints µs:
 1 ns a section, plus 1e-6 of the total.
 
+And they pair the same halves (replay/pair.h, rule 9: check_pairs()) on the
+GPU traces, the lost-tid trace (an async range across threads) and
+gen-review-trace's `pairs` case (seqs and async ids used twice, the later
+side read first), whose exact pairs are checked too.
+
 Run with /usr/bin/python3 (Debian's python3-protobuf). Output is TAP.
 """
 import csv
@@ -140,15 +145,19 @@ def text_counts(text):
     return out
 
 
-def perfetto_rows(path):
-    """{thread index: {path: [count, total, min, max]}} from the thread tracks' slices."""
+def perfetto_events(path):
+    """The track events of a .pftrace sorted as the trace processor reads them (timestamp, then file
+    order): (ts, track, type, name, annotations, flow_ids, terminating_flow_ids), and the thread
+    tracks {uuid: thread index} and the track names {uuid: name}."""
     t = pb.Trace()
     with open(path, "rb") as f:
         t.ParseFromString(f.read())
-    threads = {}
+    threads, tnames = {}, {}
     for p in t.packet:
-        if p.HasField("track_descriptor") and p.track_descriptor.HasField("thread"):
-            threads[p.track_descriptor.uuid] = p.track_descriptor.uuid & ((1 << 58) - 1)
+        if p.HasField("track_descriptor"):
+            tnames[p.track_descriptor.uuid] = p.track_descriptor.name
+            if p.track_descriptor.HasField("thread"):
+                threads[p.track_descriptor.uuid] = p.track_descriptor.uuid & ((1 << 58) - 1)
     anns = pftrace_check.annotations(t)
     names, defaults, evs = defaultdict(dict), {}, []
     for i, p in enumerate(t.packet):
@@ -163,11 +172,32 @@ def perfetto_rows(path):
             te = p.track_event
             track = te.track_uuid if te.HasField("track_uuid") else defaults.get(seq, 0)
             name = names[seq].get(te.name_iid) if te.HasField("name_iid") else te.name
-            evs.append((p.timestamp, i, track, te.type, name, anns[i] or {}))
+            evs.append((p.timestamp, i, track, te.type, name, anns[i] or {}, list(te.flow_ids),
+                        list(te.terminating_flow_ids)))
     evs.sort(key=lambda e: (e[0], e[1]))
+    return [e[:1] + e[2:] for e in evs], threads, tnames
+
+
+def perfetto_slices(evs):
+    """Every slice: (track, name, start, duration, annotations of its END, flow_ids,
+    terminating_flow_ids and annotations of its BEGIN), in the order they begin."""
+    stacks, out = defaultdict(list), []
+    for ts, track, typ, name, ann, flows, terms in evs:
+        if typ == 1:
+            stacks[track].append(len(out))
+            out.append([track, name, ts, None, None, flows, terms, ann])
+        elif typ == 2 and stacks[track]:
+            s = out[stacks[track].pop()]
+            s[3], s[4] = ts - s[2], ann
+    return out
+
+
+def perfetto_rows(path):
+    """{thread index: {path: [count, total, min, max]}} from the thread tracks' slices."""
+    evs, threads, _ = perfetto_events(path)
     stacks = defaultdict(list)
     rows = defaultdict(dict)
-    for ts, _i, track, typ, name, ann in evs:
+    for ts, track, typ, name, ann, _f, _t in evs:
         if track not in threads or typ not in (1, 2):
             continue
         st = stacks[track]
@@ -306,6 +336,124 @@ def check(trace, label, window=None):
     return total
 
 
+def flows_by_name(starts, ends):
+    """{CPU section name: [GPU ranges reached, their total ns]}: each flow start (ts, id, name) binds
+    to the next flow end (ts, id, ns) of its id, in time order, as the viewers bind them."""
+    out, open_ = {}, defaultdict(list)
+    for ts, kind, fid, x in sorted([(ts, 0, i, n) for ts, i, n in starts] + [(ts, 1, i, d) for ts, i, d in ends]):
+        if kind == 0:
+            open_[fid].append(x)
+        elif open_[fid]:
+            o = out.setdefault(open_[fid].pop(0), [0, 0])
+            o[0] += 1
+            o[1] += x
+    return out
+
+
+def same_sums(got, want):
+    """Per name: counts exactly, totals within rounding (1 ns a range)."""
+    return got.keys() == want.keys() and all(
+        got[k][0] == want[k][0] and (want[k][1] is None or abs(got[k][1] - want[k][1]) <= want[k][0])
+        for k in want)
+
+
+def check_pairs(trace, label):
+    """Rule 9 (replay/pair.h): the report and both exports pair the same GPU launches with the same GPU
+    ranges and the same async begins with the same ends:
+      - per section name, the JSON's gpu_count and gpu_total_ns = the GPU slices the Perfetto flows from
+        that name's slices reach, with their measured length (the drawn one plus the start moved to the
+        launch, gpu_start_offset_ns, or past the range before, gpu_start_snapped_ns: doc/export.md §4);
+        the Chrome flows reach GPU events of the drawn lengths;
+      - per async name, the count and total of the ranges that ended; the begins never ended and the
+        ends without a begin, counted alike."""
+    j = json.loads(ana(trace, "--json", "-").stdout)
+    gpu_want = {}
+    for th in j["threads"]:
+        for r in th["tree"]:
+            if r.get("gpu_count"):
+                o = gpu_want.setdefault(r["path"][-1], [0, 0])
+                o[0] += r["gpu_count"]
+                o[1] += r["gpu_total_ns"]
+    a = j.get("async", {})
+    async_want = {r["name"]: [r["count"], r["total_ns"]] for r in a.get("by_name", [])}
+    async_want["(never ended)"] = [a.get("unmatched_begins", 0), None]
+    async_want["(ends without a begin)"] = [a.get("unmatched_ends", 0), None]
+
+    pf, cj = os.path.join(TMP, label + "-pairs.pftrace"), os.path.join(TMP, label + "-pairs.json")
+    r = subprocess.run([PTANALYZE, "export", "--perfetto", pf, "--chrome", cj, trace], capture_output=True,
+                       timeout=120)
+    if not tap(r.returncode == 0, f"{label}: export", r.stderr.decode()):
+        return
+    evs, _threads, tnames = perfetto_events(pf)
+    sl = perfetto_slices(evs)
+    starts = [(s[2], f, s[1]) for s in sl for f in s[5]]
+    ends = [(s[2], f, s[3] + s[7].get("gpu_start_snapped_ns", 0) - s[7].get("gpu_start_offset_ns", 0))
+            for s in sl for f in s[6]]
+    drawn = flows_by_name(starts, [(s[2], f, s[3]) for s in sl for f in s[6]])
+    async_got = {"(never ended)": [0, None], "(ends without a begin)": [0, None]}
+    for s in sl:
+        if tnames.get(s[0]) != "async ranges":
+            continue
+        if s[4].get("ptz.open_at_end"):
+            async_got["(never ended)"][0] += 1
+            continue
+        o = async_got.setdefault(s[1], [0, 0])
+        o[0] += 1
+        o[1] += s[3]
+    for ts, track, typ, name, ann, _f, _t in evs:
+        if typ == 3 and name == "ptz: async ends without a begin":
+            async_got["(ends without a begin)"][0] += ann.get("count", 0)
+    tap(same_sums(flows_by_name(starts, ends), gpu_want),
+        f"{label}: Perfetto flows reach the GPU ranges the report pairs ({sum(v[0] for v in gpu_want.values())})",
+        f"{flows_by_name(starts, ends)}\nJSON {gpu_want}")
+    tap(same_sums(async_got, async_want), f"{label}: Perfetto async ranges = the report's pairs",
+        f"{async_got}\nJSON {async_want}")
+
+    with open(cj) as f:
+        ce = json.load(f)
+    us = lambda x: round(x * 1000)  # noqa: E731
+    # a flow's ends bind to slices starting at its instant; where several do (a GPU section's child
+    # launched at its start tick), the pair is the CPU and GPU slice of one name (a range is named
+    # after its section)
+    xs = defaultdict(list)
+    for e in ce:
+        if e.get("ph") == "X":
+            xs[(e["tid"], e["ts"])].append(e)
+    fl = sorted((e for e in ce if e.get("ph") in ("s", "f")), key=lambda e: (e["ts"], e["ph"] != "s"))
+    cflows, open_ = {}, defaultdict(list)
+    for e in fl:
+        if e["ph"] == "s":
+            open_[e["id"]].append(e)
+            continue
+        s0 = open_[e["id"]].pop(0)
+        gpu = {x["name"]: x for x in reversed(xs[(e["tid"], e["ts"])])}
+        name = next(x["name"] for x in xs[(s0["tid"], s0["ts"])] if x["name"] in gpu)
+        o = cflows.setdefault(name, [0, 0])
+        o[0] += 1
+        o[1] += us(gpu[name]["dur"])
+    casync = {"(never ended)": [0, None], "(ends without a begin)": [0, None]}
+    begun = {}
+    for e in sorted((e for e in ce if e.get("ph") in ("b", "e")), key=lambda e: (e["ts"], e["ph"] != "b")):
+        if e["ph"] == "b":
+            begun.setdefault(e["id"], []).append(e)
+            continue
+        b = begun[e["id"]].pop(0)
+        if e.get("args", {}).get("ptz.open_at_end"):
+            casync["(never ended)"][0] += 1
+            continue
+        o = casync.setdefault(b["name"], [0, 0])
+        o[0] += 1
+        o[1] += us(e["ts"] - b["ts"])
+    for e in ce:
+        if e.get("ph") == "i" and e.get("name") == "ptz: async ends without a begin":
+            casync["(ends without a begin)"][0] += e["args"]["count"]
+    tap(same_sums(cflows, drawn), f"{label}: Chrome flows reach the GPU ranges Perfetto's do",
+        f"{cflows}\nPerfetto {drawn}")
+    tap(same_sums(casync, async_want), f"{label}: Chrome async ranges = the report's pairs",
+        f"{casync}\nJSON {async_want}")
+    return j
+
+
 def gen(exe, name, *args):
     out = os.path.join(TMP, name + ".ptz")
     r = subprocess.run([exe, out, *args], capture_output=True, text=True)
@@ -337,5 +485,24 @@ if os.path.exists(back):
     want = {("outer",): (2, 3000), ("outer", "inner"): (1, 0), ("outer", "early"): (1, 500), ("after",): (1, 1000)}
     tap(got == want, "review-backwards: the analyzer raises ticks that go back to the thread's latest",
         f"{got}\nwant {want}")
+for exe, name, *args in [(GEN_GPU, "gpu"), (GEN_GPU, "gpu-random", "--random", "7"),
+                         (GEN_REVIEW, "review-lost-tid", "lost-tid"), (GEN_REVIEW, "review-pairs", "pairs")]:
+    p = os.path.join(TMP, name + ".ptz")
+    if name == "review-pairs":
+        p = gen(exe, name, *args)
+    j = check_pairs(p, name) if p else None
+    if name == "review-pairs" and j:
+        # gen_review_trace.c case_pairs: seq 5 launched twice and resolved twice (200 ns, then 500 ns), seq 6
+        # once (100 ns); seq 7 never resolved, seq 8 never launched, a 1.0-style range with seq 0; async
+        # id 9 begun twice and ended twice on another thread (100 ns each, the ends read first), ids 0
+        # and 12 never ended, id 11 ended without a begin
+        g, a = j["gpu"], j["async"]
+        got = (g["paired"], g["unmatched_launches"], g["unmatched_ranges"], a["unmatched_begins"],
+               a["unmatched_ends"], [(r["name"], r["count"], r["total_ns"]) for r in a["by_name"]],
+               sorted((r["path"][-1], r["gpu_count"], r["gpu_total_ns"], r["gpu_max_ns"])
+                      for r in j["threads"][0]["tree"] if r["gpu_count"]))
+        want = (3, 1, 2, 2, 1, [("fetch", 2, 200)], [("gemm", 3, 800, 500)])
+        tap(got == want, "review-pairs: the k-th launch or begin of a key pairs with its k-th range or end",
+            f"{got}\nwant {want}")
 tap(sections > 1000, f"the traces hold {sections} sections in all (the check is not empty)")
 sys.exit(finish())
