@@ -999,6 +999,24 @@ bool ana_counter_name_is_bytes(const char *name, bool gpu_thread);
 void ana_mem_text(FILE *out, const struct ana_result *res, const struct ana_report_opts *o);
 /* CSV: the columns appended when the trace has a "process RSS" series
  * (with a leading comma, "" otherwise), and a row's values. */
+/*
+ * ana_fmt_fixed() - printf("%.*f", @decimals, @v) in the C locale, byte for
+ * byte (round half to even on the exact binary value, "-0" and "nan" as
+ * glibc writes them), into @buf; @decimals is 0 or 6 (the CSV's columns).
+ * Most values take a fast path (~60 instructions where printf of a double
+ * costs ~1,300): a non-negative value below 1e15 is split into its integer
+ * part and its exact fraction; the fraction times 10^decimals is off by at
+ * most 6e-11 from the exact product, so its rounding is decided unless it
+ * lies within 1e-9 of a half, where snprintf() decides.
+ * Return: the length written (no NUL is added); @buf holds 40 bytes.
+ */
+size_t ana_fmt_fixed(char buf[40], double v, int decimals);
+/* ",%" PRIu64, ",%" PRId64, ",%.0f", ",%.6f" of one CSV field, to @out. */
+void ana_csv_u64(FILE *out, uint64_t v);
+void ana_csv_i64(FILE *out, int64_t v);
+void ana_csv_f0(FILE *out, double v);
+void ana_csv_f6(FILE *out, double v);
+
 const char *ana_mem_csv_cols(const struct ana_result *res);
 void ana_mem_csv(FILE *out, const struct ana_result *res, const struct ana_agg *a);
 /* JSON: a row's memory keys (rss_* and "memory") as members of @o, and

@@ -625,8 +625,14 @@ void ana_mem_csv(FILE *out, const struct ana_result *res, const struct ana_agg *
 		fputs(",0,,,,,,,", out); /* not measured: empty, not 0 bytes */
 		return;
 	}
-	fprintf(out, ",%" PRIu64 ",%.0f,%.0f,%.0f,%.0f,%" PRId64 ",%" PRId64 ",%" PRId64, f.n, f.begin, f.end, f.delta,
-		f.delta_total, f.dmin, f.dmax, f.peak);
+	ana_csv_u64(out, f.n);
+	ana_csv_f0(out, f.begin);
+	ana_csv_f0(out, f.end);
+	ana_csv_f0(out, f.delta);
+	ana_csv_f0(out, f.delta_total);
+	ana_csv_i64(out, f.dmin);
+	ana_csv_i64(out, f.dmax);
+	ana_csv_i64(out, f.peak);
 }
 
 static json_t *jreal(double v) { return isfinite(v) ? json_real(v) : json_null(); }

@@ -1056,6 +1056,87 @@ int ana_json_dumpf(const json_t *j, FILE *out, size_t flags)
 
 /* ---------------------------------------------------------------- CSV */
 
+/* The decimal digits of @v, written backwards ending at @end; their start. */
+static char *u64_digits(char *end, uint64_t v)
+{
+	do {
+		*--end = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	return end;
+}
+
+size_t ana_fmt_fixed(char buf[40], double v, int decimals)
+{
+	/* the fast path (see ana.h): the integer part ip and the fraction v - ip
+	 * are exact for 0 <= v < 2^53; the fraction times 10^6 (< 10^6) is within
+	 * half an ulp, 2^-34 < 6e-11, of the exact product */
+	if (v >= 0 && v < 1e15 && !signbit(v) && (decimals == 0 || decimals == 6)) {
+		uint64_t ip = (uint64_t)v, f = 0;
+		const double fr = v - (double)ip;
+		if (decimals == 0) {
+			if (fr > 0.5 || (fr == 0.5 && (ip & 1))) /* exact: half to even */
+				ip++;
+		} else {
+			const double y = fr * 1e6;
+			f = (uint64_t)y;
+			const double d = y - (double)f;
+			if (d > 0.5 - 1e-9 && d < 0.5 + 1e-9)
+				goto slow; /* too near a half to decide here */
+			if (d > 0.5 && ++f == 1000000) {
+				f = 0;
+				ip++;
+			}
+		}
+		char t[40], *e = t + sizeof(t);
+		if (decimals) {
+			for (int k = 0; k < 6; k++, f /= 10)
+				*--e = (char)('0' + f % 10);
+			*--e = '.';
+		}
+		char *p = u64_digits(e, ip);
+		const size_t n = (size_t)(t + sizeof(t) - p);
+		memcpy(buf, p, n);
+		return n;
+	}
+slow:;
+	const int n = snprintf(buf, 40, "%.*f", decimals, v);
+	return n < 0 ? 0 : (size_t)n < 40 ? (size_t)n : 39;
+}
+
+void ana_csv_u64(FILE *out, uint64_t v)
+{
+	char b[24], *p = u64_digits(b + sizeof(b), v);
+	*--p = ',';
+	fwrite(p, 1, (size_t)(b + sizeof(b) - p), out);
+}
+
+void ana_csv_i64(FILE *out, int64_t v)
+{
+	char b[24], *p = u64_digits(b + sizeof(b), v < 0 ? 0 - (uint64_t)v : (uint64_t)v);
+	if (v < 0)
+		*--p = '-';
+	*--p = ',';
+	fwrite(p, 1, (size_t)(b + sizeof(b) - p), out);
+}
+
+static void csv_fixed(FILE *out, double v, int decimals)
+{
+	char b[41];
+	b[0] = ',';
+	fwrite(b, 1, 1 + ana_fmt_fixed(b + 1, v, decimals), out);
+}
+
+void ana_csv_f0(FILE *out, double v)
+{
+	csv_fixed(out, v, 0);
+}
+
+void ana_csv_f6(FILE *out, double v)
+{
+	csv_fixed(out, v, 6);
+}
+
 static void csv_str(FILE *out, const char *s)
 {
 	/* A field a spreadsheet would read as a formula (=, +, -, @, or a tab
@@ -1096,7 +1177,7 @@ static const char *const csv_gpu_cols =
 static void csv_rate(FILE *out, double v)
 {
 	if (isfinite(v))
-		fprintf(out, ",%.6f", v);
+		ana_csv_f6(out, v);
 	else
 		fputc(',', out);
 }
@@ -1106,12 +1187,20 @@ static void csv_gpu(FILE *out, const struct ana_agg *a, const struct ana_row *w)
 	static const struct ana_gpu none;
 	const struct ana_gpu *g = a && a->gpu ? a->gpu : &none;
 	const struct ana_gpu_dist *d = &g->self;
-	fprintf(out,
-		",%" PRIu64 ",%" PRIu64 ",%.0f,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64
-		",%.6f,%.0f,%" PRId64 ",%" PRId64 ",%" PRIu64,
-		d->count, d->total_ns, w ? w->gpu_mean : 0.0, d->min_ns, d->max_ns, w ? w->gpu_p50 : 0,
-		w ? w->gpu_p99 : 0, g->incl_count, g->incl_total_ns, w ? w->gpu_over_cpu : 0.0,
-		d->count ? w->gpu_lat_mean : 0.0, d->lat_min_ns, d->lat_max_ns, d->early);
+	ana_csv_u64(out, d->count);
+	ana_csv_u64(out, d->total_ns);
+	ana_csv_f0(out, w ? w->gpu_mean : 0.0);
+	ana_csv_u64(out, d->min_ns);
+	ana_csv_u64(out, d->max_ns);
+	ana_csv_u64(out, w ? w->gpu_p50 : 0);
+	ana_csv_u64(out, w ? w->gpu_p99 : 0);
+	ana_csv_u64(out, g->incl_count);
+	ana_csv_u64(out, g->incl_total_ns);
+	ana_csv_f6(out, w ? w->gpu_over_cpu : 0.0);
+	ana_csv_f0(out, d->count ? w->gpu_lat_mean : 0.0);
+	ana_csv_i64(out, d->lat_min_ns);
+	ana_csv_i64(out, d->lat_max_ns);
+	ana_csv_u64(out, d->early);
 	if (!w) {
 		fputs(",,,,,,,,,0,0,0,0,0,0", out);
 		return;
@@ -1122,8 +1211,10 @@ static void csv_gpu(FILE *out, const struct ana_agg *a, const struct ana_row *w)
 	csv_rate(out, w->gpu_self_gflops);
 	for (int k = 0; k < ANA_DIRS; k++)
 		csv_rate(out, w->gpu_xfer_gbps[k]);
-	fprintf(out, ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64, w->occupied_ns,
-		w->bd_cpu_ns, w->bd_gpu_ns, w->bd_copy_ns, w->bd_compute_ns, w->bd_launch_ns);
+	const uint64_t tail[] = { w->occupied_ns, w->bd_cpu_ns,     w->bd_gpu_ns,
+				  w->bd_copy_ns,   w->bd_compute_ns, w->bd_launch_ns };
+	for (size_t k = 0; k < sizeof(tail) / sizeof(tail[0]); k++)
+		ana_csv_u64(out, tail[k]);
 }
 
 /*
@@ -1183,13 +1274,12 @@ const char *ana_path_short(const struct ana_result *res, const struct ana_tree *
 }
 
 /* A std in integer ns; empty when not available (NaN: ana_moments_std). */
-static const char *csv_std(char buf[32], double v)
+static void csv_std(FILE *out, double v)
 {
 	if (isnan(v))
-		buf[0] = 0;
+		fputc(',', out);
 	else
-		snprintf(buf, 32, "%.0f", v);
-	return buf;
+		ana_csv_f0(out, v);
 }
 
 /* The sampling columns (§13) of row @a (NULL: none): empty without an
@@ -1208,12 +1298,21 @@ static void csv_est(FILE *out, const struct ana_agg *a)
 	}
 	struct ana_est_fig f;
 	ana_est_figures(a, &f);
-	fprintf(out, ",%.0f", f.count);
-	if (f.interval)
-		fprintf(out, ",%.0f,%.0f,%.0f,%.0f,%.0f", f.count_lo, f.count_hi, f.total_ns, f.total_lo_ns, f.total_hi_ns);
-	else
-		fprintf(out, ",,,%.0f,,", f.total_ns);
-	fprintf(out, ",%.0f,%" PRIu64 ",%" PRIu64, f.self_ns, a->est->units, a->est->rec_count);
+	ana_csv_f0(out, f.count);
+	if (f.interval) {
+		ana_csv_f0(out, f.count_lo);
+		ana_csv_f0(out, f.count_hi);
+		ana_csv_f0(out, f.total_ns);
+		ana_csv_f0(out, f.total_lo_ns);
+		ana_csv_f0(out, f.total_hi_ns);
+	} else {
+		fputs(",,", out);
+		ana_csv_f0(out, f.total_ns);
+		fputs(",,", out);
+	}
+	ana_csv_f0(out, f.self_ns);
+	ana_csv_u64(out, a->est->units);
+	ana_csv_u64(out, a->est->rec_count);
 }
 
 static void csv_row(FILE *out, const struct ana_result *res, const char *view, const char *thread,
@@ -1224,28 +1323,40 @@ static void csv_row(FILE *out, const struct ana_result *res, const char *view, c
 	uint32_t dom = 0;
 	ana_string(res, id, &dom);
 	const char *dn = pt_reader_domain(res->rd, dom);
-	char sd[32], rsd[32];
-	fprintf(out, "%s,%s,", view, thread);
+	fputs(view, out);
+	fputc(',', out);
+	fputs(thread, out);
+	fputc(',', out);
 	csv_str(out, path);
-	fprintf(out, ",%u,", depth);
+	ana_csv_u64(out, depth);
+	fputc(',', out);
 	csv_str(out, ana_name(res, id));
 	fputc(',', out);
 	csv_str(out, dn ? dn : "");
-	fprintf(out,
-		",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%.6f,%.0f,%s,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64
-		",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%.0f,%s,%.6f",
-		a->count, a->total_ns, a->self_ns, w.share, w.mean, csv_std(sd, w.std), a->min_ns, a->max_ns, w.p50,
-		w.p90, w.p99, a->first_ns, a->first_start_ns, w.rest_mean, csv_std(rsd, w.rest_std), w.first_over_rest);
+	ana_csv_u64(out, a->count);
+	ana_csv_u64(out, a->total_ns);
+	ana_csv_u64(out, a->self_ns);
+	ana_csv_f6(out, w.share);
+	ana_csv_f0(out, w.mean);
+	csv_std(out, w.std);
+	const uint64_t mid[] = { a->min_ns, a->max_ns, w.p50, w.p90, w.p99, a->first_ns, a->first_start_ns };
+	for (size_t k = 0; k < sizeof(mid) / sizeof(mid[0]); k++)
+		ana_csv_u64(out, mid[k]);
+	ana_csv_f0(out, w.rest_mean);
+	csv_std(out, w.rest_std);
+	ana_csv_f6(out, w.first_over_rest);
 	for (int k = 0; k < ANA_NMETRIC; k++)
-		fprintf(out, ",%" PRIu64, a->metric_incl[k]);
+		ana_csv_u64(out, a->metric_incl[k]);
 	for (int k = 0; k < ANA_NMETRIC; k++)
-		fprintf(out, ",%" PRIu64, a->metric_self[k]);
-	fprintf(out, ",%.6f,%.6f,%.6f", w.gbps, w.gflops, w.intensity);
+		ana_csv_u64(out, a->metric_self[k]);
+	ana_csv_f6(out, w.gbps);
+	ana_csv_f6(out, w.gflops);
+	ana_csv_f6(out, w.intensity);
 	for (int d = 0; d < ANA_DIRS; d++)
-		fprintf(out, ",%" PRIu64, a->xfer_incl[d]);
+		ana_csv_u64(out, a->xfer_incl[d]);
 	for (int d = 0; d < ANA_DIRS; d++)
-		fprintf(out, ",%.6f", w.xfer_gbps[d]);
-	fprintf(out, ",%d", a->lossy ? 1 : 0);
+		ana_csv_f6(out, w.xfer_gbps[d]);
+	fputs(a->lossy ? ",1" : ",0", out);
 	if (res->has_gpu)
 		csv_gpu(out, a, &w);
 	ana_mem_csv(out, res, a);
@@ -1489,15 +1600,6 @@ struct ana_jo ana_jo_child(struct ana_jo *o, const char *key, char kind)
 }
 
 /* Decimal digits of @v ending at @end; returns their start. */
-static char *u64_digits(char *end, uint64_t v)
-{
-	do {
-		*--end = (char)('0' + v % 10);
-		v /= 10;
-	} while (v);
-	return end;
-}
-
 void ana_jo_u64(struct ana_jo *o, const char *key, uint64_t v)
 {
 	if (!o->b) {

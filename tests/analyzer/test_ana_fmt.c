@@ -1,0 +1,94 @@
+/*
+ * tests/analyzer/test_ana_fmt.c - ana_fmt_fixed() writes exactly what
+ * printf("%.0f") and printf("%.6f") write (the CSV's numeric columns), on
+ * the values that could trip its fast path.
+ *
+ * Invariants covered: byte equality with snprintf() for
+ *  - 2,000,000 random values spread over 1e-12 .. 1e17 (both paths, and
+ *    the 1e15 boundary of the fast path);
+ *  - exact binary ties: k + 0.5 for %.0f (half to even, both parities) and
+ *    odd multiples of 2^-7 for %.6f (0.0078125: a tie at the 6th decimal);
+ *  - values a hair (one ulp) either side of those ties and of each
+ *    decimal boundary m / 10^6, where the fraction times 10^6 rounds;
+ *  - fractions just below 1 that carry into the integer part (0.9999996);
+ *  - integers up to 2^53 and beyond, 0, -0.0, negatives, inf, -inf, NaN.
+ */
+#include "tests/analyzer/ana_test_util.h"
+
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
+
+static long checked;
+
+static void same(double v)
+{
+	for (int d = 0; d <= 6; d += 6) {
+		char want[512], got[40];
+		int n = snprintf(want, sizeof(want), "%.*f", d, v);
+		if (n >= 40) /* longer than any CSV value: ana_fmt_fixed() truncates it, as its doc says */
+			continue;
+		size_t g = ana_fmt_fixed(got, v, d);
+		if (g != (size_t)n || memcmp(got, want, g) != 0) {
+			print_error("%.17g with %d decimals: got \"%.*s\", printf \"%s\"\n", v, d, (int)g, got, want);
+			fail();
+		}
+		checked++;
+	}
+}
+
+static double rnd01(void)
+{
+	return ((double)rand() * (RAND_MAX + 1.0) + rand()) / ((RAND_MAX + 1.0) * (RAND_MAX + 1.0));
+}
+
+static void test_random(void **state)
+{
+	(void)state;
+	srand(7);
+	for (int i = 0; i < 2000000; i++) {
+		double e = -12 + 29 * rnd01(); /* 1e-12 .. 1e17 */
+		same(pow(10, e));
+	}
+}
+
+static void test_ties_and_edges(void **state)
+{
+	(void)state;
+	for (int k = 0; k < 4000; k++) {
+		const double t0 = k + 0.5;
+		same(t0);
+		same(nextafter(t0, 0));
+		same(nextafter(t0, INFINITY));
+		const double t6 = (2 * k + 1) / 128.0; /* odd multiples of 2^-7: 6th-decimal ties */
+		same(t6);
+		same(nextafter(t6, 0));
+		same(nextafter(t6, INFINITY));
+		const double b = k * 1e-6 + (k % 7) * 1000.0; /* decimal boundaries */
+		same(b);
+		same(nextafter(b, 0));
+		same(nextafter(b, INFINITY));
+		const double h = (k + 0.5) * 1e-6 + (k % 5); /* decimal halves, inexact in binary */
+		same(h);
+		same(nextafter(h, 0));
+		same(nextafter(h, INFINITY));
+	}
+	const double edges[] = { 0.0,        -0.0,       1.0,         0.9999996,   0.9999994,   999999.9999995,
+				 1e15,       nextafter(1e15, 0), 1e15 + 0.5, 9007199254740991.0, 9007199254740992.0,
+				 1.8e19,     1e300,      DBL_MIN,     -DBL_MIN,    -0.4,        -2.5,
+				 -1234.5678, INFINITY,   -INFINITY,   NAN,         -NAN,        4503599627370495.5 };
+	for (size_t i = 0; i < sizeof(edges) / sizeof(edges[0]); i++)
+		same(edges[i]);
+	for (uint64_t i = 1; i < (1ull << 53); i = i * 3 + 1)
+		same((double)i);
+	assert_true(checked > 4000000);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_random),
+		cmocka_unit_test(test_ties_and_edges),
+	};
+	return cmocka_run_group_tests_name(PT_TEST_NAME, tests, NULL, NULL);
+}
