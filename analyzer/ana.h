@@ -1011,6 +1011,14 @@ void ana_mem_text(FILE *out, const struct ana_result *res, const struct ana_repo
  * Return: the length written (no NUL is added); @buf holds 40 bytes.
  */
 size_t ana_fmt_fixed(char buf[40], double v, int decimals);
+/*
+ * ana_fmt_g12() - printf("%.12g", @v) in the C locale, byte for byte (the
+ * JSON's reals: jansson's precision 12), into @buf; the fast path covers
+ * 1e-4 <= v < 1e12 (v times a power of ten is within 1.2e-4 of exact,
+ * decided unless within 1e-3 of a half), snprintf() the rest.
+ * Return: the length written (no NUL is added).
+ */
+size_t ana_fmt_g12(char buf[40], double v);
 /* ",%" PRIu64, ",%" PRId64, ",%.0f", ",%.6f" of one CSV field, to @out. */
 void ana_csv_u64(FILE *out, uint64_t v);
 void ana_csv_i64(FILE *out, int64_t v);

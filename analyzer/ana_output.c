@@ -1104,6 +1104,79 @@ slow:;
 	return n < 0 ? 0 : (size_t)n < 40 ? (size_t)n : 39;
 }
 
+/* ana_fmt_g12()'s fast path for 1e-4 <= v < 1e12; 0 where it cannot decide. */
+static size_t g12_fast(char *buf, double v)
+{
+	static const double p10[] = { 1e0, 1e1, 1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,
+				      1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16 }; /* exact */
+	if (!(v >= 1e-4 && v < 1e12))
+		return 0;
+	/* e10: the decimal exponent, so that y = v * 10^(11 - e10) has 12 integer digits */
+	int e10 = 11;
+	while (e10 > -4 && v < (e10 >= 0 ? p10[e10] : 1.0 / p10[-e10]))
+		e10--;
+	double y = v * p10[11 - e10]; /* one rounding: within 2^-53 * 1e12 < 1.2e-4 of exact */
+	if (y >= 1e12) {
+		e10++;
+		y = v * p10[11 - e10];
+	} else if (y < 1e11) {
+		if (e10 == -4)
+			return 0;
+		e10--;
+		y = v * p10[11 - e10];
+	}
+	uint64_t m = (uint64_t)y;
+	const double d = y - (double)m; /* exact */
+	if (d > 0.5 - 1e-3 && d < 0.5 + 1e-3)
+		return 0; /* too near a half to decide here */
+	m += d > 0.5;
+	if (m == 1000000000000ull) { /* rounded up into the next decade */
+		m = 100000000000ull;
+		e10++;
+	}
+	if (m < 100000000000ull || m >= 1000000000000ull || e10 >= 12)
+		return 0;
+	/* %g with precision 12 and -4 <= X < 12: style f with 11 - X decimals,
+	 * trailing zeros and a bare point removed */
+	char dg[12];
+	for (int k = 11; k >= 0; k--, m /= 10)
+		dg[k] = (char)('0' + m % 10);
+	int last = 11; /* the last significant digit kept */
+	while (last > 0 && last > e10 && dg[last] == '0')
+		last--;
+	size_t n = 0;
+	if (e10 >= 0) {
+		memcpy(buf, dg, (size_t)e10 + 1);
+		n = (size_t)e10 + 1;
+		if (last > e10) {
+			buf[n++] = '.';
+			memcpy(buf + n, dg + e10 + 1, (size_t)(last - e10));
+			n += (size_t)(last - e10);
+		}
+	} else {
+		buf[n++] = '0';
+		buf[n++] = '.';
+		for (int k = e10 + 1; k < 0; k++)
+			buf[n++] = '0';
+		memcpy(buf + n, dg, (size_t)last + 1);
+		n += (size_t)last + 1;
+	}
+	return n;
+}
+
+size_t ana_fmt_g12(char buf[40], double v)
+{
+	size_t n = v < 0 ? g12_fast(buf + 1, -v) : g12_fast(buf, v);
+	if (n && v < 0) { /* printf writes the sign, then the magnitude */
+		buf[0] = '-';
+		n++;
+	}
+	if (n)
+		return n;
+	const int r = snprintf(buf, 40, "%.12g", v);
+	return r < 0 ? 0 : (size_t)r < 40 ? (size_t)r : 39;
+}
+
 void ana_csv_u64(FILE *out, uint64_t v)
 {
 	char b[24], *p = u64_digits(b + sizeof(b), v);
@@ -1650,8 +1723,8 @@ void ana_jo_real(struct ana_jo *o, const char *key, double v)
 		return;
 	}
 	/* jansson's jsonp_dtostr() at JSON_REAL_PRECISION(12), in the C locale */
-	int n = snprintf(b, sizeof(b) - 3, "%.12g", v);
-	if (n < 0 || (size_t)n >= sizeof(b) - 3) {
+	int n = (int)ana_fmt_g12(b, v);
+	if (n <= 0 || n >= (int)sizeof(b) - 3) {
 		*o->err = 1;
 		return;
 	}

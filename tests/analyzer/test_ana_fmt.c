@@ -1,7 +1,8 @@
 /*
  * tests/analyzer/test_ana_fmt.c - ana_fmt_fixed() writes exactly what
- * printf("%.0f") and printf("%.6f") write (the CSV's numeric columns), on
- * the values that could trip its fast path.
+ * printf("%.0f") and printf("%.6f") write (the CSV's numeric columns), and
+ * ana_fmt_g12() what printf("%.12g") writes (the JSON's reals), on the
+ * values that could trip their fast paths.
  *
  * Invariants covered: byte equality with snprintf() for
  *  - 2,000,000 random values spread over 1e-12 .. 1e17 (both paths, and
@@ -11,7 +12,11 @@
  *  - values a hair (one ulp) either side of those ties and of each
  *    decimal boundary m / 10^6, where the fraction times 10^6 rounds;
  *  - fractions just below 1 that carry into the integer part (0.9999996);
- *  - integers up to 2^53 and beyond, 0, -0.0, negatives, inf, -inf, NaN.
+ *  - integers up to 2^53 and beyond, 0, -0.0, negatives, inf, -inf, NaN;
+ *  - for %.12g also: 12-digit decimal ties exact in binary (k + 0.5 with
+ *    k of 11 digits), values that round up into the next decade
+ *    (9.99999999999951 x 10^k), each decade's bounds, 1e-4 and 1e12 (the
+ *    fast path's bounds, where %g changes style), and negatives.
  */
 #include "tests/analyzer/ana_test_util.h"
 
@@ -35,6 +40,14 @@ static void same(double v)
 		}
 		checked++;
 	}
+	char want[64], got[40];
+	int n = snprintf(want, sizeof(want), "%.12g", v);
+	size_t g = ana_fmt_g12(got, v);
+	if (g != (size_t)n || memcmp(got, want, g) != 0) {
+		print_error("%.17g with %%.12g: got \"%.*s\", printf \"%s\"\n", v, (int)g, got, want);
+		fail();
+	}
+	checked++;
 }
 
 static double rnd01(void)
@@ -48,7 +61,8 @@ static void test_random(void **state)
 	srand(7);
 	for (int i = 0; i < 2000000; i++) {
 		double e = -12 + 29 * rnd01(); /* 1e-12 .. 1e17 */
-		same(pow(10, e));
+		const double x = pow(10, e);
+		same(i & 1 ? -x : x);
 	}
 }
 
@@ -81,6 +95,22 @@ static void test_ties_and_edges(void **state)
 		same(edges[i]);
 	for (uint64_t i = 1; i < (1ull << 53); i = i * 3 + 1)
 		same((double)i);
+	for (int k = -6; k <= 13; k++) {
+		const double p = pow(10, k);
+		const double near[] = { p, nextafter(p, 0), nextafter(p, INFINITY), 9.99999999999951 * p,
+					9.99999999999949 * p, 9.999999999995 * p, 1.000000000005 * p, 1.23456789012345 * p };
+		for (size_t i = 0; i < sizeof(near) / sizeof(near[0]); i++) {
+			same(near[i]);
+			same(-near[i]);
+		}
+	}
+	for (int k = 0; k < 3000; k++) { /* 12-digit ties exact in binary */
+		const double t = 12345678901.0 + 7919.0 * k + 0.5;
+		same(t);
+		same(nextafter(t, 0));
+		same(nextafter(t, INFINITY));
+		same(t / 1024); /* exact: 2^-10 keeps the tie at the same digit count plus binary places */
+	}
 	assert_true(checked > 4000000);
 }
 
