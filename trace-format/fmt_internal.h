@@ -447,6 +447,7 @@ static inline uint64_t fmt_seg_ns(uint64_t t_lo, uint64_t n_lo, double dn, doubl
 struct fmt_ns_conv {
 	const struct pt_reader *r;
 	uint64_t first, last;  /* ticks the cached segment converts (first > last: none yet) */
+	uint64_t fast_first, fast_last; /* ticks of the segment the fast path converts (first > last: none) */
 	uint64_t t_lo, n_lo;   /* the segment (fmt_seg_ns()) */
 	double dn, dt;
 	int ident;             /* ticks are ns (CLOCK_MONOTONIC, or no clock point) */
@@ -457,9 +458,18 @@ static inline uint64_t fmt_ns_conv(struct fmt_ns_conv *k, uint64_t t)
 {
 	if (k->ident)
 		return t;
-	if (__builtin_expect(t >= k->first && t <= k->last, 1))
-		return fmt_seg_ns(k->t_lo, k->n_lo, k->dn, k->dt, t);
-	return fmt_ns_conv_slow(k, t);
+	if (__builtin_expect(t >= k->fast_first && t <= k->fast_last, 1)) {
+		/* fmt_seg_ns() where fmt_ns_conv_slow() proved every branch's
+		 * outcome for the whole range: t >= t_lo, the product x in
+		 * [0, 2^62), N_lo + round(x) without overflow; for such x,
+		 * trunc + (fraction >= 0.5) is fmt_round_half_away(), and the
+		 * whole number it gives converts to and from double exactly */
+		const double x = (double)(int64_t)(t - k->t_lo) * k->dn / k->dt;
+		uint64_t i = (uint64_t)(int64_t)x;
+		i += x - (double)(int64_t)i >= 0.5;
+		return k->n_lo + i;
+	}
+	return fmt_ns_conv_slow(k, t); /* the cached segment's other ticks, or another segment */
 }
 
 /*

@@ -644,12 +644,42 @@ uint64_t pt_reader_ticks_to_ns(const struct pt_reader *r, uint64_t t)
 
 void fmt_ns_conv_init(struct fmt_ns_conv *k, const struct pt_reader *r)
 {
-	*k = (struct fmt_ns_conv){ .r = r, .first = 1, .last = 0 }; /* an empty range: the first call searches */
+	/* an empty range: the first call searches */
+	*k = (struct fmt_ns_conv){ .r = r, .first = 1, .last = 0, .fast_first = 1, .fast_last = 0 };
 	k->ident = r->info.clock_source == PT_CLOCK_MONOTONIC || r->nclocks == 0;
+}
+
+/* fmt_ns_conv()'s fast path on the segment's ticks: x(t) = (t - T_lo) x dn / dt.
+ * A product of a non-decreasing conversion and non-negative factors,
+ * rounded monotonically, is non-decreasing in t: so x(lim) < 2^62 with
+ * N_lo + 2^62 in range proves x in [0, 2^62) and no overflow for every t in
+ * [T_lo, lim]. The range is the segment's ticks from T_lo on (the first
+ * segment also converts ticks before T_lo), up to the largest such lim
+ * below its last tick (the last segment runs to UINT64_MAX), found by
+ * halving the distance from T_lo; empty for a decreasing clock or N_lo
+ * near 2^64. */
+static void fast_range(struct fmt_ns_conv *k)
+{
+	k->fast_first = 1;
+	k->fast_last = 0;
+	if (!(k->dn >= 0) || !(k->dt > 0) || k->n_lo > UINT64_MAX - (1ull << 62) || k->last < k->t_lo)
+		return;
+	const uint64_t lo = k->first > k->t_lo ? k->first : k->t_lo;
+	uint64_t span = k->last - k->t_lo;
+	if (span > (uint64_t)INT64_MAX)
+		span = (uint64_t)INT64_MAX;
+	while ((double)(int64_t)span * k->dn / k->dt >= 4611686018427387904.0) /* 2^62; x(0) = 0 ends it */
+		span /= 2;
+	if (k->t_lo + span >= lo) {
+		k->fast_first = lo;
+		k->fast_last = k->t_lo + span;
+	}
 }
 
 uint64_t fmt_ns_conv_slow(struct fmt_ns_conv *k, uint64_t t)
 {
+	if (t >= k->first && t <= k->last)
+		return fmt_seg_ns(k->t_lo, k->n_lo, k->dn, k->dt, t);
 	const struct pt_reader *r = k->r;
 	if (r->info.clock_source == PT_CLOCK_MONOTONIC || r->nclocks < 2)
 		return pt_reader_ticks_to_ns(r, t);
@@ -662,6 +692,7 @@ uint64_t fmt_ns_conv_slow(struct fmt_ns_conv *k, uint64_t t)
 	k->n_lo = c[lo].ns;
 	k->dn = (double)(c[lo + 1].ns - c[lo].ns);
 	k->dt = (double)(c[lo + 1].ticks - c[lo].ticks);
+	fast_range(k);
 	return seg_ns(c, lo, t);
 }
 

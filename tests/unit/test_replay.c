@@ -17,7 +17,9 @@
  *  time: struct rp_ns gives pt_reader_ticks_to_ns() bit for bit, for
  *     ticks before, between, on and after 40 clock points whose slopes
  *     make halves common (round half away from zero), in runs and jumps,
- *     and on a CLOCK_MONOTONIC trace.
+ *     and on a CLOCK_MONOTONIC trace; and on a clock table built to hit
+ *     the fast path's bounds (products past 2^62 inside a segment, ns near
+ *     2^64, a clock going back, a flat one, 2^53-sized values).
  * The agreement of the analyzer and the exports under these rules is
  * tests/export/agree/check_agree.py's.
  */
@@ -153,6 +155,7 @@ static void test_window_and_launch(void **state)
 static uint8_t buf[1 << 16];
 static uint64_t pt_t[64], pt_n[64]; /* the clock points written, the header's first */
 static int npt;
+static bool ref_off; /* the reader drops or mends points of a clock table this bad: no reference */
 
 /* doc/trace-format.md §7 with libm's round(), on the points written: the reference. */
 static uint64_t ref_ns(uint64_t t)
@@ -168,8 +171,9 @@ static uint64_t ref_ns(uint64_t t)
 	return (uint64_t)-x > pt_n[lo] ? 0 : pt_n[lo] - (uint64_t)-x;
 }
 
-/* A trace with @npoints CLOCK points (TSC), or none (CLOCK_MONOTONIC). */
-static struct pt_reader *clock_trace(const char *name, int npoints, uint64_t *tick_max)
+/* A trace with @npoints CLOCK points (TSC), or none (CLOCK_MONOTONIC);
+ * with @pts, those points (ticks, ns) after the header's, else random ones. */
+static struct pt_reader *clock_trace_of(const char *name, int npoints, const uint64_t (*pts)[2], uint64_t *tick_max)
 {
 	const char *path = tu_path(name);
 	const struct fmt_writer_hdr hd = { .clock_source = npoints ? PT_CLOCK_TSC : PT_CLOCK_MONOTONIC, .pid = 1,
@@ -186,6 +190,10 @@ static struct pt_reader *clock_trace(const char *name, int npoints, uint64_t *ti
 	for (int i = 0; i < npoints; i++) {
 		t += 1 + rand_r(&seed) % 100000;
 		ns += rand_r(&seed) % 4 == 0 ? t % 7 : (uint64_t)(1 + rand_r(&seed) % 70000); /* slopes from ~0 to ~1.4 */
+		if (pts) {
+			t = pts[i][0];
+			ns = pts[i][1];
+		}
 		assert_int_equal(fmt_enc_clock(&e, t, ns, ns + 1000000, 1), 0);
 		pt_t[npt] = t;
 		pt_n[npt++] = ns;
@@ -200,6 +208,11 @@ static struct pt_reader *clock_trace(const char *name, int npoints, uint64_t *ti
 	return rd;
 }
 
+static struct pt_reader *clock_trace(const char *name, int npoints, uint64_t *tick_max)
+{
+	return clock_trace_of(name, npoints, NULL, tick_max);
+}
+
 static void conversions_agree(struct pt_reader *rd, uint64_t tick_max)
 {
 	struct rp_ns k;
@@ -212,7 +225,7 @@ static void conversions_agree(struct pt_reader *rd, uint64_t tick_max)
 		else
 			t += rand_r(&seed) % 50; /* a thread's run of records */
 		uint64_t want = pt_reader_ticks_to_ns(rd, t), got = rp_ns(&k, t);
-		if (npt > 1 && want != ref_ns(t))
+		if (npt > 1 && !ref_off && want != ref_ns(t))
 			fail_msg("tick %llu: pt_reader_ticks_to_ns %llu, the formula with round() %llu",
 				 (unsigned long long)t, (unsigned long long)want, (unsigned long long)ref_ns(t));
 		if (got != want)
@@ -221,6 +234,16 @@ static void conversions_agree(struct pt_reader *rd, uint64_t tick_max)
 	}
 	assert_int_equal(rp_ns(&k, UINT64_MAX), pt_reader_ticks_to_ns(rd, UINT64_MAX));
 	assert_int_equal(rp_ns(&k, 0), pt_reader_ticks_to_ns(rd, 0));
+	/* around each point, and far past the last (the last segment runs to UINT64_MAX) */
+	for (int p = 0; p < npt; p++)
+		for (uint64_t d = 0; d < 64; d++) {
+			const uint64_t ts[] = { pt_t[p] + d, pt_t[p] - d, pt_t[p] + (d << 40), pt_t[p] + (UINT64_MAX >> d) };
+			for (size_t i = 0; i < sizeof(ts) / sizeof(ts[0]); i++)
+				if (rp_ns(&k, ts[i]) != pt_reader_ticks_to_ns(rd, ts[i]))
+					fail_msg("tick %llu: %llu, pt_reader_ticks_to_ns %llu", (unsigned long long)ts[i],
+						 (unsigned long long)rp_ns(&k, ts[i]),
+						 (unsigned long long)pt_reader_ticks_to_ns(rd, ts[i]));
+		}
 }
 
 static void test_time(void **state)
@@ -236,6 +259,26 @@ static void test_time(void **state)
 	struct rp_ns k;
 	rp_ns_init(&k, rd);
 	assert_int_equal(rp_ns(&k, 123456789), 123456789); /* ticks are ns */
+	pt_reader_close(rd);
+	/* clocks where the fast path's bounds matter: steep slopes whose product
+	 * passes 2^62 inside a segment, N near 2^64 (saturation), a clock going
+	 * back (the ns difference wraps), a flat one, and 2^53-sized values */
+	static const uint64_t pts[][2] = {
+		{ 2000, 1000000 },
+		{ 3000, 4000000000000000000ull },  /* 4e15 ns a tick */
+		{ 4000, 18000000000000000000ull }, /* near 2^64 */
+		{ 5000, 17000000000000000000ull }, /* back */
+		{ 6000, 17000000000000000000ull }, /* flat */
+		{ 1ull << 53, (1ull << 53) + 12345 },
+		{ (1ull << 53) + 7, (1ull << 54) + 3 },
+		{ 1ull << 62, 18446744073709000000ull }, /* the last: saturates past it */
+	};
+	const int n = (int)(sizeof(pts) / sizeof(pts[0]));
+	rd = clock_trace_of("rp-extreme.ptz", n, pts, &tmax);
+	ref_off = true;
+	conversions_agree(rd, 7000);
+	conversions_agree(rd, 1ull << 63);
+	ref_off = false;
 	pt_reader_close(rd);
 }
 
