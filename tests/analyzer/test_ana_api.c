@@ -30,7 +30,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "tests/test_util.h"
+#include "tests/analyzer/ana_test_util.h"
 #include "ptz/recorder.h"
 #include "analyzer/ana_api.h"
 #ifdef FAKE_CUDART_PATH
@@ -202,21 +202,10 @@ static void *inc_work(void *arg)
 	return NULL;
 }
 
+/* Output @what (0 text, 1 CSV, 2 JSON) of @res for every thread, as a string the caller frees. */
 static char *output_of(const struct ana_result *res, int what)
 {
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&buf, &len);
-	assert_non_null(f);
-	struct ana_report_opts o = { .thread = -1 };
-	if (what == 0)
-		ana_report_text(f, res, &o);
-	else if (what == 1)
-		assert_int_equal(ana_write_csv(f, res, &o), 0);
-	else
-		assert_int_equal(ana_write_json(f, res, &o), 0);
-	assert_int_equal(fclose(f), 0);
-	return buf;
+	return ana_test_output((enum ana_test_out)what, res, &(struct ana_report_opts){ .thread = -1 });
 }
 
 /* The file at @from as it is now, at @to (header first: what it commits is written by then). */

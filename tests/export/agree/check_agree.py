@@ -49,17 +49,12 @@ import sys
 from collections import defaultdict
 
 SRC, PTANALYZE, GEN_EDGE, GEN_REVIEW, GEN_GPU, TMP = sys.argv[1:7]
-PROTO_DIR = os.path.join(SRC, "viewer-export/perfetto/protos")
-PROTO = "perfetto_trace_subset.proto"
 shutil.rmtree(TMP, ignore_errors=True)
 os.makedirs(TMP)
-PB2 = os.path.join(TMP, "pb2")
-os.makedirs(PB2)
-subprocess.run(["protoc", "-I", PROTO_DIR, "--python_out=" + PB2, PROTO], check=True)
-sys.path.insert(0, PB2)
 sys.path.insert(0, os.path.join(SRC, "tests/export/perfetto"))
-import perfetto_trace_subset_pb2 as pb  # noqa: E402
 import pftrace_check  # noqa: E402
+
+pb = pftrace_check.compile_proto(SRC, TMP)
 from tap import finish, tap  # noqa: E402
 
 
@@ -158,24 +153,9 @@ def perfetto_events(path):
             tnames[p.track_descriptor.uuid] = p.track_descriptor.name
             if p.track_descriptor.HasField("thread"):
                 threads[p.track_descriptor.uuid] = p.track_descriptor.uuid & ((1 << 58) - 1)
-    anns = pftrace_check.annotations(t)
-    names, defaults, evs = defaultdict(dict), {}, []
-    for i, p in enumerate(t.packet):
-        seq = p.trusted_packet_sequence_id
-        if p.sequence_flags & 1:
-            names[seq] = {}
-        for e in p.interned_data.event_names:
-            names[seq][e.iid] = e.name
-        if p.HasField("trace_packet_defaults"):
-            defaults[seq] = p.trace_packet_defaults.track_event_defaults.track_uuid
-        if p.HasField("track_event"):
-            te = p.track_event
-            track = te.track_uuid if te.HasField("track_uuid") else defaults.get(seq, 0)
-            name = names[seq].get(te.name_iid) if te.HasField("name_iid") else te.name
-            evs.append((p.timestamp, i, track, te.type, name, anns[i] or {}, list(te.flow_ids),
-                        list(te.terminating_flow_ids)))
-    evs.sort(key=lambda e: (e[0], e[1]))
-    return [e[:1] + e[2:] for e in evs], threads, tnames
+    evs = [(ts, track, te.type, name, ann or {}, list(te.flow_ids), list(te.terminating_flow_ids))
+           for ts, _i, track, te, name, ann in pftrace_check.track_events(t)]
+    return evs, threads, tnames
 
 
 def perfetto_slices(evs):

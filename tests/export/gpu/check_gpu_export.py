@@ -52,13 +52,10 @@ SRC, EXPORTER, PTANALYZE, GEN, TMP = sys.argv[1:6]
 PROTO_DIR = os.path.join(SRC, "viewer-export/perfetto/protos")
 PROTO = "perfetto_trace_subset.proto"
 os.makedirs(TMP, exist_ok=True)
-PB2 = os.path.join(TMP, "pb2")
-os.makedirs(PB2, exist_ok=True)
-subprocess.run(["protoc", "-I", PROTO_DIR, "--python_out=" + PB2, PROTO], check=True)
-sys.path.insert(0, PB2)
 sys.path.insert(0, os.path.join(SRC, "tests/export/perfetto"))
-import perfetto_trace_subset_pb2 as pb  # noqa: E402
 import pftrace_check  # noqa: E402
+
+pb = pftrace_check.compile_proto(SRC, TMP)
 from tap import tap, finish  # noqa: E402
 
 T0 = 1000000  # ns: the trace's start on CLOCK_MONOTONIC (gen_gpu_trace.c)
@@ -162,30 +159,13 @@ def perfetto_model(t):
             lanes["async"] += 1
         else:
             label[uuid] = d.name
-    names = defaultdict(dict)
-    defaults = {}
-    evs = []
-    anns = pftrace_check.annotations(t)
-    for i, p in enumerate(t.packet):
-        seq = p.trusted_packet_sequence_id
-        if p.sequence_flags & 1:
-            names[seq] = {}
-        for n in p.interned_data.event_names:
-            names[seq][n.iid] = n.name
-        if p.HasField("trace_packet_defaults"):
-            defaults[seq] = p.trace_packet_defaults.track_event_defaults.track_uuid
-        if p.HasField("track_event"):
-            te = p.track_event
-            track = te.track_uuid if te.HasField("track_uuid") else defaults.get(seq, 0)
-            name = names[seq].get(te.name_iid) if te.HasField("name_iid") else (te.name or None)
-            ann = anns[i]
-            evs.append((p.timestamp, i, track, te, name, ann))
-    evs.sort(key=lambda e: (e[0], e[1]))
+    evs = pftrace_check.track_events(t)
     stacks = defaultdict(list)
     slices = defaultdict(list)
     instants = defaultdict(list)
     counters = defaultdict(list)
     for ts, i, track, te, name, ann in evs:
+        name = name or None
         lab = label.get(track, f"?{track}")
         if te.type == 1:
             s = [name, ts - T0, None, len(stacks[track]), tuple(te.flow_ids), tuple(te.terminating_flow_ids),

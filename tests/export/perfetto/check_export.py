@@ -49,13 +49,10 @@ HERE = os.path.join(SRC, "tests/export/perfetto")
 PROTO_DIR = os.path.join(SRC, "viewer-export/perfetto/protos")
 PROTO = "perfetto_trace_subset.proto"
 os.makedirs(TMP, exist_ok=True)
-PB2 = os.path.join(TMP, "pb2")
-os.makedirs(PB2, exist_ok=True)
-subprocess.run(["protoc", "-I", PROTO_DIR, "--python_out=" + PB2, PROTO], check=True)
-sys.path.insert(0, PB2)
 sys.path.insert(0, HERE)
-import perfetto_trace_subset_pb2 as pb  # noqa: E402
 import pftrace_check  # noqa: E402
+
+pb = pftrace_check.compile_proto(SRC, TMP)
 from tap import tap, finish  # noqa: E402
 
 
@@ -296,33 +293,15 @@ def rebuild(t):
     for p in t.packet:
         if p.HasField("track_descriptor") and p.track_descriptor.HasField("thread"):
             thread_tracks[p.track_descriptor.uuid] = p.track_descriptor
-    names = defaultdict(dict)
-    defaults = {}
-    evs = []
-    anns = pftrace_check.annotations(t)
-    for i, p in enumerate(t.packet):
-        seq = p.trusted_packet_sequence_id
-        if p.sequence_flags & 1:
-            names[seq] = {}
-        for n in p.interned_data.event_names:
-            names[seq][n.iid] = n.name
-        if p.HasField("trace_packet_defaults"):
-            defaults[seq] = p.trace_packet_defaults.track_event_defaults.track_uuid
-        if p.HasField("track_event"):
-            te = p.track_event
-            track = te.track_uuid if te.HasField("track_uuid") else defaults.get(seq, 0)
-            name = names[seq].get(te.name_iid) if te.HasField("name_iid") else te.name
-            ann = anns[i]
-            evs.append((p.timestamp, i, track, te.type, name, ann))
-    evs.sort(key=lambda e: (e[0], e[1]))
+    evs = pftrace_check.track_events(t)
     stacks = defaultdict(list)
     rows = defaultdict(lambda: defaultdict(lambda: [0, 0, None, None, 0, 0, 0]))
     marked = 0
-    for ts, i, track, typ, name, ann in evs:
-        if track not in thread_tracks or typ not in (1, 2):
+    for ts, _i, track, te, name, ann in evs:
+        if track not in thread_tracks or te.type not in (1, 2):
             continue
         st = stacks[track]
-        if typ == 1:
+        if te.type == 1:
             st.append((name, ts))
             continue
         if not st:

@@ -32,6 +32,8 @@ ptz=True (--ptz) adds the exporter's own rule, which TP does not have:
     its name in full on a sequence whose incremental state is valid, where
     the exporter interns every name (InternedData.debug_annotation_names).
 """
+import os
+import subprocess
 import sys
 from collections import defaultdict, namedtuple
 
@@ -263,6 +265,34 @@ def check(trace, ptz=False):
     return out
 
 
+def track_events(trace):
+    """The track events of @trace in the order the trace processor reads
+    them (timestamp, then file order), as (timestamp, packet index, track
+    uuid, TrackEvent, name, annotations): the track from the sequence's
+    defaults when the event names none, the name's iid resolved on its
+    sequence (the literal name, maybe "", when it has no iid), and
+    annotations() of the packet."""
+    names = defaultdict(dict)
+    defaults = {}
+    evs = []
+    anns = annotations(trace)
+    for i, p in enumerate(trace.packet):
+        sid = p.trusted_packet_sequence_id
+        if p.sequence_flags & SEQ_CLEARED:
+            names[sid] = {}
+        for n in p.interned_data.event_names:
+            names[sid][n.iid] = n.name
+        if p.HasField("trace_packet_defaults"):
+            defaults[sid] = p.trace_packet_defaults.track_event_defaults.track_uuid
+        if p.HasField("track_event"):
+            te = p.track_event
+            track = te.track_uuid if te.HasField("track_uuid") else defaults.get(sid, 0)
+            name = names[sid].get(te.name_iid) if te.HasField("name_iid") else te.name
+            evs.append((p.timestamp, i, track, te, name, anns[i]))
+    evs.sort(key=lambda e: (e[0], e[1]))
+    return evs
+
+
 def annotations(trace):
     """Per packet, its track event's top-level debug annotations as {name:
     value} with interned names resolved on the packet's sequence (None for
@@ -294,6 +324,18 @@ def verdict(findings):
         if s in sev:
             return s
     return "ok"
+
+
+def compile_proto(src, tmp):
+    """Our .proto (viewer-export/perfetto/protos under @src) compiled by
+    protoc into @tmp/pb2 and imported: the perfetto_trace_subset_pb2 module."""
+    pb2 = os.path.join(tmp, "pb2")
+    os.makedirs(pb2, exist_ok=True)
+    subprocess.run(["protoc", "-I", os.path.join(src, "viewer-export/perfetto/protos"), "--python_out=" + pb2,
+                    "perfetto_trace_subset.proto"], check=True)
+    sys.path.insert(0, pb2)
+    import perfetto_trace_subset_pb2  # noqa: E402
+    return perfetto_trace_subset_pb2
 
 
 def load(pb2_dir, path):

@@ -32,17 +32,12 @@ import sys
 from collections import defaultdict
 
 SRC, PTANALYZE, GEN, TMP = sys.argv[1:5]
-PROTO_DIR = os.path.join(SRC, "viewer-export/perfetto/protos")
-PROTO = "perfetto_trace_subset.proto"
 shutil.rmtree(TMP, ignore_errors=True)
 os.makedirs(TMP)
-PB2 = os.path.join(TMP, "pb2")
-os.makedirs(PB2)
-subprocess.run(["protoc", "-I", PROTO_DIR, "--python_out=" + PB2, PROTO], check=True)
-sys.path.insert(0, PB2)
 sys.path.insert(0, os.path.join(SRC, "tests/export/perfetto"))
-import perfetto_trace_subset_pb2 as pb  # noqa: E402
 import pftrace_check  # noqa: E402
+
+pb = pftrace_check.compile_proto(SRC, TMP)
 
 n = 0
 failed = 0
