@@ -102,7 +102,7 @@ static const char *const cut_name[CUT_COUNT] = { "0", "1", "100", "header-1", "h
 
 /* Exit codes of the child (0 = every check held). */
 enum { CHILD_OK = 0, CHILD_OPEN = 20, CHILD_TRUNCATE, CHILD_NO_ERROR, CHILD_NO_LOSS, CHILD_CLOSE_RC, CHILD_SUM,
-       CHILD_UNEXPECTED_ERROR, CHILD_STAT, CHILD_UNREADABLE, CHILD_SURVIVED = 99 };
+       CHILD_UNEXPECTED_ERROR, CHILD_STAT, CHILD_UNREADABLE, CHILD_NO_FAULT, CHILD_SURVIVED = 99 };
 
 static void start_threads(pthread_t *t)
 {
@@ -430,13 +430,15 @@ static int late_handler_child(void *arg)
 	stop_and_join(t);
 	int rc = pt_close(R);
 	pt_stats(R, &st, sizeof(st));
-	if (atomic_load(&late_calls) == 0)
-		return CHILD_STAT;
 	if (st.last_io_error != EIO || rc != -EIO)
 		return CHILD_NO_ERROR;
 	if (st.lost_records == 0)
 		return CHILD_NO_LOSS;
-	return st.records + st.lost_records == atomic_load(&emitted) ? CHILD_OK : CHILD_SUM;
+	if (st.records + st.lost_records != atomic_load(&emitted))
+		return CHILD_SUM;
+	/* the writer may see the shrink by its fstat() before a store faults
+	 * (fmt_writer.c): right, but the chain was not exercised */
+	return atomic_load(&late_calls) ? CHILD_OK : CHILD_NO_FAULT;
 }
 
 /* recorder.h: a handler installed after pt_open() that passes on what it
@@ -444,11 +446,21 @@ static int late_handler_child(void *arg)
 static void test_late_chaining_handler_keeps_guard(void **state)
 {
 	(void)state;
-	int status = in_child(late_handler_child, tu_path("late.ptz"));
-	if (WIFSIGNALED(status))
-		fail_msg("killed by signal %d", WTERMSIG(status));
-	assert_true(WIFEXITED(status));
-	assert_int_equal(WEXITSTATUS(status), 0);
+	/* until a store faulted through the late handler (the shrink is found
+	 * by fstat() first now and then, on a busy machine: tried again); every
+	 * try must keep the program alive with the loss recorded */
+	int tries = 0, code;
+	do {
+		int status = in_child(late_handler_child, tu_path("late.ptz"));
+		if (WIFSIGNALED(status))
+			fail_msg("killed by signal %d", WTERMSIG(status));
+		assert_true(WIFEXITED(status));
+		code = WEXITSTATUS(status);
+		if (code != CHILD_NO_FAULT)
+			assert_int_equal(code, CHILD_OK);
+	} while (code == CHILD_NO_FAULT && ++tries < 20);
+	if (code == CHILD_NO_FAULT)
+		fail_msg("in 20 tries no store faulted through the late handler");
 }
 
 int main(void)
