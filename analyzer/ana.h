@@ -997,8 +997,6 @@ bool ana_counter_name_is_bytes(const char *name, bool gpu_thread);
 /* Memory per section in text: one table per series, the rows of the view
  * (call tree, or --flat) with the largest growth first (ana_mem.c). */
 void ana_mem_text(FILE *out, const struct ana_result *res, const struct ana_report_opts *o);
-/* CSV: the columns appended when the trace has a "process RSS" series
- * (with a leading comma, "" otherwise), and a row's values. */
 /*
  * ana_fmt_fixed() - printf("%.*f", @decimals, @v) in the C locale, byte for
  * byte (round half to even on the exact binary value, "-0" and "nan" as
@@ -1025,6 +1023,8 @@ void ana_csv_i64(FILE *out, int64_t v);
 void ana_csv_f0(FILE *out, double v);
 void ana_csv_f6(FILE *out, double v);
 
+/* CSV: the columns appended when the trace has a "process RSS" series
+ * (with a leading comma, "" otherwise), and a row's values. */
 const char *ana_mem_csv_cols(const struct ana_result *res);
 void ana_mem_csv(FILE *out, const struct ana_result *res, const struct ana_agg *a);
 /* JSON: a row's memory keys (rss_* and "memory") as members of @o, and

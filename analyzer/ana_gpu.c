@@ -49,6 +49,22 @@
 
 /* ---------------------------------------------------------------- pass state */
 
+/* The counts of one kind of pair's halves left unpaired, by side. */
+struct unpaired {
+	uint64_t *a, *b;
+};
+#define UNPAIRED_GPU(res) ((struct unpaired){ &(res)->gpu.unmatched_launches, &(res)->gpu.unmatched_ranges })
+#define UNPAIRED_ASYNC(res) ((struct unpaired){ &(res)->async_unmatched_begins, &(res)->async_unmatched_ends })
+
+/* Counts one half unpaired (an rp_pairs_each() callback: @key and @half unused). */
+static void count_unpaired(void *ctx, uint64_t key, enum rp_side side, const void *half)
+{
+	const struct unpaired *u = ctx;
+	(void)key;
+	(void)half;
+	(*(side == RP_SIDE_A ? u->a : u->b))++;
+}
+
 /* What a GPU half keeps while it waits (replay/pair.h; side A the launch, B the range). */
 struct gpu_half {
 	uint64_t start, end, launch; /* range: GPU start, GPU end, launch tick */
@@ -298,10 +314,7 @@ static void gpu_meet(struct ctx *c, uint64_t seq, enum rp_side side, const struc
 		return;
 	if (m == RP_NOMEM)
 		ana_nomem_note();
-	if (side == RP_SIDE_A) /* counted unpaired */
-		res->gpu.unmatched_launches++;
-	else
-		res->gpu.unmatched_ranges++;
+	count_unpaired(&UNPAIRED_GPU(res), seq, side, h);
 }
 
 static void gpu_range(struct ctx *c, const struct pt_record *r)
@@ -435,10 +448,8 @@ static void async_meet(struct ctx *c, const struct pt_record *r)
 		return;
 	if (m == RP_NOMEM)
 		ana_nomem_note();
-	if (begin) /* counted unpaired; async id 0: pt_async_begin() never returns it */
-		res->async_unmatched_begins++;
-	else
-		res->async_unmatched_ends++;
+	/* async id 0 (pt_async_begin() never returns it) or no memory: unpaired */
+	count_unpaired(&UNPAIRED_ASYNC(res), r->value, begin ? RP_SIDE_A : RP_SIDE_B, &h);
 }
 
 static void instant(struct ctx *c, struct ana_thread *th, const struct pt_record *r)
@@ -487,28 +498,6 @@ void ana_pass_gpu_only(struct ctx *c, const struct pt_record *r)
 		off_reason(c, r);
 }
 
-static void gpu_leftover(void *ctx, uint64_t key, enum rp_side side, const void *half)
-{
-	struct ana_result *res = ctx;
-	(void)key;
-	(void)half;
-	if (side == RP_SIDE_A)
-		res->gpu.unmatched_launches++;
-	else
-		res->gpu.unmatched_ranges++;
-}
-
-static void async_leftover(void *ctx, uint64_t key, enum rp_side side, const void *half)
-{
-	struct ana_result *res = ctx;
-	(void)key;
-	(void)half;
-	if (side == RP_SIDE_A)
-		res->async_unmatched_begins++;
-	else
-		res->async_unmatched_ends++;
-}
-
 void ana_pass_gp_free(struct ctx *c)
 {
 	if (!c->gp)
@@ -523,8 +512,8 @@ void ana_pass_gp_free(struct ctx *c)
  * the pending peaks, the wall span widened to the GPU ranges. @gp stays. */
 static void gp_leftovers(const struct gpu_pass *gp, struct ana_result *res)
 {
-	rp_pairs_each(&gp->pend, gpu_leftover, res);
-	rp_pairs_each(&gp->async, async_leftover, res);
+	rp_pairs_each(&gp->pend, count_unpaired, &UNPAIRED_GPU(res));
+	rp_pairs_each(&gp->async, count_unpaired, &UNPAIRED_ASYNC(res));
 	res->gpu.pending_peak = gp->pend.peak;
 	res->async_pending_peak = gp->async.peak;
 	if (gp->any_range) { /* the wall span covers every GPU range */

@@ -1066,6 +1066,15 @@ static char *u64_digits(char *end, uint64_t v)
 	return end;
 }
 
+/* u64_digits() of a signed value: a '-' before the digits of its magnitude. */
+static char *i64_digits(char *end, int64_t v)
+{
+	char *p = u64_digits(end, v < 0 ? 0 - (uint64_t)v : (uint64_t)v);
+	if (v < 0)
+		*--p = '-';
+	return p;
+}
+
 size_t ana_fmt_fixed(char buf[40], double v, int decimals)
 {
 	/* the fast path (see ana.h): the integer part ip and the fraction v - ip
@@ -1186,9 +1195,7 @@ void ana_csv_u64(FILE *out, uint64_t v)
 
 void ana_csv_i64(FILE *out, int64_t v)
 {
-	char b[24], *p = u64_digits(b + sizeof(b), v < 0 ? 0 - (uint64_t)v : (uint64_t)v);
-	if (v < 0)
-		*--p = '-';
+	char b[24], *p = i64_digits(b + sizeof(b), v);
 	*--p = ',';
 	fwrite(p, 1, (size_t)(b + sizeof(b) - p), out);
 }
@@ -1672,7 +1679,6 @@ struct ana_jo ana_jo_child(struct ana_jo *o, const char *key, char kind)
 	return (struct ana_jo){ .obj = *o->err ? NULL : c, .first = true, .err = o->err };
 }
 
-/* Decimal digits of @v ending at @end; returns their start. */
 void ana_jo_u64(struct ana_jo *o, const char *key, uint64_t v)
 {
 	if (!o->b) {
@@ -1690,9 +1696,7 @@ void ana_jo_i64(struct ana_jo *o, const char *key, int64_t v)
 		jo_set(o, key, json_integer(v));
 		return;
 	}
-	char b[24], *p = u64_digits(b + sizeof(b), v < 0 ? 0 - (uint64_t)v : (uint64_t)v);
-	if (v < 0)
-		*--p = '-';
+	char b[24], *p = i64_digits(b + sizeof(b), v);
 	jo_key(o, key);
 	jo_put(o, p, (size_t)(b + sizeof(b) - p));
 }
@@ -1713,10 +1717,7 @@ void ana_jo_real(struct ana_jo *o, const char *key, double v)
 		/* an integer of at most 12 digits: "%.12g" prints its digits, then ".0" (the
 		 * common case: counts, zero rates, whole bytes; printf of a double costs ~1,000
 		 * instructions) */
-		int64_t i = (int64_t)v;
-		char *p = u64_digits(b + sizeof(b) - 2, i < 0 ? 0 - (uint64_t)i : (uint64_t)i);
-		if (i < 0)
-			*--p = '-';
+		char *p = i64_digits(b + sizeof(b) - 2, (int64_t)v);
 		b[sizeof(b) - 2] = '.';
 		b[sizeof(b) - 1] = '0';
 		jo_put(o, p, (size_t)(b + sizeof(b) - p));
