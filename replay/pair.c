@@ -197,26 +197,34 @@ static void pop_oldest(struct rp_pairs *p, struct pkey *e, void *partner)
 		rp_map_remove(&p->keys, e);
 }
 
-enum rp_meet rp_pairs_take(struct rp_pairs *p, uint64_t key, enum rp_side side, void *partner)
+/* rp_pairs_take(); *@e: @key's entry when the half would wait behind its
+ * own side there (NULL: no half waits under @key). */
+static enum rp_meet take(struct rp_pairs *p, uint64_t key, enum rp_side side, void *partner, struct pkey **e)
 {
+	*e = NULL;
 	if (key == 0)
 		return RP_NO_KEY;
-	struct pkey *e = rp_map_find(&p->keys, key);
-	if (!e || e->side == (uint8_t)side)
-		return RP_WAITS;
-	pop_oldest(p, e, partner);
-	return RP_PAIRED;
+	struct pkey *k = rp_map_find(&p->keys, key);
+	if (k && k->side != (uint8_t)side) { /* the oldest half of the other side */
+		pop_oldest(p, k, partner);
+		return RP_PAIRED;
+	}
+	*e = k;
+	return RP_WAITS;
+}
+
+enum rp_meet rp_pairs_take(struct rp_pairs *p, uint64_t key, enum rp_side side, void *partner)
+{
+	struct pkey *e;
+	return take(p, key, side, partner, &e);
 }
 
 enum rp_meet rp_pairs_meet(struct rp_pairs *p, uint64_t key, enum rp_side side, const void *half, void *partner)
 {
-	if (key == 0)
-		return RP_NO_KEY;
-	struct pkey *e = rp_map_find(&p->keys, key);
-	if (e && e->side != (uint8_t)side) { /* the oldest half of the other side */
-		pop_oldest(p, e, partner);
-		return RP_PAIRED;
-	}
+	struct pkey *e;
+	const enum rp_meet m = take(p, key, side, partner, &e);
+	if (m != RP_WAITS)
+		return m;
 	const uint32_t n = node_alloc(p);
 	if (n == NODE_NONE)
 		return RP_NOMEM;
