@@ -246,8 +246,8 @@ static int emit_section(struct cw *w, const struct cframe *f, uint64_t end_ticks
 	if (!rp_kept(w->since_ticks, w->until_ticks, f->start_ticks, end_ticks)) /* replay/replay.h rule 7 */
 		return 0;
 	int rc = emit_x(w, f->id, f->start_ticks, end_ticks);
-	struct pfx_gpu_range *g = f->gpu;
-	if (rc || !g || !(g->flags & PFX_GPU_KEEP) || (g->flags & PFX_GPU_LINKED))
+	struct pfx_gpu_range *g = f->gpu; /* its launch's alone (pfx_gpu_launch()) */
+	if (rc || !g || !(g->flags & PFX_GPU_KEEP))
 		return rc;
 	g->flags |= PFX_GPU_LINKED;
 	return emit_flow(w, "s", g->seq, f->start_ticks, (uint32_t)json_integer_value(w->x_tid));

@@ -295,16 +295,22 @@ void pfx_gpu_free(struct pfx_gpu *g)
 
 /* ==== Async ranges ==== */
 
-static int push_range(struct pfx_async *a, uint64_t async_id, const struct pfx_async_half *b, const struct pfx_async_half *e,
-		      uint64_t end_ticks)
+/* Pairs what async halves keep while they wait (replay/pair.h). */
+struct async_half {
+	uint64_t ticks;
+	uint32_t name_id, thread;
+};
+
+/* The range of begin @b and end @e; @e NULL: never ended, open at the end
+ * (its end is set by pfx_async_finish(), when the trace's last tick is known). */
+static int push_range(struct pfx_async *a, uint64_t async_id, const struct async_half *b, const struct async_half *e)
 {
 	if (grow((void **)&a->r, &a->cap, a->n, sizeof(*a->r)))
 		return -ENOMEM;
-	const uint64_t et = e ? e->ticks : end_ticks;
 	a->r[a->n++] = (struct pfx_async_range){
 		.async_id = async_id,
 		.begin_ticks = b->ticks,
-		.end_ticks = et > b->ticks ? et : b->ticks,
+		.end_ticks = e && e->ticks > b->ticks ? e->ticks : b->ticks,
 		.name_id = rp_async_name(b->name_id, e ? e->name_id : 0),
 		.begin_thread = b->thread,
 		.end_thread = e ? e->thread : b->thread,
@@ -324,22 +330,17 @@ static int push_unmatched_end(struct pfx_async *a, uint64_t ticks)
 int pfx_async_add(struct pfx_async *a, const struct pt_record *r, uint32_t thread)
 {
 	if (!a->ready) {
-		rp_pairs_init(&a->pairs, sizeof(struct pfx_async_half));
+		rp_pairs_init(&a->pairs, sizeof(struct async_half));
 		a->ready = true;
 	}
 	const bool begin = r->kind == PT_REC_ASYNC_BEGIN;
-	const struct pfx_async_half h = { .ticks = r->ticks, .name_id = r->id, .thread = thread };
-	struct pfx_async_half o;
+	const struct async_half h = { .ticks = r->ticks, .name_id = r->id, .thread = thread };
+	struct async_half o;
 	switch (rp_pairs_meet(&a->pairs, r->value, begin ? RP_SIDE_A : RP_SIDE_B, &h, &o)) {
-	case RP_PAIRED: return begin ? push_range(a, r->value, &h, &o, 0) : push_range(a, r->value, &o, &h, 0);
+	case RP_PAIRED: return begin ? push_range(a, r->value, &h, &o) : push_range(a, r->value, &o, &h);
 	case RP_WAITS: return 0;
 	case RP_NO_KEY: /* never pairs: a begin open at the end, an end without a begin */
-		if (!begin)
-			return push_unmatched_end(a, r->ticks);
-		if (grow((void **)&a->no_key, &a->kcap, a->nkey, sizeof(*a->no_key)))
-			return -ENOMEM;
-		a->no_key[a->nkey++] = h;
-		return 0;
+		return begin ? push_range(a, 0, &h, NULL) : push_unmatched_end(a, r->ticks);
 	default: return -ENOMEM;
 	}
 }
@@ -417,7 +418,6 @@ static void heap_pop(struct heap *h)
 
 struct leftover_ctx {
 	struct pfx_async *a;
-	uint64_t end_ticks;
 	int rc;
 };
 
@@ -425,24 +425,22 @@ struct leftover_ctx {
 static void async_leftover(void *ctx, uint64_t key, enum rp_side side, const void *half)
 {
 	struct leftover_ctx *x = ctx;
-	const struct pfx_async_half *h = half;
+	const struct async_half *h = half;
 	if (x->rc)
 		return;
-	x->rc = side == RP_SIDE_A ? push_range(x->a, key, h, NULL, x->end_ticks) : push_unmatched_end(x->a, h->ticks);
+	x->rc = side == RP_SIDE_A ? push_range(x->a, key, h, NULL) : push_unmatched_end(x->a, h->ticks);
 }
 
 int pfx_async_finish(struct pfx_async *a, uint64_t end_ticks)
 {
 	struct heap busy = { 0 }, freel = { 0 };
-	struct leftover_ctx x = { a, end_ticks, 0 };
+	struct leftover_ctx x = { a, 0 };
 	a->nlanes = 0;
 	rp_pairs_each(&a->pairs, async_leftover, &x);
-	for (size_t i = 0; i < a->nkey && !x.rc; i++)
-		x.rc = push_range(a, 0, &a->no_key[i], NULL, end_ticks);
 	rp_pairs_free(&a->pairs);
-	free(a->no_key);
-	a->no_key = NULL;
-	a->nkey = a->kcap = 0;
+	for (size_t i = 0; i < a->n; i++) /* the begins never ended close at the trace's last tick */
+		if (a->r[i].open_at_end && end_ticks > a->r[i].begin_ticks)
+			a->r[i].end_ticks = end_ticks;
 	if (!x.rc && a->nunmatched)
 		qsort(a->unmatched_end_ticks, a->nunmatched, sizeof(*a->unmatched_end_ticks), cmp_ticks);
 	if (x.rc || !a->n)
@@ -481,11 +479,11 @@ out:
 void pfx_async_free(struct pfx_async *a)
 {
 	rp_pairs_free(&a->pairs);
-	free(a->no_key);
 	free(a->r);
 	free(a->unmatched_end_ticks);
 	memset(a, 0, sizeof(*a));
 }
+
 void pfx_window_ticks(struct pt_reader *rd, uint64_t since_ns, uint64_t until_ns, uint64_t *since, uint64_t *until)
 {
 	const uint64_t t0 = pt_reader_info(rd)->start_ticks;

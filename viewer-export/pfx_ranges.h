@@ -196,18 +196,10 @@ struct pfx_async_range {
 	bool open_at_end; /* never ended: closed at the trace's last tick */
 };
 
-/* An async half waiting for its partner. */
-struct pfx_async_half {
-	uint64_t ticks;
-	uint32_t name_id, thread;
-};
-
 /** struct pfx_async - the async ranges of a trace. Zero-initialize. */
 struct pfx_async {
 	struct rp_pairs pairs; /* the halves waiting, by async id (replay/pair.h) */
 	bool ready;            /* pairs initialized: a record was added */
-	struct pfx_async_half *no_key; /* begins with async id 0: never paired */
-	size_t nkey, kcap;
 	struct pfx_async_range *r; /* as paired; sorted by (begin, end desc, id) after pfx_async_finish() */
 	size_t n, cap;
 	uint32_t nlanes;

@@ -1309,10 +1309,9 @@ static int thread_pass(struct pctx *c, bool emit)
 					dropped = true;
 				if (!dropped && in_window(c, r.ticks) && c->emitted_depth < PFX_MAX_DEPTH) {
 					/* the section a GPU_LAUNCH marks starts the flow to
-					 * its GPU range, if that range is written too */
-					struct pfx_gpu_range *g = f->gpu;
-					if (g && (!(g->flags & PFX_GPU_KEEP) || (g->flags & PFX_GPU_LINKED)))
-						g = NULL;
+					 * its GPU range (its launch's alone: pfx_gpu_launch()),
+					 * if that range is written too */
+					struct pfx_gpu_range *g = f->gpu && (f->gpu->flags & PFX_GPU_KEEP) ? f->gpu : NULL;
 					f->emitted = true;
 					c->emitted_depth++;
 					emit_begin(c, ns, r.id, g ? g->seq : 0);
