@@ -320,7 +320,23 @@ static int indent_label(char *name, size_t n, int indent, const char *lossy, con
 	return TEXT_MAX_INDENT * 2;
 }
 
-#define HDR_FMT "%-40s %8s %10s %10s %6s %10s %10s %10s %10s %10s %10s %7s %8s %8s %6s\n"
+/* A rate or ratio for a table column @width characters wide, @mark ("*"
+ * or "") after it: the most decimals, at most two, with which it fits, so
+ * an H200's 51479.50 GFLOP/s over GPU time reads 51479.5* in an 8-wide
+ * column instead of pushing the row's end out of line; past the width in
+ * whole numbers, two significant digits in %g's exponent form (CSV and
+ * JSON keep every digit). */
+static const char *rate_cell(char *b, size_t n, double v, int width, const char *mark)
+{
+	const int room = width - (int)strlen(mark);
+	for (int dec = 2; dec >= 0; dec--)
+		if (snprintf(b, n, "%.*f%s", dec, v, mark) <= width)
+			return b;
+	snprintf(b, n, "%.*g%s", room >= 7 ? 2 : 1, v, mark);
+	return b;
+}
+
+#define HDR_FMT "%-40s %8s %10s %10s %6s %10s %10s %10s %10s %10s %10s %8s %8s %8s %6s\n"
 
 static void text_row(FILE *out, const struct ana_result *res, const char *label, int indent, const struct ana_agg *a)
 {
@@ -330,14 +346,14 @@ static void text_row(FILE *out, const struct ana_result *res, const char *label,
 	int pad = indent_label(name, sizeof(name), indent, a->lossy ? "!" : "", label);
 	char first_rest[16] = "-", gb[16] = "-", gf[16] = "-", ai[16] = "-";
 	if (w.first_over_rest > 0)
-		snprintf(first_rest, sizeof(first_rest), "%.2fx", w.first_over_rest);
+		rate_cell(first_rest, sizeof(first_rest), w.first_over_rest, 8, "x");
 	/* '*': over the row's GPU time (ana_row.show_*), legend under the header */
 	if (w.show_gbps > 0)
-		snprintf(gb, sizeof(gb), "%.2f%s", w.show_gbps, w.show_gbps_over_gpu ? "*" : "");
+		rate_cell(gb, sizeof(gb), w.show_gbps, 8, w.show_gbps_over_gpu ? "*" : "");
 	if (w.show_gflops > 0)
-		snprintf(gf, sizeof(gf), "%.2f%s", w.show_gflops, w.show_gflops_over_gpu ? "*" : "");
+		rate_cell(gf, sizeof(gf), w.show_gflops, 8, w.show_gflops_over_gpu ? "*" : "");
 	if (w.intensity > 0)
-		snprintf(ai, sizeof(ai), "%.2f", w.intensity);
+		rate_cell(ai, sizeof(ai), w.intensity, 6, "");
 	/* a path inside sampled requests: count, total, self and share are estimates, marked '~' (§13) */
 	const bool est = a->est && !a->est->by_name;
 	struct ana_est_fig f = { 0 };
@@ -347,12 +363,12 @@ static void text_row(FILE *out, const struct ana_result *res, const char *label,
 		snprintf(cnt, sizeof(cnt), "~%.0f", f.count);
 		snprintf(tot, sizeof(tot), "~%s", dur(b[0], 32, f.total_ns));
 		snprintf(slf, sizeof(slf), "~%s", dur(b[1], 32, f.self_ns));
-		fprintf(out, "%-40s %8s %10s %10s %5.1f%% %10s %10s %10s %10s %10s %10s %7s %8s %8s %6s\n", name, cnt, tot,
+		fprintf(out, "%-40s %8s %10s %10s %5.1f%% %10s %10s %10s %10s %10s %10s %8s %8s %8s %6s\n", name, cnt, tot,
 			slf, 100.0 * w.share, dur(b[2], 32, w.mean), dur(b[3], 32, w.std), dur(b[4], 32, (double)w.p50),
 			dur(b[5], 32, (double)w.p90), dur(b[6], 32, (double)w.p99), dur(b[7], 32, (double)a->first_ns),
 			first_rest, gb, gf, ai);
 	} else {
-		fprintf(out, "%-40s %8" PRIu64 " %10s %10s %5.1f%% %10s %10s %10s %10s %10s %10s %7s %8s %8s %6s\n", name,
+		fprintf(out, "%-40s %8" PRIu64 " %10s %10s %5.1f%% %10s %10s %10s %10s %10s %10s %8s %8s %8s %6s\n", name,
 			a->count, dur(b[0], 32, (double)a->total_ns), dur(b[1], 32, (double)a->self_ns), 100.0 * w.share,
 			dur(b[2], 32, w.mean), dur(b[3], 32, w.std), dur(b[4], 32, (double)w.p50),
 			dur(b[5], 32, (double)w.p90), dur(b[6], 32, (double)w.p99), dur(b[7], 32, (double)a->first_ns),
@@ -526,7 +542,7 @@ static void gpu_row(FILE *out, const struct ana_result *res, const char *label, 
 	ana_row_compute(res, a, &w);
 	int pad = indent_label(name, sizeof(name), indent, "", label);
 	if (w.gpu_over_cpu > 0)
-		snprintf(ratio, sizeof(ratio), "%.2f", w.gpu_over_cpu);
+		rate_cell(ratio, sizeof(ratio), w.gpu_over_cpu, 8, "");
 	const struct ana_gpu_dist *d = &g->self;
 	if (d->count) {
 		dur(b[0], 32, (double)d->total_ns);
@@ -539,9 +555,9 @@ static void gpu_row(FILE *out, const struct ana_result *res, const char *label, 
 	}
 	char gb[16] = "-", gf[16] = "-";
 	if (!isnan(w.gpu_gbps))
-		snprintf(gb, sizeof(gb), "%.2f", w.gpu_gbps);
+		rate_cell(gb, sizeof(gb), w.gpu_gbps, 8, "");
 	if (!isnan(w.gpu_gflops))
-		snprintf(gf, sizeof(gf), "%.2f", w.gpu_gflops);
+		rate_cell(gf, sizeof(gf), w.gpu_gflops, 8, "");
 	fprintf(out, "%-30s %7" PRIu64 " %9s %9s %9s %9s %9s %8s %8s %8s\n", name, d->count, b[0], b[1], b[2], b[3],
 		dur(b[4], 32, (double)g->incl_total_ns), ratio, gb, gf);
 	if (w.bd_gpu_ns)

@@ -413,6 +413,77 @@ static void test_rates_dropped_halves(void **state)
 	ana_fixture_teardown(&st);
 }
 
+/* Rates and ratios too wide for their columns at two decimals (an H200's
+ * 51 TFLOP/s over GPU time, 2,048 FLOP/B, a first call 2e7 times the rest,
+ * 5e8 GFLOP/s declared over CPU time): fewer decimals, then %g, so that
+ * every row ends where its header does.
+ *   gemm[1000, 11000]  seq 1, S1: GPU [20000, 2020000] (2 ms); 2048 x 50270000
+ *                      FLOPs and 50270000 bytes read: 51476.48 GFLOP/s over GPU time
+ *   cpu[3000000, 23000000], cpu[23000100, 23000101]: 1e16 FLOPs in all */
+static void write_trace_wide(const char *path)
+{
+	struct tb b;
+	start_trace(&b, path);
+	struct fmt_enc *e = &b.e;
+	assert_int_equal(fmt_enc_lp5(e, PT_REC_GPU_LAUNCH, ID_GEMM, 0, S1, 1, T0 + 1000), 0);
+	fmt_enc_begin(e, T0 + 1000, ID_GEMM);
+	fmt_enc_metric(e, PT_METRIC_FLOPS, 2048ull * 50270000);
+	fmt_enc_metric(e, PT_METRIC_READ_BYTES, 50270000);
+	fmt_enc_end(e, T0 + 11000, ID_GEMM);
+	fmt_enc_begin(e, T0 + 3000000, ID_CPU);
+	fmt_enc_metric(e, PT_METRIC_FLOPS, 10000000000000000ull);
+	fmt_enc_end(e, T0 + 23000000, ID_CPU);
+	fmt_enc_begin(e, T0 + 23000100, ID_CPU);
+	fmt_enc_end(e, T0 + 23000101, ID_CPU);
+	tb_flush(&b, FMT_CHUNK_EVENTS, 0);
+	assert_int_equal(fmt_enc_gpu_range(e, ID_GEMM, 0, T0 + 20000, T0 + 2020000, T0 + 1000, 1, S1), 0);
+	tb_flush(&b, FMT_CHUNK_EVENTS, 1);
+	tb_close(&b);
+}
+
+/* The line of @text after the one starting with @head, whose first token
+ * is @name; its length and the header's into *@len and *@hlen. */
+static const char *table_line(const char *text, const char *head, const char *name, size_t *len, size_t *hlen)
+{
+	const char *t = strstr(text, head);
+	assert_non_null(t);
+	const char *h = strstr(t, "\nname ");
+	assert_non_null(h);
+	*hlen = strcspn(h + 1, "\n");
+	char key[32];
+	snprintf(key, sizeof(key), "\n%s ", name);
+	const char *l = strstr(h, key);
+	assert_non_null(l);
+	*len = strcspn(l + 1, "\n");
+	return l + 1;
+}
+
+static void test_wide_rates_fit(void **state)
+{
+	(void)state;
+	void *st = NULL;
+	assert_int_equal(ana_fixture_setup(&st, "gpu-rates-wide.ptz", write_trace_wide), 0);
+	const struct ana_result *res = &((struct ana_fixture *)st)->res;
+	const struct ana_report_opts o = { .thread = -1 };
+	char *text = out_of(ANA_OUT_TEXT, res, &o);
+	size_t len, hlen;
+	char line[256];
+	const char *l = table_line(text, "\nCall tree", "gemm", &len, &hlen);
+	snprintf(line, sizeof(line), "%.*s", (int)len, l);
+	assert_int_equal(len, hlen);
+	assert_string_equal(line + len - 34, "        -   25.14* 51476.5* 2048.0");
+	l = table_line(text, "\nCall tree", "cpu", &len, &hlen);
+	snprintf(line, sizeof(line), "%.*s", (int)len, l);
+	assert_int_equal(len, hlen);
+	assert_string_equal(line + len - 34, "   2e+07x        -    5e+08      -");
+	l = table_line(text, "\nGPU time by section", "gemm", &len, &hlen);
+	snprintf(line, sizeof(line), "%.*s", (int)len, l);
+	assert_int_equal(len, hlen);
+	assert_string_equal(line + len - 27, "   200.00    25.14 51476.48");
+	free(text);
+	ana_fixture_teardown(&st);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -422,6 +493,7 @@ int main(void)
 		cmocka_unit_test(test_suggest_occupied),
 		cmocka_unit_test(test_outputs_agree),
 		cmocka_unit_test(test_rates_dropped_halves),
+		cmocka_unit_test(test_wide_rates_fit),
 	};
 	return cmocka_run_group_tests(tests, setup, ana_fixture_teardown);
 }
