@@ -198,13 +198,19 @@ def test_example(build, prog, tmp):
 def check_suggest(ana, prog, trace, tmp, doc):
     """ptanalyze suggest on the real trace, with hand-set roofs: every row that
     declares FLOPs or bytes itself and passes the 1% impact gate gets exactly one
-    roofline finding, whose evidence equals the report's own figures for the row;
-    every hot-section finding is a row with self share >= 10%."""
+    roofline finding, whose evidence equals the report's own figures for the row
+    (a GPU section's: its own declared work over its own GPU time, on the GPU's
+    roofs, which the profile then has); every hot-section finding is a row with
+    self share >= 10%."""
     peaks = os.path.join(tmp, "machine.json")
+    machine = {"schema": "ptz-machine/1", "host": doc["trace"]["host"], "cpus": 1,
+               "fp64_gflops": {"one_core": 1000.0, "all_cores": 4000.0},
+               "memory_gbps": {"one_core": 1000.0, "all_cores": 4000.0}}
+    gpu = any(r.get("gpu_count") for r in doc["tree"])
+    if gpu:  # far above any device: every GPU section is latency-bound on them
+        machine["gpu"] = {"fp64_gflops": 1e7, "fp32_gflops": 1e7, "memory_gbps": 1e7}
     with open(peaks, "w") as f:
-        json.dump({"schema": "ptz-machine/1", "host": doc["trace"]["host"], "cpus": 1,
-                   "fp64_gflops": {"one_core": 1000.0, "all_cores": 4000.0},
-                   "memory_gbps": {"one_core": 1000.0, "all_cores": 4000.0}}, f)
+        json.dump(machine, f)
     out = os.path.join(tmp, prog + ".suggest.json")
     q = run([ana, "suggest", trace, "--peaks", peaks, "--json", out, "--no-progress"], cwd=tmp)
     if not check(f"{prog}: ptanalyze suggest exits 0", q is not None and q.returncode == 0,
@@ -216,19 +222,34 @@ def check_suggest(ana, prog, trace, tmp, doc):
     span = doc["trace"]["thread_span_sum_ns"]
     rows = {tuple(r["path"]): r for r in doc["tree"]}
     # gate: the larger of the inclusive CPU time and the occupied time; GPU
-    # sections (GPU ranges of their own) are counted, never put on CPU roofs
-    # (doc/analyzer-output.md §9)
+    # sections (GPU ranges of their own) are placed on the GPU's roofs, never
+    # on the CPU's (doc/analyzer-output.md §9)
     def gated(r):
         return ((r["self_flops"] or r["self_read_bytes"] or r["self_written_bytes"])
                 and max(r["total_ns"], r.get("occupied_ns") or 0) >= 0.01 * span)
-    want = sorted(tuple(r["path"]) for r in doc["tree"] if gated(r) and not r.get("gpu_count"))
+    want = sorted(tuple(r["path"]) for r in doc["tree"] if gated(r))
     roof = [x for x in sug["findings"] if x["rule"] == "roofline"]
     check_eq(f"{prog}: suggest: one roofline finding per row declaring metrics (gated)",
              sorted(tuple(x["path"]) for x in roof), want)
     check(f"{prog}: suggest: roofline rows found", len(want) > 0)
+    if gpu:
+        check(f"{prog}: suggest: GPU sections on the GPU's roofs",
+              any(x.get("roofs") == "gpu" for x in roof), repr([x.get("roofs") for x in roof]))
     bad = []
     for x in roof:
         r, ev = rows[tuple(x["path"])], x["evidence"]
+        if r.get("gpu_count"):
+            # its own work over its own GPU time (the GPU ranges it launched); the rates are the
+            # report's gpu_self_* (the work of its timed occurrences only, doc §3.1)
+            nbytes, t = r["self_read_bytes"] + r["self_written_bytes"], r["gpu_total_ns"]
+            if (x.get("roofs") != "gpu" or ev["flops"] != r["self_flops"] or ev["bytes"] != nbytes
+                    or ev["gpu_ns"] != t or x["class"] != "latency-bound"):
+                bad.append((x["path"], x.get("roofs"), x["class"], ev, r["self_flops"], nbytes, t))
+            for k, want_rate in (("gbps", r["gpu_self_gb_per_s"]), ("gflops", r["gpu_self_gflop_per_s"])):
+                if (ev[k] is None) != (want_rate is None) or (
+                        want_rate is not None and abs(ev[k] - want_rate) > 1e-9 * max(1.0, want_rate)):
+                    bad.append((x["path"], k, ev[k], want_rate))
+            continue
         nbytes = r["read_bytes"] + r["written_bytes"]
         if ev["flops"] != r["flops"] or ev["bytes"] != nbytes or ev["total_ns"] != r["total_ns"]:
             bad.append((x["path"], ev, r["flops"], nbytes, r["total_ns"]))

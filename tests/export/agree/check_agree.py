@@ -8,6 +8,8 @@ bounds, on every trace of:
     losses), whole and with a --since/--until window;
   - every file of the corrupt corpus (tests/data/corrupt/) that a reader
     can read anything from (damage, sequence gaps, truncation);
+  - the traces recorded on a real GPU, tests/data/gpu/ (CUDA event times
+    mapped to the host clock, ranges resolved out of launch order);
   - the edge traces: gen-edge-trace (1/3 ns a tick, thousands of sections
     ending in one ns, a thread without tid or name), gen-review-trace
     (ticks that go back across a thread's chunks, a window at a fractional
@@ -34,6 +36,10 @@ And they pair the same halves (replay/pair.h, rule 9: check_pairs()) on the
 GPU traces, the lost-tid trace (an async range across threads) and
 gen-review-trace's `pairs` case (seqs and async ids used twice, the later
 side read first), whose exact pairs are checked too.
+
+PTZ_AGREE_TRACES (optional): more traces, separated by ':', that get the
+checks of tests/data/gpu's: those a live GPU just recorded
+(scripts/gpu-checks.sh).
 
 Run with /usr/bin/python3 (Debian's python3-protobuf). Output is TAP.
 """
@@ -120,8 +126,8 @@ def visible(rows):
 
 
 # a call-tree row after its name column: count, total, self, share, ... (analyzer/ana_output.c HDR_FMT),
-# 137 bytes whatever the name (names are padded in bytes, and may hold spaces or be empty)
-TAIL = 137
+# 138 bytes whatever the name (names are padded in bytes, and may hold spaces or be empty)
+TAIL = 138
 ROW_TAIL = re.compile(rb"^ ([ ~\d]{8}) [ ~\d.]{6,7} (?:ns|us|ms|s) ")
 
 
@@ -484,5 +490,16 @@ for exe, name, *args in [(GEN_GPU, "gpu"), (GEN_GPU, "gpu-random", "--random", "
         want = (3, 1, 2, 2, 1, [("fetch", 2, 200)], [("gemm", 3, 800, 500)])
         tap(got == want, "review-pairs: the k-th launch or begin of a key pairs with its k-th range or end",
             f"{got}\nwant {want}")
+# traces recorded on a real GPU (tests/data/gpu/README.md), and any given in PTZ_AGREE_TRACES
+real = sorted(glob.glob(os.path.join(SRC, "tests/data/gpu/*.ptz")))
+tap(len(real) > 0, "tests/data/gpu holds real GPU traces", str(real))
+for path in real + list(filter(None, os.environ.get("PTZ_AGREE_TRACES", "").split(":"))):
+    name = "real-" + os.path.basename(path)
+    sections += check(path, name)
+    j = check_pairs(path, name)
+    if j is not None:
+        g = j["gpu"]
+        tap(g["paired"] > 0 and g["unmatched_launches"] == 0 and g["unmatched_ranges"] == 0,
+            f"{name}: every GPU launch paired with its range", repr(g))
 tap(sections > 1000, f"the traces hold {sections} sections in all (the check is not empty)")
 sys.exit(finish())
