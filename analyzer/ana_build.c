@@ -26,9 +26,12 @@
  * than 64 threads (each thread's walk would rescan the chunk index), read in
  * file order so that GPU launches and ranges pair soon (ana_gpu.c); the
  * per-thread state makes every figure independent of the order, and the
- * merged tree is renumbered in thread order afterwards. The format 1.1
- * kinds (GPU, async, instant) leave the hot loop through one branch in
- * on_record()'s default case; BEGIN and END do no GPU work.
+ * merged tree is renumbered in thread order afterwards. With -j, such a
+ * trace (at most 64 threads) is read thread by thread by reader threads
+ * that defer the GPU records and pair them in file order after
+ * (replay_deferred()). The format 1.1 kinds (GPU, async, instant) leave
+ * the hot loop through one branch in on_record()'s default case; BEGIN
+ * and END do no GPU work.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -843,12 +846,20 @@ static inline void timed_seen(struct tstate *ts, uint64_t ticks)
 	ts->last_ticks = ticks;
 }
 
+size_t ana_defer_budget = (size_t)64 << 20;
+
 /* A reader thread's record that needs state across threads (struct ctx.dfr): kept for
- * replay_deferred(). Out of memory, the pass is read again by one thread. */
-static PT_NOINLINE_ void defer(struct ctx *c, const struct ana_thread *th, const struct pt_record *r)
+ * replay_deferred(). Out of memory, or past the reader's share of
+ * ana_defer_budget, the pass is read again by one thread. */
+static PT_NOINLINE_ void defer(struct ctx *c, const struct ana_thread *th, const struct pt_record *r, uint32_t node,
+			       uint32_t cover)
 {
 	if (c->ndfr == c->cdfr) {
 		size_t nc = c->cdfr ? 2 * c->cdfr : 256;
+		if (nc * sizeof(struct ana_deferred) > c->dfr_budget) {
+			c->bail = true;
+			return;
+		}
 		struct ana_deferred *d = realloc(c->dfr, nc * sizeof(*d));
 		if (!d) {
 			c->bail = true;
@@ -857,7 +868,8 @@ static PT_NOINLINE_ void defer(struct ctx *c, const struct ana_thread *th, const
 		c->dfr = d;
 		c->cdfr = nc;
 	}
-	c->dfr[c->ndfr++] = (struct ana_deferred){ .pos = (size_t)(th - c->res->threads), .r = *r };
+	c->dfr[c->ndfr++] = (struct ana_deferred){ .pos = (size_t)(th - c->res->threads), .off = c->chunk_off,
+						   .node = node, .cover = cover, .r = *r };
 }
 
 static void on_record(struct ctx *c, struct ana_thread *th, struct tstate *ts, const struct pt_record *r)
@@ -951,7 +963,7 @@ static void on_record(struct ctx *c, struct ana_thread *th, struct tstate *ts, c
 		if (ana_is_misuse_errc(r->aux))
 			ANA_SAT_ADD(th->misuse_errors, r->value);
 		else if (__builtin_expect(c->worker, 0))
-			defer(c, th, r); /* process-wide figures: in thread order, after */
+			defer(c, th, r, 0, 0); /* process-wide figures: in the serial order, after */
 		else if (ana_is_gpu_errc(r->aux))
 			ana_pass_gpu_error(c, r); /* GPU halves not timed: not misuse */
 		else
@@ -960,14 +972,15 @@ static void on_record(struct ctx *c, struct ana_thread *th, struct tstate *ts, c
 	default:
 		/* INSTANT, ASYNC, GPU: never reached by a trace without them */
 		if (r->kind >= PT_REC_INSTANT && r->kind <= PT_REC_GPU_LAUNCH) {
-			if (__builtin_expect(!c->worker, 1))
+			if (__builtin_expect(!c->worker, 1)) {
 				ana_pass_ext(c, th, ts, r);
-			else if (r->kind == PT_REC_GPU_LAUNCH || r->kind == PT_REC_GPU_RANGE)
-				c->bail = true; /* a launch's node is the stack's: read again by one thread */
-			else { /* paired across threads: in thread order, after; the span now */
+			} else { /* paired across threads: in the serial order, after; the span now */
+				uint32_t node = 0, cover = 0;
 				if (r->ticks > ts->last_ticks)
 					ts->last_ticks = r->ticks;
-				defer(c, th, r);
+				if (r->kind == PT_REC_GPU_LAUNCH) /* its node is the stack's: now */
+					ana_pass_gpu_launch_node(ts, th, r, &node, &cover);
+				defer(c, th, r, node, cover);
 			}
 		}
 		return;
@@ -1356,6 +1369,7 @@ static PT_NOINLINE_ void read_events_clamped(struct ctx *c, struct ana_thread *t
 static PT_NOINLINE_ void read_events(struct ctx *c, struct ana_thread *th, struct tstate *ts,
 				      const struct pt_chunk_info *ci)
 {
+	c->chunk_off = ci->offset; /* the order of what a reader thread defers */
 	if (rp_chunk(&ts->rp, ci->sequence)) { /* replay/replay.h rule 1: chunks lost */
 		th->gaps++;
 		drop_stack(c, th, ts, &th->open_at_end);
@@ -1674,8 +1688,8 @@ static int read_thread(struct ctx *c, struct ana_thread *th, struct tstate *ts, 
 }
 
 /*
- * -j within one trace (ana_options.jobs): the threads of a trace read in
- * thread order are independent until the finish, so reader threads each
+ * -j within one trace (ana_options.jobs): the threads of a trace are
+ * independent until the finish, so reader threads each
  * take the next unread thread and replay it into its own ana_thread and
  * tstate, as the serial loop would. What they share is given to each its
  * own: a reader (fmt_reader_dup(): the same chunk index), and the pass's
@@ -1684,10 +1698,11 @@ static int read_thread(struct ctx *c, struct ana_thread *th, struct tstate *ts, 
  * thread order from the threads' trees (as after a file-order pass) and
  * adds each reader's histograms into it: counts add exactly, so every
  * figure is the serial pass's. Records that need state across threads
- * but not the stack (async, instant, a process-wide ERROR) are deferred
- * and replayed in thread order (replay_deferred()); a GPU record, damage
- * or a reader error stops them all: the pass is then read again by one
- * thread.
+ * (async, instant, GPU ranges, a process-wide ERROR, and a GPU launch
+ * once its node is found on the thread's stack) are deferred and replayed
+ * in the serial pass's order (replay_deferred()); damage, a reader error
+ * or deferred records past their budget (ana_defer_budget) stop them all:
+ * the pass is then read again by one thread.
  */
 struct pworker {
 	struct ctx c;          /* the pass's, with .res = &res, worker set, its own pending merged adds */
@@ -1730,13 +1745,26 @@ static void hist_merge_visit(struct ana_tree *dst, struct ana_tree *src, uint32_
 		ana_hist_merge(&dst->n[d].agg.hist, &src->n[s].agg.hist);
 }
 
+/* File order of two deferred records: by chunk offset, then (one chunk,
+ * so one reader's array) by their place in it, which is record order. */
+static int file_order_cmp(const void *a, const void *b)
+{
+	const struct ana_deferred *x = *(const struct ana_deferred *const *)a, *y = *(const struct ana_deferred *const *)b;
+	if (x->off != y->off)
+		return x->off < y->off ? -1 : 1;
+	return x < y ? -1 : x > y;
+}
+
 /*
  * The records the readers deferred (struct ctx.dfr: ASYNC, INSTANT,
- * process-wide ERROR), through what the serial pass does with them, in
- * the serial pass's order: thread by thread, each in record order (each
- * thread was read by one reader, which kept its records in order). So
- * the async pairing, the instants and the process-wide counts are the
- * serial pass's. 0, or -1 out of memory.
+ * GPU_RANGE, GPU_LAUNCH, process-wide ERROR), through what the serial pass
+ * does with them, in the serial pass's order: for a trace read thread by
+ * thread, thread by thread, each in record order (each thread was read by
+ * one reader, which kept its records in order); for a trace the serial
+ * pass reads in file order (one with a "ptz-gpu" thread), in file order.
+ * So the GPU and async pairings (which halves wait, the peaks), the
+ * instants and the process-wide counts are the serial pass's. 0, or -1
+ * out of memory.
  */
 static int replay_deferred(struct ctx *c, const struct pworker *w, size_t nw)
 {
@@ -1753,14 +1781,22 @@ static int replay_deferred(struct ctx *c, const struct pworker *w, size_t nw)
 		free(order);
 		return -1;
 	}
-	for (size_t k = 0; k < nw; k++) /* counting sort by thread position: stable */
-		for (size_t i = 0; i < w[k].c.ndfr; i++)
-			at[w[k].c.dfr[i].pos + 1]++;
-	for (size_t t = 0; t < res->nthreads; t++)
-		at[t + 1] += at[t];
-	for (size_t k = 0; k < nw; k++)
-		for (size_t i = 0; i < w[k].c.ndfr; i++)
-			order[at[w[k].c.dfr[i].pos]++] = &w[k].c.dfr[i];
+	if (res->gpu.file_order) {
+		size_t i = 0;
+		for (size_t k = 0; k < nw; k++)
+			for (size_t j = 0; j < w[k].c.ndfr; j++)
+				order[i++] = &w[k].c.dfr[j];
+		qsort(order, n, sizeof(*order), file_order_cmp);
+	} else {
+		for (size_t k = 0; k < nw; k++) /* counting sort by thread position: stable */
+			for (size_t i = 0; i < w[k].c.ndfr; i++)
+				at[w[k].c.dfr[i].pos + 1]++;
+		for (size_t t = 0; t < res->nthreads; t++)
+			at[t + 1] += at[t];
+		for (size_t k = 0; k < nw; k++)
+			for (size_t i = 0; i < w[k].c.ndfr; i++)
+				order[at[w[k].c.dfr[i].pos]++] = &w[k].c.dfr[i];
+	}
 	for (size_t i = 0; i < n; i++) {
 		const struct ana_deferred *d = order[i];
 		if (d->r.kind == PT_REC_ERROR) {
@@ -1768,6 +1804,8 @@ static int replay_deferred(struct ctx *c, const struct pworker *w, size_t nw)
 				ana_pass_gpu_error(c, &d->r);
 			else
 				snapshot_errc(res, &d->r);
+		} else if (d->r.kind == PT_REC_GPU_LAUNCH) {
+			ana_pass_gpu_launch_pair(c, (uint32_t)d->pos, &d->r, d->node, d->cover);
 		} else {
 			ana_pass_ext(c, &res->threads[d->pos], &c->ts[d->pos], &d->r);
 		}
@@ -1790,12 +1828,22 @@ struct ptrees {
  * one thread (a reader bailed, met damage or a read error; the pass's
  * state is spent).
  */
+/* Whether read_threads_parallel() may split @c's pass (its 1 otherwise):
+ * two readers or more, and nothing it does not split (sparse ids, sampled
+ * requests, reservoirs, --thread, damage seen, a flight recording). */
+static bool parallel_fits(const struct ctx *c, const struct ana_options *opt)
+{
+	const struct ana_result *res = c->res;
+	size_t nw = opt->jobs < res->nthreads ? opt->jobs : res->nthreads;
+	return !(nw < 2 || c->remap || c->sample_id || c->samples || opt->thread >= 0 ||
+		 pt_reader_problem_count(res->rd) || pt_reader_info(res->rd)->flight);
+}
+
 static int read_threads_parallel(struct ctx *c, const struct ana_options *opt, uint64_t *done, struct ptrees *out)
 {
 	struct ana_result *res = c->res;
 	size_t nw = opt->jobs < res->nthreads ? opt->jobs : res->nthreads;
-	if (nw < 2 || c->remap || c->sample_id || c->samples || opt->thread >= 0 ||
-	    pt_reader_problem_count(res->rd) || pt_reader_info(res->rd)->flight)
+	if (!parallel_fits(c, opt))
 		return 1;
 	struct pworker *w = calloc(nw, sizeof(*w));
 	pthread_t *tid = calloc(nw, sizeof(*tid));
@@ -1816,6 +1864,7 @@ static int read_threads_parallel(struct ctx *c, const struct ana_options *opt, u
 		w[k].c.worker = true;
 		w[k].c.dfr = NULL;
 		w[k].c.ndfr = w[k].c.cdfr = 0;
+		w[k].c.dfr_budget = ana_defer_budget / nw;
 		memset(&w[k].c.mp, 0, sizeof(w[k].c.mp));
 		w[k].opt = opt;
 		w[k].next = &next;
@@ -1901,17 +1950,21 @@ static int run_pass(const char *path, const struct ana_options *opt, struct ana_
 	/* thread order rescans the chunk index once per thread: with many
 	 * threads (100,000 one-chunk threads took minutes), file order */
 	const bool file_order = res->gpu.file_order || res->nthreads > 64;
-	if (!file_order) {
+	/* -j: reader threads, one thread of the trace each at a time, also for
+	 * a trace the serial pass reads in file order for its GPU records
+	 * (they are deferred and replayed in file order: replay_deferred()) */
+	const bool par = res->nthreads <= 64 && parallel_fits(&c, opt);
+	if (!file_order || par) {
 		/* Meta chunks first (process-wide losses and errors), then one
 		 * thread at a time through the reader's chunk index: only that
 		 * thread's tree is hot in the cache, instead of every thread's at
 		 * once. */
 		while ((rc = pt_reader_next_chunk(res->rd, PT_FMT_META_THREAD, &ci, sizeof(ci))) == 1)
 			read_meta(&c, batch, 256);
-		int prc = rc >= 0 && opt->jobs > 1 ? read_threads_parallel(&c, opt, &done, &ptrees) : 1;
-		if (prc == 2)
+		int prc = rc >= 0 && par ? read_threads_parallel(&c, opt, &done, &ptrees) : 1;
+		if (prc == 2 || (prc == 1 && file_order))
 			*serial = true; /* ana_run() reads it again with one thread */
-		for (size_t i = 0; i < res->nthreads && rc >= 0 && prc == 1; i++) {
+		for (size_t i = 0; i < res->nthreads && rc >= 0 && prc == 1 && !file_order; i++) {
 			struct ana_thread *th = &res->threads[i];
 			if (opt->thread >= 0 && (uint32_t)opt->thread != th->index)
 				continue;

@@ -340,30 +340,25 @@ static void gpu_range(struct ctx *c, const struct pt_record *r)
 
 static void gpu_pair_launch(struct ctx *c, uint64_t seq, uint32_t pos, uint32_t node, uint32_t cover);
 
-static void gpu_launch(struct ctx *c, struct ana_thread *th, struct tstate *ts, const struct pt_record *r)
+void ana_pass_gpu_launch_node(struct tstate *ts, struct ana_thread *th, const struct pt_record *r, uint32_t *node,
+			      uint32_t *cover)
 {
-	struct ana_result *res = c->res;
-	struct gpu_pass *gp = gp_of(c);
-	res->has_gpu = true;
-	res->gpu.launches++;
-	if (!gp)
-		return;
-	uint32_t pos = (uint32_t)(th - res->threads);
 	uint32_t parent = ts->depth ? ts->st[ts->depth - 1].node : 0;
-	uint32_t node = ana_tree_child(&th->tree, parent, r->id); /* the node its BEGIN opens */
+	*node = ana_tree_child(&th->tree, parent, r->id); /* the node its BEGIN opens */
+	*cover = 0;
 	/* open GPU sections: drop those closed since (the stack holds another
 	 * frame at their depth now); the outermost on this device and stream covers this one */
-	uint32_t k = 0, cover = 0;
+	uint32_t k = 0;
 	while (k < ts->ngs && ts->gs[k].depth < ts->depth && ts->st[ts->gs[k].depth].node == ts->gs[k].node &&
 	       ts->st[ts->gs[k].depth].start == ts->gs[k].start)
 		k++;
 	ts->ngs = k;
 	for (k = 0; k < ts->ngs; k++)
 		if (ts->gs[k].device == r->aux && ts->gs[k].stream == r->value) {
-			cover = ts->gs[k].depth + 1; /* node depth of that section */
+			*cover = ts->gs[k].depth + 1; /* node depth of that section */
 			break;
 		}
-	if (node != UINT32_MAX) {
+	if (*node != UINT32_MAX) {
 		if (ts->ngs == ts->cgs) {
 			uint32_t nc = ts->cgs ? 2 * ts->cgs : 8;
 			struct gpu_open *g = realloc(ts->gs, nc * sizeof(*g));
@@ -375,10 +370,30 @@ static void gpu_launch(struct ctx *c, struct ana_thread *th, struct tstate *ts, 
 			}
 		}
 		if (ts->ngs < ts->cgs)
-			ts->gs[ts->ngs++] = (struct gpu_open){ .depth = ts->depth, .node = node, .device = r->aux,
+			ts->gs[ts->ngs++] = (struct gpu_open){ .depth = ts->depth, .node = *node, .device = r->aux,
 							       .start = r->ticks, .stream = r->value };
 	}
-	gpu_pair_launch(c, r->value2, pos, node, cover);
+}
+
+void ana_pass_gpu_launch_pair(struct ctx *c, uint32_t pos, const struct pt_record *r, uint32_t node, uint32_t cover)
+{
+	c->res->has_gpu = true;
+	c->res->gpu.launches++;
+	if (gp_of(c))
+		gpu_pair_launch(c, r->value2, pos, node, cover);
+}
+
+static void gpu_launch(struct ctx *c, struct ana_thread *th, struct tstate *ts, const struct pt_record *r)
+{
+	struct ana_result *res = c->res;
+	if (!gp_of(c)) { /* counted, never paired (out of memory: the run fails) */
+		res->has_gpu = true;
+		res->gpu.launches++;
+		return;
+	}
+	uint32_t node, cover;
+	ana_pass_gpu_launch_node(ts, th, r, &node, &cover);
+	ana_pass_gpu_launch_pair(c, (uint32_t)(th - res->threads), r, node, cover);
 }
 
 /* The launch @seq of thread position @pos (UINT32_MAX: a thread not

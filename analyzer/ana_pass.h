@@ -118,11 +118,22 @@ struct tstate {
 };
 
 struct gpu_pass; /* ana_gpu.c */
-/* A record of thread position @pos deferred by a reader thread (struct ctx.dfr). */
+/* A record of thread position @pos deferred by a reader thread (struct
+ * ctx.dfr), read in the chunk at file offset @off; a GPU_LAUNCH's node and
+ * cover (ana_pass_gpu_launch_node()) with it. */
 struct ana_deferred {
 	size_t pos;
+	uint64_t off;
+	uint32_t node, cover;
 	struct pt_record r;
 };
+
+/* The bytes of deferred records all reader threads of one pass may hold
+ * (64 MiB: about 760,000 records); past it the pass is read again by one
+ * thread, whose pairing holds only the halves waiting. So a trace of
+ * millions of GPU sections costs -j memory bounded by this, never by its
+ * length. A variable so that the tests can lower it. */
+extern size_t ana_defer_budget;
 
 struct ctx {
 	struct ana_result *res;
@@ -147,13 +158,16 @@ struct ctx {
 	uint32_t sample_id;  /* name id of PT_FMT_SAMPLE_COUNTER, 0 = not in the trace */
 	/* -j within one trace (ana_build.c read_threads_parallel()): this ctx is
 	 * one reader thread's copy. A record that needs state across threads
-	 * but not the thread's stack (ASYNC, INSTANT, a process-wide ERROR) is
-	 * deferred: kept with its thread's position, replayed in thread order
-	 * once the threads are read; one that needs the stack (GPU) sets bail
-	 * (the pass is then read again by one thread) */
+	 * (ASYNC, INSTANT, GPU_RANGE, a process-wide ERROR, and a GPU_LAUNCH
+	 * once its node is known) is deferred: kept with its thread's position
+	 * and its chunk's offset (chunk_off), replayed in the serial pass's
+	 * order once the threads are read, at most dfr_budget bytes of them.
+	 * bail: a reader could not go on (the pass is then read again by one
+	 * thread) */
 	bool worker, bail;
 	struct ana_deferred *dfr;
-	size_t ndfr, cdfr;
+	size_t ndfr, cdfr, dfr_budget;
+	uint64_t chunk_off;
 };
 
 struct ana_id_slot {
@@ -216,6 +230,21 @@ static inline bool ana_in_domain(const struct ctx *c, uint32_t id)
  * Allocation failures drop the record's contribution (never the pass).
  */
 void ana_pass_ext(struct ctx *c, struct ana_thread *th, struct tstate *ts, const struct pt_record *r);
+
+/*
+ * ana_pass_gpu_launch_node() - The thread-local half of a GPU_LAUNCH @r of
+ * thread @th read at the state @ts: the call-path node its BEGIN will open
+ * (created if new; UINT32_MAX when the tree cannot grow) into *@node, the
+ * node depth of the outermost open GPU section on the same device and
+ * stream into *@cover (0: none), and @r pushed as an open GPU section.
+ * ana_pass_gpu_launch_pair() - The rest, which needs state across
+ * threads: counts the launch and pairs it (replay/pair.h) as thread
+ * position @pos's at @node, @cover. ana_pass_ext() does both at once; a
+ * reader thread of -j does the first and defers the second (ana_build.c).
+ */
+void ana_pass_gpu_launch_node(struct tstate *ts, struct ana_thread *th, const struct pt_record *r, uint32_t *node,
+			      uint32_t *cover);
+void ana_pass_gpu_launch_pair(struct ctx *c, uint32_t pos, const struct pt_record *r, uint32_t node, uint32_t cover);
 
 /*
  * ana_pass_gpu_only() - A record of a thread that --thread did not select,

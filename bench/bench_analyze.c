@@ -15,6 +15,7 @@
  * Children keep the measurements apart. Prints a table; not a test.
  *
  * usage: bench-analyze [--quick] [--keep DIR [--reuse]] [--runs N] [--shape walk|loops]
+ *                      [--gpu CUDART]
  *
  * --reuse: analyze the traces already in DIR (from an earlier --keep run)
  * instead of recording new ones, so two builds compare on the same files.
@@ -22,9 +23,19 @@
  * --shape walk (default): a random walk over the call graph, up or down at
  * random (the branch predictor's worst case); --shape loops: the same graph
  * visited depth-first in a fixed order, like a program's loop nest.
+ *
+ * --gpu CUDART: a trace with GPU sections, recorded with the CUDA runtime
+ * CUDART (PTZ_CUDA_RUNTIME; the tests' fake one will do:
+ * build/tests/gpu/libfake_cudart.so): a quarter of the walk's sections
+ * opened at depth 3 are GPU sections on the thread's own stream, so the
+ * trace has the recorder's "ptz-gpu" thread, whose ranges the analysis
+ * pairs with launches made on the other threads (read in file order by
+ * one thread, deferred and paired in file order by -j 2's readers).
  */
+#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -75,6 +86,8 @@ static uint64_t mix(uint64_t h, uint64_t k)
  * 100,000 distinct paths separately).
  */
 static int shape_loops; /* --shape loops: loop_nest() instead of the random walk */
+static const char *gpu_runtime; /* --gpu CUDART: GPU sections at depth 3 */
+static void *streams[THREADS];  /* --gpu: one stream a thread, made by CUDART's cudaStreamCreateWithFlags */
 
 /* Depth-first over the same call graph, in a fixed order: a program whose
  * loops visit every child of every path, every time (a metric on every
@@ -111,6 +124,8 @@ static void *producer(void *arg)
 	}
 	uint64_t s = 0x9e3779b97f4a7c15ull * ((uintptr_t)arg + 1), emitted = 0;
 	uint32_t stack[MAX_DEPTH];
+	bool gpu[MAX_DEPTH] = { false };
+	void *stream = streams[(uintptr_t)arg];
 	uint64_t path[MAX_DEPTH + 1] = { 1 };
 	int depth = 0;
 	while (emitted < per_thread_records) {
@@ -121,15 +136,22 @@ static void *producer(void *arg)
 			uint64_t h = mix(path[depth], (x >> 8) & 1);
 			uint32_t id = ids[h % NAMES];
 			path[depth + 1] = h;
+			gpu[depth] = gpu_runtime && depth == 3 && ((x >> 40) & 3) == 0;
 			stack[depth++] = id;
-			pt_begin(R, id);
+			if (gpu[depth - 1])
+				pt_gpu_begin(R, id, stream);
+			else
+				pt_begin(R, id);
 			emitted++;
 			if (((x >> 20) & 3) == 0) {
 				pt_metric(R, PT_METRIC_READ_BYTES, (x >> 24) & 0xffff);
 				emitted++;
 			}
+		} else if (gpu[--depth]) {
+			pt_gpu_end(R, stack[depth], stream);
+			emitted++;
 		} else {
-			pt_end(R, stack[--depth]);
+			pt_end(R, stack[depth]);
 			emitted++;
 		}
 		if ((emitted & 2047) == 0) { /* keep the flusher ahead: a trace without losses */
@@ -137,13 +159,28 @@ static void *producer(void *arg)
 			nanosleep(&ts, NULL);
 		}
 	}
-	while (depth)
-		pt_end(R, stack[--depth]);
+	while (depth--)
+		if (gpu[depth])
+			pt_gpu_end(R, stack[depth], stream);
+		else
+			pt_end(R, stack[depth]);
 	return NULL;
 }
 
 static int record(const char *path, uint64_t records)
 {
+	if (gpu_runtime) {
+		setenv("PTZ_CUDA_RUNTIME", gpu_runtime, 1);
+		void *rt = dlopen(gpu_runtime, RTLD_NOW);
+		int (*create)(void **, unsigned) = NULL;
+		if (rt) /* POSIX's way to a function from dlsym() (ISO C has no object-to-function cast) */
+			*(void **)&create = dlsym(rt, "cudaStreamCreateWithFlags");
+		for (int i = 0; i < THREADS; i++)
+			if (!create || create(&streams[i], 1 /* cudaStreamNonBlocking */) != 0) {
+				fprintf(stderr, "bench-analyze: %s: no cudaStreamCreateWithFlags, or it failed\n", gpu_runtime);
+				return 1;
+			}
+	}
 	R = pt_open(path, NULL, 0);
 	if (!R) {
 		perror("pt_open");
@@ -164,8 +201,12 @@ static int record(const char *path, uint64_t records)
 	pt_stats(R, &st, sizeof(st));
 	pt_close(R);
 	pt_stats(R, &st, sizeof(st));
-	fprintf(stderr, "  recorded %s: %llu records, %llu lost\n", path, (unsigned long long)st.records,
+	fprintf(stderr, "  recorded %s: %llu records, %llu lost", path, (unsigned long long)st.records,
 		(unsigned long long)st.lost_records);
+	if (gpu_runtime)
+		fprintf(stderr, "; GPU: %llu launched, %llu ranges, %llu dropped", (unsigned long long)st.gpu_launched,
+			(unsigned long long)st.gpu_ranges, (unsigned long long)st.gpu_dropped);
+	fputc('\n', stderr);
 	return 0;
 }
 
@@ -252,11 +293,17 @@ int main(int argc, char **argv)
 		} else if (strcmp(argv[i], "--shape") == 0 && i + 1 < argc &&
 			   (strcmp(argv[i + 1], "walk") == 0 || strcmp(argv[i + 1], "loops") == 0)) {
 			shape_loops = strcmp(argv[++i], "loops") == 0;
+		} else if (strcmp(argv[i], "--gpu") == 0 && i + 1 < argc) {
+			gpu_runtime = argv[++i];
 		} else {
-			fprintf(stderr,
-				"usage: bench-analyze [--quick] [--keep DIR [--reuse]] [--runs N] [--shape walk|loops]\n");
+			fprintf(stderr, "usage: bench-analyze [--quick] [--keep DIR [--reuse]] [--runs N] [--shape walk|loops]"
+					" [--gpu CUDART]\n");
 			return 2;
 		}
+	}
+	if (gpu_runtime && shape_loops) {
+		fprintf(stderr, "bench-analyze: --gpu records the walk, not --shape loops\n");
+		return 2;
 	}
 	if (reuse && !keep) {
 		fprintf(stderr, "bench-analyze: --reuse needs --keep DIR\n");

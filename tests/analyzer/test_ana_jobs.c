@@ -12,6 +12,13 @@
  *  - async ranges begun on one thread and ended on another, instants:
  *    still read in parallel (the readers defer them and replay them in
  *    thread order), with the same output;
+ *  - a trace recorded on a real GPU (tests/data/gpu, PT_GPU_TRACE: GPU
+ *    launches on two threads, their ranges on the recorder's CUDA thread,
+ *    which the serial pass reads in file order): read in parallel, the
+ *    GPU records deferred and paired in file order after, with the same
+ *    output (pairs, waiting peak, GPU rows); past the deferred records'
+ *    budget, a --thread filter or reservoirs: read in file order by one
+ *    thread, with the same output;
  *  - a damaged copy of the trace is read by one thread (readers = 1),
  *    with the same output;
  *  - a trace read for compare (reservoirs), a thread filter or jobs 0 is
@@ -27,6 +34,7 @@
 #include "tests/analyzer/ana_test_util.h"
 #include "ptz/recorder.h"
 #include "analyzer/ana.h"
+#include "analyzer/ana_pass.h"
 
 struct worker {
 	pt_recorder *r;
@@ -156,6 +164,39 @@ static void test_cross_thread_records_deferred(void **state)
 	assert_int_equal(same_as_one(path, o, 2), 2);
 }
 
+static void test_gpu_trace_parallel(void **state)
+{
+	(void)state;
+	struct ana_options o = { .thread = -1, .no_samples = true, .merged_percentiles_only = true };
+	struct ana_result res;
+	char err[256];
+	o.jobs = 1;
+	assert_int_equal(ana_run(PT_GPU_TRACE, &o, &res, err, sizeof(err)), 0);
+	/* the premise: GPU launches paired across threads, halves waiting in file order */
+	assert_true(res.gpu.file_order);
+	assert_true(res.gpu.paired > 1000);
+	assert_true(res.gpu.pending_peak > 1);
+	assert_int_equal(res.gpu.unmatched_launches + res.gpu.unmatched_ranges, 0);
+	ana_result_free(&res);
+	assert_int_equal(same_as_one(PT_GPU_TRACE, o, 2), 2);
+	assert_int_equal(same_as_one(PT_GPU_TRACE, o, 4), 4);
+	o.merged_percentiles_only = false;
+	assert_int_equal(same_as_one(PT_GPU_TRACE, o, 3), 3);
+	o.since_ns = 20000000; /* a window: ranges outside it are paired, not attributed */
+	o.until_ns = 60000000;
+	assert_int_equal(same_as_one(PT_GPU_TRACE, o, 3), 3);
+	/* the deferred records past their budget (ana_defer_budget): read again by one thread */
+	const size_t budget = ana_defer_budget;
+	ana_defer_budget = 3 * 256 * sizeof(struct ana_deferred); /* one reader's first 256 fit, not 512 */
+	assert_int_equal(same_as_one(PT_GPU_TRACE, o, 3), 1);
+	ana_defer_budget = budget;
+	o = (struct ana_options){ .thread = -1 }; /* reservoirs (compare) */
+	assert_int_equal(same_as_one(PT_GPU_TRACE, o, 3), 1);
+	o.no_samples = true;
+	o.thread = 3;
+	assert_int_equal(same_as_one(PT_GPU_TRACE, o, 3), 1);
+}
+
 static void test_damage_read_serially(void **state)
 {
 	(void)state;
@@ -199,6 +240,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_parallel_equals_serial),
 		cmocka_unit_test(test_cross_thread_records_deferred),
+		cmocka_unit_test(test_gpu_trace_parallel),
 		cmocka_unit_test(test_damage_read_serially),
 		cmocka_unit_test(test_what_is_read_serially),
 	};

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tests/cli/check_cli_edges.sh PTANALYZE GEN_TRACE SMALL_TRACE [deep|jobs] - what a
+# tests/cli/check_cli_edges.sh PTANALYZE GEN_TRACE SMALL_TRACE [deep|jobs GEN_GPU GEN_REVIEW GPU_TRACE] - what a
 # demanding user hits (the CLI, the analyzer's outputs and the
 # viewer export): --until 0, a --thread that does not exist, an output path
 # that is the trace itself, a full stdout, CSV/JSON/text with names holding
@@ -9,8 +9,9 @@
 # usage errors). With 'deep': a trace 200,000 levels deep (a section
 # never ended in a loop) must be reported, not crash, and a recursion
 # 100,000 deep in seconds, not minutes. With 'jobs': ptanalyze -j N against
-# -j 1, for a set and for one trace's threads (run in the ThreadSanitizer
-# suite too). Output is TAP.
+# -j 1, for a set and for one trace's threads, GPU traces included
+# (gen-gpu-trace's, gen-review-trace's repeated keys, GPU_TRACE recorded on
+# a real GPU; run in the ThreadSanitizer suite too). Output is TAP.
 set -u
 ANA=$1
 GEN=$2
@@ -62,6 +63,20 @@ if [ "$MODE" = jobs ]; then
 			# shellcheck disable=SC2086
 			"$ANA" "$t" $fmt -j 3 >"$TMP/three" 2>&1
 			check "one trace ($(basename "$t")) $fmt -j 3: the output of -j 1" cmp -s "$TMP/one" "$TMP/three"
+		done
+	done
+	# GPU traces: their GPU and async records are deferred by the readers and paired in file order
+	# after (replay_deferred()): the same pairs, waiting halves and peaks as one thread's file-order pass
+	GEN_GPU=$5 GEN_REVIEW=$6 GPU_TRACE=$7
+	"$GEN_GPU" "$TMP/g.ptz" --random 7 >/dev/null && "$GEN_GPU" "$TMP/gn.ptz" --snapnest >/dev/null &&
+		"$GEN_REVIEW" "$TMP/rp.ptz" pairs >/dev/null || { echo "Bail out! GPU generators failed"; exit 1; }
+	for t in "$TMP/g.ptz" "$TMP/gn.ptz" "$TMP/rp.ptz" "$GPU_TRACE"; do
+		for fmt in "--csv -" "--json -" "--report" "--flat"; do
+			# shellcheck disable=SC2086 # fmt is two words
+			"$ANA" "$t" $fmt -j 1 >"$TMP/one" 2>&1
+			# shellcheck disable=SC2086
+			"$ANA" "$t" $fmt -j 3 >"$TMP/three" 2>&1
+			check "GPU trace ($(basename "$t")) $fmt -j 3: the output of -j 1" cmp -s "$TMP/one" "$TMP/three"
 		done
 	done
 	printf 'not a trace' >"$TMP/bad1.ptz"
