@@ -1656,6 +1656,7 @@ static void tstate_free(struct tstate *ts)
 	free(ts->open_top);
 	free(ts->fi);
 	free(ts->mem_cur);
+	free(ts->mem_v);
 	free(ts->snest);
 	free(ts->sflat);
 	ana_pass_free_tstate(ts);

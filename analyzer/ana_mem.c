@@ -443,11 +443,13 @@ static void row_add(struct ana_mem_row *w, int64_t vb, int64_t ve, int64_t peak)
 void ana_mem_occ(struct ctx *c, struct tstate *ts, struct ana_agg *a, uint64_t b, uint64_t e)
 {
 	const struct ana_result *res = c->res;
-	if (!ts->mem_cur && !(ts->mem_cur = calloc(c->nmem, sizeof(*ts->mem_cur)))) {
+	if ((!ts->mem_cur && !(ts->mem_cur = calloc(c->nmem, sizeof(*ts->mem_cur)))) ||
+	    (!ts->mem_v && !(ts->mem_v = calloc(c->nmem, sizeof(*ts->mem_v))))) {
 		ana_nomem_note();
 		return;
 	}
 	struct ana_mem *am = NULL;
+	uint64_t lo = 0, hi = UINT64_MAX; /* the interval ana_mem_occ_fast() tests next: every series' */
 	for (uint32_t s = 0; s < c->nmem; s++) {
 		const struct ana_mem_series *m = &res->mem[s];
 		/* k: samples at or before e, from this thread's cursor */
@@ -460,22 +462,29 @@ void ana_mem_occ(struct ctx *c, struct tstate *ts, struct ana_agg *a, uint64_t b
 			while (k < m->n && m->t[k] <= e)
 				k++;
 		ts->mem_cur[s] = (uint32_t)k;
-		if (c->nmem == 1) { /* the interval ana_mem_occ_fast() tests next */
-			ts->mem_hi = k == 0 ? 0 : k < m->n ? m->t[k] : UINT64_MAX;
-			ts->mem_lo = k == 0 ? UINT64_MAX : m->t[k - 1];
-			ts->mem_v = k == 0 ? 0 : m->v[k - 1];
+		if (k == 0) { /* ended before the first sample: not measured (nor fast, next time) */
+			lo = UINT64_MAX;
+			hi = 0;
+			continue;
 		}
-		if (k == 0)
-			continue; /* ended before the first sample: not measured */
+		lo = m->t[k - 1] > lo ? m->t[k - 1] : lo;
+		if (k < m->n && m->t[k] < hi)
+			hi = m->t[k];
+		ts->mem_v[s] = m->v[k - 1];
 		size_t ie = k - 1, ib = ie;
 		if (m->t[ie] > b) { /* a sample inside: the last at or before b, else the first */
 			size_t u = upper(m, 0, ie, b);
 			ib = u ? u - 1 : 0;
 		}
-		if (!am && !(am = mem_of(a, c->nmem)))
+		if (!am && !(am = mem_of(a, c->nmem))) {
+			ts->mem_hi = 0; /* the cursors moved: no interval known (the run fails anyway) */
 			return;
+		}
 		row_add(&am->row[s], m->v[ib], m->v[ie], range_max(m, ib, ie));
 	}
+	ts->mem_lo = lo;
+	ts->mem_hi = hi;
+	ts->mem_v0 = ts->mem_v[0];
 }
 
 void ana_mem_merge(struct ana_agg *dst, const struct ana_agg *src)

@@ -95,11 +95,14 @@ struct tstate {
 	uint32_t id_limit;    /* res->name_id_limit */
 	struct ana_hpend_set hp; /* !merged_only: by thread-tree node, pending histogram adds */
 	uint32_t *mem_cur;    /* by memory series: samples at or before this thread's last END (ana_mem.c) */
-	/* one series: the samples around this thread's last END, [mem_lo,
-	 * mem_hi) in ticks, mem_lo's value mem_v; mem_hi = 0 (as zeroed):
-	 * none known (ana_mem_occ_fast()) */
+	/* [mem_lo, mem_hi) in ticks: the ticks at which every series' latest
+	 * sample is the one at or before this thread's last END (from the
+	 * latest of those samples to the earliest sample after it), whose
+	 * values are mem_v (by series; series 0's also in mem_v0, one load
+	 * less on the END path); mem_hi = 0 (as zeroed): none known
+	 * (ana_mem_occ_fast()) */
 	uint64_t mem_lo, mem_hi;
-	int64_t mem_v;
+	int64_t mem_v0, *mem_v;
 	/* sampled requests (ana_build.c, doc/analyzer-output.md §13); all 0 without them.
 	 * sarm: a sampling COUNTER was the last record, read at depth sarm - 1
 	 * (0 = none), of probability sarm_p: the BEGIN that follows at that
@@ -318,28 +321,38 @@ __attribute__((noinline)) void ana_mem_occ(struct ctx *c, struct tstate *ts, str
 					   uint64_t e);
 /*
  * ana_mem_occ_fast() - ana_mem_occ() for its common case, inlined into the
- * END path: one series, and the occurrence [@b, @e] within the interval
- * between two consecutive samples that the thread's last slow call found
- * ([mem_lo, mem_hi)), so begin = end = peak = mem_lo's value. False
- * (nothing done) otherwise: the caller then calls ana_mem_occ(). Through
- * the call every section cost about 100 instructions more (callgrind,
- * bench trace); most sections are shorter than the sampling period. The
- * row's peak, dmin and dmax start at INT64_MIN, INT64_MAX, INT64_MIN
- * (mem_of()), so no first-occurrence branch is needed.
+ * END path: the occurrence [@b, @e] lies within the ticks where every
+ * series stays at the sample that the thread's last slow call found
+ * ([mem_lo, mem_hi)), so for each series begin = end = peak = that
+ * sample's value. False (nothing done) otherwise: the caller then calls
+ * ana_mem_occ(). Through the call every section cost about 100
+ * instructions more (callgrind, bench trace: one series), 280 with two
+ * (a GPU trace's process RSS and device memory); most sections are
+ * shorter than the sampling period. The row's peak, dmin and dmax start
+ * at INT64_MIN, INT64_MAX, INT64_MIN (mem_of()), so no first-occurrence
+ * branch is needed.
  */
-static inline bool ana_mem_occ_fast(const struct ctx *c, const struct tstate *ts, struct ana_agg *a, uint64_t b,
-				    uint64_t e)
+/* One occurrence whose begin, end and peak are all @v into @w (ana_mem_occ_fast()). */
+static inline void ana_mem_row_fast(struct ana_mem_row *w, int64_t v)
 {
-	if (b < ts->mem_lo || e >= ts->mem_hi || c->nmem != 1 || !a->mem)
-		return false;
-	struct ana_mem_row *w = &a->mem->row[0];
-	const int64_t v = ts->mem_v;
 	w->n++;
 	w->sum_begin += v;
 	w->sum_end += v;
 	w->peak = v > w->peak ? v : w->peak;
 	w->dmin = w->dmin < 0 ? w->dmin : 0;
 	w->dmax = w->dmax > 0 ? w->dmax : 0;
+}
+
+static inline bool ana_mem_occ_fast(const struct ctx *c, const struct tstate *ts, struct ana_agg *a, uint64_t b,
+				    uint64_t e)
+{
+	if (b < ts->mem_lo || e >= ts->mem_hi || !a->mem)
+		return false;
+	struct ana_mem_row *w = a->mem->row;
+	ana_mem_row_fast(w, ts->mem_v0);
+	if (__builtin_expect(c->nmem > 1, 0)) /* a GPU trace: process RSS and device memory */
+		for (uint32_t s = 1; s < c->nmem; s++)
+			ana_mem_row_fast(&w[s], ts->mem_v[s]);
 	return true;
 }
 

@@ -366,10 +366,10 @@ int main(int argc, char **argv)
 		       r[i].records / r[i].cpu / 1e6, r[i].records / cpu_min / 1e6, r[i].maxrss_kb / 1024.0);
 		printf("%-10s -j 2: wall %6.2f s  %6.1f M records/s (wall)  %.2fx the -j 1 wall  peak RSS %7.1f MB\n", "",
 		       w2, r[i].records / w2 / 1e6, r[i].wall / w2, m2 / 1024.0);
-		if (keep && !reuse)
-			fprintf(stderr, "  kept %s\n", path);
-		else
+		if (!keep)
 			unlink(path);
+		else if (!reuse)
+			fprintf(stderr, "  kept %s\n", path);
 	}
 	printf("RSS ratio (larger / smaller trace): %.3f  (target <= 1.10)\n",
 	       (double)r[1].maxrss_kb / (double)r[0].maxrss_kb);

@@ -12,6 +12,12 @@
  *    largest peak;
  *  - a pt_counter() named "... (bytes)" is a memory series too;
  *  - the flusher thread is left out of the sum of thread spans;
+ *  - two series sampled at different times (process RSS and a program's
+ *    "... (bytes)" counter, as a GPU trace's RSS and device memory), 20,000
+ *    random nested sections mostly shorter than a sampling period: every
+ *    name's figures of both series equal a brute-force reference of the
+ *    rules above (the END path's fast case, both series between the same
+ *    two samples, and the slow one);
  *  - suggest's memory-growth rule fires on a path whose RSS grows with
  *    each occurrence (evidence by hand), not on one whose RSS goes up and
  *    back down within each occurrence (flat from begin to end), nor on the
@@ -95,6 +101,130 @@ static void test_mem_rows_scripted(void **state)
 	assert_int_equal(f.peak, 70);
 	/* the flusher runs no sections: its span is not in the share denominator */
 	assert_int_equal(res->thread_span_sum_ns, 540);
+}
+
+/* Reference figures of one name and series (struct ana_mem_row's, by hand). */
+struct ref_row {
+	uint64_t n;
+	int64_t sum_begin, sum_end, peak, dmin, dmax;
+};
+
+/* The rules of §3.5 for occurrence [@b, @e] against samples @t/@v (@n, ascending) into @r. */
+static void ref_occ(struct ref_row *r, const uint64_t *t, const int64_t *v, size_t n, uint64_t b, uint64_t e)
+{
+	size_t k = 0;
+	while (k < n && t[k] <= e)
+		k++;
+	if (k == 0)
+		return; /* ended before the first sample: not measured */
+	size_t ie = k - 1, ib = 0;
+	for (size_t i = 0; i < n && t[i] <= b; i++)
+		ib = i; /* the last at or before b, else the first */
+	if (ib > ie)
+		ib = ie;
+	int64_t peak = v[ib];
+	for (size_t i = ib; i <= ie; i++)
+		peak = v[i] > peak ? v[i] : peak;
+	const int64_t d = v[ie] - v[ib];
+	if (!r->n || peak > r->peak)
+		r->peak = peak;
+	if (!r->n || d < r->dmin)
+		r->dmin = d;
+	if (!r->n || d > r->dmax)
+		r->dmax = d;
+	r->n++;
+	r->sum_begin += v[ib];
+	r->sum_end += v[ie];
+}
+
+enum { NS = 200, ND = 260, NSEC = 20000 };
+
+static uint64_t xs(uint64_t *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 7;
+	*s ^= *s << 17;
+	return *s;
+}
+
+static void test_mem_rows_two_series_random(void **state)
+{
+	(void)state;
+	enum { X_RSS = 1, X_DEV, X_D0 }; /* names d0..d3: one a depth, so no recursion */
+	static const char *const names[] = { "", "process RSS", "device (bytes)", "d0", "d1", "d2", "d3" };
+	const char *path = tu_path("mem-rows-random.ptz");
+	const struct fmt_writer_hdr hd = { .clock_source = PT_CLOCK_MONOTONIC, .pid = 1, .process_name = "mem" };
+	struct tb b;
+	tb_start(&b, path, &hd);
+	for (uint32_t i = 1; i < PT_ARRAY_SIZE(names); i++)
+		fmt_enc_string(&b.e, i, 0, names[i], strlen(names[i]));
+	fmt_enc_thread(&b.e, 0, 10, 0, 0, "main", 4);
+	fmt_enc_thread(&b.e, 1, 11, 0, 0, PT_FMT_FLUSHER_THREAD_NAME, strlen(PT_FMT_FLUSHER_THREAD_NAME));
+	fmt_enc_thread(&b.e, 2, 12, 0, 0, "sampler", 7);
+	tb_flush(&b, FMT_CHUNK_META, PT_FMT_META_THREAD);
+	uint64_t rng = 0x9e3779b97f4a7c15ull, rt[NS], dt[ND];
+	int64_t rv[NS], dv[ND];
+	for (int i = 0; i < NS; i++) { /* RSS every ~1000 ticks, from 500 */
+		rt[i] = 500 + 1000 * (uint64_t)i + xs(&rng) % 300;
+		rv[i] = 100000 + (int64_t)(xs(&rng) % 50000);
+		fmt_enc_counter(&b.e, rt[i], X_RSS, rv[i]);
+	}
+	tb_flush(&b, FMT_CHUNK_EVENTS, 1);
+	for (int i = 0; i < ND; i++) { /* device memory every ~770 ticks, from 900: other times */
+		dt[i] = 900 + 770 * (uint64_t)i + xs(&rng) % 200;
+		dv[i] = (int64_t)(xs(&rng) % 1000000);
+		fmt_enc_counter(&b.e, dt[i], X_DEV, dv[i]);
+	}
+	tb_flush(&b, FMT_CHUNK_EVENTS, 2);
+	struct ref_row ref[4][2];
+	memset(ref, 0, sizeof(ref));
+	uint64_t t = 10, start[4];
+	int depth = 0, sections = 0;
+	while (sections < NSEC || depth > 0) { /* a random walk, depth 0..4, steps of 1..24 ticks, a long one now and then */
+		const uint64_t x = xs(&rng);
+		t += 1 + x % 24 + (x % 97 == 0 ? 3000 : 0);
+		if (depth < 4 && sections < NSEC && (depth == 0 || (x >> 8) % 2)) {
+			start[depth] = t;
+			fmt_enc_begin(&b.e, t, X_D0 + (uint32_t)depth);
+			depth++;
+			sections++;
+		} else {
+			depth--;
+			fmt_enc_end(&b.e, t, X_D0 + (uint32_t)depth);
+			ref_occ(&ref[depth][0], rt, rv, NS, start[depth], t);
+			ref_occ(&ref[depth][1], dt, dv, ND, start[depth], t);
+		}
+		if (!fmt_enc_room(&b.e, 4 * FMT_MAX_RECORD_BYTES))
+			tb_flush(&b, FMT_CHUNK_EVENTS, 0);
+	}
+	tb_flush(&b, FMT_CHUNK_EVENTS, 0);
+	tb_close(&b);
+	assert_true(t > rt[NS - 1] && t > dt[ND - 1]); /* the sections outlast both series */
+
+	struct ana_result res;
+	const struct ana_options o = { .thread = -1 };
+	ana_test_run(path, &o, &res);
+	assert_int_equal(res.nmem, 2);
+	const uint32_t srss = ana_mem_rss(&res), sdev = 1 - srss;
+	for (int d = 0; d < 4; d++)
+		for (int k = 0; k < 2; k++) {
+			const struct ref_row *r = &ref[d][k];
+			struct ana_mem_fig f;
+			assert_true(r->n > 100); /* the premise: both series measure most occurrences */
+			assert_true(ana_mem_fig(flat_row(&res, X_D0 + (uint32_t)d), k ? sdev : srss, &f));
+			if (f.n != r->n || f.begin != (double)r->sum_begin / (double)r->n ||
+			    f.end != (double)r->sum_end / (double)r->n ||
+			    f.delta_total != (double)(r->sum_end - r->sum_begin) || f.peak != r->peak || f.dmin != r->dmin ||
+			    f.dmax != r->dmax)
+				fail_msg("d%d, %s: n %llu begin %.3f end %.3f peak %lld dmin %lld dmax %lld; want n %llu "
+					 "begin %.3f end %.3f peak %lld dmin %lld dmax %lld",
+					 d, k ? "device" : "RSS", (unsigned long long)f.n, f.begin, f.end, (long long)f.peak,
+					 (long long)f.dmin, (long long)f.dmax, (unsigned long long)r->n,
+					 (double)r->sum_begin / (double)r->n, (double)r->sum_end / (double)r->n,
+					 (long long)r->peak, (long long)r->dmin, (long long)r->dmax);
+		}
+	ana_result_free(&res);
+	unlink(path);
 }
 
 static void test_mem_outputs(void **state)
@@ -337,6 +467,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_mem_rows_scripted),
+		cmocka_unit_test(test_mem_rows_two_series_random),
 		cmocka_unit_test(test_mem_outputs),
 		cmocka_unit_test(test_mem_compare),
 		cmocka_unit_test(test_mem_growth_rule),
