@@ -478,6 +478,11 @@ struct ana_mem_row {             /* one series' figures over a row's occurrences
 	ana_i128 sum_begin, sum_end; /* exact sums */
 	int64_t peak;                /* largest peak of an occurrence */
 	int64_t dmin, dmax;          /* smallest and largest end - begin */
+	/* and pn more, each with begin = end = peak = pv (the END path's
+	 * fast case, ana_mem_occ_fast()), not yet in the figures above:
+	 * ana_mem_fig() and ana_mem_merge() add them (ana_mem_fold()) */
+	uint64_t pn;
+	int64_t pv;
 };
 struct ana_mem {
 	uint32_t n;               /* = ana_result.nmem */

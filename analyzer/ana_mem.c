@@ -487,6 +487,20 @@ void ana_mem_occ(struct ctx *c, struct tstate *ts, struct ana_agg *a, uint64_t b
 	ts->mem_v0 = ts->mem_v[0];
 }
 
+void ana_mem_fold(struct ana_mem_row *w)
+{
+	if (!w->pn)
+		return;
+	const ana_i128 add = (ana_i128)w->pv * (ana_i128)w->pn; /* |pv| < 2^63, pn < 2^64: fits */
+	w->n += w->pn;
+	w->sum_begin += add;
+	w->sum_end += add;
+	w->peak = w->pv > w->peak ? w->pv : w->peak;
+	w->dmin = w->dmin < 0 ? w->dmin : 0;
+	w->dmax = w->dmax > 0 ? w->dmax : 0;
+	w->pn = 0;
+}
+
 void ana_mem_merge(struct ana_agg *dst, const struct ana_agg *src)
 {
 	const struct ana_mem *sm = src->mem;
@@ -494,7 +508,9 @@ void ana_mem_merge(struct ana_agg *dst, const struct ana_agg *src)
 	if (!dm)
 		return;
 	for (uint32_t s = 0; s < sm->n && s < dm->n; s++) {
-		const struct ana_mem_row *x = &sm->row[s];
+		struct ana_mem_row xf = sm->row[s];
+		ana_mem_fold(&xf); /* @dst's pending ones stay pending: they add in any order */
+		const struct ana_mem_row *x = &xf;
 		struct ana_mem_row *w = &dm->row[s];
 		if (!x->n)
 			continue;
@@ -513,9 +529,11 @@ void ana_mem_merge(struct ana_agg *dst, const struct ana_agg *src)
 bool ana_mem_fig(const struct ana_agg *a, uint32_t s, struct ana_mem_fig *f)
 {
 	memset(f, 0, sizeof(*f));
-	if (!a || !a->mem || s >= a->mem->n || !a->mem->row[s].n)
+	if (!a || !a->mem || s >= a->mem->n || !(a->mem->row[s].n + a->mem->row[s].pn))
 		return false;
-	const struct ana_mem_row *w = &a->mem->row[s];
+	struct ana_mem_row wf = a->mem->row[s];
+	ana_mem_fold(&wf);
+	const struct ana_mem_row *w = &wf;
 	f->n = w->n;
 	f->begin = (double)w->sum_begin / (double)w->n;
 	f->end = (double)w->sum_end / (double)w->n;

@@ -329,18 +329,23 @@ __attribute__((noinline)) void ana_mem_occ(struct ctx *c, struct tstate *ts, str
  * instructions more (callgrind, bench trace: one series), 280 with two
  * (a GPU trace's process RSS and device memory); most sections are
  * shorter than the sampling period. The row's peak, dmin and dmax start
- * at INT64_MIN, INT64_MAX, INT64_MIN (mem_of()), so no first-occurrence
- * branch is needed.
+ * at INT64_MIN, INT64_MAX, INT64_MIN (mem_of()), so folding the pending
+ * occurrences in (ana_mem_fold(), any time, in any order with the slow
+ * path's) needs no first-occurrence branch: the figures are the same.
  */
-/* One occurrence whose begin, end and peak are all @v into @w (ana_mem_occ_fast()). */
+/* ana_mem_fold() - @w's pending occurrences (pn, pv) into its figures. */
+void ana_mem_fold(struct ana_mem_row *w);
+
+/* One occurrence whose begin, end and peak are all @v into @w
+ * (ana_mem_occ_fast()): counted as pending while @v stays the same (a
+ * row's sections between two samples: nearly all), so an END pays a
+ * compare and an increment, not six updates of the figures. */
 static inline void ana_mem_row_fast(struct ana_mem_row *w, int64_t v)
 {
-	w->n++;
-	w->sum_begin += v;
-	w->sum_end += v;
-	w->peak = v > w->peak ? v : w->peak;
-	w->dmin = w->dmin < 0 ? w->dmin : 0;
-	w->dmax = w->dmax > 0 ? w->dmax : 0;
+	if (__builtin_expect(w->pn != 0 && w->pv != v, 0))
+		ana_mem_fold(w);
+	w->pv = v;
+	w->pn++;
 }
 
 static inline bool ana_mem_occ_fast(const struct ctx *c, const struct tstate *ts, struct ana_agg *a, uint64_t b,
