@@ -868,7 +868,7 @@ static PT_NOINLINE_ void defer(struct ctx *c, const struct ana_thread *th, const
 		c->dfr = d;
 		c->cdfr = nc;
 	}
-	c->dfr[c->ndfr++] = (struct ana_deferred){ .pos = (size_t)(th - c->res->threads), .off = c->chunk_off,
+	c->dfr[c->ndfr++] = (struct ana_deferred){ .pos = (size_t)(th - c->res->threads), .at = c->chunk_at,
 						   .node = node, .cover = cover, .r = *r };
 }
 
@@ -1369,7 +1369,7 @@ static PT_NOINLINE_ void read_events_clamped(struct ctx *c, struct ana_thread *t
 static PT_NOINLINE_ void read_events(struct ctx *c, struct ana_thread *th, struct tstate *ts,
 				      const struct pt_chunk_info *ci)
 {
-	c->chunk_off = ci->offset; /* the order of what a reader thread defers */
+	c->chunk_at = fmt_reader_chunk_pos(c->res->rd); /* the order of what a reader thread defers */
 	if (rp_chunk(&ts->rp, ci->sequence)) { /* replay/replay.h rule 1: chunks lost */
 		th->gaps++;
 		drop_stack(c, th, ts, &th->open_at_end);
@@ -1746,13 +1746,14 @@ static void hist_merge_visit(struct ana_tree *dst, struct ana_tree *src, uint32_
 		ana_hist_merge(&dst->n[d].agg.hist, &src->n[s].agg.hist);
 }
 
-/* File order of two deferred records: by chunk offset, then (one chunk,
- * so one reader's array) by their place in it, which is record order. */
+/* File order of two deferred records: by their chunk's place in the
+ * reader's chunk index (file order, part after part), then (one chunk, so
+ * one reader's array) by their place in it, which is record order. */
 static int file_order_cmp(const void *a, const void *b)
 {
 	const struct ana_deferred *x = *(const struct ana_deferred *const *)a, *y = *(const struct ana_deferred *const *)b;
-	if (x->off != y->off)
-		return x->off < y->off ? -1 : 1;
+	if (x->at != y->at)
+		return x->at < y->at ? -1 : 1;
 	return x < y ? -1 : x > y;
 }
 

@@ -122,11 +122,12 @@ struct tstate {
 
 struct gpu_pass; /* ana_gpu.c */
 /* A record of thread position @pos deferred by a reader thread (struct
- * ctx.dfr), read in the chunk at file offset @off; a GPU_LAUNCH's node and
- * cover (ana_pass_gpu_launch_node()) with it. */
+ * ctx.dfr), read in the chunk at position @at of the reader's chunk index
+ * (fmt_reader_chunk_pos()); a GPU_LAUNCH's node and cover
+ * (ana_pass_gpu_launch_node()) with it. */
 struct ana_deferred {
 	size_t pos;
-	uint64_t off;
+	size_t at;
 	uint32_t node, cover;
 	struct pt_record r;
 };
@@ -163,14 +164,14 @@ struct ctx {
 	 * one reader thread's copy. A record that needs state across threads
 	 * (ASYNC, INSTANT, GPU_RANGE, a process-wide ERROR, and a GPU_LAUNCH
 	 * once its node is known) is deferred: kept with its thread's position
-	 * and its chunk's offset (chunk_off), replayed in the serial pass's
+	 * and its chunk's place in the file order (chunk_at), replayed in the serial pass's
 	 * order once the threads are read, at most dfr_budget bytes of them.
 	 * bail: a reader could not go on (the pass is then read again by one
 	 * thread) */
 	bool worker, bail;
 	struct ana_deferred *dfr;
 	size_t ndfr, cdfr, dfr_budget;
-	uint64_t chunk_off;
+	size_t chunk_at;
 };
 
 struct ana_id_slot {

@@ -377,6 +377,12 @@ PT_INTERNAL uint32_t fmt_reader_string_id(const struct pt_reader *r, size_t i);
  * pt_reader_next_records() does (damaged_chunks, a problem naming the
  * chunk's offset and the byte). */
 PT_INTERNAL void fmt_reader_chunk_done(struct pt_reader *r, int rc);
+/* fmt_reader_chunk_pos() - The position in the reader's chunk index of the
+ * chunk pt_reader_next_chunk() last opened: the order in which
+ * pt_reader_next_chunk(r, PT_READER_ALL_CHUNKS, ...) visits chunks (file
+ * order, part after part of a rotated trace), the same in a
+ * fmt_reader_dup() copy. */
+PT_INTERNAL size_t fmt_reader_chunk_pos(const struct pt_reader *r);
 
 /*
  * fmt_reader_seek() - Moves the chunk cursor to the first chunk at file

@@ -1497,6 +1497,11 @@ static int reread_header(struct pt_reader *r, const struct rd_chunk *c, struct f
 	return rc;
 }
 
+size_t fmt_reader_chunk_pos(const struct pt_reader *r)
+{
+	return r->cur ? r->cur - 1 : 0;
+}
+
 int pt_reader_next_chunk(struct pt_reader *r, uint32_t thread, struct pt_chunk_info *out, size_t out_bytes)
 {
 	r->have_chunk = 0;

@@ -25,6 +25,14 @@
  *    read by one thread.
  * In the 'tsan' suite: the readers must share nothing but what they only
  * read.
+ *
+ * Built with FAKE_CUDART_PATH (test analyzer-jobs-gpu, its own process):
+ * a trace with GPU sections on the fake CUDA runtime, rotated into parts
+ * of 1 MiB, with -j 3: the parallel read is tried (the trace has a
+ * "ptz-gpu" thread, so the serial pass would read it in file order) but
+ * a reader over several parts is not duplicated (fmt_reader_dup()), so
+ * the pass is read again by one thread in file order: the output of -j 1
+ * (without that second reading the threads were never read at all).
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -32,10 +40,14 @@
 #include <unistd.h>
 
 #include "tests/analyzer/ana_test_util.h"
+#ifdef FAKE_CUDART_PATH
+#include "tests/gpu/fake_cudart.h"
+#endif
 #include "ptz/recorder.h"
 #include "analyzer/ana.h"
 #include "analyzer/ana_pass.h"
 
+#ifndef FAKE_CUDART_PATH /* the CPU cases: not in the GPU build */
 struct worker {
 	pt_recorder *r;
 	unsigned seed;
@@ -100,6 +112,8 @@ static const char *record(const char *name, bool async)
 	return path;
 }
 
+#endif
+
 /* Output @what (0 text, 1 CSV, 2 JSON) of @res for every thread, as a string the caller frees. */
 static char *output_of(const struct ana_result *res, int what)
 {
@@ -136,6 +150,7 @@ static unsigned same_as_one(const char *path, struct ana_options o, unsigned job
 	return readers;
 }
 
+#ifndef FAKE_CUDART_PATH
 static void test_parallel_equals_serial(void **state)
 {
 	(void)state;
@@ -235,6 +250,80 @@ static void test_what_is_read_serially(void **state)
 	assert_int_equal(same_as_one(path, o, 0), 1);
 }
 
+#endif
+
+#ifdef FAKE_CUDART_PATH
+struct gpu_worker {
+	pt_recorder *r;
+	void *stream;
+	uint64_t seed;
+};
+
+static void *gpu_work(void *arg)
+{
+	struct gpu_worker *w = arg;
+	const uint32_t outer = pt_intern(w->r, "outer"), noise = pt_intern(w->r, "noise"),
+		       kernel = pt_intern(w->r, "kernel");
+	uint64_t x = w->seed;
+	for (int i = 0; i < 40000; i++) {
+		pt_begin(w->r, outer);
+		for (int k = 0; k < 4; k++) { /* incompressible: parts fill in a few thousand sections */
+			x ^= x << 13;
+			x ^= x >> 7;
+			x ^= x << 17;
+			pt_counter(w->r, noise, (int64_t)x);
+		}
+		if (i % 8 == 0) {
+			pt_gpu_begin(w->r, kernel, w->stream);
+			fake_launch(w->stream, 500 + x % 2000);
+			pt_gpu_end(w->r, kernel, w->stream);
+		}
+		pt_end(w->r, outer);
+		if (i % 3000 == 2999)
+			pt_flush(w->r);
+	}
+	return NULL;
+}
+
+static void test_rotated_gpu_trace_serial(void **state)
+{
+	(void)state;
+	const char *path = tu_path("jobs-gpu-rotated.ptz");
+	struct pt_options po = { .flush_interval_ms = 2, .rotate_bytes = 1 << 20 };
+	pt_recorder *r = pt_open(path, &po, sizeof(po));
+	assert_non_null(r);
+	struct gpu_worker w[2] = { { r, fake_stream_create(0), 0x9e3779b97f4a7c15ull },
+				   { r, fake_stream_create(0), 0xbf58476d1ce4e5b9ull } };
+	pthread_t th[2];
+	for (int i = 0; i < 2; i++)
+		assert_int_equal(pthread_create(&th[i], NULL, gpu_work, &w[i]), 0);
+	for (int i = 0; i < 2; i++)
+		assert_int_equal(pthread_join(th[i], NULL), 0);
+	assert_int_equal(pt_close(r), 0);
+	struct ana_options o = { .thread = -1, .no_samples = true, .merged_percentiles_only = true };
+	struct ana_result res;
+	char err[256];
+	o.jobs = 1;
+	assert_int_equal(ana_run(path, &o, &res, err, sizeof(err)), 0);
+	/* the premise: parts, and GPU halves paired across threads in file order */
+	assert_true(pt_reader_info(res.rd)->parts >= 2);
+	assert_true(res.gpu.file_order);
+	assert_true(res.gpu.paired >= 100);
+	ana_result_free(&res);
+	assert_int_equal(same_as_one(path, o, 3), 1);
+	o.merged_percentiles_only = false;
+	assert_int_equal(same_as_one(path, o, 2), 1);
+}
+
+int main(void)
+{
+	setenv("PTZ_CUDA_RUNTIME", FAKE_CUDART_PATH, 1);
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_rotated_gpu_trace_serial),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
+#else
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -246,3 +335,4 @@ int main(void)
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
+#endif
