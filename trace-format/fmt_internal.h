@@ -481,13 +481,14 @@ static inline uint64_t fmt_ns_conv(struct fmt_ns_conv *k, uint64_t t)
 /*
  * fmt_reader_dup() - A second reader over @src's trace for another thread
  * (the analyzer's -j within one trace): it shares @src's string, thread and
- * clock tables and its file descriptor, and has its own chunk index (a
+ * clock tables, its parts (a rotated set's files: descriptors, paths,
+ * limits, read only) and file descriptors, and has its own chunk index (a
  * copy of @src's: the same chunks, however the file grew since), cursor,
- * buffers, decompressor and problems list. @src must outlive it and must
- * not be refreshed, iterated or closed while another thread uses the
- * duplicate; the duplicate is closed with pt_reader_close(). Only for a
- * reader of one file (not a rotated set): -EINVAL otherwise (and for a
- * duplicate); -ENOMEM. 0 with *@out set.
+ * current part, buffers, decompressor and problems list. @src must outlive
+ * it and must not be refreshed, iterated or closed while another thread
+ * uses the duplicate; the duplicate is closed with pt_reader_close().
+ * -EINVAL for a duplicate or a reader whose clock is not built; -ENOMEM.
+ * 0 with *@out set.
  */
 PT_INTERNAL int fmt_reader_dup(const struct pt_reader *src, struct pt_reader **out);
 

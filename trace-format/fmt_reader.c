@@ -1270,7 +1270,7 @@ int pt_reader_open_trace(const char *name, struct pt_reader **out)
 int fmt_reader_dup(const struct pt_reader *src, struct pt_reader **out)
 {
 	*out = NULL;
-	if (src->nparts != 1 || !src->clock_built || src->dup_of)
+	if (!src->clock_built || src->dup_of)
 		return -EINVAL;
 	struct pt_reader *r = malloc(sizeof(*r));
 	if (!r)

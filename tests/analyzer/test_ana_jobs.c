@@ -28,11 +28,10 @@
  *
  * Built with FAKE_CUDART_PATH (test analyzer-jobs-gpu, its own process):
  * a trace with GPU sections on the fake CUDA runtime, rotated into parts
- * of 1 MiB, with -j 3: the parallel read is tried (the trace has a
- * "ptz-gpu" thread, so the serial pass would read it in file order) but
- * a reader over several parts is not duplicated (fmt_reader_dup()), so
- * the pass is read again by one thread in file order: the output of -j 1
- * (without that second reading the threads were never read at all).
+ * of 1 MiB, read by 3 and 2 readers (each a duplicate reader over every
+ * part): the deferred GPU records are replayed in the order of the chunk
+ * index (part after part), not by file offset, which starts again in
+ * each part; the same output as one thread.
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -285,7 +284,7 @@ static void *gpu_work(void *arg)
 	return NULL;
 }
 
-static void test_rotated_gpu_trace_serial(void **state)
+static void test_rotated_gpu_trace_parallel(void **state)
 {
 	(void)state;
 	const char *path = tu_path("jobs-gpu-rotated.ptz");
@@ -310,16 +309,16 @@ static void test_rotated_gpu_trace_serial(void **state)
 	assert_true(res.gpu.file_order);
 	assert_true(res.gpu.paired >= 100);
 	ana_result_free(&res);
-	assert_int_equal(same_as_one(path, o, 3), 1);
+	assert_int_equal(same_as_one(path, o, 3), 3);
 	o.merged_percentiles_only = false;
-	assert_int_equal(same_as_one(path, o, 2), 1);
+	assert_int_equal(same_as_one(path, o, 2), 2);
 }
 
 int main(void)
 {
 	setenv("PTZ_CUDA_RUNTIME", FAKE_CUDART_PATH, 1);
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_rotated_gpu_trace_serial),
+		cmocka_unit_test(test_rotated_gpu_trace_parallel),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
