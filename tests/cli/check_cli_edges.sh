@@ -25,12 +25,15 @@ check() { # check DESC COMMAND...: ok when COMMAND succeeds
 	local desc=$1
 	shift
 	n=$((n + 1))
-	if "$@"; then
+	if "$@" 2>"$TMP/check-err"; then
 		echo "ok $n - $desc"
 	else
 		failed=$((failed + 1))
 		echo "not ok $n - $desc"
 		echo "# rc=$rc; stderr:"; head -c 1500 "$TMP/err" | sed 's/^/#   /'
+		if [ -s "$TMP/check-err" ]; then # a Python check's assertion, say
+			echo "# the check's stderr:"; tail -c 1500 "$TMP/check-err" | sed 's/^/#   /'
+		fi
 	fi
 }
 run() { "$ANA" "$@" >"$TMP/out" 2>"$TMP/err"; rc=$?; }
@@ -370,7 +373,10 @@ for tp in ("iter", "iter;slower", "iter;steady"):
     mu = sum(tot) / sum(n)
     ss = sum((k - 1) * x["std_ns"] ** 2 + k * (x["mean_ns"] - mu) ** 2 for k, x in zip(n, rr))
     assert abs(r["std_ns"] - (ss / (sum(n) - 1)) ** 0.5) <= 1e-6 * r["std_ns"] + 1e-3, (tp, r["std_ns"], ss)
-    assert min(x["p50_ns"] for x in rr) <= r["p50_ns"] <= max(x["p50_ns"] for x in rr), (tp, r)
+    # between the p50s of the traces, within the stated error of the histograms (0.4 %: each p50 is
+    # the value of its bucket clamped to the min and max of its trace, the merged one to the merged range)
+    lo, hi = min(x["p50_ns"] for x in rr), max(x["p50_ns"] for x in rr)
+    assert lo * (1 - 0.004) - 1 <= r["p50_ns"] <= hi * (1 + 0.004) + 1, (tp, r["p50_ns"], lo, hi)
     for k in ("read_bytes", "written_bytes", "flops"):
         assert r[k] == sum(x[k] for x in rr), (tp, k)
 ' "$TMP/out" "$ANA" "$TMP/cb.ptz" "$TMP/cn.ptz"
