@@ -426,7 +426,8 @@ static struct ana_mem *mem_of(struct ana_agg *a, uint32_t n)
 	return a->mem;
 }
 
-static void row_add(struct ana_mem_row *w, int64_t vb, int64_t ve, int64_t peak)
+/* @count occurrences, each from @vb to @ve with peak @peak, into @w. */
+static inline void row_add(struct ana_mem_row *w, int64_t vb, int64_t ve, int64_t peak, uint64_t count)
 {
 	int64_t d = ve - vb; /* byte counts: far from overflowing */
 	if (!w->n || peak > w->peak)
@@ -435,9 +436,9 @@ static void row_add(struct ana_mem_row *w, int64_t vb, int64_t ve, int64_t peak)
 		w->dmin = d;
 	if (!w->n || d > w->dmax)
 		w->dmax = d;
-	w->n++;
-	w->sum_begin += vb;
-	w->sum_end += ve;
+	w->n += count;
+	w->sum_begin += (ana_i128)vb * (ana_i128)count; /* |v| < 2^63, count < 2^64: fits */
+	w->sum_end += (ana_i128)ve * (ana_i128)count;
 }
 
 void ana_mem_occ(struct ctx *c, struct tstate *ts, struct ana_agg *a, uint64_t b, uint64_t e)
@@ -480,7 +481,7 @@ void ana_mem_occ(struct ctx *c, struct tstate *ts, struct ana_agg *a, uint64_t b
 			ts->mem_hi = 0; /* the cursors moved: no interval known (the run fails anyway) */
 			return;
 		}
-		row_add(&am->row[s], m->v[ib], m->v[ie], range_max(m, ib, ie));
+		row_add(&am->row[s], m->v[ib], m->v[ie], range_max(m, ib, ie), 1);
 	}
 	ts->mem_lo = lo;
 	ts->mem_hi = hi;
@@ -491,13 +492,7 @@ void ana_mem_fold(struct ana_mem_row *w)
 {
 	if (!w->pn)
 		return;
-	const ana_i128 add = (ana_i128)w->pv * (ana_i128)w->pn; /* |pv| < 2^63, pn < 2^64: fits */
-	w->n += w->pn;
-	w->sum_begin += add;
-	w->sum_end += add;
-	w->peak = w->pv > w->peak ? w->pv : w->peak;
-	w->dmin = w->dmin < 0 ? w->dmin : 0;
-	w->dmax = w->dmax > 0 ? w->dmax : 0;
+	row_add(w, w->pv, w->pv, w->pv, w->pn);
 	w->pn = 0;
 }
 

@@ -164,8 +164,9 @@ struct ctx {
 	 * one reader thread's copy. A record that needs state across threads
 	 * (ASYNC, INSTANT, GPU_RANGE, a process-wide ERROR, and a GPU_LAUNCH
 	 * once its node is known) is deferred: kept with its thread's position
-	 * and its chunk's place in the file order (chunk_at), replayed in the serial pass's
-	 * order once the threads are read, at most dfr_budget bytes of them.
+	 * and its chunk's place in the file order (chunk_at), replayed in the
+	 * serial pass's order once the threads are read, at most dfr_budget
+	 * bytes of them.
 	 * bail: a reader could not go on (the pass is then read again by one
 	 * thread) */
 	bool worker, bail;
@@ -320,20 +321,6 @@ int ana_mem_prepass(struct ctx *c);
  * its figures against every series (c->nmem > 0). */
 __attribute__((noinline)) void ana_mem_occ(struct ctx *c, struct tstate *ts, struct ana_agg *a, uint64_t b,
 					   uint64_t e);
-/*
- * ana_mem_occ_fast() - ana_mem_occ() for its common case, inlined into the
- * END path: the occurrence [@b, @e] lies within the ticks where every
- * series stays at the sample that the thread's last slow call found
- * ([mem_lo, mem_hi)), so for each series begin = end = peak = that
- * sample's value. False (nothing done) otherwise: the caller then calls
- * ana_mem_occ(). Through the call every section cost about 100
- * instructions more (callgrind, bench trace: one series), 280 with two
- * (a GPU trace's process RSS and device memory); most sections are
- * shorter than the sampling period. The row's peak, dmin and dmax start
- * at INT64_MIN, INT64_MAX, INT64_MIN (mem_of()), so folding the pending
- * occurrences in (ana_mem_fold(), any time, in any order with the slow
- * path's) needs no first-occurrence branch: the figures are the same.
- */
 /* ana_mem_fold() - @w's pending occurrences (pn, pv) into its figures. */
 void ana_mem_fold(struct ana_mem_row *w);
 
@@ -349,6 +336,20 @@ static inline void ana_mem_row_fast(struct ana_mem_row *w, int64_t v)
 	w->pn++;
 }
 
+/*
+ * ana_mem_occ_fast() - ana_mem_occ() for its common case, inlined into the
+ * END path: the occurrence [@b, @e] lies within the ticks where every
+ * series stays at the sample that the thread's last slow call found
+ * ([mem_lo, mem_hi)), so for each series begin = end = peak = that
+ * sample's value. False (nothing done) otherwise: the caller then calls
+ * ana_mem_occ(). Through the call every section cost about 100
+ * instructions more (callgrind, bench trace: one series), 280 with two
+ * (a GPU trace's process RSS and device memory); most sections are
+ * shorter than the sampling period. The occurrences wait as pending
+ * (ana_mem_row_fast()); folded in at any time, before or after the slow
+ * path's, they give the same figures: sums, minima and maxima do not
+ * depend on the order.
+ */
 static inline bool ana_mem_occ_fast(const struct ctx *c, const struct tstate *ts, struct ana_agg *a, uint64_t b,
 				    uint64_t e)
 {
