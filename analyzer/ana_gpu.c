@@ -383,17 +383,12 @@ void ana_pass_gpu_launch_pair(struct ctx *c, uint32_t pos, const struct pt_recor
 		gpu_pair_launch(c, r->value2, pos, node, cover);
 }
 
+/* Both halves at once, as a reader of -j does them apart (ana_build.c). */
 static void gpu_launch(struct ctx *c, struct ana_thread *th, struct tstate *ts, const struct pt_record *r)
 {
-	struct ana_result *res = c->res;
-	if (!gp_of(c)) { /* counted, never paired (out of memory: the run fails) */
-		res->has_gpu = true;
-		res->gpu.launches++;
-		return;
-	}
 	uint32_t node, cover;
 	ana_pass_gpu_launch_node(ts, th, r, &node, &cover);
-	ana_pass_gpu_launch_pair(c, (uint32_t)(th - res->threads), r, node, cover);
+	ana_pass_gpu_launch_pair(c, (uint32_t)(th - c->res->threads), r, node, cover);
 }
 
 /* The launch @seq of thread position @pos (UINT32_MAX: a thread not
