@@ -33,15 +33,14 @@
  * bound. Reporting a bucket's midpoint bounds the relative error of a
  * percentile by 2^-(ANA_SUB_BITS+1) = 0.39% (HdrHistogram's scheme).
  * Storage is lazy and hybrid, per power of two: buckets of an octave that
- * holds few distinct values are 4-byte pairs (16-bit bucket index, 16-bit
- * count) in one sorted list of at most ANA_HIST_SPARSE pairs (a path seen
- * a few times, and the sparse tails of every distribution); an octave gets
- * a dense block of 2^ANA_SUB_BITS counters (O(1) adds, for the body of the
- * distribution) once it would hold ANA_HIST_DENSE_AT distinct buckets,
- * when a pair's count would pass 65,535, or when the list is full (the
- * octave with the most pairs). A block's counters are 16 bits (256 bytes)
- * until one of them would pass 65,535; then that block is widened to 32
- * bits (512 bytes). The table of block pointers spans only the octaves from
+ * holds fewer than ANA_HIST_HOT values are 4-byte pairs (16-bit bucket
+ * index, 16-bit count) in one sorted list of at most ANA_HIST_SPARSE pairs
+ * (a path seen a few times, and the sparse tails of every distribution);
+ * an octave gets a dense block of 2^ANA_SUB_BITS counters (O(1) adds, for
+ * the body of the distribution) once it would hold ANA_HIST_HOT values, or
+ * when the list is full (the octave with the most pairs). A block's
+ * counters are 16 bits (256 bytes) until one of them would pass 65,535;
+ * then that block is widened to 32 bits (512 bytes). The table of block pointers spans only the octaves from
  * the lowest to the highest dense one, and the list gives back its slack
  * when an octave's pairs move to a block. So an outlier costs 4 bytes, and
  * memory per path grows with the distinct values in its tails only,
@@ -53,21 +52,16 @@
 #define ANA_SUB_BITS 7
 #define ANA_HIST_REL_ERROR (1.0 / (1u << (ANA_SUB_BITS + 1)))
 #define ANA_HIST_SPARSE 512 /* pairs in the list at most (2 KiB) */
-/* Distinct buckets that make an octave dense: 32 pairs (128 bytes) are half
- * a narrow block, and an octave that has reached 32 tends to keep gaining
- * buckets. Measured against 64 (the break-even): the same memory, and
- * fewer adds through the sparse list's binary search. */
-#define ANA_HIST_DENSE_AT 32
-/* A bucket's count that makes its octave dense however few buckets it has
- * (<= 65,535, a pair's count): the block's 256 bytes then cost at most 16
- * bytes per value it holds (a path's blocks stay capped at one per octave),
- * and the octave's adds skip the list's binary search. Measured on the
- * bench's 10 M-record trace (bench-analyze; callgrind, --report), whose
- * sections fill fewer than 32 buckets an octave: 2,572.6 M instructions at
- * 256, 2,428.9 M at 32, 2,405.8 M at 16, 2,389.9 M at 8; the same report
- * byte for byte (the form never changes a count); peak RSS 12.7 -> 13.0 MB.
- * 16 takes nearly all of the gain at half the worst-case bytes per value
- * of 8. */
+/* Values that make an octave dense however few buckets they fill: the
+ * block's 256 bytes then cost at most 16 bytes per value it holds (a path's
+ * blocks stay capped at one per octave), and the octave's adds skip the
+ * list. Measured on the bench's 10 M-record trace (bench-analyze;
+ * callgrind, --report), whose sections fill fewer than 32 buckets an
+ * octave. Counting one bucket's values: 2,572.6 M instructions at 256,
+ * 2,428.9 M at 32, 2,405.8 M at 16, 2,389.9 M at 8. Counting the octave's
+ * (since 2026-11): 2,365.8 M -> 2,341.6 M at 16, the sparse adds 274,463 ->
+ * 91,550, peak RSS 13.1 -> 13.6 MB. The same report byte for byte (the form
+ * never changes a count). */
 #define ANA_HIST_HOT 16
 #define ANA_HIST_OCTAVES (64 - ANA_SUB_BITS + 1) /* exact block + one per power of two */
 struct ana_hist_blk; /* block table: a bitmap of wide blocks and the block pointers (ana_stats.c) */

@@ -45,8 +45,9 @@ _Static_assert(ANA_HIST_OCTAVES * SUB <= 0x10000, "a bucket index fits a pair's 
 _Static_assert(ANA_HIST_OCTAVES <= 64, "one bit per octave in ana_hist_blk.wide");
 _Static_assert(ANA_HIST_OCTAVES <= UINT8_MAX, "octaves fit ana_hist.olo and .nblk");
 _Static_assert(ANA_HIST_SPARSE <= UINT16_MAX, "the pair counts fit ana_hist.nsp and .csp");
-_Static_assert(ANA_HIST_DENSE_AT * sizeof(uint32_t) <= SUB * sizeof(uint16_t),
+_Static_assert(ANA_HIST_HOT * sizeof(uint32_t) <= SUB * sizeof(uint16_t),
 	       "an octave's pairs never cost more than its narrow block");
+_Static_assert(ANA_HIST_HOT <= UINT16_MAX, "a sparse octave's counts fit a pair's 16 bits");
 
 /*
  * Block table of a histogram: slot r holds octave olo + r's block, NULL
@@ -208,23 +209,24 @@ static void block_add(struct ana_hist *h, uint32_t o, uint32_t j, uint32_t count
 }
 
 /* Sparse path: bucket @i of an octave without a block. The pairs stay
- * sorted by bucket, so an octave's pairs are one run. The octave gets a
- * block when it would hold ANA_HIST_DENSE_AT distinct buckets, when the
- * bucket's count would not fit 16 bits, or when the list is full (the
- * octave with the most pairs). Out of memory, the values are left out. */
+ * sorted by bucket, so an octave's pairs are one run (fewer than
+ * ANA_HIST_HOT: each holds a value at least). The octave gets a block when
+ * it would hold ANA_HIST_HOT values, or when the list is full (the octave
+ * with the most pairs). Out of memory, the values are left out. */
 static PT_NOINLINE_STATS void hist_add_sparse(struct ana_hist *h, uint32_t i, uint32_t count)
 {
-	uint32_t o = i / SUB, k = sp_lower(h, i);
-	if (k < h->nsp && PAIR_IDX(h->sp[k]) == i) {
-		if (PAIR_COUNT(h->sp[k]) + (uint64_t)count < ANA_HIST_HOT) {
-			h->sp[k] += count;
-			return;
-		}
-		goto dense; /* a hot octave: O(1) adds from now on */
+	uint32_t o = i / SUB, first = sp_lower(h, o * SUB), last = sp_lower(h, (o + 1) * SUB), k = first;
+	uint64_t held = count; /* the octave's values, this add's included */
+	for (uint32_t j = first; j < last; j++) {
+		held += PAIR_COUNT(h->sp[j]);
+		k += PAIR_IDX(h->sp[j]) < i;
 	}
-	uint32_t first = sp_lower(h, o * SUB), last = sp_lower(h, (o + 1) * SUB);
-	if (last - first + 1 >= ANA_HIST_DENSE_AT || count > UINT16_MAX)
-		goto dense;
+	if (held >= ANA_HIST_HOT)
+		goto dense; /* a hot octave: O(1) adds from now on */
+	if (k < last && PAIR_IDX(h->sp[k]) == i) {
+		h->sp[k] += count;
+		return;
+	}
 	if (h->nsp == h->csp) {
 		if (h->csp < ANA_HIST_SPARSE) {
 			uint32_t nc = sp_grow_to(h->csp);

@@ -925,12 +925,12 @@ static void add_scatter(struct ana_hist *h, uint64_t *ref)
 		add_n(h, ref, v[k], 1 + (uint32_t)k, true);
 }
 
-/* Makes the octave of @v dense (ANA_HIST_DENSE_AT distinct buckets), with
+/* Makes the octave of @v dense (more than ANA_HIST_HOT values), with
  * small counts. */
 static void make_dense(struct ana_hist *h, uint64_t *ref, uint64_t v)
 {
 	uint32_t base = ana_hist_index(v) & ~((1u << ANA_SUB_BITS) - 1);
-	for (uint32_t j = 0; j < ANA_HIST_DENSE_AT + 4; j++)
+	for (uint32_t j = 0; j < 2 * ANA_HIST_HOT + 4; j++)
 		add_n(h, ref, ana_hist_lower(base + 2 * j % (1u << ANA_SUB_BITS)), 1 + j % 3, true);
 	assert_non_null(h->blk);
 }
@@ -1069,14 +1069,44 @@ static void test_ana_hist_merge_count_overflow(void **state)
 	}
 }
 
+/* An octave stays pairs while it holds fewer than ANA_HIST_HOT values,
+ * however they spread over its buckets, and gets its block with the
+ * ANA_HIST_HOT-th: all in distinct buckets, all in one, or added in bulk.
+ * The ranks are the same before and after. */
+static void test_ana_hist_dense_at_hot(void **state)
+{
+	(void)state;
+	const uint64_t base = 1u << 20; /* octave 20: buckets 2^13 ns wide */
+	for (int form = 0; form < 3; form++) {
+		struct ana_hist h = { 0 };
+		for (uint32_t k = 0; k + 1 < ANA_HIST_HOT; k++) {
+			uint64_t v = form == 0 ? base + ((uint64_t)k << 13) : base;
+			if (form < 2)
+				ana_hist_add(&h, v, 1);
+			else if (k == 0)
+				ana_hist_add(&h, v, ANA_HIST_HOT - 1);
+		}
+		assert_null(h.blk);
+		assert_int_equal(h.nsp, form == 0 ? ANA_HIST_HOT - 1 : 1);
+		uint64_t lo = ana_hist_at_rank(&h, 1, 0, UINT64_MAX), hi = ana_hist_at_rank(&h, ANA_HIST_HOT - 1, 0, UINT64_MAX);
+		ana_hist_add(&h, base + (127ull << 13), 1); /* the octave's last bucket */
+		assert_non_null(h.blk);
+		assert_int_equal(h.nsp, 0);
+		assert_int_equal(ana_hist_at_rank(&h, 1, 0, UINT64_MAX), lo);
+		assert_int_equal(ana_hist_at_rank(&h, ANA_HIST_HOT - 1, 0, UINT64_MAX), hi);
+		assert_int_equal(ana_hist_at_rank(&h, ANA_HIST_HOT, 0, UINT64_MAX), bucket_mid(ana_hist_index(base + (127ull << 13))));
+		ana_hist_free(&h);
+	}
+}
+
 /* More distinct buckets than the pair list holds, over most octaves, each
- * octave short of ANA_HIST_DENSE_AT: the full list sends its biggest
+ * octave short of ANA_HIST_HOT values: the full list sends its biggest
  * octaves to blocks. Every rank equals a sorted array's, for a histogram
  * built by adds, by batches and by merging three parts. */
 static void test_ana_hist_many_buckets_ranks(void **state)
 {
 	(void)state;
-	enum { N = 6000 };
+	enum { NDIST = 45 * 13, N = NDIST + 90 };
 	static uint64_t v[N];
 	struct ana_hist h = { 0 }, b = { 0 }, p[3] = { { 0 } };
 	uint64_t x = 0x9e3779b97f4a7c15ull;
@@ -1086,11 +1116,12 @@ static void test_ana_hist_many_buckets_ranks(void **state)
 		x ^= x << 13;
 		x ^= x >> 7;
 		x ^= x << 17;
-		/* 20 distinct buckets in each octave of 2^7 .. 2^52 ns, the octaves
-		 * interleaved (900 pairs wanted), then repeats in random order */
+		/* 13 distinct buckets in each octave of 2^7 .. 2^52 ns, the octaves
+		 * interleaved (585 pairs wanted), then two repeats an octave (15
+		 * values: each octave short of ANA_HIST_HOT) */
 		unsigned e = 7 + (unsigned)(i % 45), j = 6 * (unsigned)(i / 45), w = e - ANA_SUB_BITS;
 		uint64_t in_bucket = (x >> 8) & ((1ull << w) - 1);
-		v[i] = i < 900 ? (1ull << e) + ((uint64_t)j << w) + in_bucket : v[(x >> 20) % 900];
+		v[i] = i < NDIST ? (1ull << e) + ((uint64_t)j << w) + in_bucket : v[i - NDIST];
 		ana_hist_add(&h, v[i], 1);
 		ana_hist_add(&p[i % 3], v[i], 1);
 		idx[ni++] = (uint16_t)ana_hist_index(v[i]);
@@ -2313,6 +2344,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_ana_hist_pair_count_overflow),
 		cmocka_unit_test(test_ana_hist_block_count_overflow),
 		cmocka_unit_test(test_ana_hist_merge_count_overflow),
+		cmocka_unit_test(test_ana_hist_dense_at_hot),
 		cmocka_unit_test(test_ana_hist_many_buckets_ranks),
 		cmocka_unit_test(test_ana_run_flat_metrics_recursion_safe),
 		cmocka_unit_test(test_ana_run_sequence_gap_drops_stack),
