@@ -140,9 +140,9 @@ struct ana_moments {
 };
 static inline void ana_moments_add(struct ana_moments *m, uint64_t x)
 {
-	ana_u128 q = (ana_u128)x * x, t = m->s2 + q;
 	m->s1 += x;
-	m->s2 = t < q ? ~(ana_u128)0 : t;
+	if (__builtin_expect(__builtin_add_overflow(m->s2, (ana_u128)x * x, &m->s2), 0))
+		m->s2 = ~(ana_u128)0;
 }
 void ana_moments_merge(struct ana_moments *a, const struct ana_moments *b);
 /* A 128-bit sum in decimal (a JSON report's sketch: JSON numbers are

@@ -584,7 +584,7 @@ static inline __attribute__((always_inline)) void close_top(struct ctx *c, struc
 	struct frame *f = &ts->st[--ts->depth];
 	uint64_t dur = end >= f->start ? end - f->start : 0;
 	uint64_t self = dur >= f->child_ticks ? dur - f->child_ticks : 0;
-	uint64_t dur_ns = ana_ticks_ns(c, dur), self_ns = ana_ticks_ns(c, self);
+	uint64_t dur_ns = ana_ticks_ns(c, dur), self_ns = self == dur ? dur_ns : ana_ticks_ns(c, self); /* a leaf: one conversion */
 	if (ts->depth > 0) {
 		struct frame *p = &ts->st[ts->depth - 1];
 		p->child_ticks += dur;
