@@ -23,19 +23,27 @@ struct frame_x {
 	uint64_t xfer_self[ANA_DIRS], xfer_incl[ANA_DIRS], xfer_count[ANA_DIRS];
 };
 
+/* 256 bytes (the union): the stack's index is a shift, not a multiply by
+ * 248, at each of the frame addresses a section computes. */
 struct frame {
-	uint32_t node, id;
-	uint32_t merged;          /* the node's path in the merged tree, or UINT32_MAX */
-	uint64_t start, child_ticks;
-	int32_t prev_same;        /* innermost open frame of the same name below this one, or -1 */
-	bool lossy, has_m, has_x, has_pending;
-	/* recursion-safe flat sums of kept same-name descendants whose own
-	 * same-name ancestors were not kept (doc/analyzer-output.md §2) */
-	uint64_t pending_ns;
-	uint64_t pending_incl[ANA_NMETRIC], pending_xfer[ANA_DIRS];
-	struct frame_m m;
-	struct frame_x x;
+	union {
+		struct {
+			uint32_t node, id;
+			uint32_t merged;          /* the node's path in the merged tree, or UINT32_MAX */
+			uint64_t start, child_ticks;
+			int32_t prev_same;        /* innermost open frame of the same name below this one, or -1 */
+			bool lossy, has_m, has_x, has_pending;
+			/* recursion-safe flat sums of kept same-name descendants whose own
+			 * same-name ancestors were not kept (doc/analyzer-output.md §2) */
+			uint64_t pending_ns;
+			uint64_t pending_incl[ANA_NMETRIC], pending_xfer[ANA_DIRS];
+			struct frame_m m;
+			struct frame_x x;
+		};
+		uint8_t size_[256];
+	};
 };
+_Static_assert(sizeof(struct frame) == 256, "a frame fills its 256 bytes");
 
 struct flat_incl { /* recursion-safe inclusive sums per name, from the pass */
 	uint64_t total_ns, metric_incl[ANA_NMETRIC], xfer_incl[ANA_DIRS];
