@@ -144,6 +144,13 @@ static inline void ana_moments_add(struct ana_moments *m, uint64_t x)
 	if (__builtin_expect(__builtin_add_overflow(m->s2, (ana_u128)x * x, &m->s2), 0))
 		m->s2 = ~(ana_u128)0;
 }
+/* ana_moments_add() without s1, for sums kept elsewhere (a thread's node:
+ * its total_ns, copied in when the thread is finished). */
+static inline void ana_moments_add_sq(struct ana_moments *m, uint64_t x)
+{
+	if (__builtin_expect(__builtin_add_overflow(m->s2, (ana_u128)x * x, &m->s2), 0))
+		m->s2 = ~(ana_u128)0;
+}
 void ana_moments_merge(struct ana_moments *a, const struct ana_moments *b);
 /* A 128-bit sum in decimal (a JSON report's sketch: JSON numbers are
  * doubles), in @buf; returns where it starts in @buf. ana_u128_parse():
@@ -361,7 +368,7 @@ struct ana_agg {
 	uint64_t min_ns, max_ns;
 	uint64_t first_start_ns, first_ns; /* earliest occurrence by start time */
 	uint64_t lossy;      /* occurrences open while records were lost */
-	struct ana_moments all; /* durations, n = count */
+	struct ana_moments all; /* durations, n = count (a thread's node: s1 is total_ns, set when the thread is finished) */
 	struct ana_hist hist;
 	struct ana_reservoir res;
 	uint64_t metric_self[ANA_NMETRIC], metric_incl[ANA_NMETRIC];

@@ -553,7 +553,7 @@ static inline __attribute__((always_inline)) void agg_add(struct tstate *ts, str
 	 * threads and the metric and transfer sums saturate */
 	a->total_ns += dur_ns;
 	a->self_ns += self_ns;
-	ana_moments_add(&a->all, dur_ns);
+	ana_moments_add_sq(&a->all, dur_ns); /* s1 is total_ns: finish_agg() */
 	if (!(mode & MODE_MERGED_ONLY))
 		hpend_add(&ts->hp, f->node, dur_ns, &a->hist);
 	a->lossy += f->lossy;
@@ -1236,6 +1236,9 @@ static void finish_agg(struct ctx *c, struct ana_agg *a)
 {
 	if (a->est) /* the thread's last request of this path */
 		ana_est_fold(a->est);
+	/* a path's occurrences on one thread never overlap: their sum, total_ns,
+	 * is at most the thread's span and is the moments' s1 exactly */
+	a->all.s1 = a->total_ns;
 	/* first_start_ns held ticks while building */
 	a->first_start_ns = a->count ? pt_reader_ticks_to_ns(c->res->rd, a->first_start_ns) : 0;
 }
