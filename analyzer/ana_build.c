@@ -286,19 +286,25 @@ static PT_NOINLINE_ int hpend_grow(struct ana_hpend_set *s, uint32_t i)
 	return 0;
 }
 
-/* Duration @v into the histogram @h of node @i, through the node's pending line. */
-static inline void hpend_add(struct ana_hpend_set *s, uint32_t i, uint64_t v, struct ana_hist *h)
+/* Node @i's full pending line into its histogram (out of line: the node's
+ * address is computed once every ANA_HPEND adds, not on each). */
+static PT_NOINLINE_ void hpend_full(struct ana_tree *t, uint32_t i, struct ana_hpend *p)
+{
+	ana_hist_add_idx(&t->n[i].agg.hist, p->idx, ANA_HPEND);
+	p->n = 0;
+}
+
+/* Duration @v into the histogram of node @i of @t, through the node's pending line. */
+static inline void hpend_add(struct ana_hpend_set *s, uint32_t i, uint64_t v, struct ana_tree *t)
 {
 	if (__builtin_expect(i >= s->n, 0) && hpend_grow(s, i)) {
-		ana_hist_add(h, v, 1);
+		ana_hist_add(&t->n[i].agg.hist, v, 1);
 		return;
 	}
 	struct ana_hpend *p = &s->p[i];
 	p->idx[p->n++] = (uint16_t)ana_hist_index(v);
-	if (p->n == ANA_HPEND) {
-		ana_hist_add_idx(h, p->idx, ANA_HPEND);
-		p->n = 0;
-	}
+	if (__builtin_expect(p->n == ANA_HPEND, 0))
+		hpend_full(t, i, p);
 }
 
 /* Every pending add into the histograms of tree @t's nodes (end of the pass). */
@@ -536,8 +542,10 @@ static void sample_setup(struct ctx *c)
 	}
 }
 
-static inline __attribute__((always_inline)) void agg_add(struct tstate *ts, struct ana_agg *a, const struct frame *f,
-							 uint64_t dur_ns, uint64_t self_ns, unsigned mode)
+/* Closed frame @f into @a, node f->node of thread tree @t. */
+static inline __attribute__((always_inline)) void agg_add(struct tstate *ts, struct ana_tree *t, struct ana_agg *a,
+							 const struct frame *f, uint64_t dur_ns, uint64_t self_ns,
+							 unsigned mode)
 {
 	if (a->count == 0 || dur_ns < a->min_ns)
 		a->min_ns = dur_ns;
@@ -555,7 +563,7 @@ static inline __attribute__((always_inline)) void agg_add(struct tstate *ts, str
 	a->self_ns += self_ns;
 	ana_moments_add_sq(&a->all, dur_ns); /* s1 is total_ns: finish_agg() */
 	if (!(mode & MODE_MERGED_ONLY))
-		hpend_add(&ts->hp, f->node, dur_ns, &a->hist);
+		hpend_add(&ts->hp, f->node, dur_ns, t);
 	a->lossy += f->lossy;
 	if (f->has_m) { /* sections that declare no metric (most) pay nothing here */
 		a->metric_occ++;
@@ -619,16 +627,15 @@ static inline __attribute__((always_inline)) void close_top(struct ctx *c, struc
 			     f->has_x ? f->x.xfer_incl : NULL);
 	}
 	struct ana_node *n = &th->tree.n[f->node];
-	agg_add(ts, &n->agg, f, dur_ns, self_ns, mode);
+	agg_add(ts, &th->tree, &n->agg, f, dur_ns, self_ns, mode);
 	if (__builtin_expect(c->nmem != 0, 0) && /* memory series: measured against the samples around it */
 	    !ana_mem_occ_fast(c, ts, &n->agg, f->start, end))
 		ana_mem_occ(c, ts, &n->agg, f->start, end);
 	if (f->merged != UINT32_MAX) { /* per path, process-wide: its histogram and its sample */
-		struct ana_agg *ma = &c->res->merged.n[f->merged].agg;
 		if (mode & MODE_MERGED_ONLY)
-			hpend_add(&c->mp, f->merged, dur_ns, &ma->hist);
+			hpend_add(&c->mp, f->merged, dur_ns, &c->res->merged);
 		if (mode & MODE_SAMPLES) /* only ana_compare() reads them */
-			ana_reservoir_add(&ma->res, dur_ns, &c->rng);
+			ana_reservoir_add(&c->res->merged.n[f->merged].agg.res, dur_ns, &c->rng);
 	}
 }
 
@@ -1276,6 +1283,18 @@ static PT_NOINLINE_ int sample_follow(struct ctx *c, struct ana_thread *th, stru
 	return rc;
 }
 
+/* The thread's first record, through on_record() (and the BEGIN after it
+ * if it is a sampling COUNTER): fmt_dec_next()'s 1, 0 or -PT_ECORRUPT. */
+static PT_NOINLINE_ int first_record(struct ctx *c, struct ana_thread *th, struct tstate *ts, struct fmt_dec *d)
+{
+	struct pt_record r;
+	int rc = fmt_dec_next(d, &r);
+	if (rc <= 0)
+		return rc;
+	on_record(c, th, ts, &r);
+	return ts->sarm != 0 ? sample_follow(c, th, ts, d) : rc;
+}
+
 /*
  * Replays the current event chunk @ci of thread @th: the fused decoder and
  * aggregator. BEGIN, END, END_TOP and METRIC are decoded here, straight
@@ -1288,12 +1307,19 @@ static PT_NOINLINE_ int sample_follow(struct ctx *c, struct ana_thread *th, stru
 static inline __attribute__((always_inline)) void read_events_mode(struct ctx *c, struct ana_thread *th,
 								   struct tstate *ts, struct fmt_dec *d, unsigned mode)
 {
-	uint64_t fast = 0; /* records decoded here, counted once at the end */
+	/* records decoded here (BEGIN and END, METRIC), counted once at the
+	 * end; the thread's last timed tick is stored before on_record() and
+	 * at the end, when a BEGIN or END came since (a METRIC has no tick) */
+	uint64_t timed = 0, untimed = 0, timed_stored = 0;
 	int rc = 1;
 	struct fmt_fast fd;
 	/* the BEGIN a sampling COUNTER weighs goes through on_record() (below):
 	 * also when the COUNTER ended the thread's last chunk */
 	if (__builtin_expect(ts->sarm != 0, 0) && (rc = sample_follow(c, th, ts, d)) <= 0)
+		goto done;
+	/* the thread's first record goes through on_record(), which marks the
+	 * thread seen (its first tick): the fast paths need not test it */
+	if (__builtin_expect(!ts->seen, 0) && (rc = first_record(c, th, ts, d)) <= 0)
 		goto done;
 	fmt_fast_load(&fd, d);
 	const uint8_t *end = d->end;
@@ -1303,8 +1329,7 @@ static inline __attribute__((always_inline)) void read_events_mode(struct ctx *c
 			uint32_t id;
 			if (tag == PT_REC_BEGIN) {
 				if (fmt_dec_fast_begin(&fd, d->stack, &id)) {
-					timed_seen(ts, fd.ticks);
-					fast++;
+					timed++;
 					if (mode & MODE_REMAP)
 						id = ana_remap_id(c, id);
 					sec_begin(c, th, ts, id, fd.ticks, mode);
@@ -1314,21 +1339,23 @@ static inline __attribute__((always_inline)) void read_events_mode(struct ctx *c
 				uint32_t aux;
 				uint64_t value;
 				if (fmt_dec_fast_metric(&fd, &aux, &value)) {
-					first_seen(ts, fd.ticks); /* a METRIC reports the last tick */
-					fast++;
+					untimed++;
 					sec_metric(th, ts, aux, value);
 					continue;
 				}
 			} else if (tag == FMT_TAG_END_TOP || tag == PT_REC_END) {
 				if (fmt_dec_fast_end(&fd, d->stack, &id)) {
-					timed_seen(ts, fd.ticks);
-					fast++;
+					timed++;
 					if (mode & MODE_REMAP)
 						id = ana_remap_id(c, id);
 					sec_end(c, th, ts, id, fd.ticks, mode);
 					continue;
 				}
 			}
+		}
+		if (timed != timed_stored) { /* fd.ticks: the latest BEGIN or END's */
+			ts->last_ticks = fd.ticks;
+			timed_stored = timed;
 		}
 		struct pt_record r;
 		fmt_fast_store(&fd, d);
@@ -1348,7 +1375,7 @@ static inline __attribute__((always_inline)) void read_events_mode(struct ctx *c
 		}
 	}
 done:
-	th->records += fast;
+	th->records += timed + untimed;
 	fmt_reader_chunk_done(c->res->rd, rc);
 	if (rc < 0) /* the rest of the chunk is gone: its open frames are unreliable */
 		th->gaps++;

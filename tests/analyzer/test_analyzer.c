@@ -1233,6 +1233,34 @@ static void test_ana_run_sequence_gap_drops_stack(void **state)
 	unlink(path);
 }
 
+/* A thread whose last BEGIN and END are decoded by the fused loop and
+ * followed by more than FMT_DEC_FAST_SLACK bytes of METRIC records (no tick
+ * of their own): its span still ends at that END, which the loop stores
+ * before it hands the tail of the chunk to on_record(). */
+static void test_ana_run_span_ends_at_fast_end(void **state)
+{
+	(void)state;
+	static const struct op ops[] = {
+		B(0, ID_A), E(100, ID_A), B(200, ID_B), E(300, ID_B),
+		M(RD, 1), M(RD, 1), M(RD, 1), M(RD, 1), M(RD, 1), M(RD, 1), M(RD, 1), M(RD, 1),
+		M(RD, 1), M(RD, 1), M(RD, 1), M(RD, 1), M(RD, 1), M(RD, 1), M(RD, 1), M(RD, 1),
+	};
+	const char *path = tu_path("fast-span.ptz");
+	struct tb b;
+	tb_open(&b, path, "ana-test --fast-span");
+	tb_meta(&b, 1);
+	tb_events(&b, 0, ops, PT_ARRAY_SIZE(ops), 0);
+	tb_close(&b);
+	struct ana_result r;
+	ana_test_run(path, &all_opts, &r);
+	assert_int_equal(r.records, PT_ARRAY_SIZE(ops));
+	assert_int_equal(r.threads[0].unattributed[ANA_READ], 16);
+	assert_int_equal(r.thread_span_sum_ns, 300);
+	assert_int_equal(r.threads[0].last_ns - r.threads[0].first_ns, 300);
+	ana_result_free(&r);
+	unlink(path);
+}
+
 /* ==== Options: thread, window, domain ==== */
 
 static void test_ana_run_one_thread(void **state)
@@ -2348,6 +2376,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_ana_hist_many_buckets_ranks),
 		cmocka_unit_test(test_ana_run_flat_metrics_recursion_safe),
 		cmocka_unit_test(test_ana_run_sequence_gap_drops_stack),
+		cmocka_unit_test(test_ana_run_span_ends_at_fast_end),
 		cmocka_unit_test(test_ana_run_one_thread),
 		cmocka_unit_test(test_ana_run_window),
 		cmocka_unit_test(test_ana_run_window_flat_recursion),
