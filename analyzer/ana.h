@@ -109,6 +109,15 @@ uint64_t ana_hist_upper(uint32_t idx); /* exclusive */
  * midpoint clamped to [lo, hi]; 0 if the histogram is empty, @hi if it holds
  * fewer than @rank values. ana_hist_quantile() is this at rank ceil(q * total). */
 uint64_t ana_hist_at_rank(const struct ana_hist *h, uint64_t rank, uint64_t lo, uint64_t hi);
+/* ana_hist_at_rank() at each of the @n ranks @rank[] (ascending), into
+ * @out[]: one walk of the buckets for all of them. */
+void ana_hist_at_ranks(const struct ana_hist *h, const uint64_t *rank, uint32_t n, uint64_t lo, uint64_t hi,
+		       uint64_t *out);
+/* ana_hist_quantile() at each of the @n quantiles @q[] (ascending, in
+ * [0,1]), into @out[]: one walk for up to ANA_HIST_MAX_RANKS of them. */
+#define ANA_HIST_MAX_RANKS 8
+void ana_hist_quantiles(const struct ana_hist *h, const double *q, uint32_t n, uint64_t total, uint64_t lo,
+			uint64_t hi, uint64_t *out);
 /* ana_hist_each() - Calls @fn(@arg, bucket index, count) for every
  * non-empty bucket of @h in index order (the buckets a JSON report's
  * sketch carries: ana_hist_add(ana_hist_lower(idx), count) rebuilds them). */

@@ -103,9 +103,12 @@ void ana_row_stats(const struct ana_agg *a, struct ana_row *w)
 		row_show(w);
 		return;
 	}
-	w->p50 = ana_hist_quantile(&a->hist, 0.50, a->count, a->min_ns, a->max_ns);
-	w->p90 = ana_hist_quantile(&a->hist, 0.90, a->count, a->min_ns, a->max_ns);
-	w->p99 = ana_hist_quantile(&a->hist, 0.99, a->count, a->min_ns, a->max_ns);
+	static const double q[] = { 0.50, 0.90, 0.99 };
+	uint64_t p[3];
+	ana_hist_quantiles(&a->hist, q, 3, a->count, a->min_ns, a->max_ns, p);
+	w->p50 = p[0];
+	w->p90 = p[1];
+	w->p99 = p[2];
 	w->mean = ana_moments_mean(&a->all, a->count);
 	w->std = ana_moments_std(&a->all, a->count);
 	struct ana_moments rest = ana_moments_without(&a->all, a->first_ns);

@@ -366,54 +366,115 @@ void ana_hist_merge(struct ana_hist *dst, const struct ana_hist *src)
 	}
 }
 
-uint64_t ana_hist_quantile(const struct ana_hist *h, double q, uint64_t total, uint64_t lo, uint64_t hi)
+void ana_hist_quantiles(const struct ana_hist *h, const double *q, uint32_t n, uint64_t total, uint64_t lo,
+			uint64_t hi, uint64_t *out)
 {
-	if (total == 0)
-		return 0;
-	/* nearest rank: the smallest value with at least ceil(q * n) values <= it */
-	uint64_t rank = (uint64_t)ceil(q * (double)total);
-	if (rank < 1)
-		rank = 1;
-	return ana_hist_at_rank(h, rank, lo, hi);
+	uint64_t rank[ANA_HIST_MAX_RANKS];
+	if (total == 0 || n > ANA_HIST_MAX_RANKS) {
+		for (uint32_t i = 0; i < n; i++)
+			out[i] = total == 0 ? 0 : ana_hist_quantile(h, q[i], total, lo, hi);
+		return;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		/* nearest rank: the smallest value with at least ceil(q * n) values <= it */
+		rank[i] = (uint64_t)ceil(q[i] * (double)total);
+		if (rank[i] < 1)
+			rank[i] = 1;
+	}
+	ana_hist_at_ranks(h, rank, n, lo, hi, out);
 }
 
-uint64_t ana_hist_at_rank(const struct ana_hist *h, uint64_t rank, uint64_t lo, uint64_t hi)
+uint64_t ana_hist_quantile(const struct ana_hist *h, double q, uint64_t total, uint64_t lo, uint64_t hi)
 {
-	if (!h->blk && h->nsp == 0)
-		return 0;
-	uint64_t seen = 0, v = hi;
-	int found = 0;
-	uint32_t idx = 0;
+	uint64_t v;
+	ana_hist_quantiles(h, &q, 1, total, lo, hi, &v);
+	return v;
+}
+
+/* Value @v at ranks @i.. of @n that @seen values reach; the next rank's index. */
+static uint32_t ranks_at(const uint64_t *rank, uint32_t i, uint32_t n, uint64_t seen, uint64_t v, uint64_t *out)
+{
+	do
+		out[i++] = v;
+	while (i < n && seen >= rank[i]);
+	return i;
+}
+
+/* Bucket @idx's midpoint, clamped to [lo, hi]. */
+static PT_NOINLINE_STATS uint64_t bucket_value(uint32_t idx, uint64_t lo, uint64_t hi)
+{
+	uint64_t l = ana_hist_lower(idx), u = ana_hist_upper(idx), v = l + (u - 1 - l) / 2;
+	return v < lo ? lo : v > hi ? hi : v;
+}
+
+/* The ranks @i.. of @n that dense octave @o's block @b (counters of type
+ * @T) reaches, *@seen values before it: the block's sum first (the walk
+ * skips every block below the next rank in a few vector adds), then its
+ * counters up to the rank. The next rank's index. */
+#define BLOCK_RANKS(name, T)                                                                                         \
+	static uint32_t name(const void *b, uint32_t o, const uint64_t *rank, uint32_t i, uint32_t n, uint64_t *seen, \
+			     uint64_t lo, uint64_t hi, uint64_t *out)                                                 \
+	{                                                                                                            \
+		const T *c = b;                                                                                      \
+		uint64_t sum = 0, s = *seen;                                                                         \
+		for (uint32_t j = 0; j < SUB; j++)                                                                   \
+			sum += c[j];                                                                                 \
+		if (s + sum < rank[i]) {                                                                             \
+			*seen = s + sum;                                                                             \
+			return i;                                                                                    \
+		}                                                                                                    \
+		uint64_t next = rank[i];                                                                             \
+		for (uint32_t j = 0; j < SUB; j++) {                                                                 \
+			s += c[j];                                                                                   \
+			if (s >= next) {                                                                             \
+				i = ranks_at(rank, i, n, s, bucket_value(o * SUB + j, lo, hi), out);                 \
+				if (i == n)                                                                          \
+					break;                                                                       \
+				next = rank[i];                                                                      \
+			}                                                                                            \
+		}                                                                                                    \
+		*seen = *seen + sum;                                                                                 \
+		return i;                                                                                            \
+	}
+BLOCK_RANKS(block_ranks16, uint16_t)
+BLOCK_RANKS(block_ranks32, uint32_t)
+
+void ana_hist_at_ranks(const struct ana_hist *h, const uint64_t *rank, uint32_t n, uint64_t lo, uint64_t hi,
+		       uint64_t *out)
+{
+	uint32_t i = 0;
+	if (!h->blk && h->nsp == 0) {
+		for (; i < n; i++)
+			out[i] = 0;
+		return;
+	}
+	uint64_t seen = 0;
 	/* buckets in index order: the sorted sparse pairs interleaved with the
 	 * dense blocks (a bucket is in one or the other, never both) */
 	const uint32_t *pairs = h->sp; /* sorted by bucket */
 	uint32_t k = 0;
-	for (uint32_t o = 0; o < ANA_HIST_OCTAVES && !found; o++) {
+	for (uint32_t o = 0; o < ANA_HIST_OCTAVES && i < n; o++) {
 		const void *b = octave_block(h, o);
 		if (b) {
-			const bool wide = h->blk->wide >> o & 1;
-			for (uint32_t j = 0; j < SUB && !found; j++) {
-				seen += wide ? ((const uint32_t *)b)[j] : ((const uint16_t *)b)[j];
-				if (seen >= rank) {
-					idx = o * SUB + j;
-					found = 1;
-				}
-			}
+			i = h->blk->wide >> o & 1 ? block_ranks32(b, o, rank, i, n, &seen, lo, hi, out)
+						  : block_ranks16(b, o, rank, i, n, &seen, lo, hi, out);
 			continue;
 		}
-		for (; k < h->nsp && PAIR_IDX(pairs[k]) / SUB == o && !found; k++) {
+		for (; k < h->nsp && PAIR_IDX(pairs[k]) / SUB == o && i < n; k++) {
 			seen += PAIR_COUNT(pairs[k]);
-			if (seen >= rank) {
-				idx = PAIR_IDX(pairs[k]);
-				found = 1;
-			}
+			if (seen >= rank[i])
+				i = ranks_at(rank, i, n, seen, bucket_value(PAIR_IDX(pairs[k]), lo, hi), out);
 		}
 	}
-	if (found) {
-		uint64_t l = ana_hist_lower(idx), u = ana_hist_upper(idx);
-		v = l + (u - 1 - l) / 2;
-	}
-	return v < lo ? lo : v > hi ? hi : v;
+	for (; i < n; i++) /* fewer values than the rank */
+		out[i] = hi < lo ? lo : hi;
+}
+
+uint64_t ana_hist_at_rank(const struct ana_hist *h, uint64_t rank, uint64_t lo, uint64_t hi)
+{
+	uint64_t v;
+	ana_hist_at_ranks(h, &rank, 1, lo, hi, &v);
+	return v;
 }
 
 void ana_hist_each(const struct ana_hist *h, void (*fn)(void *arg, uint32_t idx, uint32_t count), void *arg)

@@ -1142,6 +1142,22 @@ static void test_ana_hist_many_buckets_ranks(void **state)
 		assert_int_equal(ana_hist_at_rank(&p[0], rank, 0, UINT64_MAX), mid);
 	}
 	assert_int_equal(ana_hist_at_rank(&h, N + 1, 0, UINT64_MAX), UINT64_MAX);
+	/* many ranks in one walk, repeats and one past the end included, in
+	 * narrow and wide blocks and pairs: each as its own walk gives it */
+	const uint64_t many[] = { 1, 2, 2, 37, 300, 301, N / 2, N - 1, N, N, N + 1, N + 7 };
+	uint64_t got[PT_ARRAY_SIZE(many)];
+	for (int k = 0; k < 6; k++) {
+		const struct ana_hist *hk = k % 3 == 0 ? &h : k % 3 == 1 ? &b : &p[0];
+		const uint64_t lo = k < 3 ? 0 : 1000, hi = k < 3 ? UINT64_MAX : 1ull << 50; /* clamped or not */
+		ana_hist_at_ranks(hk, many, PT_ARRAY_SIZE(many), lo, hi, got);
+		for (size_t i = 0; i < PT_ARRAY_SIZE(many); i++)
+			assert_int_equal(got[i], ana_hist_at_rank(hk, many[i], lo, hi));
+	}
+	const double q[] = { 0.0, 0.25, 0.5, 0.9, 0.99, 1.0 };
+	uint64_t qv[PT_ARRAY_SIZE(q)];
+	ana_hist_quantiles(&h, q, PT_ARRAY_SIZE(q), N, 0, UINT64_MAX, qv);
+	for (size_t i = 0; i < PT_ARRAY_SIZE(q); i++)
+		assert_int_equal(qv[i], ana_hist_quantile(&h, q[i], N, 0, UINT64_MAX));
 	ana_hist_free(&h);
 	ana_hist_free(&b);
 	for (int k = 0; k < 3; k++)
