@@ -352,10 +352,18 @@ void ana_hist_merge(struct ana_hist *dst, const struct ana_hist *src)
 			continue;
 		const bool wide = src->blk->wide >> o & 1;
 		uint32_t j = 0;
-		if (!wide && !(dst->blk->wide >> o & 1)) { /* both narrow: until a sum would not fit */
+		if (!wide && !(dst->blk->wide >> o & 1)) { /* both narrow */
 			uint16_t *d = dst->blk->b[o - dst->olo];
 			const uint16_t *a = b;
-			for (; j < SUB && (uint32_t)d[j] + a[j] <= UINT16_MAX; j++)
+			uint32_t any = 0; /* every sum's bits: a vector OR, then a vector add */
+			for (uint32_t i = 0; i < SUB; i++)
+				any |= (uint32_t)d[i] + a[i];
+			if (any <= UINT16_MAX) {
+				for (uint32_t i = 0; i < SUB; i++)
+					d[i] = (uint16_t)(d[i] + a[i]);
+				continue;
+			}
+			for (; j < SUB && (uint32_t)d[j] + a[j] <= UINT16_MAX; j++) /* until a sum would not fit */
 				d[j] = (uint16_t)(d[j] + a[j]);
 		}
 		for (; j < SUB; j++) {
