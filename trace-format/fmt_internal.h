@@ -263,8 +263,15 @@ static inline int fmt_fast_varint(const uint8_t **pp, uint64_t *out)
 		*out = v;
 		return 1;
 	}
-	v &= 0x7f;
-	for (int shift = 7; shift < 70; shift += 7) {
+	uint64_t b1 = p[1]; /* two bytes (names past 127, most metric amounts): no loop */
+	if (b1 < 0x80) {
+		*pp = p + 2;
+		*out = (v & 0x7f) | b1 << 7;
+		return 1;
+	}
+	v = (v & 0x7f) | (b1 & 0x7f) << 7;
+	++p;
+	for (int shift = 14; shift < 70; shift += 7) {
 		uint8_t b = *++p;
 		if (shift == 63 && b > 1)
 			return 0;

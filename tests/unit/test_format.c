@@ -172,6 +172,68 @@ static void test_enc_dec_random_streams_roundtrip(void **state)
 	free(buf);
 }
 
+/* The analyzer's fused loop (the fast helpers while FMT_DEC_FAST_SLACK
+ * bytes remain, fmt_dec_next() for the rest) decodes every random stream
+ * as fmt_dec_next() alone does: varints of every length from 1 to 10
+ * bytes (ids and amounts from extreme()), END_TOP and END, ticks. */
+static void test_dec_fast_paths_match_next(void **state)
+{
+	(void)state;
+	enum { N = 3000 };
+	struct pt_record *in = calloc(N, sizeof(*in));
+	uint8_t *buf = malloc(N * 64);
+	size_t fast = 0, len_seen = 0;
+	for (uint64_t seed = 1; seed <= 200; seed++) {
+		rng_state = seed;
+		uint64_t start = seed % 7 == 0 ? UINT64_MAX / 2 : rnd() >> 20;
+		size_t n = gen_stream(in, (size_t)(rnd() % N) + 1, start);
+		struct fmt_enc e;
+		fmt_enc_reset(&e, buf, N * 64);
+		for (size_t i = 0; i < n; i++)
+			assert_int_equal(fmt_enc_record(&e, &in[i]), 0);
+		struct fmt_dec d;
+		struct fmt_fast fd;
+		fmt_dec_init(&d, buf, (size_t)(e.pos - buf), e.first_ticks);
+		fmt_fast_load(&fd, &d);
+		for (size_t i = 0; i < n; i++) {
+			struct pt_record r = { 0 };
+			int ok = 0;
+			if (d.end - fd.pos >= FMT_DEC_FAST_SLACK) {
+				const uint8_t tag = fd.pos[0], *at = fd.pos;
+				r.kind = tag == FMT_TAG_END_TOP ? PT_REC_END : tag;
+				if (tag == PT_REC_BEGIN)
+					ok = fmt_dec_fast_begin(&fd, d.stack, &r.id);
+				else if (tag == PT_REC_METRIC)
+					ok = fmt_dec_fast_metric(&fd, &r.aux, &r.value);
+				else if (tag == FMT_TAG_END_TOP || tag == PT_REC_END)
+					ok = fmt_dec_fast_end(&fd, d.stack, &r.id);
+				if (ok) {
+					r.ticks = fd.ticks;
+					fast++;
+					len_seen |= 1u << (fd.pos - at); /* the record's length in bytes */
+				}
+			}
+			if (!ok) {
+				fmt_fast_store(&fd, &d);
+				assert_int_equal(fmt_dec_next(&d, &r), 1);
+				fmt_fast_load(&fd, &d);
+			}
+			if (in[i].kind == PT_REC_METRIC || in[i].kind == PT_REC_TRANSFER)
+				r.ticks = in[i].ticks; /* no tick of their own */
+			assert_same(&in[i], &r, i);
+		}
+		fmt_fast_store(&fd, &d);
+		struct pt_record out;
+		assert_int_equal(fmt_dec_next(&d, &out), 0);
+	}
+	assert_true(fast > 100000);
+	for (unsigned len = 2; len <= 12; len++) /* END_TOP (tag, dt) and METRIC (tag, aux, amount): varints of 1 to 10 bytes */
+		if (!(len_seen >> len & 1))
+			fail_msg("no record of %u bytes through the fast path", len);
+	free(in);
+	free(buf);
+}
+
 static void test_enc_end_top_omits_id(void **state)
 {
 	(void)state;
@@ -612,6 +674,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_enc_dec_random_streams_roundtrip),
+		cmocka_unit_test(test_dec_fast_paths_match_next),
 		cmocka_unit_test(test_enc_end_top_omits_id),
 		cmocka_unit_test(test_dec_unknown_length_prefixed_kind_skipped),
 		cmocka_unit_test(test_dec_bad_input_is_corrupt),
