@@ -1322,9 +1322,11 @@ static inline __attribute__((always_inline)) void read_events_mode(struct ctx *c
 	if (__builtin_expect(!ts->seen, 0) && (rc = first_record(c, th, ts, d)) <= 0)
 		goto done;
 	fmt_fast_load(&fd, d);
-	const uint8_t *end = d->end;
+	/* end - pos >= FMT_DEC_FAST_SLACK as one compare (an address is never
+	 * below the slack, so the subtraction cannot wrap) */
+	const uintptr_t fast_until = (uintptr_t)d->end - FMT_DEC_FAST_SLACK;
 	for (;;) {
-		if (end - fd.pos >= FMT_DEC_FAST_SLACK) {
+		if ((uintptr_t)fd.pos <= fast_until) {
 			uint8_t tag = fd.pos[0];
 			uint32_t id;
 			if (tag == PT_REC_BEGIN) {
