@@ -149,6 +149,20 @@ static inline size_t pfx_end_annot_size(uint64_t ts_ns, uint32_t seq, const stru
 	return pfx_end_plan(&pl, ts_ns, seq, a, n);
 }
 
+/* @d as a fixed64, little-endian (protobuf's byte order). */
+static inline uint8_t *pfx_put_double(uint8_t *p, double d)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	memcpy(p, &d, 8); /* one store, not eight */
+#else
+	uint64_t bits;
+	memcpy(&bits, &d, sizeof(bits));
+	for (int k = 0; k < 8; k++)
+		p[k] = (uint8_t)(bits >> (8 * k));
+#endif
+	return p + 8;
+}
+
 static inline uint8_t *pfx_put_str(uint8_t *p, uint8_t tag, const char *s)
 {
 	size_t len = strlen(s);
@@ -189,14 +203,10 @@ static inline uint8_t *pfx_enc_end_planned(uint8_t *p, uint64_t ts_ns, uint32_t 
 			*p++ = 0x18;
 			p = pfx_put_varint(p, a[i].u);
 			break;
-		case PFX_A_DOUBLE: {
-			uint64_t bits;
-			memcpy(&bits, &a[i].d, sizeof(bits));
+		case PFX_A_DOUBLE:
 			*p++ = 0x29;
-			for (int k = 0; k < 8; k++)
-				*p++ = (uint8_t)(bits >> (8 * k));
+			p = pfx_put_double(p, a[i].d);
 			break;
-		}
 		default:
 			p = pfx_put_str(p, 0x32, a[i].s);
 			break;
@@ -220,6 +230,59 @@ static inline uint8_t *pfx_enc_end_annot(uint8_t *p, uint64_t ts_ns, uint32_t se
 	struct pfx_end_plan pl;
 	pfx_end_plan(&pl, ts_ns, seq, a, n);
 	return pfx_enc_end_planned(p, ts_ns, seq, a, n, &pl);
+}
+
+/* Annotations pfx_enc_end_small() takes at most, and the room it needs. */
+#define PFX_END_SMALL_N 16
+#define PFX_END_SMALL_MAX (PFX_HOT_MAX_BYTES + 2 + PFX_END_SMALL_N * 15)
+
+/*
+ * pfx_enc_end_small() - pfx_enc_end_annot() for the annotations a section's
+ * END carries: @n <= PFX_END_SMALL_N, each PFX_A_BOOL, PFX_A_UINT or
+ * PFX_A_DOUBLE with a name_iid below 128. Each is then at most 15 bytes
+ * (its length one byte), so one pass writes them into a scratch buffer and
+ * the frame's lengths follow from its size: no planning pass. @p must have
+ * PFX_END_SMALL_MAX bytes of room. Return: the end of what was written.
+ */
+static inline uint8_t *pfx_enc_end_small(uint8_t *p, uint64_t ts_ns, uint32_t seq, const struct pfx_annot *a,
+					 size_t n)
+{
+	uint8_t ann[PFX_END_SMALL_N * 15], *q = ann;
+	for (size_t i = 0; i < n; i++) {
+		uint8_t *len = q + 1;
+		q[0] = 0x22; /* TrackEvent.debug_annotations */
+		q[2] = 0x08; /* DebugAnnotation.name_iid */
+		q[3] = (uint8_t)a[i].name_iid;
+		q += 4;
+		if (a[i].kind == PFX_A_UINT) {
+			*q++ = 0x18;
+			q = pfx_put_varint(q, a[i].u);
+		} else if (a[i].kind == PFX_A_DOUBLE) {
+			*q++ = 0x29;
+			q = pfx_put_double(q, a[i].d);
+		} else {
+			*q++ = 0x10;
+			*q++ = (uint8_t)(a[i].u != 0);
+		}
+		*len = (uint8_t)(q - len - 1);
+	}
+	const size_t al = (size_t)(q - ann), te = al + 2;
+	const size_t pkt = 1 + pfx_varint_len(ts_ns) + 1 + pfx_varint_len(seq) + 1 + pfx_varint_len(te) + te + 2;
+	*p++ = 0x0a;
+	p = pfx_put_varint(p, pkt);
+	*p++ = 0x40;
+	p = pfx_put_varint(p, ts_ns);
+	*p++ = 0x50;
+	p = pfx_put_varint(p, seq);
+	*p++ = 0x5a;
+	p = pfx_put_varint(p, te);
+	memcpy(p, ann, al);
+	p += al;
+	*p++ = 0x48;
+	*p++ = 2; /* TYPE_SLICE_END */
+	*p++ = 0x68;
+	*p++ = 2; /* SEQ_NEEDS_INCREMENTAL_STATE */
+	return p;
 }
 
 #endif /* PTZ_PFX_PERFETTO_ENC_H */

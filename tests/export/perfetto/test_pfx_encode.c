@@ -165,11 +165,53 @@ static void test_enc_end_annot_matches_protobuf_c(void **state)
 	assert_true(longest > 2 + 127); /* two-byte lengths were covered */
 }
 
+/* A section END's annotations (booleans, amounts of every varint length,
+ * rates; names below 128), 0 to PFX_END_SMALL_N of them in every
+ * rotation: pfx_enc_end_small() writes protobuf-c's bytes, within
+ * PFX_END_SMALL_MAX. */
+static void test_enc_end_small_matches_protobuf_c(void **state)
+{
+	(void)state;
+	const struct pfx_annot kinds[] = {
+		{ .name_iid = 1, .kind = PFX_A_BOOL, .u = 1 },
+		{ .name_iid = 3, .kind = PFX_A_UINT, .u = 0 },
+		{ .name_iid = 127, .kind = PFX_A_UINT, .u = UINT64_MAX },
+		{ .name_iid = 4, .kind = PFX_A_UINT, .u = 127 },
+		{ .name_iid = 5, .kind = PFX_A_UINT, .u = 128 },
+		{ .name_iid = 13, .kind = PFX_A_DOUBLE, .d = 3.25 },
+		{ .name_iid = 14, .kind = PFX_A_DOUBLE, .d = -0.0 },
+		{ .name_iid = 2, .kind = PFX_A_BOOL, .u = 0 },
+		{ .name_iid = 6, .kind = PFX_A_UINT, .u = 1ull << 40 },
+		{ .name_iid = 7, .kind = PFX_A_DOUBLE, .d = 1e300 },
+	};
+	const size_t nk = sizeof(kinds) / sizeof(kinds[0]);
+	struct pfx_annot a[PFX_END_SMALL_N];
+	size_t longest = 0;
+	for (size_t v = 0; v < sizeof(vals) / sizeof(vals[0]); v++)
+		for (size_t n = 0; n <= PFX_END_SMALL_N; n++)
+			for (size_t rot = 0; rot < nk; rot++) {
+				uint8_t want[4096], got[PFX_END_SMALL_MAX + 64];
+				for (size_t i = 0; i < n; i++)
+					a[i] = kinds[(rot + i) % nk];
+				const uint32_t seq = (uint32_t)(rot * 40503u);
+				size_t wn = oracle_end(want, vals[v], seq, a, n);
+				memset(got, 0xee, sizeof(got));
+				uint8_t *e = pfx_enc_end_small(got, vals[v], seq, a, n);
+				assert_int_equal((size_t)(e - got), wn);
+				assert_true(wn <= PFX_END_SMALL_MAX);
+				assert_memory_equal(got, want, wn);
+				if (wn > longest)
+					longest = wn;
+			}
+	assert_true(longest > 2 + 127); /* two-byte packet and track-event lengths were covered */
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_enc_slice_matches_protobuf_c),
 		cmocka_unit_test(test_enc_end_annot_matches_protobuf_c),
+		cmocka_unit_test(test_enc_end_small_matches_protobuf_c),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
