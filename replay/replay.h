@@ -270,8 +270,10 @@ static inline bool rp_sums_add(struct rp_sums *s, uint32_t kind, uint32_t aux, u
 /* Rule 6: a closed section's inclusive sums @child go up into its enclosing one's @parent. */
 static inline void rp_sums_roll_up(struct rp_sums *parent, const struct rp_sums *child)
 {
+#pragma GCC unroll 4 /* in full: the loop counters were a third of the roll-up */
 	for (int k = 0; k < RP_NMETRIC; k++)
 		RP_SAT_ADD(parent->m_incl[k], child->m_incl[k]);
+#pragma GCC unroll 4
 	for (int k = 0; k < RP_NDIR; k++)
 		RP_SAT_ADD(parent->x_incl[k], child->x_incl[k]);
 }

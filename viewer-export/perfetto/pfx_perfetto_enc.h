@@ -73,24 +73,27 @@ static inline size_t pfx_varint_len(uint64_t v)
  */
 static inline uint8_t *pfx_enc_slice(uint8_t *p, uint64_t ts_ns, uint32_t seq, uint64_t name_iid)
 {
-	const size_t te_len = name_iid ? 2 + 1 + pfx_varint_len(name_iid) : 2;
-	const size_t pkt_len = 1 + pfx_varint_len(ts_ns) + 1 + pfx_varint_len(seq) + 1 + 1 + te_len + 2;
-	*p++ = 0x0a; /* Trace.packet, LEN */
-	p = pfx_put_varint(p, pkt_len); /* < 128: one byte */
+	/* at most PFX_HOT_MAX_BYTES - 2 bytes of packet, so each length is one
+	 * byte, set once what it counts is written (no varint_len()) */
+	uint8_t *const pkt = p + 1;
+	*p = 0x0a; /* Trace.packet, LEN */
+	p += 2;
 	*p++ = 0x40; /* timestamp */
 	p = pfx_put_varint(p, ts_ns);
 	*p++ = 0x50; /* trusted_packet_sequence_id */
 	p = pfx_put_varint(p, seq);
 	*p++ = 0x5a; /* track_event, LEN */
-	*p++ = (uint8_t)te_len;
+	uint8_t *const te = p++;
 	*p++ = 0x48; /* TrackEvent.type */
 	*p++ = name_iid ? 1 : 2;
 	if (name_iid) {
 		*p++ = 0x50; /* TrackEvent.name_iid */
 		p = pfx_put_varint(p, name_iid);
 	}
+	*te = (uint8_t)(p - te - 1);
 	*p++ = 0x68; /* sequence_flags */
 	*p++ = 2;    /* SEQ_NEEDS_INCREMENTAL_STATE */
+	*pkt = (uint8_t)(p - pkt - 1);
 	return p;
 }
 
@@ -232,6 +235,21 @@ static inline uint8_t *pfx_enc_end_annot(uint8_t *p, uint64_t ts_ns, uint32_t se
 	return pfx_enc_end_planned(p, ts_ns, seq, a, n, &pl);
 }
 
+/* Sets the length byte at @at to the bytes after it up to @end (< 2^14);
+ * past 127 it takes two bytes, and those bytes move up by one. The new end. */
+static inline uint8_t *pfx_len_after(uint8_t *at, uint8_t *end)
+{
+	const size_t len = (size_t)(end - at - 1);
+	if (__builtin_expect(len < 0x80, 1)) {
+		*at = (uint8_t)len;
+		return end;
+	}
+	memmove(at + 2, at + 1, len);
+	at[0] = (uint8_t)(len | 0x80);
+	at[1] = (uint8_t)(len >> 7);
+	return end + 1;
+}
+
 /* Annotations pfx_enc_end_small() takes at most, and the room it needs. */
 #define PFX_END_SMALL_N 16
 #define PFX_END_SMALL_MAX (PFX_HOT_MAX_BYTES + 2 + PFX_END_SMALL_N * 15)
@@ -240,14 +258,23 @@ static inline uint8_t *pfx_enc_end_annot(uint8_t *p, uint64_t ts_ns, uint32_t se
  * pfx_enc_end_small() - pfx_enc_end_annot() for the annotations a section's
  * END carries: @n <= PFX_END_SMALL_N, each PFX_A_BOOL, PFX_A_UINT or
  * PFX_A_DOUBLE with a name_iid below 128. Each is then at most 15 bytes
- * (its length one byte), so one pass writes them into a scratch buffer and
- * the frame's lengths follow from its size: no planning pass. @p must have
- * PFX_END_SMALL_MAX bytes of room. Return: the end of what was written.
+ * (its length one byte) and written in one pass; the track event's and the
+ * packet's lengths are set after what they count, one byte each when under
+ * 128 (nearly always), else the bytes after them move up by one. No
+ * planning pass. @p must have PFX_END_SMALL_MAX bytes of room.
+ * Return: the end of what was written.
  */
 static inline uint8_t *pfx_enc_end_small(uint8_t *p, uint64_t ts_ns, uint32_t seq, const struct pfx_annot *a,
 					 size_t n)
 {
-	uint8_t ann[PFX_END_SMALL_N * 15], *q = ann;
+	uint8_t *const pkt = p + 1, *q = p + 2;
+	*p = 0x0a;
+	*q++ = 0x40;
+	q = pfx_put_varint(q, ts_ns);
+	*q++ = 0x50;
+	q = pfx_put_varint(q, seq);
+	*q++ = 0x5a;
+	uint8_t *const te = q++;
 	for (size_t i = 0; i < n; i++) {
 		uint8_t *len = q + 1;
 		q[0] = 0x22; /* TrackEvent.debug_annotations */
@@ -266,23 +293,12 @@ static inline uint8_t *pfx_enc_end_small(uint8_t *p, uint64_t ts_ns, uint32_t se
 		}
 		*len = (uint8_t)(q - len - 1);
 	}
-	const size_t al = (size_t)(q - ann), te = al + 2;
-	const size_t pkt = 1 + pfx_varint_len(ts_ns) + 1 + pfx_varint_len(seq) + 1 + pfx_varint_len(te) + te + 2;
-	*p++ = 0x0a;
-	p = pfx_put_varint(p, pkt);
-	*p++ = 0x40;
-	p = pfx_put_varint(p, ts_ns);
-	*p++ = 0x50;
-	p = pfx_put_varint(p, seq);
-	*p++ = 0x5a;
-	p = pfx_put_varint(p, te);
-	memcpy(p, ann, al);
-	p += al;
-	*p++ = 0x48;
-	*p++ = 2; /* TYPE_SLICE_END */
-	*p++ = 0x68;
-	*p++ = 2; /* SEQ_NEEDS_INCREMENTAL_STATE */
-	return p;
+	*q++ = 0x48;
+	*q++ = 2; /* TYPE_SLICE_END */
+	q = pfx_len_after(te, q);
+	*q++ = 0x68;
+	*q++ = 2; /* SEQ_NEEDS_INCREMENTAL_STATE */
+	return pfx_len_after(pkt, q);
 }
 
 #endif /* PTZ_PFX_PERFETTO_ENC_H */
