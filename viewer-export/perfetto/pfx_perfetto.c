@@ -727,31 +727,31 @@ static void emit_end(struct pctx *c, const struct frame *f, uint64_t end_ns, enu
 	static const enum pfx_an xnames[NDIR] = { AN_H2D_BYTES, AN_D2H_BYTES, AN_D2D_BYTES, AN_P2P_BYTES };
 	struct pfx_annot a[PFX_END_SMALL_N]; /* 13 at most: a mark, 3 + 3 metrics, 4 transfers, 2 rates */
 	size_t n = 0;
+	uint64_t used = 0; /* the names, as an_seq marks those interned */
+#define ANNOT(name, ...) (used |= 1ull << (name), a[n++] = (struct pfx_annot){ .name_iid = (name), __VA_ARGS__ })
 	if (mark)
-		a[n++] = (struct pfx_annot){ .name_iid = mark, .kind = PFX_A_BOOL, .u = 1 };
+		ANNOT(mark, .kind = PFX_A_BOOL, .u = 1);
 	if (f->has_m) {
 		uint64_t start_ns = f->start_ns;
 		double dur = end_ns > start_ns ? (double)(end_ns - start_ns) : 0.0;
+#pragma GCC unroll 4
 		for (int k = 0; k < NM; k++) {
 			if (f->s.m_incl[k])
-				a[n++] = (struct pfx_annot){ .name_iid = mnames[k], .kind = PFX_A_UINT, .u = f->s.m_incl[k] };
+				ANNOT(mnames[k], .kind = PFX_A_UINT, .u = f->s.m_incl[k]);
 			if (f->s.m_self[k] != f->s.m_incl[k])
-				a[n++] = (struct pfx_annot){ .name_iid = snames[k], .kind = PFX_A_UINT, .u = f->s.m_self[k] };
+				ANNOT(snames[k], .kind = PFX_A_UINT, .u = f->s.m_self[k]);
 		}
+#pragma GCC unroll 4
 		for (int k = 0; k < NDIR; k++)
 			if (f->s.x_incl[k])
-				a[n++] = (struct pfx_annot){ .name_iid = xnames[k], .kind = PFX_A_UINT, .u = f->s.x_incl[k] };
+				ANNOT(xnames[k], .kind = PFX_A_UINT, .u = f->s.x_incl[k]);
 		uint64_t bytes = f->s.m_incl[M_READ] + f->s.m_incl[M_WRITTEN];
 		if (dur > 0 && bytes) /* bytes/ns = GB/s */
-			a[n++] = (struct pfx_annot){ .name_iid = AN_GB_PER_S, .kind = PFX_A_DOUBLE, .d = (double)bytes / dur };
+			ANNOT(AN_GB_PER_S, .kind = PFX_A_DOUBLE, .d = (double)bytes / dur);
 		if (dur > 0 && f->s.m_incl[M_FLOPS])
-			a[n++] = (struct pfx_annot){ .name_iid = AN_GFLOP_PER_S,
-						     .kind = PFX_A_DOUBLE,
-						     .d = (double)f->s.m_incl[M_FLOPS] / dur };
+			ANNOT(AN_GFLOP_PER_S, .kind = PFX_A_DOUBLE, .d = (double)f->s.m_incl[M_FLOPS] / dur);
 	}
-	uint64_t used = 0;
-	for (size_t i = 0; i < n; i++)
-		used |= 1ull << a[i].name_iid;
+#undef ANNOT
 	if (used & ~c->an_seq) {
 		struct an_new nw;
 		an_intern(c, c->seq, used, &nw);
