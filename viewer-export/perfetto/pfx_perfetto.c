@@ -197,8 +197,7 @@ struct pctx {
 	struct id_set counters; /* this thread's counters described so far */
 	uint64_t *drop;     /* BEGIN ordinals pass 1 found open at `until` */
 	size_t ndrop, dcap, kdrop;
-	uint64_t ord, last_ticks;
-	bool seen;
+	uint64_t ord, last_ticks; /* last_ticks: the thread's latest timed record's (rule 2: never back) */
 	uint32_t seq;
 	uint64_t track;
 	uint32_t index, tid;
@@ -1255,7 +1254,6 @@ static int thread_pass(struct pctx *c, bool emit)
 	int rc;
 	c->depth = c->emitted_depth = 0;
 	c->ord = 0;
-	c->seen = false;
 	c->last_ticks = 0;
 	c->kdrop = 0;
 	pt_reader_rewind(c->rd);
@@ -1289,9 +1287,7 @@ static int thread_pass(struct pctx *c, bool emit)
 					}
 					return 0;
 				}
-				if (!c->seen || r.ticks > c->last_ticks)
-					c->last_ticks = r.ticks;
-				c->seen = true;
+				c->last_ticks = r.ticks; /* the latest: rule 2 never goes back */
 			}
 			switch (r.kind) {
 			case PT_REC_BEGIN: {
