@@ -366,4 +366,48 @@ static inline int rp_dec_next(struct rp_dec *x, struct pt_record *r)
 	return rc;
 }
 
+/*
+ * rp_dec_next_rec() - rp_dec_next() for a consumer that keeps the fields of
+ * BEGIN, END and METRIC in locals: those records set only *@kind, *@id,
+ * *@aux, *@value and *@ticks (registers once inlined, where the 64-byte
+ * *@r would be stored and read back); every other record fills *@r as
+ * rp_dec_next() does, and the five fields from it.
+ */
+static inline int rp_dec_next_rec(struct rp_dec *x, struct pt_record *r, uint32_t *kind, uint32_t *id,
+				  uint32_t *aux, uint64_t *value, uint64_t *ticks)
+{
+	if (__builtin_expect(x->d != NULL, 1) && x->d->end - x->f.pos >= FMT_DEC_FAST_SLACK) {
+		const uint8_t tag = x->f.pos[0];
+		if (tag == PT_REC_BEGIN) {
+			if (fmt_dec_fast_begin(&x->f, x->d->stack, id)) {
+				*kind = PT_REC_BEGIN;
+				*aux = 0;
+				*value = 0;
+				*ticks = x->f.ticks;
+				return 1;
+			}
+		} else if (tag == PT_REC_END || tag == FMT_TAG_END_TOP) {
+			if (fmt_dec_fast_end(&x->f, x->d->stack, id)) {
+				*kind = PT_REC_END;
+				*aux = 0;
+				*value = 0;
+				*ticks = x->f.ticks;
+				return 1;
+			}
+		} else if (tag == PT_REC_METRIC && fmt_dec_fast_metric(&x->f, aux, value)) {
+			*kind = PT_REC_METRIC;
+			*id = 0;
+			*ticks = x->f.ticks;
+			return 1;
+		}
+	}
+	int rc = rp_dec_next(x, r);
+	*kind = r->kind;
+	*id = r->id;
+	*aux = r->aux;
+	*value = r->value;
+	*ticks = r->ticks;
+	return rc;
+}
+
 #endif /* PTZ_REPLAY_H */

@@ -1264,15 +1264,18 @@ static int thread_pass(struct pctx *c, bool emit)
 		}
 		struct rp_dec dec;
 		rp_dec_start(&dec, c->rd);
-		while ((rc = rp_dec_next(&dec, &r)) == 1) {
-			const bool timed = r.kind != PT_REC_METRIC && r.kind != PT_REC_TRANSFER;
-			const uint64_t launch_seq = rp_launch_of(&rt, r.kind, r.id); /* rule 8 */
+		/* BEGIN, END and METRIC in these locals (registers); r for the rest */
+		uint32_t kind, id, aux;
+		uint64_t value, ticks;
+		while ((rc = rp_dec_next_rec(&dec, &r, &kind, &id, &aux, &value, &ticks)) == 1) {
+			const bool timed = kind != PT_REC_METRIC && kind != PT_REC_TRANSFER;
+			const uint64_t launch_seq = rp_launch_of(&rt, kind, id); /* rule 8 */
 			uint64_t ns = 0;
-			r.ticks = rp_ticks(&rt, r.kind, r.ticks); /* rule 2: never back in time on the track */
-			if (timed && r.kind < PT_REC_INSTANT) {
+			ticks = rp_ticks(&rt, kind, ticks); /* rule 2: never back in time on the track */
+			if (timed && kind < PT_REC_INSTANT) {
 				if (emit) /* pass 1 writes nothing */
-					ns = ns_of(c, r.ticks);
-				if (!emit && r.ticks > c->until_ticks) {
+					ns = ns_of(c, ticks);
+				if (!emit && ticks > c->until_ticks) {
 					c->ndrop = 0;
 					for (uint32_t i = 0; i < c->depth; i++) {
 						if (c->ndrop == c->dcap) {
@@ -1287,17 +1290,17 @@ static int thread_pass(struct pctx *c, bool emit)
 					}
 					return 0;
 				}
-				c->last_ticks = r.ticks; /* the latest: rule 2 never goes back */
+				c->last_ticks = ticks; /* the latest: rule 2 never goes back */
 			}
-			switch (r.kind) {
+			switch (kind) {
 			case PT_REC_BEGIN: {
 				if (!rp_begin(&rt, c->depth)) /* rule 3: too deep, not drawn */
 					break;
 				struct frame *f = push(c);
 				if (!f)
 					return c->err;
-				f->id = r.id;
-				f->start_ticks = r.ticks;
+				f->id = id;
+				f->start_ticks = ticks;
 				f->start_ns = ns;
 				f->ord = c->ord++;
 				f->has_m = false;
@@ -1310,21 +1313,21 @@ static int thread_pass(struct pctx *c, bool emit)
 					c->kdrop++;
 				if (c->kdrop < c->ndrop && c->drop[c->kdrop] == f->ord)
 					dropped = true;
-				if (!dropped && in_window(c, r.ticks) && c->emitted_depth < PFX_MAX_DEPTH) {
+				if (!dropped && in_window(c, ticks) && c->emitted_depth < PFX_MAX_DEPTH) {
 					/* the section a GPU_LAUNCH marks starts the flow to
 					 * its GPU range (its launch's alone: pfx_gpu_launch()),
 					 * if that range is written too */
 					struct pfx_gpu_range *g = f->gpu && (f->gpu->flags & PFX_GPU_KEEP) ? f->gpu : NULL;
 					f->emitted = true;
 					c->emitted_depth++;
-					emit_begin(c, ns, r.id, g ? g->seq : 0);
+					emit_begin(c, ns, id, g ? g->seq : 0);
 					if (g)
 						g->flags |= PFX_GPU_LINKED;
 				}
 				break;
 			}
 			case PT_REC_END: {
-				uint32_t n = RP_END(&rt, c->st, c->depth, r.id); /* rules 3, 4 */
+				uint32_t n = RP_END(&rt, c->st, c->depth, id); /* rules 3, 4 */
 				if (n == RP_END_TOO_DEEP)
 					break;
 				while (n-- > 0) /* 0: matches no open section, dropped */
@@ -1333,20 +1336,21 @@ static int thread_pass(struct pctx *c, bool emit)
 			}
 			case PT_REC_METRIC:
 			case PT_REC_TRANSFER: /* rule 6 */
-				if (c->depth && rp_sums_aux_ok(r.kind, r.aux))
-					rp_sums_add(&frame_m(&c->st[c->depth - 1])->s, r.kind, r.aux, r.value);
+				if (c->depth && rp_sums_aux_ok(kind, aux))
+					rp_sums_add(&frame_m(&c->st[c->depth - 1])->s, kind, aux, value);
 				break;
 			case PT_REC_COUNTER:
-				if (emit && in_window(c, r.ticks)) {
+				if (emit && in_window(c, ticks)) {
 					if (c->routed)
-						emit_pcounter(c, ns, r.id, (int64_t)r.value);
+						emit_pcounter(c, ns, id, (int64_t)value);
 					else
-						emit_counter(c, ns, r.id, (int64_t)r.value);
+						emit_counter(c, ns, id, (int64_t)value);
 				}
 				break;
 			case PT_REC_LOSS:
 			case PT_REC_ERROR:
-				if (emit && in_window(c, r.ticks)) {
+				r.ticks = ticks; /* the kinds read from r: rule 2's tick */
+				if (emit && in_window(c, ticks)) {
 					if (c->routed)
 						emit_loss_or_error(c, c->seq_base + PFX_SEQ_PROCESS, uu(c, PFX_UUID_PROCESS), &r);
 					else
@@ -1354,28 +1358,30 @@ static int thread_pass(struct pctx *c, bool emit)
 				}
 				break;
 			case PT_REC_INSTANT:
-				ns = ns_of(c, r.ticks);
-				if (emit && in_window(c, r.ticks)) {
+				ns = ns_of(c, ticks);
+				if (emit && in_window(c, ticks)) {
 					if (c->routed) {
 						char tmp[48];
 						const struct annots none = { .n = 0 };
 						emit_instant(c, c->seq_base + PFX_SEQ_PROCESS, uu(c, PFX_UUID_PROCESS), ns,
-							     name_of(c, r.id, tmp, sizeof(tmp)), &none);
+							     name_of(c, id, tmp, sizeof(tmp)), &none);
 					} else {
 						const struct ev e = { .type = PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_INSTANT,
 								      .named = true,
-								      .name_id = r.id };
+								      .name_id = id };
 						emit_ev(c, ns, &e);
 					}
 				}
 				break;
 			case PT_REC_GPU_LAUNCH:
+				r.ticks = ticks;
 				rp_launch_note(&rt, &r);
 				/* rule 9 (replay/pair.h): the launch takes its range, once (pass 2) */
 				launch_g = emit ? pfx_gpu_launch(&c->gpu, r.value2) : NULL;
 				break;
 			case PT_REC_ASYNC_BEGIN:
 			case PT_REC_ASYNC_END:
+				r.ticks = ticks;
 				if (emit && pfx_async_add(&c->async, &r, c->export_tid))
 					return fail(c, -ENOMEM, "out of memory%s", "");
 				break;
