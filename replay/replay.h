@@ -310,6 +310,10 @@ struct rp_dec {
 	struct pt_reader *rd;
 	struct fmt_dec *d; /* NULL: through pt_reader_next_record() */
 	struct fmt_fast f;
+	/* one past the last position the fast helpers may start at (d->end -
+	 * FMT_DEC_FAST_SLACK + 1, as an integer: an address is never below the
+	 * slack); 0 without d, so one compare tests both */
+	uintptr_t fast_end;
 };
 
 static inline void rp_dec_start(struct rp_dec *x, struct pt_reader *rd)
@@ -317,8 +321,11 @@ static inline void rp_dec_start(struct rp_dec *x, struct pt_reader *rd)
 	x->rd = rd;
 	x->d = fmt_reader_chunk_dec(rd);
 	x->f = (struct fmt_fast){ NULL, 0, 0 };
-	if (x->d)
+	x->fast_end = 0;
+	if (x->d) {
 		fmt_fast_load(&x->f, x->d);
+		x->fast_end = (uintptr_t)x->d->end - FMT_DEC_FAST_SLACK + 1;
+	}
 }
 
 static inline void rp_dec_fill(struct pt_record *r, uint32_t kind, uint32_t id, uint32_t aux, uint64_t value,
@@ -376,7 +383,7 @@ static inline int rp_dec_next(struct rp_dec *x, struct pt_record *r)
 static inline int rp_dec_next_rec(struct rp_dec *x, struct pt_record *r, uint32_t *kind, uint32_t *id,
 				  uint32_t *aux, uint64_t *value, uint64_t *ticks)
 {
-	if (__builtin_expect(x->d != NULL, 1) && x->d->end - x->f.pos >= FMT_DEC_FAST_SLACK) {
+	if ((uintptr_t)x->f.pos < x->fast_end) { /* a chunk's decoder, FMT_DEC_FAST_SLACK bytes left */
 		const uint8_t tag = x->f.pos[0];
 		if (tag == PT_REC_BEGIN) {
 			if (fmt_dec_fast_begin(&x->f, x->d->stack, id)) {
