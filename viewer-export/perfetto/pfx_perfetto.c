@@ -714,13 +714,9 @@ static void emit_end_interning(struct pctx *c, uint64_t end_ns, const struct pfx
  * and the derived rates over the slice's duration; @mark (AN_OPEN_AT_END,
  * AN_CUT_BY_GAP or AN_NONE) flags an END the trace did not hold.
  * Hand-encoded (pfx_perfetto_enc.h) once its names are interned. */
-static void emit_end(struct pctx *c, const struct frame *f, uint64_t end_ns, enum pfx_an mark)
+static __attribute__((noinline)) void emit_end_annot(struct pctx *c, const struct frame *f, uint64_t end_ns,
+						     enum pfx_an mark)
 {
-	if (!f->has_m && !mark) {
-		uint8_t *o = out_room(c, PFX_HOT_MAX_BYTES);
-		c->nout += (size_t)(pfx_enc_slice(o, end_ns, c->seq, 0) - o);
-		return;
-	}
 	static const enum pfx_an mnames[NM] = { AN_READ_BYTES, AN_WRITTEN_BYTES, AN_FLOPS };
 	static const enum pfx_an snames[NM] = { AN_SELF_READ_BYTES, AN_SELF_WRITTEN_BYTES, AN_SELF_FLOPS };
 	static const enum pfx_an xnames[NDIR] = { AN_H2D_BYTES, AN_D2H_BYTES, AN_D2D_BYTES, AN_P2P_BYTES };
@@ -759,6 +755,18 @@ static void emit_end(struct pctx *c, const struct frame *f, uint64_t end_ns, enu
 	}
 	uint8_t *o = out_room(c, PFX_END_SMALL_MAX); /* booleans, amounts and rates, names below 128 */
 	c->nout += (size_t)(pfx_enc_end_small(o, end_ns, c->seq, a, n) - o);
+}
+
+/* The annotated END out of line (its 16 annotations' frame and saved
+ * registers cost the plain END, most of them, 17 instructions a call). */
+static inline void emit_end(struct pctx *c, const struct frame *f, uint64_t end_ns, enum pfx_an mark)
+{
+	if (!f->has_m && !mark) {
+		uint8_t *o = out_room(c, PFX_HOT_MAX_BYTES);
+		c->nout += (size_t)(pfx_enc_slice(o, end_ns, c->seq, 0) - o);
+		return;
+	}
+	emit_end_annot(c, f, end_ns, mark);
 }
 
 /* TYPE_INSTANT named @name on @track (0 = the sequence's default track). */
@@ -1202,8 +1210,10 @@ static inline struct frame *frame_m(struct frame *f)
 	return f;
 }
 
-/* Pops the top frame, closed at @end_ns (ns_of() of its end; pass 2 only); @emit = pass 2. */
-static void close_top(struct pctx *c, uint64_t end_ns, bool emit, enum pfx_an mark)
+/* Pops the top frame, closed at @end_ns (ns_of() of its end; pass 2 only); @emit = pass 2.
+ * Inlined: the call and its saved registers were 18 instructions an END. */
+static inline __attribute__((always_inline)) void close_top(struct pctx *c, uint64_t end_ns, bool emit,
+							  enum pfx_an mark)
 {
 	struct frame *f = &c->st[--c->depth];
 	if (c->depth && f->has_m) /* rule 6: inclusive amounts roll up into the parent */
