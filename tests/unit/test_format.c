@@ -144,6 +144,20 @@ static void assert_same(const struct pt_record *a, const struct pt_record *b, si
 			 (unsigned long long)a->ticks, (unsigned long long)b->ticks);
 }
 
+/* Random stream @seed (gen_stream(), at most @max records) into @in and
+ * encoded into @buf (64 bytes a record) by @e; returns its record count. */
+static size_t encode_stream(uint64_t seed, struct pt_record *in, size_t max, uint8_t *buf, struct fmt_enc *e)
+{
+	rng_state = seed;
+	uint64_t start = seed % 7 == 0 ? UINT64_MAX / 2 : rnd() >> 20;
+	size_t n = gen_stream(in, (size_t)(rnd() % max) + 1, start);
+	fmt_enc_reset(e, buf, max * 64);
+	for (size_t i = 0; i < n; i++)
+		assert_int_equal(fmt_enc_record(e, &in[i]), 0);
+	assert_int_equal(e->records, n);
+	return n;
+}
+
 static void test_enc_dec_random_streams_roundtrip(void **state)
 {
 	(void)state;
@@ -151,14 +165,8 @@ static void test_enc_dec_random_streams_roundtrip(void **state)
 	struct pt_record *in = calloc(N, sizeof(*in));
 	uint8_t *buf = malloc(N * 64);
 	for (uint64_t seed = 1; seed <= 200; seed++) {
-		rng_state = seed;
-		uint64_t start = seed % 7 == 0 ? UINT64_MAX / 2 : rnd() >> 20;
-		size_t n = gen_stream(in, (size_t)(rnd() % N) + 1, start);
 		struct fmt_enc e;
-		fmt_enc_reset(&e, buf, N * 64);
-		for (size_t i = 0; i < n; i++)
-			assert_int_equal(fmt_enc_record(&e, &in[i]), 0);
-		assert_int_equal(e.records, n);
+		size_t n = encode_stream(seed, in, N, buf, &e);
 		struct fmt_dec d;
 		fmt_dec_init(&d, buf, (size_t)(e.pos - buf), e.first_ticks);
 		struct pt_record out;
@@ -184,13 +192,8 @@ static void test_dec_fast_paths_match_next(void **state)
 	uint8_t *buf = malloc(N * 64);
 	size_t fast = 0, len_seen = 0;
 	for (uint64_t seed = 1; seed <= 200; seed++) {
-		rng_state = seed;
-		uint64_t start = seed % 7 == 0 ? UINT64_MAX / 2 : rnd() >> 20;
-		size_t n = gen_stream(in, (size_t)(rnd() % N) + 1, start);
 		struct fmt_enc e;
-		fmt_enc_reset(&e, buf, N * 64);
-		for (size_t i = 0; i < n; i++)
-			assert_int_equal(fmt_enc_record(&e, &in[i]), 0);
+		size_t n = encode_stream(seed, in, N, buf, &e);
 		struct fmt_dec d;
 		struct fmt_fast fd;
 		fmt_dec_init(&d, buf, (size_t)(e.pos - buf), e.first_ticks);
