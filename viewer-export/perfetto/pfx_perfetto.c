@@ -175,6 +175,7 @@ struct pctx {
 	FILE *f;
 	uint8_t *out;     /* PFX_OUT_BYTES */
 	size_t nout;
+	struct pfx_ts_enc tsk; /* the hot encoders' last timestamp varint */
 	uint8_t *pk;      /* protobuf-c packing buffer */
 	size_t pkcap;
 	int err;          /* first error, sticky */
@@ -598,7 +599,7 @@ static void emit_begin(struct pctx *c, uint64_t ts, uint32_t id, uint64_t flow)
 		return;
 	if (k == 0) { /* hot path: name already interned on this sequence */
 		uint8_t *o = out_room(c, PFX_HOT_MAX_BYTES);
-		c->nout += (size_t)(pfx_enc_slice(o, ts, c->seq, (uint64_t)id + 1) - o);
+		c->nout += (size_t)(pfx_enc_slice(o, &c->tsk, ts, c->seq, (uint64_t)id + 1) - o);
 		return;
 	}
 	char tmp[48];
@@ -754,7 +755,7 @@ static __attribute__((noinline)) void emit_end_annot(struct pctx *c, const struc
 		return;
 	}
 	uint8_t *o = out_room(c, PFX_END_SMALL_MAX); /* booleans, amounts and rates, names below 128 */
-	c->nout += (size_t)(pfx_enc_end_small(o, end_ns, c->seq, a, n) - o);
+	c->nout += (size_t)(pfx_enc_end_small(o, &c->tsk, end_ns, c->seq, a, n) - o);
 }
 
 /* The annotated END out of line (its 16 annotations' frame and saved
@@ -763,7 +764,7 @@ static inline void emit_end(struct pctx *c, const struct frame *f, uint64_t end_
 {
 	if (!f->has_m && !mark) {
 		uint8_t *o = out_room(c, PFX_HOT_MAX_BYTES);
-		c->nout += (size_t)(pfx_enc_slice(o, end_ns, c->seq, 0) - o);
+		c->nout += (size_t)(pfx_enc_slice(o, &c->tsk, end_ns, c->seq, 0) - o);
 		return;
 	}
 	emit_end_annot(c, f, end_ns, mark);

@@ -67,11 +67,56 @@ static inline size_t pfx_varint_len(uint64_t v)
 }
 
 /*
+ * struct pfx_ts_enc - The varint of the last timestamp the hot encoders
+ * wrote (a cache; zeroed = empty). A slice's timestamp is a varint of 6 to
+ * 9 bytes that differs from the one before in its low bits only: when
+ * every bit from 14 up is the same, its groups from the third byte up are
+ * the cached ones, and only the two low bytes are new (pfx_put_ts()).
+ */
+struct pfx_ts_enc {
+	uint64_t ts;   /* the value cached */
+	uint64_t word; /* its first 8 varint bytes, little-endian (len >= 3) */
+	unsigned len;  /* its length, 3 to 8; 0 = nothing cached */
+};
+
+/* @ts as a varint at @p, which must have 8 bytes of room past it whatever
+ * the varint's length (the fast path stores a whole word), through @k. */
+static inline uint8_t *pfx_put_ts(uint8_t *p, struct pfx_ts_enc *k, uint64_t ts)
+{
+	if ((ts ^ k->ts) < (1u << 14) && k->len != 0) {
+		const uint64_t w = (k->word & ~(uint64_t)0xffff) | (ts & 0x7f) | 0x80 | ((ts >> 7 & 0x7f) | 0x80) << 8;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+		memcpy(p, &w, 8);
+#else
+		for (int i = 0; i < 8; i++)
+			p[i] = (uint8_t)(w >> (8 * i));
+#endif
+		k->ts = ts;
+		k->word = w;
+		return p + k->len;
+	}
+	uint8_t *e = pfx_put_varint(p, ts);
+	const unsigned len = (unsigned)(e - p);
+	k->len = 0;
+	if (len >= 3 && len <= 8) { /* a third byte: bits 14 and up decide the length */
+		uint64_t w = 0;
+		for (unsigned i = 0; i < len; i++)
+			w |= (uint64_t)p[i] << (8 * i);
+		k->ts = ts;
+		k->word = w;
+		k->len = len;
+	}
+	return e;
+}
+
+/*
  * pfx_enc_slice() - Encode one framed BEGIN (@name_iid != 0) or END
- * (@name_iid == 0) packet at @p, which must have PFX_HOT_MAX_BYTES of room.
+ * (@name_iid == 0) packet at @p, which must have PFX_HOT_MAX_BYTES of room;
+ * the timestamp through the cache @k (pfx_put_ts()).
  * Return: the end of what was written.
  */
-static inline uint8_t *pfx_enc_slice(uint8_t *p, uint64_t ts_ns, uint32_t seq, uint64_t name_iid)
+static inline uint8_t *pfx_enc_slice(uint8_t *p, struct pfx_ts_enc *k, uint64_t ts_ns, uint32_t seq,
+				     uint64_t name_iid)
 {
 	/* at most PFX_HOT_MAX_BYTES - 2 bytes of packet, so each length is one
 	 * byte, set once what it counts is written (no varint_len()) */
@@ -79,7 +124,7 @@ static inline uint8_t *pfx_enc_slice(uint8_t *p, uint64_t ts_ns, uint32_t seq, u
 	*p = 0x0a; /* Trace.packet, LEN */
 	p += 2;
 	*p++ = 0x40; /* timestamp */
-	p = pfx_put_varint(p, ts_ns);
+	p = pfx_put_ts(p, k, ts_ns);
 	*p++ = 0x50; /* trusted_packet_sequence_id */
 	p = pfx_put_varint(p, seq);
 	*p++ = 0x5a; /* track_event, LEN */
@@ -261,16 +306,17 @@ static inline uint8_t *pfx_len_after(uint8_t *at, uint8_t *end)
  * (its length one byte) and written in one pass; the track event's and the
  * packet's lengths are set after what they count, one byte each when under
  * 128 (nearly always), else the bytes after them move up by one. No
- * planning pass. @p must have PFX_END_SMALL_MAX bytes of room.
+ * planning pass. @p must have PFX_END_SMALL_MAX bytes of room; the
+ * timestamp goes through the cache @k (pfx_put_ts()).
  * Return: the end of what was written.
  */
-static inline uint8_t *pfx_enc_end_small(uint8_t *p, uint64_t ts_ns, uint32_t seq, const struct pfx_annot *a,
-					 size_t n)
+static inline uint8_t *pfx_enc_end_small(uint8_t *p, struct pfx_ts_enc *k, uint64_t ts_ns, uint32_t seq,
+					 const struct pfx_annot *a, size_t n)
 {
 	uint8_t *const pkt = p + 1, *q = p + 2;
 	*p = 0x0a;
 	*q++ = 0x40;
-	q = pfx_put_varint(q, ts_ns);
+	q = pfx_put_ts(q, k, ts_ns);
 	*q++ = 0x50;
 	q = pfx_put_varint(q, seq);
 	*q++ = 0x5a;

@@ -67,7 +67,8 @@ static void test_enc_slice_matches_protobuf_c(void **state)
 				uint8_t want[256], got[PFX_HOT_MAX_BYTES + 16];
 				memset(got, 0xee, sizeof(got));
 				size_t n = oracle(want, vals[a], seqs[s], vals[b]);
-				uint8_t *e = pfx_enc_slice(got, vals[a], seqs[s], vals[b]);
+				struct pfx_ts_enc k = { 0 };
+				uint8_t *e = pfx_enc_slice(got, &k, vals[a], seqs[s], vals[b]);
 				assert_true((size_t)(e - got) <= PFX_HOT_MAX_BYTES);
 				assert_int_equal((size_t)(e - got), n);
 				assert_memory_equal(got, want, n);
@@ -196,7 +197,8 @@ static void test_enc_end_small_matches_protobuf_c(void **state)
 				const uint32_t seq = (uint32_t)(rot * 40503u);
 				size_t wn = oracle_end(want, vals[v], seq, a, n);
 				memset(got, 0xee, sizeof(got));
-				uint8_t *e = pfx_enc_end_small(got, vals[v], seq, a, n);
+				struct pfx_ts_enc k = { 0 };
+				uint8_t *e = pfx_enc_end_small(got, &k, vals[v], seq, a, n);
 				assert_int_equal((size_t)(e - got), wn);
 				assert_true(wn <= PFX_END_SMALL_MAX);
 				assert_memory_equal(got, want, wn);
@@ -206,12 +208,57 @@ static void test_enc_end_small_matches_protobuf_c(void **state)
 	assert_true(longest > 2 + 127); /* two-byte packet and track-event lengths were covered */
 }
 
+/* A run of slices and annotated ENDs through one timestamp cache, the
+ * timestamps near and far from the one before (same high groups, a carry
+ * into them, every varint length, back and forth): each packet is
+ * protobuf-c's, whichever path pfx_put_ts() took, and both were taken. */
+static void test_enc_ts_cache_matches_protobuf_c(void **state)
+{
+	(void)state;
+	const struct pfx_annot an[] = {
+		{ .name_iid = 3, .kind = PFX_A_UINT, .u = 4096 },
+		{ .name_iid = 13, .kind = PFX_A_DOUBLE, .d = 2.5 },
+	};
+	struct pfx_ts_enc k = { 0 };
+	uint64_t ts = 5000000000000ull, x = 0x9e3779b97f4a7c15ull;
+	unsigned near = 0, far = 0;
+	for (int i = 0; i < 20000; i++) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		switch (x % 8) {
+		case 0: ts = x >> (x % 64); break;              /* anywhere, any length */
+		case 1: ts += 16384 - (ts & 16383); break;      /* a carry into bit 14 */
+		case 2: ts -= ts > 300 ? 300 : 0; break;        /* back a little */
+		default: ts += (x >> 32) % 3000; break;         /* the next slice, close */
+		}
+		const int hit = (ts ^ k.ts) < (1u << 14) && k.len != 0;
+		near += hit;
+		far += !hit;
+		uint8_t want[512], got[PFX_END_SMALL_MAX + 16];
+		size_t wn;
+		uint8_t *e;
+		memset(got, 0xee, sizeof(got));
+		if (x % 3 == 0) {
+			wn = oracle_end(want, ts, 9, an, 2);
+			e = pfx_enc_end_small(got, &k, ts, 9, an, 2);
+		} else {
+			wn = oracle(want, ts, 9, x % 3 == 1 ? 0 : 77);
+			e = pfx_enc_slice(got, &k, ts, 9, x % 3 == 1 ? 0 : 77);
+		}
+		assert_int_equal((size_t)(e - got), wn);
+		assert_memory_equal(got, want, wn);
+	}
+	assert_true(near > 5000 && far > 2000);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_enc_slice_matches_protobuf_c),
 		cmocka_unit_test(test_enc_end_annot_matches_protobuf_c),
 		cmocka_unit_test(test_enc_end_small_matches_protobuf_c),
+		cmocka_unit_test(test_enc_ts_cache_matches_protobuf_c),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
