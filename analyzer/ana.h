@@ -40,7 +40,8 @@
  * the body of the distribution) once it would hold ANA_HIST_HOT values, or
  * when the list is full (the octave with the most pairs). A block's
  * counters are 16 bits (256 bytes) until one of them would pass 65,535;
- * then that block is widened to 32 bits (512 bytes). The table of block pointers spans only the octaves from
+ * then that block is widened to 32 bits (512 bytes). The table of block
+ * pointers spans only the octaves from
  * the lowest to the highest dense one, and the list gives back its slack
  * when an octave's pairs move to a block. So an outlier costs 4 bytes, and
  * memory per path grows with the distinct values in its tails only,
@@ -147,18 +148,17 @@ __extension__ typedef unsigned __int128 ana_u128;
 struct ana_moments {
 	ana_u128 s1, s2; /* sum of x, sum of x^2 */
 };
-static inline void ana_moments_add(struct ana_moments *m, uint64_t x)
-{
-	m->s1 += x;
-	if (__builtin_expect(__builtin_add_overflow(m->s2, (ana_u128)x * x, &m->s2), 0))
-		m->s2 = ~(ana_u128)0;
-}
 /* ana_moments_add() without s1, for sums kept elsewhere (a thread's node:
  * its total_ns, copied in when the thread is finished). */
 static inline void ana_moments_add_sq(struct ana_moments *m, uint64_t x)
 {
 	if (__builtin_expect(__builtin_add_overflow(m->s2, (ana_u128)x * x, &m->s2), 0))
 		m->s2 = ~(ana_u128)0;
+}
+static inline void ana_moments_add(struct ana_moments *m, uint64_t x)
+{
+	m->s1 += x;
+	ana_moments_add_sq(m, x);
 }
 void ana_moments_merge(struct ana_moments *a, const struct ana_moments *b);
 /* A 128-bit sum in decimal (a JSON report's sketch: JSON numbers are
