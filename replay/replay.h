@@ -341,36 +341,62 @@ static inline void rp_dec_fill(struct pt_record *r, uint32_t kind, uint32_t id, 
 	r->str_len = 0;
 }
 
-/* 1: a record in *@r; 0: the chunk's end; < 0: damage, the rest of the chunk is gone (the reader counted it). */
-static inline int rp_dec_next(struct rp_dec *x, struct pt_record *r)
+/* A BEGIN, END or METRIC decoded by the fused helpers, its fields into
+ * *@kind .. *@ticks (those of a pt_record; the others are 0): true. False:
+ * no decoder, fewer than FMT_DEC_FAST_SLACK bytes left, another tag, or
+ * something the helpers decline; nothing was consumed (rp_dec_slow()). */
+static inline bool rp_dec_fast(struct rp_dec *x, uint32_t *kind, uint32_t *id, uint32_t *aux, uint64_t *value,
+			       uint64_t *ticks)
+{
+	if ((uintptr_t)x->f.pos >= x->fast_end) /* no chunk decoder, or the slack is not left */
+		return false;
+	const uint8_t tag = x->f.pos[0];
+	if (tag == PT_REC_BEGIN) {
+		if (!fmt_dec_fast_begin(&x->f, x->d->stack, id))
+			return false;
+		*kind = PT_REC_BEGIN;
+		*aux = 0;
+		*value = 0;
+	} else if (tag == PT_REC_END || tag == FMT_TAG_END_TOP) {
+		if (!fmt_dec_fast_end(&x->f, x->d->stack, id))
+			return false;
+		*kind = PT_REC_END;
+		*aux = 0;
+		*value = 0;
+	} else if (tag == PT_REC_METRIC && fmt_dec_fast_metric(&x->f, aux, value)) {
+		*kind = PT_REC_METRIC;
+		*id = 0;
+	} else {
+		return false;
+	}
+	*ticks = x->f.ticks;
+	return true;
+}
+
+/* The next record through the generic decoder (or the reader, without a
+ * chunk decoder), as rp_dec_next() returns it. */
+static inline int rp_dec_slow(struct rp_dec *x, struct pt_record *r)
 {
 	if (__builtin_expect(!x->d, 0))
 		return pt_reader_next_record(x->rd, r, sizeof(*r));
-	if (x->d->end - x->f.pos >= FMT_DEC_FAST_SLACK) {
-		const uint8_t tag = x->f.pos[0];
-		uint32_t id, aux;
-		uint64_t v;
-		if (tag == PT_REC_BEGIN) {
-			if (fmt_dec_fast_begin(&x->f, x->d->stack, &id)) {
-				rp_dec_fill(r, PT_REC_BEGIN, id, 0, 0, x->f.ticks);
-				return 1;
-			}
-		} else if (tag == PT_REC_END || tag == FMT_TAG_END_TOP) {
-			if (fmt_dec_fast_end(&x->f, x->d->stack, &id)) {
-				rp_dec_fill(r, PT_REC_END, id, 0, 0, x->f.ticks);
-				return 1;
-			}
-		} else if (tag == PT_REC_METRIC && fmt_dec_fast_metric(&x->f, &aux, &v)) {
-			rp_dec_fill(r, PT_REC_METRIC, 0, aux, v, x->f.ticks);
-			return 1;
-		}
-	}
 	fmt_fast_store(&x->f, x->d);
 	int rc = fmt_dec_next(x->d, r);
 	fmt_fast_load(&x->f, x->d);
 	if (rc <= 0)
 		fmt_reader_chunk_done(x->rd, rc);
 	return rc;
+}
+
+/* 1: a record in *@r; 0: the chunk's end; < 0: damage, the rest of the chunk is gone (the reader counted it). */
+static inline int rp_dec_next(struct rp_dec *x, struct pt_record *r)
+{
+	uint32_t kind, id, aux;
+	uint64_t value, ticks;
+	if (rp_dec_fast(x, &kind, &id, &aux, &value, &ticks)) {
+		rp_dec_fill(r, kind, id, aux, value, ticks);
+		return 1;
+	}
+	return rp_dec_slow(x, r);
 }
 
 /*
@@ -383,32 +409,9 @@ static inline int rp_dec_next(struct rp_dec *x, struct pt_record *r)
 static inline int rp_dec_next_rec(struct rp_dec *x, struct pt_record *r, uint32_t *kind, uint32_t *id,
 				  uint32_t *aux, uint64_t *value, uint64_t *ticks)
 {
-	if ((uintptr_t)x->f.pos < x->fast_end) { /* a chunk's decoder, FMT_DEC_FAST_SLACK bytes left */
-		const uint8_t tag = x->f.pos[0];
-		if (tag == PT_REC_BEGIN) {
-			if (fmt_dec_fast_begin(&x->f, x->d->stack, id)) {
-				*kind = PT_REC_BEGIN;
-				*aux = 0;
-				*value = 0;
-				*ticks = x->f.ticks;
-				return 1;
-			}
-		} else if (tag == PT_REC_END || tag == FMT_TAG_END_TOP) {
-			if (fmt_dec_fast_end(&x->f, x->d->stack, id)) {
-				*kind = PT_REC_END;
-				*aux = 0;
-				*value = 0;
-				*ticks = x->f.ticks;
-				return 1;
-			}
-		} else if (tag == PT_REC_METRIC && fmt_dec_fast_metric(&x->f, aux, value)) {
-			*kind = PT_REC_METRIC;
-			*id = 0;
-			*ticks = x->f.ticks;
-			return 1;
-		}
-	}
-	int rc = rp_dec_next(x, r);
+	if (rp_dec_fast(x, kind, id, aux, value, ticks))
+		return 1;
+	int rc = rp_dec_slow(x, r);
 	*kind = r->kind;
 	*id = r->id;
 	*aux = r->aux;
