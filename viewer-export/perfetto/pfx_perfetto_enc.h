@@ -79,18 +79,25 @@ struct pfx_ts_enc {
 	unsigned len;  /* its length, 3 to 8; 0 = nothing cached */
 };
 
+/* @w's 8 bytes at @p, little-endian (protobuf's byte order): one store on
+ * a little-endian host. */
+static inline void pfx_put_le64(uint8_t *p, uint64_t w)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	memcpy(p, &w, 8);
+#else
+	for (int i = 0; i < 8; i++)
+		p[i] = (uint8_t)(w >> (8 * i));
+#endif
+}
+
 /* @ts as a varint at @p, which must have 8 bytes of room past it whatever
  * the varint's length (the fast path stores a whole word), through @k. */
 static inline uint8_t *pfx_put_ts(uint8_t *p, struct pfx_ts_enc *k, uint64_t ts)
 {
 	if ((ts ^ k->ts) < (1u << 14) && k->len != 0) {
 		const uint64_t w = (k->word & ~(uint64_t)0xffff) | (ts & 0x7f) | 0x80 | ((ts >> 7 & 0x7f) | 0x80) << 8;
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-		memcpy(p, &w, 8);
-#else
-		for (int i = 0; i < 8; i++)
-			p[i] = (uint8_t)(w >> (8 * i));
-#endif
+		pfx_put_le64(p, w);
 		k->ts = ts;
 		k->word = w;
 		return p + k->len;
@@ -197,17 +204,12 @@ static inline size_t pfx_end_annot_size(uint64_t ts_ns, uint32_t seq, const stru
 	return pfx_end_plan(&pl, ts_ns, seq, a, n);
 }
 
-/* @d as a fixed64, little-endian (protobuf's byte order). */
+/* @d as a fixed64. */
 static inline uint8_t *pfx_put_double(uint8_t *p, double d)
 {
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-	memcpy(p, &d, 8); /* one store, not eight */
-#else
 	uint64_t bits;
 	memcpy(&bits, &d, sizeof(bits));
-	for (int k = 0; k < 8; k++)
-		p[k] = (uint8_t)(bits >> (8 * k));
-#endif
+	pfx_put_le64(p, bits);
 	return p + 8;
 }
 
