@@ -1015,7 +1015,8 @@ void ana_mem_text(FILE *out, const struct ana_result *res, const struct ana_repo
 /*
  * ana_fmt_fixed() - printf("%.*f", @decimals, @v) in the C locale, byte for
  * byte (round half to even on the exact binary value, "-0" and "nan" as
- * glibc writes them), into @buf; @decimals is 0 or 6 (the CSV's columns).
+ * glibc writes them), into @buf; @decimals is 0 to 6 for the fast path (the
+ * CSV's columns, the text's durations), any other count through snprintf().
  * Most values take a fast path (~60 instructions where printf of a double
  * costs ~1,300): a non-negative value below 1e15 is split into its integer
  * part and its exact fraction; the fraction times 10^decimals is off by at

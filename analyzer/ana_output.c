@@ -139,22 +139,42 @@ void ana_row_stats(const struct ana_agg *a, struct ana_row *w)
 
 /* ---------------------------------------------------------------- text */
 
-/* Transfer directions (PT_H2D..PT_P2P, index dir - 1): the text's labels and the CSV/JSON key prefixes. */
+/* Transfer directions (PT_H2D..PT_P2P, index dir - 1): the text's labels. */
 static const char *const xfer_dir_name[ANA_DIRS] = { "H2D", "D2H", "D2D", "P2P" };
-static const char *const xfer_dir_key[ANA_DIRS] = { "h2d", "d2h", "d2d", "p2p" };
+/* The CSV/JSON keys, h2d..p2p, spelled out: no formatting per row */
+static const char *const xfer_bytes_key[ANA_DIRS] = { "h2d_bytes", "d2h_bytes", "d2d_bytes", "p2p_bytes" };
+static const char *const xfer_count_key[ANA_DIRS] = { "h2d_count", "d2h_count", "d2d_count", "p2p_count" };
+static const char *const xfer_gbps_key[ANA_DIRS] = { "h2d_gb_per_s", "d2h_gb_per_s", "d2d_gb_per_s",
+						     "p2p_gb_per_s" };
+static const char *const gpu_xfer_gbps_key[ANA_DIRS] = { "gpu_h2d_gb_per_s", "gpu_d2h_gb_per_s", "gpu_d2d_gb_per_s",
+							 "gpu_p2p_gb_per_s" };
+
+/* @v with @decimals and @unit, as snprintf(@buf, @n, "%.*f %s") writes it. */
+static void fixed_unit(char *buf, size_t n, double v, int decimals, const char *unit)
+{
+	char b[40];
+	const size_t k = ana_fmt_fixed(b, v, decimals);
+	if (k + strlen(unit) + 2 > n || k >= sizeof(b) - 1) { /* not one of ours: printf */
+		snprintf(buf, n, "%.*f %s", decimals, v, unit);
+		return;
+	}
+	memcpy(buf, b, k);
+	buf[k] = ' ';
+	strcpy(buf + k + 1, unit);
+}
 
 static const char *dur(char *buf, size_t n, double ns)
 {
 	if (isnan(ns))
 		snprintf(buf, n, "-"); /* not available (ana_moments_std) */
 	else if (ns < 1e3)
-		snprintf(buf, n, "%.0f ns", ns);
+		fixed_unit(buf, n, ns, 0, "ns");
 	else if (ns < 1e6)
-		snprintf(buf, n, "%.2f us", ns / 1e3);
+		fixed_unit(buf, n, ns / 1e3, 2, "us");
 	else if (ns < 1e9)
-		snprintf(buf, n, "%.2f ms", ns / 1e6);
+		fixed_unit(buf, n, ns / 1e6, 2, "ms");
 	else
-		snprintf(buf, n, "%.3f s", ns / 1e9);
+		fixed_unit(buf, n, ns / 1e9, 3, "s");
 	return buf;
 }
 
@@ -1097,28 +1117,29 @@ static char *i64_digits(char *end, int64_t v)
 size_t ana_fmt_fixed(char buf[40], double v, int decimals)
 {
 	/* the fast path (see ana.h): the integer part ip and the fraction v - ip
-	 * are exact for 0 <= v < 2^53; the fraction times 10^6 (< 10^6) is within
-	 * half an ulp, 2^-34 < 6e-11, of the exact product */
-	if (v >= 0 && v < 1e15 && !signbit(v) && (decimals == 0 || decimals == 6)) {
+	 * are exact for 0 <= v < 2^53; the fraction times 10^decimals (< 10^6) is
+	 * within half an ulp, 2^-34 < 6e-11, of the exact product */
+	static const uint64_t p10[] = { 1, 10, 100, 1000, 10000, 100000, 1000000 };
+	if (v >= 0 && v < 1e15 && !signbit(v) && decimals >= 0 && decimals <= 6) {
 		uint64_t ip = (uint64_t)v, f = 0;
 		const double fr = v - (double)ip;
 		if (decimals == 0) {
 			if (fr > 0.5 || (fr == 0.5 && (ip & 1))) /* exact: half to even */
 				ip++;
 		} else {
-			const double y = fr * 1e6;
+			const double y = fr * (double)p10[decimals];
 			f = (uint64_t)y;
 			const double d = y - (double)f;
 			if (d > 0.5 - 1e-9 && d < 0.5 + 1e-9)
 				goto slow; /* too near a half to decide here */
-			if (d > 0.5 && ++f == 1000000) {
+			if (d > 0.5 && ++f == p10[decimals]) {
 				f = 0;
 				ip++;
 			}
 		}
 		char t[40], *e = t + sizeof(t);
 		if (decimals) {
-			for (int k = 0; k < 6; k++, f /= 10)
+			for (int k = 0; k < decimals; k++, f /= 10)
 				*--e = (char)('0' + f % 10);
 			*--e = '.';
 		}
@@ -1608,15 +1629,24 @@ void ana_jbuf_flush(struct ana_jbuf *b)
 	b->n = 0;
 }
 
-static void jb_put(struct ana_jbuf *b, const char *s, size_t n)
+/* jb_put() past the buffer's room: flushes it first. */
+static __attribute__((noinline)) void jb_put_full(struct ana_jbuf *b, const char *s, size_t n)
 {
-	if (n > sizeof(b->buf) - b->n) {
-		ana_jbuf_flush(b);
-		if (n > sizeof(b->buf)) {
-			if (fwrite(s, 1, n, b->out) != n)
-				b->err = 1;
-			return;
-		}
+	ana_jbuf_flush(b);
+	if (n > sizeof(b->buf)) {
+		if (fwrite(s, 1, n, b->out) != n)
+			b->err = 1;
+		return;
+	}
+	memcpy(b->buf, s, n);
+	b->n = n;
+}
+
+static inline void jb_put(struct ana_jbuf *b, const char *s, size_t n)
+{
+	if (__builtin_expect(n > sizeof(b->buf) - b->n, 0)) {
+		jb_put_full(b, s, n);
+		return;
 	}
 	memcpy(b->buf + b->n, s, n);
 	b->n += n;
@@ -1800,8 +1830,25 @@ void ana_jo_str(struct ana_jo *o, const char *key, const char *s)
 		jo_set(o, key, ana_json_str(s));
 		return;
 	}
-	char *t = ana_json_encode(s);
 	jo_key(o, key);
+	/* printable ASCII but '"' and '\\' (most names): its bytes, quoted, as
+	 * jansson writes them; anything else through ana_json_encode() */
+	size_t n = 0;
+	while (s[n] >= 0x20 && s[n] < 0x7f && s[n] != '"' && s[n] != '\\')
+		n++;
+	if (!s[n] && n <= sizeof(o->b->buf) - 2) {
+		char *d = o->b->buf + o->b->n;
+		if (n + 2 > sizeof(o->b->buf) - o->b->n) {
+			ana_jbuf_flush(o->b);
+			d = o->b->buf;
+		}
+		d[0] = '"';
+		memcpy(d + 1, s, n);
+		d[n + 1] = '"';
+		o->b->n += n + 2;
+		return;
+	}
+	char *t = ana_json_encode(s);
 	if (t)
 		jo_put(o, t, strlen(t));
 	else
@@ -1982,11 +2029,8 @@ static void jo_row(struct ana_jo *r, struct jnames *jn, const struct ana_result 
 	JR("gflop_per_s", w.gflops);
 	JR("flop_per_byte", w.intensity);
 	for (int d = 0; d < ANA_DIRS; d++) {
-		char k1[32], k2[32];
-		snprintf(k1, sizeof(k1), "%s_bytes", xfer_dir_key[d]);
-		snprintf(k2, sizeof(k2), "%s_gb_per_s", xfer_dir_key[d]);
-		JI(k1, a->xfer_incl[d]);
-		JR(k2, w.xfer_gbps[d]);
+		JI(xfer_bytes_key[d], a->xfer_incl[d]);
+		JR(xfer_gbps_key[d], w.xfer_gbps[d]);
 	}
 	ana_jo_bool(r, "lossy", a->lossy > 0);
 	if (res->saturated) /* on every row of a result with a saturated sum */
@@ -2014,11 +2058,8 @@ static void jo_row(struct ana_jo *r, struct jnames *jn, const struct ana_result 
 		JR("gpu_gflop_per_s", w.gpu_gflops);
 		JR("gpu_self_gb_per_s", w.gpu_self_gbps);
 		JR("gpu_self_gflop_per_s", w.gpu_self_gflops);
-		for (int k = 0; k < ANA_DIRS; k++) {
-			char key[32];
-			snprintf(key, sizeof(key), "gpu_%s_gb_per_s", xfer_dir_key[k]);
-			JR(key, w.gpu_xfer_gbps[k]);
-		}
+		for (int k = 0; k < ANA_DIRS; k++)
+			JR(gpu_xfer_gbps_key[k], w.gpu_xfer_gbps[k]);
 		JI("occupied_ns", w.occupied_ns);
 		struct ana_jo bd = ana_jo_child(r, "time", '{');
 		ana_jo_u64(&bd, "cpu_ns", w.bd_cpu_ns);
@@ -2412,11 +2453,8 @@ int ana_write_json(FILE *out, const struct ana_result *res, const struct ana_rep
 		if (xc[0] | xc[1] | xc[2] | xc[3]) { /* absent when none (older readers unaffected) */
 			json_t *ux = json_object();
 			for (int d = 0; d < ANA_DIRS; d++) {
-				char k[32];
-				snprintf(k, sizeof(k), "%s_bytes", xfer_dir_key[d]);
-				json_object_set_new(ux, k, ana_json_u64(t->unattributed_xfer[d]));
-				snprintf(k, sizeof(k), "%s_count", xfer_dir_key[d]);
-				json_object_set_new(ux, k, ana_json_u64(xc[d]));
+				json_object_set_new(ux, xfer_bytes_key[d], ana_json_u64(t->unattributed_xfer[d]));
+				json_object_set_new(ux, xfer_count_key[d], ana_json_u64(xc[d]));
 			}
 			json_object_set_new(j, "unattributed_transfers", ux);
 		}

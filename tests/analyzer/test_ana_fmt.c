@@ -1,6 +1,7 @@
 /*
  * tests/analyzer/test_ana_fmt.c - ana_fmt_fixed() writes exactly what
- * printf("%.0f") and printf("%.6f") write (the CSV's numeric columns), and
+ * printf("%.0f") to printf("%.6f") write (the CSV's numeric columns, the
+ * text report's durations), and
  * ana_fmt_g12() what printf("%.12g") writes (the JSON's reals), on the
  * values that could trip their fast paths.
  *
@@ -8,7 +9,8 @@
  *  - 2,000,000 random values spread over 1e-12 .. 1e17 (both paths, and
  *    the 1e15 boundary of the fast path);
  *  - exact binary ties: k + 0.5 for %.0f (half to even, both parities) and
- *    odd multiples of 2^-7 for %.6f (0.0078125: a tie at the 6th decimal);
+ *    odd multiples of 2^-e for %.(e-1)f (0.0078125: a tie at the 6th
+ *    decimal), each met by every decimal count;
  *  - values a hair (one ulp) either side of those ties and of each
  *    decimal boundary m / 10^6, where the fraction times 10^6 rounds;
  *  - fractions just below 1 that carry into the integer part (0.9999996);
@@ -28,7 +30,10 @@ static long checked;
 
 static void same(double v)
 {
-	for (int d = 0; d <= 6; d += 6) {
+	/* 0 and 6 (the CSV's) every time, 1 to 5 (the text's durations) in turn */
+	const int ds[] = { 0, 6, 1 + (int)(checked % 5) };
+	for (size_t di = 0; di < sizeof(ds) / sizeof(ds[0]); di++) {
+		const int d = ds[di];
 		char want[512], got[40];
 		int n = snprintf(want, sizeof(want), "%.*f", d, v);
 		if (n >= 40) /* longer than any CSV value: ana_fmt_fixed() truncates it, as its doc says */
@@ -74,10 +79,14 @@ static void test_ties_and_edges(void **state)
 		same(t0);
 		same(nextafter(t0, 0));
 		same(nextafter(t0, INFINITY));
-		const double t6 = (2 * k + 1) / 128.0; /* odd multiples of 2^-7: 6th-decimal ties */
-		same(t6);
-		same(nextafter(t6, 0));
-		same(nextafter(t6, INFINITY));
+		for (int e = 2; e <= 7; e++) { /* odd multiples of 2^-e: ties at decimal e - 1 */
+			const double te = (2 * k + 1) / (double)(1 << e) + (k % 3);
+			for (int r = 0; r < 5; r++) { /* each of the rotating decimal counts meets it */
+				same(te);
+				same(nextafter(te, 0));
+				same(nextafter(te, INFINITY));
+			}
+		}
 		const double b = k * 1e-6 + (k % 7) * 1000.0; /* decimal boundaries */
 		same(b);
 		same(nextafter(b, 0));

@@ -17,7 +17,8 @@
  *    digits (what ana_json_dumpf() made of ana_json_u64());
  *  - strings: ana_jo_str() gives jansson's escaping with every non-ASCII
  *    character as \uXXXX (controls, C1, bidi overrides, a lone 0xff byte
- *    repaired);
+ *    repaired), for every byte alone and for plain strings as long as the
+ *    16 KiB buffer, around its flushes;
  *  - ana_json_row() (built) of every row of small.ptz dumps to the line the
  *    streamed report holds for it;
  *  - an object of 20,000 members and nested objects and arrays, through
@@ -184,6 +185,59 @@ static void test_strings(void **state)
 	}
 }
 
+/* Every byte alone between two letters (ana_jo_str() copies printable
+ * ASCII but '"' and '\\' as it is, and hands the rest to jansson), and
+ * plain strings about as long as the 16 KiB buffer, after a member that
+ * leaves part of it filled: jansson's bytes each time. */
+static void test_strings_every_byte(void **state)
+{
+	(void)state;
+	for (int c = 1; c < 256; c++) {
+		const char s[] = { 'a', (char)c, 'b', 0 };
+		char *ours = written(fill_str, s);
+		json_t *o = json_object();
+		json_object_set_new(o, "s", ana_json_str(s));
+		char *theirs = json_dumps(o, JSON_ENCODE_ANY | JSON_ENSURE_ASCII);
+		json_decref(o);
+		if (strcmp(ours, theirs) != 0)
+			fail_msg("byte 0x%02x: ours %s, jansson %s", c, ours, theirs);
+		free(theirs);
+		free(ours);
+	}
+}
+
+static void fill_two_str(struct ana_jo *o, const void *arg)
+{
+	ana_jo_str(o, "a", "0123456789");
+	ana_jo_str(o, "s", arg);
+	ana_jo_str(o, "z", "tail");
+}
+
+static void test_long_plain_strings(void **state)
+{
+	(void)state;
+	const size_t cap = sizeof(((struct ana_jbuf *)0)->buf);
+	const size_t lens[] = { cap - 40, cap - 24, cap - 23, cap - 22, cap - 3, cap - 2, cap - 1, cap, cap + 1, 3 * cap };
+	for (size_t i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
+		char *s = malloc(lens[i] + 1);
+		assert_non_null(s);
+		for (size_t k = 0; k < lens[i]; k++)
+			s[k] = (char)('a' + k % 26);
+		s[lens[i]] = 0;
+		char *ours = written(fill_two_str, s);
+		json_t *o = json_object();
+		json_object_set_new(o, "a", json_string("0123456789"));
+		json_object_set_new(o, "s", json_string(s));
+		json_object_set_new(o, "z", json_string("tail"));
+		char *theirs = json_dumps(o, JSON_ENCODE_ANY | JSON_ENSURE_ASCII | JSON_PRESERVE_ORDER);
+		json_decref(o);
+		assert_string_equal(ours, theirs);
+		free(theirs);
+		free(ours);
+		free(s);
+	}
+}
+
 static void fill_many(struct ana_jo *o, const void *arg)
 {
 	(void)arg;
@@ -318,7 +372,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_reals),        cmocka_unit_test(test_integers),
-		cmocka_unit_test(test_strings),      cmocka_unit_test(test_many_members),
+		cmocka_unit_test(test_strings),      cmocka_unit_test(test_strings_every_byte),
+		cmocka_unit_test(test_long_plain_strings), cmocka_unit_test(test_many_members),
 		cmocka_unit_test(test_write_error),  cmocka_unit_test(test_rows_built_equal_streamed),
 	};
 	cmocka_set_message_output(CM_OUTPUT_TAP);
