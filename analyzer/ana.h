@@ -17,6 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 #include <jansson.h>
 
@@ -877,21 +878,44 @@ int ana_json_dumpf(const json_t *j, FILE *out, size_t flags);
  * @key NULL appends an element to an array. *err is set on a write or
  * allocation failure: the document is then incomplete.
  */
-struct ana_jbuf { /* the output, buffered: one fwrite per 16 KiB, not per value */
+struct ana_obuf { /* the output, buffered: one fwrite per 16 KiB, not per value (CSV, JSON) */
 	FILE *out;
-	int err;
-	size_t n;
+	int err;       /* set when a write to @out failed */
+	size_t n;      /* bytes held in @buf */
 	char buf[16384];
 };
-void ana_jbuf_flush(struct ana_jbuf *b); /* writes what is buffered to @b->out */
+void ana_obuf_flush(struct ana_obuf *b); /* writes what is buffered to @b->out */
+void ana_obuf_put_full(struct ana_obuf *b, const char *s, size_t n); /* ana_obuf_put() past the room */
+/* printf() into @b (rare lines; @err set when it cannot be formatted) */
+void ana_obuf_printf(struct ana_obuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* @n bytes of @s into @b (to @b->out once it is full). */
+static inline void ana_obuf_put(struct ana_obuf *b, const char *s, size_t n)
+{
+	if (__builtin_expect(n > sizeof(b->buf) - b->n, 0)) {
+		ana_obuf_put_full(b, s, n);
+		return;
+	}
+	memcpy(b->buf + b->n, s, n);
+	b->n += n;
+}
+static inline void ana_obuf_puts(struct ana_obuf *b, const char *s)
+{
+	ana_obuf_put(b, s, strlen(s));
+}
+static inline void ana_obuf_putc(struct ana_obuf *b, char c)
+{
+	if (__builtin_expect(b->n == sizeof(b->buf), 0))
+		ana_obuf_flush(b);
+	b->buf[b->n++] = c;
+}
 struct ana_jo {
-	struct ana_jbuf *b; /* streamed to, or NULL: building @obj */
+	struct ana_obuf *b; /* streamed to, or NULL: building @obj */
 	json_t *obj;        /* the object or array being built (borrowed) */
 	bool first;         /* no member written yet */
 	int *err;
 };
 /* `{` (or @open) to @b, and a writer of the members that follow. */
-struct ana_jo ana_jo_open(struct ana_jbuf *b, const char *open);
+struct ana_jo ana_jo_open(struct ana_obuf *b, const char *open);
 /* A writer of members into @obj (a jansson object or array; NULL: *@err set). */
 struct ana_jo ana_jo_build(json_t *obj, int *err);
 /* `}` (or @close) when streamed; nothing when built. */
@@ -1034,15 +1058,15 @@ size_t ana_fmt_fixed(char buf[40], double v, int decimals);
  */
 size_t ana_fmt_g12(char buf[40], double v);
 /* ",%" PRIu64, ",%" PRId64, ",%.0f", ",%.6f" of one CSV field, to @out. */
-void ana_csv_u64(FILE *out, uint64_t v);
-void ana_csv_i64(FILE *out, int64_t v);
-void ana_csv_f0(FILE *out, double v);
-void ana_csv_f6(FILE *out, double v);
+void ana_csv_u64(struct ana_obuf *out, uint64_t v);
+void ana_csv_i64(struct ana_obuf *out, int64_t v);
+void ana_csv_f0(struct ana_obuf *out, double v);
+void ana_csv_f6(struct ana_obuf *out, double v);
 
 /* CSV: the columns appended when the trace has a "process RSS" series
  * (with a leading comma, "" otherwise), and a row's values. */
 const char *ana_mem_csv_cols(const struct ana_result *res);
-void ana_mem_csv(FILE *out, const struct ana_result *res, const struct ana_agg *a);
+void ana_mem_csv(struct ana_obuf *out, const struct ana_result *res, const struct ana_agg *a);
 /* JSON: a row's memory keys (rss_* and "memory") as members of @o, and
  * the series table. */
 void ana_mem_json_row(struct ana_jo *o, const struct ana_result *res, const struct ana_agg *a);

@@ -637,14 +637,14 @@ const char *ana_mem_csv_cols(const struct ana_result *res)
 						"rss_delta_total_bytes,rss_delta_min_bytes,rss_delta_max_bytes,rss_peak_bytes";
 }
 
-void ana_mem_csv(FILE *out, const struct ana_result *res, const struct ana_agg *a)
+void ana_mem_csv(struct ana_obuf *out, const struct ana_result *res, const struct ana_agg *a)
 {
 	uint32_t s = ana_mem_rss(res);
 	if (s == UINT32_MAX)
 		return;
 	struct ana_mem_fig f;
 	if (!ana_mem_fig(a, s, &f)) {
-		fputs(",0,,,,,,,", out); /* not measured: empty, not 0 bytes */
+		ana_obuf_puts(out, ",0,,,,,,,"); /* not measured: empty, not 0 bytes */
 		return;
 	}
 	ana_csv_u64(out, f.n);

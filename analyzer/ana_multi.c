@@ -219,7 +219,7 @@ void ana_multi_text(FILE *out, const struct ana_multi *m, const struct ana_multi
 
 int ana_multi_json(FILE *out, const struct ana_multi *m, const struct ana_multi_src *src)
 {
-	struct ana_jbuf b = { .out = out };
+	struct ana_obuf b = { .out = out };
 	struct ana_jo root = ana_jo_open(&b, "{");
 	ana_jo_str(&root, "schema", "ptanalyze-multi/2");
 	ana_jo_u64(&root, "span_sum_ns", m->span_sum_ns);
@@ -280,7 +280,7 @@ int ana_multi_json(FILE *out, const struct ana_multi *m, const struct ana_multi_
 	}
 	ana_jo_close(&rows, "]");
 	ana_jo_close(&root, "}\n");
-	ana_jbuf_flush(&b);
+	ana_obuf_flush(&b);
 	return b.err || fflush(out) ? -1 : 0;
 }
 

@@ -6,6 +6,7 @@
 #include <inttypes.h>
 #include <jansson.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -1226,38 +1227,38 @@ size_t ana_fmt_g12(char buf[40], double v)
 	return r < 0 ? 0 : (size_t)r < 40 ? (size_t)r : 39;
 }
 
-void ana_csv_u64(FILE *out, uint64_t v)
+void ana_csv_u64(struct ana_obuf *out, uint64_t v)
 {
 	char b[24], *p = u64_digits(b + sizeof(b), v);
 	*--p = ',';
-	fwrite(p, 1, (size_t)(b + sizeof(b) - p), out);
+	ana_obuf_put(out, p, (size_t)(b + sizeof(b) - p));
 }
 
-void ana_csv_i64(FILE *out, int64_t v)
+void ana_csv_i64(struct ana_obuf *out, int64_t v)
 {
 	char b[24], *p = i64_digits(b + sizeof(b), v);
 	*--p = ',';
-	fwrite(p, 1, (size_t)(b + sizeof(b) - p), out);
+	ana_obuf_put(out, p, (size_t)(b + sizeof(b) - p));
 }
 
-static void csv_fixed(FILE *out, double v, int decimals)
+static void csv_fixed(struct ana_obuf *out, double v, int decimals)
 {
 	char b[41];
 	b[0] = ',';
-	fwrite(b, 1, 1 + ana_fmt_fixed(b + 1, v, decimals), out);
+	ana_obuf_put(out, b, 1 + ana_fmt_fixed(b + 1, v, decimals));
 }
 
-void ana_csv_f0(FILE *out, double v)
+void ana_csv_f0(struct ana_obuf *out, double v)
 {
 	csv_fixed(out, v, 0);
 }
 
-void ana_csv_f6(FILE *out, double v)
+void ana_csv_f6(struct ana_obuf *out, double v)
 {
 	csv_fixed(out, v, 6);
 }
 
-static void csv_str(FILE *out, const char *s)
+static void csv_str(struct ana_obuf *out, const char *s)
 {
 	/* A field a spreadsheet would read as a formula (=, +, -, @, or a tab
 	 * or CR first: OWASP CSV injection) is quoted with a single quote
@@ -1265,18 +1266,18 @@ static void csv_str(FILE *out, const char *s)
 	const bool formula = *s && strchr("=+-@\t\r", *s);
 	/* RFC 4180: quote fields holding a comma, quote, CR or LF; double quotes */
 	if (!formula && !strpbrk(s, ",\"\r\n")) {
-		fputs(s, out);
+		ana_obuf_puts(out, s);
 		return;
 	}
-	fputc('"', out);
+	ana_obuf_putc(out, '"');
 	if (formula)
-		fputc('\'', out);
+		ana_obuf_putc(out, '\'');
 	for (; *s; s++) {
 		if (*s == '"')
-			fputc('"', out);
-		fputc(*s, out);
+			ana_obuf_putc(out, '"');
+		ana_obuf_putc(out, *s);
 	}
-	fputc('"', out);
+	ana_obuf_putc(out, '"');
 }
 
 static const char *const csv_cols =
@@ -1294,15 +1295,15 @@ static const char *const csv_gpu_cols =
 	"time_cpu_ns,time_gpu_ns,time_transfer_ns,time_compute_ns,time_launch_ns";
 
 /* A GPU rate: empty where not available (no GPU time, nothing declared). */
-static void csv_rate(FILE *out, double v)
+static void csv_rate(struct ana_obuf *out, double v)
 {
 	if (isfinite(v))
 		ana_csv_f6(out, v);
 	else
-		fputc(',', out);
+		ana_obuf_putc(out, ',');
 }
 
-static void csv_gpu(FILE *out, const struct ana_agg *a, const struct ana_row *w)
+static void csv_gpu(struct ana_obuf *out, const struct ana_agg *a, const struct ana_row *w)
 {
 	static const struct ana_gpu none;
 	const struct ana_gpu *g = a && a->gpu ? a->gpu : &none;
@@ -1322,7 +1323,7 @@ static void csv_gpu(FILE *out, const struct ana_agg *a, const struct ana_row *w)
 	ana_csv_i64(out, d->lat_max_ns);
 	ana_csv_u64(out, d->early);
 	if (!w) {
-		fputs(",,,,,,,,,0,0,0,0,0,0", out);
+		ana_obuf_puts(out, ",,,,,,,,,0,0,0,0,0,0");
 		return;
 	}
 	csv_rate(out, w->gpu_gbps);
@@ -1394,10 +1395,10 @@ const char *ana_path_short(const struct ana_result *res, const struct ana_tree *
 }
 
 /* A std in integer ns; empty when not available (NaN: ana_moments_std). */
-static void csv_std(FILE *out, double v)
+static void csv_std(struct ana_obuf *out, double v)
 {
 	if (isnan(v))
-		fputc(',', out);
+		ana_obuf_putc(out, ',');
 	else
 		ana_csv_f0(out, v);
 }
@@ -1406,14 +1407,14 @@ static void csv_std(FILE *out, double v)
  * estimate; a flat row's only its sampled_recorded_count. */
 static const char *const csv_est_cols = ",est_count,est_count_lo,est_count_hi,est_total_ns,est_total_lo_ns,"
 					 "est_total_hi_ns,est_self_ns,sampled_requests,sampled_recorded_count";
-static void csv_est(FILE *out, const struct ana_agg *a)
+static void csv_est(struct ana_obuf *out, const struct ana_agg *a)
 {
 	if (!a || !a->est) {
-		fputs(",,,,,,,,,", out);
+		ana_obuf_puts(out, ",,,,,,,,,");
 		return;
 	}
 	if (a->est->by_name) {
-		fprintf(out, ",,,,,,,,,%" PRIu64, a->est->rec_count);
+		ana_obuf_printf(out, ",,,,,,,,,%" PRIu64, a->est->rec_count);
 		return;
 	}
 	struct ana_est_fig f;
@@ -1426,16 +1427,16 @@ static void csv_est(FILE *out, const struct ana_agg *a)
 		ana_csv_f0(out, f.total_lo_ns);
 		ana_csv_f0(out, f.total_hi_ns);
 	} else {
-		fputs(",,", out);
+		ana_obuf_puts(out, ",,");
 		ana_csv_f0(out, f.total_ns);
-		fputs(",,", out);
+		ana_obuf_puts(out, ",,");
 	}
 	ana_csv_f0(out, f.self_ns);
 	ana_csv_u64(out, a->est->units);
 	ana_csv_u64(out, a->est->rec_count);
 }
 
-static void csv_row(FILE *out, const struct ana_result *res, const char *view, const char *thread,
+static void csv_row(struct ana_obuf *out, const struct ana_result *res, const char *view, const char *thread,
 		    const char *path, uint32_t depth, uint32_t id, const struct ana_agg *a)
 {
 	struct ana_row w;
@@ -1443,15 +1444,15 @@ static void csv_row(FILE *out, const struct ana_result *res, const char *view, c
 	uint32_t dom = 0;
 	ana_string(res, id, &dom);
 	const char *dn = pt_reader_domain(res->rd, dom);
-	fputs(view, out);
-	fputc(',', out);
-	fputs(thread, out);
-	fputc(',', out);
+	ana_obuf_puts(out, view);
+	ana_obuf_putc(out, ',');
+	ana_obuf_puts(out, thread);
+	ana_obuf_putc(out, ',');
 	csv_str(out, path);
 	ana_csv_u64(out, depth);
-	fputc(',', out);
+	ana_obuf_putc(out, ',');
 	csv_str(out, ana_name(res, id));
-	fputc(',', out);
+	ana_obuf_putc(out, ',');
 	csv_str(out, dn ? dn : "");
 	ana_csv_u64(out, a->count);
 	ana_csv_u64(out, a->total_ns);
@@ -1476,15 +1477,15 @@ static void csv_row(FILE *out, const struct ana_result *res, const char *view, c
 		ana_csv_u64(out, a->xfer_incl[d]);
 	for (int d = 0; d < ANA_DIRS; d++)
 		ana_csv_f6(out, w.xfer_gbps[d]);
-	fputs(a->lossy ? ",1" : ",0", out);
+	ana_obuf_puts(out, a->lossy ? ",1" : ",0");
 	if (res->has_gpu)
 		csv_gpu(out, a, &w);
 	ana_mem_csv(out, res, a);
 	if (res->saturated)
-		fprintf(out, ",%d", ana_agg_saturated(a) ? 1 : 0);
+		ana_obuf_printf(out, ",%d", ana_agg_saturated(a) ? 1 : 0);
 	if (res->sampling.requests)
 		csv_est(out, a);
-	fputc('\n', out);
+	ana_obuf_putc(out, '\n');
 }
 
 /*
@@ -1493,41 +1494,41 @@ static void csv_row(FILE *out, const struct ana_result *res, const char *view, c
  * duration figures in the section columns of the same meaning; every
  * other numeric column is 0.
  */
-static void csv_misc_row(FILE *out, const struct ana_result *res, const char *view, const char *thread, uint32_t id,
+static void csv_misc_row(struct ana_obuf *out, const struct ana_result *res, const char *view, const char *thread, uint32_t id,
 			 uint64_t count, const struct ana_async *a)
 {
 	const char *name = id ? ana_name(res, id) : "(unnamed)";
 	uint32_t dom = 0;
 	const char *dn = id && ana_string(res, id, &dom) ? pt_reader_domain(res->rd, dom) : NULL;
-	fprintf(out, "%s,%s,", view, thread);
+	ana_obuf_printf(out, "%s,%s,", view, thread);
 	csv_str(out, name);
-	fputs(",1,", out);
+	ana_obuf_puts(out, ",1,");
 	csv_str(out, name);
-	fputc(',', out);
+	ana_obuf_putc(out, ',');
 	csv_str(out, dn ? dn : "");
 	if (a)
-		fprintf(out,
+		ana_obuf_printf(out,
 			",%" PRIu64 ",%" PRIu64 ",0,0.000000,%.0f,0,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64,
 			a->count, a->total_ns, (double)a->total_ns / (double)a->count, a->min_ns, a->max_ns,
 			ana_hist_quantile(&a->hist, 0.50, a->count, a->min_ns, a->max_ns),
 			ana_hist_quantile(&a->hist, 0.90, a->count, a->min_ns, a->max_ns),
 			ana_hist_quantile(&a->hist, 0.99, a->count, a->min_ns, a->max_ns));
 	else
-		fprintf(out, ",%" PRIu64 ",0,0,0.000000,0,0,0,0,0,0,0", count);
+		ana_obuf_printf(out, ",%" PRIu64 ",0,0,0.000000,0,0,0,0,0,0,0", count);
 	/* first_ns .. first_over_rest, 3 + 3 metrics, 3 rates, 4 + 4 transfers, lossy */
-	fputs(",0,0,0,0,0.000000,0,0,0,0,0,0,0.000000,0.000000,0.000000,0,0,0,0,0.000000,0.000000,0.000000,0.000000,0",
-	      out);
+	ana_obuf_puts(out,
+		      ",0,0,0,0,0.000000,0,0,0,0,0,0,0.000000,0.000000,0.000000,0,0,0,0,0.000000,0.000000,0.000000,0.000000,0");
 	if (res->has_gpu)
 		csv_gpu(out, NULL, NULL);
 	ana_mem_csv(out, res, NULL);
 	if (res->saturated)
-		fputs(",0", out);
+		ana_obuf_puts(out, ",0");
 	if (res->sampling.requests)
 		csv_est(out, NULL);
-	fputc('\n', out);
+	ana_obuf_putc(out, '\n');
 }
 
-static int csv_tree(FILE *out, const struct ana_result *res, const struct ana_tree *t, const char *thread)
+static int csv_tree(struct ana_obuf *out, const struct ana_result *res, const struct ana_tree *t, const char *thread)
 {
 	char *buf = NULL;
 	size_t cap = 0;
@@ -1546,10 +1547,9 @@ static int csv_tree(FILE *out, const struct ana_result *res, const struct ana_tr
 	return 0;
 }
 
-int ana_write_csv(FILE *out, const struct ana_result *res, const struct ana_report_opts *o)
+static int write_csv(struct ana_obuf *out, const struct ana_result *res)
 {
-	(void)o;
-	fprintf(out, "%s%s%s%s%s\n", csv_cols, res->has_gpu ? csv_gpu_cols : "", ana_mem_csv_cols(res),
+	ana_obuf_printf(out, "%s%s%s%s%s\n", csv_cols, res->has_gpu ? csv_gpu_cols : "", ana_mem_csv_cols(res),
 		res->saturated ? ",saturated" : "", res->sampling.requests ? csv_est_cols : "");
 	if (csv_tree(out, res, &res->merged, "all"))
 		return -1;
@@ -1578,7 +1578,26 @@ int ana_write_csv(FILE *out, const struct ana_result *res, const struct ana_repo
 			if (res->threads[i].instants[id])
 				csv_misc_row(out, res, "instant", th, id, res->threads[i].instants[id], NULL);
 	}
-	return ferror(out) ? -1 : 0;
+	return 0;
+}
+
+int ana_write_csv(FILE *out, const struct ana_result *res, const struct ana_report_opts *o)
+{
+	(void)o;
+	struct ana_obuf *b = malloc(sizeof(*b)); /* 16 KiB: not on the stack */
+	if (!b) {
+		errno = ENOMEM;
+		return -1;
+	}
+	b->out = out;
+	b->err = 0;
+	b->n = 0;
+	int rc = write_csv(b, res);
+	ana_obuf_flush(b);
+	if (b->err || ferror(out))
+		rc = -1;
+	free(b);
+	return rc;
 }
 
 /* ---------------------------------------------------------------- JSON */
@@ -1622,17 +1641,43 @@ const char *ana_utf8_clean(const char *s, char **scratch)
 
 /* ---- JSON members, streamed or built (ana.h: struct ana_jo) ---- */
 
-void ana_jbuf_flush(struct ana_jbuf *b)
+void ana_obuf_flush(struct ana_obuf *b)
 {
 	if (b->n && fwrite(b->buf, 1, b->n, b->out) != b->n)
 		b->err = 1;
 	b->n = 0;
 }
 
-/* jb_put() past the buffer's room: flushes it first. */
-static __attribute__((noinline)) void jb_put_full(struct ana_jbuf *b, const char *s, size_t n)
+void ana_obuf_printf(struct ana_obuf *b, const char *fmt, ...)
 {
-	ana_jbuf_flush(b);
+	char t[256];
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(t, sizeof(t), fmt, ap);
+	va_end(ap);
+	if (n < 0) {
+		b->err = 1;
+		return;
+	}
+	if ((size_t)n < sizeof(t)) {
+		ana_obuf_put(b, t, (size_t)n);
+		return;
+	}
+	char *h = malloc((size_t)n + 1);
+	if (!h) {
+		b->err = 1;
+		return;
+	}
+	va_start(ap, fmt);
+	vsnprintf(h, (size_t)n + 1, fmt, ap);
+	va_end(ap);
+	ana_obuf_put(b, h, (size_t)n);
+	free(h);
+}
+
+void ana_obuf_put_full(struct ana_obuf *b, const char *s, size_t n)
+{
+	ana_obuf_flush(b);
 	if (n > sizeof(b->buf)) {
 		if (fwrite(s, 1, n, b->out) != n)
 			b->err = 1;
@@ -1642,22 +1687,12 @@ static __attribute__((noinline)) void jb_put_full(struct ana_jbuf *b, const char
 	b->n = n;
 }
 
-static inline void jb_put(struct ana_jbuf *b, const char *s, size_t n)
-{
-	if (__builtin_expect(n > sizeof(b->buf) - b->n, 0)) {
-		jb_put_full(b, s, n);
-		return;
-	}
-	memcpy(b->buf + b->n, s, n);
-	b->n += n;
-}
-
 static void jo_put(struct ana_jo *o, const char *s, size_t n)
 {
-	jb_put(o->b, s, n);
+	ana_obuf_put(o->b, s, n);
 }
 
-struct ana_jo ana_jo_open(struct ana_jbuf *b, const char *open)
+struct ana_jo ana_jo_open(struct ana_obuf *b, const char *open)
 {
 	struct ana_jo o = { .b = b, .first = true, .err = &b->err };
 	jo_put(&o, open, strlen(open));
@@ -1839,7 +1874,7 @@ void ana_jo_str(struct ana_jo *o, const char *key, const char *s)
 	if (!s[n] && n <= sizeof(o->b->buf) - 2) {
 		char *d = o->b->buf + o->b->n;
 		if (n + 2 > sizeof(o->b->buf) - o->b->n) {
-			ana_jbuf_flush(o->b);
+			ana_obuf_flush(o->b);
 			d = o->b->buf;
 		}
 		d[0] = '"';
@@ -2095,7 +2130,7 @@ static void jo_row(struct ana_jo *r, struct jnames *jn, const struct ana_result 
 }
 
 /* One row of the JSON report, streamed to @out (one line). */
-static void jw_row(struct ana_jbuf *out, struct jnames *jn, const struct ana_result *res, const struct ana_tree *t,
+static void jw_row(struct ana_obuf *out, struct jnames *jn, const struct ana_result *res, const struct ana_tree *t,
 		   uint32_t node, uint32_t id, const struct ana_agg *a)
 {
 	struct ana_jo o = ana_jo_open(out, "{");
@@ -2214,18 +2249,18 @@ static json_t *json_instants(const struct ana_result *res, const uint64_t *n, ui
  * one line.
  */
 struct jw {
-	struct ana_jbuf b;
+	struct ana_obuf b;
 };
 
 static void jw_raw(struct jw *w, const char *s)
 {
-	jb_put(&w->b, s, strlen(s));
+	ana_obuf_put(&w->b, s, strlen(s));
 }
 
 /* Dumps @v (a new reference, consumed; NULL = ENOMEM). */
 static void jw_val(struct jw *w, json_t *v)
 {
-	ana_jbuf_flush(&w->b);
+	ana_obuf_flush(&w->b);
 	if (!v || ana_json_dumpf(v, w->b.out, JSON_ENCODE_ANY | JSON_REAL_PRECISION(12)))
 		w->b.err = 1;
 	json_decref(v);
@@ -2515,7 +2550,7 @@ int ana_write_json(FILE *out, const struct ana_result *res, const struct ana_rep
 		jw_val(&w, proc);
 	}
 	jw_close(&w, " ", first, "}\n");
-	ana_jbuf_flush(&w.b);
+	ana_obuf_flush(&w.b);
 	int rc = w.b.err ? -1 : 0;
 	jnames_free(&jn, res);
 	return rc;

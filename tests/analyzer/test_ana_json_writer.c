@@ -39,13 +39,13 @@ static char *written(void (*fill)(struct ana_jo *o, const void *arg), const void
 	size_t len = 0, blen = 0;
 	FILE *f = open_memstream(&buf, &len);
 	assert_non_null(f);
-	struct ana_jbuf *b = calloc(1, sizeof(*b));
+	struct ana_obuf *b = calloc(1, sizeof(*b));
 	assert_non_null(b);
 	b->out = f;
 	struct ana_jo o = ana_jo_open(b, "{");
 	fill(&o, arg);
 	ana_jo_close(&o, "}");
-	ana_jbuf_flush(b);
+	ana_obuf_flush(b);
 	assert_int_equal(b->err, 0);
 	free(b);
 	fclose(f);
@@ -216,7 +216,7 @@ static void fill_two_str(struct ana_jo *o, const void *arg)
 static void test_long_plain_strings(void **state)
 {
 	(void)state;
-	const size_t cap = sizeof(((struct ana_jbuf *)0)->buf);
+	const size_t cap = sizeof(((struct ana_obuf *)0)->buf);
 	const size_t lens[] = { cap - 40, cap - 24, cap - 23, cap - 22, cap - 3, cap - 2, cap - 1, cap, cap + 1, 3 * cap };
 	for (size_t i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
 		char *s = malloc(lens[i] + 1);
@@ -270,7 +270,7 @@ static void test_many_members(void **state)
 {
 	(void)state;
 	char *ours = written(fill_many, NULL);
-	assert_true(strlen(ours) > 4 * sizeof(((struct ana_jbuf *)0)->buf)); /* several flushes */
+	assert_true(strlen(ours) > 4 * sizeof(((struct ana_obuf *)0)->buf)); /* several flushes */
 	json_error_t e;
 	json_t *j = json_loads(ours, 0, &e);
 	if (!j)
@@ -306,14 +306,14 @@ static void test_write_error(void **state)
 	FILE *f = fopen("/dev/full", "w"); /* every write: ENOSPC */
 	assert_non_null(f);
 	setvbuf(f, NULL, _IONBF, 0);
-	struct ana_jbuf *b = calloc(1, sizeof(*b));
+	struct ana_obuf *b = calloc(1, sizeof(*b));
 	assert_non_null(b);
 	b->out = f;
 	struct ana_jo o = ana_jo_open(b, "{");
 	for (int i = 0; i < 5000; i++) /* past the buffer: a flush that fails */
 		ana_jo_u64(&o, "key", (uint64_t)i);
 	ana_jo_close(&o, "}");
-	ana_jbuf_flush(b);
+	ana_obuf_flush(b);
 	assert_int_equal(b->err, 1);
 	free(b);
 	fclose(f);
