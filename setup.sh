@@ -8,7 +8,7 @@ set -eu
 # it `meson install` puts libptz and ptz.pc in lib64, where neither looks.
 PKGS="meson ninja-build pkg-config dpkg-dev gcc g++ libzstd-dev liburcu-dev libxxhash-dev libcmocka-dev
 libjansson-dev libjs-chart.js libprotobuf-c-dev protobuf-c-compiler protobuf-compiler libopenblas-dev
-python3-numpy python3-dev python3-protobuf python3-zstandard python3-xxhash chromium-headless-shell"
+python3-numpy python3-dev python3-protobuf python3-zstandard python3-xxhash chromium-headless-shell valgrind"
 missing=""
 for p in $PKGS; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
