@@ -378,6 +378,12 @@ struct ana_agg {
 	uint64_t min_ns, max_ns;
 	uint64_t first_start_ns, first_ns; /* earliest occurrence by start time */
 	uint64_t lossy;      /* occurrences open while records were lost */
+	struct ana_mem *mem; /* NULL until an occurrence is measured (memory series, ana_mem.c); owned */
+	/* and mem_pn more occurrences of series 0 with begin = end = peak = mem_pv, not yet in
+	 * mem->row[0] (ana_mem_occ_fast(); here, beside count, so that an END touches no other
+	 * line for them); ana_mem_fig() and ana_mem_merge() count them */
+	uint64_t mem_pn;
+	int64_t mem_pv;
 	struct ana_moments all; /* durations, n = count (a thread's node: s1 is total_ns, set when the thread is finished) */
 	struct ana_hist hist;
 	struct ana_reservoir res;
@@ -390,7 +396,6 @@ struct ana_agg {
 	uint64_t xfer_self[ANA_DIRS], xfer_incl[ANA_DIRS];
 	uint64_t xfer_count[ANA_DIRS];
 	struct ana_gpu *gpu; /* NULL until a GPU range is attributed; owned */
-	struct ana_mem *mem; /* NULL until an occurrence is measured (memory series, ana_mem.c); owned */
 	struct ana_est *est; /* NULL unless occurrences lie inside sampled requests; owned */
 };
 /* Adds @s into @d. A GPU part that cannot be allocated is left out. */
@@ -491,7 +496,8 @@ struct ana_mem_row {             /* one series' figures over a row's occurrences
 	int64_t dmin, dmax;          /* smallest and largest end - begin */
 	/* and pn more, each with begin = end = peak = pv (the END path's
 	 * fast case, ana_mem_occ_fast()), not yet in the figures above:
-	 * ana_mem_fig() and ana_mem_merge() add them (ana_mem_fold()) */
+	 * ana_mem_fig() and ana_mem_merge() add them (ana_mem_fold()); for
+	 * series 0 they wait in the row's agg instead (ana_agg.mem_pn) */
 	uint64_t pn;
 	int64_t pv;
 };

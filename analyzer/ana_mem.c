@@ -496,6 +496,24 @@ void ana_mem_fold(struct ana_mem_row *w)
 	w->pn = 0;
 }
 
+void ana_mem_fold0(struct ana_agg *a)
+{
+	if (!a->mem_pn)
+		return;
+	row_add(&a->mem->row[0], a->mem_pv, a->mem_pv, a->mem_pv, a->mem_pn);
+	a->mem_pn = 0;
+}
+
+/* Series @s of @a with every pending occurrence in (a copy). */
+static struct ana_mem_row row_folded(const struct ana_agg *a, uint32_t s)
+{
+	struct ana_mem_row w = a->mem->row[s];
+	ana_mem_fold(&w);
+	if (s == 0 && a->mem_pn)
+		row_add(&w, a->mem_pv, a->mem_pv, a->mem_pv, a->mem_pn);
+	return w;
+}
+
 void ana_mem_merge(struct ana_agg *dst, const struct ana_agg *src)
 {
 	const struct ana_mem *sm = src->mem;
@@ -503,8 +521,8 @@ void ana_mem_merge(struct ana_agg *dst, const struct ana_agg *src)
 	if (!dm)
 		return;
 	for (uint32_t s = 0; s < sm->n && s < dm->n; s++) {
-		struct ana_mem_row xf = sm->row[s];
-		ana_mem_fold(&xf); /* @dst's pending ones stay pending: they add in any order */
+		/* @dst's pending ones stay pending: they add in any order */
+		struct ana_mem_row xf = row_folded(src, s);
 		const struct ana_mem_row *x = &xf;
 		struct ana_mem_row *w = &dm->row[s];
 		if (!x->n)
@@ -524,10 +542,11 @@ void ana_mem_merge(struct ana_agg *dst, const struct ana_agg *src)
 bool ana_mem_fig(const struct ana_agg *a, uint32_t s, struct ana_mem_fig *f)
 {
 	memset(f, 0, sizeof(*f));
-	if (!a || !a->mem || s >= a->mem->n || !(a->mem->row[s].n + a->mem->row[s].pn))
+	if (!a || !a->mem || s >= a->mem->n)
 		return false;
-	struct ana_mem_row wf = a->mem->row[s];
-	ana_mem_fold(&wf);
+	struct ana_mem_row wf = row_folded(a, s);
+	if (!wf.n)
+		return false;
 	const struct ana_mem_row *w = &wf;
 	f->n = w->n;
 	f->begin = (double)w->sum_begin / (double)w->n;

@@ -825,6 +825,7 @@ void ana_agg_free(struct ana_agg *a)
 	}
 	free(a->mem);
 	a->mem = NULL;
+	a->mem_pn = 0;
 	free(a->est);
 	a->est = NULL;
 }
