@@ -371,6 +371,13 @@ struct ana_est_fig {
 void ana_est_figures(const struct ana_agg *a, struct ana_est_fig *out);
 
 /* Hot fields (touched by every END) first; metric and transfer sums after. */
+/* Host/device transfers of a row, by direction (PT_H2D..PT_P2P, index
+ * dir - 1): bytes in the row's sections themselves, bytes including their
+ * descendants', and TRANSFER records. Allocated at a row's first transfer:
+ * rows without any (nearly all) pay a pointer, not 96 bytes a node. */
+struct ana_xfer {
+	uint64_t self[ANA_DIRS], incl[ANA_DIRS], count[ANA_DIRS];
+};
 struct ana_agg {
 	uint64_t count;
 	uint64_t total_ns;   /* inclusive */
@@ -393,13 +400,27 @@ struct ana_agg {
 	 * min == max > 0 say every call declared the same work (suggest's caching) */
 	uint64_t metric_min[ANA_NMETRIC], metric_max[ANA_NMETRIC];
 	uint64_t metric_occ;
-	uint64_t xfer_self[ANA_DIRS], xfer_incl[ANA_DIRS];
-	uint64_t xfer_count[ANA_DIRS];
+	struct ana_xfer *xfer; /* NULL until a transfer is attributed (ana_agg_xfer()); owned */
 	struct ana_gpu *gpu; /* NULL until a GPU range is attributed; owned */
 	struct ana_est *est; /* NULL unless occurrences lie inside sampled requests; owned */
 };
 /* Adds @s into @d. A GPU part that cannot be allocated is left out. */
 void ana_agg_merge(struct ana_agg *dst, const struct ana_agg *src, uint64_t *rng);
+/* @a's transfer sums, allocated (zero) at the first call; NULL out of memory (noted). */
+struct ana_xfer *ana_agg_xfer(struct ana_agg *a);
+/* @a's transfer figures in direction index @d (0 when it has none). */
+static inline uint64_t ana_xfer_incl(const struct ana_agg *a, int d)
+{
+	return a->xfer ? a->xfer->incl[d] : 0;
+}
+static inline uint64_t ana_xfer_self(const struct ana_agg *a, int d)
+{
+	return a->xfer ? a->xfer->self[d] : 0;
+}
+static inline uint64_t ana_xfer_count(const struct ana_agg *a, int d)
+{
+	return a->xfer ? a->xfer->count[d] : 0;
+}
 void ana_agg_free(struct ana_agg *a);
 
 struct ana_node {

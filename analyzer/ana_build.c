@@ -578,12 +578,14 @@ static inline __attribute__((always_inline)) void agg_add(struct tstate *ts, str
 				a->metric_max[k] = v;
 		}
 	}
-	if (f->has_x)
-		for (int k = 0; k < ANA_DIRS; k++) {
-			ANA_SAT_ADD(a->xfer_self[k], f->x.xfer_self[k]);
-			ANA_SAT_ADD(a->xfer_incl[k], f->x.xfer_incl[k]);
-			ANA_SAT_ADD(a->xfer_count[k], f->x.xfer_count[k]);
+	if (f->has_x) {
+		struct ana_xfer *x = ana_agg_xfer(a); /* out of memory: left out, noted */
+		for (int k = 0; x && k < ANA_DIRS; k++) {
+			ANA_SAT_ADD(x->self[k], f->x.xfer_self[k]);
+			ANA_SAT_ADD(x->incl[k], f->x.xfer_incl[k]);
+			ANA_SAT_ADD(x->count[k], f->x.xfer_count[k]);
 		}
+	}
 }
 
 /* Pops the top frame, closing it at @end, into its call-path node. */
@@ -1137,7 +1139,7 @@ int ana_tree_walk_outermost(const struct ana_tree *t, uint32_t id_limit,
 static void flat_incl_visit(void *arg, const struct ana_node *n)
 {
 	if (n->agg.count) /* into the name's total */
-		flat_pass_up(arg, n->id, -1, n->agg.total_ns, n->agg.metric_incl, n->agg.xfer_incl);
+		flat_pass_up(arg, n->id, -1, n->agg.total_ns, n->agg.metric_incl, n->agg.xfer ? n->agg.xfer->incl : NULL);
 }
 
 /*
@@ -1182,8 +1184,12 @@ static void flat_from_tree(struct ctx *c, const struct ana_tree *t, struct tstat
 		fa->total_ns = fi ? fi->total_ns : 0;
 		for (int k = 0; k < ANA_NMETRIC; k++)
 			fa->metric_incl[k] = fi ? fi->metric_incl[k] : 0;
-		for (int k = 0; k < ANA_DIRS; k++)
-			fa->xfer_incl[k] = fi ? fi->xfer_incl[k] : 0;
+		bool xf = fa->xfer != NULL; /* the recursion-safe sums: allocated where one is not 0 */
+		for (int k = 0; fi && k < ANA_DIRS; k++)
+			xf |= fi->xfer_incl[k] != 0;
+		struct ana_xfer *fx = xf ? ana_agg_xfer(fa) : NULL;
+		for (int k = 0; fx && k < ANA_DIRS; k++)
+			fx->incl[k] = fi ? fi->xfer_incl[k] : 0;
 		if (fa->gpu || id < ts->ngf)
 			ana_pass_flat_gpu(ts, id, fa);
 		if (fa->est && id < ts->nsflat && c->keep_all) { /* the name's own estimates, not its paths' sum */

@@ -718,10 +718,10 @@ void ana_gpu_breakdown_tree(struct ana_tree *t)
 			for (int k = 0; k < ANA_NMETRIC; k++)
 				ANA_SAT_ADD(g->work[k], ana_gpu_timed_part(a, a->metric_self[k]));
 			for (int k = 0; k < ANA_DIRS; k++)
-				if (a->xfer_self[k]) {
+				if (ana_xfer_self(a, k)) {
 					copy = true;
 					ANA_SAT_ADD(g->copy_dir_ns[k], g->self.total_ns);
-					ANA_SAT_ADD(g->copy_dir_bytes[k], ana_gpu_timed_part(a, a->xfer_self[k]));
+					ANA_SAT_ADD(g->copy_dir_bytes[k], ana_gpu_timed_part(a, ana_xfer_self(a, k)));
 				}
 			if (copy)
 				ANA_SAT_ADD(g->copy_ns, g->self.total_ns);

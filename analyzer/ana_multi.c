@@ -472,9 +472,15 @@ int ana_multi_src_json(const char *file, struct ana_multi_src *s, char *err, siz
 			if (!get_u64(row, metric_key[m][0], &a->metric_incl[m]) ||
 			    !get_u64(row, metric_key[m][1], &a->metric_self[m]))
 				rc = -EINVAL;
-		for (int d = 0; d < ANA_DIRS && !rc; d++)
-			if (!get_u64(row, xfer_key[d], &a->xfer_incl[d]))
+		for (int d = 0; d < ANA_DIRS && !rc; d++) {
+			uint64_t v = 0;
+			if (!get_u64(row, xfer_key[d], &v))
 				rc = -EINVAL;
+			else if (v && !ana_agg_xfer(a))
+				rc = -ENOMEM;
+			else if (v)
+				a->xfer->incl[d] = v;
+		}
 		uint64_t gc = 0, gt = 0;
 		if (!rc && get_u64(row, "gpu_count", &gc) && get_u64(row, "gpu_total_ns", &gt) && gc) {
 			if (!(a->gpu = calloc(1, sizeof(*a->gpu)))) {

@@ -122,7 +122,7 @@ void ana_row_stats(const struct ana_agg *a, struct ana_row *w)
 		w->gbps = (double)bytes / t;
 		w->gflops = (double)a->metric_incl[ANA_FLOPS] / t;
 		for (int d = 0; d < ANA_DIRS; d++)
-			w->xfer_gbps[d] = (double)a->xfer_incl[d] / t;
+			w->xfer_gbps[d] = (double)ana_xfer_incl(a, d) / t;
 	}
 	w->intensity = bytes ? (double)a->metric_incl[ANA_FLOPS] / (double)bytes : 0.0;
 	const struct ana_gpu *g = a->gpu;
@@ -414,10 +414,10 @@ static void text_row(FILE *out, const struct ana_result *res, const char *label,
 			     " with --since/--until/--domain (the call tree has the estimates)\n",
 			pad, "", a->est->rec_count);
 	for (int d = 0; d < ANA_DIRS; d++) {
-		if (!a->xfer_incl[d])
+		if (!ana_xfer_incl(a, d))
 			continue;
 		fprintf(out, "%*s  transfers %s: %" PRIu64 " bytes (%" PRIu64 " self), %.2f GB/s over the section", pad,
-			"", xfer_dir_name[d], a->xfer_incl[d], a->xfer_self[d], w.xfer_gbps[d]);
+			"", xfer_dir_name[d], ana_xfer_incl(a, d), ana_xfer_self(a, d), w.xfer_gbps[d]);
 		if (!isnan(w.gpu_xfer_gbps[d])) /* the copies' own rate: their bytes over their GPU time */
 			fprintf(out, ", %.2f GB/s over GPU copy time", w.gpu_xfer_gbps[d]);
 		fputc('\n', out);
@@ -1474,7 +1474,7 @@ static void csv_row(struct ana_obuf *out, const struct ana_result *res, const ch
 	ana_csv_f6(out, w.gflops);
 	ana_csv_f6(out, w.intensity);
 	for (int d = 0; d < ANA_DIRS; d++)
-		ana_csv_u64(out, a->xfer_incl[d]);
+		ana_csv_u64(out, ana_xfer_incl(a, d));
 	for (int d = 0; d < ANA_DIRS; d++)
 		ana_csv_f6(out, w.xfer_gbps[d]);
 	ana_obuf_puts(out, a->lossy ? ",1" : ",0");
@@ -2064,7 +2064,7 @@ static void jo_row(struct ana_jo *r, struct jnames *jn, const struct ana_result 
 	JR("gflop_per_s", w.gflops);
 	JR("flop_per_byte", w.intensity);
 	for (int d = 0; d < ANA_DIRS; d++) {
-		JI(xfer_bytes_key[d], a->xfer_incl[d]);
+		JI(xfer_bytes_key[d], ana_xfer_incl(a, d));
 		JR(xfer_gbps_key[d], w.xfer_gbps[d]);
 	}
 	ana_jo_bool(r, "lossy", a->lossy > 0);

@@ -700,9 +700,16 @@ bool ana_agg_saturated(const struct ana_agg *a)
 	bool s = a->total_ns == UINT64_MAX || a->self_ns == UINT64_MAX;
 	for (int k = 0; k < ANA_NMETRIC; k++)
 		s |= a->metric_self[k] == UINT64_MAX || a->metric_incl[k] == UINT64_MAX;
-	for (int k = 0; k < ANA_DIRS; k++)
-		s |= a->xfer_self[k] == UINT64_MAX || a->xfer_incl[k] == UINT64_MAX || a->xfer_count[k] == UINT64_MAX;
+	for (int k = 0; a->xfer && k < ANA_DIRS; k++)
+		s |= a->xfer->self[k] == UINT64_MAX || a->xfer->incl[k] == UINT64_MAX || a->xfer->count[k] == UINT64_MAX;
 	return s;
+}
+
+struct ana_xfer *ana_agg_xfer(struct ana_agg *a)
+{
+	if (!a->xfer && !(a->xfer = calloc(1, sizeof(*a->xfer))))
+		ana_nomem_note();
+	return a->xfer;
 }
 
 void ana_agg_merge(struct ana_agg *d, const struct ana_agg *s, uint64_t *rng)
@@ -727,10 +734,11 @@ void ana_agg_merge(struct ana_agg *d, const struct ana_agg *s, uint64_t *rng)
 		ANA_SAT_ADD(d->metric_self[k], s->metric_self[k]);
 		ANA_SAT_ADD(d->metric_incl[k], s->metric_incl[k]);
 	}
-	for (int k = 0; k < ANA_DIRS; k++) {
-		ANA_SAT_ADD(d->xfer_self[k], s->xfer_self[k]);
-		ANA_SAT_ADD(d->xfer_incl[k], s->xfer_incl[k]);
-		ANA_SAT_ADD(d->xfer_count[k], s->xfer_count[k]);
+	struct ana_xfer *dx = s->xfer ? ana_agg_xfer(d) : NULL; /* out of memory: left out, noted */
+	for (int k = 0; dx && k < ANA_DIRS; k++) {
+		ANA_SAT_ADD(dx->self[k], s->xfer->self[k]);
+		ANA_SAT_ADD(dx->incl[k], s->xfer->incl[k]);
+		ANA_SAT_ADD(dx->count[k], s->xfer->count[k]);
 	}
 	d->lossy += s->lossy;
 	if (unlikely_(s->gpu != NULL)) {
@@ -823,6 +831,8 @@ void ana_agg_free(struct ana_agg *a)
 		free(a->gpu);
 		a->gpu = NULL;
 	}
+	free(a->xfer);
+	a->xfer = NULL;
 	free(a->mem);
 	a->mem = NULL;
 	a->mem_pn = 0;

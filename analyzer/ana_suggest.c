@@ -722,7 +722,7 @@ static void transfers(struct sctx *c, uint32_t i, const struct ana_agg *a)
 	const double gpu = a->gpu && a->gpu->self.count ? gpu_self_capped(c, a) : 0;
 	const struct ana_peaks *p = c->o->peaks;
 	for (int d = 0; d < ANA_DIRS; d++) {
-		const double n = (double)a->xfer_count[d], by = (double)a->xfer_self[d];
+		const double n = (double)ana_xfer_count(a, d), by = (double)ana_xfer_self(a, d);
 		if (!n)
 			continue;
 		const double mean = by / n, t = gpu > 0 ? gpu : (double)a->total_ns;
@@ -817,7 +817,7 @@ static void transfer_dominated(struct sctx *c, uint32_t i, const struct ana_agg 
 		return;
 	bool copy_section = false;
 	for (int d = 0; d < ANA_DIRS; d++)
-		copy_section |= g->self.count && a->xfer_self[d];
+		copy_section |= g->self.count && ana_xfer_self(a, d);
 	if (copy_section && g->incl_total_ns <= g->self.total_ns)
 		return;
 	struct ana_row w;

@@ -558,9 +558,9 @@ static void test_unattributed_transfers(void **state)
 	for (int d = 0; d < ANA_DIRS; d++)
 		assert_int_equal(t1->unattributed_xfer_count[d], 0);
 	const struct ana_agg *a = tree_agg(&r, -1, "A");
-	assert_int_equal(a->xfer_incl[PT_D2H - 1], 100);
-	assert_int_equal(a->xfer_incl[PT_H2D - 1], 0);
-	assert_int_equal(a->xfer_incl[PT_D2D - 1], 9);
+	assert_int_equal(ana_xfer_incl(a, PT_D2H - 1), 100);
+	assert_int_equal(ana_xfer_incl(a, PT_H2D - 1), 0);
+	assert_int_equal(ana_xfer_incl(a, PT_D2D - 1), 9);
 
 	char *text = output(ANA_OUT_TEXT, &r);
 	assert_non_null(strstr(text, "\nthread 0: transfers recorded outside any section: H2D 5096 bytes (2), "
