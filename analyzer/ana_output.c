@@ -1121,6 +1121,10 @@ size_t ana_fmt_fixed(char buf[40], double v, int decimals)
 	 * are exact for 0 <= v < 2^53; the fraction times 10^decimals (< 10^6) is
 	 * within half an ulp, 2^-34 < 6e-11, of the exact product */
 	static const uint64_t p10[] = { 1, 10, 100, 1000, 10000, 100000, 1000000 };
+	if (v == 0 && !signbit(v) && decimals >= 0 && decimals <= 6) { /* most rates of most rows */
+		memcpy(buf, "0.000000", 8);
+		return decimals ? 2 + (size_t)decimals : 1;
+	}
 	if (v >= 0 && v < 1e15 && !signbit(v) && decimals >= 0 && decimals <= 6) {
 		uint64_t ip = (uint64_t)v, f = 0;
 		const double fr = v - (double)ip;

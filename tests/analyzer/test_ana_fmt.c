@@ -14,7 +14,8 @@
  *  - values a hair (one ulp) either side of those ties and of each
  *    decimal boundary m / 10^6, where the fraction times 10^6 rounds;
  *  - fractions just below 1 that carry into the integer part (0.9999996);
- *  - integers up to 2^53 and beyond, 0, -0.0, negatives, inf, -inf, NaN;
+ *  - integers up to 2^53 and beyond, 0 and -0.0 at every decimal count,
+ *    negatives, inf, -inf, NaN;
  *  - for %.12g also: 12-digit decimal ties exact in binary (k + 0.5 with
  *    k of 11 digits), values that round up into the next decade
  *    (9.99999999999951 x 10^k), each decade's bounds, 1e-4 and 1e12 (the
@@ -102,6 +103,10 @@ static void test_ties_and_edges(void **state)
 				 -1234.5678, INFINITY,   -INFINITY,   NAN,         -NAN,        4503599627370495.5 };
 	for (size_t i = 0; i < sizeof(edges) / sizeof(edges[0]); i++)
 		same(edges[i]);
+	for (int r = 0; r < 5; r++) { /* zero and negative zero at every decimal count (zero's own path) */
+		same(0.0);
+		same(-0.0);
+	}
 	for (uint64_t i = 1; i < (1ull << 53); i = i * 3 + 1)
 		same((double)i);
 	for (int k = -6; k <= 13; k++) {
