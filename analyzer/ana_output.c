@@ -1721,30 +1721,33 @@ void ana_jo_close(struct ana_jo *o, const char *close)
  * element (@key NULL); bytes only. */
 static void jo_key(struct ana_jo *o, const char *key)
 {
-	char b[80];
-	size_t n = key ? strlen(key) : 0, k = 0;
-	if (n + 6 > sizeof(b)) { /* not one of ours: still correct, slower */
-		jo_put(o, o->first ? "\"" : ", \"", o->first ? 1 : 3);
-		jo_put(o, key, n);
-		jo_put(o, "\": ", 3);
-		o->first = false;
-		return;
+	struct ana_obuf *b = o->b;
+	const size_t n = key ? strlen(key) : 0;
+	if (n + 6 > sizeof(b->buf) - b->n) { /* ", \"" + key + "\": " past the room */
+		if (n + 6 > sizeof(b->buf)) { /* not one of ours: still correct, slower */
+			jo_put(o, o->first ? "\"" : ", \"", o->first ? 1 : 3);
+			jo_put(o, key, n);
+			jo_put(o, "\": ", 3);
+			o->first = false;
+			return;
+		}
+		ana_obuf_flush(b);
 	}
+	char *d = b->buf + b->n; /* straight into the buffer */
 	if (!o->first) {
-		b[k++] = ',';
-		b[k++] = ' ';
+		*d++ = ',';
+		*d++ = ' ';
 	}
 	o->first = false;
 	if (key) {
-		b[k++] = '"';
-		memcpy(b + k, key, n);
-		k += n;
-		b[k++] = '"';
-		b[k++] = ':';
-		b[k++] = ' ';
+		*d++ = '"';
+		memcpy(d, key, n);
+		d += n;
+		*d++ = '"';
+		*d++ = ':';
+		*d++ = ' ';
 	}
-	if (k)
-		jo_put(o, b, k);
+	b->n = (size_t)(d - b->buf);
 }
 
 /* Object mode: @v (a new reference, consumed, also on failure, as jansson's
