@@ -21,6 +21,8 @@
  *    16 KiB buffer, around its flushes;
  *  - ana_json_row() (built) of every row of small.ptz dumps to the line the
  *    streamed report holds for it;
+ *  - the buffer's putc/puts/printf helpers (the CSV's), text short and
+ *    longer than the buffer, byte for byte what stdio writes;
  *  - an object of 20,000 members and nested objects and arrays, through
  *    the 16 KiB buffer's flushes: valid JSON, every value read back, and
  *    a write failure is reported (err set), not ignored.
@@ -319,6 +321,46 @@ static void test_write_error(void **state)
 	fclose(f);
 }
 
+/* The buffer's put helpers (the CSV writes through them): characters,
+ * strings and printf() text, short and longer than printf's stack copy
+ * (256) or the whole buffer, in order across its flushes. */
+static void test_obuf_puts_and_printf(void **state)
+{
+	(void)state;
+	char *buf = NULL, *want = NULL;
+	size_t len = 0, wlen = 0;
+	FILE *f = open_memstream(&buf, &len), *w = open_memstream(&want, &wlen);
+	assert_non_null(f);
+	assert_non_null(w);
+	struct ana_obuf *b = calloc(1, sizeof(*b));
+	assert_non_null(b);
+	b->out = f;
+	char *big = malloc(40001);
+	assert_non_null(big);
+	for (size_t k = 0; k < 40000; k++)
+		big[k] = (char)('a' + k % 26);
+	big[40000] = 0;
+	for (int i = 0; i < 3000; i++) {
+		const size_t n = (size_t)i * 37 % 700; /* 0 .. 699 bytes of it */
+		ana_obuf_printf(b, "%d,%.*s;", i, (int)n, big);
+		fprintf(w, "%d,%.*s;", i, (int)n, big);
+		ana_obuf_putc(b, (char)('A' + i % 26));
+		fputc('A' + i % 26, w);
+		ana_obuf_puts(b, i % 100 ? "|" : big); /* now and then longer than the buffer */
+		fputs(i % 100 ? "|" : big, w);
+	}
+	ana_obuf_flush(b);
+	assert_int_equal(b->err, 0);
+	fclose(f);
+	fclose(w);
+	assert_int_equal(len, wlen);
+	assert_memory_equal(buf, want, len);
+	free(big);
+	free(b);
+	free(buf);
+	free(want);
+}
+
 /* ana_json_row() of every merged and flat row of small.ptz, dumped, is the
  * line the streamed report holds for it. */
 static void test_rows_built_equal_streamed(void **state)
@@ -371,10 +413,15 @@ static void test_rows_built_equal_streamed(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_reals),        cmocka_unit_test(test_integers),
-		cmocka_unit_test(test_strings),      cmocka_unit_test(test_strings_every_byte),
-		cmocka_unit_test(test_long_plain_strings), cmocka_unit_test(test_many_members),
-		cmocka_unit_test(test_write_error),  cmocka_unit_test(test_rows_built_equal_streamed),
+		cmocka_unit_test(test_reals),
+		cmocka_unit_test(test_integers),
+		cmocka_unit_test(test_strings),
+		cmocka_unit_test(test_strings_every_byte),
+		cmocka_unit_test(test_long_plain_strings),
+		cmocka_unit_test(test_many_members),
+		cmocka_unit_test(test_write_error),
+		cmocka_unit_test(test_obuf_puts_and_printf),
+		cmocka_unit_test(test_rows_built_equal_streamed),
 	};
 	cmocka_set_message_output(CM_OUTPUT_TAP);
 	return cmocka_run_group_tests(tests, NULL, NULL);
