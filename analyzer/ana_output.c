@@ -1721,33 +1721,14 @@ void ana_jo_close(struct ana_jo *o, const char *close)
  * element (@key NULL); bytes only. */
 static void jo_key(struct ana_jo *o, const char *key)
 {
-	struct ana_obuf *b = o->b;
-	const size_t n = key ? strlen(key) : 0;
-	if (n + 6 > sizeof(b->buf) - b->n) { /* ", \"" + key + "\": " past the room */
-		if (n + 6 > sizeof(b->buf)) { /* not one of ours: still correct, slower */
-			jo_put(o, o->first ? "\"" : ", \"", o->first ? 1 : 3);
-			jo_put(o, key, n);
-			jo_put(o, "\": ", 3);
-			o->first = false;
-			return;
-		}
-		ana_obuf_flush(b);
-	}
-	char *d = b->buf + b->n; /* straight into the buffer */
-	if (!o->first) {
-		*d++ = ',';
-		*d++ = ' ';
-	}
+	if (!o->first)
+		ana_obuf_put(o->b, ", ", 2);
 	o->first = false;
 	if (key) {
-		*d++ = '"';
-		memcpy(d, key, n);
-		d += n;
-		*d++ = '"';
-		*d++ = ':';
-		*d++ = ' ';
+		ana_obuf_putc(o->b, '"');
+		ana_obuf_put(o->b, key, strlen(key));
+		ana_obuf_put(o->b, "\": ", 3);
 	}
-	b->n = (size_t)(d - b->buf);
 }
 
 /* Object mode: @v (a new reference, consumed, also on failure, as jansson's
@@ -1878,16 +1859,10 @@ void ana_jo_str(struct ana_jo *o, const char *key, const char *s)
 	size_t n = 0;
 	while (s[n] >= 0x20 && s[n] < 0x7f && s[n] != '"' && s[n] != '\\')
 		n++;
-	if (!s[n] && n <= sizeof(o->b->buf) - 2) {
-		char *d = o->b->buf + o->b->n;
-		if (n + 2 > sizeof(o->b->buf) - o->b->n) {
-			ana_obuf_flush(o->b);
-			d = o->b->buf;
-		}
-		d[0] = '"';
-		memcpy(d + 1, s, n);
-		d[n + 1] = '"';
-		o->b->n += n + 2;
+	if (!s[n]) {
+		ana_obuf_putc(o->b, '"');
+		ana_obuf_put(o->b, s, n);
+		ana_obuf_putc(o->b, '"');
 		return;
 	}
 	char *t = ana_json_encode(s);
