@@ -47,10 +47,31 @@
 
 /* A frame's metric sums are zeroed at BEGIN (48 bytes, cheaper than the
  * test a lazy zeroing needs, which the walk of sections mispredicts). */
-static inline struct frame_m *frame_m(struct frame *f)
+/* Adds @self and @incl to metric slot @k of open frame @f (initializing
+ * the slot on its first amount: struct frame_m). */
+static inline void frame_m_add(struct frame *f, int k, uint64_t self, uint64_t incl)
 {
-	f->has_m = true;
-	return &f->m;
+	if (f->mmask & (1u << k)) {
+		ANA_SAT_ADD(f->m.metric_self[k], self);
+		ANA_SAT_ADD(f->m.metric_incl[k], incl);
+	} else {
+		f->m.metric_self[k] = self;
+		f->m.metric_incl[k] = incl;
+		f->mmask |= (uint8_t)(1u << k);
+	}
+}
+
+/* @f's inclusive metric sums in full (the slots never initialized: 0), or
+ * NULL when it has none. */
+static inline const uint64_t *frame_m_incl(struct frame *f)
+{
+	if (!f->mmask)
+		return NULL;
+	for (int k = 0; k < ANA_NMETRIC; k++)
+		if (!(f->mmask & (1u << k)))
+			f->m.metric_incl[k] = f->m.metric_self[k] = 0;
+	f->mmask = (1u << ANA_NMETRIC) - 1;
+	return f->m.metric_incl;
 }
 
 static inline struct frame_x *frame_x(struct frame *f)
@@ -565,10 +586,14 @@ static inline __attribute__((always_inline)) void agg_add(struct tstate *ts, str
 	if (!(mode & MODE_MERGED_ONLY))
 		hpend_add(&ts->hp, f->node, dur_ns, t);
 	a->lossy += f->lossy;
-	if (f->has_m) { /* sections that declare no metric (most) pay nothing here */
+	if (f->mmask) { /* sections that declare no metric (most) pay nothing here */
 		a->metric_occ++;
 		#pragma GCC unroll 4 /* ANA_NMETRIC in full: -3 % instructions a record */
 		for (int k = 0; k < ANA_NMETRIC; k++) {
+			if (!(f->mmask & (1u << k))) { /* 0 and 0: the sums stay, the range takes 0 */
+				a->metric_min[k] = 0;
+				continue;
+			}
 			const uint64_t v = f->m.metric_self[k];
 			ANA_SAT_ADD(a->metric_self[k], v);
 			ANA_SAT_ADD(a->metric_incl[k], f->m.metric_incl[k]);
@@ -599,11 +624,11 @@ static inline __attribute__((always_inline)) void close_top(struct ctx *c, struc
 	if (ts->depth > 0) {
 		struct frame *p = &ts->st[ts->depth - 1];
 		p->child_ticks += dur;
-		if (f->has_m) {
-			struct frame_m *pm = frame_m(p);
-			#pragma GCC unroll 4 /* ANA_NMETRIC in full: -3 % instructions a record */
+		if (f->mmask) {
+			#pragma GCC unroll 4 /* ANA_NMETRIC in full */
 			for (int k = 0; k < ANA_NMETRIC; k++)
-				ANA_SAT_ADD(pm->metric_incl[k], f->m.metric_incl[k]);
+				if (f->mmask & (1u << k))
+					frame_m_add(p, k, 0, f->m.metric_incl[k]);
 		}
 		if (f->has_x) {
 			struct frame_x *px = frame_x(p);
@@ -625,13 +650,14 @@ static inline __attribute__((always_inline)) void close_top(struct ctx *c, struc
 			return;
 		}
 		/* kept: its own inclusive time covers any pending descendants */
-		flat_pass_up(ts, id, f->prev_same, dur_ns, f->has_m ? f->m.metric_incl : NULL,
+		flat_pass_up(ts, id, f->prev_same, dur_ns, frame_m_incl(f),
 			     f->has_x ? f->x.xfer_incl : NULL);
 	}
 	struct ana_node *n = &th->tree.n[f->node];
 	agg_add(ts, &th->tree, &n->agg, f, dur_ns, self_ns, mode);
-	if (__builtin_expect(c->nmem != 0, 0) && /* memory series: measured against the samples around it */
-	    !ana_mem_occ_fast(c, ts, &n->agg, f->start, end))
+	/* memory series: measured against the samples around it (none: the
+	 * fast test fails at once, on mem_hi = 0) */
+	if (!ana_mem_occ_fast(c, ts, &n->agg, f->start, end) && __builtin_expect(c->nmem != 0, 0))
 		ana_mem_occ(c, ts, &n->agg, f->start, end);
 	if (f->merged != UINT32_MAX) { /* per path, process-wide: its histogram and its sample */
 		if (mode & MODE_MERGED_ONLY)
@@ -698,24 +724,61 @@ static PT_NOINLINE_ void sec_end_hooked(struct ctx *c, struct ana_thread *th, st
 	}
 }
 
-/* Covers every node of @t (some are made outside sec_begin: GPU launches). */
-static PT_NOINLINE_ int pn_grow(struct tstate *ts, const struct ana_tree *t)
+/* Doubles table ts->ph (or makes its first 16 slots): 0, or -1 out of memory (noted). */
+static int ph_grow(struct tstate *ts)
 {
-	uint64_t nc = ts->npn ? ts->npn : 64; /* 64-bit: doubling past 2^31 must not wrap */
-	while (nc < t->count)
-		nc *= 2;
-	if (nc > UINT32_MAX)
-		return -1;
-	struct pnode *p = realloc(ts->pn, (size_t)nc * sizeof(*p));
+	uint32_t bits = ts->ph ? 64 - ts->phshift + 1 : 4;
+	if (bits > 32)
+		return -1; /* 2^31 paths on one thread: the tree stops first */
+	struct pslot *p = malloc(((size_t)1 << bits) * sizeof(*p));
 	if (!p) {
 		ana_nomem_note();
 		return -1;
 	}
-	for (uint32_t i = ts->npn; i < nc; i++)
-		p[i] = (struct pnode){ .last_id = UINT32_MAX, .last_node = 0, .merged = UINT32_MAX };
-	ts->pn = p;
-	ts->npn = nc;
+	const size_t n = (size_t)1 << bits, mask = n - 1;
+	for (size_t i = 0; i < n; i++)
+		p[i].key = PSLOT_EMPTY;
+	const uint32_t shift = 64 - bits;
+	for (size_t i = 0; ts->ph && i < ((size_t)1 << (64 - ts->phshift)); i++) {
+		if (ts->ph[i].key == PSLOT_EMPTY)
+			continue;
+		size_t j = pslot_hash(ts->ph[i].key, shift);
+		while (p[j].key != PSLOT_EMPTY)
+			j = (j + 1) & mask;
+		p[j] = ts->ph[i];
+	}
+	free(ts->ph);
+	ts->ph = p;
+	ts->phshift = shift;
 	return 0;
+}
+
+/*
+ * The call path (@parent, @id) that BEGIN did not find in ts->ph: its
+ * thread-tree node (made if new), its merged-tree node (made if new),
+ * into the table at slot @i, the empty slot that ended the search.
+ * Return: the slot, or NULL out of memory (noted; the BEGIN is dropped).
+ */
+static PT_NOINLINE_ const struct pslot *ph_add(struct ctx *c, struct ana_thread *th, struct tstate *ts,
+					       uint32_t parent, uint32_t id, uint32_t i)
+{
+	uint32_t node = ana_tree_child(&th->tree, parent, id);
+	if (node == UINT32_MAX)
+		return NULL;
+	uint32_t mp = ts->depth ? ts->st[ts->depth - 1].merged : 0; /* the parent's path in the merged tree */
+	uint32_t merged = mp == UINT32_MAX ? UINT32_MAX : ana_tree_child(&c->res->merged, mp, id);
+	const uint64_t key = PSLOT_KEY(parent, id);
+	if (!ts->ph || ts->phn + 1 > ((size_t)1 << (64 - ts->phshift)) / 2) { /* at most half full */
+		if (ph_grow(ts))
+			return NULL;
+		const uint32_t mask = (uint32_t)(((uint64_t)1 << (64 - ts->phshift)) - 1);
+		i = pslot_hash(key, ts->phshift);
+		while (ts->ph[i].key != PSLOT_EMPTY)
+			i = (i + 1) & mask;
+	}
+	ts->phn++;
+	ts->ph[i] = (struct pslot){ .key = key, .node = node, .merged = merged };
+	return &ts->ph[i];
 }
 
 /* The stack full: grows it, or past ANA_MAX_DEPTH counts the section as
@@ -748,35 +811,36 @@ static inline __attribute__((always_inline)) void sec_begin(struct ctx *c, struc
 	if (__builtin_expect(ts->depth == ts->cap, 0) && stack_grow(th, ts))
 		return;
 	uint32_t parent = ts->depth ? ts->st[ts->depth - 1].node : 0;
-	if (__builtin_expect(parent >= ts->npn, 0) && pn_grow(ts, &th->tree))
-		return;
-	uint32_t node;
-	/* loops re-enter the same child: one compare in a 16-byte entry */
-	if (ts->pn[parent].last_id == id && ts->pn[parent].last_node) {
-		node = ts->pn[parent].last_node;
+	/* the path's nodes: one probe of the thread's table, nearly always */
+	const uint64_t key = PSLOT_KEY(parent, id);
+	const struct pslot *ps;
+	if (__builtin_expect(ts->ph != NULL, 1)) {
+		const uint32_t mask = (uint32_t)(((uint64_t)1 << (64 - ts->phshift)) - 1);
+		uint32_t i = pslot_hash(key, ts->phshift);
+		for (;;) {
+			ps = &ts->ph[i];
+			if (__builtin_expect(ps->key == key, 1))
+				break;
+			if (ps->key == PSLOT_EMPTY) {
+				ps = ph_add(c, th, ts, parent, id, i);
+				break;
+			}
+			i = (i + 1) & mask;
+		}
 	} else {
-		const struct ana_node *pn = &th->tree.n[parent];
-		uint32_t k = child_lower(pn, id);
-		node = k < pn->nchild && pn->child_id[k] == id ? pn->child[k] : ana_tree_child(&th->tree, parent, id);
-		if (node == UINT32_MAX || (node >= ts->npn && pn_grow(ts, &th->tree)))
-			return;
-		ts->pn[parent].last_id = id;
-		ts->pn[parent].last_node = node;
+		ps = ph_add(c, th, ts, parent, id, 0);
 	}
-	uint32_t merged = ts->pn[node].merged;
-	if (merged == UINT32_MAX) { /* new path on this thread */
-		uint32_t mp = parent ? ts->pn[parent].merged : 0;
-		merged = mp == UINT32_MAX ? UINT32_MAX : ana_tree_child(&c->res->merged, mp, id);
-		ts->pn[node].merged = merged;
-	}
+	if (__builtin_expect(ps == NULL, 0))
+		return;
+	const uint32_t node = ps->node, merged = ps->merged;
 	struct frame *f = &ts->st[ts->depth];
 	f->node = node;
 	f->merged = merged;
 	f->id = id;
 	f->start = ticks;
 	f->child_ticks = 0;
-	f->lossy = f->has_m = f->has_x = f->has_pending = false;
-	memset(&f->m, 0, sizeof(f->m));
+	f->lossy = f->has_x = f->has_pending = false;
+	f->mmask = 0;
 	f->prev_same = -1;
 	if (!(mode & MODE_KEEP_ALL)) {
 		int32_t *top = open_top_of(ts, id);
@@ -833,9 +897,7 @@ static inline __attribute__((always_inline)) void sec_metric(struct ana_thread *
 	if (aux < 1 || aux > ANA_NMETRIC)
 		return;
 	if (ts->depth) {
-		struct frame_m *m = frame_m(&ts->st[ts->depth - 1]);
-		ANA_SAT_ADD(m->metric_self[aux - 1], value);
-		ANA_SAT_ADD(m->metric_incl[aux - 1], value);
+		frame_m_add(&ts->st[ts->depth - 1], (int)aux - 1, value, value);
 	} else {
 		ANA_SAT_ADD(th->unattributed[aux - 1], value);
 	}
@@ -1692,7 +1754,7 @@ static void tstate_free(struct tstate *ts)
 {
 	free(ts->flat);
 	free(ts->st);
-	free(ts->pn);
+	free(ts->ph);
 	free(ts->open_top);
 	free(ts->fi);
 	free(ts->mem_cur);

@@ -12,8 +12,10 @@
 
 #include "analyzer/ana.h"
 
-/* Metric sums of an open section; zeroed at BEGIN, flagged by frame.has_m
- * once a metric (its own or a child's) arrives. */
+/* Metric sums of an open section, slot by slot: slot k holds its sums only
+ * while bit k of frame.mmask is set (set by the slot's first metric, its
+ * own or a child's); a slot whose bit is clear is 0 and 0, never read, so
+ * BEGIN writes one byte, not the 48 of the sums. */
 struct frame_m {
 	uint64_t metric_self[ANA_NMETRIC], metric_incl[ANA_NMETRIC];
 };
@@ -32,7 +34,9 @@ struct frame {
 			uint32_t merged;          /* the node's path in the merged tree, or UINT32_MAX */
 			uint64_t start, child_ticks;
 			int32_t prev_same;        /* innermost open frame of the same name below this one, or -1 */
-			bool lossy, has_m, has_x, has_pending;
+			bool lossy;
+			uint8_t mmask; /* initialized slots of m (1 << k: slot k); 0 = no metric */
+			bool has_x, has_pending;
 			/* recursion-safe flat sums of kept same-name descendants whose own
 			 * same-name ancestors were not kept (doc/analyzer-output.md §2) */
 			uint64_t pending_ns;
@@ -63,13 +67,22 @@ struct gpu_flat {
 	uint64_t count, total_ns, stamp;
 };
 
-/* What BEGIN needs of a thread-tree node, 16 bytes a node (a thread's
- * few thousand paths stay in L1/L2 while its nodes do not). */
-struct pnode {
-	uint32_t last_id, last_node; /* last child looked up; last_node 0 = none */
-	uint32_t merged;             /* the path's node in the merged tree; UINT32_MAX = not yet */
-	uint32_t pad_;
+/* What BEGIN needs of a call path: its thread-tree node and merged-tree
+ * node by (parent node, name id), one slot of the thread's open-addressing
+ * table (tstate.ph): one 8-byte compare finds the child of any parent,
+ * whichever child came last (a loop of three or more children included). */
+struct pslot {
+	uint64_t key;    /* PSLOT_KEY(parent, id); PSLOT_EMPTY: no path */
+	uint32_t node;   /* the path's thread-tree node */
+	uint32_t merged; /* the path's node in the merged tree; UINT32_MAX = none (out of memory) */
 };
+#define PSLOT_KEY(parent, id) ((uint64_t)(parent) << 32 | (uint32_t)(id))
+#define PSLOT_EMPTY UINT64_MAX /* parent UINT32_MAX: never a node (ana_tree_child() stops below it) */
+/* Fibonacci hashing (Knuth, TAOCP vol. 3, 6.4): the top bits of key * 2^64/phi */
+static inline uint32_t pslot_hash(uint64_t key, uint32_t shift)
+{
+	return (uint32_t)((key * 0x9E3779B97F4A7C15ull) >> shift);
+}
 
 /* Pending histogram adds by tree node (struct ana_hpend: one line each). */
 struct ana_hpend_set {
@@ -78,8 +91,8 @@ struct ana_hpend_set {
 };
 
 struct tstate {
-	struct pnode *pn;     /* by thread-tree node */
-	uint32_t npn;
+	struct pslot *ph;     /* call paths by (parent, name id): 2^(64 - phshift) slots, at most half used */
+	uint32_t phshift, phn; /* phn: slots used */
 	struct frame *st;
 	uint32_t depth, cap;
 	struct rp_thread rp;  /* the nesting rules' state (replay/replay.h): chunk sequence, tick floor, too-deep BEGINs */
@@ -353,7 +366,8 @@ static inline void ana_mem_row_fast(struct ana_mem_row *w, int64_t v)
  * series stays at the sample that the thread's last slow call found
  * ([mem_lo, mem_hi)), so for each series begin = end = peak = that
  * sample's value. False (nothing done) otherwise: the caller then calls
- * ana_mem_occ(). Through the call every section cost about 100
+ * ana_mem_occ() if the trace has memory series (c->nmem > 0; without
+ * them mem_hi stays 0, so this is false at once). Through the call every section cost about 100
  * instructions more (callgrind, bench trace: one series), 280 with two
  * (a GPU trace's process RSS and device memory); most sections are
  * shorter than the sampling period. The occurrences wait as pending
@@ -368,10 +382,13 @@ static inline bool ana_mem_occ_fast(const struct ctx *c, const struct tstate *ts
 		return false;
 	/* series 0 pending in the agg itself: on a trace of many paths the
 	 * row behind a->mem is a cache miss per END (--report on 100,000
-	 * paths visited at random took 18 % less time without it) */
-	if (__builtin_expect(a->mem_pn != 0 && a->mem_pv != ts->mem_v0, 0))
+	 * paths visited at random took 18 % less time without it). The value
+	 * is stored only when it changes: with none pending the fold does
+	 * nothing, and an equal value needs no store */
+	if (__builtin_expect(a->mem_pv != ts->mem_v0, 0)) {
 		ana_mem_fold0(a);
-	a->mem_pv = ts->mem_v0;
+		a->mem_pv = ts->mem_v0;
+	}
 	a->mem_pn++;
 	if (__builtin_expect(c->nmem > 1, 0)) /* a GPU trace: process RSS and device memory */
 		for (uint32_t s = 1; s < c->nmem; s++)
