@@ -194,12 +194,17 @@ static int grow(void **p, size_t *cap, size_t need, size_t elem)
  * (reread_header(): the file changed under the reader); its payload then
  * comes from the same read.
  */
-static int rd_read(struct pt_reader *r, void *buf, size_t len, uint64_t off, bool fresh)
+/* @len bytes at file offset @off, in place: *@out points into the read
+ * window when it holds them (the window is refilled from @off when it
+ * does not and they fit it), or to @buf, where they were read otherwise.
+ * *@out is valid until the next read. 0 or a negative errno. */
+static int rd_view(struct pt_reader *r, void *buf, size_t len, uint64_t off, bool fresh, const uint8_t **out)
 {
 	if (!fresh && r->win_len && off >= r->win_off && len <= r->win_len && off - r->win_off <= r->win_len - len) {
-		memcpy(buf, r->win + (off - r->win_off), len);
+		*out = r->win + (off - r->win_off);
 		return 0;
 	}
+	*out = buf;
 	uint64_t room = off < r->limit ? r->limit - off : 0;
 	size_t want = room < RD_WIN_BYTES ? (size_t)room : RD_WIN_BYTES;
 	if (len >= want || (!r->win && !(r->win = malloc(RD_WIN_BYTES))))
@@ -213,8 +218,18 @@ static int rd_read(struct pt_reader *r, void *buf, size_t len, uint64_t off, boo
 		return fmt_pread_full(r->fd, buf, len, off);
 	r->win_off = off;
 	r->win_len = (size_t)n;
-	memcpy(buf, r->win, len);
+	*out = r->win;
 	return 0;
+}
+
+/* rd_view() into @buf. */
+static int rd_read(struct pt_reader *r, void *buf, size_t len, uint64_t off, bool fresh)
+{
+	const uint8_t *p;
+	int rc = rd_view(r, buf, len, off, fresh, &p);
+	if (rc == 0 && p != buf)
+		memcpy(buf, p, len);
+	return rc;
 }
 
 /* Makes part @i the one read (its descriptor and limit; the read window
@@ -262,21 +277,22 @@ static int load_payload(struct pt_reader *r, uint64_t off, const struct fmt_chun
 	if ((rc = grow((void **)&r->stored, &r->stored_cap, h->stored_bytes ? h->stored_bytes : 1, 1)) ||
 	    (rc = grow((void **)&r->raw, &r->raw_cap, h->raw_bytes ? h->raw_bytes : 1, 1)))
 		return rc;
-	rc = rd_read(r, r->stored, h->stored_bytes, off + PT_FMT_CHUNK_HEADER_BYTES, false);
+	const uint8_t *stored; /* in the read window, not copied, when it fits there */
+	rc = rd_view(r, r->stored, h->stored_bytes, off + PT_FMT_CHUNK_HEADER_BYTES, false, &stored);
 	if (rc) {
 		problem(r, off, "chunk @0x%llx: payload unreadable: %s", (unsigned long long)off, pt_strerror(rc));
 		return rc;
 	}
-	if (XXH3_64bits(r->stored, h->stored_bytes) != h->payload_xxh) {
+	if (XXH3_64bits(stored, h->stored_bytes) != h->payload_xxh) {
 		r->info.damaged_chunks++;
 		problem(r, off, "chunk @0x%llx: payload checksum mismatch", (unsigned long long)off);
 		return -PT_ECHECKSUM;
 	}
 	if (h->comp == FMT_COMP_NONE) {
-		memcpy(r->raw, r->stored, h->stored_bytes);
+		memcpy(r->raw, stored, h->stored_bytes);
 		return 0;
 	}
-	unsigned long long fcs = ZSTD_getFrameContentSize(r->stored, h->stored_bytes);
+	unsigned long long fcs = ZSTD_getFrameContentSize(stored, h->stored_bytes);
 	if (fcs != h->raw_bytes) {
 		r->info.damaged_chunks++;
 		problem(r, off, "chunk @0x%llx: zstd frame size disagrees with header", (unsigned long long)off);
@@ -286,7 +302,7 @@ static int load_payload(struct pt_reader *r, uint64_t off, const struct fmt_chun
 	 * (and every open that fails before one) never pays for it */
 	if (!r->dctx && !(r->dctx = ZSTD_createDCtx()))
 		return -ENOMEM;
-	size_t n = ZSTD_decompressDCtx(r->dctx, r->raw, h->raw_bytes, r->stored, h->stored_bytes);
+	size_t n = ZSTD_decompressDCtx(r->dctx, r->raw, h->raw_bytes, stored, h->stored_bytes);
 	if (ZSTD_isError(n) || n != h->raw_bytes) {
 		r->info.damaged_chunks++;
 		problem(r, off, "chunk @0x%llx: decompression failed: %s", (unsigned long long)off,
