@@ -188,6 +188,20 @@ static inline int32_t *open_top_of(struct tstate *ts, uint32_t id)
 	return open_top_grow(ts, id);
 }
 
+uint64_t ana_ticks_ns_lim(double ns_per_tick)
+{
+	const uint64_t top = (uint64_t)INT64_MAX + 1;
+	if (!(ns_per_tick == ns_per_tick) || ns_per_tick - ns_per_tick != 0)
+		return 0; /* NaN or infinite: every tick count takes the checked path */
+	if (ns_per_tick <= 0) /* 0: x = 0.5; below (no slope the reader builds): checked */
+		return ns_per_tick == 0 ? top : 0;
+	const double t = 9.0e18 / ns_per_tick;
+	uint64_t lim = t >= 9.2e18 ? top : (uint64_t)t;
+	while (lim && !((double)(int64_t)(lim - 1) * ns_per_tick + 0.5 < 9.2e18))
+		lim -= lim / 1024 + 1;
+	return lim;
+}
+
 uint64_t ana_ticks_ns_big(double ns_per_tick, uint64_t ticks)
 {
 	return ana_sat_u64((double)ticks * ns_per_tick + 0.5);
@@ -1567,6 +1581,7 @@ static int pass_setup(struct ctx *c, struct ana_result *res, const struct ana_op
 	res->has_samples = !opt->no_samples;
 	const struct pt_trace_info *info = pt_reader_info(res->rd);
 	c->ns_per_tick = pt_reader_ns_per_tick(res->rd);
+	c->ns_fast_lim = ana_ticks_ns_lim(c->ns_per_tick);
 	c->window = info->window != 0;
 	res->window = c->window;
 	res->flight = info->flight != 0;

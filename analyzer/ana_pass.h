@@ -164,6 +164,7 @@ struct ctx {
 	struct ana_result *res;
 	struct tstate *ts;
 	double ns_per_tick;
+	uint64_t ns_fast_lim; /* ana_ticks_ns()'s one-compare range: ana_ticks_ns_lim() */
 	uint64_t since_ticks, until_ticks;
 	uint64_t rng;
 	uint32_t *domain_of; /* name id -> domain, for the filter */
@@ -224,7 +225,10 @@ static inline uint64_t ana_ticks_ns(const struct ctx *c, uint64_t ticks)
 {
 	/* x86-64 converts signed 64-bit integers in one instruction, unsigned
 	 * ones in about ten: same values, through the signed conversions while
-	 * they fit (every real duration) */
+	 * they fit (every real duration). Below c->ns_fast_lim both the ticks
+	 * and x < 9.2e18 fit them (ana_ticks_ns_lim()): one compare. */
+	if (__builtin_expect(ticks < c->ns_fast_lim, 1))
+		return (uint64_t)(int64_t)((double)(int64_t)ticks * c->ns_per_tick + 0.5);
 	if (__builtin_expect(ticks <= (uint64_t)INT64_MAX, 1)) {
 		double x = (double)(int64_t)ticks * c->ns_per_tick + 0.5;
 		if (__builtin_expect(x < 9.2e18, 1))
@@ -232,6 +236,12 @@ static inline uint64_t ana_ticks_ns(const struct ctx *c, uint64_t ticks)
 	}
 	return ana_ticks_ns_big(c->ns_per_tick, ticks);
 }
+
+/* The ticks below which ana_ticks_ns() of slope @ns_per_tick takes its
+ * one-compare path: at most 2^63, and (double)t * ns_per_tick + 0.5 <
+ * 9.2e18 for every t below (the product and sum round monotonically, so
+ * testing the largest t suffices); 0 for a NaN or infinite slope. */
+uint64_t ana_ticks_ns_lim(double ns_per_tick);
 
 /*
  * ana_grow_by_id() - Grows the zero-filled array @arr of *@n elements of

@@ -53,6 +53,7 @@
 #include <jansson.h>
 #include <math.h>
 
+#include "analyzer/ana_pass.h" /* ana_ticks_ns(), ana_ticks_ns_lim() */
 #include "tests/analyzer/ana_test_ops.h"
 #include "ptz/recorder.h" /* PT_METRIC_*, PT_H2D, PT_D2H */
 
@@ -2341,6 +2342,42 @@ static void test_ana_reservoir_uniform(void **state)
 	ana_reservoir_free(&b);
 }
 
+/* ana_ticks_ns() without its one-compare range: the checked conversion. */
+static uint64_t ticks_ns_checked(double npt, uint64_t t)
+{
+	if (t <= (uint64_t)INT64_MAX) {
+		double x = (double)(int64_t)t * npt + 0.5;
+		if (x < 9.2e18)
+			return (uint64_t)(int64_t)x;
+	}
+	return ana_ticks_ns_big(npt, t);
+}
+
+/* ana_ticks_ns()'s one-compare range (ana_ticks_ns_lim()) gives the checked
+ * conversion's values on both sides of its end, for slopes from a GHz
+ * TSC's to crafted ones, and no range for a NaN or infinite slope. */
+static void test_ana_ticks_ns_fast_range(void **state)
+{
+	(void)state;
+	const uint64_t top = (uint64_t)INT64_MAX + 1;
+	const double slopes[] = { 0.3852, 1.0, 0.5, 1e-6, 3.0, 1e9, 1e18, 0.0 };
+	for (size_t i = 0; i < sizeof(slopes) / sizeof(slopes[0]); i++) {
+		struct ctx c = { .ns_per_tick = slopes[i], .ns_fast_lim = ana_ticks_ns_lim(slopes[i]) };
+		const uint64_t lim = c.ns_fast_lim;
+		assert_true(lim <= top);
+		if (lim)
+			assert_true((double)(int64_t)(lim - 1) * slopes[i] + 0.5 < 9.2e18);
+		/* the range is not needlessly short: it reaches past 9e18 ns */
+		assert_true(lim == top || (double)lim * slopes[i] > 8.9e18);
+		const uint64_t t[] = { 0, 1, 2, 1000, lim - 2, lim - 1, lim, lim + 1, (uint64_t)INT64_MAX, top, UINT64_MAX };
+		for (size_t k = 0; k < sizeof(t) / sizeof(t[0]); k++)
+			assert_int_equal(ana_ticks_ns(&c, t[k]), ticks_ns_checked(slopes[i], t[k]));
+	}
+	assert_int_equal(ana_ticks_ns_lim(NAN), 0);
+	assert_int_equal(ana_ticks_ns_lim(INFINITY), 0);
+	assert_int_equal(ana_ticks_ns_lim(-1.0), 0);
+}
+
 static void test_ana_utf8_clean_repairs(void **state)
 {
 	(void)state;
@@ -2404,6 +2441,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_ana_report_text_limits),
 		cmocka_unit_test(test_ana_hist_quantile_within_error),
 		cmocka_unit_test(test_ana_utf8_clean_repairs),
+		cmocka_unit_test(test_ana_ticks_ns_fast_range),
 #ifdef PT_GOLDEN_DIR
 		cmocka_unit_test(test_golden_trace_is_generated),
 #endif
