@@ -352,12 +352,46 @@ static int indent_label(char *name, size_t n, int indent, const char *lossy, con
  * JSON keep every digit). */
 static const char *rate_cell(char *b, size_t n, double v, int width, const char *mark)
 {
-	const int room = width - (int)strlen(mark);
-	for (int dec = 2; dec >= 0; dec--)
-		if (snprintf(b, n, "%.*f%s", dec, v, mark) <= width)
+	const size_t lm = strlen(mark);
+	const int room = width - (int)lm;
+	for (int dec = 2; dec >= 0; dec--) {
+		char f[40];
+		const size_t k = ana_fmt_fixed(f, v, dec); /* snprintf("%.*f")'s bytes */
+		if (k + lm <= (size_t)width && k + lm < n) {
+			memcpy(b, f, k);
+			memcpy(b + k, mark, lm + 1);
 			return b;
+		}
+	}
 	snprintf(b, n, "%.*g%s", room >= 7 ? 2 : 1, v, mark);
 	return b;
+}
+
+/* A text row's line under construction: printf's "%*s" and "%-*s" without
+ * parsing a format per row (a call-tree row had 15 fields). */
+struct text_line {
+	char b[1024];
+	size_t k;
+};
+
+/* @s in a field @width wide, right-aligned (@left: left-aligned), then
+ * one space; longer values are not cut, as printf does not cut them. */
+static void line_field(struct text_line *l, const char *s, int width, bool left)
+{
+	const size_t n = strlen(s), pad = (size_t)width > n ? (size_t)width - n : 0;
+	if (l->k + n + pad + 2 > sizeof(l->b))
+		return; /* cannot happen: names are at most 255 bytes, fields 32 */
+	if (!left) {
+		memset(l->b + l->k, ' ', pad);
+		l->k += pad;
+	}
+	memcpy(l->b + l->k, s, n);
+	l->k += n;
+	if (left) {
+		memset(l->b + l->k, ' ', pad);
+		l->k += pad;
+	}
+	l->b[l->k++] = ' ';
 }
 
 #define HDR_FMT "%-40s %8s %10s %10s %6s %10s %10s %10s %10s %10s %10s %8s %8s %8s %6s\n"
@@ -381,7 +415,8 @@ static void text_row(FILE *out, const struct ana_result *res, const char *label,
 	/* a path inside sampled requests: count, total, self and share are estimates, marked '~' (§13) */
 	const bool est = a->est && !a->est->by_name;
 	struct ana_est_fig f = { 0 };
-	char cnt[32], tot[32], slf[32];
+	char cnt[32], tot[32], slf[32], share[48];
+	size_t k;
 	if (est) {
 		ana_est_figures(a, &f);
 		snprintf(cnt, sizeof(cnt), "~%.0f", f.count);
@@ -391,12 +426,34 @@ static void text_row(FILE *out, const struct ana_result *res, const char *label,
 			slf, 100.0 * w.share, dur(b[2], 32, w.mean), dur(b[3], 32, w.std), dur(b[4], 32, (double)w.p50),
 			dur(b[5], 32, (double)w.p90), dur(b[6], 32, (double)w.p99), dur(b[7], 32, (double)a->first_ns),
 			first_rest, gb, gf, ai);
-	} else {
+	} else if ((k = ana_fmt_fixed(share, 100.0 * w.share, 1)) >= 39) { /* too long for ana_fmt_fixed() */
 		fprintf(out, "%-40s %8" PRIu64 " %10s %10s %5.1f%% %10s %10s %10s %10s %10s %10s %8s %8s %8s %6s\n", name,
 			a->count, dur(b[0], 32, (double)a->total_ns), dur(b[1], 32, (double)a->self_ns), 100.0 * w.share,
 			dur(b[2], 32, w.mean), dur(b[3], 32, w.std), dur(b[4], 32, (double)w.p50),
 			dur(b[5], 32, (double)w.p90), dur(b[6], 32, (double)w.p99), dur(b[7], 32, (double)a->first_ns),
 			first_rest, gb, gf, ai);
+	} else { /* that format, field by field */
+		struct text_line l = { .k = 0 };
+		share[k] = '%';
+		share[k + 1] = 0;
+		snprintf(cnt, sizeof(cnt), "%" PRIu64, a->count);
+		line_field(&l, name, 40, true);
+		line_field(&l, cnt, 8, false);
+		line_field(&l, dur(b[0], 32, (double)a->total_ns), 10, false);
+		line_field(&l, dur(b[1], 32, (double)a->self_ns), 10, false);
+		line_field(&l, share, 6, false); /* %5.1f%% */
+		line_field(&l, dur(b[2], 32, w.mean), 10, false);
+		line_field(&l, dur(b[3], 32, w.std), 10, false);
+		line_field(&l, dur(b[4], 32, (double)w.p50), 10, false);
+		line_field(&l, dur(b[5], 32, (double)w.p90), 10, false);
+		line_field(&l, dur(b[6], 32, (double)w.p99), 10, false);
+		line_field(&l, dur(b[7], 32, (double)a->first_ns), 10, false);
+		line_field(&l, first_rest, 8, false);
+		line_field(&l, gb, 8, false);
+		line_field(&l, gf, 8, false);
+		line_field(&l, ai, 6, false);
+		l.b[l.k - 1] = '\n'; /* the last field's space */
+		fwrite(l.b, 1, l.k, out);
 	}
 	if (est && f.interval)
 		fprintf(out,
