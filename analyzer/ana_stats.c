@@ -215,11 +215,13 @@ static void block_add(struct ana_hist *h, uint32_t o, uint32_t j, uint32_t count
  * with the most pairs). Out of memory, the values are left out. */
 static PT_NOINLINE_STATS void hist_add_sparse(struct ana_hist *h, uint32_t i, uint32_t count)
 {
-	uint32_t o = i / SUB, first = sp_lower(h, o * SUB), last = sp_lower(h, (o + 1) * SUB), k = first;
+	/* the octave's run: found by one search, walked to its end (fewer than
+	 * ANA_HIST_HOT pairs) */
+	uint32_t o = i / SUB, first = sp_lower(h, o * SUB), last = first, k = first;
 	uint64_t held = count; /* the octave's values, this add's included */
-	for (uint32_t j = first; j < last; j++) {
-		held += PAIR_COUNT(h->sp[j]);
-		k += PAIR_IDX(h->sp[j]) < i;
+	for (; last < h->nsp && PAIR_IDX(h->sp[last]) / SUB == o; last++) {
+		held += PAIR_COUNT(h->sp[last]);
+		k += PAIR_IDX(h->sp[last]) < i;
 	}
 	if (held >= ANA_HIST_HOT)
 		goto dense; /* a hot octave: O(1) adds from now on */
