@@ -1788,6 +1788,35 @@ static void jo_key(struct ana_jo *o, const char *key)
 	}
 }
 
+/* jo_key() then @vn bytes @v: a member (or an array's element) as one
+ * write into the buffer when it has room (a report has ~550,000 of them). */
+static void jo_member(struct ana_jo *o, const char *key, const char *v, size_t vn)
+{
+	struct ana_obuf *b = o->b;
+	const size_t kn = key ? strlen(key) : 0;
+	if (__builtin_expect(kn + vn + 8 > sizeof(b->buf) - b->n, 0)) {
+		jo_key(o, key);
+		jo_put(o, v, vn);
+		return;
+	}
+	char *d = b->buf + b->n;
+	if (!o->first) {
+		d[0] = ',';
+		d[1] = ' ';
+		d += 2;
+	}
+	o->first = false;
+	if (key) {
+		*d++ = '"';
+		memcpy(d, key, kn);
+		d += kn;
+		memcpy(d, "\": ", 3);
+		d += 3;
+	}
+	memcpy(d, v, vn);
+	b->n = (size_t)(d + vn - b->buf);
+}
+
 /* Object mode: @v (a new reference, consumed, also on failure, as jansson's
  * *_set_new() do; NULL = ENOMEM) as member @key, or appended (@key NULL). */
 static void jo_set(struct ana_jo *o, const char *key, json_t *v)
@@ -1815,8 +1844,7 @@ void ana_jo_u64(struct ana_jo *o, const char *key, uint64_t v)
 		return;
 	}
 	char b[24], *p = u64_digits(b + sizeof(b), v);
-	jo_key(o, key);
-	jo_put(o, p, (size_t)(b + sizeof(b) - p));
+	jo_member(o, key, p, (size_t)(b + sizeof(b) - p));
 }
 
 void ana_jo_i64(struct ana_jo *o, const char *key, int64_t v)
@@ -1826,8 +1854,7 @@ void ana_jo_i64(struct ana_jo *o, const char *key, int64_t v)
 		return;
 	}
 	char b[24], *p = i64_digits(b + sizeof(b), v);
-	jo_key(o, key);
-	jo_put(o, p, (size_t)(b + sizeof(b) - p));
+	jo_member(o, key, p, (size_t)(b + sizeof(b) - p));
 }
 
 void ana_jo_real(struct ana_jo *o, const char *key, double v)
@@ -1836,9 +1863,8 @@ void ana_jo_real(struct ana_jo *o, const char *key, double v)
 		jo_set(o, key, isfinite(v) ? json_real(v) : json_null());
 		return;
 	}
-	jo_key(o, key);
 	if (!isfinite(v)) {
-		jo_put(o, "null", 4);
+		jo_member(o, key, "null", 4);
 		return;
 	}
 	char b[40];
@@ -1849,12 +1875,13 @@ void ana_jo_real(struct ana_jo *o, const char *key, double v)
 		char *p = i64_digits(b + sizeof(b) - 2, (int64_t)v);
 		b[sizeof(b) - 2] = '.';
 		b[sizeof(b) - 1] = '0';
-		jo_put(o, p, (size_t)(b + sizeof(b) - p));
+		jo_member(o, key, p, (size_t)(b + sizeof(b) - p));
 		return;
 	}
 	/* jansson's jsonp_dtostr() at JSON_REAL_PRECISION(12), in the C locale */
 	int n = (int)ana_fmt_g12(b, v);
 	if (n <= 0 || n >= (int)sizeof(b) - 3) {
+		jo_key(o, key); /* as before: the member's key, no value */
 		*o->err = 1;
 		return;
 	}
@@ -1873,7 +1900,7 @@ void ana_jo_real(struct ana_jo *o, const char *key, double v)
 		memmove(d, z, (size_t)(b + len - z));
 		len -= (size_t)(z - d);
 	}
-	jo_put(o, b, len);
+	jo_member(o, key, b, len);
 }
 
 void ana_jo_bool(struct ana_jo *o, const char *key, bool v)
@@ -1882,8 +1909,7 @@ void ana_jo_bool(struct ana_jo *o, const char *key, bool v)
 		jo_set(o, key, json_boolean(v));
 		return;
 	}
-	jo_key(o, key);
-	jo_put(o, v ? "true" : "false", v ? 4 : 5);
+	jo_member(o, key, v ? "true" : "false", v ? 4 : 5);
 }
 
 void ana_jo_null(struct ana_jo *o, const char *key)
@@ -1892,8 +1918,7 @@ void ana_jo_null(struct ana_jo *o, const char *key)
 		jo_set(o, key, json_null());
 		return;
 	}
-	jo_key(o, key);
-	jo_put(o, "null", 4);
+	jo_member(o, key, "null", 4);
 }
 
 char *ana_json_encode(const char *s)
