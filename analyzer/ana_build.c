@@ -1419,20 +1419,20 @@ static inline __attribute__((always_inline)) void read_events_mode(struct ctx *c
 					sec_begin(c, th, ts, id, fd.ticks, mode);
 					continue;
 				}
+			} else if (tag == FMT_TAG_END_TOP || tag == PT_REC_END) { /* before METRIC: as many as BEGINs */
+				if (fmt_dec_fast_end(&fd, d->stack, &id)) {
+					timed++;
+					if (mode & MODE_REMAP)
+						id = ana_remap_id(c, id);
+					sec_end(c, th, ts, id, fd.ticks, mode);
+					continue;
+				}
 			} else if (tag == PT_REC_METRIC) {
 				uint32_t aux;
 				uint64_t value;
 				if (fmt_dec_fast_metric(&fd, &aux, &value)) {
 					untimed++;
 					sec_metric(th, ts, aux, value);
-					continue;
-				}
-			} else if (tag == FMT_TAG_END_TOP || tag == PT_REC_END) {
-				if (fmt_dec_fast_end(&fd, d->stack, &id)) {
-					timed++;
-					if (mode & MODE_REMAP)
-						id = ana_remap_id(c, id);
-					sec_end(c, th, ts, id, fd.ticks, mode);
 					continue;
 				}
 			}
