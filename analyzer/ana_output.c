@@ -1156,10 +1156,22 @@ int ana_json_dumpf(const json_t *j, FILE *out, size_t flags)
 /* The decimal digits of @v, written backwards ending at @end; their start. */
 static char *u64_digits(char *end, uint64_t v)
 {
-	do {
-		*--end = (char)('0' + v % 10);
-		v /= 10;
-	} while (v);
+	/* two digits a division (the CSV and JSON write ~30 integers a row) */
+	static const char pairs[] = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+				    "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+				    "8081828384858687888990919293949596979899";
+	while (v >= 100) {
+		const uint64_t q = v / 100;
+		end -= 2;
+		memcpy(end, pairs + 2 * (v - q * 100), 2);
+		v = q;
+	}
+	if (v >= 10) {
+		end -= 2;
+		memcpy(end, pairs + 2 * v, 2);
+	} else {
+		*--end = (char)('0' + v);
+	}
 	return end;
 }
 
