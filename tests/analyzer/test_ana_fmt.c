@@ -6,8 +6,9 @@
  * values that could trip their fast paths.
  *
  * Invariants covered: byte equality with snprintf() for
- *  - 2,000,000 random values spread over 1e-12 .. 1e17 (both paths, and
- *    the 1e15 boundary of the fast path);
+ *  - 2,000,000 random values spread over 1e-16 .. 1e17 (both paths, and
+ *    the 1e15 boundary of the fast path; for %.12g the style-e path of
+ *    1e-15 .. 1e-4 and its lower bound);
  *  - exact binary ties: k + 0.5 for %.0f (half to even, both parities) and
  *    odd multiples of 2^-e for %.(e-1)f (0.0078125: a tie at the 6th
  *    decimal), each met by every decimal count;
@@ -18,8 +19,9 @@
  *    negatives, inf, -inf, NaN;
  *  - for %.12g also: 12-digit decimal ties exact in binary (k + 0.5 with
  *    k of 11 digits), values that round up into the next decade
- *    (9.99999999999951 x 10^k), each decade's bounds, 1e-4 and 1e12 (the
- *    fast path's bounds, where %g changes style), and negatives.
+ *    (9.99999999999951 x 10^k), each decade's bounds from 1e-16, 1e-4 and
+ *    1e12 (the fast path's bounds, where %g changes style), 1e-15 (the
+ *    style-e path's), and negatives.
  */
 #include "tests/analyzer/ana_test_util.h"
 
@@ -66,7 +68,7 @@ static void test_random(void **state)
 	(void)state;
 	srand(7);
 	for (int i = 0; i < 2000000; i++) {
-		double e = -12 + 29 * rnd01(); /* 1e-12 .. 1e17 */
+		double e = -16 + 33 * rnd01(); /* 1e-16 .. 1e17 */
 		const double x = pow(10, e);
 		same(i & 1 ? -x : x);
 	}
@@ -109,7 +111,7 @@ static void test_ties_and_edges(void **state)
 	}
 	for (uint64_t i = 1; i < (1ull << 53); i = i * 3 + 1)
 		same((double)i);
-	for (int k = -6; k <= 13; k++) {
+	for (int k = -16; k <= 13; k++) {
 		const double p = pow(10, k);
 		const double near[] = { p, nextafter(p, 0), nextafter(p, INFINITY), 9.99999999999951 * p,
 					9.99999999999949 * p, 9.999999999995 * p, 1.000000000005 * p, 1.23456789012345 * p };
