@@ -742,8 +742,10 @@ static PT_NOINLINE_ void sec_end_hooked(struct ctx *c, struct ana_thread *th, st
 static int ph_grow(struct tstate *ts)
 {
 	uint32_t bits = ts->ph ? 64 - ts->phshift + 1 : 4;
-	if (bits > 32)
-		return -1; /* 2^31 paths on one thread: the tree stops first */
+	if (bits > 32) { /* 2^31 paths on one thread (the tree runs out of memory first) */
+		ana_nomem_note();
+		return -1;
+	}
 	struct pslot *p = malloc(((size_t)1 << bits) * sizeof(*p));
 	if (!p) {
 		ana_nomem_note();
