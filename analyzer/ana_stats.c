@@ -466,13 +466,22 @@ static PT_NOINLINE_STATS uint64_t bucket_value(uint32_t idx, uint64_t lo, uint64
 			return i;                                                                                    \
 		}                                                                                                    \
 		uint64_t next = rank[i];                                                                             \
-		for (uint32_t j = 0; j < SUB; j++) {                                                                 \
-			s += c[j];                                                                                   \
-			if (s >= next) {                                                                             \
-				i = ranks_at(rank, i, n, s, bucket_value(o * SUB + j, lo, hi), out);                 \
-				if (i == n)                                                                          \
-					break;                                                                       \
-				next = rank[i];                                                                      \
+		for (uint32_t g = 0; g < SUB && i < n; g += 8) {                                                     \
+			/* eight counters at once while the next rank lies beyond them */                           \
+			const uint64_t gs = (uint64_t)c[g] + c[g + 1] + c[g + 2] + c[g + 3] + c[g + 4] + c[g + 5] +  \
+					    c[g + 6] + c[g + 7];                                                     \
+			if (s + gs < next) {                                                                         \
+				s += gs;                                                                             \
+				continue;                                                                            \
+			}                                                                                            \
+			for (uint32_t j = g; j < g + 8; j++) {                                                       \
+				s += c[j];                                                                           \
+				if (s >= next) {                                                                     \
+					i = ranks_at(rank, i, n, s, bucket_value(o * SUB + j, lo, hi), out);         \
+					if (i == n)                                                                  \
+						break;                                                               \
+					next = rank[i];                                                              \
+				}                                                                                    \
 			}                                                                                            \
 		}                                                                                                    \
 		*seen = *seen + sum;                                                                                 \
