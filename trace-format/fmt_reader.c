@@ -186,18 +186,16 @@ static int grow(void **p, size_t *cap, size_t need, size_t elem)
 #define RD_WIN_BYTES (64u << 10)
 
 /*
- * @len bytes at @off into @buf, as fmt_pread_full(): from the read window when
- * it holds them, unless @fresh; otherwise a read of @len bytes that is
- * shorter than the window refills it with the window's bytes from @off
- * (up to r->limit: no byte past the part of the file being read). A
- * header is read @fresh when the point is to see the file as it is now
+ * @len bytes at file offset @off, in place: *@out points into the read
+ * window when it holds them, unless @fresh; otherwise a read of @len
+ * bytes that is shorter than the window refills it with the window's
+ * bytes from @off (up to r->limit: no byte past the part of the file
+ * being read) and *@out points there; a longer one is read into @buf and
+ * *@out points to @buf. *@out is valid until the next read. A header is
+ * read @fresh when the point is to see the file as it is now
  * (reread_header(): the file changed under the reader); its payload then
- * comes from the same read.
+ * comes from the same read. 0 or a negative errno.
  */
-/* @len bytes at file offset @off, in place: *@out points into the read
- * window when it holds them (the window is refilled from @off when it
- * does not and they fit it), or to @buf, where they were read otherwise.
- * *@out is valid until the next read. 0 or a negative errno. */
 static int rd_view(struct pt_reader *r, void *buf, size_t len, uint64_t off, bool fresh, const uint8_t **out)
 {
 	if (!fresh && r->win_len && off >= r->win_off && len <= r->win_len && off - r->win_off <= r->win_len - len) {
