@@ -1228,6 +1228,28 @@ slow:;
 }
 
 /* ana_fmt_g12()'s fast path for 1e-4 <= v < 1e12; 0 where it cannot decide. */
+/* %.12g's twelve significant digits of @y (in [1e11, 1e12): v times a
+ * power of ten, within 1e-3 of exact) into @dg, and the carry of a round
+ * up into the next decade into *@e10: false when @y lies too near a half
+ * to decide here. */
+static inline __attribute__((always_inline)) bool g12_digits(double y, int *e10, char dg[12])
+{
+	uint64_t m = (uint64_t)y;
+	const double d = y - (double)m; /* exact */
+	if (d > 0.5 - 1e-3 && d < 0.5 + 1e-3)
+		return false;
+	m += d > 0.5;
+	if (m == 1000000000000ull) { /* rounded up into the next decade */
+		m = 100000000000ull;
+		++*e10;
+	}
+	if (m < 100000000000ull || m >= 1000000000000ull)
+		return false;
+	for (int k = 11; k >= 0; k--, m /= 10)
+		dg[k] = (char)('0' + m % 10);
+	return true;
+}
+
 /* g12_fast() below 1e-4, down to 1e-15 (a JSON report's shares of short
  * sections: each went through snprintf(), ~1,000 instructions): %g's
  * style e, "d.ddddddddddde-XX" without trailing zeros. y = v * 10^(11 -
@@ -1249,22 +1271,9 @@ static size_t g12_small(char *buf, double v, const double *p10)
 		e10--;
 		y = v * 1e16 * p10[11 - e10 - 16];
 	}
-	if (e10 > -5 || !(y >= 1e11 && y < 1e12))
-		return 0;
-	uint64_t m = (uint64_t)y;
-	const double d = y - (double)m; /* exact */
-	if (d > 0.5 - 1e-3 && d < 0.5 + 1e-3)
-		return 0; /* too near a half to decide here */
-	m += d > 0.5;
-	if (m == 1000000000000ull) { /* rounded up into the next decade */
-		m = 100000000000ull;
-		e10++;
-	}
-	if (e10 > -5) /* 1e-4 after rounding: %g's style f */
-		return 0;
 	char dg[12];
-	for (int k = 11; k >= 0; k--, m /= 10)
-		dg[k] = (char)('0' + m % 10);
+	if (e10 > -5 || !(y >= 1e11 && y < 1e12) || !g12_digits(y, &e10, dg) || e10 > -5) /* 1e-4 rounded: style f */
+		return 0;
 	int last = 11;
 	while (last > 0 && dg[last] == '0')
 		last--;
@@ -1305,22 +1314,11 @@ static size_t g12_fast(char *buf, double v)
 		e10--;
 		y = v * p10[11 - e10];
 	}
-	uint64_t m = (uint64_t)y;
-	const double d = y - (double)m; /* exact */
-	if (d > 0.5 - 1e-3 && d < 0.5 + 1e-3)
-		return 0; /* too near a half to decide here */
-	m += d > 0.5;
-	if (m == 1000000000000ull) { /* rounded up into the next decade */
-		m = 100000000000ull;
-		e10++;
-	}
-	if (m < 100000000000ull || m >= 1000000000000ull || e10 >= 12)
-		return 0;
 	/* %g with precision 12 and -4 <= X < 12: style f with 11 - X decimals,
 	 * trailing zeros and a bare point removed */
 	char dg[12];
-	for (int k = 11; k >= 0; k--, m /= 10)
-		dg[k] = (char)('0' + m % 10);
+	if (!g12_digits(y, &e10, dg) || e10 >= 12)
+		return 0;
 	int last = 11; /* the last significant digit kept */
 	while (last > 0 && last > e10 && dg[last] == '0')
 		last--;
