@@ -1857,10 +1857,10 @@ static void jo_key(struct ana_jo *o, const char *key)
 
 /* jo_key() then @vn bytes @v: a member (or an array's element) as one
  * write into the buffer when it has room (a report has ~550,000 of them). */
-static void jo_member(struct ana_jo *o, const char *key, const char *v, size_t vn)
+static inline __attribute__((always_inline)) void jo_member(struct ana_jo *o, const char *key, size_t kn, const char *v,
+							    size_t vn)
 {
 	struct ana_obuf *b = o->b;
-	const size_t kn = key ? strlen(key) : 0;
 	if (__builtin_expect(kn + vn + 8 > sizeof(b->buf) - b->n, 0)) {
 		jo_key(o, key);
 		jo_put(o, v, vn);
@@ -1904,34 +1904,34 @@ struct ana_jo ana_jo_child(struct ana_jo *o, const char *key, char kind)
 	return (struct ana_jo){ .obj = *o->err ? NULL : c, .first = true, .err = o->err };
 }
 
-void ana_jo_u64(struct ana_jo *o, const char *key, uint64_t v)
+void ana_jo_u64_n(struct ana_jo *o, const char *key, size_t klen, uint64_t v)
 {
 	if (!o->b) {
 		jo_set(o, key, ana_json_u64(v));
 		return;
 	}
 	char b[24], *p = u64_digits(b + sizeof(b), v);
-	jo_member(o, key, p, (size_t)(b + sizeof(b) - p));
+	jo_member(o, key, klen, p, (size_t)(b + sizeof(b) - p));
 }
 
-void ana_jo_i64(struct ana_jo *o, const char *key, int64_t v)
+void ana_jo_i64_n(struct ana_jo *o, const char *key, size_t klen, int64_t v)
 {
 	if (!o->b) {
 		jo_set(o, key, json_integer(v));
 		return;
 	}
 	char b[24], *p = i64_digits(b + sizeof(b), v);
-	jo_member(o, key, p, (size_t)(b + sizeof(b) - p));
+	jo_member(o, key, klen, p, (size_t)(b + sizeof(b) - p));
 }
 
-void ana_jo_real(struct ana_jo *o, const char *key, double v)
+void ana_jo_real_n(struct ana_jo *o, const char *key, size_t klen, double v)
 {
 	if (!o->b) {
 		jo_set(o, key, isfinite(v) ? json_real(v) : json_null());
 		return;
 	}
 	if (!isfinite(v)) {
-		jo_member(o, key, "null", 4);
+		jo_member(o, key, klen, "null", 4);
 		return;
 	}
 	char b[40];
@@ -1942,7 +1942,7 @@ void ana_jo_real(struct ana_jo *o, const char *key, double v)
 		char *p = i64_digits(b + sizeof(b) - 2, (int64_t)v);
 		b[sizeof(b) - 2] = '.';
 		b[sizeof(b) - 1] = '0';
-		jo_member(o, key, p, (size_t)(b + sizeof(b) - p));
+		jo_member(o, key, klen, p, (size_t)(b + sizeof(b) - p));
 		return;
 	}
 	/* jansson's jsonp_dtostr() at JSON_REAL_PRECISION(12), in the C locale */
@@ -1967,25 +1967,25 @@ void ana_jo_real(struct ana_jo *o, const char *key, double v)
 		memmove(d, z, (size_t)(b + len - z));
 		len -= (size_t)(z - d);
 	}
-	jo_member(o, key, b, len);
+	jo_member(o, key, klen, b, len);
 }
 
-void ana_jo_bool(struct ana_jo *o, const char *key, bool v)
+void ana_jo_bool_n(struct ana_jo *o, const char *key, size_t klen, bool v)
 {
 	if (!o->b) {
 		jo_set(o, key, json_boolean(v));
 		return;
 	}
-	jo_member(o, key, v ? "true" : "false", v ? 4 : 5);
+	jo_member(o, key, klen, v ? "true" : "false", v ? 4 : 5);
 }
 
-void ana_jo_null(struct ana_jo *o, const char *key)
+void ana_jo_null_n(struct ana_jo *o, const char *key, size_t klen)
 {
 	if (!o->b) {
 		jo_set(o, key, json_null());
 		return;
 	}
-	jo_member(o, key, "null", 4);
+	jo_member(o, key, klen, "null", 4);
 }
 
 char *ana_json_encode(const char *s)
