@@ -1263,6 +1263,8 @@ static size_t g12_small(char *buf, double v, const double *p10)
 		e10--;
 	double y = v * 1e16 * p10[11 - e10 - 16];
 	if (y >= 1e12) {
+		if (e10 == -5) /* not for v below 1e-4 (its product stays below 1e12), but p10 has no 10^-1 */
+			return 0;
 		e10++;
 		y = v * 1e16 * p10[11 - e10 - 16];
 	} else if (y < 1e11) {
@@ -1272,7 +1274,7 @@ static size_t g12_small(char *buf, double v, const double *p10)
 		y = v * 1e16 * p10[11 - e10 - 16];
 	}
 	char dg[12];
-	if (e10 > -5 || !(y >= 1e11 && y < 1e12) || !g12_digits(y, &e10, dg) || e10 > -5) /* 1e-4 rounded: style f */
+	if (!(y >= 1e11 && y < 1e12) || !g12_digits(y, &e10, dg) || e10 > -5) /* 1e-4 rounded: style f */
 		return 0;
 	int last = 11;
 	while (last > 0 && dg[last] == '0')
