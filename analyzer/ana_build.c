@@ -45,8 +45,6 @@
 
 #define PT_NOINLINE_ __attribute__((noinline))
 
-/* A frame's metric sums are zeroed at BEGIN (48 bytes, cheaper than the
- * test a lazy zeroing needs, which the walk of sections mispredicts). */
 /* Adds @self and @incl to metric slot @k of open frame @f (initializing
  * the slot on its first amount: struct frame_m). */
 static inline void frame_m_add(struct frame *f, int k, uint64_t self, uint64_t incl)
@@ -61,8 +59,8 @@ static inline void frame_m_add(struct frame *f, int k, uint64_t self, uint64_t i
 	}
 }
 
-/* @f's inclusive metric sums in full (the slots never initialized: 0), or
- * NULL when it has none. */
+/* @f's inclusive metric sums in full, or NULL when it has none: the slots
+ * never initialized are set to 0 (and marked) first. */
 static inline const uint64_t *frame_m_incl(struct frame *f)
 {
 	if (!f->mmask)
@@ -738,6 +736,21 @@ static PT_NOINLINE_ void sec_end_hooked(struct ctx *c, struct ana_thread *th, st
 	}
 }
 
+/* The slot index mask of a path table hashed with @shift (2^(64 - shift) slots). */
+static inline uint32_t ph_mask(uint32_t shift)
+{
+	return (uint32_t)(((uint64_t)1 << (64 - shift)) - 1);
+}
+
+/* The empty slot where @key goes in table @t (@shift; not full). */
+static uint32_t ph_free_slot(const struct pslot *t, uint32_t shift, uint64_t key)
+{
+	uint32_t i = pslot_hash(key, shift);
+	while (t[i].key != PSLOT_EMPTY)
+		i = (i + 1) & ph_mask(shift);
+	return i;
+}
+
 /* Doubles table ts->ph (or makes its first 16 slots): 0, or -1 out of memory (noted). */
 static int ph_grow(struct tstate *ts)
 {
@@ -751,18 +764,12 @@ static int ph_grow(struct tstate *ts)
 		ana_nomem_note();
 		return -1;
 	}
-	const size_t n = (size_t)1 << bits, mask = n - 1;
-	for (size_t i = 0; i < n; i++)
-		p[i].key = PSLOT_EMPTY;
 	const uint32_t shift = 64 - bits;
-	for (size_t i = 0; ts->ph && i < ((size_t)1 << (64 - ts->phshift)); i++) {
-		if (ts->ph[i].key == PSLOT_EMPTY)
-			continue;
-		size_t j = pslot_hash(ts->ph[i].key, shift);
-		while (p[j].key != PSLOT_EMPTY)
-			j = (j + 1) & mask;
-		p[j] = ts->ph[i];
-	}
+	for (size_t i = 0; i < ((size_t)1 << bits); i++)
+		p[i].key = PSLOT_EMPTY;
+	for (size_t i = 0; ts->ph && i <= ph_mask(ts->phshift); i++)
+		if (ts->ph[i].key != PSLOT_EMPTY)
+			p[ph_free_slot(p, shift, ts->ph[i].key)] = ts->ph[i];
 	free(ts->ph);
 	ts->ph = p;
 	ts->phshift = shift;
@@ -784,13 +791,10 @@ static PT_NOINLINE_ const struct pslot *ph_add(struct ctx *c, struct ana_thread 
 	uint32_t mp = ts->depth ? ts->st[ts->depth - 1].merged : 0; /* the parent's path in the merged tree */
 	uint32_t merged = mp == UINT32_MAX ? UINT32_MAX : ana_tree_child(&c->res->merged, mp, id);
 	const uint64_t key = PSLOT_KEY(parent, id);
-	if (!ts->ph || ts->phn + 1 > ((size_t)1 << (64 - ts->phshift)) / 2) { /* at most half full */
+	if (!ts->ph || ts->phn + 1 > ((size_t)ph_mask(ts->phshift) + 1) / 2) { /* at most half full */
 		if (ph_grow(ts))
 			return NULL;
-		const uint32_t mask = (uint32_t)(((uint64_t)1 << (64 - ts->phshift)) - 1);
-		i = pslot_hash(key, ts->phshift);
-		while (ts->ph[i].key != PSLOT_EMPTY)
-			i = (i + 1) & mask;
+		i = ph_free_slot(ts->ph, ts->phshift, key);
 	}
 	ts->phn++;
 	ts->ph[i] = (struct pslot){ .key = key, .node = node, .merged = merged };
@@ -831,7 +835,7 @@ static inline __attribute__((always_inline)) void sec_begin(struct ctx *c, struc
 	const uint64_t key = PSLOT_KEY(parent, id);
 	const struct pslot *ps;
 	if (__builtin_expect(ts->ph != NULL, 1)) {
-		const uint32_t mask = (uint32_t)(((uint64_t)1 << (64 - ts->phshift)) - 1);
+		const uint32_t mask = ph_mask(ts->phshift);
 		uint32_t i = pslot_hash(key, ts->phshift);
 		for (;;) {
 			ps = &ts->ph[i];
